@@ -1,0 +1,239 @@
+package listen
+
+import (
+	"errors"
+)
+
+// Kind is the kind of an Event.
+type Kind uint8
+
+// Event kinds. The zero Kind is not a valid event.
+const (
+	// KindToolsListChanged becomes notifications/tools/list_changed.
+	KindToolsListChanged Kind = iota + 1
+	// KindPromptsListChanged becomes notifications/prompts/list_changed.
+	KindPromptsListChanged
+	// KindResourcesListChanged becomes notifications/resources/list_changed.
+	KindResourcesListChanged
+	// KindResourceUpdated becomes notifications/resources/updated.
+	KindResourceUpdated
+	// KindExtension is shaped by the extension named in Event.ExtensionID.
+	KindExtension
+)
+
+// String returns the kind's name, such as "tools_list_changed".
+func (k Kind) String() string {
+	switch k {
+	case KindToolsListChanged:
+		return "tools_list_changed"
+	case KindPromptsListChanged:
+		return "prompts_list_changed"
+	case KindResourcesListChanged:
+		return "resources_list_changed"
+	case KindResourceUpdated:
+		return "resource_updated"
+	case KindExtension:
+		return "extension"
+	}
+	return "invalid"
+}
+
+// filterKey returns the filter key that selects a list-change kind.
+func (k Kind) filterKey() string {
+	switch k {
+	case KindToolsListChanged:
+		return KeyToolsListChanged
+	case KindPromptsListChanged:
+		return KeyPromptsListChanged
+	case KindResourcesListChanged:
+		return KeyResourcesListChanged
+	}
+	return ""
+}
+
+// Event is a protocol-neutral change a Source hands to a subscription. Build
+// it with the constructors; the zero Event is invalid.
+//
+// Event is a small value: copy it freely. Maps inside it are shared, not
+// copied, so treat them as read-only once published.
+type Event struct {
+	Kind Kind
+	// URI is the absolute URI of a resource update; empty for other kinds.
+	URI string
+	// Params are extra members of a core notification's params. A "_meta"
+	// object in it is merged under Metadata; "uri" is always replaced by URI.
+	Params map[string]any
+	// Metadata is merged into the notification's params._meta (over the
+	// "_meta" of Params; the subscription id always wins).
+	Metadata map[string]any
+	// ExtensionID names the extension that owns an extension event.
+	ExtensionID string
+	// Selector picks the subscriptions of an extension event: it is delivered
+	// to a subscription whose owned filter contains the selector (SubsetOf).
+	Selector Filter
+	// Payload is the extension's own data, handed to its shaper.
+	Payload any
+}
+
+// ToolsListChanged returns a notifications/tools/list_changed event.
+func ToolsListChanged() Event { return Event{Kind: KindToolsListChanged} }
+
+// PromptsListChanged returns a notifications/prompts/list_changed event.
+func PromptsListChanged() Event { return Event{Kind: KindPromptsListChanged} }
+
+// ResourcesListChanged returns a notifications/resources/list_changed event.
+func ResourcesListChanged() Event { return Event{Kind: KindResourcesListChanged} }
+
+// ResourceUpdated returns a notifications/resources/updated event for the
+// absolute URI uri.
+func ResourceUpdated(uri string) Event { return Event{Kind: KindResourceUpdated, URI: uri} }
+
+// ExtensionEvent returns an event owned by the extension id, delivered to the
+// subscriptions whose filter contains selector, and shaped by the extension
+// from payload.
+func ExtensionEvent(id string, selector Filter, payload any) Event {
+	return Event{Kind: KindExtension, ExtensionID: id, Selector: selector, Payload: payload}
+}
+
+// WithMetadata returns a copy of e with Metadata set to m.
+func (e Event) WithMetadata(m map[string]any) Event { e.Metadata = m; return e }
+
+// WithParams returns a copy of e with Params set to p (core kinds only).
+func (e Event) WithParams(p map[string]any) Event { e.Params = p; return e }
+
+// ErrInvalidEvent matches every event validation error.
+var ErrInvalidEvent = errors.New("listen: invalid subscription event")
+
+// EventError is an event validation error. Message is one of the exact
+// messages listed at Event.Validate.
+type EventError struct {
+	Message string
+}
+
+func (e *EventError) Error() string { return e.Message }
+
+// Is makes errors.Is(err, ErrInvalidEvent) true.
+func (e *EventError) Is(target error) bool { return target == ErrInvalidEvent }
+
+// Exact validation messages.
+const (
+	MsgEventParams        = "subscription event params must be a JSON object"
+	MsgEventMetadata      = "subscription event metadata must be a JSON object"
+	MsgEventAbsoluteURI   = "resource update events require an absolute URI"
+	MsgEventListURI       = "list change events cannot include a resource URI"
+	MsgEventCoreExtFields = "core subscription events cannot use extension event fields"
+	MsgEventExtID         = "extension subscription events require an extension id"
+	MsgEventExtSelector   = "extension subscription events require a non-empty JSON selector"
+	MsgEventExtCoreFields = "extension subscription events cannot use core event fields"
+	MsgEventInvalid       = "subscription source returned an invalid event"
+)
+
+var (
+	errEventParams        = &EventError{MsgEventParams}
+	errEventMetadata      = &EventError{MsgEventMetadata}
+	errEventAbsoluteURI   = &EventError{MsgEventAbsoluteURI}
+	errEventListURI       = &EventError{MsgEventListURI}
+	errEventCoreExtFields = &EventError{MsgEventCoreExtFields}
+	errEventExtID         = &EventError{MsgEventExtID}
+	errEventExtSelector   = &EventError{MsgEventExtSelector}
+	errEventExtCoreFields = &EventError{MsgEventExtCoreFields}
+	errEventInvalid       = &EventError{MsgEventInvalid}
+)
+
+// Validate checks e and returns nil or an *EventError with one of these
+// exact messages, checked in this order.
+//
+// Core kinds:
+//   - "subscription event params must be a JSON object"
+//   - "subscription event metadata must be a JSON object"
+//   - "resource update events require an absolute URI" (a scheme, then ':')
+//   - "list change events cannot include a resource URI"
+//   - "core subscription events cannot use extension event fields"
+//
+// Extension kind:
+//   - "extension subscription events require an extension id"
+//   - "extension subscription events require a non-empty JSON selector"
+//   - "subscription event metadata must be a JSON object"
+//   - "extension subscription events cannot use core event fields"
+//
+// A zero or unknown Kind: "subscription source returned an invalid event".
+// A JSON object here is a map whose values are all JSON values (see Filter).
+// Validate does not allocate.
+func (e Event) Validate() error {
+	switch e.Kind {
+	case KindToolsListChanged, KindPromptsListChanged, KindResourcesListChanged, KindResourceUpdated:
+		if !objectValid(e.Params) {
+			return errEventParams
+		}
+		if !objectValid(e.Metadata) {
+			return errEventMetadata
+		}
+		if e.Kind == KindResourceUpdated {
+			if !AbsoluteURI(e.URI) {
+				return errEventAbsoluteURI
+			}
+		} else if e.URI != "" {
+			return errEventListURI
+		}
+		if e.ExtensionID != "" || len(e.Selector) > 0 || e.Payload != nil {
+			return errEventCoreExtFields
+		}
+		return nil
+	case KindExtension:
+		if e.ExtensionID == "" {
+			return errEventExtID
+		}
+		if len(e.Selector) == 0 || !e.Selector.Valid() {
+			return errEventExtSelector
+		}
+		if !objectValid(e.Metadata) {
+			return errEventMetadata
+		}
+		if e.URI != "" || len(e.Params) > 0 {
+			return errEventExtCoreFields
+		}
+		return nil
+	}
+	return errEventInvalid
+}
+
+func objectValid(m map[string]any) bool {
+	for _, v := range m {
+		if !validJSON(v, 1) {
+			return false
+		}
+	}
+	return true
+}
+
+// AbsoluteURI reports whether s is an absolute URI: a scheme (a letter, then
+// letters, digits, '+', '-' or '.'), a ':', and no whitespace, control
+// characters or characters RFC 3986 never allows ('"', '<', '>', '\\', '^',
+// '`', '{', '|', '}'). It does not allocate.
+func AbsoluteURI(s string) bool {
+	i := 0
+	for i < len(s) {
+		c := s[i]
+		if c == ':' {
+			break
+		}
+		isAlpha := (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+		if i == 0 && !isAlpha {
+			return false
+		}
+		if !isAlpha && !(c >= '0' && c <= '9') && c != '+' && c != '-' && c != '.' {
+			return false
+		}
+		i++
+	}
+	if i == 0 || i == len(s) {
+		return false
+	}
+	for j := i + 1; j < len(s); j++ {
+		switch c := s[j]; {
+		case c <= ' ', c == 0x7f, c == '"', c == '<', c == '>', c == '\\', c == '^', c == '`', c == '{', c == '|', c == '}':
+			return false
+		}
+	}
+	return true
+}

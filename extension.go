@@ -1,0 +1,196 @@
+package listen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// Extension is an MCP extension known to the server, such as the tasks
+// extension (io.modelcontextprotocol/tasks).
+type Extension interface {
+	// ID is the extension's identifier, as advertised under
+	// capabilities.extensions.
+	ID() string
+	// SupportsProtocol reports whether the extension works with the protocol
+	// version.
+	SupportsProtocol(version string) bool
+}
+
+// SubscriptionExtension is an Extension that adds filter keys to
+// subscriptions/listen and shapes its own events. An extension implements
+// both hooks or neither: registering one with only one of the two methods
+// fails.
+type SubscriptionExtension interface {
+	Extension
+	// SubscriptionFilter returns the part of the requested (raw, not
+	// narrowed) filter this extension owns and will serve, such as
+	// {"taskIds": [...]}. It must be a subset of requested. Return an *Error
+	// to refuse the listen with your own code (for example -32021 when the
+	// client did not declare the extension).
+	SubscriptionFilter(ctx context.Context, req *Request, requested Filter) (Filter, error)
+	// ShapeSubscriptionEvent turns one of the extension's events into a
+	// notification method and params. owned is the part of the subscription's
+	// accepted filter the extension owns. The subscription id is added to
+	// params._meta afterwards (it cannot be overridden).
+	ShapeSubscriptionEvent(ev Event, owned Filter) (method string, params map[string]any, err error)
+}
+
+type filterHook interface {
+	SubscriptionFilter(ctx context.Context, req *Request, requested Filter) (Filter, error)
+}
+
+type shapeHook interface {
+	ShapeSubscriptionEvent(ev Event, owned Filter) (method string, params map[string]any, err error)
+}
+
+// ExtensionRegistry holds the server's extensions in registration order.
+// Build it once at startup; it is read-only afterwards and safe for
+// concurrent use.
+type ExtensionRegistry struct {
+	exts []Extension
+}
+
+// NewExtensionRegistry registers exts in order. It fails for an empty or
+// duplicate id, and for an extension that has only one of the two
+// subscription hooks ("extension <id> must implement both SubscriptionFilter
+// and ShapeSubscriptionEvent").
+func NewExtensionRegistry(exts ...Extension) (*ExtensionRegistry, error) {
+	r := &ExtensionRegistry{}
+	for _, e := range exts {
+		if e == nil || e.ID() == "" {
+			return nil, errors.New("listen: extension with an empty id")
+		}
+		if slices.ContainsFunc(r.exts, func(o Extension) bool { return o.ID() == e.ID() }) {
+			return nil, fmt.Errorf("listen: extension %s registered twice", e.ID())
+		}
+		_, f := e.(filterHook)
+		_, s := e.(shapeHook)
+		if f != s {
+			return nil, fmt.Errorf("listen: extension %s must implement both SubscriptionFilter and ShapeSubscriptionEvent", e.ID())
+		}
+		r.exts = append(r.exts, e)
+	}
+	return r, nil
+}
+
+// Lookup returns the registered extension with the id.
+func (r *ExtensionRegistry) Lookup(id string) (Extension, bool) {
+	if r == nil {
+		return nil, false
+	}
+	for _, e := range r.exts {
+		if e.ID() == id {
+			return e, true
+		}
+	}
+	return nil, false
+}
+
+// subscriptionFilters asks every candidate extension (supports the version,
+// advertised in caps, has the hooks; in registration order) for its part of
+// the requested filter, and merges the contributions.
+func (r *ExtensionRegistry) subscriptionFilters(ctx context.Context, req *Request, caps Capabilities) (Filter, map[string]Filter, error) {
+	if r == nil {
+		return nil, nil, nil
+	}
+	var merged Filter
+	var contributions map[string]Filter
+	for _, e := range r.exts {
+		se, ok := e.(SubscriptionExtension)
+		if !ok || !e.SupportsProtocol(req.ProtocolVersion) || !caps.Extension(e.ID()) {
+			continue
+		}
+		contrib, err := callFilterHook(ctx, se, req)
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(contrib) == 0 {
+			continue
+		}
+		m, err := Merge(merged, contrib)
+		if err != nil {
+			return nil, nil, NewError(CodeInternalError, MsgExtFiltersCollide).
+				WithCause(fmt.Errorf("extension %s: %w", e.ID(), err))
+		}
+		merged = m
+		if contributions == nil {
+			contributions = make(map[string]Filter)
+		}
+		contributions[e.ID()] = contrib
+	}
+	return merged, contributions, nil
+}
+
+func callFilterHook(ctx context.Context, e SubscriptionExtension, req *Request) (f Filter, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			f, err = nil, NewError(CodeInternalError, MsgExtCallbackPanicked).
+				WithCause(newPanicError(e.ID()+".SubscriptionFilter", v))
+		}
+	}()
+	f, err = e.SubscriptionFilter(ctx, req, req.Notifications)
+	if err != nil {
+		var we *Error
+		if errors.As(err, &we) {
+			return nil, we
+		}
+		return nil, NewError(CodeInternalError, MsgExtInvalidFilter).WithCause(err)
+	}
+	if !f.Valid() {
+		return nil, NewError(CodeInternalError, MsgExtNonJSONFilter)
+	}
+	if !f.SubsetOf(req.Notifications) {
+		return nil, NewError(CodeInternalError, MsgExtUnrequested)
+	}
+	return f, nil
+}
+
+// shapeExtensionEvent shapes an extension event for sub, or reports a drop.
+func (s *Subscription) shapeExtensionEvent(dst []byte, ev Event) ([]byte, bool, error) {
+	owned, ok := s.extFilters[ev.ExtensionID]
+	if !ok || !ev.Selector.SubsetOf(owned) {
+		return dst, false, nil
+	}
+	if !slices.Contains(s.negotiated, ev.ExtensionID) {
+		return dst, false, nil
+	}
+	ext, ok := s.registry.Lookup(ev.ExtensionID)
+	if !ok || !ext.SupportsProtocol(s.version) {
+		return dst, false, nil
+	}
+	sh, ok := ext.(shapeHook)
+	if !ok {
+		return dst, false, nil
+	}
+	method, params, err := callShapeHook(sh, ext.ID(), ev, owned)
+	if err != nil {
+		return dst, false, err
+	}
+	if method == "" {
+		return dst, false, NewError(CodeInternalError, MsgExtInvalidEvent)
+	}
+	if !objectValid(params) {
+		return dst, false, NewError(CodeInternalError, MsgExtNonJSONEvent)
+	}
+	out, ok := s.appendNotificationMessage(dst, method, params, ev.Metadata, "")
+	if !ok {
+		return dst, false, NewError(CodeInternalError, MsgExtNonJSONEvent)
+	}
+	return out, true, nil
+}
+
+func callShapeHook(sh shapeHook, id string, ev Event, owned Filter) (method string, params map[string]any, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = NewError(CodeInternalError, MsgExtCallbackPanicked).
+				WithCause(newPanicError(id+".ShapeSubscriptionEvent", v))
+		}
+	}()
+	method, params, err = sh.ShapeSubscriptionEvent(ev, owned)
+	if err != nil {
+		return "", nil, AsError(err, MsgExtInvalidEvent)
+	}
+	return method, params, nil
+}

@@ -1,0 +1,752 @@
+package listen
+
+import (
+	"encoding/json"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Core filter keys of MCP 2026-07-28.
+const (
+	KeyToolsListChanged      = "toolsListChanged"
+	KeyPromptsListChanged    = "promptsListChanged"
+	KeyResourcesListChanged  = "resourcesListChanged"
+	KeyResourceSubscriptions = "resourceSubscriptions"
+)
+
+// Filter is a subscriptions/listen notification filter: a JSON object such as
+//
+//	{"toolsListChanged": true, "resourceSubscriptions": ["file:///a"], "taskIds": ["t1"]}
+//
+// It holds the four core keys and any extension key. Values must be JSON
+// values, which in Go are: nil, bool, string, json.Number, the integer types
+// (JSON integers), float32 and float64 (JSON floats; finite only), []any,
+// []string, map[string]any and Filter. Filters decoded by this package keep
+// numbers as json.Number, so 1 and 1.0 stay distinct.
+//
+// Comparison is exact on JSON type and value: the integer 1 is not the float
+// 1.0 (nor is json.Number("1") equal to float64(1)).
+type Filter map[string]any
+
+// Bool reports whether key holds the boolean true.
+func (f Filter) Bool(key string) bool {
+	b, ok := f[key].(bool)
+	return ok && b
+}
+
+// Strings returns the string elements of the list under key, or nil. Elements
+// that are not strings are skipped.
+func (f Filter) Strings(key string) []string {
+	switch v := f[key].(type) {
+	case []string:
+		return v
+	case []any:
+		out := make([]string, 0, len(v))
+		for _, e := range v {
+			if s, ok := e.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// Keys returns the filter's keys, sorted.
+func (f Filter) Keys() []string {
+	keys := make([]string, 0, len(f))
+	for k := range f {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// Valid reports whether f is a JSON object: every value is a JSON value (see
+// Filter). A nil Filter is valid (the empty object).
+func (f Filter) Valid() bool {
+	for _, v := range f {
+		if !validJSON(v, 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// maxDepth bounds recursion over nested values.
+const maxDepth = 64
+
+func validJSON(v any, depth int) bool {
+	if depth > maxDepth {
+		return false
+	}
+	switch x := v.(type) {
+	case nil, bool, string,
+		int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+		return true
+	case float64:
+		return !math.IsNaN(x) && !math.IsInf(x, 0)
+	case float32:
+		return !math.IsNaN(float64(x)) && !math.IsInf(float64(x), 0)
+	case json.Number:
+		return validNumber(string(x))
+	case []string:
+		return true
+	case []any:
+		for _, e := range x {
+			if !validJSON(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		for _, e := range x {
+			if !validJSON(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	case Filter:
+		for _, e := range x {
+			if !validJSON(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// validNumber reports whether s is a JSON number literal.
+func validNumber(s string) bool {
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case i < len(s) && s[i] >= '1' && s[i] <= '9':
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+	default:
+		return false
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		j := i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		if i == j {
+			return false
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		j := i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		if i == j {
+			return false
+		}
+	}
+	return i == len(s)
+}
+
+// SubsetOf reports whether f is a subset of supported: f is valid, and every
+// key of f is in supported with a value that is a subset of the supported
+// value. Two lists: every element of f's list is in supported's list (set
+// containment, exact comparison, order and duplicates ignored). Two objects:
+// recursive SubsetOf. Anything else: exact equality. The empty filter is a
+// subset of anything; a key of f absent from supported fails, even when its
+// value is false.
+//
+// The check is linear in the size of list values: lists are compared through
+// a hash set keyed on exact JSON type and value.
+func (f Filter) SubsetOf(supported Filter) bool {
+	if !f.Valid() {
+		return false
+	}
+	return objectSubset(f, supported)
+}
+
+func objectSubset(a, b map[string]any) bool {
+	for k, av := range a {
+		bv, ok := b[k]
+		if !ok || !valueSubset(av, bv) {
+			return false
+		}
+	}
+	return true
+}
+
+// valueSubset is the value rule of SubsetOf for already validated a.
+func valueSubset(a, b any) bool {
+	if as, ok := asList(a); ok {
+		bs, ok := asList(b)
+		if !ok {
+			return false
+		}
+		return listSubset(as, bs)
+	}
+	if am, ok := asObject(a); ok {
+		bm, ok := asObject(b)
+		if !ok {
+			return false
+		}
+		return objectSubset(am, bm)
+	}
+	if _, ok := asList(b); ok {
+		return false
+	}
+	if _, ok := asObject(b); ok {
+		return false
+	}
+	ka, ok := keyOf(a)
+	if !ok {
+		return false
+	}
+	kb, ok := keyOf(b)
+	return ok && ka == kb
+}
+
+// list is a JSON list in one of its two Go forms.
+type list struct {
+	strs []string
+	anys []any
+	isS  bool
+}
+
+func (l list) len() int {
+	if l.isS {
+		return len(l.strs)
+	}
+	return len(l.anys)
+}
+
+func (l list) key(i int) (vkey, bool) {
+	if l.isS {
+		return vkey{kind: kString, s: l.strs[i]}, true
+	}
+	return keyOf(l.anys[i])
+}
+
+func asList(v any) (list, bool) {
+	switch x := v.(type) {
+	case []string:
+		return list{strs: x, isS: true}, true
+	case []any:
+		return list{anys: x}, true
+	}
+	return list{}, false
+}
+
+func asObject(v any) (map[string]any, bool) {
+	switch x := v.(type) {
+	case map[string]any:
+		return x, true
+	case Filter:
+		return x, true
+	}
+	return nil, false
+}
+
+// smallList is the size under which lists are compared pairwise instead of
+// through a hash set.
+const smallList = 8
+
+func listSubset(a, b list) bool {
+	na, nb := a.len(), b.len()
+	if na == 0 {
+		return true
+	}
+	if nb == 0 {
+		return false
+	}
+	if a.isS && b.isS {
+		if na <= smallList && nb <= smallList {
+			for _, s := range a.strs {
+				if !slices.Contains(b.strs, s) {
+					return false
+				}
+			}
+			return true
+		}
+		set := make(map[string]struct{}, nb)
+		for _, s := range b.strs {
+			set[s] = struct{}{}
+		}
+		for _, s := range a.strs {
+			if _, ok := set[s]; !ok {
+				return false
+			}
+		}
+		return true
+	}
+	if na <= smallList && nb <= smallList {
+		for i := range na {
+			ka, ok := a.key(i)
+			if !ok {
+				return false
+			}
+			found := false
+			for j := range nb {
+				if kb, ok := b.key(j); ok && kb == ka {
+					found = true
+					break
+				}
+			}
+			if !found {
+				return false
+			}
+		}
+		return true
+	}
+	set := make(map[vkey]struct{}, nb)
+	for j := range nb {
+		if kb, ok := b.key(j); ok {
+			set[kb] = struct{}{}
+		}
+	}
+	for i := range na {
+		ka, ok := a.key(i)
+		if !ok {
+			return false
+		}
+		if _, ok := set[ka]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// JSON value kinds of a vkey.
+const (
+	kNull byte = iota + 1
+	kFalse
+	kTrue
+	kInt
+	kFloat
+	kString
+	kList
+	kObject
+)
+
+// vkey identifies a JSON value by exact type and value. Strings use s as is;
+// numbers a canonical text; lists and objects a canonical encoding.
+type vkey struct {
+	kind byte
+	s    string
+}
+
+func keyOf(v any) (vkey, bool) {
+	switch x := v.(type) {
+	case nil:
+		return vkey{kind: kNull}, true
+	case bool:
+		if x {
+			return vkey{kind: kTrue}, true
+		}
+		return vkey{kind: kFalse}, true
+	case string:
+		return vkey{kind: kString, s: x}, true
+	case int:
+		return vkey{kind: kInt, s: strconv.FormatInt(int64(x), 10)}, true
+	case int8:
+		return vkey{kind: kInt, s: strconv.FormatInt(int64(x), 10)}, true
+	case int16:
+		return vkey{kind: kInt, s: strconv.FormatInt(int64(x), 10)}, true
+	case int32:
+		return vkey{kind: kInt, s: strconv.FormatInt(int64(x), 10)}, true
+	case int64:
+		return vkey{kind: kInt, s: strconv.FormatInt(x, 10)}, true
+	case uint:
+		return vkey{kind: kInt, s: strconv.FormatUint(uint64(x), 10)}, true
+	case uint8:
+		return vkey{kind: kInt, s: strconv.FormatUint(uint64(x), 10)}, true
+	case uint16:
+		return vkey{kind: kInt, s: strconv.FormatUint(uint64(x), 10)}, true
+	case uint32:
+		return vkey{kind: kInt, s: strconv.FormatUint(uint64(x), 10)}, true
+	case uint64:
+		return vkey{kind: kInt, s: strconv.FormatUint(x, 10)}, true
+	case float64:
+		return floatKey(x)
+	case float32:
+		return floatKey(float64(x))
+	case json.Number:
+		return numberKey(string(x))
+	case []string, []any, map[string]any, Filter:
+		b, ok := appendCanonical(nil, x, 0)
+		if !ok {
+			return vkey{}, false
+		}
+		kind := kList
+		if _, isObj := asObject(x); isObj {
+			kind = kObject
+		}
+		return vkey{kind: kind, s: string(b)}, true
+	}
+	return vkey{}, false
+}
+
+func floatKey(f float64) (vkey, bool) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return vkey{}, false
+	}
+	if f == 0 {
+		f = 0 // fold -0 into 0
+	}
+	return vkey{kind: kFloat, s: strconv.FormatFloat(f, 'g', -1, 64)}, true
+}
+
+// numberKey keys a JSON number literal: integer literals by their text (with
+// -0 folded into 0), others by their float64 value.
+func numberKey(s string) (vkey, bool) {
+	if !validNumber(s) {
+		return vkey{}, false
+	}
+	if !strings.ContainsAny(s, ".eE") {
+		if s == "-0" {
+			s = "0"
+		}
+		return vkey{kind: kInt, s: s}, true
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil { // out of range: keep the literal
+		return vkey{kind: kFloat, s: s}, true
+	}
+	return floatKey(f)
+}
+
+// appendCanonical appends a canonical encoding of v (sorted object keys,
+// type-tagged scalars) used as a hash key for composite values.
+func appendCanonical(b []byte, v any, depth int) ([]byte, bool) {
+	if depth > maxDepth {
+		return b, false
+	}
+	if l, ok := asList(v); ok {
+		b = append(b, '[')
+		for i := range l.len() {
+			if l.isS {
+				b = appendString(append(b, 's'), l.strs[i])
+			} else {
+				var ok bool
+				if b, ok = appendCanonical(b, l.anys[i], depth+1); !ok {
+					return b, false
+				}
+			}
+			b = append(b, ',')
+		}
+		return append(b, ']'), true
+	}
+	if m, ok := asObject(v); ok {
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		b = append(b, '{')
+		for _, k := range keys {
+			b = appendString(b, k)
+			b = append(b, ':')
+			var ok bool
+			if b, ok = appendCanonical(b, m[k], depth+1); !ok {
+				return b, false
+			}
+			b = append(b, ',')
+		}
+		return append(b, '}'), true
+	}
+	k, ok := keyOf(v)
+	if !ok {
+		return b, false
+	}
+	b = append(b, '0'+k.kind)
+	if k.kind == kString {
+		return appendString(b, k.s), true
+	}
+	return append(append(b, k.s...), ';'), true
+}
+
+// CollisionError is returned by Merge when both filters hold some keys.
+type CollisionError struct {
+	// Keys are the colliding keys, sorted.
+	Keys []string
+}
+
+func (e *CollisionError) Error() string {
+	return "listen: filter keys collide: " + strings.Join(e.Keys, ", ")
+}
+
+// Merge returns the union of left and right. If any key is in both, it
+// returns a *CollisionError carrying the sorted colliding keys.
+func Merge(left, right Filter) (Filter, error) {
+	var collide []string
+	for k := range right {
+		if _, ok := left[k]; ok {
+			collide = append(collide, k)
+		}
+	}
+	if len(collide) > 0 {
+		slices.Sort(collide)
+		return nil, &CollisionError{Keys: collide}
+	}
+	out := make(Filter, len(left)+len(right))
+	for k, v := range left {
+		out[k] = v
+	}
+	for k, v := range right {
+		out[k] = v
+	}
+	return out, nil
+}
+
+// Project keeps the entries of accepted whose key is in contribution and
+// whose value passes the value rule of SubsetOf against the contribution's
+// value. Entries that fail are dropped whole, not intersected:
+// Project({"a":["x"],"b":true}, {"a":["x","z"]}) is {"a":["x"]}.
+func Project(accepted, contribution Filter) Filter {
+	out := Filter{}
+	for k, v := range accepted {
+		cv, ok := contribution[k]
+		if ok && validJSON(v, 0) && valueSubset(v, cv) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// Clone returns a deep copy of f whose strings do not share memory with f's,
+// so that keeping the copy does not keep a decoded request body alive.
+// Non-JSON values are copied as is.
+func (f Filter) Clone() Filter {
+	if f == nil {
+		return nil
+	}
+	out := make(Filter, len(f))
+	for k, v := range f {
+		out[strings.Clone(k)] = cloneValue(v)
+	}
+	return out
+}
+
+func cloneValue(v any) any {
+	switch x := v.(type) {
+	case string:
+		return strings.Clone(x)
+	case json.Number:
+		return json.Number(strings.Clone(string(x)))
+	case []string:
+		out := make([]string, len(x))
+		for i, s := range x {
+			out[i] = strings.Clone(s)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = cloneValue(e)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[strings.Clone(k)] = cloneValue(e)
+		}
+		return out
+	case Filter:
+		return x.Clone()
+	}
+	return v
+}
+
+// MarshalJSON encodes f as a JSON object with sorted keys. A nil Filter is
+// {}; nil lists are []. It fails if f is not Valid.
+func (f Filter) MarshalJSON() ([]byte, error) {
+	b, ok := appendJSONValue(nil, map[string]any(f), 0)
+	if !ok {
+		return nil, &json.UnsupportedValueError{Str: "listen: filter holds a non-JSON value"}
+	}
+	return b, nil
+}
+
+// appendJSONValue appends the JSON encoding of a JSON value (see Filter).
+// Objects have sorted keys; nil lists and objects encode as [] and {}.
+func appendJSONValue(b []byte, v any, depth int) ([]byte, bool) {
+	if depth > maxDepth {
+		return b, false
+	}
+	switch x := v.(type) {
+	case nil:
+		return append(b, "null"...), true
+	case bool:
+		return strconv.AppendBool(b, x), true
+	case string:
+		return appendString(b, x), true
+	case json.Number:
+		if !validNumber(string(x)) {
+			return b, false
+		}
+		return append(b, x...), true
+	case int:
+		return strconv.AppendInt(b, int64(x), 10), true
+	case int8:
+		return strconv.AppendInt(b, int64(x), 10), true
+	case int16:
+		return strconv.AppendInt(b, int64(x), 10), true
+	case int32:
+		return strconv.AppendInt(b, int64(x), 10), true
+	case int64:
+		return strconv.AppendInt(b, x, 10), true
+	case uint:
+		return strconv.AppendUint(b, uint64(x), 10), true
+	case uint8:
+		return strconv.AppendUint(b, uint64(x), 10), true
+	case uint16:
+		return strconv.AppendUint(b, uint64(x), 10), true
+	case uint32:
+		return strconv.AppendUint(b, uint64(x), 10), true
+	case uint64:
+		return strconv.AppendUint(b, x, 10), true
+	case float64:
+		return appendFloat(b, x, 64)
+	case float32:
+		return appendFloat(b, float64(x), 32)
+	case []string:
+		b = append(b, '[')
+		for i, s := range x {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, s)
+		}
+		return append(b, ']'), true
+	case []any:
+		b = append(b, '[')
+		for i, e := range x {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var ok bool
+			if b, ok = appendJSONValue(b, e, depth+1); !ok {
+				return b, false
+			}
+		}
+		return append(b, ']'), true
+	case Filter:
+		return appendObject(b, x, depth)
+	case map[string]any:
+		return appendObject(b, x, depth)
+	case json.RawMessage:
+		if !json.Valid(x) {
+			return b, false
+		}
+		return append(b, x...), true
+	}
+	return b, false
+}
+
+func appendObject(b []byte, m map[string]any, depth int) ([]byte, bool) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, k)
+		b = append(b, ':')
+		var ok bool
+		if b, ok = appendJSONValue(b, m[k], depth+1); !ok {
+			return b, false
+		}
+	}
+	return append(b, '}'), true
+}
+
+func appendFloat(b []byte, f float64, bits int) ([]byte, bool) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return b, false
+	}
+	// Like encoding/json: plain notation for ordinary magnitudes, and always
+	// a float literal so that the JSON type survives a round trip.
+	abs := math.Abs(f)
+	format := byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	start := len(b)
+	b = strconv.AppendFloat(b, f, format, -1, bits)
+	if !strings.ContainsAny(string(b[start:]), ".eE") {
+		b = append(b, ".0"...)
+	}
+	return b, true
+}
+
+func appendInt(b []byte, n int64) []byte { return strconv.AppendInt(b, n, 10) }
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string. It escapes quotes, backslashes,
+// control characters, U+2028 and U+2029, and replaces invalid UTF-8 with
+// U+FFFD. Unlike encoding/json it does not escape <, > and &.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}

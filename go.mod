@@ -1,0 +1,3 @@
+module github.com/mcplisten/listen
+
+go 1.25

@@ -1,0 +1,108 @@
+package listen
+
+import (
+	"context"
+	"errors"
+	"io"
+)
+
+// Source is the application boundary: it turns an opened listen request into
+// a stream of events. Implement it to feed subscriptions from your own
+// change feed, or use the hub subpackage's broadcast Hub.
+//
+// Open receives the supported filter (the request's filter already narrowed
+// to what the server advertises, extension filters merged in) and the full
+// request. It returns the filter it accepts, which must be a subset of
+// supported (SubsetOf), and the stream. A nil accepted filter is the empty
+// filter. If it returns an *Error, that error goes to the client unchanged
+// (so a source can pick its own code); any other error becomes the internal
+// error "Subscription source failed to open", with the source's error kept
+// as the private cause. A nil stream with a nil error is the internal error
+// "Subscription source returned an invalid open result". A panic in Open
+// becomes "Subscription source failed to open".
+//
+// Open may be called concurrently for different requests.
+type Source interface {
+	Open(ctx context.Context, req *Request, supported Filter) (accepted Filter, stream Stream, err error)
+}
+
+// Stream is one opened subscription's event stream.
+//
+// Next returns the next event, blocking until one exists. It returns an error
+// matching ErrClosed (or io.EOF) when the stream ended gracefully, and any
+// other error when it failed. The subscription's worker calls Next from a
+// single goroutine and never has two calls in flight; it calls Next again only
+// after the previous event was written or dropped.
+//
+// Close releases the stream. It is called exactly once, with the reason (see
+// Classify), possibly concurrently with a Next that is blocked: Close must
+// make that Next return promptly (ErrClosed is the natural answer). Next may
+// also be called after Close; it should then return ErrClosed. Close should
+// return promptly; its panics are recovered and ignored.
+type Stream interface {
+	Next() (Event, error)
+	Close(reason error)
+}
+
+// SourceFunc adapts a function to Source.
+type SourceFunc func(ctx context.Context, req *Request, supported Filter) (Filter, Stream, error)
+
+// Open calls f.
+func (f SourceFunc) Open(ctx context.Context, req *Request, supported Filter) (Filter, Stream, error) {
+	return f(ctx, req, supported)
+}
+
+// openSource calls src.Open with panic recovery and maps its results to the
+// errors named at Source.
+func openSource(ctx context.Context, src Source, req *Request, supported Filter) (accepted Filter, stream Stream, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			accepted, stream = nil, nil
+			err = NewError(CodeInternalError, MsgSourceFailedToOpen).WithCause(newPanicError("Source.Open", v))
+		}
+	}()
+	accepted, stream, err = src.Open(ctx, req, supported)
+	if err != nil {
+		if stream != nil {
+			closeStream(stream, Failed(err))
+		}
+		var we *Error
+		if errors.As(err, &we) {
+			return nil, nil, we
+		}
+		return nil, nil, NewError(CodeInternalError, MsgSourceFailedToOpen).WithCause(err)
+	}
+	if stream == nil {
+		return nil, nil, NewError(CodeInternalError, MsgInvalidOpenResult)
+	}
+	if accepted == nil {
+		accepted = Filter{}
+	}
+	return accepted, stream, nil
+}
+
+// nextEvent calls stream.Next with panic recovery and returns the outcome.
+func nextEvent(stream Stream) (out Outcome) {
+	defer func() {
+		if v := recover(); v != nil {
+			out = Outcome{Kind: OutcomeError, Err: newPanicError("Stream.Next", v)}
+		}
+	}()
+	ev, err := stream.Next()
+	switch {
+	case err == nil && ev.Kind == 0:
+		return Outcome{Kind: OutcomeError, Err: ErrInvalidNext}
+	case err == nil:
+		return Outcome{Kind: OutcomeEvent, Event: ev}
+	case errors.Is(err, ErrClosed) || errors.Is(err, io.EOF):
+		return Outcome{Kind: OutcomeClosed}
+	default:
+		return Outcome{Kind: OutcomeError, Err: err}
+	}
+}
+
+// closeStream calls stream.Close, swallowing panics: close always succeeds.
+func closeStream(stream Stream, reason error) {
+	defer func() { _ = recover() }()
+	stream.Close(reason)
+}

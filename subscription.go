@@ -1,0 +1,287 @@
+package listen
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Options configure Open. They describe the server, so one Options value is
+// normally shared by every Open call; Open only reads it.
+type Options struct {
+	// Capabilities are the server's capabilities, exactly as it advertises
+	// them in server/discover. The requested filter is narrowed against them:
+	// toolsListChanged needs tools.listChanged, promptsListChanged
+	// prompts.listChanged, resourcesListChanged resources.listChanged and
+	// resourceSubscriptions resources.subscribe, each the boolean true.
+	Capabilities Capabilities
+	// ServerInfo goes into the completion result's _meta
+	// (io.modelcontextprotocol/serverInfo) when its Name is set.
+	ServerInfo Implementation
+	// Extensions, if set, may add their own filter keys and shape their own
+	// events.
+	Extensions *ExtensionRegistry
+	// CanRead, if set, narrows resourceSubscriptions to the URIs the caller
+	// may read: a URI for which it returns false is left out of the
+	// acknowledgement (not an error). Order is kept. It runs during Open,
+	// with Open's context.
+	CanRead func(ctx context.Context, req *Request, uri string) bool
+	// ReleaseTimeout bounds how long Close waits for a worker whose Next is
+	// still blocked after the stream was closed (a source that breaks the
+	// Stream contract). Zero means 5 seconds. After it, Close returns and the
+	// worker goroutine exits whenever Next returns.
+	ReleaseTimeout time.Duration
+}
+
+// Subscription is an opened subscriptions/listen request.
+//
+// # Lifecycle
+//
+// Open narrows the requested filter, opens the Source, checks what it
+// accepted and starts the guard. The caller then writes Acknowledgement,
+// starts the worker (StartWorker), calls Continue, and for each outcome
+// writes the notification (or nothing, for a drop) and calls Continue again;
+// on OutcomeClosed it writes Completion, on OutcomeError Failure. Close ends
+// it with a reason.
+//
+// # Ownership
+//
+// The guard closes the stream exactly once: at the first Close, or when the
+// owner context ends (reason Disconnected with cause ErrOwnerGone). The owner
+// is the ctx given to Open, unless that context can never end (such as
+// context.Background()); then the ctx given to StartWorker becomes the owner.
+//
+// # What it keeps
+//
+// A subscription keeps only what it serves: the request id, the protocol
+// version, the accepted filter, the extension projections, the ids of the
+// extensions the client negotiated, the transport kind and the server info.
+// It holds no pointer to the Request, its Params, Meta, client capabilities,
+// headers or auth: Open copies the values it keeps (strings.Clone, Filter.Clone)
+// so that an open stream never keeps a request body alive.
+//
+// All methods are safe for concurrent use. Close is idempotent and waits.
+type Subscription struct {
+	id         ID
+	version    string
+	accepted   Filter
+	tools      bool
+	prompts    bool
+	resources  bool
+	uris       []string
+	uriSet     map[string]struct{}
+	extFilters map[string]Filter
+	negotiated []string
+	registry   *ExtensionRegistry
+	serverInfo Implementation
+	transport  string
+	release    time.Duration
+
+	guard *guard
+
+	mu     sync.Mutex
+	worker *Worker
+}
+
+// Open opens a subscription for req on src.
+//
+// It validates req (ValidateNotifications; a protocol version without
+// subscriptions/listen is the internal error "Protocol does not implement
+// subscription wire shaping"), narrows the requested filter against
+// opts.Capabilities and opts.CanRead, merges in the extensions' filters, and
+// calls src.Open with that supported filter. If the source accepts
+// notifications that were not supported, the new stream is closed with a
+// Failed reason and Open returns the internal error "Subscription source
+// accepted notifications not requested".
+//
+// Errors are *Error values for the client (match them with errors.Is against
+// ErrInvalidParams, ErrInternal, ...). ctx is passed to src.Open and is the
+// subscription's owner (see Subscription). opts may be nil.
+func Open(ctx context.Context, src Source, req *Request, opts *Options) (*Subscription, error) {
+	if opts == nil {
+		opts = &Options{}
+	}
+	if req == nil || !req.ID.Valid() {
+		return nil, NewError(CodeInvalidRequest, "Invalid request: subscriptions/listen requires an id")
+	}
+	if !HasListen(req.ProtocolVersion) {
+		return nil, NewError(CodeInternalError, MsgNoShaping)
+	}
+	if err := ValidateNotifications(req.Notifications); err != nil {
+		return nil, err
+	}
+	core := narrow(ctx, req, opts)
+	supported := core
+	extMerged, contributions, err := opts.Extensions.subscriptionFilters(ctx, req, opts.Capabilities)
+	if err != nil {
+		return nil, err
+	}
+	if len(extMerged) > 0 {
+		supported, err = Merge(core, extMerged)
+		if err != nil {
+			return nil, NewError(CodeInternalError, MsgExtCollideWithCore).WithCause(err)
+		}
+	}
+	supported = supported.Clone()
+
+	accepted, stream, err := openSource(ctx, src, req, supported)
+	if err != nil {
+		return nil, err
+	}
+	if !accepted.SubsetOf(supported) {
+		werr := NewError(CodeInternalError, MsgSourceOverclaimed)
+		closeStream(stream, Failed(werr))
+		return nil, werr
+	}
+
+	s := &Subscription{
+		id:         ID{raw: strings.Clone(req.ID.raw)},
+		version:    ProtocolVersion,
+		accepted:   accepted.Clone(),
+		registry:   opts.Extensions,
+		serverInfo: opts.ServerInfo,
+		transport:  strings.Clone(req.Transport.Kind),
+		release:    opts.ReleaseTimeout,
+		guard:      newGuard(stream),
+	}
+	if s.release <= 0 {
+		s.release = 5 * time.Second
+	}
+	s.tools = s.accepted.Bool(KeyToolsListChanged)
+	s.prompts = s.accepted.Bool(KeyPromptsListChanged)
+	s.resources = s.accepted.Bool(KeyResourcesListChanged)
+	if _, ok := s.accepted[KeyResourceSubscriptions]; ok {
+		s.uris = s.accepted.Strings(KeyResourceSubscriptions)
+		if len(s.uris) > smallList {
+			s.uriSet = make(map[string]struct{}, len(s.uris))
+			for _, u := range s.uris {
+				s.uriSet[u] = struct{}{}
+			}
+		}
+	}
+	for id, contrib := range contributions {
+		if p := Project(s.accepted, contrib); len(p) > 0 {
+			if s.extFilters == nil {
+				s.extFilters = make(map[string]Filter, len(contributions))
+			}
+			s.extFilters[id] = p
+			if req.ClientExtension(id) {
+				s.negotiated = append(s.negotiated, strings.Clone(id))
+			}
+		}
+	}
+	slices.Sort(s.negotiated)
+	s.guard.watch(ctx)
+	return s, nil
+}
+
+// narrow builds the core filter: the requested core keys the server's
+// capabilities allow, with requested false never carried forward.
+func narrow(ctx context.Context, req *Request, opts *Options) Filter {
+	f := Filter{}
+	caps := opts.Capabilities
+	want := req.Notifications
+	if want.Bool(KeyToolsListChanged) && caps.Flag("tools", "listChanged") {
+		f[KeyToolsListChanged] = true
+	}
+	if want.Bool(KeyPromptsListChanged) && caps.Flag("prompts", "listChanged") {
+		f[KeyPromptsListChanged] = true
+	}
+	if want.Bool(KeyResourcesListChanged) && caps.Flag("resources", "listChanged") {
+		f[KeyResourcesListChanged] = true
+	}
+	if v, ok := want[KeyResourceSubscriptions]; ok && caps.Flag("resources", "subscribe") {
+		if _, isList := asList(v); isList {
+			uris := want.Strings(KeyResourceSubscriptions)
+			if opts.CanRead != nil {
+				kept := make([]string, 0, len(uris))
+				for _, u := range uris {
+					if opts.CanRead(ctx, req, u) {
+						kept = append(kept, u)
+					}
+				}
+				uris = kept
+			}
+			list := make([]any, len(uris))
+			for i, u := range uris {
+				list[i] = u
+			}
+			f[KeyResourceSubscriptions] = list
+		}
+	}
+	return f
+}
+
+// ID returns the listen request's id, which is also the subscription id.
+func (s *Subscription) ID() ID { return s.id }
+
+// ProtocolVersion returns the protocol version the subscription speaks.
+func (s *Subscription) ProtocolVersion() string { return s.version }
+
+// Accepted returns the accepted filter, as the acknowledgement echoes it.
+// Treat it as read-only.
+func (s *Subscription) Accepted() Filter { return s.accepted }
+
+// TransportKind returns the kind of transport the request came in on.
+func (s *Subscription) TransportKind() string { return s.transport }
+
+// ErrWorkerStarted is returned by StartWorker when the subscription already
+// has a worker.
+var ErrWorkerStarted = errors.New("listen: worker already started")
+
+// StartWorker starts the subscription's worker. If the subscription has no
+// owner yet, owner becomes it (the guard closes the stream when owner ends);
+// the worker also stops when owner ends. A subscription has at most one
+// worker. A worker started after Close still works: its pulls answer
+// whatever the closed stream's Next answers (ErrClosed, by the Stream
+// contract), so the owner sees OutcomeClosed.
+func (s *Subscription) StartWorker(owner context.Context) (*Worker, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.worker != nil {
+		return nil, ErrWorkerStarted
+	}
+	s.guard.watch(owner)
+	s.worker = startWorker(s.guard.stream, owner)
+	return s.worker, nil
+}
+
+// Close closes the subscription with reason (see Classify): the stream is
+// closed exactly once, whether by this call, an earlier one or the owner's
+// end, and the worker is stopped. Close returns after the stream's Close has
+// returned and the worker goroutine has exited (or ReleaseTimeout passed, for
+// a Next that ignores the stream's Close). A nil reason is ErrComplete.
+func (s *Subscription) Close(reason error) {
+	if reason == nil {
+		reason = ErrComplete
+	}
+	s.guard.close(reason)
+	s.mu.Lock()
+	w := s.worker
+	s.mu.Unlock()
+	if w == nil {
+		return
+	}
+	w.Stop()
+	select {
+	case <-w.done:
+	default:
+		t := time.NewTimer(s.release)
+		defer t.Stop()
+		select {
+		case <-w.done:
+		case <-t.C:
+		}
+	}
+}
+
+// CloseReason returns the reason the stream was closed with, or nil while it
+// is open.
+func (s *Subscription) CloseReason() error { return s.guard.closeReason() }
+
+// Closed returns a channel closed once the stream has been closed and its
+// Close has returned.
+func (s *Subscription) Closed() <-chan struct{} { return s.guard.done }

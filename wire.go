@@ -1,0 +1,245 @@
+package listen
+
+import (
+	"encoding/json"
+	"slices"
+)
+
+// Wire methods of MCP 2026-07-28.
+const (
+	MethodAcknowledged         = "notifications/subscriptions/acknowledged"
+	MethodToolsListChanged     = "notifications/tools/list_changed"
+	MethodPromptsListChanged   = "notifications/prompts/list_changed"
+	MethodResourcesListChanged = "notifications/resources/list_changed"
+	MethodResourceUpdated      = "notifications/resources/updated"
+)
+
+// The wire shapes below follow MCP 2026-07-28. Where snodo v0.4.1 and the
+// specification differ, the specification wins:
+//   - the completion result always carries resultType "complete" and the
+//     subscription id, and serverInfo only when the server named itself
+//     (the schema requires name and version in Implementation);
+//   - notifications never carry an "id" member;
+//   - params is always present on core notifications, because every
+//     notification on a listen stream must carry the subscription id.
+
+const (
+	prefixNotification = `{"jsonrpc":"2.0","method":`
+	metaOpen           = `"_meta":{"` + MetaSubscriptionID + `":`
+)
+
+func methodOf(k Kind) string {
+	switch k {
+	case KindToolsListChanged:
+		return MethodToolsListChanged
+	case KindPromptsListChanged:
+		return MethodPromptsListChanged
+	case KindResourcesListChanged:
+		return MethodResourcesListChanged
+	case KindResourceUpdated:
+		return MethodResourceUpdated
+	}
+	return ""
+}
+
+// Acknowledgement returns notifications/subscriptions/acknowledged: the
+// accepted filter verbatim (extension keys included) and a _meta holding only
+// the subscription id. Write it before anything else.
+func (s *Subscription) Acknowledgement() ([]byte, error) {
+	b := make([]byte, 0, 160+len(s.id.raw)+32*len(s.accepted))
+	b = append(b, prefixNotification...)
+	b = appendString(b, MethodAcknowledged)
+	b = append(b, `,"params":{`...)
+	b = append(b, metaOpen...)
+	b = append(b, s.id.raw...)
+	b = append(b, `},"notifications":`...)
+	b, ok := appendJSONValue(b, map[string]any(s.accepted), 0)
+	if !ok {
+		return nil, NewError(CodeInternalError, MsgInvalidMessage)
+	}
+	return append(b, "}}"...), nil
+}
+
+// Notification shapes ev for this subscription. It returns (nil, nil) when
+// the event is not selected by the accepted filter (a drop: write nothing and
+// continue). An event that fails Validate is an error, not a drop: the caller
+// must end the stream with Failure.
+func (s *Subscription) Notification(ev Event) ([]byte, error) {
+	b, ok, err := s.AppendNotification(nil, ev)
+	if !ok {
+		return nil, err
+	}
+	return b, nil
+}
+
+// AppendNotification is Notification appending to dst. ok is false for a
+// drop or an error; dst is then returned unchanged.
+//
+// A list change is selected when its filter key is true; a resource update
+// when its URI is in resourceSubscriptions; an extension event when its
+// extension owns a part of the accepted filter that contains the event's
+// selector and the extension was negotiated with this client (otherwise it
+// is dropped). Params' "_meta" is merged under the event's Metadata, and the
+// subscription id is set last, so an event can never forge it. The "uri" of a
+// resource update always comes from the event.
+func (s *Subscription) AppendNotification(dst []byte, ev Event) (out []byte, ok bool, err error) {
+	if err := ev.Validate(); err != nil {
+		return dst, false, err
+	}
+	switch ev.Kind {
+	case KindToolsListChanged:
+		ok = s.tools
+	case KindPromptsListChanged:
+		ok = s.prompts
+	case KindResourcesListChanged:
+		ok = s.resources
+	case KindResourceUpdated:
+		ok = s.watches(ev.URI)
+	case KindExtension:
+		return s.shapeExtensionEvent(dst, ev)
+	}
+	if !ok {
+		return dst, false, nil
+	}
+	method := methodOf(ev.Kind)
+	if len(ev.Params) == 0 && len(ev.Metadata) == 0 {
+		// Fast path: no map work, one growth of dst at most.
+		n := len(prefixNotification) + len(method) + len(metaOpen) + len(s.id.raw) + 32
+		if ev.Kind == KindResourceUpdated {
+			n += len(ev.URI) + 16
+		}
+		b := slices.Grow(dst, n)
+		b = append(b, prefixNotification...)
+		b = append(b, '"')
+		b = append(b, method...)
+		b = append(b, `","params":{`...)
+		b = append(b, metaOpen...)
+		b = append(b, s.id.raw...)
+		b = append(b, '}')
+		if ev.Kind == KindResourceUpdated {
+			b = append(b, `,"uri":`...)
+			b = appendString(b, ev.URI)
+		}
+		return append(b, "}}"...), true, nil
+	}
+	b, ok := s.appendNotificationMessage(dst, method, ev.Params, ev.Metadata, ev.URI)
+	if !ok {
+		return dst, false, NewError(CodeInternalError, MsgInvalidMessage)
+	}
+	return b, true, nil
+}
+
+// watches reports whether uri is in the accepted resourceSubscriptions.
+func (s *Subscription) watches(uri string) bool {
+	if s.uriSet != nil {
+		_, ok := s.uriSet[uri]
+		return ok
+	}
+	return slices.Contains(s.uris, uri)
+}
+
+// appendNotificationMessage writes a notification whose params are params
+// with "_meta" replaced by the merge of params["_meta"] (if an object),
+// metadata and the subscription id (last), and, when uri is set, "uri"
+// replaced by uri. Keys are sorted.
+func (s *Subscription) appendNotificationMessage(dst []byte, method string, params, metadata map[string]any, uri string) ([]byte, bool) {
+	meta := make(map[string]any, len(metadata)+2)
+	if pm, ok := params["_meta"].(map[string]any); ok {
+		for k, v := range pm {
+			meta[k] = v
+		}
+	}
+	for k, v := range metadata {
+		meta[k] = v
+	}
+	meta[MetaSubscriptionID] = json.RawMessage(s.id.raw)
+
+	keys := make([]string, 0, len(params)+2)
+	for k := range params {
+		if k != "_meta" && !(uri != "" && k == "uri") {
+			keys = append(keys, k)
+		}
+	}
+	keys = append(keys, "_meta")
+	if uri != "" {
+		keys = append(keys, "uri")
+	}
+	slices.Sort(keys)
+
+	b := append(dst, prefixNotification...)
+	b = appendString(b, method)
+	b = append(b, `,"params":{`...)
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, k)
+		b = append(b, ':')
+		var v any
+		switch {
+		case k == "_meta":
+			v = meta
+		case k == "uri" && uri != "":
+			v = uri
+		default:
+			v = params[k]
+		}
+		var ok bool
+		if b, ok = appendJSONValue(b, v, 1); !ok {
+			return dst, false
+		}
+	}
+	return append(b, "}}"...), true
+}
+
+// Completion returns the graceful end of the stream: the JSON-RPC result of
+// the listen request, with resultType "complete", the subscription id and
+// (when Options.ServerInfo named the server) the server info in _meta.
+func (s *Subscription) Completion() ([]byte, error) {
+	b := make([]byte, 0, 160+2*len(s.id.raw)+len(s.serverInfo.Name)+len(s.serverInfo.Version))
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, s.id.raw...)
+	b = append(b, `,"result":{"_meta":{`...)
+	if s.serverInfo.Name != "" {
+		b = appendString(b, MetaServerInfo)
+		b = append(b, `:{"name":`...)
+		b = appendString(b, s.serverInfo.Name)
+		if s.serverInfo.Title != "" {
+			b = append(b, `,"title":`...)
+			b = appendString(b, s.serverInfo.Title)
+		}
+		b = append(b, `,"version":`...)
+		b = appendString(b, s.serverInfo.Version)
+		b = append(b, "},"...)
+	}
+	b = appendString(b, MetaSubscriptionID)
+	b = append(b, ':')
+	b = append(b, s.id.raw...)
+	b = append(b, `},"resultType":"complete"}}`...)
+	return b, nil
+}
+
+// Failure returns the terminal JSON-RPC error of a failed stream:
+// -32603 "Subscription source failed", whatever reason is. The reason is the
+// server's business and is never sent; internal errors carry no data.
+func (s *Subscription) Failure(reason error) []byte {
+	_ = reason
+	return ErrorResponse(s.id, NewError(CodeInternalError, MsgSourceFailed))
+}
+
+// ErrorResponse returns a JSON-RPC error response for id (without an "id"
+// member when id is not Valid: the schema allows no null id). err is sent as is when it is an *Error (or wraps one);
+// otherwise it is sent as -32603 "Internal error".
+func ErrorResponse(id ID, err error) []byte {
+	we := AsError(err, "Internal error")
+	b := make([]byte, 0, 64+len(id.raw)+len(we.Message)+len(we.Data))
+	b = append(b, `{"jsonrpc":"2.0",`...)
+	if id.Valid() {
+		b = append(b, `"id":`...)
+		b = append(b, id.raw...)
+		b = append(b, ',')
+	}
+	b = append(b, `"error":`...)
+	b = we.appendJSON(b)
+	return append(b, '}')
+}
