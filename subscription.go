@@ -232,8 +232,9 @@ func (s *Subscription) TransportKind() string { return s.transport }
 // has a worker.
 var ErrWorkerStarted = errors.New("listen: worker already started")
 
-// StartWorker starts the subscription's worker. If the subscription has no
-// owner yet, owner becomes it (the guard closes the stream when owner ends);
+// StartWorker starts the subscription's worker. owner may be nil (no owner:
+// the worker then ends only through Stop or Close). If the subscription has
+// no owner yet, owner becomes it (the guard closes the stream when owner ends);
 // the worker also stops when owner ends. A subscription has at most one
 // worker. A worker started after Close still works: its pulls answer
 // whatever the closed stream's Next answers (ErrClosed, by the Stream
