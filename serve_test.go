@@ -1,0 +1,204 @@
+package listen_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcplisten/listen"
+)
+
+// collector is a Sink that records every message and keep-alive.
+type collector struct {
+	mu    sync.Mutex
+	msgs  []string
+	pings int
+	got   chan string
+	fail  error
+}
+
+func newCollector() *collector { return &collector{got: make(chan string, 64)} }
+
+func (c *collector) sink(keepAlive time.Duration) listen.Sink {
+	return listen.Sink{
+		Write: func(msg []byte) error {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if c.fail != nil {
+				return c.fail
+			}
+			s := string(msg) // Serve reuses msg: copy
+			c.msgs = append(c.msgs, s)
+			c.got <- s
+			return nil
+		},
+		KeepAlive: keepAlive,
+		Ping: func() error {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			c.pings++
+			return c.fail
+		},
+	}
+}
+
+func (c *collector) methods(t *testing.T) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, m := range c.msgs {
+		d := decode(t, []byte(m))
+		switch {
+		case d["method"] != nil:
+			out = append(out, d["method"].(string))
+		case d["result"] != nil:
+			out = append(out, "result:"+d["result"].(map[string]any)["resultType"].(string))
+		case d["error"] != nil:
+			out = append(out, "error:"+d["error"].(map[string]any)["message"].(string))
+		}
+	}
+	return out
+}
+
+type serveRun struct {
+	src  *testSource
+	sub  *listen.Subscription
+	st   *testStream
+	col  *collector
+	done chan error
+}
+
+func startServe(t *testing.T, ctx context.Context, f listen.Filter, keepAlive time.Duration) *serveRun {
+	t.Helper()
+	r := &serveRun{src: newTestSource(), col: newCollector(), done: make(chan error, 1)}
+	r.sub = openSub(t, r.src, listen.StringID("s1"), f)
+	r.st = r.src.last()
+	go func() { r.done <- r.sub.Serve(ctx, r.col.sink(keepAlive)) }()
+	return r
+}
+
+func TestServeWholeStream(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := startServe(t, t.Context(), listen.Filter{"toolsListChanged": true, "resourceSubscriptions": []any{"file:///a"}}, 0)
+		<-r.col.got // the ack
+		synctest.Wait()
+		assert.Len(t, r.src.nexts, 1, "one Next after the ack")
+
+		r.st.emit(listen.PromptsListChanged()) // dropped: not requested
+		r.st.emit(listen.ToolsListChanged())
+		<-r.col.got
+		synctest.Wait()
+		assert.Len(t, r.src.nexts, 3, "a drop and a write each get one more Next")
+
+		r.st.emit(listen.ResourceUpdated("file:///a"))
+		r.st.complete()
+		reason := <-r.done
+		assert.Equal(t, listen.ErrComplete, reason)
+		assert.Equal(t, []string{
+			listen.MethodAcknowledged, listen.MethodToolsListChanged, listen.MethodResourceUpdated, "result:complete",
+		}, r.col.methods(t))
+		assert.Equal(t, listen.ErrComplete, <-r.st.closes)
+		assert.Equal(t, 1, r.st.closeCount())
+	})
+}
+
+func TestServeEndings(t *testing.T) {
+	boom := errors.New("boom")
+	tests := []struct {
+		name    string
+		end     func(r *serveRun, cancel context.CancelCauseFunc)
+		reason  func(t *testing.T, reason error)
+		methods []string
+	}{
+		{"source failure writes the failure", func(r *serveRun, _ context.CancelCauseFunc) { r.st.fail(boom) },
+			func(t *testing.T, reason error) {
+				assert.ErrorIs(t, reason, boom)
+				assert.ErrorIs(t, reason, listen.ErrFailed)
+			},
+			[]string{listen.MethodAcknowledged, "error:Subscription source failed"}},
+		{"invalid event writes the failure", func(r *serveRun, _ context.CancelCauseFunc) { r.st.emit(listen.ResourceUpdated("nope")) },
+			func(t *testing.T, reason error) { assert.ErrorIs(t, reason, listen.ErrInvalidEvent) },
+			[]string{listen.MethodAcknowledged, "error:Subscription source failed"}},
+		{"shutdown writes the completion", func(_ *serveRun, cancel context.CancelCauseFunc) { cancel(listen.ErrShutdown) },
+			func(t *testing.T, reason error) { assert.Equal(t, listen.ErrShutdown, reason) },
+			[]string{listen.MethodAcknowledged, "result:complete"}},
+		{"client cancellation writes nothing", func(_ *serveRun, cancel context.CancelCauseFunc) { cancel(listen.Cancelled("client done")) },
+			func(t *testing.T, reason error) {
+				var ce *listen.CancelledError
+				require.ErrorAs(t, reason, &ce)
+				assert.Equal(t, "client done", ce.Reason)
+			},
+			[]string{listen.MethodAcknowledged}},
+		{"plain context end is a disconnect", func(_ *serveRun, cancel context.CancelCauseFunc) { cancel(nil) },
+			func(t *testing.T, reason error) { assert.ErrorIs(t, reason, listen.ErrDisconnected) },
+			[]string{listen.MethodAcknowledged}},
+		{"failed write is a disconnect", func(r *serveRun, _ context.CancelCauseFunc) {
+			r.col.mu.Lock()
+			r.col.fail = boom
+			r.col.mu.Unlock()
+			r.st.emit(listen.ToolsListChanged())
+		}, func(t *testing.T, reason error) {
+			assert.ErrorIs(t, reason, listen.ErrDisconnected)
+			assert.ErrorIs(t, reason, boom)
+		},
+			[]string{listen.MethodAcknowledged}},
+		{"an external Close ends Serve silently", func(r *serveRun, _ context.CancelCauseFunc) { r.sub.Close(listen.Cancelled("")) },
+			func(t *testing.T, reason error) { assert.ErrorIs(t, reason, listen.ErrCancelled) },
+			[]string{listen.MethodAcknowledged}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx, cancel := context.WithCancelCause(t.Context())
+				defer cancel(nil)
+				r := startServe(t, ctx, listen.Filter{"toolsListChanged": true}, 0)
+				<-r.col.got
+				synctest.Wait() // the first Next is blocked in the source
+				tt.end(r, cancel)
+				reason := <-r.done
+				tt.reason(t, reason)
+				assert.Equal(t, tt.methods, r.col.methods(t))
+				assert.Equal(t, reason, <-r.st.closes)
+				assert.Equal(t, 1, r.st.closeCount())
+			})
+		})
+	}
+}
+
+func TestServeKeepAlive(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := startServe(t, t.Context(), listen.Filter{"toolsListChanged": true}, 15*time.Second)
+		<-r.col.got
+		time.Sleep(45*time.Second + time.Millisecond) // fake time inside the bubble
+		synctest.Wait()
+		r.col.mu.Lock()
+		assert.Equal(t, 3, r.col.pings)
+		r.col.fail = errors.New("gone")
+		r.col.mu.Unlock()
+		time.Sleep(15 * time.Second)
+		reason := <-r.done
+		assert.ErrorIs(t, reason, listen.ErrDisconnected, "a failed keep-alive is a disconnect")
+	})
+}
+
+func TestServeOwnerEnd(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		owner, cancel := context.WithCancel(t.Context())
+		src, col := newTestSource(), newCollector()
+		sub, err := listen.Open(owner, src, request(listen.IntID(1), listen.Filter{}), nil)
+		require.NoError(t, err)
+		done := make(chan error, 1)
+		go func() { done <- sub.Serve(context.Background(), col.sink(0)) }()
+		<-col.got
+		cancel()
+		reason := <-done
+		assert.ErrorIs(t, reason, listen.ErrOwnerGone)
+		assert.Equal(t, []string{listen.MethodAcknowledged}, col.methods(t), "nothing written after the owner went away")
+	})
+}
