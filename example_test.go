@@ -1,0 +1,145 @@
+package listen_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/mcplisten/listen"
+)
+
+// sliceSource serves a fixed list of events, then ends the stream.
+type sliceSource []listen.Event
+
+type sliceStream struct {
+	events []listen.Event
+	closed chan struct{}
+}
+
+func (s sliceSource) Open(_ context.Context, _ *listen.Request, supported listen.Filter) (listen.Filter, listen.Stream, error) {
+	return supported, &sliceStream{events: s, closed: make(chan struct{})}, nil
+}
+
+func (s *sliceStream) Next() (listen.Event, error) {
+	if len(s.events) == 0 {
+		return listen.Event{}, listen.ErrClosed
+	}
+	ev := s.events[0]
+	s.events = s.events[1:]
+	return ev, nil
+}
+
+func (s *sliceStream) Close(error) {}
+
+// The server advertises tools.listChanged and resources.subscribe; the client
+// asks for tools, prompts and one resource. The acknowledgement carries what
+// the server honours, and the prompts event is dropped.
+func ExampleOpen() {
+	body := []byte(`{"jsonrpc":"2.0","id":"listen-1","method":"subscriptions/listen","params":{
+		"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},
+		"notifications":{"toolsListChanged":true,"promptsListChanged":true,"resourceSubscriptions":["file:///project/config.json"]}}}`)
+	req, err := listen.ParseListenRequest(body)
+	if err != nil {
+		fmt.Printf("%s\n", listen.ErrorResponse(req.ID, err))
+		return
+	}
+	opts := &listen.Options{
+		Capabilities: listen.Capabilities{
+			"tools":     map[string]any{"listChanged": true},
+			"resources": map[string]any{"subscribe": true},
+		},
+		ServerInfo: listen.Implementation{Name: "example", Version: "1.0.0"},
+	}
+	src := sliceSource{
+		listen.ToolsListChanged(),
+		listen.PromptsListChanged(), // not honoured: dropped
+		listen.ResourceUpdated("file:///project/config.json"),
+	}
+	sub, err := listen.Open(context.Background(), src, req, opts)
+	if err != nil {
+		fmt.Printf("%s\n", listen.ErrorResponse(req.ID, err))
+		return
+	}
+	reason := sub.Serve(context.Background(), listen.Sink{Write: func(msg []byte) error {
+		fmt.Printf("%s\n", msg)
+		return nil
+	}})
+	fmt.Println("closed:", listen.Classify(reason))
+	// Output:
+	// {"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"listen-1"},"notifications":{"resourceSubscriptions":["file:///project/config.json"],"toolsListChanged":true}}}
+	// {"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"listen-1"}}}
+	// {"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"listen-1"},"uri":"file:///project/config.json"}}
+	// {"jsonrpc":"2.0","id":"listen-1","result":{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"example","version":"1.0.0"},"io.modelcontextprotocol/subscriptionId":"listen-1"},"resultType":"complete"}}
+	// closed: complete
+}
+
+// Driving the worker by hand: one Next per Continue, and the caller decides
+// what to write for each outcome.
+func ExampleSubscription_StartWorker() {
+	req := &listen.Request{
+		ID:              listen.IntID(7),
+		ProtocolVersion: listen.ProtocolVersion,
+		Notifications:   listen.Filter{"promptsListChanged": true},
+	}
+	caps := listen.Capabilities{"prompts": map[string]any{"listChanged": true}}
+	sub, err := listen.Open(context.Background(), sliceSource{listen.PromptsListChanged()}, req, &listen.Options{Capabilities: caps})
+	if err != nil {
+		panic(err)
+	}
+	ack, _ := sub.Acknowledgement()
+	fmt.Printf("%s\n", ack)
+	w, _ := sub.StartWorker(context.Background())
+	w.Continue()
+	for o := range w.Outcomes() {
+		switch o.Kind {
+		case listen.OutcomeEvent:
+			msg, _ := sub.Notification(o.Event)
+			fmt.Printf("%s\n", msg)
+			w.Continue()
+		case listen.OutcomeClosed:
+			done, _ := sub.Completion()
+			fmt.Printf("%s\n", done)
+			sub.Close(listen.ErrComplete)
+		case listen.OutcomeError:
+			fmt.Printf("%s\n", sub.Failure(o.Err))
+			sub.Close(listen.Failed(o.Err))
+		}
+	}
+	// Output:
+	// {"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":7},"notifications":{"promptsListChanged":true}}}
+	// {"jsonrpc":"2.0","method":"notifications/prompts/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":7}}}
+	// {"jsonrpc":"2.0","id":7,"result":{"_meta":{"io.modelcontextprotocol/subscriptionId":7},"resultType":"complete"}}
+}
+
+// Bad params get a JSON-RPC error with the exact message.
+func ExampleParseListenRequest_invalid() {
+	body := []byte(`{"jsonrpc":"2.0","id":3,"method":"subscriptions/listen","params":{
+		"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},
+		"notifications":{"resourceSubscriptions":["relative/path"]}}}`)
+	req, err := listen.ParseListenRequest(body)
+	fmt.Println(errors.Is(err, listen.ErrInvalidParams))
+	fmt.Printf("%s\n", listen.ErrorResponse(req.ID, err))
+	// Output:
+	// true
+	// {"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"subscriptions/listen resourceSubscriptions must contain absolute URI strings"}}
+}
+
+// Close reasons are errors: match them with errors.Is or sort them with
+// Classify.
+func ExampleClassify() {
+	for _, reason := range []error{
+		listen.ErrComplete,
+		listen.Cancelled("client done"),
+		listen.Disconnected(errors.New("connection reset")),
+		listen.Failed(errors.New("database down")),
+		listen.ErrShutdown,
+	} {
+		fmt.Printf("%-12s %v\n", listen.Classify(reason), reason)
+	}
+	// Output:
+	// complete     listen: subscription complete
+	// cancelled    listen: subscription cancelled: client done
+	// disconnected listen: client disconnected: connection reset
+	// error        listen: subscription failed: database down
+	// other        listen: server shutdown
+}
