@@ -1,8 +1,12 @@
-module github.com/mcplisten/listen/bench/gosdkserver
+module github.com/mcplisten/listen/examples
 
-go 1.26
+go 1.25.0
 
-require github.com/modelcontextprotocol/go-sdk v1.8.0
+require (
+	github.com/mcplisten/listen v0.0.0-00010101000000-000000000000
+	github.com/modelcontextprotocol/go-sdk v1.8.0
+	go.uber.org/goleak v1.3.0
+)
 
 require (
 	github.com/google/jsonschema-go v0.4.3 // indirect
@@ -14,3 +18,5 @@ require (
 	golang.org/x/sys v0.41.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
 )
+
+replace github.com/mcplisten/listen => ../

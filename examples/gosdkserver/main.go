@@ -1,0 +1,101 @@
+// Command gosdkserver is a plain server built only on the official Go MCP SDK
+// (github.com/modelcontextprotocol/go-sdk v1.8.0). It is the reference point
+// for github.com/mcplisten/listen: it serves MCP 2026-07-28 over Streamable
+// HTTP in stateless mode and answers subscriptions/listen (SEP-2575) with the
+// SDK's own built-in implementation.
+//
+//	gosdkserver [-addr 127.0.0.1:8090] [-lifetime 0] [-print-caps] [-quiet]
+//
+// Once the listener is bound it prints exactly one line
+//
+//	listening on http://ADDR/mcp
+//
+// to stdout. With -print-caps it instead prints the capabilities object that
+// server/discover advertises (as JSON) and exits.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcplisten/listen/examples/internal/fixture"
+)
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:8090", "address to listen on")
+	lifetime := flag.Duration("lifetime", 0, "exit by itself after this long (0: run until signalled)")
+	printCaps := flag.Bool("print-caps", false, "print the server/discover capabilities as JSON and exit")
+	quiet := flag.Bool("quiet", true, "suppress the SDK's info logging")
+	flag.Parse()
+
+	logLevel := slog.LevelInfo
+	if *quiet {
+		logLevel = slog.LevelWarn
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel}))
+
+	server := newServer(logger)
+
+	if *printCaps {
+		caps, err := fixture.DiscoverCapabilities(context.Background(), server)
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(string(caps))
+		return
+	}
+
+	handler := mcp.NewStreamableHTTPHandler(
+		func(*http.Request) *mcp.Server { return server },
+		&mcp.StreamableHTTPOptions{Stateless: true},
+	)
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", handler)
+
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		log.Fatal(err)
+	}
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if *lifetime > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *lifetime)
+		defer cancel()
+	}
+	go func() {
+		<-ctx.Done()
+		// Listen streams never finish by themselves; give ordinary requests a
+		// moment, then drop whatever is still open.
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if err := hs.Shutdown(sctx); err != nil {
+			hs.Close()
+		}
+	}()
+
+	fmt.Printf("listening on http://%s/mcp\n", ln.Addr())
+	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Fatal(err)
+	}
+}
+
+// newServer builds the plain go-sdk server: the shared fixture, with the
+// SDK's own list-change and resource-update notifications.
+func newServer(logger *slog.Logger) *mcp.Server {
+	return fixture.New(fixture.Options{Name: "gosdkserver", Version: "1.8.0", Logger: logger})
+}
