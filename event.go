@@ -206,17 +206,20 @@ func objectValid(m map[string]any) bool {
 	return true
 }
 
-// AbsoluteURI reports whether s is an absolute URI: a scheme (a letter, then
-// letters, digits, '+', '-' or '.'), a ':', and no whitespace, control
-// characters or characters RFC 3986 never allows ('"', '<', '>', '\\', '^',
-// '`', '{', '|', '}'). It does not allocate.
+// AbsoluteURI reports whether s is an absolute URI (RFC 3986): a scheme (a
+// letter, then letters, digits, '+', '-' or '.'), a ':', and a rest made of
+// URI characters, where every '%' starts a valid %XX escape. When the rest
+// has an authority ("//..."), its userinfo and host use only the characters
+// RFC 3986 allows there (no escapes in the host), an IP literal is closed by
+// ']', and a port is digits. Non-ASCII bytes (IRIs) are allowed outside the
+// scheme and host. It does not allocate.
+//
+// Every URI it accepts also parses with net/url and passes the JSON Schema
+// "uri" format check of the MCP schema.
 func AbsoluteURI(s string) bool {
 	i := 0
-	for i < len(s) {
+	for i < len(s) && s[i] != ':' {
 		c := s[i]
-		if c == ':' {
-			break
-		}
 		isAlpha := (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
 		if i == 0 && !isAlpha {
 			return false
@@ -229,11 +232,111 @@ func AbsoluteURI(s string) bool {
 	if i == 0 || i == len(s) {
 		return false
 	}
-	for j := i + 1; j < len(s); j++ {
-		switch c := s[j]; {
-		case c <= ' ', c == 0x7f, c == '"', c == '<', c == '>', c == '\\', c == '^', c == '`', c == '{', c == '|', c == '}':
+	rest := s[i+1:]
+	for j := 0; j < len(rest); j++ {
+		c := rest[j]
+		switch {
+		case c == '%':
+			if j+2 >= len(rest) || !isHex(rest[j+1]) || !isHex(rest[j+2]) {
+				return false
+			}
+		case c < 0x80 && !uriChar[c]:
+			return false
+		}
+	}
+	if len(rest) < 2 || rest[0] != '/' || rest[1] != '/' {
+		return true
+	}
+	auth := rest[2:]
+	for j := 0; j < len(auth); j++ {
+		if c := auth[j]; c == '/' || c == '?' || c == '#' {
+			auth = auth[:j]
+			break
+		}
+	}
+	host := auth
+	if at := lastIndexByte(auth, '@'); at >= 0 {
+		for j := 0; j < at; j++ {
+			if c := auth[j]; c < 0x80 && !userinfoChar[c] {
+				return false
+			}
+		}
+		host = auth[at+1:]
+	}
+	port := ""
+	if len(host) > 0 && host[0] == '[' {
+		end := indexByte(host, ']')
+		if end < 0 {
+			return false
+		}
+		for j := 1; j < end; j++ {
+			if c := host[j]; !isHex(c) && c != ':' && c != '.' {
+				return false
+			}
+		}
+		after := host[end+1:]
+		if after != "" {
+			if after[0] != ':' {
+				return false
+			}
+			port = after[1:]
+		}
+	} else {
+		if colon := lastIndexByte(host, ':'); colon >= 0 {
+			host, port = host[:colon], host[colon+1:]
+		}
+		for j := 0; j < len(host); j++ {
+			if c := host[j]; c < 0x80 && !hostChar[c] {
+				return false
+			}
+		}
+	}
+	for j := 0; j < len(port); j++ {
+		if port[j] < '0' || port[j] > '9' {
 			return false
 		}
 	}
 	return true
+}
+
+func isHex(c byte) bool {
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+}
+
+func indexByte(s string, c byte) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] == c {
+			return i
+		}
+	}
+	return -1
+}
+
+func lastIndexByte(s string, c byte) int {
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == c {
+			return i
+		}
+	}
+	return -1
+}
+
+// Character classes of RFC 3986 (ASCII only).
+var uriChar, userinfoChar, hostChar [128]bool
+
+func init() {
+	const (
+		alnum      = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+		unreserved = alnum + "-._~"
+		subDelims  = "!$&'()*+,;="
+	)
+	for _, c := range unreserved + subDelims + ":/?#[]@%" {
+		uriChar[c] = true
+	}
+	for _, c := range unreserved + subDelims + ":%" {
+		userinfoChar[c] = true
+	}
+	for _, c := range unreserved + subDelims {
+		hostChar[c] = true
+	}
 }

@@ -34,6 +34,15 @@ func TestEventValidate(t *testing.T) {
 		{"empty URI", listen.ResourceUpdated(""), listen.MsgEventAbsoluteURI},
 		{"URI with space", listen.ResourceUpdated("file:///a b"), listen.MsgEventAbsoluteURI},
 		{"scheme starting with digit", listen.ResourceUpdated("1x:/a"), listen.MsgEventAbsoluteURI},
+		{"bad escape", listen.ResourceUpdated("file:///%zz"), listen.MsgEventAbsoluteURI},
+		{"truncated escape", listen.ResourceUpdated("file:///a%"), listen.MsgEventAbsoluteURI},
+		{"unclosed IP literal", listen.ResourceUpdated("http://[::1/x"), listen.MsgEventAbsoluteURI},
+		{"non-numeric port", listen.ResourceUpdated("http://host:port/"), listen.MsgEventAbsoluteURI},
+		{"escape in host", listen.ResourceUpdated("http://%41.com/"), listen.MsgEventAbsoluteURI},
+		{"IP literal with port", listen.ResourceUpdated("http://[::1]:8080/x"), ""},
+		{"query and fragment escapes", listen.ResourceUpdated("https://example.com/a?b=c&d=%20e#f"), ""},
+		{"urn", listen.ResourceUpdated("urn:isbn:0451450523"), ""},
+		{"IRI", listen.ResourceUpdated("file:///café"), ""},
 		{"list event with URI", listen.Event{Kind: listen.KindToolsListChanged, URI: "file:///a"}, listen.MsgEventListURI},
 		{"core event with extension id", listen.Event{Kind: listen.KindToolsListChanged, ExtensionID: "x"}, listen.MsgEventCoreExtFields},
 		{"core event with selector", listen.Event{Kind: listen.KindResourceUpdated, URI: "a:b", Selector: sel}, listen.MsgEventCoreExtFields},
@@ -94,8 +103,8 @@ func FuzzEventValidate(f *testing.F) {
 		}
 		if listen.AbsoluteURI(uri) {
 			u, perr := url.Parse(uri)
-			if perr == nil && u.Scheme == "" {
-				t.Fatalf("AbsoluteURI(%q) but net/url finds no scheme", uri)
+			if perr != nil || u.Scheme == "" || !u.IsAbs() {
+				t.Fatalf("AbsoluteURI(%q) but net/url says %v (scheme %q)", uri, perr, u.Scheme)
 			}
 		}
 		if err == nil && ev.Kind == listen.KindResourceUpdated && !listen.AbsoluteURI(ev.URI) {

@@ -31,7 +31,10 @@ type SubscriptionExtension interface {
 	// client did not declare the extension).
 	SubscriptionFilter(ctx context.Context, req *Request, requested Filter) (Filter, error)
 	// ShapeSubscriptionEvent turns one of the extension's events into a
-	// notification method and params. owned is the part of the subscription's
+	// notification method and params. The method must be a notification
+	// ("notifications/...") other than the core's own and the request-scoped
+	// ones (progress, message, cancelled); anything else is the internal error
+	// "Extension shaped an invalid subscription event". owned is the part of the subscription's
 	// accepted filter the extension owns. The subscription id is added to
 	// params._meta afterwards (it cannot be overridden).
 	ShapeSubscriptionEvent(ev Event, owned Filter) (method string, params map[string]any, err error)
@@ -168,8 +171,9 @@ func (s *Subscription) shapeExtensionEvent(dst []byte, ev Event) ([]byte, bool, 
 	if err != nil {
 		return dst, false, err
 	}
-	if method == "" {
-		return dst, false, NewError(CodeInternalError, MsgExtInvalidEvent)
+	if !extensionMethod(method) {
+		return dst, false, NewError(CodeInternalError, MsgExtInvalidEvent).
+			WithCause(fmt.Errorf("extension %s shaped method %q", ext.ID(), method))
 	}
 	if !objectValid(params) {
 		return dst, false, NewError(CodeInternalError, MsgExtNonJSONEvent)
@@ -179,6 +183,29 @@ func (s *Subscription) shapeExtensionEvent(dst []byte, ev Event) ([]byte, bool, 
 		return dst, false, NewError(CodeInternalError, MsgExtNonJSONEvent)
 	}
 	return out, true, nil
+}
+
+// reservedMethods are the notifications an extension may not put on a listen
+// stream: the core's own (their shapes and filters belong to the core) and the
+// request-scoped ones that never go on a listen stream.
+var reservedMethods = map[string]bool{
+	MethodAcknowledged:                 true,
+	MethodToolsListChanged:             true,
+	MethodPromptsListChanged:           true,
+	MethodResourcesListChanged:         true,
+	MethodResourceUpdated:              true,
+	MethodCancelled:                    true,
+	"notifications/progress":           true,
+	"notifications/message":            true,
+	"notifications/initialized":        true,
+	"notifications/roots/list_changed": true,
+}
+
+// extensionMethod reports whether an extension may send method on a listen
+// stream: a notification ("notifications/...") that is not reserved.
+func extensionMethod(method string) bool {
+	const prefix = "notifications/"
+	return len(method) > len(prefix) && method[:len(prefix)] == prefix && !reservedMethods[method]
 }
 
 func callShapeHook(sh shapeHook, id string, ev Event, owned Filter) (method string, params map[string]any, err error) {

@@ -286,6 +286,16 @@ func TestExtensionShapingErrors(t *testing.T) {
 		msg   string
 	}{
 		{"empty method", func(listen.Event, listen.Filter) (string, map[string]any, error) { return "", nil, nil }, listen.MsgExtInvalidEvent},
+		{"a request method", func(listen.Event, listen.Filter) (string, map[string]any, error) { return "tools/list", nil, nil }, listen.MsgExtInvalidEvent},
+		{"a second acknowledgement", func(listen.Event, listen.Filter) (string, map[string]any, error) {
+			return listen.MethodAcknowledged, nil, nil
+		}, listen.MsgExtInvalidEvent},
+		{"a core notification", func(listen.Event, listen.Filter) (string, map[string]any, error) {
+			return listen.MethodToolsListChanged, nil, nil
+		}, listen.MsgExtInvalidEvent},
+		{"progress", func(listen.Event, listen.Filter) (string, map[string]any, error) {
+			return "notifications/progress", nil, nil
+		}, listen.MsgExtInvalidEvent},
 		{"non-JSON params", func(listen.Event, listen.Filter) (string, map[string]any, error) {
 			return "notifications/x", map[string]any{"f": func() {}}, nil
 		}, listen.MsgExtNonJSONEvent},

@@ -1,0 +1,17 @@
+module github.com/mcplisten/listen/conformance
+
+go 1.25
+
+require (
+	github.com/mcplisten/listen v0.0.0-00010101000000-000000000000
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
+	github.com/stretchr/testify v1.12.1
+	go.uber.org/goleak v1.3.0
+)
+
+require (
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
+	golang.org/x/text v0.14.0 // indirect
+)
+
+replace github.com/mcplisten/listen => ../

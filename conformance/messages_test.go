@@ -1,0 +1,388 @@
+package conformance
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/mcplisten/listen"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// notificationDefs maps each core notification method to its $def.
+var notificationDefs = map[string]string{
+	listen.MethodAcknowledged:         "SubscriptionsAcknowledgedNotification",
+	listen.MethodToolsListChanged:     "ToolListChangedNotification",
+	listen.MethodPromptsListChanged:   "PromptListChangedNotification",
+	listen.MethodResourcesListChanged: "ResourceListChangedNotification",
+	listen.MethodResourceUpdated:      "ResourceUpdatedNotification",
+}
+
+// errorObjectDefs maps error codes to the $def of the bare error object.
+var errorObjectDefs = map[int]string{
+	listen.CodeParseError:     "ParseError",
+	listen.CodeInvalidRequest: "InvalidRequestError",
+	listen.CodeMethodNotFound: "MethodNotFoundError",
+	listen.CodeInvalidParams:  "InvalidParamsError",
+	listen.CodeInternalError:  "InternalError",
+}
+
+// errorResponseDefs maps error codes to the $def of the whole response.
+var errorResponseDefs = map[int]string{
+	listen.CodeUnsupportedProtocolVersion:      "UnsupportedProtocolVersionError",
+	listen.CodeHeaderMismatch:                  "HeaderMismatchError",
+	listen.CodeMissingRequiredClientCapability: "MissingRequiredClientCapabilityError",
+}
+
+// conformsMessage validates a message of a listen stream (or an error
+// response) against every $def that applies to it, chosen by its shape:
+// the specific $def, the unions that contain it, and its parts.
+func conformsMessage(t testing.TB, msg []byte) {
+	t.Helper()
+	m, err := members(msg)
+	require.NoError(t, err, "%s", msg)
+	switch {
+	case m["method"] != nil:
+		var method string
+		require.NoError(t, json.Unmarshal(m["method"], &method))
+		def, core := notificationDefs[method]
+		if core {
+			conforms(t, msg, def, "ServerNotification", "JSONRPCNotification", "JSONRPCMessage")
+		} else {
+			conforms(t, msg, "JSONRPCNotification", "JSONRPCMessage")
+		}
+		switch method {
+		case listen.MethodAcknowledged:
+			conformsAt(t, msg, []string{"params"}, "SubscriptionsAcknowledgedNotificationParams", "NotificationParams")
+			conformsAt(t, msg, []string{"params", "notifications"}, "SubscriptionFilter")
+		case listen.MethodResourceUpdated:
+			conformsAt(t, msg, []string{"params"}, "ResourceUpdatedNotificationParams", "NotificationParams")
+		default:
+			conformsAt(t, msg, []string{"params"}, "NotificationParams")
+		}
+		conformsAt(t, msg, []string{"params", "_meta"}, "NotificationMetaObject")
+	case m["result"] != nil:
+		conforms(t, msg, "SubscriptionsListenResultResponse", "JSONRPCResultResponse", "JSONRPCResponse", "JSONRPCMessage")
+		conformsAt(t, msg, []string{"result"}, "SubscriptionsListenResult", "Result", "ServerResult")
+		conformsAt(t, msg, []string{"result", "_meta"}, "SubscriptionsListenResultMetaObject")
+		if _, err := member(msg, "result", "_meta", listen.MetaServerInfo); err == nil {
+			conformsAt(t, msg, []string{"result", "_meta", listen.MetaServerInfo}, "Implementation")
+		}
+	case m["error"] != nil:
+		var e struct{ Code int }
+		require.NoError(t, json.Unmarshal(m["error"], &e))
+		defs := []string{"JSONRPCErrorResponse", "JSONRPCResponse", "JSONRPCMessage"}
+		if def, ok := errorResponseDefs[e.Code]; ok {
+			defs = append(defs, def)
+		}
+		conforms(t, msg, defs...)
+		conformsAt(t, msg, []string{"error"}, "Error")
+		if def, ok := errorObjectDefs[e.Code]; ok {
+			conformsAt(t, msg, []string{"error"}, def)
+		}
+	default:
+		t.Fatalf("not a notification, result or error response: %s", msg)
+	}
+}
+
+// ids are the request id tokens every message kind is tried with.
+var ids = []struct{ name, token string }{
+	{"string id", `"listen-1"`},
+	{"integer id", `7`},
+}
+
+func TestAcknowledgementConforms(t *testing.T) {
+	tests := []struct {
+		name    string
+		caps    string
+		client  string
+		filter  string
+		wantAck string // the accepted filter
+	}{
+		{"every core type", serverCaps, clientPlain, allCore, allCore},
+		{"empty filter", serverCaps, clientPlain, `{}`, `{}`},
+		{"extension key", serverCaps, clientTasks,
+			`{"toolsListChanged":true,"taskIds":["task-1","task-2"]}`,
+			`{"toolsListChanged":true,"taskIds":["task-1","task-2"]}`},
+		{"extension key only", serverCaps, clientTasks,
+			`{"taskIds":["task-1"]}`, `{"taskIds":["task-1"]}`},
+		{"narrowed by capabilities", serverCapsNoPrompts, clientPlain, allCore,
+			`{"toolsListChanged":true,"resourcesListChanged":true}`},
+		{"false and unknown keys dropped", serverCaps, clientPlain,
+			`{"toolsListChanged":false,"promptsListChanged":true,"com.example/unknown":true}`,
+			`{"promptsListChanged":true}`},
+		{"empty URI list", serverCaps, clientPlain,
+			`{"resourceSubscriptions":[]}`, `{"resourceSubscriptions":[]}`},
+	}
+	for _, id := range ids {
+		for _, tt := range tests {
+			t.Run(id.name+"/"+tt.name, func(t *testing.T) {
+				req := listenRequest(id.token, tt.filter, tt.client)
+				sub := open(t, req, serverOptions(t, tt.caps, serverInfo), idleSource())
+				ack, err := sub.Acknowledgement()
+				require.NoError(t, err)
+
+				conformsMessage(t, ack)
+				require.NoError(t, checkAck(ack, []byte(id.token), requestedFilter(t, req)))
+				acked, err := member(ack, "params", "notifications")
+				require.NoError(t, err)
+				assert.JSONEq(t, tt.wantAck, string(acked))
+			})
+		}
+	}
+}
+
+func TestAcknowledgementKeepsReadableURIs(t *testing.T) {
+	req := listenRequest(`"listen-1"`, `{"resourceSubscriptions":["file:///a","file:///secret","file:///b"]}`, clientPlain)
+	opts := serverOptions(t, serverCaps, serverInfo)
+	opts.CanRead = func(_ context.Context, _ *listen.Request, uri string) bool { return uri != "file:///secret" }
+	sub := open(t, req, opts, idleSource())
+	ack, err := sub.Acknowledgement()
+	require.NoError(t, err)
+	conformsMessage(t, ack)
+	require.NoError(t, checkAck(ack, []byte(`"listen-1"`), requestedFilter(t, req)))
+	acked, _ := member(ack, "params", "notifications")
+	assert.JSONEq(t, `{"resourceSubscriptions":["file:///a","file:///b"]}`, string(acked))
+}
+
+func TestCoreNotificationsConform(t *testing.T) {
+	meta := map[string]any{"com.example/trace": "abc-123", "com.example/seq": 42}
+	params := map[string]any{
+		"_meta":             map[string]any{"com.example/origin": "watcher"},
+		"com.example/extra": 1.5,
+		"nested":            map[string]any{"list": []any{"a", 1, true, nil}, "text": "line\nbreak \u2028 \"quoted\""},
+	}
+	tests := []struct {
+		name   string
+		ev     listen.Event
+		method string
+	}{
+		{"tools list changed", listen.ToolsListChanged(), listen.MethodToolsListChanged},
+		{"prompts list changed", listen.PromptsListChanged(), listen.MethodPromptsListChanged},
+		{"resources list changed", listen.ResourcesListChanged(), listen.MethodResourcesListChanged},
+		{"resource updated", listen.ResourceUpdated(watchedURI), listen.MethodResourceUpdated},
+		{"resource updated, URI with query and fragment", listen.ResourceUpdated("https://example.com/a?b=c&d=%20e#f"), listen.MethodResourceUpdated},
+		{"tools list changed with metadata", listen.ToolsListChanged().WithMetadata(meta), listen.MethodToolsListChanged},
+		{"prompts list changed with metadata", listen.PromptsListChanged().WithMetadata(meta), listen.MethodPromptsListChanged},
+		{"resources list changed with metadata", listen.ResourcesListChanged().WithMetadata(meta), listen.MethodResourcesListChanged},
+		{"resource updated with metadata", listen.ResourceUpdated(watchedURI).WithMetadata(meta), listen.MethodResourceUpdated},
+		{"tools list changed with params", listen.ToolsListChanged().WithParams(params), listen.MethodToolsListChanged},
+		{"prompts list changed with params", listen.PromptsListChanged().WithParams(params), listen.MethodPromptsListChanged},
+		{"resources list changed with params and metadata", listen.ResourcesListChanged().WithParams(params).WithMetadata(meta), listen.MethodResourcesListChanged},
+		{"resource updated with params", listen.ResourceUpdated(watchedURI).WithParams(params), listen.MethodResourceUpdated},
+		{"resource updated with params and metadata", listen.ResourceUpdated(watchedURI).WithParams(params).WithMetadata(meta), listen.MethodResourceUpdated},
+		{"resource updated with a uri param", listen.ResourceUpdated(watchedURI).WithParams(map[string]any{"uri": "file:///elsewhere", "title": "main.rs"}), listen.MethodResourceUpdated},
+	}
+	for _, id := range ids {
+		req := listenRequest(id.token, allCore, clientPlain)
+		sub := open(t, req, serverOptions(t, serverCaps, serverInfo), idleSource())
+		for _, tt := range tests {
+			t.Run(id.name+"/"+tt.name, func(t *testing.T) {
+				msg, err := sub.Notification(tt.ev)
+				require.NoError(t, err)
+				require.NotNil(t, msg, "the event was dropped")
+
+				conformsMessage(t, msg)
+				require.NoError(t, checkNotification(msg, []byte(id.token)))
+				var n struct {
+					Method string         `json:"method"`
+					Params map[string]any `json:"params"`
+				}
+				require.NoError(t, json.Unmarshal(msg, &n))
+				assert.Equal(t, tt.method, n.Method)
+				if tt.ev.Kind == listen.KindResourceUpdated {
+					assert.Equal(t, tt.ev.URI, n.Params["uri"], "uri comes from the event")
+				} else {
+					assert.NotContains(t, n.Params, "uri")
+				}
+				m, _ := n.Params["_meta"].(map[string]any)
+				for k := range tt.ev.Metadata {
+					assert.Contains(t, m, k, "metadata is merged into _meta")
+				}
+				if pm, ok := tt.ev.Params["_meta"].(map[string]any); ok {
+					for k := range pm {
+						assert.Contains(t, m, k, "params._meta is merged into _meta")
+					}
+				}
+				for k := range tt.ev.Params {
+					assert.Contains(t, n.Params, k, "params are kept")
+				}
+			})
+		}
+	}
+}
+
+func TestExtensionNotificationConforms(t *testing.T) {
+	tests := []struct {
+		name string
+		ev   listen.Event
+	}{
+		{"task status", taskEvent("task-1", "working")},
+		{"task status with metadata", taskEvent("task-2", "completed").WithMetadata(map[string]any{"com.example/trace": "t"})},
+	}
+	for _, id := range ids {
+		req := listenRequest(id.token, `{"taskIds":["task-1","task-2"]}`, clientTasks)
+		sub := open(t, req, serverOptions(t, serverCaps, serverInfo), idleSource())
+		for _, tt := range tests {
+			t.Run(id.name+"/"+tt.name, func(t *testing.T) {
+				msg, err := sub.Notification(tt.ev)
+				require.NoError(t, err)
+				require.NotNil(t, msg, "the event was dropped")
+
+				conformsMessage(t, msg)
+				require.NoError(t, checkNotification(msg, []byte(id.token)))
+				method, _ := member(msg, "method")
+				assert.JSONEq(t, `"`+methodTasks+`"`, string(method))
+				task, _ := member(msg, "params", "taskId")
+				assert.JSONEq(t, `"`+tt.ev.Selector.Strings("taskIds")[0]+`"`, string(task))
+			})
+		}
+	}
+}
+
+func TestCompletionConforms(t *testing.T) {
+	tests := []struct {
+		name string
+		info listen.Implementation
+	}{
+		{"without server info", listen.Implementation{}},
+		{"with server info", serverInfo},
+		{"with server info and title", listen.Implementation{Name: "listen-conformance", Version: "1.0.0", Title: "Listen \"conformance\" server"}},
+	}
+	for _, id := range ids {
+		for _, tt := range tests {
+			t.Run(id.name+"/"+tt.name, func(t *testing.T) {
+				sub := open(t, listenRequest(id.token, allCore, clientPlain), serverOptions(t, serverCaps, tt.info), idleSource())
+				msg, err := sub.Completion()
+				require.NoError(t, err)
+
+				conformsMessage(t, msg)
+				require.NoError(t, checkCompletion(msg, []byte(id.token)))
+				si, err := member(msg, "result", "_meta", listen.MetaServerInfo)
+				if tt.info.Name == "" {
+					assert.Error(t, err, "no server info when the server did not name itself")
+					return
+				}
+				require.NoError(t, err)
+				want, _ := json.Marshal(tt.info)
+				assert.JSONEq(t, string(want), string(si))
+			})
+		}
+	}
+}
+
+func TestFailureConforms(t *testing.T) {
+	reasons := []struct {
+		name   string
+		reason error
+	}{
+		{"source error", errors.New("database unavailable")},
+		{"wire error with data", listen.NewError(listen.CodeInvalidParams, "bad").WithData(map[string]any{"secret": "x"})},
+		{"nil reason", nil},
+	}
+	for _, id := range ids {
+		sub := open(t, listenRequest(id.token, allCore, clientPlain), serverOptions(t, serverCaps, serverInfo), idleSource())
+		for _, r := range reasons {
+			t.Run(id.name+"/"+r.name, func(t *testing.T) {
+				msg := sub.Failure(r.reason)
+				conformsMessage(t, msg)
+				require.NoError(t, checkErrorResponse(msg, []byte(id.token), listen.CodeInternalError))
+				e, _ := member(msg, "error")
+				assert.JSONEq(t, `{"code":-32603,"message":"Subscription source failed"}`, string(e), "the reason is never sent")
+			})
+		}
+	}
+}
+
+func TestErrorResponsesConform(t *testing.T) {
+	unsupported := map[string]any{"supported": listen.SupportedProtocolVersions, "requested": "1999-01-01"}
+	missing := map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{tasksExtID: map[string]any{}}}}
+	tests := []struct {
+		name     string
+		id       listen.ID
+		err      error
+		code     int
+		wantData bool
+	}{
+		{"invalid params", listen.StringID("listen-1"), listen.NewError(listen.CodeInvalidParams, listen.MsgNotificationsObject), listen.CodeInvalidParams, false},
+		{"invalid params, integer id", listen.IntID(7), listen.NewError(listen.CodeInvalidParams, listen.MsgMetaObject), listen.CodeInvalidParams, false},
+		{"method not found", listen.IntID(7), listen.NewError(listen.CodeMethodNotFound, listen.MsgMethodNotFoundListen), listen.CodeMethodNotFound, false},
+		{"method not found with data", listen.StringID("x"), listen.NewError(listen.CodeMethodNotFound, "Method not found: ping").WithData(map[string]any{"method": "ping"}), listen.CodeMethodNotFound, true},
+		{"internal error", listen.StringID("listen-1"), listen.NewError(listen.CodeInternalError, listen.MsgSourceFailedToOpen), listen.CodeInternalError, false},
+		{"internal error drops data", listen.IntID(7), listen.NewError(listen.CodeInternalError, listen.MsgCapacityExhausted).WithData(map[string]any{"limit": 10}), listen.CodeInternalError, false},
+		{"plain Go error", listen.IntID(7), errors.New("boom"), listen.CodeInternalError, false},
+		{"wrapped wire error", listen.StringID("listen-1"), errors.Join(errors.New("ctx"), listen.NewError(listen.CodeInvalidParams, "bad")), listen.CodeInvalidParams, false},
+		{"unsupported protocol version", listen.StringID("listen-1"), listen.NewError(listen.CodeUnsupportedProtocolVersion, "Unsupported protocol version").WithData(unsupported), listen.CodeUnsupportedProtocolVersion, true},
+		{"unsupported protocol version, integer id", listen.IntID(1), listen.NewError(listen.CodeUnsupportedProtocolVersion, "Unsupported protocol version").WithData(unsupported), listen.CodeUnsupportedProtocolVersion, true},
+		{"header mismatch", listen.IntID(1), listen.NewError(listen.CodeHeaderMismatch, "Header mismatch: MCP-Protocol-Version header does not match _meta"), listen.CodeHeaderMismatch, false},
+		{"header mismatch, string id", listen.StringID("listen-1"), listen.NewError(listen.CodeHeaderMismatch, "Header mismatch: missing Mcp-Method"), listen.CodeHeaderMismatch, false},
+		{"missing client capability", listen.StringID("listen-1"), listen.NewError(listen.CodeMissingRequiredClientCapability, "Missing required client capability").WithData(missing), listen.CodeMissingRequiredClientCapability, true},
+		{"parse error without id", listen.ID{}, listen.NewError(listen.CodeParseError, "Parse error"), listen.CodeParseError, false},
+		{"invalid request without id", listen.ID{}, listen.NewError(listen.CodeInvalidRequest, "Invalid request: subscriptions/listen requires an id"), listen.CodeInvalidRequest, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			msg := listen.ErrorResponse(tt.id, tt.err)
+			conformsMessage(t, msg)
+			var id []byte
+			if tt.id.Valid() {
+				id = []byte(tt.id.Raw())
+			}
+			require.NoError(t, checkErrorResponse(msg, id, tt.code))
+			_, err := member(msg, "error", "data")
+			assert.Equal(t, tt.wantData, err == nil, "data member")
+		})
+	}
+}
+
+// TestRequestErrorsConform shapes the errors the core itself returns for
+// bad listen requests (ParseListenRequest, then Open).
+func TestRequestErrorsConform(t *testing.T) {
+	meta := `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	tests := []struct {
+		name string
+		req  string
+		id   string // request id token; "" when it cannot be read
+		code int
+	}{
+		{"malformed JSON", `{"jsonrpc":"2.0","id":"listen-1",`, "", listen.CodeParseError},
+		{"not an object", `[1,2]`, "", listen.CodeInvalidRequest},
+		{"null id", `{"jsonrpc":"2.0","id":null,"method":"subscriptions/listen","params":{}}`, "", listen.CodeInvalidRequest},
+		{"fractional id", `{"jsonrpc":"2.0","id":1.5,"method":"subscriptions/listen","params":{}}`, "", listen.CodeInvalidRequest},
+		{"no id", `{"jsonrpc":"2.0","method":"subscriptions/listen","params":{"_meta":` + meta + `,"notifications":{}}}`, "", listen.CodeInvalidRequest},
+		{"wrong jsonrpc", `{"jsonrpc":"1.0","id":"listen-1","method":"subscriptions/listen","params":{}}`, `"listen-1"`, listen.CodeInvalidRequest},
+		{"another method", `{"jsonrpc":"2.0","id":3,"method":"resources/subscribe","params":{}}`, `3`, listen.CodeMethodNotFound},
+		{"no _meta", `{"jsonrpc":"2.0","id":"listen-1","method":"subscriptions/listen","params":{"notifications":{}}}`, `"listen-1"`, listen.CodeInvalidParams},
+		{"no protocol version", `{"jsonrpc":"2.0","id":4,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{}},"notifications":{}}}`, `4`, listen.CodeInvalidParams},
+		{"no client capabilities", `{"jsonrpc":"2.0","id":4,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"notifications":{}}}`, `4`, listen.CodeInvalidParams},
+		{"no notifications", `{"jsonrpc":"2.0","id":"listen-1","method":"subscriptions/listen","params":{"_meta":` + meta + `}}`, `"listen-1"`, listen.CodeInvalidParams},
+		{"flag not a boolean", `{"jsonrpc":"2.0","id":"listen-1","method":"subscriptions/listen","params":{"_meta":` + meta + `,"notifications":{"toolsListChanged":"yes"}}}`, `"listen-1"`, listen.CodeInvalidParams},
+		{"relative URI", `{"jsonrpc":"2.0","id":9,"method":"subscriptions/listen","params":{"_meta":` + meta + `,"notifications":{"resourceSubscriptions":["src/main.rs"]}}}`, `9`, listen.CodeInvalidParams},
+		{"legacy protocol version",
+			`{"jsonrpc":"2.0","id":"listen-1","method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-06-18","io.modelcontextprotocol/clientCapabilities":{}},"notifications":{}}}`,
+			`"listen-1"`, listen.CodeInternalError},
+		{"taskIds without the client extension", string(listenRequest(`"listen-1"`, `{"taskIds":["task-1"]}`, clientPlain)), `"listen-1"`, listen.CodeMissingRequiredClientCapability},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, err := listen.ParseListenRequest([]byte(tt.req))
+			if err == nil {
+				var sub *listen.Subscription
+				sub, err = listen.Open(context.Background(), idleSource(), req, serverOptions(t, serverCaps, serverInfo))
+				if sub != nil {
+					sub.Close(nil)
+				}
+			}
+			require.Error(t, err)
+			msg := listen.ErrorResponse(req.ID, err)
+			conformsMessage(t, msg)
+			var id []byte
+			if tt.id != "" {
+				id = []byte(tt.id)
+			}
+			require.NoError(t, checkErrorResponse(msg, id, tt.code))
+		})
+	}
+}
