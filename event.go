@@ -157,7 +157,9 @@ var (
 //   - "extension subscription events cannot use core event fields"
 //
 // A zero or unknown Kind: "subscription source returned an invalid event".
-// A JSON object here is a map whose values are all JSON values (see Filter).
+// A JSON object here is a map whose values are all JSON values (see Filter);
+// event params and metadata may also hold json.RawMessage values of valid
+// JSON, written as they are.
 // Validate does not allocate.
 func (e Event) Validate() error {
 	switch e.Kind {
@@ -199,7 +201,7 @@ func (e Event) Validate() error {
 
 func objectValid(m map[string]any) bool {
 	for _, v := range m {
-		if !validJSON(v, 1) {
+		if !validEventJSON(v, 1) {
 			return false
 		}
 	}

@@ -120,6 +120,35 @@ func validJSON(v any, depth int) bool {
 	return false
 }
 
+// validEventJSON is validJSON that also accepts pre-encoded JSON
+// (json.RawMessage holding valid JSON), at any depth, for event params,
+// metadata and extension params. Filters do not accept it: they are compared
+// by value.
+func validEventJSON(v any, depth int) bool {
+	if depth > maxDepth {
+		return false
+	}
+	switch x := v.(type) {
+	case json.RawMessage:
+		return json.Valid(x)
+	case []any:
+		for _, e := range x {
+			if !validEventJSON(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		for _, e := range x {
+			if !validEventJSON(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	}
+	return validJSON(v, depth)
+}
+
 // validNumber reports whether s is a JSON number literal.
 func validNumber(s string) bool {
 	i := 0

@@ -29,7 +29,8 @@ type Sink struct {
 // ctx ends the stream from the transport's side, by its cause
 // (context.WithCancelCause):
 //   - a cause matching ErrShutdown: the completion result is written, then
-//     the subscription is closed with ErrShutdown (a graceful server drain);
+//     the subscription is closed with ErrShutdown (a graceful server drain),
+//     or with Disconnected if that write failed;
 //   - a cause matching ErrCancelled or ErrDisconnected: closed with that
 //     reason, nothing written (a client cancellation, a lost connection);
 //   - any other cause: closed with Disconnected(cause), nothing written.
@@ -104,7 +105,10 @@ func (s *Subscription) Serve(ctx context.Context, sink Sink) error {
 			case errors.Is(cause, ErrShutdown):
 				if s.CloseReason() == nil {
 					if msg, err := s.Completion(); err == nil {
-						_ = sink.Write(msg)
+						if err := sink.Write(msg); err != nil {
+							// The client never got the completion.
+							cause = Disconnected(err)
+						}
 					}
 				}
 				s.Close(cause)

@@ -128,6 +128,16 @@ func TestServeEndings(t *testing.T) {
 		{"shutdown writes the completion", func(_ *serveRun, cancel context.CancelCauseFunc) { cancel(listen.ErrShutdown) },
 			func(t *testing.T, reason error) { assert.Equal(t, listen.ErrShutdown, reason) },
 			[]string{listen.MethodAcknowledged, "result:complete"}},
+		{"shutdown whose completion cannot be written is a disconnect", func(r *serveRun, cancel context.CancelCauseFunc) {
+			r.col.mu.Lock()
+			r.col.fail = boom
+			r.col.mu.Unlock()
+			cancel(listen.ErrShutdown)
+		}, func(t *testing.T, reason error) {
+			assert.ErrorIs(t, reason, listen.ErrDisconnected)
+			assert.ErrorIs(t, reason, boom)
+		},
+			[]string{listen.MethodAcknowledged}},
 		{"client cancellation writes nothing", func(_ *serveRun, cancel context.CancelCauseFunc) { cancel(listen.Cancelled("client done")) },
 			func(t *testing.T, reason error) {
 				var ce *listen.CancelledError

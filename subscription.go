@@ -101,6 +101,19 @@ type Subscription struct {
 // ErrInvalidParams, ErrInternal, ...). ctx is passed to src.Open and is the
 // subscription's owner (see Subscription). opts may be nil.
 func Open(ctx context.Context, src Source, req *Request, opts *Options) (*Subscription, error) {
+	return OpenOwned(ctx, ctx, src, req, opts)
+}
+
+// OpenOwned is Open with the owner given apart from ctx: ctx is passed to
+// src.Open, Options.CanRead and the extension hooks (so a slow open sees the
+// request go away), while owner is what the guard watches for the life of the
+// subscription. A nil owner, or one that can never end, leaves the
+// subscription without an owner until StartWorker hands one over.
+//
+// Transports use it when the request's context ends for reasons the stream
+// should report itself (net/http cancels a request's context on a failed
+// write, which would otherwise race the transport's own Disconnected reason).
+func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Options) (*Subscription, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
@@ -174,7 +187,7 @@ func Open(ctx context.Context, src Source, req *Request, opts *Options) (*Subscr
 		}
 	}
 	slices.Sort(s.negotiated)
-	s.guard.watch(ctx)
+	s.guard.watch(owner)
 	return s, nil
 }
 

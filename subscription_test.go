@@ -728,3 +728,18 @@ func FuzzParseListenRequest(f *testing.F) {
 		}
 	})
 }
+
+// OpenOwned: the open context may end without closing the subscription; the
+// owner's end closes it.
+func TestOpenOwnedSeparatesTheOwner(t *testing.T) {
+	src := newTestSource()
+	openCtx, cancelOpen := context.WithCancel(context.Background())
+	owner, cancelOwner := context.WithCancel(context.Background())
+	sub, err := listen.OpenOwned(openCtx, owner, src, request(listen.IntID(1), listen.Filter{}), nil)
+	require.NoError(t, err)
+	cancelOpen()
+	assert.Nil(t, sub.CloseReason())
+	cancelOwner()
+	<-sub.Closed()
+	assert.ErrorIs(t, sub.CloseReason(), listen.ErrOwnerGone)
+}

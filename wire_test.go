@@ -40,6 +40,10 @@ func TestNotificationShapes(t *testing.T) {
 		{"uri always from the event", listen.IntID(1),
 			listen.ResourceUpdated("file:///a").WithParams(map[string]any{"uri": "file:///evil", "title": "A"}),
 			`{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":1},"title":"A","uri":"file:///a"}}`},
+		{"pre-encoded JSON in params and metadata", listen.IntID(1),
+			listen.ToolsListChanged().WithParams(map[string]any{"raw": json.RawMessage(`{"b":[1,2]}`)}).
+				WithMetadata(map[string]any{"m": json.RawMessage(`"x"`)}),
+			`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":1,"m":"x"},"raw":{"b":[1,2]}}}`},
 		{"unrequested URI dropped", listen.IntID(1), listen.ResourceUpdated("file:///b"), ""},
 		{"extension event without an owning extension dropped", listen.IntID(1),
 			listen.ExtensionEvent("com.example/watch", listen.Filter{"watchIds": []any{"w1"}}, nil), ""},
@@ -72,7 +76,9 @@ func TestDropsOutsideTheFilter(t *testing.T) {
 func TestInvalidEventIsAnErrorNotADrop(t *testing.T) {
 	sub := openSub(t, newTestSource(), listen.IntID(1), listen.Filter{"toolsListChanged": true})
 	defer sub.Close(nil)
-	_, err := sub.Notification(listen.ResourceUpdated("relative"))
+	_, err := sub.Notification(listen.ToolsListChanged().WithParams(map[string]any{"raw": json.RawMessage(`{bad`)}))
+	assert.ErrorIs(t, err, listen.ErrInvalidEvent, "invalid pre-encoded JSON")
+	_, err = sub.Notification(listen.ResourceUpdated("relative"))
 	assert.ErrorIs(t, err, listen.ErrInvalidEvent)
 	_, err = sub.Notification(listen.ToolsListChanged().WithMetadata(map[string]any{"x": func() {}}))
 	assert.ErrorIs(t, err, listen.ErrInvalidEvent)

@@ -1,0 +1,130 @@
+package streamhttp_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/streamhttp"
+)
+
+// pipeListener is an in-memory net.Listener whose connections are net.Pipe
+// ends, so that a whole HTTP server and its clients can run in a synctest
+// bubble. A pipe has no buffer: a client that does not read stalls the
+// server's very next write.
+type pipeListener struct {
+	conns  chan net.Conn
+	closed chan struct{}
+	once   sync.Once
+}
+
+func newPipeListener() *pipeListener {
+	return &pipeListener{conns: make(chan net.Conn), closed: make(chan struct{})}
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *pipeListener) Close() error {
+	l.once.Do(func() { close(l.closed) })
+	return nil
+}
+
+func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
+
+// dial connects a new client end.
+func (l *pipeListener) dial(context.Context, string, string) (net.Conn, error) {
+	client, server := net.Pipe()
+	select {
+	case l.conns <- server:
+		return client, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+type pipeAddr struct{}
+
+func (pipeAddr) Network() string { return "pipe" }
+func (pipeAddr) String() string  { return "pipe" }
+
+// With the default options, an idle stream gets a keep-alive after exactly
+// 15 s, and a client that stops reading is cut off after exactly 10 s, on
+// the fake clock of a synctest bubble.
+func TestDefaultTimings(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newTestSource()
+		h := streamhttp.New(src, &streamhttp.Options{Listen: listen.Options{Capabilities: caps()}})
+		l := newPipeListener()
+		srv := &http.Server{Handler: h}
+		served := make(chan error, 1)
+		go func() { served <- srv.Serve(l) }()
+		tr := &http.Transport{DialContext: l.dial}
+		client := &http.Client{Transport: tr}
+
+		// A reading client: keep-alives every 15 s of idleness.
+		req, err := http.NewRequest(http.MethodPost, "http://pipe/", strings.NewReader(listenBody(`"r"`, `{"toolsListChanged":true}`)))
+		require.NoError(t, err)
+		req.Header = listenHeaders()
+		resp, err := client.Do(req)
+		require.NoError(t, err)
+		s := newSSE(resp)
+		s.message(t)
+		start := time.Now()
+		for i := 1; i <= 2; i++ {
+			f, err := s.frame()
+			require.NoError(t, err)
+			require.True(t, f.isComment)
+			assert.Equal(t, time.Duration(i)*streamhttp.DefaultKeepAlive, time.Since(start))
+		}
+
+		// A stalled client: sends its POST, never reads.
+		conn, err := l.dial(context.Background(), "", "")
+		require.NoError(t, err)
+		body := listenBody(`"stalled"`, `{}`)
+		go func() {
+			// A pipe write blocks until the server reads it.
+			_, _ = fmt.Fprintf(conn, "POST / HTTP/1.1\r\nHost: pipe\r\nContent-Type: application/json\r\n"+
+				"Content-Length: %d\r\n\r\n%s", len(body), body)
+		}()
+		stalled := src.stream(t, "stalled")
+		opened := time.Now()
+		reason := stalled.Reason(t)
+		assert.Equal(t, streamhttp.DefaultWriteTimeout, time.Since(opened), "cut when the ack's write deadline expired")
+		assert.ErrorIs(t, reason, listen.ErrDisconnected)
+		assert.ErrorIs(t, reason, os.ErrDeadlineExceeded)
+		conn.Close()
+
+		// The reading stream was not disturbed.
+		st := src.stream(t, "r")
+		st.Emit(listen.ToolsListChanged())
+		assert.Equal(t, listen.MethodToolsListChanged, s.message(t)["method"])
+		st.Complete()
+		s.message(t)
+		s.end(t)
+		resp.Body.Close()
+
+		require.NoError(t, h.Shutdown(context.Background()))
+		require.NoError(t, srv.Close())
+		tr.CloseIdleConnections()
+		assert.ErrorIs(t, <-served, http.ErrServerClosed)
+		synctest.Wait()
+	})
+}

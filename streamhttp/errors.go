@@ -1,0 +1,105 @@
+package streamhttp
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/mcplisten/listen"
+)
+
+// Exact messages of the JSON-RPC errors this package writes itself. The
+// params, parse and open errors carry the core's messages (listen.Msg...).
+const (
+	MsgMethodNotAllowed   = "Method not allowed: subscriptions/listen is served over POST"
+	MsgForbidden          = "Forbidden: invalid Origin or Host"
+	MsgUnauthorized       = "Unauthorized"
+	MsgBodyTooLarge       = "Request body too large"
+	MsgBodyUnreadable     = "Invalid request: the request body could not be read"
+	MsgUnsupportedVersion = "Unsupported protocol version"
+	MsgShuttingDown       = "Server is shutting down"
+)
+
+// Header names of MCP 2026-07-28 Streamable HTTP.
+const (
+	// HeaderProtocolVersion carries the request's protocol version; it must
+	// equal the body's _meta io.modelcontextprotocol/protocolVersion.
+	HeaderProtocolVersion = "MCP-Protocol-Version"
+	// HeaderMethod carries the request's JSON-RPC method; it must equal the
+	// body's method. Front routes on it.
+	HeaderMethod = "Mcp-Method"
+)
+
+// maxEchoedHeader bounds how much of a header value a mismatch message
+// repeats.
+const maxEchoedHeader = 128
+
+// headerMismatch returns -32020 in the form of the specification's example:
+// "Header mismatch: Mcp-Method header value 'a' does not match body value 'b'".
+func headerMismatch(name, header, body string) *listen.Error {
+	if len(header) > maxEchoedHeader {
+		header = header[:maxEchoedHeader] + "..."
+	}
+	return listen.NewError(listen.CodeHeaderMismatch,
+		"Header mismatch: "+name+" header value '"+header+"' does not match body value '"+body+"'")
+}
+
+// headerMissing returns -32020 for a required header that is absent.
+func headerMissing(name string) *listen.Error {
+	return listen.NewError(listen.CodeHeaderMismatch, "Header mismatch: missing "+name+" header")
+}
+
+// unsupportedVersion returns -32022 with data.supported and data.requested.
+func unsupportedVersion(supported []string, requested string) *listen.Error {
+	return listen.NewError(listen.CodeUnsupportedProtocolVersion, MsgUnsupportedVersion).
+		WithData(map[string]any{"supported": supported, "requested": requested})
+}
+
+// statusOf maps a JSON-RPC error code to the HTTP status of its response:
+// -32601 is 404 (MCP: an unimplemented method), -32603 is 500, everything
+// else (parse, request, params, header, capability, version and a source's
+// own codes) is 400.
+func statusOf(code int) int {
+	switch code {
+	case listen.CodeMethodNotFound:
+		return http.StatusNotFound
+	case listen.CodeInternalError:
+		return http.StatusInternalServerError
+	}
+	return http.StatusBadRequest
+}
+
+// refusal is a request answered with an error instead of a stream (or, with
+// a nil err, an accepted notification answered 202 without a body).
+type refusal struct {
+	status int
+	id     listen.ID
+	err    *listen.Error
+	header http.Header
+}
+
+func refuse(status int, id listen.ID, err *listen.Error) *refusal {
+	return &refusal{status: status, id: id, err: err}
+}
+
+// write sends the refusal as an application/json JSON-RPC error response.
+func (f *refusal) write(h *Handler, w http.ResponseWriter, r *http.Request) {
+	if f.err == nil { // an accepted notification: no body
+		w.WriteHeader(f.status)
+		return
+	}
+	if h.opts.OnError != nil {
+		h.opts.OnError(r, f.status, f.err)
+	}
+	body := listen.ErrorResponse(f.id, f.err)
+	hdr := w.Header()
+	for k, vs := range f.header {
+		for _, v := range vs {
+			hdr.Add(k, v)
+		}
+	}
+	hdr.Set("Content-Type", "application/json")
+	hdr.Set("Content-Length", strconv.Itoa(len(body)))
+	hdr.Set("Cache-Control", "no-store")
+	w.WriteHeader(f.status)
+	_, _ = w.Write(body)
+}

@@ -1,0 +1,152 @@
+package streamhttp_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/streamhttp"
+)
+
+// Front sends listen POSTs (by their Mcp-Method header) to the listen
+// handler and everything else to the other handler, without reading bodies.
+func TestFrontRouting(t *testing.T) {
+	mark := func(name string) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("X-Routed", name)
+			w.WriteHeader(http.StatusNoContent)
+		})
+	}
+	f := streamhttp.Front(mark("listen"), mark("other"))
+	tests := []struct {
+		name   string
+		method string
+		header http.Header
+		want   string
+	}{
+		{"listen POST", http.MethodPost, http.Header{"Mcp-Method": {"subscriptions/listen"}}, "listen"},
+		{"header name in any case", http.MethodPost, http.Header{"MCP-METHOD": {"subscriptions/listen"}}, "listen"},
+		{"tools/call POST", http.MethodPost, http.Header{"Mcp-Method": {"tools/call"}}, "other"},
+		{"server/discover POST", http.MethodPost, http.Header{"Mcp-Method": {"server/discover"}}, "other"},
+		{"POST without Mcp-Method", http.MethodPost, nil, "other"},
+		{"header values are case-sensitive", http.MethodPost, http.Header{"Mcp-Method": {"Subscriptions/Listen"}}, "other"},
+		{"GET with the listen header", http.MethodGet, http.Header{"Mcp-Method": {"subscriptions/listen"}}, "other"},
+		{"DELETE", http.MethodDelete, nil, "other"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest(tt.method, "/mcp", strings.NewReader(`{}`))
+			for k, vs := range tt.header {
+				for _, v := range vs {
+					r.Header.Add(k, v)
+				}
+			}
+			w := httptest.NewRecorder()
+			f.ServeHTTP(w, r)
+			assert.Equal(t, tt.want, w.Header().Get("X-Routed"))
+			assert.Equal(t, tt.want == "listen", streamhttp.IsListen(r))
+		})
+	}
+
+	nf := streamhttp.Front(mark("listen"), nil)
+	w := httptest.NewRecorder()
+	nf.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/mcp", nil))
+	assert.Equal(t, http.StatusNotFound, w.Code)
+	assert.Panics(t, func() { streamhttp.Front(nil, mark("other")) })
+}
+
+// Through Front over HTTP, a listen streams from our Handler while the other
+// requests reach the existing server (here a stand-in for the go-sdk's
+// StreamableHTTPHandler).
+func TestFrontOverHTTP(t *testing.T) {
+	sdk := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"echo":`+string(body)+`}}`)
+	})
+	e := newEnv(t, nil, nil, envConfig{wrap: func(h http.Handler) http.Handler { return streamhttp.Front(h, sdk) }})
+
+	s := e.listen(t, `"f"`, `{"toolsListChanged":true}`)
+	assert.Equal(t, listen.MethodAcknowledged, s.message(t)["method"])
+
+	resp := e.do(t, http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
+		http.Header{"Mcp-Method": {"tools/list"}, "Content-Type": {"application/json"}})
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var got struct {
+		Result struct {
+			Echo json.RawMessage `json:"echo"`
+		} `json:"result"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&got))
+	assert.JSONEq(t, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, string(got.Result.Echo))
+
+	e.src.stream(t, "f").Complete()
+	assert.Equal(t, `"f"`, subID(t, s.message(t), "result"))
+	s.end(t)
+}
+
+// serverCaps mirrors the shape of the go-sdk's *mcp.ServerCapabilities.
+type serverCaps struct {
+	Experimental map[string]any `json:"experimental,omitempty"`
+	Extensions   map[string]any `json:"extensions,omitempty"`
+	Logging      *struct{}      `json:"logging,omitempty"`
+	Prompts      *struct {
+		ListChanged bool `json:"listChanged,omitempty"`
+	} `json:"prompts,omitempty"`
+	Resources *struct {
+		ListChanged bool `json:"listChanged,omitempty"`
+		Subscribe   bool `json:"subscribe,omitempty"`
+	} `json:"resources,omitempty"`
+	Tools *struct {
+		ListChanged bool `json:"listChanged,omitempty"`
+	} `json:"tools,omitempty"`
+}
+
+func TestCapabilitiesFrom(t *testing.T) {
+	var sc serverCaps
+	sc.Logging = &struct{}{}
+	sc.Tools = &struct {
+		ListChanged bool `json:"listChanged,omitempty"`
+	}{ListChanged: true}
+	sc.Resources = &struct {
+		ListChanged bool `json:"listChanged,omitempty"`
+		Subscribe   bool `json:"subscribe,omitempty"`
+	}{Subscribe: true}
+	sc.Extensions = map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}
+
+	for _, v := range []any{&sc, sc, json.RawMessage(` {"tools":{"listChanged":true},"resources":{"subscribe":true},"logging":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}`)} {
+		c, err := streamhttp.CapabilitiesFrom(v)
+		require.NoError(t, err)
+		assert.True(t, c.Flag("tools", "listChanged"))
+		assert.True(t, c.Flag("resources", "subscribe"))
+		assert.False(t, c.Flag("resources", "listChanged"))
+		assert.False(t, c.Flag("prompts", "listChanged"))
+		assert.True(t, c.Extension("io.modelcontextprotocol/tasks"))
+	}
+
+	c, err := streamhttp.CapabilitiesFrom(nil)
+	require.NoError(t, err)
+	assert.Equal(t, listen.Capabilities{}, c)
+	c, err = streamhttp.CapabilitiesFrom((*serverCaps)(nil))
+	require.NoError(t, err)
+	assert.Equal(t, listen.Capabilities{}, c)
+
+	_, err = streamhttp.CapabilitiesFrom("tools")
+	assert.Error(t, err)
+	_, err = streamhttp.CapabilitiesFrom([]string{"tools"})
+	assert.Error(t, err)
+	_, err = streamhttp.CapabilitiesFrom(make(chan int))
+	assert.Error(t, err)
+}
+
+// New refuses a nil Source.
+func TestNewNilSource(t *testing.T) {
+	assert.PanicsWithValue(t, "streamhttp: nil Source", func() { streamhttp.New(nil, nil) })
+}

@@ -1,0 +1,206 @@
+package streamhttp
+
+import (
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/mcplisten/listen"
+)
+
+// Defaults of Options. A zero field of Options means its default.
+const (
+	// DefaultMaxStreams is the default Options.MaxStreams: the number of
+	// listens one Handler serves at once (the TypeScript and Python SDKs
+	// use the same figure).
+	DefaultMaxStreams = 1024
+	// DefaultMaxBodyBytes is the default Options.MaxBodyBytes (1 MiB).
+	DefaultMaxBodyBytes = 1 << 20
+	// DefaultKeepAlive is the default Options.KeepAlive.
+	DefaultKeepAlive = 15 * time.Second
+	// DefaultWriteTimeout is the default Options.WriteTimeout.
+	DefaultWriteTimeout = 10 * time.Second
+)
+
+// Options configure a Handler. New copies them: changing an Options value
+// after New has no effect on the Handler. A nil *Options means all defaults.
+type Options struct {
+	// Listen describes the server to the core: the capabilities the requested
+	// filter is narrowed against, the server info of the completion result,
+	// the extensions and the CanRead policy (see listen.Options). Its
+	// Capabilities must be exactly what the server advertises in
+	// server/discover (see CapabilitiesFrom). The zero value advertises
+	// nothing, so every listen is acknowledged with an empty filter.
+	Listen listen.Options
+
+	// MaxStreams is the most listens served at once, counted from the moment
+	// a valid listen is admitted (before its Source is opened) until its
+	// response ends. A listen over the limit is refused before its Source is
+	// opened: 503 with -32603 "Server subscription capacity exhausted".
+	// Zero means DefaultMaxStreams (1024); a negative value means no limit.
+	MaxStreams int
+
+	// MaxBodyBytes bounds the request body. A larger body is refused with 413
+	// and -32600 "Request body too large". Zero means DefaultMaxBodyBytes
+	// (1 MiB); a negative value means no limit.
+	MaxBodyBytes int64
+
+	// KeepAlive is how long a stream may stay idle before the Handler writes
+	// an SSE comment (": keep-alive") to keep proxies from closing it. Zero
+	// means DefaultKeepAlive (15 s); a negative value disables keep-alives.
+	KeepAlive time.Duration
+
+	// WriteTimeout bounds every write to a stream (one SSE event or
+	// keep-alive, including its flush), through
+	// http.ResponseController.SetWriteDeadline. A client that stops reading
+	// is cut off when it expires: its subscription is closed as
+	// Disconnected and nothing else waits for it. The deadline is cleared
+	// after each write, so idle streams are not affected. Zero means
+	// DefaultWriteTimeout (10 s); a negative value means no deadline (then a
+	// stalled client holds its handler goroutine until the connection
+	// breaks, and an http.Server.WriteTimeout, if set, bounds the whole
+	// stream). It has no effect on a ResponseWriter that does not support
+	// write deadlines (see http.ResponseController).
+	WriteTimeout time.Duration
+
+	// CheckOrigin validates the request's origin. A non-nil error refuses it
+	// with 403 and a JSON-RPC error without id (-32600 "Forbidden: invalid
+	// Origin or Host"). Nil means DefaultCheckOrigin: DNS-rebinding
+	// protection for local servers and the cross-origin checks of
+	// http.CrossOriginProtection. To trust more origins, use an
+	// http.CrossOriginProtection with AddTrustedOrigin (its Check method
+	// fits this field), combined with DefaultCheckOrigin's Host rule if the
+	// server listens on a loopback address.
+	CheckOrigin func(r *http.Request) error
+
+	// Authenticate, if set, authenticates every listen before its body is
+	// read. Its result is handed to the Source as listen.Request.Auth. An
+	// error refuses the request with 401 and -32600 "Unauthorized"; return
+	// an *AuthError to choose the status (such as 403) and add headers
+	// (such as WWW-Authenticate).
+	Authenticate func(r *http.Request) (auth any, err error)
+
+	// RequireHeaders makes the MCP-Protocol-Version and Mcp-Method headers
+	// mandatory, as MCP 2026-07-28 requires of clients: a listen without one
+	// of them is refused with 400 and -32020. By default a missing header is
+	// accepted; a present one must always match the body.
+	RequireHeaders bool
+
+	// SupportedVersions is the "supported" list of an unsupported-version
+	// error (-32022). Nil means listen.SupportedProtocolVersions.
+	SupportedVersions []string
+
+	// OnOpen, if set, is called once a subscription is open, before its
+	// acknowledgement is written, on the request's goroutine.
+	OnOpen func(sub *listen.Subscription)
+
+	// OnClose, if set, is called after a subscription's stream has ended,
+	// with the reason it was closed with (see listen.Classify): ErrComplete,
+	// ErrShutdown, a Disconnected or a Failed reason. It runs on the
+	// request's goroutine before the stream's slot is released, so every
+	// OnClose has returned when Shutdown returns nil.
+	OnClose func(sub *listen.Subscription, reason error)
+
+	// OnError, if set, is called for every request answered with an error
+	// status, with that status and the error sent (a *listen.Error). An
+	// internal error's cause (errors.Unwrap) tells the server what the
+	// client is not told. It runs before the response is written.
+	OnError func(r *http.Request, status int, err error)
+}
+
+// AuthError lets Options.Authenticate choose how a refused request is
+// answered.
+type AuthError struct {
+	// Status is the HTTP status; zero means 401 Unauthorized.
+	Status int
+	// Header holds headers to add to the response, such as
+	// WWW-Authenticate.
+	Header http.Header
+	// Err is the underlying error, for OnError and logs; it is not sent.
+	Err error
+}
+
+// Error describes the refusal for logs; the client is sent only
+// "Unauthorized".
+func (e *AuthError) Error() string {
+	if e.Err == nil {
+		return "streamhttp: authentication failed"
+	}
+	return "streamhttp: authentication failed: " + e.Err.Error()
+}
+
+// Unwrap returns Err.
+func (e *AuthError) Unwrap() error { return e.Err }
+
+// withDefaults returns a copy of o (nil means zero Options) with defaults
+// filled in and the mutable parts (capabilities, version list) copied.
+func withDefaults(o *Options) Options {
+	var c Options
+	if o != nil {
+		c = *o
+	}
+	switch {
+	case c.MaxStreams == 0:
+		c.MaxStreams = DefaultMaxStreams
+	case c.MaxStreams < 0:
+		c.MaxStreams = 0 // no limit
+	}
+	switch {
+	case c.MaxBodyBytes == 0:
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	case c.MaxBodyBytes < 0:
+		c.MaxBodyBytes = 0 // no limit
+	}
+	switch {
+	case c.KeepAlive == 0:
+		c.KeepAlive = DefaultKeepAlive
+	case c.KeepAlive < 0:
+		c.KeepAlive = 0 // disabled
+	}
+	switch {
+	case c.WriteTimeout == 0:
+		c.WriteTimeout = DefaultWriteTimeout
+	case c.WriteTimeout < 0:
+		c.WriteTimeout = 0 // no deadline
+	}
+	if c.CheckOrigin == nil {
+		c.CheckOrigin = DefaultCheckOrigin
+	}
+	if c.SupportedVersions == nil {
+		c.SupportedVersions = listen.SupportedProtocolVersions
+	}
+	c.SupportedVersions = slices.Clone(c.SupportedVersions)
+	if c.Listen.Capabilities != nil {
+		c.Listen.Capabilities = listen.Capabilities(cloneObject(c.Listen.Capabilities))
+	}
+	return c
+}
+
+// cloneObject deep-copies the maps and slices of a decoded JSON object.
+func cloneObject(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = cloneValue(v)
+	}
+	return out
+}
+
+func cloneValue(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		return cloneObject(x)
+	case listen.Capabilities:
+		return cloneObject(x)
+	case listen.Filter:
+		return listen.Filter(cloneObject(x))
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = cloneValue(e)
+		}
+		return out
+	case []string:
+		return slices.Clone(x)
+	}
+	return v
+}

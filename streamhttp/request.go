@@ -1,0 +1,135 @@
+package streamhttp
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/mcplisten/listen"
+)
+
+// TransportKind is the listen.Transport.Kind of the requests this package
+// serves.
+const TransportKind = "streamable_http"
+
+// decode runs every check of a listen POST, in this order, and returns the
+// decoded request or the refusal to send:
+//
+//  1. method not POST: 405 (Allow: POST);
+//  2. CheckOrigin: 403;
+//  3. Authenticate: 401, or the AuthError's status;
+//  4. body over MaxBodyBytes: 413; unreadable body: 400;
+//  5. JSON: -32700 or -32600, 400;
+//  6. Mcp-Method header vs body method: -32020, 400;
+//  7. a notification (no id) of another method: 202, ignored; any other
+//     method: -32601, 404; a listen without id: -32600, 400;
+//  8. params (_meta, notifications): -32602, 400, the core's messages;
+//  9. MCP-Protocol-Version header vs _meta: -32020, 400;
+//  10. protocol version: older than 2026-07-28: -32601 "Method not found:
+//     subscriptions/listen", 404; otherwise unknown: -32022, 400.
+//
+// The body is referenced only by the returned request; once listen.Open has
+// copied what it keeps, nothing holds it.
+func (h *Handler) decode(w http.ResponseWriter, r *http.Request) (*listen.Request, *refusal) {
+	if r.Method != http.MethodPost {
+		f := refuse(http.StatusMethodNotAllowed, listen.ID{}, listen.NewError(listen.CodeInvalidRequest, MsgMethodNotAllowed))
+		f.header = http.Header{"Allow": {http.MethodPost}}
+		return nil, f
+	}
+	if err := h.opts.CheckOrigin(r); err != nil {
+		return nil, refuse(http.StatusForbidden, listen.ID{}, listen.NewError(listen.CodeInvalidRequest, MsgForbidden).WithCause(err))
+	}
+	var auth any
+	if h.opts.Authenticate != nil {
+		a, err := h.opts.Authenticate(r)
+		if err != nil {
+			f := refuse(http.StatusUnauthorized, listen.ID{}, listen.NewError(listen.CodeInvalidRequest, MsgUnauthorized).WithCause(err))
+			var ae *AuthError
+			if errors.As(err, &ae) {
+				if ae.Status != 0 {
+					f.status = ae.Status
+				}
+				f.header = ae.Header
+			}
+			return nil, f
+		}
+		auth = a
+	}
+
+	body, f := h.readBody(w, r)
+	if f != nil {
+		return nil, f
+	}
+	m, err := listen.ParseMessage(body)
+	if err != nil {
+		return nil, refuse(http.StatusBadRequest, m.ID, listen.AsError(err, "Internal error"))
+	}
+	if hm, ok := header(r, HeaderMethod); ok && hm != m.Method {
+		return nil, refuse(http.StatusBadRequest, m.ID, headerMismatch(HeaderMethod, hm, m.Method))
+	} else if !ok && h.opts.RequireHeaders {
+		return nil, refuse(http.StatusBadRequest, m.ID, headerMissing(HeaderMethod))
+	}
+	switch {
+	case !m.HasID && m.Method != listen.MethodListen:
+		// A client notification (such as notifications/cancelled, which
+		// Streamable HTTP does not use): accepted and ignored.
+		return nil, &refusal{status: http.StatusAccepted}
+	case m.Method != listen.MethodListen:
+		return nil, refuse(http.StatusNotFound, m.ID, listen.NewError(listen.CodeMethodNotFound, "Method not found: "+m.Method))
+	case !m.HasID:
+		return nil, refuse(http.StatusBadRequest, m.ID, listen.NewError(listen.CodeInvalidRequest, "Invalid request: subscriptions/listen requires an id"))
+	}
+
+	req := &listen.Request{ID: m.ID}
+	if err := listen.ParseListenParams(m.Params, req); err != nil {
+		return nil, refuse(http.StatusBadRequest, req.ID, listen.AsError(err, "Internal error"))
+	}
+	if hv, ok := header(r, HeaderProtocolVersion); ok && hv != req.ProtocolVersion {
+		return nil, refuse(http.StatusBadRequest, req.ID, headerMismatch(HeaderProtocolVersion, hv, req.ProtocolVersion))
+	} else if !ok && h.opts.RequireHeaders {
+		return nil, refuse(http.StatusBadRequest, req.ID, headerMissing(HeaderProtocolVersion))
+	}
+	switch v := req.ProtocolVersion; {
+	case listen.HasListen(v):
+	case listen.IsLegacyVersion(v):
+		return nil, refuse(http.StatusNotFound, req.ID, listen.NewError(listen.CodeMethodNotFound, listen.MsgMethodNotFoundListen))
+	default:
+		return nil, refuse(http.StatusBadRequest, req.ID, unsupportedVersion(h.opts.SupportedVersions, v))
+	}
+	req.Transport = listen.Transport{Kind: TransportKind, RemoteAddr: r.RemoteAddr, Header: r.Header}
+	req.Auth = auth
+	return req, nil
+}
+
+// readBody reads the whole body within MaxBodyBytes. Reading it to its end
+// also lets net/http watch the connection, so that a client disconnect
+// cancels the request's context.
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *refusal) {
+	if h.opts.MaxBodyBytes > 0 && r.ContentLength > h.opts.MaxBodyBytes {
+		return nil, refuse(http.StatusRequestEntityTooLarge, listen.ID{}, listen.NewError(listen.CodeInvalidRequest, MsgBodyTooLarge))
+	}
+	rd := io.Reader(r.Body)
+	if h.opts.MaxBodyBytes > 0 {
+		rd = http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes)
+	}
+	body, err := io.ReadAll(rd)
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return nil, refuse(http.StatusRequestEntityTooLarge, listen.ID{}, listen.NewError(listen.CodeInvalidRequest, MsgBodyTooLarge))
+		}
+		return nil, refuse(http.StatusBadRequest, listen.ID{}, listen.NewError(listen.CodeInvalidRequest, MsgBodyUnreadable).WithCause(err))
+	}
+	return body, nil
+}
+
+// header returns the first value of the named header and whether it was
+// sent. Surrounding spaces are ignored; values are case-sensitive.
+func header(r *http.Request, name string) (string, bool) {
+	vs := r.Header.Values(name)
+	if len(vs) == 0 {
+		return "", false
+	}
+	return strings.TrimSpace(vs[0]), true
+}

@@ -1,0 +1,157 @@
+package streamhttp_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/streamhttp"
+)
+
+// Shutdown sends every open stream its completion result, closes it with
+// ErrShutdown, refuses new listens with 503 and returns once all streams
+// ended (checklists 12 and 41).
+func TestShutdown(t *testing.T) {
+	e := newEnv(t, nil, nil, envConfig{})
+	a := e.listen(t, `"a"`, `{"toolsListChanged":true}`)
+	b := e.listen(t, `7`, `{"promptsListChanged":true}`)
+	a.message(t)
+	b.message(t)
+	sa, sb := e.src.stream(t, "a"), e.src.stream(t, "7")
+	sa.next(t)
+	sb.next(t)
+
+	done := make(chan error, 1)
+	go func() { done <- e.h.Shutdown(context.Background()) }()
+
+	ca := a.message(t)
+	assert.Equal(t, jsonOf(t, `{"jsonrpc":"2.0","id":"a","result":{"resultType":"complete","_meta":{"io.modelcontextprotocol/subscriptionId":"a"}}}`), any(ca))
+	a.end(t)
+	cb := b.message(t)
+	assert.Equal(t, jsonOf(t, `{"jsonrpc":"2.0","id":7,"result":{"resultType":"complete","_meta":{"io.modelcontextprotocol/subscriptionId":7}}}`), any(cb))
+	b.end(t)
+
+	assert.ErrorIs(t, sa.Reason(t), listen.ErrShutdown)
+	assert.ErrorIs(t, sb.Reason(t), listen.ErrShutdown)
+	require.NoError(t, recv(t, done, "Shutdown"))
+	for range 2 {
+		c := recv(t, e.closes, "OnClose")
+		assert.ErrorIs(t, c.reason, listen.ErrShutdown, "OnClose ran before Shutdown returned")
+	}
+
+	// New listens are refused.
+	resp := e.do(t, http.MethodPost, listenBody(`"late"`, `{}`), listenHeaders())
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	eb := readError(t, resp)
+	assert.Equal(t, `"late"`, string(eb.ID))
+	assert.Equal(t, -32603, eb.Error.Code)
+	assert.Equal(t, streamhttp.MsgShuttingDown, eb.Error.Message)
+	assert.Equal(t, 2, e.src.opened())
+
+	assert.Equal(t, streamhttp.Stats{Opened: 2, Closed: 2, Refused: 1, Draining: true}, e.h.Stats())
+	require.NoError(t, e.h.Shutdown(context.Background()), "Shutdown is idempotent")
+}
+
+// Shutdown with nothing open returns at once.
+func TestShutdownIdle(t *testing.T) {
+	h := streamhttp.New(newTestSource(), nil)
+	require.NoError(t, h.Shutdown(context.Background()))
+	h.Drain()
+	assert.True(t, h.Stats().Draining)
+}
+
+// Shutdown waits for a listen that is still being opened, and returns the
+// context's error if it ends first; that listen, once open, is acknowledged
+// and completed.
+func TestShutdownDuringOpen(t *testing.T) {
+	src := newTestSource()
+	src.Entered = make(chan *listen.Request, 1)
+	src.Gate = make(chan struct{})
+	e := newEnv(t, src, nil, envConfig{})
+
+	type result struct {
+		resp *http.Response
+		err  error
+	}
+	got := make(chan result, 1)
+	go func() {
+		req, err := http.NewRequest(http.MethodPost, e.ts.URL, strings.NewReader(listenBody(`"slow"`, `{"toolsListChanged":true}`)))
+		if err != nil {
+			got <- result{err: err}
+			return
+		}
+		req.Header = listenHeaders()
+		resp, err := e.client.Do(req)
+		got <- result{resp, err}
+	}()
+	recv(t, src.Entered, "Source.Open")
+	assert.Equal(t, 1, e.h.Stats().Active)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	assert.ErrorIs(t, e.h.Shutdown(ctx), context.Canceled, "the opening listen holds Shutdown")
+
+	close(src.Gate)
+	r := recv(t, got, "the response")
+	require.NoError(t, r.err)
+	defer r.resp.Body.Close()
+	require.Equal(t, http.StatusOK, r.resp.StatusCode)
+	s := newSSE(r.resp)
+	assert.Equal(t, listen.MethodAcknowledged, s.message(t)["method"])
+	assert.Equal(t, `"slow"`, subID(t, s.message(t), "result"))
+	s.end(t)
+	assert.ErrorIs(t, recv(t, src.Opens, "the stream").Reason(t), listen.ErrShutdown)
+	require.NoError(t, e.h.Shutdown(context.Background()))
+}
+
+// Http.Server.RegisterOnShutdown(h.Drain) completes the streams when the
+// server shuts down.
+func TestDrainOnServerShutdown(t *testing.T) {
+	e := newEnv(t, nil, nil, envConfig{})
+	e.ts.Config.RegisterOnShutdown(e.h.Drain)
+	s := e.listen(t, `"d"`, `{}`)
+	s.message(t)
+	st := e.src.stream(t, "d")
+
+	done := make(chan error, 1)
+	go func() { done <- e.ts.Config.Shutdown(context.Background()) }()
+	assert.Equal(t, `"d"`, subID(t, s.message(t), "result"))
+	s.end(t)
+	assert.ErrorIs(t, st.Reason(t), listen.ErrShutdown)
+	require.NoError(t, recv(t, done, "http.Server.Shutdown"))
+}
+
+// Over MaxStreams a listen gets 503 without its source being opened; an
+// ended stream frees its slot (checklist 38).
+func TestCapacity(t *testing.T) {
+	e := newEnv(t, nil, &streamhttp.Options{MaxStreams: 1}, envConfig{})
+	first := e.listen(t, `"one"`, `{}`)
+	first.message(t)
+	st := e.src.stream(t, "one")
+
+	resp := e.do(t, http.MethodPost, listenBody(`"two"`, `{}`), listenHeaders())
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	b := readError(t, resp)
+	assert.Equal(t, `"two"`, string(b.ID))
+	assert.Equal(t, -32603, b.Error.Code)
+	assert.Equal(t, listen.MsgCapacityExhausted, b.Error.Message)
+	recv(t, e.served, "the refused handler's return")
+	assert.Equal(t, 1, e.src.opened(), "the refused listen never reached the source")
+	assert.Equal(t, streamhttp.Stats{Active: 1, Opened: 1, Refused: 1}, e.h.Stats())
+
+	// A disconnect frees the slot.
+	first.resp.Body.Close()
+	assert.ErrorIs(t, st.Reason(t), listen.ErrDisconnected)
+	recv(t, e.served, "the first handler's return")
+
+	third := e.listen(t, `"three"`, `{}`)
+	assert.Equal(t, listen.MethodAcknowledged, third.message(t)["method"])
+	e.src.stream(t, "three").Complete()
+	third.message(t)
+	third.end(t)
+}
