@@ -106,6 +106,18 @@ func (e *Error) appendJSON(b []byte) []byte {
 	return append(b, '}')
 }
 
+// UnsupportedVersionError returns the -32022 error for a request naming a
+// protocol version the server does not speak, with data.supported and
+// data.requested (UnsupportedProtocolVersionError in the schema). A nil
+// supported list means SupportedProtocolVersions.
+func UnsupportedVersionError(supported []string, requested string) *Error {
+	if supported == nil {
+		supported = SupportedProtocolVersions
+	}
+	return NewError(CodeUnsupportedProtocolVersion, MsgUnsupportedVersion).
+		WithData(map[string]any{"supported": supported, "requested": requested})
+}
+
 // AsError returns err as a wire error. A *Error anywhere in err's chain is
 // returned as is; anything else becomes an internal error with the given
 // message whose cause is err.
@@ -138,6 +150,7 @@ const (
 	MsgExtInvalidEvent      = "Extension shaped an invalid subscription event"
 	MsgDuplicateID          = "Duplicate in-flight request id"
 	MsgMethodNotFoundListen = "Method not found: subscriptions/listen"
+	MsgUnsupportedVersion   = "Unsupported protocol version"
 )
 
 // Close reasons. A reason is an error value handed to Stream.Close and to

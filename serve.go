@@ -12,6 +12,11 @@ type Sink struct {
 	// event, a line). It must not keep msg after it returns: Serve reuses the
 	// buffer. An error ends the stream with reason Disconnected(err).
 	Write func(msg []byte) error
+	// Final, if set, writes the stream's terminal message (the completion
+	// result or the failure error) instead of Write. A transport uses it to
+	// free the request id before the terminal message goes out, or to write
+	// something just before it. Its error is treated like a Write error.
+	Final func(msg []byte) error
 	// KeepAlive, when positive and Ping is set, makes Serve call Ping after
 	// that long without a write (an SSE comment, for example). A Ping error
 	// ends the stream like a Write error.
@@ -35,8 +40,11 @@ type Sink struct {
 //     reason, nothing written (a client cancellation, a lost connection);
 //   - any other cause: closed with Disconnected(cause), nothing written.
 //
-// If the subscription is closed meanwhile by someone else (Close, or its
-// owner's end), Serve writes nothing more and returns that reason. Serve
+// The end of ctx takes precedence over an outcome that is ready at the same
+// moment. A ctx that has already ended when Serve is called writes nothing,
+// or, for ErrShutdown, the acknowledgement and the completion. If the
+// subscription is closed meanwhile by someone else (Close, or its owner's
+// end), Serve writes nothing more and returns that reason. Serve
 // returns only after the subscription is closed and its worker has exited.
 // Call it at most once per subscription, from the goroutine that owns the
 // transport's writes.
@@ -44,6 +52,18 @@ func (s *Subscription) Serve(ctx context.Context, sink Sink) error {
 	ack, err := s.Acknowledgement()
 	if err != nil {
 		return s.fail(sink, err)
+	}
+	if ctx.Err() != nil {
+		// Ended before the stream started: a cancelled or lost request gets
+		// nothing; a drain still sends the acknowledgement (it must be the
+		// first message of the subscription) and then the completion.
+		if errors.Is(context.Cause(ctx), ErrShutdown) {
+			if err := sink.Write(ack); err != nil {
+				s.Close(Disconnected(err))
+				return s.CloseReason()
+			}
+		}
+		return s.end(ctx, sink)
 	}
 	w, err := s.StartWorker(nil)
 	if err != nil {
@@ -67,6 +87,9 @@ func (s *Subscription) Serve(ctx context.Context, sink Sink) error {
 	for {
 		select {
 		case o, ok := <-w.Outcomes():
+			if ctx.Err() != nil {
+				return s.end(ctx, sink)
+			}
 			if !ok || s.CloseReason() != nil {
 				s.Close(Disconnected(ErrOwnerGone))
 				return s.CloseReason()
@@ -93,31 +116,16 @@ func (s *Subscription) Serve(ctx context.Context, sink Sink) error {
 				if err != nil {
 					return s.fail(sink, err)
 				}
-				_ = sink.Write(msg)
+				if err := sink.final(msg); err != nil {
+					s.Close(Disconnected(err))
+				}
 				s.Close(ErrComplete)
 				return s.CloseReason()
 			default:
 				return s.fail(sink, o.Err)
 			}
 		case <-ctx.Done():
-			cause := context.Cause(ctx)
-			switch {
-			case errors.Is(cause, ErrShutdown):
-				if s.CloseReason() == nil {
-					if msg, err := s.Completion(); err == nil {
-						if err := sink.Write(msg); err != nil {
-							// The client never got the completion.
-							cause = Disconnected(err)
-						}
-					}
-				}
-				s.Close(cause)
-			case errors.Is(cause, ErrCancelled), errors.Is(cause, ErrDisconnected):
-				s.Close(cause)
-			default:
-				s.Close(Disconnected(cause))
-			}
-			return s.CloseReason()
+			return s.end(ctx, sink)
 		case <-s.Closed():
 			s.Close(nil) // stops the worker and waits for it
 			return s.CloseReason()
@@ -131,11 +139,40 @@ func (s *Subscription) Serve(ctx context.Context, sink Sink) error {
 	}
 }
 
+// end closes the subscription because ctx ended, by its cause (see Serve).
+func (s *Subscription) end(ctx context.Context, sink Sink) error {
+	cause := context.Cause(ctx)
+	switch {
+	case errors.Is(cause, ErrShutdown):
+		if s.CloseReason() == nil {
+			if msg, err := s.Completion(); err == nil {
+				if err := sink.final(msg); err != nil {
+					cause = Disconnected(err) // the client never got it
+				}
+			}
+		}
+		s.Close(cause)
+	case errors.Is(cause, ErrCancelled), errors.Is(cause, ErrDisconnected):
+		s.Close(cause)
+	default:
+		s.Close(Disconnected(cause))
+	}
+	return s.CloseReason()
+}
+
 // fail writes the failure response and closes with Failed(err).
 func (s *Subscription) fail(sink Sink, err error) error {
 	if s.CloseReason() == nil {
-		_ = sink.Write(s.Failure(err))
+		_ = sink.final(s.Failure(err))
 	}
 	s.Close(Failed(err))
 	return s.CloseReason()
+}
+
+// final writes a terminal message through Final, or Write.
+func (sink Sink) final(msg []byte) error {
+	if sink.Final != nil {
+		return sink.Final(msg)
+	}
+	return sink.Write(msg)
 }

@@ -212,3 +212,70 @@ func TestServeOwnerEnd(t *testing.T) {
 		assert.Equal(t, []string{listen.MethodAcknowledged}, col.methods(t), "nothing written after the owner went away")
 	})
 }
+
+func TestServeWithAnEndedContext(t *testing.T) {
+	tests := []struct {
+		name    string
+		cause   error
+		methods []string
+		class   string
+	}{
+		{"cancelled before the stream started writes nothing", listen.Cancelled("bye"), nil, listen.ClassCancelled},
+		{"a drain before the stream started still acknowledges first", listen.ErrShutdown, []string{listen.MethodAcknowledged, "result:complete"}, listen.ClassOther},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancelCause(t.Context())
+			cancel(tt.cause)
+			src, col := newTestSource(), newCollector()
+			sub := openSub(t, src, listen.IntID(1), listen.Filter{"toolsListChanged": true})
+			reason := sub.Serve(ctx, col.sink(0))
+			assert.Equal(t, tt.class, listen.Classify(reason))
+			assert.Equal(t, tt.methods, col.methods(t))
+			assert.Empty(t, src.nexts, "no Next for a stream that never started")
+		})
+	}
+}
+
+// The end of the serving context wins over an outcome that is ready at the
+// same moment: nothing is written after the transport decided to end.
+func TestServeContextEndWinsOverAReadyOutcome(t *testing.T) {
+	for range 50 {
+		synctest.Test(t, func(t *testing.T) {
+			ctx, cancel := context.WithCancelCause(t.Context())
+			r := startServe(t, ctx, listen.Filter{"toolsListChanged": true}, 0)
+			<-r.col.got
+			synctest.Wait()
+			// Cancel while the event is being pulled: the outcome and the
+			// cancellation are ready together.
+			cancel(listen.Cancelled("client done"))
+			r.st.emit(listen.ToolsListChanged())
+			reason := <-r.done
+			var ce *listen.CancelledError
+			require.ErrorAs(t, reason, &ce)
+			assert.NotErrorIs(t, reason, listen.ErrDisconnected)
+			assert.Equal(t, []string{listen.MethodAcknowledged}, r.col.methods(t))
+		})
+	}
+}
+
+func TestServeWritesTerminalMessagesThroughFinal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src, col := newTestSource(), newCollector()
+		sub := openSub(t, src, listen.IntID(1), listen.Filter{"toolsListChanged": true})
+		var final []string
+		sink := col.sink(0)
+		sink.Final = func(msg []byte) error { final = append(final, string(msg)); return nil }
+		done := make(chan error, 1)
+		go func() { done <- sub.Serve(t.Context(), sink) }()
+		<-col.got
+		st := src.last()
+		st.emit(listen.ToolsListChanged())
+		<-col.got
+		st.complete()
+		<-done
+		require.Len(t, final, 1)
+		assert.Contains(t, final[0], `"resultType":"complete"`)
+		assert.Equal(t, []string{listen.MethodAcknowledged, listen.MethodToolsListChanged}, col.methods(t))
+	})
+}

@@ -10,13 +10,12 @@ import (
 // Exact messages of the JSON-RPC errors this package writes itself. The
 // params, parse and open errors carry the core's messages (listen.Msg...).
 const (
-	MsgMethodNotAllowed   = "Method not allowed: subscriptions/listen is served over POST"
-	MsgForbidden          = "Forbidden: invalid Origin or Host"
-	MsgUnauthorized       = "Unauthorized"
-	MsgBodyTooLarge       = "Request body too large"
-	MsgBodyUnreadable     = "Invalid request: the request body could not be read"
-	MsgUnsupportedVersion = "Unsupported protocol version"
-	MsgShuttingDown       = "Server is shutting down"
+	MsgMethodNotAllowed = "Method not allowed: subscriptions/listen is served over POST"
+	MsgForbidden        = "Forbidden: invalid Origin or Host"
+	MsgUnauthorized     = "Unauthorized"
+	MsgBodyTooLarge     = "Request body too large"
+	MsgBodyUnreadable   = "Invalid request: the request body could not be read"
+	MsgShuttingDown     = "Server is shutting down"
 )
 
 // Header names of MCP 2026-07-28 Streamable HTTP.
@@ -46,12 +45,6 @@ func headerMismatch(name, header, body string) *listen.Error {
 // headerMissing returns -32020 for a required header that is absent.
 func headerMissing(name string) *listen.Error {
 	return listen.NewError(listen.CodeHeaderMismatch, "Header mismatch: missing "+name+" header")
-}
-
-// unsupportedVersion returns -32022 with data.supported and data.requested.
-func unsupportedVersion(supported []string, requested string) *listen.Error {
-	return listen.NewError(listen.CodeUnsupportedProtocolVersion, MsgUnsupportedVersion).
-		WithData(map[string]any{"supported": supported, "requested": requested})
 }
 
 // statusOf maps a JSON-RPC error code to the HTTP status of its response:

@@ -95,7 +95,7 @@ func (h *Handler) decode(w http.ResponseWriter, r *http.Request) (*listen.Reques
 	case listen.IsLegacyVersion(v):
 		return nil, refuse(http.StatusNotFound, req.ID, listen.NewError(listen.CodeMethodNotFound, listen.MsgMethodNotFoundListen))
 	default:
-		return nil, refuse(http.StatusBadRequest, req.ID, unsupportedVersion(h.opts.SupportedVersions, v))
+		return nil, refuse(http.StatusBadRequest, req.ID, listen.UnsupportedVersionError(h.opts.SupportedVersions, v))
 	}
 	req.Transport = listen.Transport{Kind: TransportKind, RemoteAddr: r.RemoteAddr, Header: r.Header}
 	req.Auth = auth

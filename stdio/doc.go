@@ -1,0 +1,124 @@
+// Package stdio serves MCP 2026-07-28 subscriptions/listen over the stdio
+// transport: newline-delimited JSON-RPC on a reader and a writer, usually a
+// server process's standard input and output. Every other method is handed to
+// the application's Handler.
+//
+//	srv := stdio.NewServer(src, &stdio.Options{
+//		Listen:  listen.Options{Capabilities: caps, ServerInfo: info},
+//		Handler: app, // tools/list, tools/call, server/discover, ...
+//	})
+//	err := srv.Serve(ctx, os.Stdin, os.Stdout)
+//
+// # Framing
+//
+// Each input line is one JSON-RPC message; a last line without a newline
+// before EOF counts too, blank lines are skipped. Each output message is one
+// line written with a single Write call by a single writer goroutine, so the
+// bytes of two messages never interleave. JSON that spans lines (a handler's
+// pretty-printed result) is compacted onto one line first.
+//
+// Malformed input is answered and the connection goes on: invalid JSON with
+// -32700 "Parse error" (no id), a message that is not a request with -32600
+// (echoing the id when it could be read), and a line longer than
+// Options.MaxLineBytes with -32600 MsgLineTooLong, without an id since the line
+// is never parsed. An over-long line is skipped up to its newline and never
+// buffered past the limit. Responses sent by the client, which this server
+// never asks for, are not requests either and get -32600.
+//
+// # Multiplexing
+//
+// Many listens and requests share the connection. Each listen has its own
+// stream: its acknowledgement first, then its notifications in order, then
+// one terminal message (the completion result or the failure error);
+// messages of different listens and responses to other requests interleave
+// freely between them, as the specification allows on stdio. Demand is per
+// listen: its source's Next is called once after the acknowledgement was
+// written and once more after each notification was written.
+//
+// A request id is in flight from the moment its request is read until its
+// terminal message or response is about to be written, or the client
+// cancels it. A request (listen or not) reusing an id in flight is answered
+// with -32600 "Duplicate in-flight request id" and the request holding the id
+// is not touched.
+//
+// notifications/cancelled with the requestId of an open listen closes it
+// with reason listen.Cancelled(reason) and nothing more is written for it: no
+// terminal message, and a message still queued for it is dropped. The id is
+// free as soon as the cancellation is read. The same cancellation of a
+// handler call cancels the call's context (cause listen.Cancelled) and its
+// response is not sent. Cancellations that are malformed (params not an
+// object, requestId not a string or integer, a reason that is not a string)
+// or name no request in flight are ignored; notifications are never answered.
+//
+// # Listen requests
+//
+// A subscriptions/listen request is checked in this order, the same as in
+// the streamhttp package:
+//
+//  1. invalid params: -32602 with the exact messages of
+//     listen.ParseListenParams (including a missing or non-string version);
+//  2. a _meta protocolVersion before 2026-07-28 (listen.IsLegacyVersion):
+//     -32601 "Method not found: subscriptions/listen";
+//  3. any other version but 2026-07-28: -32022 "Unsupported protocol
+//     version" with data {"supported": Options.SupportedVersions (default
+//     listen.SupportedProtocolVersions), "requested": the version};
+//  4. Options.MaxSubscriptions listens already open: -32603 "Server
+//     subscription capacity exhausted";
+//  5. listen.Open (with Options.Listen): its error, as the core shapes it.
+//
+// A listen without an id is a notification and is ignored.
+//
+// # Endings
+//
+// EOF on the reader (the client closed its end) closes every open listen as
+// listen.Disconnected(io.EOF), with no terminal message, lets the handler
+// calls in flight finish and answers them, and Serve returns nil once all of
+// that is done.
+//
+// A write that fails, or does not complete within Options.WriteTimeout, ends
+// the connection: every listen is closed as listen.Disconnected (cause
+// ErrWriteTimeout or the write error), handler contexts are cancelled, the
+// reader and the writer are stopped (see Server.Serve) and Serve returns the
+// error. No write ever waits longer than WriteTimeout.
+//
+// # Draining
+//
+// Server.Shutdown, or the end of Serve's context, drains a connection: Serve
+// stops reading (input not yet handled is dropped unanswered), every open
+// listen gets its completion result and is closed with reason
+// listen.ErrShutdown, and the handler calls in flight finish (on a context
+// drain their context is cancelled) and are answered. A listen whose
+// Source.Open is still running is completed as soon as it opens.
+//
+// The specification's texts disagree on a stdio server teardown: the
+// subscriptions page says the server SHOULD send the completion result,
+// cancellation.mdx says it MUST send notifications/cancelled for the listen.
+// This package sends both, notifications/cancelled first, because the
+// cancellation rules only allow referencing a request still in progress:
+//
+//	{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":1},"reason":"Server shutdown","requestId":1}}
+//	{"jsonrpc":"2.0","id":1,"result":{"_meta":{"io.modelcontextprotocol/subscriptionId":1},"resultType":"complete"}}
+//
+// Options.OmitShutdownCancelled sends the completion result alone. A listen
+// that ends on its own (its source ended or failed) gets its terminal
+// message alone.
+//
+// # Goroutines
+//
+// Serve reads on its own goroutine and starts one writer goroutine, one
+// goroutine per listen (which opens the subscription and runs
+// listen.Subscription.Serve, whose worker the core owns) and one per handler
+// call. It returns only after every one of them has returned. Source.Open
+// runs on the listen's goroutine, so a slow Open delays no other message; its
+// context is cancelled if the listen is cancelled or the connection lost
+// while it runs.
+//
+// # Limits and defaults
+//
+//   - MaxSubscriptions: 32 open listens per connection (DefaultMaxSubscriptions);
+//   - MaxLineBytes: 4 MiB per input line (DefaultMaxLineBytes);
+//   - WriteTimeout: 5 s per output message (DefaultWriteTimeout).
+//
+// Handler calls are not limited in number; bound them in the Handler if
+// needed.
+package stdio

@@ -1,0 +1,31 @@
+package stdio
+
+import "errors"
+
+// Errors returned by Serve and Shutdown. Match them with errors.Is.
+var (
+	// ErrServerClosed is returned by Serve after Shutdown drained its
+	// connection, and at once by Serve calls made after Shutdown.
+	ErrServerClosed = errors.New("stdio: server closed")
+	// ErrWriteTimeout is matched by the error Serve returns when a write did
+	// not complete within Options.WriteTimeout. The connection is then gone:
+	// every subscription was closed as listen.Disconnected with this cause.
+	ErrWriteTimeout = errors.New("stdio: write timed out")
+)
+
+// Exact messages of the errors this transport writes itself. The listen
+// core's messages (listen.MsgDuplicateID, listen.MsgCapacityExhausted,
+// listen.MsgMethodNotFoundListen and the -32602 messages of
+// listen.ParseListenParams) are used as they are.
+const (
+	// MsgLineTooLong is the message of the -32600 error (without an id)
+	// that answers an input line longer than Options.MaxLineBytes.
+	MsgLineTooLong = "Invalid request: message exceeds the maximum line length"
+	// MsgInternalError is the message of the -32603 error that answers a
+	// request whose handler panicked or returned a result that is not JSON.
+	MsgInternalError = "Internal error"
+	// ShutdownReason is the reason of the notifications/cancelled that
+	// precedes the completion result of each listen during a drain (see
+	// Options.OmitShutdownCancelled).
+	ShutdownReason = "Server shutdown"
+)

@@ -1,0 +1,110 @@
+package stdio_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/stdio"
+)
+
+// oneShot is a Source whose every stream yields one tools/list_changed event
+// and ends.
+type oneShot struct{}
+
+func (oneShot) Open(_ context.Context, _ *listen.Request, supported listen.Filter) (listen.Filter, listen.Stream, error) {
+	return supported, &oneShotStream{}, nil
+}
+
+type oneShotStream struct{ sent bool }
+
+func (s *oneShotStream) Next() (listen.Event, error) {
+	if s.sent {
+		return listen.Event{}, listen.ErrClosed
+	}
+	s.sent = true
+	return listen.ToolsListChanged(), nil
+}
+
+func (s *oneShotStream) Close(error) {}
+
+// A listen over a pipe: the acknowledgement, the event, the completion.
+func ExampleServer_Serve() {
+	srv := stdio.NewServer(oneShot{}, &stdio.Options{
+		Listen: listen.Options{Capabilities: listen.Capabilities{"tools": map[string]any{"listChanged": true}}},
+	})
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- srv.Serve(context.Background(), inR, outW)
+		outW.Close()
+	}()
+
+	io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},"notifications":{"toolsListChanged":true,"promptsListChanged":true}}}`+"\n")
+	out := bufio.NewScanner(outR)
+	for range 3 {
+		out.Scan()
+		fmt.Println(out.Text())
+	}
+	inW.Close() // EOF: Serve returns once everything has ended
+	fmt.Println("Serve:", <-done)
+	// Output:
+	// {"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":1},"notifications":{"toolsListChanged":true}}}
+	// {"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":1}}}
+	// {"jsonrpc":"2.0","id":1,"result":{"_meta":{"io.modelcontextprotocol/subscriptionId":1},"resultType":"complete"}}
+	// Serve: <nil>
+}
+
+// A server process: subscriptions/listen on standard input and output, every
+// other method to the application's handler, and a drain on SIGINT/SIGTERM.
+// (This is the snippet of the README; it is compiled, not run.)
+func Example() {
+	var src listen.Source = oneShot{} // your change feed
+	app := stdio.HandlerFunc(func(ctx context.Context, msg listen.Message) (json.RawMessage, error) {
+		switch msg.Method {
+		case "tools/list":
+			return json.RawMessage(`{"tools":[]}`), nil
+		}
+		return nil, listen.NewError(listen.CodeMethodNotFound, "Method not found: "+msg.Method)
+	})
+	srv := stdio.NewServer(src, &stdio.Options{
+		Listen: listen.Options{
+			Capabilities: listen.Capabilities{"tools": map[string]any{"listChanged": true}},
+			ServerInfo:   listen.Implementation{Name: "example", Version: "1.0.0"},
+		},
+		Handler: app,
+		// The defaults, spelled out:
+		MaxSubscriptions: 32,
+		MaxLineBytes:     4 << 20,
+		WriteTimeout:     5 * time.Second,
+	})
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(context.Background(), os.Stdin, os.Stdout) }()
+	select {
+	case err := <-served: // the client closed stdin
+		if err != nil {
+			log.Fatal(err)
+		}
+	case <-ctx.Done():
+		drain, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		// Completes every open listen. It returns once everything is
+		// written, even while Serve still waits for a stdin Read that
+		// cannot be interrupted; the process then exits.
+		if err := srv.Shutdown(drain); err != nil {
+			log.Print(err)
+		}
+	}
+}

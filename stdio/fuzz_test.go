@@ -1,0 +1,165 @@
+package stdio_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/stdio"
+)
+
+// fuzzSource needs no driving: a stream whose accepted filter holds
+// promptsListChanged waits until it is closed (so EOF or a cancellation ends
+// it); any other stream yields two tools/list_changed events (or, with
+// resourceSubscriptions, an update of the first URI) and ends.
+type fuzzSource struct{}
+
+func (fuzzSource) Open(_ context.Context, req *listen.Request, supported listen.Filter) (listen.Filter, listen.Stream, error) {
+	if req.ID.Raw() == `"fail-open"` {
+		return nil, nil, errors.New("no")
+	}
+	st := &fuzzStream{done: make(chan struct{}), idle: supported.Bool(listen.KeyPromptsListChanged)}
+	if uris := supported.Strings(listen.KeyResourceSubscriptions); len(uris) > 0 {
+		st.uri = uris[0]
+	}
+	return supported, st, nil
+}
+
+type fuzzStream struct {
+	idle bool
+	uri  string
+	done chan struct{}
+	once sync.Once
+	n    int // only the worker goroutine calls Next
+}
+
+func (s *fuzzStream) Next() (listen.Event, error) {
+	if s.idle {
+		<-s.done
+		return listen.Event{}, listen.ErrClosed
+	}
+	s.n++
+	switch {
+	case s.n > 2:
+		return listen.Event{}, listen.ErrClosed
+	case s.uri != "":
+		return listen.ResourceUpdated(s.uri), nil
+	}
+	return listen.ToolsListChanged().WithMetadata(map[string]any{"n": s.n}), nil
+}
+
+func (s *fuzzStream) Close(error) { s.once.Do(func() { close(s.done) }) }
+
+// fuzzHandler echoes the params as the result (pretty-printed, so the
+// transport must compact them), fails with them as error data, or panics.
+var fuzzHandler = stdio.HandlerFunc(func(_ context.Context, m listen.Message) (json.RawMessage, error) {
+	switch m.Method {
+	case "panic":
+		panic("fuzz")
+	case "err":
+		var data any
+		_ = json.Unmarshal(m.Params, &data)
+		return nil, listen.NewError(-32000, "err").WithData(data)
+	}
+	if len(m.Params) == 0 {
+		return nil, nil
+	}
+	var buf bytes.Buffer
+	if json.Indent(&buf, m.Params, "", "\n  ") != nil {
+		return m.Params, nil
+	}
+	return buf.Bytes(), nil
+})
+
+func FuzzServeInput(f *testing.F) {
+	seeds := []string{
+		"",
+		"\n\n  \r\n",
+		listenLine(`1`, `{"toolsListChanged":true}`),
+		listenLine(`"idle"`, `{"promptsListChanged":true}`) + "\n" + cancelLine(`"idle"`, "bye") + "\n" + requestLine(`"idle"`, "tools/list"),
+		listenLine(`"r"`, `{"resourceSubscriptions":["file:///a","b"]}`),
+		listenLine(`"r"`, `{"resourceSubscriptions":["file:///a"]}`),
+		listenLine(`2`, `{"promptsListChanged":true}`) + "\n" + listenLine(`2`, `{}`) + "\n" + requestLine(`2`, "x"),
+		listenLine(`"fail-open"`, `{}`),
+		listenLineVersion(`3`, `{}`, "2025-06-18"),
+		listenLineVersion(`3`, `{}`, "v9"),
+		`{"jsonrpc":"2.0","id":5,"method":"echo","params":{"a":[1,2,{"b":"c\nd"}]}}`,
+		`{"jsonrpc":"2.0","id":6,"method":"err","params":{"x":true}}`,
+		`{"jsonrpc":"2.0","id":7,"method":"panic"}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":[1]}}`,
+		`[{"jsonrpc":"2.0"}]`,
+		`{"jsonrpc":"2.0","id":null}`,
+		"\xff\xfe{",
+		strings.Repeat("x", 600) + "\n" + requestLine(`8`, "after"),
+		strings.Repeat(listenLine(`"p"`, `{"promptsListChanged":true}`)+"\n", 5),
+	}
+	for _, s := range seeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ignore := goleak.IgnoreCurrent()
+		var out bytes.Buffer
+		srv := stdio.NewServer(fuzzSource{}, &stdio.Options{
+			Listen:           listen.Options{Capabilities: testCaps},
+			Handler:          fuzzHandler,
+			MaxLineBytes:     512,
+			MaxSubscriptions: 3,
+		})
+		if err := srv.Serve(context.Background(), bytes.NewReader(data), &out); err != nil {
+			t.Fatalf("Serve: %v", err)
+		}
+		checkOutput(t, out.Bytes())
+		goleak.VerifyNone(t, ignore)
+	})
+}
+
+// checkOutput asserts that every output line is one JSON-RPC 2.0 object, and
+// that each notification tagged with a subscription id comes after an
+// acknowledgement for that id.
+func checkOutput(t *testing.T, out []byte) {
+	t.Helper()
+	if len(out) > 0 && out[len(out)-1] != '\n' {
+		t.Fatalf("output does not end with a newline: %q", out)
+	}
+	acked := map[string]bool{}
+	for _, line := range bytes.Split(bytes.TrimSuffix(out, []byte("\n")), []byte("\n")) {
+		if len(out) == 0 {
+			break
+		}
+		var m struct {
+			JSONRPC string          `json:"jsonrpc"`
+			ID      json.RawMessage `json:"id"`
+			Method  string          `json:"method"`
+			Params  struct {
+				Meta map[string]json.RawMessage `json:"_meta"`
+			} `json:"params"`
+		}
+		if !json.Valid(line) || json.Unmarshal(line, &m) != nil {
+			t.Fatalf("output line is not a JSON object: %q", line)
+		}
+		if m.JSONRPC != "2.0" {
+			t.Fatalf("output line is not JSON-RPC 2.0: %q", line)
+		}
+		if m.Method == "" {
+			continue
+		}
+		if len(m.ID) > 0 {
+			t.Fatalf("a notification with an id: %q", line)
+		}
+		sub := string(m.Params.Meta[listen.MetaSubscriptionID])
+		switch {
+		case m.Method == listen.MethodAcknowledged:
+			acked[sub] = true
+		case !acked[sub]:
+			t.Fatalf("a notification before its acknowledgement: %q", line)
+		}
+	}
+}

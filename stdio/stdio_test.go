@@ -1,0 +1,1030 @@
+package stdio_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/stdio"
+)
+
+// appHandler is a small application: tools/list answers at once, slow waits
+// for release (or its context), and every call is reported on started.
+type appHandler struct {
+	started chan listen.Message
+	release chan struct{}
+	ctxErr  chan error // the cause of slow's context, when it ended first
+}
+
+func newAppHandler() *appHandler {
+	return &appHandler{started: make(chan listen.Message, 64), release: make(chan struct{}), ctxErr: make(chan error, 8)}
+}
+
+func (a *appHandler) Handle(ctx context.Context, m listen.Message) (json.RawMessage, error) {
+	a.started <- m
+	switch m.Method {
+	case "tools/list":
+		return json.RawMessage(`{"tools":[]}`), nil
+	case "slow":
+		select {
+		case <-a.release:
+			return json.RawMessage(`{"slow":true}`), nil
+		case <-ctx.Done():
+			a.ctxErr <- context.Cause(ctx)
+			return nil, ctx.Err()
+		}
+	case "pretty":
+		return json.RawMessage("{\n  \"a\": [\n    1,\n    2\n  ]\n}\n"), nil
+	case "empty":
+		return nil, nil
+	case "notjson":
+		return json.RawMessage(`{"a":`), nil
+	case "fail":
+		return nil, listen.NewError(listen.CodeInvalidParams, "bad tool").WithData(map[string]any{"why": "line\nbreak"})
+	case "plainerr":
+		return nil, errors.New("secret detail")
+	case "panic":
+		panic("handler bug")
+	}
+	return nil, listen.NewError(listen.CodeMethodNotFound, "Method not found: "+m.Method)
+}
+
+func TestListenAckFirstThenDemand(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := start(t, t.Context(), nil, &stdio.Options{Listen: listen.Options{ServerInfo: listen.Implementation{Name: "srv", Version: "1.0"}}})
+		h.send(listenLine(`"sub-1"`, `{"toolsListChanged":true,"promptsListChanged":true,"resourceSubscriptions":["file:///a"]}`))
+		st := h.opened(`"sub-1"`)
+
+		ack := h.recv()
+		requireAck(t, ack, `"sub-1"`)
+		var accepted map[string]any
+		ack.param("notifications", &accepted)
+		require.Equal(t, map[string]any{"toolsListChanged": true, "promptsListChanged": true, "resourceSubscriptions": []any{"file:///a"}}, accepted)
+		require.Equal(t, []string{`"sub-1"`}, h.nexts(), "exactly one Next after the acknowledgement")
+
+		st.emit(listen.ToolsListChanged())
+		n := h.recv()
+		require.Equal(t, listen.MethodToolsListChanged, n.method())
+		require.Equal(t, `"sub-1"`, n.subID())
+		require.Empty(t, n.id())
+		require.Equal(t, []string{`"sub-1"`}, h.nexts(), "exactly one more Next per written event")
+
+		st.emit(listen.ResourceUpdated("file:///a"))
+		n = h.recv()
+		require.Equal(t, listen.MethodResourceUpdated, n.method())
+		var uri string
+		n.param("uri", &uri)
+		require.Equal(t, "file:///a", uri)
+		require.Equal(t, []string{`"sub-1"`}, h.nexts())
+
+		// An event outside the accepted filter is dropped: nothing is
+		// written, and the next one is asked for at once.
+		st.emit(listen.ResourceUpdated("file:///other"))
+		h.quiet()
+		require.Equal(t, []string{`"sub-1"`}, h.nexts())
+
+		st.complete()
+		c := h.recv()
+		requireCompletion(t, c, `"sub-1"`)
+		require.Contains(t, string(c.raw), `"io.modelcontextprotocol/serverInfo":{"name":"srv","version":"1.0"}`)
+		requireReason(t, h.closedReason(), `"sub-1"`, listen.ErrComplete)
+
+		rest, err := h.closeInput()
+		require.NoError(t, err)
+		require.Empty(t, rest)
+	})
+}
+
+func TestTwoListensInterleaveKeepingPerIDOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := start(t, t.Context(), nil, nil)
+		a := h.openListen(`"a"`)
+		b := h.openListen(`7`)
+
+		const n = 20
+		var wg sync.WaitGroup
+		for _, st := range []*testStream{a, b} {
+			wg.Go(func() {
+				for i := range n {
+					st.emit(listen.ToolsListChanged().WithMetadata(map[string]any{"seq": i}))
+				}
+			})
+		}
+		wg.Wait()
+		seqs := map[string][]int{}
+		for range 2 * n {
+			m := h.recv()
+			require.Equal(t, listen.MethodToolsListChanged, m.method())
+			var meta map[string]any
+			m.param("_meta", &meta)
+			seqs[m.subID()] = append(seqs[m.subID()], int(meta["seq"].(float64)))
+		}
+		want := make([]int, n)
+		for i := range want {
+			want[i] = i
+		}
+		require.Equal(t, map[string][]int{`"a"`: want, `7`: want}, seqs, "each id's events in order, its id's JSON type kept")
+
+		a.complete()
+		requireCompletion(t, h.recv(), `"a"`)
+		requireReason(t, h.closedReason(), `"a"`, listen.ErrComplete)
+
+		b.fail(errors.New("feed broke"))
+		requireError(t, h.recv(), `7`, listen.CodeInternalError, listen.MsgSourceFailed)
+		requireReason(t, h.closedReason(), `7`, listen.ErrFailed)
+
+		rest, err := h.closeInput()
+		require.NoError(t, err)
+		require.Empty(t, rest)
+	})
+}
+
+func TestCancelEndsListenSilentlyAndFreesID(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		app := newAppHandler()
+		h := start(t, t.Context(), nil, &stdio.Options{Handler: app})
+		h.openListen(`"x"`)
+
+		h.send(cancelLine(`"x"`, "client done"))
+		c := h.closedReason()
+		require.Equal(t, `"x"`, c.id)
+		var ce *listen.CancelledError
+		require.ErrorAs(t, c.reason, &ce)
+		require.Equal(t, "client done", ce.Reason)
+		require.Equal(t, listen.ClassCancelled, listen.Classify(c.reason))
+
+		// The id is free at once: a tools/list with it is served, and its
+		// response is the only message with that id.
+		h.send(requestLine(`"x"`, "tools/list"))
+		m := h.recv()
+		require.Equal(t, `"x"`, m.id())
+		require.JSONEq(t, `{"tools":[]}`, string(m.fields["result"]))
+		h.quiet()
+
+		rest, err := h.closeInput()
+		require.NoError(t, err)
+		require.Empty(t, rest, "no terminal message for a cancelled listen")
+	})
+}
+
+func TestCancelWhileOpeningWritesNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newTestSource()
+		causes := make(chan error, 1)
+		src.openHook = func(ctx context.Context, req *listen.Request) error {
+			<-ctx.Done()
+			causes <- context.Cause(ctx)
+			return context.Cause(ctx)
+		}
+		h := start(t, t.Context(), src, nil)
+		h.send(listenLine(`1`, `{"toolsListChanged":true}`))
+		synctest.Wait() // Open is blocked in the source
+		h.send(cancelLine(`1`, "never mind"))
+		require.ErrorIs(t, <-causes, listen.ErrCancelled)
+		h.quiet()
+		rest, err := h.closeInput()
+		require.NoError(t, err)
+		require.Empty(t, rest)
+	})
+}
+
+func TestCancellationsThatAreIgnored(t *testing.T) {
+	const pre = `{"jsonrpc":"2.0","method":"notifications/cancelled"`
+	cases := map[string]string{
+		"no params":            pre + `}`,
+		"params null":          pre + `,"params":null}`,
+		"params an array":      pre + `,"params":["1"]}`,
+		"params a string":      pre + `,"params":"1"}`,
+		"no requestId":         pre + `,"params":{"reason":"x"}}`,
+		"requestId null":       pre + `,"params":{"requestId":null}}`,
+		"requestId an object":  pre + `,"params":{"requestId":{"id":"1"}}}`,
+		"requestId a fraction": pre + `,"params":{"requestId":1.5}}`,
+		"requestId a boolean":  pre + `,"params":{"requestId":true}}`,
+		"reason a number":      pre + `,"params":{"requestId":"1","reason":5}}`,
+		"reason null":          pre + `,"params":{"requestId":"1","reason":null}}`,
+		"reason an object":     pre + `,"params":{"requestId":"1","reason":{}}}`,
+		"unknown id":           pre + `,"params":{"requestId":"2"}}`,
+		"integer for a string": pre + `,"params":{"requestId":1}}`,
+		"jsonrpc missing":      `{"method":"notifications/cancelled","params":{"requestId":"1"}}`,
+	}
+	for name, line := range cases {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := start(t, t.Context(), nil, nil)
+				st := h.openListen(`"1"`)
+				h.send(line)
+				if name == "jsonrpc missing" {
+					// Not a JSON-RPC message at all: answered as invalid, the
+					// stream untouched.
+					requireError(t, h.recv(), "", listen.CodeInvalidRequest, `Invalid request: jsonrpc must be "2.0"`)
+				}
+				h.quiet()
+				st.emit(listen.ToolsListChanged())
+				require.Equal(t, `"1"`, h.recv().subID(), "the stream goes on")
+				require.Equal(t, []string{`"1"`}, h.nexts())
+
+				rest, err := h.closeInput()
+				require.NoError(t, err)
+				require.Empty(t, rest)
+				requireReason(t, h.closedReason(), `"1"`, listen.ErrDisconnected)
+			})
+		})
+	}
+}
+
+func TestDuplicateInFlightID(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		app := newAppHandler()
+		h := start(t, t.Context(), nil, &stdio.Options{Handler: app})
+		st := h.openListen(`"d"`)
+
+		h.send(listenLine(`"d"`, `{"toolsListChanged":true}`))
+		requireError(t, h.recv(), `"d"`, listen.CodeInvalidRequest, listen.MsgDuplicateID)
+		h.send(requestLine(`"d"`, "tools/list"))
+		requireError(t, h.recv(), `"d"`, listen.CodeInvalidRequest, listen.MsgDuplicateID)
+		h.quiet()
+		require.Empty(t, app.started, "the duplicate never reaches the handler")
+		require.Empty(t, h.src.opened, "nor the source")
+
+		// The open stream is untouched.
+		st.emit(listen.ToolsListChanged())
+		require.Equal(t, `"d"`, h.recv().subID())
+		require.Equal(t, []string{`"d"`}, h.nexts())
+
+		// A handler call in flight holds its id too.
+		h.send(requestLine(`9`, "slow"))
+		<-app.started
+		h.send(requestLine(`9`, "tools/list"))
+		requireError(t, h.recv(), `9`, listen.CodeInvalidRequest, listen.MsgDuplicateID)
+		h.send(listenLine(`9`, `{}`))
+		requireError(t, h.recv(), `9`, listen.CodeInvalidRequest, listen.MsgDuplicateID)
+		app.release <- struct{}{}
+		m := h.recv()
+		require.Equal(t, `9`, m.id())
+		require.JSONEq(t, `{"slow":true}`, string(m.fields["result"]))
+
+		// Ids are free as soon as their final message is out.
+		h.send(requestLine(`9`, "tools/list"))
+		require.Equal(t, `9`, h.recv().id())
+		<-app.started
+		st.complete()
+		requireCompletion(t, h.recv(), `"d"`)
+		h.send(requestLine(`"d"`, "tools/list"))
+		m = h.recv()
+		require.Equal(t, `"d"`, m.id())
+		require.Nil(t, m.err())
+
+		rest, err := h.closeInput()
+		require.NoError(t, err)
+		require.Empty(t, rest)
+	})
+}
+
+func TestEOFDisconnectsEveryListen(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		app := newAppHandler()
+		src := newTestSource()
+		opening := make(chan error, 1)
+		src.openHook = func(ctx context.Context, req *listen.Request) error {
+			if req.ID.Raw() != `"opening"` {
+				return nil
+			}
+			<-ctx.Done()
+			opening <- context.Cause(ctx)
+			return context.Cause(ctx)
+		}
+		h := start(t, t.Context(), src, &stdio.Options{Handler: app})
+		h.openListen(`1`)
+		h.openListen(`"two"`)
+		h.send(listenLine(`"opening"`, `{}`))
+		h.send(requestLine(`5`, "slow"))
+		<-app.started
+		synctest.Wait()
+
+		require.NoError(t, h.in.Close())
+		got := map[string]error{}
+		for range 2 {
+			c := h.closedReason()
+			got[c.id] = c.reason
+		}
+		for id, reason := range got {
+			require.ErrorIs(t, reason, listen.ErrDisconnected, id)
+			require.ErrorIs(t, reason, io.EOF, id)
+		}
+		require.ErrorIs(t, <-opening, listen.ErrDisconnected)
+
+		// The handler call in flight finishes and is answered.
+		app.release <- struct{}{}
+		rest, err := h.wait()
+		require.NoError(t, err)
+		require.Len(t, rest, 1)
+		require.Equal(t, `5`, rest[0].id())
+		require.JSONEq(t, `{"slow":true}`, string(rest[0].fields["result"]))
+	})
+}
+
+func TestCapacityExhausted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := start(t, t.Context(), nil, &stdio.Options{MaxSubscriptions: 2})
+		h.openListen(`1`)
+		h.openListen(`2`)
+
+		h.send(listenLine(`3`, `{"toolsListChanged":true}`))
+		requireError(t, h.recv(), `3`, listen.CodeInternalError, listen.MsgCapacityExhausted)
+		h.quiet()
+		require.Empty(t, h.src.opened, "the source is not opened for a refused listen")
+
+		// A cancellation frees its slot at once.
+		h.send(cancelLine(`1`, ""))
+		requireReason(t, h.closedReason(), `1`, listen.ErrCancelled)
+		h.openListen(`3`)
+		h.send(listenLine(`4`, `{"toolsListChanged":true}`))
+		requireError(t, h.recv(), `4`, listen.CodeInternalError, listen.MsgCapacityExhausted)
+
+		rest, err := h.closeInput()
+		require.NoError(t, err)
+		require.Empty(t, rest)
+	})
+}
+
+// lineOfLen returns a valid request line of exactly n bytes (n >= 50) for
+// the method "m" with the id 1.
+func lineOfLen(n int) string {
+	const head, tail = `{"jsonrpc":"2.0","id":1,"method":"m","params":{"p":"`, `"}}`
+	return head + strings.Repeat("x", n-len(head)-len(tail)) + tail
+}
+
+func TestOverlongLineIsAnsweredAndSkipped(t *testing.T) {
+	cases := []struct {
+		name     string
+		max      int
+		line     int
+		tooLong  bool
+		lastLine bool // sent without a newline, just before EOF
+	}{
+		{name: "at the limit", max: 64, line: 64},
+		{name: "one byte over", max: 64, line: 65, tooLong: true},
+		{name: "far over, across buffer fills", max: 100 << 10, line: 300 << 10, tooLong: true},
+		{name: "just under a large limit", max: 100 << 10, line: 100 << 10},
+		{name: "over, last line without newline", max: 64, line: 200, tooLong: true, lastLine: true},
+		{name: "default limit, 4 MiB + 1", line: stdio.DefaultMaxLineBytes + 1, tooLong: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := start(t, t.Context(), nil, &stdio.Options{MaxLineBytes: tc.max})
+				if tc.lastLine {
+					_, err := io.WriteString(h.in, lineOfLen(tc.line))
+					require.NoError(t, err)
+					rest, err := h.closeInput()
+					require.NoError(t, err)
+					require.Len(t, rest, 1)
+					requireError(t, rest[0], "", listen.CodeInvalidRequest, stdio.MsgLineTooLong)
+					return
+				}
+				h.send(lineOfLen(tc.line))
+				if tc.tooLong {
+					requireError(t, h.recv(), "", listen.CodeInvalidRequest, stdio.MsgLineTooLong)
+				} else {
+					requireError(t, h.recv(), `1`, listen.CodeMethodNotFound, "Method not found: m")
+				}
+				// The connection goes on.
+				h.send(requestLine(`2`, "tools/list"))
+				requireError(t, h.recv(), `2`, listen.CodeMethodNotFound, "Method not found: tools/list")
+				rest, err := h.closeInput()
+				require.NoError(t, err)
+				require.Empty(t, rest)
+			})
+		})
+	}
+}
+
+func TestBlockedWriterTimesOut(t *testing.T) {
+	cases := []struct {
+		name    string
+		timeout time.Duration
+		send    string
+	}{
+		{name: "acknowledgement, default timeout", send: listenLine(`1`, `{"toolsListChanged":true}`)},
+		{name: "error response, 1s", timeout: time.Second, send: `not json`},
+		{name: "handler response, 250ms", timeout: 250 * time.Millisecond, send: requestLine(`1`, "tools/list")},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				src := newTestSource()
+				srv := stdio.NewServer(src, &stdio.Options{
+					Listen:       listen.Options{Capabilities: testCaps},
+					WriteTimeout: tc.timeout,
+					Handler:      newAppHandler(),
+				})
+				inR, inW := io.Pipe()
+				outR, outW := io.Pipe() // nobody reads outR
+				done := make(chan error, 1)
+				go func() { done <- srv.Serve(t.Context(), inR, outW) }()
+
+				// A listen opened before the writer blocks.
+				t0 := time.Now()
+				_, err := io.WriteString(inW, tc.send+"\n")
+				require.NoError(t, err)
+				err = <-done
+				require.ErrorIs(t, err, stdio.ErrWriteTimeout)
+				want := tc.timeout
+				if want == 0 {
+					want = stdio.DefaultWriteTimeout
+				}
+				require.Equal(t, want, time.Since(t0), "ended by the write timeout, not earlier or later")
+				if strings.Contains(tc.send, "listen") {
+					c := <-src.closed
+					require.ErrorIs(t, c.reason, listen.ErrDisconnected)
+					require.ErrorIs(t, c.reason, stdio.ErrWriteTimeout)
+				}
+				// Serve stopped both pipe ends it was using.
+				_, err = io.WriteString(inW, "more\n")
+				require.ErrorIs(t, err, io.ErrClosedPipe)
+				outR.Close()
+			})
+		})
+	}
+}
+
+func TestBlockedWriterTimesOutWithListensOpen(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		app := newAppHandler()
+		h := start(t, t.Context(), nil, &stdio.Options{Handler: app, WriteTimeout: time.Second})
+		a := h.openListen(`"a"`)
+		h.openListen(`"b"`)
+		h.send(requestLine(`3`, "slow"))
+		<-app.started
+
+		// The client stops reading: events fill the harness's buffer, then
+		// the pipe blocks.
+		go func() {
+			for {
+				select {
+				case a.events <- listen.ToolsListChanged():
+				case <-h.src.nexts:
+				case <-a.done:
+					return
+				}
+			}
+		}()
+		rest, err := h.wait()
+		require.ErrorIs(t, err, stdio.ErrWriteTimeout)
+		require.NotEmpty(t, rest)
+		got := map[string]error{}
+		for range 2 {
+			c := h.closedReason()
+			got[c.id] = c.reason
+		}
+		require.ErrorIs(t, got[`"a"`], listen.ErrDisconnected)
+		require.ErrorIs(t, got[`"b"`], listen.ErrDisconnected)
+		require.ErrorIs(t, got[`"b"`], stdio.ErrWriteTimeout)
+		require.ErrorIs(t, <-app.ctxErr, listen.ErrDisconnected, "handler contexts are cancelled")
+	})
+}
+
+func TestShutdownDrains(t *testing.T) {
+	for _, omit := range []bool{false, true} {
+		t.Run(fmt.Sprintf("OmitShutdownCancelled=%v", omit), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				app := newAppHandler()
+				h := start(t, t.Context(), nil, &stdio.Options{Handler: app, OmitShutdownCancelled: omit})
+				h.openListen(`"a"`)
+				h.openListen(`2`)
+				h.send(requestLine(`5`, "slow"))
+				<-app.started
+
+				shut := make(chan error, 1)
+				go func() { shut <- h.srv.Shutdown(context.Background()) }()
+				perID := map[string][]msg{}
+				want := 2
+				if omit {
+					want = 1
+				}
+				for range 2 * want {
+					m := h.recv()
+					perID[m.tag()] = append(perID[m.tag()], m)
+				}
+				for _, id := range []string{`"a"`, `2`} {
+					ms := perID[id]
+					require.Len(t, ms, want, id)
+					if !omit {
+						n := ms[0]
+						require.Equal(t, listen.MethodCancelled, n.method())
+						require.Equal(t, id, n.subID())
+						var reqID json.RawMessage
+						var reason string
+						n.param("requestId", &reqID)
+						n.param("reason", &reason)
+						require.Equal(t, id, string(reqID))
+						require.Equal(t, stdio.ShutdownReason, reason)
+					}
+					requireCompletion(t, ms[len(ms)-1], id)
+				}
+				for range 2 {
+					require.ErrorIs(t, h.closedReason().reason, listen.ErrShutdown)
+				}
+				// Shutdown waits for the handler call in flight, which is answered.
+				synctest.Wait()
+				require.Empty(t, shut)
+				app.release <- struct{}{}
+				require.Equal(t, `5`, h.recv().id())
+				require.NoError(t, <-shut)
+
+				rest, err := h.wait()
+				require.ErrorIs(t, err, stdio.ErrServerClosed)
+				require.Empty(t, rest)
+
+				// A Serve after Shutdown returns at once.
+				require.ErrorIs(t, h.srv.Serve(t.Context(), strings.NewReader(""), io.Discard), stdio.ErrServerClosed)
+			})
+		})
+	}
+}
+
+func TestContextEndDrains(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		app := newAppHandler()
+		ctx, cancel := context.WithCancel(t.Context())
+		h := start(t, ctx, nil, &stdio.Options{Handler: app, OmitShutdownCancelled: true})
+		h.openListen(`1`)
+		h.send(requestLine(`2`, "slow"))
+		<-app.started
+
+		cancel()
+		got := map[string]msg{}
+		for range 2 {
+			m := h.recv()
+			got[m.id()] = m
+		}
+		requireCompletion(t, got[`1`], `1`)
+		requireError(t, got[`2`], `2`, listen.CodeInternalError, stdio.MsgInternalError)
+		require.ErrorIs(t, <-app.ctxErr, context.Canceled, "handler contexts end with Serve's")
+		require.ErrorIs(t, h.closedReason().reason, listen.ErrShutdown)
+
+		rest, err := h.wait()
+		require.ErrorIs(t, err, context.Canceled)
+		require.Empty(t, rest)
+	})
+}
+
+func TestShutdownWaitsForOpenThenCompletes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newTestSource()
+		proceed := make(chan struct{})
+		src.openHook = func(context.Context, *listen.Request) error {
+			<-proceed
+			return nil
+		}
+		h := start(t, t.Context(), src, nil)
+		h.send(listenLine(`"late"`, `{"toolsListChanged":true}`))
+		synctest.Wait()
+		shut := make(chan error, 1)
+		go func() { shut <- h.srv.Shutdown(context.Background()) }()
+		synctest.Wait()
+		require.Empty(t, shut, "Shutdown waits for the Open in progress")
+		close(proceed)
+
+		requireAck(t, h.recv(), `"late"`)
+		require.Equal(t, listen.MethodCancelled, h.recv().method())
+		requireCompletion(t, h.recv(), `"late"`)
+		require.NoError(t, <-shut)
+		rest, err := h.wait()
+		require.ErrorIs(t, err, stdio.ErrServerClosed)
+		require.Empty(t, rest)
+	})
+}
+
+func TestShutdownDeadlineClosesHard(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		app := newAppHandler()
+		h := start(t, t.Context(), nil, &stdio.Options{Handler: app, OmitShutdownCancelled: true})
+		h.openListen(`1`)
+		h.send(requestLine(`2`, "slow"))
+		<-app.started
+
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		t0 := time.Now()
+		require.ErrorIs(t, h.srv.Shutdown(ctx), context.DeadlineExceeded)
+		require.Equal(t, time.Second, time.Since(t0))
+		cause := <-app.ctxErr
+		require.ErrorIs(t, cause, listen.ErrDisconnected)
+		require.ErrorIs(t, cause, stdio.ErrServerClosed)
+
+		rest, err := h.wait()
+		require.ErrorIs(t, err, stdio.ErrServerClosed)
+		require.Len(t, rest, 1, "the completion, written before the deadline")
+		requireCompletion(t, rest[0], `1`)
+		require.ErrorIs(t, h.closedReason().reason, listen.ErrShutdown)
+	})
+}
+
+func TestListenVersionAndParamsErrors(t *testing.T) {
+	const v = listen.ProtocolVersion
+	meta := func(version string) string {
+		return fmt.Sprintf(`"_meta":{%q:%q,%q:{}}`, listen.MetaProtocolVersion, version, listen.MetaClientCapabilities)
+	}
+	req := func(params string) string {
+		return `{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":` + params + `}`
+	}
+	cases := []struct {
+		name    string
+		line    string
+		code    int
+		message string
+		data    string
+	}{
+		{"legacy 2025-11-25", listenLineVersion(`"L"`, `{}`, "2025-11-25"), listen.CodeMethodNotFound, listen.MsgMethodNotFoundListen, ""},
+		{"legacy 2024-11-05", listenLineVersion(`"L"`, `{}`, "2024-11-05"), listen.CodeMethodNotFound, listen.MsgMethodNotFoundListen, ""},
+		{"bad params win over a legacy version", req(`{` + meta("2025-06-18") + `}`), listen.CodeInvalidParams, listen.MsgNotificationsObject, ""},
+		{"future version", listenLineVersion(`"L"`, `{}`, "2027-01-01"), listen.CodeUnsupportedProtocolVersion, listen.MsgUnsupportedVersion,
+			`{"requested":"2027-01-01","supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"]}`},
+		{"unknown version", listenLineVersion(`"L"`, `{}`, "v999.0.0"), listen.CodeUnsupportedProtocolVersion, listen.MsgUnsupportedVersion,
+			`{"requested":"v999.0.0","supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"]}`},
+		{"params missing", `{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen"}`, listen.CodeInvalidParams, listen.MsgParamsObject, ""},
+		{"params an array", req(`[]`), listen.CodeInvalidParams, listen.MsgParamsObject, ""},
+		{"_meta missing", req(`{"notifications":{}}`), listen.CodeInvalidParams, listen.MsgMetaObject, ""},
+		{"_meta a string", req(`{"_meta":"x","notifications":{}}`), listen.CodeInvalidParams, listen.MsgMetaObject, ""},
+		{"version missing", req(`{"_meta":{"` + listen.MetaClientCapabilities + `":{}},"notifications":{}}`), listen.CodeInvalidParams, listen.MsgMetaProtocolVersion, ""},
+		{"version a number", req(`{"_meta":{"` + listen.MetaProtocolVersion + `":20260728,"` + listen.MetaClientCapabilities + `":{}},"notifications":{}}`), listen.CodeInvalidParams, listen.MsgMetaProtocolVersion, ""},
+		{"capabilities missing", req(`{"_meta":{"` + listen.MetaProtocolVersion + `":"` + v + `"},"notifications":{}}`), listen.CodeInvalidParams, listen.MsgMetaCapabilities, ""},
+		{"notifications missing", req(`{` + meta(v) + `}`), listen.CodeInvalidParams, listen.MsgNotificationsObject, ""},
+		{"notifications a list", req(`{` + meta(v) + `,"notifications":[]}`), listen.CodeInvalidParams, listen.MsgNotificationsObject, ""},
+		{"flag not a boolean", listenLine(`"L"`, `{"toolsListChanged":"yes"}`), listen.CodeInvalidParams, "subscriptions/listen toolsListChanged must be a boolean", ""},
+		{"URIs not a list", listenLine(`"L"`, `{"resourceSubscriptions":"file:///a"}`), listen.CodeInvalidParams, listen.MsgURIsList, ""},
+		{"URI not absolute", listenLine(`"L"`, `{"resourceSubscriptions":["a/b"]}`), listen.CodeInvalidParams, listen.MsgURIsAbsolute, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := start(t, t.Context(), nil, nil)
+				h.send(tc.line)
+				m := h.recv()
+				requireError(t, m, `"L"`, tc.code, tc.message)
+				if tc.data != "" {
+					require.JSONEq(t, tc.data, string(m.err().Data))
+				} else {
+					require.Empty(t, m.err().Data)
+				}
+				rest, err := h.closeInput()
+				require.NoError(t, err)
+				require.Empty(t, rest)
+				require.Empty(t, h.src.opened)
+			})
+		})
+	}
+}
+
+func TestMalformedInput(t *testing.T) {
+	cases := []struct {
+		name    string
+		line    string
+		id      string
+		code    int
+		message string
+	}{
+		{"not JSON", `{"jsonrpc":"2.0",`, "", listen.CodeParseError, "Parse error"},
+		{"garbage", "\x00\xff\xfe", "", listen.CodeParseError, "Parse error"},
+		{"a batch", `[{"jsonrpc":"2.0","id":1,"method":"a"}]`, "", listen.CodeInvalidRequest, "Invalid request: expected a JSON-RPC object"},
+		{"a number", `42`, "", listen.CodeInvalidRequest, "Invalid request: expected a JSON-RPC object"},
+		{"no method", `{"jsonrpc":"2.0","id":1}`, `1`, listen.CodeInvalidRequest, "Invalid request: method must be a non-empty string"},
+		{"a response", `{"jsonrpc":"2.0","id":"r","result":{}}`, `"r"`, listen.CodeInvalidRequest, "Invalid request: method must be a non-empty string"},
+		{"old jsonrpc", `{"jsonrpc":"1.0","id":"x","method":"a"}`, `"x"`, listen.CodeInvalidRequest, `Invalid request: jsonrpc must be "2.0"`},
+		{"null id", `{"jsonrpc":"2.0","id":null,"method":"a"}`, "", listen.CodeInvalidRequest, "Invalid request: id must be a string or an integer"},
+		{"fraction id", `{"jsonrpc":"2.0","id":1.5,"method":"a"}`, "", listen.CodeInvalidRequest, "Invalid request: id must be a string or an integer"},
+		{"crlf line", "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"m\"}\r", `3`, listen.CodeMethodNotFound, "Method not found: m"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := start(t, t.Context(), nil, nil)
+				h.send("")
+				h.send("   \t")
+				h.send(tc.line)
+				requireError(t, h.recv(), tc.id, tc.code, tc.message)
+				rest, err := h.closeInput()
+				require.NoError(t, err)
+				require.Empty(t, rest, "blank lines are skipped")
+			})
+		})
+	}
+}
+
+func TestHandlerRouting(t *testing.T) {
+	cases := []struct {
+		method string
+		result string // JSON, or "" for an error
+		code   int
+		msg    string
+		data   string
+	}{
+		{method: "tools/list", result: `{"tools":[]}`},
+		{method: "pretty", result: `{"a":[1,2]}`},
+		{method: "empty", result: `{}`},
+		{method: "fail", code: listen.CodeInvalidParams, msg: "bad tool", data: `{"why":"line\nbreak"}`},
+		{method: "plainerr", code: listen.CodeInternalError, msg: "Internal error"},
+		{method: "notjson", code: listen.CodeInternalError, msg: stdio.MsgInternalError},
+		{method: "panic", code: listen.CodeInternalError, msg: stdio.MsgInternalError},
+		{method: "unknown/method", code: listen.CodeMethodNotFound, msg: "Method not found: unknown/method"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.method, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				app := newAppHandler()
+				h := start(t, t.Context(), nil, &stdio.Options{Handler: app})
+				h.send(requestLine(`"r1"`, tc.method))
+				m := h.recv()
+				require.Equal(t, tc.method, (<-app.started).Method)
+				if tc.result != "" {
+					require.Nil(t, m.err(), "%s", m.raw)
+					require.Equal(t, `"r1"`, m.id())
+					require.JSONEq(t, tc.result, string(m.fields["result"]))
+				} else {
+					requireError(t, m, `"r1"`, tc.code, tc.msg)
+					if tc.data != "" {
+						require.JSONEq(t, tc.data, string(m.err().Data))
+					}
+				}
+				rest, err := h.closeInput()
+				require.NoError(t, err)
+				require.Empty(t, rest)
+			})
+		})
+	}
+}
+
+func TestHandlerCallsRunConcurrently(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		app := newAppHandler()
+		h := start(t, t.Context(), nil, &stdio.Options{Handler: app})
+		h.send(requestLine(`1`, "slow"))
+		h.send(requestLine(`2`, "tools/list"))
+		require.Equal(t, `2`, h.recv().id(), "a fast call is answered while a slow one runs")
+		h.send(`{"jsonrpc":"2.0","method":"notifications/initialized","params":{"x":1}}`)
+		var seen []string
+		for range 3 {
+			m := <-app.started
+			seen = append(seen, m.Method)
+			if !m.HasID {
+				require.JSONEq(t, `{"x":1}`, string(m.Params))
+			}
+		}
+		require.ElementsMatch(t, []string{"slow", "tools/list", "notifications/initialized"}, seen)
+		h.quiet() // the notification is not answered
+		app.release <- struct{}{}
+		require.Equal(t, `1`, h.recv().id())
+		rest, err := h.closeInput()
+		require.NoError(t, err)
+		require.Empty(t, rest)
+	})
+}
+
+func TestNoHandler(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := start(t, t.Context(), nil, nil)
+		h.send(requestLine(`1`, "tools/list"))
+		requireError(t, h.recv(), `1`, listen.CodeMethodNotFound, "Method not found: tools/list")
+		h.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		h.send(`{"jsonrpc":"2.0","method":"subscriptions/listen","params":{}}`)
+		h.quiet() // notifications are never answered
+		rest, err := h.closeInput()
+		require.NoError(t, err)
+		require.Empty(t, rest)
+	})
+}
+
+func TestCancelHandlerCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		app := newAppHandler()
+		h := start(t, t.Context(), nil, &stdio.Options{Handler: app})
+		h.send(requestLine(`"c"`, "slow"))
+		<-app.started
+		h.send(cancelLine(`"c"`, "too slow"))
+		cause := <-app.ctxErr
+		var ce *listen.CancelledError
+		require.ErrorAs(t, cause, &ce)
+		require.Equal(t, "too slow", ce.Reason)
+		h.quiet() // no response for a cancelled request
+
+		h.send(requestLine(`"c"`, "tools/list"))
+		require.Equal(t, `"c"`, h.recv().id())
+		rest, err := h.closeInput()
+		require.NoError(t, err)
+		require.Empty(t, rest)
+	})
+}
+
+func TestOpenErrors(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newTestSource()
+		src.openHook = func(_ context.Context, req *listen.Request) error {
+			switch req.ID.Raw() {
+			case `"wire"`:
+				return listen.NewError(listen.CodeMissingRequiredClientCapability, "Missing required client capability").
+					WithData(map[string]any{"requiredCapabilities": map[string]any{}})
+			case `"plain"`:
+				return errors.New("database down")
+			}
+			return nil
+		}
+		h := start(t, t.Context(), src, nil)
+		h.send(listenLine(`"wire"`, `{}`))
+		m := h.recv()
+		requireError(t, m, `"wire"`, listen.CodeMissingRequiredClientCapability, "Missing required client capability")
+		require.JSONEq(t, `{"requiredCapabilities":{}}`, string(m.err().Data))
+		h.send(listenLine(`"plain"`, `{}`))
+		requireError(t, h.recv(), `"plain"`, listen.CodeInternalError, listen.MsgSourceFailedToOpen)
+		// The ids are free again.
+		h.send(requestLine(`"wire"`, "x"))
+		requireError(t, h.recv(), `"wire"`, listen.CodeMethodNotFound, "Method not found: x")
+		rest, err := h.closeInput()
+		require.NoError(t, err)
+		require.Empty(t, rest)
+	})
+}
+
+func TestHooks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		type event struct {
+			kind   string
+			id     string
+			reason error
+		}
+		events := make(chan event, 8)
+		h := start(t, t.Context(), nil, &stdio.Options{
+			OnOpen: func(sub *listen.Subscription) {
+				require.Equal(t, stdio.TransportKind, sub.TransportKind())
+				events <- event{kind: "open", id: sub.ID().Raw()}
+			},
+			OnClose: func(sub *listen.Subscription, reason error) {
+				events <- event{kind: "close", id: sub.ID().Raw(), reason: reason}
+				panic("a hook bug is contained")
+			},
+		})
+		h.openListen(`1`)
+		require.Equal(t, event{kind: "open", id: `1`}, <-events)
+		h.send(cancelLine(`1`, "bye"))
+		e := <-events
+		require.Equal(t, "close", e.kind)
+		require.ErrorIs(t, e.reason, listen.ErrCancelled)
+		rest, err := h.closeInput()
+		require.NoError(t, err)
+		require.Empty(t, rest)
+	})
+}
+
+func TestNewServerPanicsOnNegativeOptions(t *testing.T) {
+	src := newTestSource()
+	require.PanicsWithValue(t, "stdio: nil Source", func() { stdio.NewServer(nil, nil) })
+	require.Panics(t, func() { stdio.NewServer(src, &stdio.Options{MaxSubscriptions: -1}) })
+	require.Panics(t, func() { stdio.NewServer(src, &stdio.Options{MaxLineBytes: -1}) })
+	require.Panics(t, func() { stdio.NewServer(src, &stdio.Options{WriteTimeout: -1}) })
+	require.NotNil(t, stdio.NewServer(src, nil))
+}
+
+func TestReadErrorEndsLikeEOF(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		app := newAppHandler()
+		h := start(t, t.Context(), nil, &stdio.Options{Handler: app})
+		h.openListen(`1`)
+		h.send(requestLine(`2`, "slow"))
+		<-app.started
+
+		boom := errors.New("stdin broke")
+		require.NoError(t, h.in.CloseWithError(boom))
+		c := h.closedReason()
+		require.ErrorIs(t, c.reason, listen.ErrDisconnected)
+		require.ErrorIs(t, c.reason, boom)
+		app.release <- struct{}{}
+		rest, err := h.wait()
+		require.ErrorIs(t, err, boom)
+		require.Len(t, rest, 1, "the handler call is answered")
+		require.Equal(t, `2`, rest[0].id())
+	})
+}
+
+// A reader Serve cannot interrupt (no deadline, no Close), like a blocking
+// os.Stdin: Shutdown returns once everything is written; Serve returns when
+// the pending Read does.
+func TestShutdownWithAReaderThatCannotBeInterrupted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newTestSource()
+		srv := stdio.NewServer(src, &stdio.Options{Listen: listen.Options{Capabilities: testCaps}, OmitShutdownCancelled: true})
+		inR, inW := io.Pipe()
+		outR, outW := io.Pipe()
+		lines := make(chan msg, 16)
+		go func() {
+			sc := bufio.NewScanner(outR)
+			for sc.Scan() {
+				lines <- decode(t, sc.Bytes())
+			}
+			close(lines)
+		}()
+		done := make(chan error, 1)
+		go func() {
+			done <- srv.Serve(t.Context(), struct{ io.Reader }{inR}, outW)
+			outW.Close()
+		}()
+		_, err := io.WriteString(inW, listenLine(`1`, `{"toolsListChanged":true}`)+"\n")
+		require.NoError(t, err)
+		requireAck(t, <-lines, `1`)
+
+		require.NoError(t, srv.Shutdown(context.Background()))
+		requireCompletion(t, <-lines, `1`)
+		synctest.Wait()
+		require.Empty(t, done, "Serve waits for the pending Read")
+
+		// The next line unblocks the Read; it is not handled.
+		_, err = io.WriteString(inW, requestLine(`2`, "tools/list")+"\n")
+		require.NoError(t, err)
+		require.ErrorIs(t, <-done, stdio.ErrServerClosed)
+		_, ok := <-lines
+		require.False(t, ok, "nothing more was written")
+		inW.Close()
+		inR.Close()
+	})
+}
+
+// A message already queued for a listen when its cancellation is read is
+// dropped: nothing more is written for a cancelled listen.
+func TestCancelDropsAQueuedMessage(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newTestSource()
+		srv := stdio.NewServer(src, &stdio.Options{Listen: listen.Options{Capabilities: testCaps}})
+		inR, inW := io.Pipe()
+		outR, outW := io.Pipe()
+		done := make(chan error, 1)
+		go func() {
+			done <- srv.Serve(t.Context(), inR, outW)
+			outW.Close()
+		}()
+		out := bufio.NewReader(outR)
+		read := func() msg {
+			line, err := out.ReadBytes('\n')
+			require.NoError(t, err)
+			return decode(t, line[:len(line)-1])
+		}
+		send := func(line string) {
+			_, err := io.WriteString(inW, line+"\n")
+			require.NoError(t, err)
+		}
+
+		send(listenLine(`"y"`, `{"toolsListChanged":true}`))
+		y := <-src.opened
+		requireAck(t, read(), `"y"`)
+		send(listenLine(`"x"`, `{"toolsListChanged":true}`))
+		x := <-src.opened
+		requireAck(t, read(), `"x"`)
+
+		y.emit(listen.ToolsListChanged())
+		synctest.Wait() // y's notification is being written: blocked, nobody reads
+		x.emit(listen.ToolsListChanged())
+		synctest.Wait() // x's is queued behind it
+		send(cancelLine(`"x"`, "stop"))
+		// x is closed at once, while the writer is still blocked.
+		c := <-src.closed
+		require.Equal(t, `"x"`, c.id)
+		require.ErrorIs(t, c.reason, listen.ErrCancelled)
+
+		require.Equal(t, `"y"`, read().subID())
+		y.emit(listen.ToolsListChanged().WithMetadata(map[string]any{"second": true}))
+		// Had x's queued notification been written, it would come first.
+		m := read()
+		require.Equal(t, `"y"`, m.subID())
+		var meta map[string]any
+		m.param("_meta", &meta)
+		require.Equal(t, true, meta["second"])
+
+		inW.Close()
+		require.NoError(t, <-done)
+		rest, err := io.ReadAll(out)
+		require.NoError(t, err)
+		require.Empty(t, rest)
+	})
+}
+
+func TestSupportedVersionsOption(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := start(t, t.Context(), nil, &stdio.Options{SupportedVersions: []string{listen.ProtocolVersion}})
+		h.send(listenLineVersion(`1`, `{}`, "2099-01-01"))
+		m := h.recv()
+		requireError(t, m, `1`, listen.CodeUnsupportedProtocolVersion, listen.MsgUnsupportedVersion)
+		require.JSONEq(t, `{"requested":"2099-01-01","supported":["2026-07-28"]}`, string(m.err().Data))
+		rest, err := h.closeInput()
+		require.NoError(t, err)
+		require.Empty(t, rest)
+	})
+}

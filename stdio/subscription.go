@@ -1,0 +1,112 @@
+package stdio
+
+import (
+	"context"
+
+	"github.com/mcplisten/listen"
+)
+
+// runListen opens the subscription of e and serves it to its end. It owns
+// one unit of conn.active.
+func (c *conn) runListen(e *entry, req *listen.Request) {
+	defer c.release()
+	// Both contexts are cancelled only once the subscription is closed (or
+	// was never opened), so these cancels never end a live stream.
+	defer e.ownerCancel(context.Canceled)
+	defer e.serveCancel(context.Canceled)
+
+	sub, err := listen.Open(e.ownerCtx, c.srv.src, req, &c.srv.opts.Listen)
+	c.mu.Lock()
+	abort := e.abort
+	if err == nil && abort == nil {
+		e.opened = true
+	}
+	c.mu.Unlock()
+
+	switch {
+	case err != nil:
+		c.removeEntry(e)
+		if abort != nil {
+			// Cancelled or disconnected while opening: nothing is written.
+			c.srv.log.Debug("stdio: listen ended while opening", "id", e.id.Raw(), "reason", abort)
+			return
+		}
+		c.srv.log.Debug("stdio: listen refused", "id", e.id.Raw(), "err", err)
+		_ = c.send(e, listen.ErrorResponse(e.id, err))
+		return
+	case abort != nil:
+		c.removeEntry(e)
+		sub.Close(abort)
+		c.srv.log.Debug("stdio: listen ended while opening", "id", e.id.Raw(), "reason", sub.CloseReason())
+		return
+	}
+
+	c.hookOpen(sub)
+	reason := sub.Serve(e.serveCtx, listen.Sink{
+		Write: func(msg []byte) error { return c.subWrite(e, msg) },
+		Final: func(msg []byte) error { return c.subFinal(e, msg) },
+	})
+	c.removeEntry(e)
+	c.srv.log.Debug("stdio: subscription closed", "id", e.id.Raw(), "reason", reason, "class", listen.Classify(reason))
+	c.hookClose(sub, reason)
+}
+
+// subWrite is the Sink.Write of e's subscription.
+func (c *conn) subWrite(e *entry, msg []byte) error {
+	if e.cancelled.Load() {
+		return e.cause
+	}
+	return c.send(e, msg)
+}
+
+// subFinal is the Sink.Final of e's subscription: before the terminal
+// message it frees the id (so the client may reuse it as soon as it reads
+// the terminal) and, in a drain, writes notifications/cancelled first.
+func (c *conn) subFinal(e *entry, msg []byte) error {
+	if e.cancelled.Load() {
+		return e.cause
+	}
+	c.removeEntry(e)
+	if e.shutdown.Load() && !c.srv.opts.OmitShutdownCancelled {
+		if err := c.send(e, shutdownCancelled(e.id)); err != nil {
+			return err
+		}
+	}
+	return c.send(e, msg)
+}
+
+// shutdownCancelled returns the notifications/cancelled a drain sends for the
+// listen id before its completion result. It carries the subscription id in
+// _meta, like every message of the stream.
+func shutdownCancelled(id listen.ID) []byte {
+	b := make([]byte, 0, 160+2*len(id.Raw()))
+	b = append(b, `{"jsonrpc":"2.0","method":"`+listen.MethodCancelled+`","params":{"_meta":{"`+listen.MetaSubscriptionID+`":`...)
+	b = append(b, id.Raw()...)
+	b = append(b, `},"reason":"`+ShutdownReason+`","requestId":`...)
+	b = append(b, id.Raw()...)
+	return append(b, "}}"...)
+}
+
+// hookOpen calls Options.OnOpen, recovering a panic.
+func (c *conn) hookOpen(sub *listen.Subscription) {
+	if c.srv.opts.OnOpen == nil {
+		return
+	}
+	defer c.recoverHook("OnOpen")
+	c.srv.opts.OnOpen(sub)
+}
+
+// hookClose calls Options.OnClose, recovering a panic.
+func (c *conn) hookClose(sub *listen.Subscription, reason error) {
+	if c.srv.opts.OnClose == nil {
+		return
+	}
+	defer c.recoverHook("OnClose")
+	c.srv.opts.OnClose(sub, reason)
+}
+
+func (c *conn) recoverHook(name string) {
+	if v := recover(); v != nil {
+		c.srv.log.Warn("stdio: hook panicked", "hook", name, "panic", v)
+	}
+}
