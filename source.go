@@ -21,6 +21,11 @@ import (
 // "Subscription source returned an invalid open result". A panic in Open
 // becomes "Subscription source failed to open".
 //
+// The supported filter is the source's to keep: it is a fresh copy, detached
+// from the request. The subscription keeps the accepted filter for its whole
+// life (sharing it when it is the supported map itself), so neither side may
+// modify it after Open returns.
+//
 // Open may be called concurrently for different requests.
 type Source interface {
 	Open(ctx context.Context, req *Request, supported Filter) (accepted Filter, stream Stream, err error)

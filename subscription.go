@@ -3,6 +3,7 @@ package listen
 import (
 	"context"
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -189,6 +190,11 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 	slices.Sort(s.negotiated)
 	s.guard.watch(owner)
 	return s, nil
+}
+
+// sameMap reports whether a and b are the same map (not equal maps).
+func sameMap(a, b Filter) bool {
+	return a != nil && b != nil && reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }
 
 // narrow builds the core filter: the requested core keys the server's

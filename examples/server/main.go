@@ -1,0 +1,163 @@
+// Command server is a complete MCP 2026-07-28 server on loopback: the
+// official go-sdk (v1.8.0) serves server/discover, tools, prompts and
+// resources, and this library serves subscriptions/listen from a hub.Hub,
+// in front of the go-sdk handler (streamhttp.Front).
+//
+//	go run ./examples/server [-addr 127.0.0.1:8080]
+//
+// The endpoint is http://ADDR/mcp. The tools test_trigger_tool_change and
+// test_trigger_prompt_change change the tool and prompt lists (and publish
+// the list change to every listen stream that asked for it);
+// trigger_resource_update {"uri": ...} publishes a resource update. Every
+// listen opened and closed, and every publication, is logged with log/slog
+// on stderr. Operators find the hub's and the handler's counters and the
+// goroutine count at http://ADDR/debug/vars (expvar). SIGINT or SIGTERM
+// drains: every open listen stream gets its completion result.
+package main
+
+import (
+	"context"
+	"errors"
+	"expvar"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/examples/internal/fixture"
+	"github.com/mcplisten/listen/hub"
+	"github.com/mcplisten/listen/streamhttp"
+)
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:8080", "address to listen on (host:port)")
+	lifetime := flag.Duration("lifetime", 0, "drain and exit by itself after this long (0: run until signalled)")
+	quiet := flag.Bool("quiet", false, "log warnings only")
+	flag.Parse()
+
+	level := slog.LevelInfo
+	if *quiet {
+		level = slog.LevelWarn
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if *lifetime > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *lifetime)
+		defer cancel()
+	}
+
+	srv, err := newServer(ctx, logger)
+	if err != nil {
+		logger.Error("setup failed", "err", err)
+		os.Exit(1)
+	}
+	expvar.Publish("listen", expvar.Func(srv.vars))
+
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", srv.handler)
+	mux.Handle("/debug/vars", expvar.Handler())
+
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		logger.Error("listen failed", "err", err)
+		os.Exit(1)
+	}
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	fmt.Printf("listening on http://%s/mcp\n", ln.Addr())
+
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		logger.Error("server stopped", "err", err)
+		os.Exit(1)
+	}
+	// Drain: every open listen gets its completion result, then the HTTP
+	// server stops.
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.listen.Shutdown(sctx); err != nil {
+		logger.Warn("listen streams did not all end in time", "err", err)
+	}
+	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		_ = hs.Close()
+	}
+	logger.Info("stopped")
+}
+
+// server is the example server's parts.
+type server struct {
+	hub     *hub.Hub
+	listen  *streamhttp.Handler
+	sdk     *mcp.Server
+	handler http.Handler
+}
+
+// newServer builds the go-sdk server, the hub its trigger tools publish to,
+// and our listen handler in front of the go-sdk handler. The listen
+// handler narrows requests against exactly the capabilities the go-sdk
+// server advertises in server/discover.
+func newServer(ctx context.Context, logger *slog.Logger) (*server, error) {
+	h, err := hub.New(hub.Options{Hooks: hub.SlogHooks(logger)})
+	if err != nil {
+		return nil, err
+	}
+	sdk := fixture.New(fixture.Options{
+		Name:    "mcplisten-example",
+		Version: "0.1.0",
+		// go-sdk's own info logging would repeat ours; keep its warnings.
+		Logger:         slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		ToolsChanged:   func() { h.ToolsListChanged() },
+		PromptsChanged: func() { h.PromptsListChanged() },
+		ResourceUpdated: func(_ context.Context, uri string) error {
+			_, err := h.ResourceUpdated(uri)
+			return err
+		},
+	})
+	capsJSON, err := fixture.DiscoverCapabilities(ctx, sdk)
+	if err != nil {
+		return nil, fmt.Errorf("reading the go-sdk server's capabilities: %w", err)
+	}
+	caps, err := listen.ParseCapabilities(capsJSON)
+	if err != nil {
+		return nil, err
+	}
+	lh := streamhttp.New(h, &streamhttp.Options{
+		Listen: listen.Options{
+			Capabilities: caps,
+			ServerInfo:   listen.Implementation{Name: "mcplisten-example", Version: "0.1.0"},
+		},
+		OnOpen: func(sub *listen.Subscription) {
+			b, _ := sub.Accepted().MarshalJSON()
+			logger.Info("listen opened", "id", sub.ID().Raw(), "accepted", string(b))
+		},
+		OnClose: func(sub *listen.Subscription, reason error) {
+			logger.Info("listen closed", "id", sub.ID().Raw(), "reason", listen.Classify(reason), "detail", reason)
+		},
+	})
+	sdkHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return sdk },
+		&mcp.StreamableHTTPOptions{Stateless: true})
+	return &server{hub: h, listen: lh, sdk: sdk, handler: streamhttp.Front(lh, sdkHandler)}, nil
+}
+
+// vars is what /debug/vars shows under "listen".
+func (s *server) vars() any {
+	return map[string]any{
+		"hub":        s.hub.Stats(),
+		"http":       s.listen.Stats(),
+		"goroutines": runtime.NumGoroutine(),
+	}
+}

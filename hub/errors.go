@@ -1,0 +1,20 @@
+package hub
+
+import "errors"
+
+var (
+	// ErrInvalidOptions matches every error New returns for invalid Options.
+	ErrInvalidOptions = errors.New("hub: invalid options")
+	// ErrInvalidFilter is returned by Open for a filter that is not a JSON
+	// object (see listen.Filter.Valid). listen.Open turns it into the
+	// internal error "Subscription source failed to open".
+	ErrInvalidFilter = errors.New("hub: invalid subscription filter")
+	// ErrPullPending is returned by a stream's Next while another Next on the
+	// same stream is blocked. A subscription's worker never does that; it
+	// reveals a second puller (snodo's pull_already_pending).
+	ErrPullPending = errors.New("hub: pull already pending")
+
+	// errHookPanicked is the cause of the Failed reason a new listener is
+	// closed with when OnOpen panics.
+	errHookPanicked = errors.New("hub: OnOpen hook panicked")
+)

@@ -1,0 +1,85 @@
+package hub
+
+import "github.com/mcplisten/listen"
+
+// Test-only views of the hub's internals.
+
+// QueueLen returns the number of events queued on a hub stream.
+func QueueLen(s listen.Stream) int {
+	l := s.(*listener)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return int(l.q.n)
+}
+
+// QueueCap returns the capacity of a hub stream's ring buffer.
+func QueueCap(s listen.Stream) int {
+	l := s.(*listener)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.q.buf)
+}
+
+// Pulling reports whether a Next is blocked on the stream.
+func Pulling(s listen.Stream) bool {
+	l := s.(*listener)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.pulling
+}
+
+// URIWatchers returns the number of listeners indexed under uri.
+func (h *Hub) URIWatchers(uri string) int {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	if s := h.uris[uri]; s != nil {
+		return len(s.items)
+	}
+	return 0
+}
+
+// IndexSizes returns the number of indexed URIs, indexed filter keys, and
+// the sizes of the three list-change sets.
+func (h *Hub) IndexSizes() (uris, keys, tools, prompts, resources int) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return len(h.uris), len(h.keys), len(h.tools.items), len(h.prompts.items), len(h.resources.items)
+}
+
+// CheckIndex verifies that every membership recorded by a listener points
+// at its own entry, and that every set entry is recorded by its listener.
+// It returns a description of the first inconsistency, or "".
+func (h *Hub) CheckIndex() string {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	sets := []*set{&h.all, &h.tools, &h.prompts, &h.resources}
+	for _, s := range h.uris {
+		sets = append(sets, s)
+	}
+	for _, s := range h.keys {
+		sets = append(sets, s)
+	}
+	entries := 0
+	for _, s := range sets {
+		if len(s.items) == 0 && s.home != nil {
+			return "empty set kept in its map: " + s.key
+		}
+		for pos, m := range s.items {
+			if int(m.slot) >= len(m.l.memb) {
+				return "member slot out of range"
+			}
+			mb := m.l.memb[m.slot]
+			if mb.s != s || int(mb.pos) != pos {
+				return "membership does not point back at its entry"
+			}
+			entries++
+		}
+	}
+	for _, m := range h.all.items {
+		entries -= len(m.l.memb)
+	}
+	if entries != 0 {
+		return "listeners record memberships that no set holds"
+	}
+	return ""
+}

@@ -1,0 +1,485 @@
+package hub
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/mcplisten/listen"
+)
+
+// DefaultMaxBuffer is the per-listener queue bound used when
+// Options.MaxBuffer is zero.
+const DefaultMaxBuffer = 100
+
+// Overflow is what a listener's full queue does with one more event.
+type Overflow uint8
+
+const (
+	// DropOldest (the default) drops the oldest queued event and queues the
+	// new one: a slow listener keeps the newest MaxBuffer events.
+	DropOldest Overflow = iota
+	// DropNewest drops the new event: a slow listener keeps the oldest
+	// MaxBuffer events.
+	DropNewest
+)
+
+// String returns "drop_oldest" or "drop_newest" (or "Overflow(n)" for an
+// invalid value).
+func (o Overflow) String() string {
+	switch o {
+	case DropOldest:
+		return "drop_oldest"
+	case DropNewest:
+		return "drop_newest"
+	}
+	return fmt.Sprintf("Overflow(%d)", uint8(o))
+}
+
+// Options configure New. The zero Options is valid: MaxBuffer 100,
+// DropOldest, no hooks.
+type Options struct {
+	// MaxBuffer bounds each listener's queue. Zero means DefaultMaxBuffer
+	// (100); a negative value, or one above math.MaxInt32, is an error. The queue's memory is allocated on
+	// demand, so a large bound costs nothing until events pile up.
+	MaxBuffer int
+	// Overflow is the policy of a full queue. The zero value is DropOldest;
+	// a value other than DropOldest and DropNewest is an error.
+	Overflow Overflow
+	// Hooks, if set, is told about opens, publications, overflows,
+	// completions and closes. Nil means no instrumentation. See Hooks.
+	Hooks Hooks
+}
+
+// Report says what one publication did. Counts are per listener: an event
+// dropped by three full queues counts 3 in Dropped.
+type Report struct {
+	// Matched is the number of open listeners whose filter selects the event.
+	Matched int
+	// Delivered counts matched listeners whose blocked Next received the
+	// event directly.
+	Delivered int
+	// Buffered counts matched listeners that queued the event (including
+	// those that dropped their oldest event to make room).
+	Buffered int
+	// Dropped counts events lost to a full queue: the new event under
+	// DropNewest, the oldest queued one under DropOldest.
+	Dropped int
+}
+
+// Stats is a snapshot of the hub's counters.
+type Stats struct {
+	// Subscriptions counts the open listeners, completing ones included.
+	Subscriptions int
+	// Closing counts the listeners marked by Complete and not yet closed.
+	Closing int
+	// Queued is the number of events queued across all listeners.
+	Queued int
+	// Dropped is the cumulative number of events lost to overflow.
+	Dropped uint64
+	// MaxBuffer is the hub's resolved queue bound.
+	MaxBuffer int
+	// Overflow is the hub's overflow policy.
+	Overflow Overflow
+}
+
+// Hub is an in-process broadcast listen.Source: every stream it opens is a
+// listener with a bounded queue, and Publish offers an event to exactly the
+// listeners whose accepted filter selects it. Create it with New (the zero
+// Hub is not usable). See the package documentation for the concurrency
+// contract.
+type Hub struct {
+	maxBuffer int
+	overflow  Overflow
+	hooks     Hooks
+
+	// mu guards the index below, every listener's memb and counted, and
+	// closing. Publish holds it for reading only while it copies its targets;
+	// no code holds it while calling hooks or taking a listener's lock for
+	// long.
+	mu        sync.RWMutex
+	all       set             // every listener not yet closed
+	tools     set             // toolsListChanged: true (open listeners)
+	prompts   set             // promptsListChanged: true
+	resources set             // resourcesListChanged: true
+	uris      map[string]*set // resource URI -> listeners watching it
+	keys      map[string]*set // filter key -> listeners whose filter has it
+	closing   int
+
+	queued  atomic.Int64
+	dropped atomic.Uint64
+}
+
+var _ listen.Source = (*Hub)(nil)
+
+// New returns a hub configured by opts. It fails, with an error matching
+// ErrInvalidOptions, for a negative MaxBuffer or an unknown Overflow.
+func New(opts Options) (*Hub, error) {
+	if opts.MaxBuffer < 0 || opts.MaxBuffer > math.MaxInt32 {
+		return nil, fmt.Errorf("%w: MaxBuffer must be a positive integer (or 0 for the default %d), got %d",
+			ErrInvalidOptions, DefaultMaxBuffer, opts.MaxBuffer)
+	}
+	if opts.Overflow != DropOldest && opts.Overflow != DropNewest {
+		return nil, fmt.Errorf("%w: Overflow must be DropOldest or DropNewest, got %v",
+			ErrInvalidOptions, opts.Overflow)
+	}
+	h := &Hub{
+		maxBuffer: opts.MaxBuffer,
+		overflow:  opts.Overflow,
+		hooks:     opts.Hooks,
+		uris:      make(map[string]*set),
+		keys:      make(map[string]*set),
+	}
+	if h.maxBuffer == 0 {
+		h.maxBuffer = DefaultMaxBuffer
+	}
+	return h, nil
+}
+
+// Open implements listen.Source. It accepts the supported filter verbatim,
+// extension keys included, and returns a new listener as the stream. The
+// hub keeps the filter (it must not be modified afterwards; listen.Open
+// hands over a private copy). An invalid filter (see listen.Filter.Valid)
+// fails with ErrInvalidFilter, which listen.Open reports as "Subscription
+// source failed to open". ctx is not used: the subscription's guard owns
+// the stream's lifetime.
+//
+// The listener is indexed under toolsListChanged, promptsListChanged and
+// resourcesListChanged when they are true, under each distinct string of
+// resourceSubscriptions, and under each key of the filter (for extension
+// selectors).
+func (h *Hub) Open(ctx context.Context, req *listen.Request, supported listen.Filter) (listen.Filter, listen.Stream, error) {
+	if !supported.Valid() {
+		return nil, nil, ErrInvalidFilter
+	}
+	if supported == nil {
+		supported = listen.Filter{}
+	}
+	uris := resourceURIs(supported)
+	tools := supported.Bool(listen.KeyToolsListChanged)
+	prompts := supported.Bool(listen.KeyPromptsListChanged)
+	resources := supported.Bool(listen.KeyResourcesListChanged)
+
+	l := newListener(h, supported)
+	n := 1 + len(supported) + uris.len()
+	for _, b := range [...]bool{tools, prompts, resources} {
+		if b {
+			n++
+		}
+	}
+	l.memb = make([]membership, 0, n)
+
+	h.mu.Lock()
+	l.join(&h.all)
+	if tools {
+		l.join(&h.tools)
+	}
+	if prompts {
+		l.join(&h.prompts)
+	}
+	if resources {
+		l.join(&h.resources)
+	}
+	for k := range supported {
+		l.join(setIn(h.keys, k))
+	}
+	uris.each(func(u string) { l.join(setIn(h.uris, u)) })
+	subs := len(h.all.items)
+	h.mu.Unlock()
+
+	if h.hooks != nil {
+		info := OpenInfo{Subscriptions: subs, FilterKeys: supported.Keys()}
+		if req != nil {
+			info.RequestID = req.ID
+			info.Transport = req.Transport.Kind
+		}
+		h.callOnOpen(l, info)
+	}
+	return supported, l, nil
+}
+
+// callOnOpen runs OnOpen; if it panics, the new listener is closed before
+// the panic goes on, so that nothing stays indexed for a stream nobody got.
+func (h *Hub) callOnOpen(l *listener, info OpenInfo) {
+	ok := false
+	defer func() {
+		if !ok {
+			l.Close(listen.Failed(errHookPanicked))
+		}
+	}()
+	h.hooks.OnOpen(info)
+	ok = true
+}
+
+// uriList is the resourceSubscriptions list of a filter, read in place in
+// either of its Go forms. Elements that are not strings are skipped.
+type uriList struct {
+	strs []string
+	anys []any
+}
+
+func resourceURIs(f listen.Filter) uriList {
+	switch v := f[listen.KeyResourceSubscriptions].(type) {
+	case []string:
+		return uriList{strs: v}
+	case []any:
+		return uriList{anys: v}
+	}
+	return uriList{}
+}
+
+func (u uriList) len() int { return len(u.strs) + len(u.anys) }
+
+func (u uriList) at(i int) (string, bool) {
+	if u.strs != nil {
+		return u.strs[i], true
+	}
+	s, ok := u.anys[i].(string)
+	return s, ok
+}
+
+// each calls f for each distinct string of the list, in order. Short lists
+// are deduplicated pairwise, without allocating.
+func (u uriList) each(f func(string)) {
+	n := u.len()
+	if n > 16 {
+		seen := make(map[string]struct{}, n)
+		for i := range n {
+			if s, ok := u.at(i); ok {
+				if _, dup := seen[s]; !dup {
+					seen[s] = struct{}{}
+					f(s)
+				}
+			}
+		}
+		return
+	}
+next:
+	for i := range n {
+		s, ok := u.at(i)
+		if !ok {
+			continue
+		}
+		for j := range i {
+			if p, ok := u.at(j); ok && p == s {
+				continue next
+			}
+		}
+		f(s)
+	}
+}
+
+// targetPool recycles the slices Publish copies its targets into when there
+// are more than fit on the stack.
+var targetPool = sync.Pool{New: func() any { return new([]*listener) }}
+
+// stackTargets is how many targets Publish collects without the pool.
+const stackTargets = 8
+
+// Publish validates ev and offers it to every listener whose filter selects
+// it, in the calling goroutine, and returns what happened.
+//
+// An invalid event returns the *listen.EventError of ev.Validate: it
+// matches listen.ErrInvalidEvent and its message is the exact validation
+// message. Selection is by kind:
+//
+//   - a list change goes to the listeners whose filter has its key true;
+//   - a resource update to the listeners whose resourceSubscriptions name
+//     its URI (exact string match);
+//   - an extension event to the listeners whose filter contains its
+//     selector (ev.Selector.SubsetOf(filter)); the candidates are the
+//     listeners that have every key of the selector.
+//
+// Each target receives the event in its blocked Next, or queues it, or
+// applies the overflow policy; Publish never waits for a listener. Maps in
+// ev are shared by every receiver: do not modify them afterwards.
+func (h *Hub) Publish(ev listen.Event) (Report, error) {
+	if err := ev.Validate(); err != nil {
+		return Report{}, err
+	}
+	// Targets are copied under the read lock, into a stack array when few
+	// (kept apart from the pooled slice, so that it stays on the stack).
+	var stack [stackTargets]*listener
+	var targets, big []*listener
+	var pooled *[]*listener
+
+	h.mu.RLock()
+	if src := h.selectSet(&ev); src != nil {
+		if n := len(src.items); n <= stackTargets {
+			for i, m := range src.items {
+				stack[i] = m.l
+			}
+			targets = stack[:n]
+		} else {
+			pooled = targetPool.Get().(*[]*listener)
+			big = slices.Grow((*pooled)[:0], n)
+			for _, m := range src.items {
+				big = append(big, m.l)
+			}
+			targets = big
+		}
+	}
+	h.mu.RUnlock()
+
+	var r Report
+	if len(targets) > 0 {
+		e := new(listen.Event)
+		*e = ev
+		ext := ev.Kind == listen.KindExtension
+		var queued int64
+		for _, l := range targets {
+			if ext && !ev.Selector.SubsetOf(l.filter) {
+				continue
+			}
+			switch l.deliver(e, h.maxBuffer, h.overflow) {
+			case resDelivered:
+				r.Matched++
+				r.Delivered++
+			case resBuffered:
+				r.Matched++
+				r.Buffered++
+				queued++
+			case resReplaced:
+				r.Matched++
+				r.Buffered++
+				r.Dropped++
+			case resDropped:
+				r.Matched++
+				r.Dropped++
+			}
+		}
+		if queued > 0 {
+			h.queued.Add(queued)
+		}
+		if r.Dropped > 0 {
+			h.dropped.Add(uint64(r.Dropped))
+		}
+	}
+	if pooled != nil {
+		clear(big)
+		*pooled = big[:0]
+		targetPool.Put(pooled)
+	}
+
+	if h.hooks != nil {
+		info := PublishInfo{Report: r, Queued: h.queuedNow(), EventKind: ev.Kind, ExtensionID: ev.ExtensionID}
+		h.hooks.OnPublish(info)
+		if r.Dropped > 0 {
+			h.hooks.OnOverflow(OverflowInfo{
+				Dropped: r.Dropped, Queued: info.Queued,
+				EventKind: ev.Kind, ExtensionID: ev.ExtensionID, Policy: h.overflow,
+			})
+		}
+	}
+	return r, nil
+}
+
+// selectSet returns the set whose members are the candidates for ev. For an
+// extension event it is the smallest set among the selector's keys (every
+// match has all of them); nil when one of them is held by nobody. h.mu must
+// be held.
+func (h *Hub) selectSet(ev *listen.Event) *set {
+	switch ev.Kind {
+	case listen.KindToolsListChanged:
+		return &h.tools
+	case listen.KindPromptsListChanged:
+		return &h.prompts
+	case listen.KindResourcesListChanged:
+		return &h.resources
+	case listen.KindResourceUpdated:
+		return h.uris[ev.URI]
+	case listen.KindExtension:
+		var best *set
+		for k := range ev.Selector {
+			s := h.keys[k]
+			if s == nil {
+				return nil
+			}
+			if best == nil || len(s.items) < len(best.items) {
+				best = s
+			}
+		}
+		return best
+	}
+	return nil
+}
+
+// ToolsListChanged publishes listen.ToolsListChanged().
+func (h *Hub) ToolsListChanged() Report { return h.mustPublish(listen.ToolsListChanged()) }
+
+// PromptsListChanged publishes listen.PromptsListChanged().
+func (h *Hub) PromptsListChanged() Report { return h.mustPublish(listen.PromptsListChanged()) }
+
+// ResourcesListChanged publishes listen.ResourcesListChanged().
+func (h *Hub) ResourcesListChanged() Report {
+	return h.mustPublish(listen.ResourcesListChanged())
+}
+
+// ResourceUpdated publishes listen.ResourceUpdated(uri). It fails like
+// Publish when uri is not an absolute URI.
+func (h *Hub) ResourceUpdated(uri string) (Report, error) {
+	return h.Publish(listen.ResourceUpdated(uri))
+}
+
+// mustPublish publishes an event that always validates.
+func (h *Hub) mustPublish(ev listen.Event) Report {
+	r, _ := h.Publish(ev)
+	return r
+}
+
+// Complete ends every listener gracefully: each one hands out what it has
+// queued, then its Next answers listen.ErrClosed (so its subscription writes
+// the completion result and closes). Completed listeners take no new events
+// and leave every index (the URI index is cleared), but they count in
+// Stats.Subscriptions and Stats.Closing until they are closed. Listeners
+// opened after Complete are ordinary open listeners.
+func (h *Hub) Complete() {
+	h.mu.Lock()
+	for _, m := range h.all.items {
+		l := m.l
+		if l.complete() {
+			l.counted = true
+			h.closing++
+		}
+		// Keep only the membership of h.all; the other sets are reset below.
+		clear(l.memb[1:])
+		l.memb = l.memb[:1]
+	}
+	h.tools = set{}
+	h.prompts = set{}
+	h.resources = set{}
+	h.uris = make(map[string]*set)
+	h.keys = make(map[string]*set)
+	subs := len(h.all.items)
+	h.mu.Unlock()
+
+	if h.hooks != nil {
+		h.hooks.OnComplete(CompleteInfo{Subscriptions: subs, Queued: h.queuedNow()})
+	}
+}
+
+// Stats returns a snapshot of the hub's counters. Under concurrent
+// publishing and pulling, Queued is approximate; it is exact when the hub is
+// quiet.
+func (h *Hub) Stats() Stats {
+	h.mu.RLock()
+	subs, closing := len(h.all.items), h.closing
+	h.mu.RUnlock()
+	return Stats{
+		Subscriptions: subs,
+		Closing:       closing,
+		Queued:        h.queuedNow(),
+		Dropped:       h.dropped.Load(),
+		MaxBuffer:     h.maxBuffer,
+		Overflow:      h.overflow,
+	}
+}
+
+// queuedNow reads the queued total. Publish adds its queued events after
+// delivering them, so a racing Next can briefly make the sum negative.
+func (h *Hub) queuedNow() int {
+	return int(max(h.queued.Load(), 0))
+}

@@ -1,0 +1,238 @@
+package hub
+
+import (
+	"sync"
+
+	"github.com/mcplisten/listen"
+)
+
+// Listener states, guarded by listener.mu.
+const (
+	stateOpen uint8 = iota
+	// stateCompleting: Complete marked the listener; Next hands out what is
+	// queued, then answers ErrClosed. Publishing skips it.
+	stateCompleting
+	// stateClosed: Close ran; Next answers ErrClosed.
+	stateClosed
+)
+
+// listener is one opened hub stream: the listen.Stream that Hub.Open
+// returns.
+//
+// Its fields split in two by lock. filter and hub never change after Open.
+// memb and counted belong to the hub's index and are guarded by Hub.mu. The
+// rest is guarded by mu, which is held only for a few instructions and never
+// while calling out of the package. The struct fits the 160-byte size class.
+type listener struct {
+	// Guarded by mu. The fields Publish touches come first, close together.
+	mu    sync.Mutex
+	state uint8
+	// pulling is true while a Next is blocked waiting for an event.
+	pulling bool
+	// counted is guarded by Hub.mu, not mu: the listener is counted in
+	// Hub.closing (Complete marked it).
+	counted bool
+	q       ring
+	// handoff is the event a publisher handed straight to a blocked Next.
+	handoff *listen.Event
+	cond    sync.Cond // L is &mu; a blocked Next waits on it
+
+	hub    *Hub
+	filter listen.Filter
+	// memb is guarded by Hub.mu. memb[0] is always the hub's set of all
+	// listeners.
+	memb []membership
+}
+
+func newListener(h *Hub, filter listen.Filter) *listener {
+	l := &listener{hub: h, filter: filter}
+	l.cond.L = &l.mu
+	return l
+}
+
+// Delivery results of one publication for one listener.
+const (
+	resSkipped   uint8 = iota // closed or completing meanwhile: not matched
+	resDelivered              // handed to a blocked Next
+	resBuffered               // queued
+	resReplaced               // queued, the oldest queued event dropped
+	resDropped                // the new event dropped (DropNewest)
+)
+
+// deliver offers one event to the listener. It never blocks beyond the
+// listener's own short critical section.
+func (l *listener) deliver(e *listen.Event, maxBuffer int, policy Overflow) uint8 {
+	l.mu.Lock()
+	switch {
+	case l.state != stateOpen:
+		l.mu.Unlock()
+		return resSkipped
+	case l.pulling && l.handoff == nil:
+		// A blocked Next implies an empty queue: hand over directly.
+		l.handoff = e
+		l.cond.Signal()
+		l.mu.Unlock()
+		return resDelivered
+	case int(l.q.n) < maxBuffer:
+		l.q.push(e, maxBuffer)
+		l.mu.Unlock()
+		return resBuffered
+	case policy == DropNewest:
+		l.mu.Unlock()
+		return resDropped
+	default:
+		l.q.replaceOldest(e)
+		l.mu.Unlock()
+		return resReplaced
+	}
+}
+
+// Next returns the next event of the listener, in publication order,
+// blocking while the queue is empty. It returns listen.ErrClosed once the
+// listener was closed, or once it was completed and its queue is empty, and
+// ErrPullPending if another Next is already blocked on the same stream.
+func (l *listener) Next() (listen.Event, error) {
+	l.mu.Lock()
+	if l.pulling {
+		l.mu.Unlock()
+		return listen.Event{}, ErrPullPending
+	}
+	if l.q.n > 0 {
+		e := l.q.pop()
+		l.mu.Unlock()
+		l.hub.queued.Add(-1)
+		return *e, nil
+	}
+	if l.state != stateOpen {
+		l.mu.Unlock()
+		return listen.Event{}, listen.ErrClosed
+	}
+	// The queue is empty and stays empty while pulling: a publisher hands
+	// its event over instead of queueing it.
+	l.pulling = true
+	for l.handoff == nil && l.state == stateOpen {
+		l.cond.Wait()
+	}
+	l.pulling = false
+	e := l.handoff
+	l.handoff = nil
+	l.mu.Unlock()
+	if e == nil {
+		return listen.Event{}, listen.ErrClosed
+	}
+	return *e, nil
+}
+
+// Close closes the listener with reason: a blocked Next returns
+// listen.ErrClosed, the queue is freed, and the listener leaves every index
+// of the hub. Only the first call has an effect (and reaches OnClose).
+func (l *listener) Close(reason error) {
+	l.mu.Lock()
+	if l.state == stateClosed {
+		l.mu.Unlock()
+		return
+	}
+	l.state = stateClosed
+	n := int64(l.q.n)
+	l.q = ring{}
+	l.handoff = nil
+	l.cond.Broadcast()
+	l.mu.Unlock()
+
+	h := l.hub
+	if n > 0 {
+		h.queued.Add(-n)
+	}
+	h.mu.Lock()
+	l.leave(0)
+	l.memb = nil
+	if l.counted {
+		l.counted = false
+		h.closing--
+	}
+	remaining := len(h.all.items)
+	h.mu.Unlock()
+
+	if h.hooks != nil {
+		h.hooks.OnClose(CloseInfo{
+			Subscriptions: remaining,
+			Reason:        listen.Classify(reason),
+			Err:           reason,
+		})
+	}
+}
+
+// complete marks an open listener completing and wakes a blocked Next. It
+// reports whether the listener was open.
+func (l *listener) complete() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.state != stateOpen {
+		return false
+	}
+	l.state = stateCompleting
+	l.cond.Broadcast()
+	return true
+}
+
+// ring is a FIFO of events, allocated on the first push and grown on demand
+// up to the hub's MaxBuffer, so that an idle listener holds no buffer.
+type ring struct {
+	buf  []*listen.Event
+	head int32 // index of the oldest event
+	n    int32 // number of queued events
+}
+
+// minRing is the capacity of a first allocation; keepRing is the largest
+// capacity kept once the queue empties (bigger buffers are released).
+const (
+	minRing  = 4
+	keepRing = 16
+)
+
+func (r *ring) push(e *listen.Event, maxBuffer int) {
+	if int(r.n) == len(r.buf) {
+		r.grow(maxBuffer)
+	}
+	i := int(r.head) + int(r.n)
+	if i >= len(r.buf) {
+		i -= len(r.buf)
+	}
+	r.buf[i] = e
+	r.n++
+}
+
+func (r *ring) grow(maxBuffer int) {
+	c := min(max(2*len(r.buf), minRing), maxBuffer)
+	buf := make([]*listen.Event, c)
+	k := copy(buf, r.buf[r.head:])
+	copy(buf[k:], r.buf[:r.head])
+	r.buf = buf
+	r.head = 0
+}
+
+// replaceOldest drops the oldest event of a full ring and queues e.
+func (r *ring) replaceOldest(e *listen.Event) {
+	r.buf[r.head] = e
+	r.head++
+	if int(r.head) == len(r.buf) {
+		r.head = 0
+	}
+}
+
+func (r *ring) pop() *listen.Event {
+	e := r.buf[r.head]
+	r.buf[r.head] = nil
+	r.head++
+	if int(r.head) == len(r.buf) {
+		r.head = 0
+	}
+	r.n--
+	if r.n == 0 {
+		r.head = 0
+		if len(r.buf) > keepRing {
+			r.buf = nil
+		}
+	}
+	return e
+}
