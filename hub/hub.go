@@ -39,6 +39,10 @@ func (o Overflow) String() string {
 	return fmt.Sprintf("Overflow(%d)", uint8(o))
 }
 
+// MarshalText encodes the policy by name ("drop_oldest", "drop_newest"), so
+// Stats reads well in JSON (expvar, logs).
+func (o Overflow) MarshalText() ([]byte, error) { return []byte(o.String()), nil }
+
 // Options configure New. The zero Options is valid: MaxBuffer 100,
 // DropOldest, no hooks.
 type Options struct {

@@ -111,6 +111,8 @@ type server struct {
 // handler narrows requests against exactly the capabilities the go-sdk
 // server advertises in server/discover.
 func newServer(ctx context.Context, logger *slog.Logger) (*server, error) {
+	// The hub's own hooks log overflows (Warn) and completions (Info); opens,
+	// closes and publications are logged below with the request id.
 	h, err := hub.New(hub.Options{Hooks: hub.SlogHooks(logger)})
 	if err != nil {
 		return nil, err
@@ -120,11 +122,15 @@ func newServer(ctx context.Context, logger *slog.Logger) (*server, error) {
 		Version: "0.1.0",
 		// go-sdk's own info logging would repeat ours; keep its warnings.
 		Logger:         slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		ToolsChanged:   func() { h.ToolsListChanged() },
-		PromptsChanged: func() { h.PromptsListChanged() },
+		ToolsChanged:   func() { logPublish(logger, "tools_list_changed", "", h.ToolsListChanged()) },
+		PromptsChanged: func() { logPublish(logger, "prompts_list_changed", "", h.PromptsListChanged()) },
 		ResourceUpdated: func(_ context.Context, uri string) error {
-			_, err := h.ResourceUpdated(uri)
-			return err
+			r, err := h.ResourceUpdated(uri)
+			if err != nil {
+				return err
+			}
+			logPublish(logger, "resource_updated", uri, r)
+			return nil
 		},
 	})
 	capsJSON, err := fixture.DiscoverCapabilities(ctx, sdk)
@@ -151,6 +157,12 @@ func newServer(ctx context.Context, logger *slog.Logger) (*server, error) {
 	sdkHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return sdk },
 		&mcp.StreamableHTTPOptions{Stateless: true})
 	return &server{hub: h, listen: lh, sdk: sdk, handler: streamhttp.Front(lh, sdkHandler)}, nil
+}
+
+// logPublish logs one publication and its delivery report.
+func logPublish(logger *slog.Logger, kind, uri string, r hub.Report) {
+	logger.Info("publish", "kind", kind, "uri", uri, "matched", r.Matched,
+		"delivered", r.Delivered, "buffered", r.Buffered, "dropped", r.Dropped)
 }
 
 // vars is what /debug/vars shows under "listen".
