@@ -79,7 +79,15 @@ func (f Filter) Valid() bool {
 // maxDepth bounds recursion over nested values.
 const maxDepth = 64
 
-func validJSON(v any, depth int) bool {
+func validJSON(v any, depth int) bool { return validValue(v, depth, false) }
+
+// validEventJSON is validJSON that also accepts pre-encoded JSON
+// (json.RawMessage holding valid JSON), at any depth, for event params,
+// metadata and extension params. Filters do not accept it: they are compared
+// by value.
+func validEventJSON(v any, depth int) bool { return validValue(v, depth, true) }
+
+func validValue(v any, depth int, raw bool) bool {
 	if depth > maxDepth {
 		return false
 	}
@@ -93,60 +101,32 @@ func validJSON(v any, depth int) bool {
 		return !math.IsNaN(float64(x)) && !math.IsInf(float64(x), 0)
 	case json.Number:
 		return validNumber(string(x))
+	case json.RawMessage:
+		return raw && json.Valid(x)
 	case []string:
 		return true
 	case []any:
 		for _, e := range x {
-			if !validJSON(e, depth+1) {
+			if !validValue(e, depth+1, raw) {
 				return false
 			}
 		}
 		return true
 	case map[string]any:
-		for _, e := range x {
-			if !validJSON(e, depth+1) {
-				return false
-			}
-		}
-		return true
+		return validObject(x, depth, raw)
 	case Filter:
-		for _, e := range x {
-			if !validJSON(e, depth+1) {
-				return false
-			}
-		}
-		return true
+		return validObject(x, depth, raw)
 	}
 	return false
 }
 
-// validEventJSON is validJSON that also accepts pre-encoded JSON
-// (json.RawMessage holding valid JSON), at any depth, for event params,
-// metadata and extension params. Filters do not accept it: they are compared
-// by value.
-func validEventJSON(v any, depth int) bool {
-	if depth > maxDepth {
-		return false
-	}
-	switch x := v.(type) {
-	case json.RawMessage:
-		return json.Valid(x)
-	case []any:
-		for _, e := range x {
-			if !validEventJSON(e, depth+1) {
-				return false
-			}
+func validObject(m map[string]any, depth int, raw bool) bool {
+	for _, e := range m {
+		if !validValue(e, depth+1, raw) {
+			return false
 		}
-		return true
-	case map[string]any:
-		for _, e := range x {
-			if !validEventJSON(e, depth+1) {
-				return false
-			}
-		}
-		return true
 	}
-	return validJSON(v, depth)
+	return true
 }
 
 // validNumber reports whether s is a JSON number literal.
