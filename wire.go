@@ -144,9 +144,17 @@ func (s *Subscription) watches(uri string) bool {
 // replaced by uri. Keys are sorted.
 func (s *Subscription) appendNotificationMessage(dst []byte, method string, params, metadata map[string]any, uri string) ([]byte, bool) {
 	meta := make(map[string]any, len(metadata)+2)
-	if pm, ok := params["_meta"].(map[string]any); ok {
+	switch pm := params["_meta"].(type) {
+	case map[string]any:
 		for k, v := range pm {
 			meta[k] = v
+		}
+	case json.RawMessage: // pre-encoded: merged when it is an object
+		var m map[string]json.RawMessage
+		if json.Unmarshal(pm, &m) == nil {
+			for k, v := range m {
+				meta[k] = v
+			}
 		}
 	}
 	for k, v := range metadata {

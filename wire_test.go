@@ -44,6 +44,9 @@ func TestNotificationShapes(t *testing.T) {
 			listen.ToolsListChanged().WithParams(map[string]any{"raw": json.RawMessage(`{"b":[1,2]}`)}).
 				WithMetadata(map[string]any{"m": json.RawMessage(`"x"`)}),
 			`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":1,"m":"x"},"raw":{"b":[1,2]}}}`},
+		{"pre-encoded params _meta is merged too", listen.IntID(1),
+			listen.ToolsListChanged().WithParams(map[string]any{"_meta": json.RawMessage(`{"a":[1],"io.modelcontextprotocol/subscriptionId":"forged"}`)}),
+			`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"a":[1],"io.modelcontextprotocol/subscriptionId":1}}}`},
 		{"unrequested URI dropped", listen.IntID(1), listen.ResourceUpdated("file:///b"), ""},
 		{"extension event without an owning extension dropped", listen.IntID(1),
 			listen.ExtensionEvent("com.example/watch", listen.Filter{"watchIds": []any{"w1"}}, nil), ""},

@@ -1,0 +1,138 @@
+// Package natsbridge carries subscriptions/listen events between the
+// instances of one MCP server over NATS: each instance keeps its own
+// hub.Hub (its listen streams are opened on it, for example through
+// streamhttp), and a Bridge joins that hub to a NATS subject, so that a
+// change published on any instance reaches the matching listeners on every
+// instance, exactly once each, in the order it was published.
+//
+//	h, _ := hub.New(hub.Options{})
+//	br, err := natsbridge.Connect(nats.DefaultURL, h, natsbridge.Options{},
+//		nats.UserCredentials("instance.creds")) // nats.go's own options
+//	defer br.Close()
+//	http.Handle("/mcp", streamhttp.New(h, &streamhttp.Options{...}))
+//	br.ToolsListChanged()                // every instance's tools listeners
+//	br.ResourceUpdated("file:///a.txt") // every listener watching file:///a.txt
+//
+// Or join a connection you already have with New(nc, h, opts).
+//
+// # Delivery
+//
+// Bridge.Publish delivers the event to the local hub, then publishes it
+// once on the subject Options.Prefix + ".events" (default
+// "mcp.listen.events"). Every bridge subscribed there delivers what it
+// receives to its own hub, except its own messages: each message carries
+// its bridge's random instance id (Bridge.ID), and a bridge ignores its
+// own (Stats.Echoes). So an event reaches each local listener once, from
+// the local publish, and each remote listener once, from NATS. Publish the
+// event through the bridge only: publishing the same change on the hub as
+// well would deliver it twice locally.
+//
+// Order: NATS keeps the order of the messages one connection publishes on
+// one subject, a bridge numbers and hands its messages to nats.go in
+// Publish order (under a lock), and each bridge delivers what it receives
+// from one goroutine, in arrival order. So Publish calls ordered by
+// happens-before on one bridge reach every listener, local and remote, in
+// that order. Events of different bridges, or concurrent Publish calls,
+// have no defined relative order.
+//
+// # At most once, and resynchronisation
+//
+// NATS core is at-most-once: a message published while a subscriber is
+// disconnected from the broker, or that a subscriber cannot take in time,
+// is gone. The notifications carried here are invalidation hints
+// (list_changed: "fetch the list again"; resources/updated: "read the
+// resource again"), so a lost hint is repaired by telling the listeners to
+// refetch. A bridge does that, publishing locally the list change kinds of
+// Options.Resync (default: tools, prompts and resources) and, with
+// Options.ResyncURIs, a resources/updated per URI:
+//
+//   - after its connection to NATS is re-established (ResyncReconnect),
+//     once a round trip shows the server has the re-sent subscription:
+//     whatever is published after the resync reaches the bridge, and
+//     whatever was published during the outage is covered;
+//   - after it finds messages of another instance missing
+//     (ResyncLoss): every message carries its bridge's sequence number, and
+//     a gap (Stats.Gaps) means lost messages, for instance over a broken
+//     route inside a NATS cluster; also when nats.go dropped messages over
+//     the subscription's pending limits (Drops.SlowConsumer). Loss resyncs
+//     are at most one per Options.ResyncInterval;
+//   - when the application calls Bridge.Resync (ResyncManual).
+//
+// After a reconnect a bridge also publishes a small sync message carrying
+// its next sequence number. What it published while cut off and could not
+// hand to NATS then shows up as a gap at the other instances, which
+// resynchronise their own listeners; what nats.go buffered meanwhile is
+// delivered normally.
+//
+// So no listener keeps a stale view without being told. A listener may
+// receive a resync hint it did not strictly need, or, rarely, two for one
+// outage; hints are idempotent. A listen opened while the bridge is
+// disconnected learns of remote changes from the resync that follows the
+// reconnect.
+//
+// # Publishing while disconnected
+//
+// Publish always delivers to the local hub first, so local listeners are
+// served whatever the state of NATS. Then:
+//
+//   - while nats.go reconnects it buffers the message (up to
+//     nats.ReconnectBufSize, 8 MiB by default) and sends it after the
+//     reconnect: it counts as published (Stats.Published), and reaches the
+//     instances subscribed by then (the others resynchronise anyway);
+//   - when nats.go refuses it (buffer full or disabled, connection closed),
+//     Publish still returns the local report and a nil error: the failure
+//     is counted (Stats.PublishErrors) and reported to Hooks.OnPublishOut,
+//     and the other instances learn of it through the gap after the
+//     reconnect.
+//
+// Publish returns an error only when it published nothing at all: an
+// invalid event (the core's validation error), a payload that does not
+// encode as JSON (ErrEncode), an envelope over the size limit
+// (ErrTooLarge), or a closed bridge (ErrClosed).
+//
+// # The envelope
+//
+// Each message is one JSON object, version 1:
+//
+//	{"v":1,"o":"<bridge id>","n":<sequence>,"k":"<kind>", ...}
+//
+// with k one of tools, prompts, resources (the list changes), updated
+// (resources/updated, with "u": the URI), ext (an extension event, with
+// "x": the extension id, "s": the selector, "d": the payload) or sync (no
+// event). "p" holds an event's Params and "m" its Metadata. Members are
+// omitted when empty. Params, metadata and selectors are written by the
+// core's JSON encoder. A received event's params and metadata hold their
+// values as json.RawMessage (an object under params "_meta" as a map of
+// them, for the core to merge), which the core writes as they are: a
+// remote stream renders an event byte for byte as the local one (1.0 stays
+// 1.0). Selectors are read with json.Number. The payload is written with
+// encoding/json and read back as a generic JSON value, or by
+// Options.DecodePayload. Unknown members are ignored; an incompatible
+// change gets a new version.
+//
+// A message received on the subject that is larger than
+// Options.MaxMessageBytes, that is not a version 1 envelope, that comes
+// from another version, or whose event fails listen.Event.Validate is
+// dropped and counted (Stats.Dropped, Hooks.OnDrop); it never stops the
+// bridge.
+//
+// # Goroutines
+//
+// A Bridge owns two goroutines, both started by New and both ended by Close:
+//
+//   - the delivery goroutine (nats.go's goroutine of the bridge's
+//     subscription) decodes each message and publishes its event to the
+//     hub, one message at a time, in arrival order. It never blocks on a
+//     listener: hub.Publish does not wait. Messages waiting for it are
+//     bounded by Options.PendingMessages and PendingBytes;
+//   - the control goroutine follows the connection's status (through
+//     nats.Conn.StatusChanged: no handler of yours is replaced), the
+//     subscription's slow consumer reports and the losses the delivery
+//     goroutine finds, and runs the resynchronisations.
+//
+// Publish and Resync run in the caller's goroutine. Close stops the control
+// goroutine, unsubscribes, waits for the delivery goroutine to finish the
+// message in hand, and closes the connection only if Connect made it.
+// Hooks run on the goroutine that caused them (see Hooks); a hook must not
+// call Close. All methods are safe for concurrent use.
+package natsbridge

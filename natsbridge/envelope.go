@@ -1,0 +1,243 @@
+package natsbridge
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/mcplisten/listen"
+)
+
+// EnvelopeVersion is the version of the wire envelope this package writes
+// and reads.
+const EnvelopeVersion = 1
+
+// Wire kinds of the envelope's "k" member.
+const (
+	wireTools     = "tools"     // notifications/tools/list_changed
+	wirePrompts   = "prompts"   // notifications/prompts/list_changed
+	wireResources = "resources" // notifications/resources/list_changed
+	wireUpdated   = "updated"   // notifications/resources/updated
+	wireExt       = "ext"       // an extension event
+	wireSync      = "sync"      // no event: announces the sender's sequence number
+)
+
+func wireKind(k listen.Kind) string {
+	switch k {
+	case listen.KindToolsListChanged:
+		return wireTools
+	case listen.KindPromptsListChanged:
+		return wirePrompts
+	case listen.KindResourcesListChanged:
+		return wireResources
+	case listen.KindResourceUpdated:
+		return wireUpdated
+	case listen.KindExtension:
+		return wireExt
+	}
+	return ""
+}
+
+// envelopeHead returns the fixed start of every envelope of origin, up to
+// the sequence number: {"v":1,"o":"<origin>","n":
+func envelopeHead(origin string) []byte {
+	b := []byte(`{"v":` + strconv.Itoa(EnvelopeVersion) + `,"o":`)
+	b = strconv.AppendQuote(b, origin)
+	return append(b, `,"n":`...)
+}
+
+// appendBody appends the envelope's members after the sequence number, from
+// the comma on, and the closing brace: ,"k":"tools"} for a list change. ev
+// must be valid (listen.Event.Validate).
+func appendBody(b []byte, ev listen.Event) ([]byte, error) {
+	b = append(b, `,"k":"`...)
+	b = append(b, wireKind(ev.Kind)...)
+	b = append(b, '"')
+	if ev.URI != "" {
+		b = append(b, `,"u":`...)
+		b = appendJSONString(b, ev.URI)
+	}
+	var err error
+	if len(ev.Params) > 0 {
+		if b, err = appendObject(b, `,"p":`, ev.Params); err != nil {
+			return nil, err
+		}
+	}
+	if len(ev.Metadata) > 0 {
+		if b, err = appendObject(b, `,"m":`, ev.Metadata); err != nil {
+			return nil, err
+		}
+	}
+	if ev.ExtensionID != "" {
+		b = append(b, `,"x":`...)
+		b = appendJSONString(b, ev.ExtensionID)
+	}
+	if len(ev.Selector) > 0 {
+		if b, err = appendObject(b, `,"s":`, ev.Selector); err != nil {
+			return nil, err
+		}
+	}
+	if ev.Payload != nil {
+		raw, err := json.Marshal(ev.Payload)
+		if err != nil {
+			return nil, fmt.Errorf("%w: payload: %v", ErrEncode, err)
+		}
+		b = append(b, `,"d":`...)
+		b = append(b, raw...)
+	}
+	return append(b, '}'), nil
+}
+
+// appendObject appends name and m encoded by the listen core's encoder, so
+// that a value renders on a remote stream exactly as on a local one (a
+// float stays a float literal).
+func appendObject(b []byte, name string, m map[string]any) ([]byte, error) {
+	raw, err := listen.Filter(m).MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrEncode, err)
+	}
+	b = append(b, name...)
+	return append(b, raw...), nil
+}
+
+func appendJSONString(b []byte, s string) []byte {
+	raw, _ := json.Marshal(s) // a string always encodes
+	return append(b, raw...)
+}
+
+// wireEnvelope is the decoded form of a version 1 envelope. Unknown
+// members are ignored, so that a member can be added without a new version.
+type wireEnvelope struct {
+	V json.RawMessage            `json:"v"`
+	O string                     `json:"o"`
+	N uint64                     `json:"n"`
+	K string                     `json:"k"`
+	U string                     `json:"u"`
+	P map[string]json.RawMessage `json:"p"`
+	M map[string]json.RawMessage `json:"m"`
+	X string                     `json:"x"`
+	S map[string]any             `json:"s"`
+	D json.RawMessage            `json:"d"`
+}
+
+// decoded is a received message: who sent it, its sequence number and its
+// event (Kind 0 for a sync message).
+type decoded struct {
+	origin string
+	seq    uint64
+	event  listen.Event
+}
+
+// Classes of undecodable messages.
+var (
+	errMalformed      = errors.New("malformed envelope")
+	errUnknownVersion = errors.New("unknown envelope version")
+	errInvalidEvent   = errors.New("invalid event")
+)
+
+// decodeEnvelope decodes a message. Its errors wrap errMalformed,
+// errUnknownVersion or errInvalidEvent.
+func decodeEnvelope(data []byte, decodePayload func(string, json.RawMessage) (any, error)) (decoded, error) {
+	var e wireEnvelope
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&e); err != nil {
+		// A later version may change the members' types: look for its
+		// version before calling the message malformed.
+		if v, ok := versionOf(data); ok && v != strconv.Itoa(EnvelopeVersion) {
+			return decoded{}, fmt.Errorf("%w %s", errUnknownVersion, v)
+		}
+		return decoded{}, fmt.Errorf("%w: %v", errMalformed, err)
+	}
+	if dec.More() {
+		return decoded{}, fmt.Errorf("%w: data after the envelope", errMalformed)
+	}
+	switch v := string(e.V); {
+	case v == "":
+		return decoded{}, fmt.Errorf("%w: no version", errMalformed)
+	case v != strconv.Itoa(EnvelopeVersion):
+		return decoded{}, fmt.Errorf("%w %s", errUnknownVersion, v)
+	}
+	if e.O == "" || e.N == 0 {
+		return decoded{}, fmt.Errorf("%w: no origin or sequence number", errMalformed)
+	}
+	d := decoded{origin: e.O, seq: e.N}
+	switch e.K {
+	case wireSync:
+		return d, nil
+	case wireTools:
+		d.event.Kind = listen.KindToolsListChanged
+	case wirePrompts:
+		d.event.Kind = listen.KindPromptsListChanged
+	case wireResources:
+		d.event.Kind = listen.KindResourcesListChanged
+	case wireUpdated:
+		d.event.Kind = listen.KindResourceUpdated
+	case wireExt:
+		d.event.Kind = listen.KindExtension
+	default:
+		return decoded{}, fmt.Errorf("%w: unknown kind %q", errMalformed, e.K)
+	}
+	d.event.URI = e.U
+	d.event.Params = rawObject(e.P)
+	if meta, ok := e.P["_meta"]; ok {
+		// The core merges an object under params._meta into the
+		// notification's _meta: it must be a map to be merged.
+		var m map[string]json.RawMessage
+		if json.Unmarshal(meta, &m) == nil && m != nil {
+			d.event.Params["_meta"] = rawObject(m)
+		}
+	}
+	d.event.Metadata = rawObject(e.M)
+	d.event.ExtensionID = e.X
+	if e.S != nil {
+		d.event.Selector = listen.Filter(e.S)
+	}
+	if len(e.D) > 0 {
+		var p any
+		var err error
+		if decodePayload != nil {
+			p, err = decodePayload(e.X, e.D)
+		} else {
+			pd := json.NewDecoder(bytes.NewReader(e.D))
+			pd.UseNumber()
+			err = pd.Decode(&p)
+		}
+		if err != nil {
+			return decoded{}, fmt.Errorf("%w: payload: %v", errInvalidEvent, err)
+		}
+		d.event.Payload = p
+	}
+	if err := d.event.Validate(); err != nil {
+		return decoded{}, fmt.Errorf("%w: %w", errInvalidEvent, err)
+	}
+	return d, nil
+}
+
+// rawObject returns m as an event object whose values are pre-encoded JSON:
+// the core writes them as they are, so that a remote stream renders params
+// and metadata byte for byte as the local one did.
+func rawObject(m map[string]json.RawMessage) map[string]any {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// versionOf returns the text of the top-level "v" member of a JSON object,
+// if data is one.
+func versionOf(data []byte) (string, bool) {
+	var head struct {
+		V json.RawMessage `json:"v"`
+	}
+	if json.Unmarshal(data, &head) != nil || len(head.V) == 0 {
+		return "", false
+	}
+	return string(head.V), true
+}

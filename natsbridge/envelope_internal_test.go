@@ -1,0 +1,117 @@
+package natsbridge
+
+import (
+	"encoding/json"
+	"errors"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcplisten/listen"
+)
+
+func encode(t *testing.T, origin string, seq uint64, ev listen.Event) []byte {
+	t.Helper()
+	body, err := appendBody(nil, ev)
+	require.NoError(t, err)
+	msg := strconv.AppendUint(envelopeHead(origin), seq, 10)
+	return append(msg, body...)
+}
+
+func TestEnvelopeShapes(t *testing.T) {
+	for _, c := range []struct {
+		ev   listen.Event
+		want string
+	}{
+		{listen.ToolsListChanged(), `{"v":1,"o":"o1","n":7,"k":"tools"}`},
+		{listen.PromptsListChanged(), `{"v":1,"o":"o1","n":7,"k":"prompts"}`},
+		{listen.ResourcesListChanged(), `{"v":1,"o":"o1","n":7,"k":"resources"}`},
+		{listen.ResourceUpdated("file:///a b"), `{"v":1,"o":"o1","n":7,"k":"updated","u":"file:///a b"}`},
+		{
+			listen.ResourceUpdated("file:///a").WithParams(map[string]any{"f": 1.0, "i": 2}).WithMetadata(map[string]any{"k": "v"}),
+			`{"v":1,"o":"o1","n":7,"k":"updated","u":"file:///a","p":{"f":1.0,"i":2},"m":{"k":"v"}}`,
+		},
+		{
+			listen.ExtensionEvent("x.y/z", listen.Filter{"ids": []any{"a"}}, map[string]any{"s": 1}),
+			`{"v":1,"o":"o1","n":7,"k":"ext","x":"x.y/z","s":{"ids":["a"]},"d":{"s":1}}`,
+		},
+	} {
+		assert.Equal(t, c.want, string(encode(t, "o1", 7, c.ev)))
+	}
+}
+
+func TestEnvelopeRoundTrip(t *testing.T) {
+	evs := []listen.Event{
+		listen.ToolsListChanged(),
+		listen.PromptsListChanged().WithMetadata(map[string]any{"a": json.Number("1.50"), "b": []any{true, nil}}),
+		listen.ResourcesListChanged().WithParams(map[string]any{"_meta": map[string]any{"x": "y"}}),
+		listen.ResourceUpdated("https://example.com/r?q=1#f").WithParams(map[string]any{"title": "T"}),
+		listen.ExtensionEvent("io.example/tasks", listen.Filter{"taskIds": []any{"t1", "t2"}, "n": json.Number("3")},
+			map[string]any{"status": "done", "n": json.Number("2.0")}).WithMetadata(map[string]any{"m": "v"}),
+		listen.ExtensionEvent("io.example/tasks", listen.Filter{"k": true}, nil),
+	}
+	for _, ev := range evs {
+		d, err := decodeEnvelope(encode(t, "origin", 42, ev), nil)
+		require.NoError(t, err)
+		assert.Equal(t, "origin", d.origin)
+		assert.Equal(t, uint64(42), d.seq)
+		// Re-encoding the decoded event gives the same bytes.
+		assert.Equal(t, string(encode(t, "origin", 42, ev)), string(encode(t, "origin", 42, d.event)))
+		assert.Equal(t, ev.Kind, d.event.Kind)
+		assert.Equal(t, ev.URI, d.event.URI)
+		assert.Equal(t, ev.ExtensionID, d.event.ExtensionID)
+	}
+}
+
+func TestEnvelopeDecodePayload(t *testing.T) {
+	type status struct {
+		State string `json:"state"`
+	}
+	msg := encode(t, "o", 1, listen.ExtensionEvent("x.y/z", listen.Filter{"k": true}, status{"done"}))
+	d, err := decodeEnvelope(msg, func(id string, raw json.RawMessage) (any, error) {
+		assert.Equal(t, "x.y/z", id)
+		var s status
+		return s, json.Unmarshal(raw, &s)
+	})
+	require.NoError(t, err)
+	assert.Equal(t, status{"done"}, d.event.Payload)
+	_, err = decodeEnvelope(msg, func(string, json.RawMessage) (any, error) { return nil, errors.New("no") })
+	assert.ErrorIs(t, err, errInvalidEvent)
+}
+
+func TestEnvelopeTolerance(t *testing.T) {
+	// Whitespace, member order and unknown members are fine within v1.
+	d, err := decodeEnvelope([]byte(` { "k" : "tools", "future": {"x": [1]}, "n": 3, "o": "p", "v": 1 } `), nil)
+	require.NoError(t, err)
+	assert.Equal(t, listen.KindToolsListChanged, d.event.Kind)
+	d, err = decodeEnvelope([]byte(`{"v":1,"o":"p","n":9,"k":"sync"}`), nil)
+	require.NoError(t, err)
+	assert.Equal(t, listen.Kind(0), d.event.Kind)
+	assert.Equal(t, uint64(9), d.seq)
+}
+
+func FuzzDecodeEnvelope(f *testing.F) {
+	f.Add([]byte(`{"v":1,"o":"p","n":1,"k":"tools"}`))
+	f.Add([]byte(`{"v":1,"o":"p","n":2,"k":"ext","x":"a/b","s":{"k":[1,2]},"d":{"z":null}}`))
+	f.Add([]byte(`{"v":2}`))
+	f.Add([]byte(`nope`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		d, err := decodeEnvelope(data, nil)
+		if err != nil {
+			if !errors.Is(err, errMalformed) && !errors.Is(err, errUnknownVersion) && !errors.Is(err, errInvalidEvent) {
+				t.Fatalf("unclassified error %v", err)
+			}
+			return
+		}
+		if d.event.Kind != 0 {
+			if err := d.event.Validate(); err != nil {
+				t.Fatalf("decoded an invalid event: %v", err)
+			}
+			if _, err := appendBody(nil, d.event); err != nil {
+				t.Fatalf("a decoded event does not re-encode: %v", err)
+			}
+		}
+	})
+}

@@ -1,0 +1,399 @@
+package natsbridge_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/hub"
+	"github.com/mcplisten/listen/natsbridge"
+	"github.com/mcplisten/listen/streamhttp"
+)
+
+// failsafe bounds every wait of a test.
+const failsafe = 10 * time.Second
+
+// idKey is the _meta key tests tag their events with.
+const idKey = "com.example/id"
+
+// startNATS starts an embedded NATS server on a loopback port (port 0: a
+// free one) and shuts it down with the test.
+func startNATS(t testing.TB, port int) *server.Server {
+	t.Helper()
+	if port == 0 {
+		port = -1
+	}
+	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: port, NoLog: true, NoSigs: true})
+	require.NoError(t, err)
+	ns.Start()
+	require.True(t, ns.ReadyForConnections(failsafe), "NATS server not ready")
+	t.Cleanup(func() { stopNATS(ns) })
+	return ns
+}
+
+func stopNATS(ns *server.Server) {
+	ns.Shutdown()
+	ns.WaitForShutdown()
+}
+
+// natsPort returns the server's client port.
+func natsPort(t testing.TB, ns *server.Server) int {
+	t.Helper()
+	var port int
+	_, err := fmt.Sscanf(ns.ClientURL(), "nats://127.0.0.1:%d", &port)
+	require.NoError(t, err)
+	return port
+}
+
+// connect dials url with fast reconnects; the connection is closed with
+// the test.
+func connect(t testing.TB, url string) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect(url,
+		nats.ReconnectWait(50*time.Millisecond),
+		nats.ReconnectJitter(0, 0),
+		nats.MaxReconnects(-1),
+		nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// caps advertises every core notification and the test extension.
+func caps() listen.Capabilities {
+	return listen.Capabilities{
+		"tools":      map[string]any{"listChanged": true},
+		"prompts":    map[string]any{"listChanged": true},
+		"resources":  map[string]any{"listChanged": true, "subscribe": true},
+		"extensions": map[string]any{tasksID: map[string]any{}},
+	}
+}
+
+// tasksID is the test extension: filter key taskIds, events shaped as
+// notifications/tasks/status.
+const tasksID = "com.example/tasks"
+
+type tasksExt struct{}
+
+func (tasksExt) ID() string                     { return tasksID }
+func (tasksExt) SupportsProtocol(v string) bool { return v == listen.ProtocolVersion }
+func (tasksExt) SubscriptionFilter(_ context.Context, _ *listen.Request, requested listen.Filter) (listen.Filter, error) {
+	if v, ok := requested["taskIds"]; ok {
+		return listen.Filter{"taskIds": v}, nil
+	}
+	return nil, nil
+}
+func (tasksExt) ShapeSubscriptionEvent(ev listen.Event, _ listen.Filter) (string, map[string]any, error) {
+	p, ok := ev.Payload.(map[string]any)
+	if !ok {
+		return "", nil, fmt.Errorf("payload %T", ev.Payload)
+	}
+	return "notifications/tasks/status", map[string]any{"taskId": ev.Selector.Strings("taskIds")[0], "status": p["status"]}, nil
+}
+
+// recorder is Hooks that sends what it sees to channels, for tests to
+// wait on.
+type recorder struct {
+	natsbridge.NopSharedHooks
+	conns   chan natsbridge.ConnectionInfo
+	resyncs chan natsbridge.ResyncInfo
+	drops   chan natsbridge.DropInfo
+	recvs   chan natsbridge.ReceiveInfo
+	outs    chan natsbridge.PublishOutInfo
+	// block, if set, is received from by OnReceive before it returns.
+	block chan struct{}
+}
+
+func newRecorder() *recorder {
+	return &recorder{
+		conns:   make(chan natsbridge.ConnectionInfo, 1024),
+		resyncs: make(chan natsbridge.ResyncInfo, 1024),
+		drops:   make(chan natsbridge.DropInfo, 1024),
+		recvs:   make(chan natsbridge.ReceiveInfo, 1<<16),
+		outs:    make(chan natsbridge.PublishOutInfo, 1<<16),
+	}
+}
+
+func (r *recorder) OnConnection(i natsbridge.ConnectionInfo) { r.conns <- i }
+func (r *recorder) OnResync(i natsbridge.ResyncInfo)         { r.resyncs <- i }
+func (r *recorder) OnDrop(i natsbridge.DropInfo)             { r.drops <- i }
+func (r *recorder) OnPublishOut(i natsbridge.PublishOutInfo) { r.outs <- i }
+func (r *recorder) OnReceive(i natsbridge.ReceiveInfo) {
+	if r.block != nil {
+		<-r.block
+	}
+	r.recvs <- i
+}
+
+// await receives from ch until ok accepts a value, failing after failsafe.
+func await[T any](t testing.TB, ch <-chan T, what string, ok func(T) bool) T {
+	t.Helper()
+	timer := time.NewTimer(failsafe)
+	defer timer.Stop()
+	for {
+		select {
+		case v, open := <-ch:
+			require.True(t, open, "channel closed while waiting for %s", what)
+			if ok == nil || ok(v) {
+				return v
+			}
+		case <-timer.C:
+			require.FailNow(t, "timed out waiting for "+what)
+		}
+	}
+}
+
+// instance is one MCP server instance: a hub, its bridge and a streamhttp
+// listen handler on a loopback HTTP server.
+type instance struct {
+	name   string
+	hub    *hub.Hub
+	bridge *natsbridge.Bridge
+	rec    *recorder
+	h      *streamhttp.Handler
+	ts     *httptest.Server
+	client *http.Client
+}
+
+func newInstance(t testing.TB, name string, nc *nats.Conn, opts natsbridge.Options) *instance {
+	t.Helper()
+	rec := newRecorder()
+	hb, err := hub.New(hub.Options{MaxBuffer: 4096})
+	require.NoError(t, err)
+	if opts.Hooks == nil {
+		opts.Hooks = rec
+	}
+	b, err := natsbridge.New(nc, hb, opts)
+	require.NoError(t, err)
+	reg, err := listen.NewExtensionRegistry(tasksExt{})
+	require.NoError(t, err)
+	h := streamhttp.New(hb, &streamhttp.Options{
+		Listen:         listen.Options{Capabilities: caps(), Extensions: reg, ServerInfo: listen.Implementation{Name: name, Version: "1.0.0"}},
+		RequireHeaders: true,
+		KeepAlive:      -1,
+	})
+	ts := httptest.NewServer(h)
+	in := &instance{name: name, hub: hb, bridge: b, rec: rec, h: h, ts: ts, client: &http.Client{Transport: &http.Transport{}}}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), failsafe)
+		defer cancel()
+		_ = h.Shutdown(ctx)
+		ts.CloseClientConnections()
+		ts.Close()
+		in.client.CloseIdleConnections()
+		require.NoError(t, b.Close())
+	})
+	return in
+}
+
+// note is one notification read from a listen stream.
+type note struct {
+	method string
+	uri    string
+	id     string // the event's test id (_meta com.example/id), "" for none
+	params map[string]any
+	raw    string // the message as sent
+}
+
+// stream is a real HTTP listen client: a reader goroutine decodes the SSE
+// stream into notes.
+type stream struct {
+	subID string
+	notes chan note
+	// done is closed when the reader goroutine exits; err says why.
+	done chan struct{}
+	err  error
+	resp *http.Response
+}
+
+// listenBody is a 2026-07-28 subscriptions/listen request.
+func listenBody(id, filter string) string {
+	return `{"jsonrpc":"2.0","id":"` + id + `","method":"subscriptions/listen","params":{` +
+		`"notifications":` + filter + `,` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+		`"io.modelcontextprotocol/clientCapabilities":{"extensions":{"` + tasksID + `":{}}},` +
+		`"io.modelcontextprotocol/clientInfo":{"name":"natsbridge-test","version":"1.0.0"}}}}`
+}
+
+// listen opens a listen stream on in with filter, reads its
+// acknowledgement and starts the reader. The stream is closed with the
+// test.
+func (in *instance) listen(t testing.TB, id, filter string) *stream {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, in.ts.URL, strings.NewReader(listenBody(id, filter)))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", listen.ProtocolVersion)
+	req.Header.Set("Mcp-Method", listen.MethodListen)
+	resp, err := in.client.Do(req)
+	require.NoError(t, err)
+	s := &stream{subID: id, notes: make(chan note, 1<<16), done: make(chan struct{}), resp: resp}
+	t.Cleanup(func() {
+		cancel()
+		resp.Body.Close()
+		<-s.done
+	})
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(resp.Body)
+		close(s.done)
+		require.FailNow(t, "listen refused", "%d %s", resp.StatusCode, body)
+	}
+	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+	rd := bufio.NewReader(resp.Body)
+	ack, err := readMessage(rd)
+	if err != nil {
+		close(s.done)
+		require.NoError(t, err)
+	}
+	if ack["method"] != listen.MethodAcknowledged {
+		close(s.done)
+		require.FailNow(t, "want the acknowledgement", "%v", ack)
+	}
+	go s.read(rd)
+	return s
+}
+
+// read decodes notifications until the stream ends.
+func (s *stream) read(rd *bufio.Reader) {
+	defer close(s.done)
+	for {
+		m, raw, err := readRaw(rd)
+		if err != nil {
+			s.err = err
+			return
+		}
+		method, _ := m["method"].(string)
+		params, _ := m["params"].(map[string]any)
+		meta, _ := params["_meta"].(map[string]any)
+		if meta[listen.MetaSubscriptionID] != s.subID {
+			s.err = fmt.Errorf("message without this stream's subscription id: %v", m)
+			return
+		}
+		if method == "" { // the completion result
+			s.err = io.EOF
+			return
+		}
+		n := note{method: method, params: params, raw: raw}
+		n.uri, _ = params["uri"].(string)
+		n.id, _ = meta[idKey].(string)
+		s.notes <- n
+	}
+}
+
+// readMessage reads one SSE event and decodes its JSON-RPC message.
+func readMessage(rd *bufio.Reader) (map[string]any, error) {
+	m, _, err := readRaw(rd)
+	return m, err
+}
+
+// readRaw reads one SSE event and returns its JSON-RPC message, decoded and
+// as sent.
+func readRaw(rd *bufio.Reader) (map[string]any, string, error) {
+	var data []string
+	for {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			return nil, "", err
+		}
+		line = strings.TrimRight(line, "\r\n")
+		switch {
+		case line == "":
+			if len(data) == 0 {
+				continue
+			}
+			var m map[string]any
+			raw := strings.Join(data, "\n")
+			dec := json.NewDecoder(strings.NewReader(raw))
+			dec.UseNumber()
+			if err := dec.Decode(&m); err != nil {
+				return nil, "", err
+			}
+			return m, raw, nil
+		case strings.HasPrefix(line, ":"), strings.HasPrefix(line, "event:"):
+		case strings.HasPrefix(line, "data:"):
+			data = append(data, strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " "))
+		default:
+			return nil, "", errors.New("unexpected SSE line " + line)
+		}
+	}
+}
+
+// next returns the stream's next notification, failing after failsafe.
+func (s *stream) next(t testing.TB) note {
+	t.Helper()
+	timer := time.NewTimer(failsafe)
+	defer timer.Stop()
+	select {
+	case n := <-s.notes:
+		return n
+	case <-s.done:
+		select {
+		case n := <-s.notes:
+			return n
+		default:
+		}
+		require.FailNow(t, "stream ended", "%s: %v", s.subID, s.err)
+	case <-timer.C:
+		require.FailNow(t, "timed out waiting for a notification on "+s.subID)
+	}
+	return note{}
+}
+
+// until reads notifications up to and including the one with test id
+// fence, and returns them all.
+func (s *stream) until(t testing.TB, fence string) []note {
+	t.Helper()
+	var got []note
+	for {
+		n := s.next(t)
+		got = append(got, n)
+		if n.id == fence {
+			return got
+		}
+	}
+}
+
+// tagged returns ev tagged with the test id.
+func tagged(ev listen.Event, id string) listen.Event {
+	return ev.WithMetadata(map[string]any{idKey: id})
+}
+
+// countIDs counts the notes of each test id.
+func countIDs(notes []note) map[string]int {
+	m := make(map[string]int)
+	for _, n := range notes {
+		m[n.id]++
+	}
+	return m
+}
+
+// natsOptions are the bridge options of the tests.
+func natsOptions() natsbridge.Options { return natsbridge.Options{} }
+
+// newLoopbackServer serves srv on a loopback port and returns its URL; it
+// is closed with the test.
+func newLoopbackServer(t testing.TB, srv *http.Server) string {
+	t.Helper()
+	ts := httptest.NewUnstartedServer(srv.Handler)
+	ts.Start()
+	t.Cleanup(func() {
+		ts.CloseClientConnections()
+		ts.Close()
+	})
+	return ts.URL
+}

@@ -1,0 +1,297 @@
+package natsbridge
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/hub"
+)
+
+// Hooks instruments a bridge. The bridge calls them synchronously:
+// OnPublishOut in the goroutine that called Publish; OnReceive and the
+// OnDrop of a message on the delivery goroutine; OnConnection, OnResync and
+// the OnDrop of a slow consumer on the control goroutine (OnResync in the
+// caller's goroutine for Bridge.Resync). They must be safe for concurrent
+// use and quick, since delivery waits for them. They must not call
+// Bridge.Close. A hook that panics on a bridge goroutine is recovered (the
+// message it was about counts as Drops.Panic); in Publish the panic
+// propagates to the caller.
+//
+// The method names differ from those of hub.Hooks, so one value can
+// implement both and be given to hub.Options.Hooks and Options.Hooks (see
+// SlogHooks and NopSharedHooks). Embed NopHooks to implement only some of
+// the methods.
+type Hooks interface {
+	// OnPublishOut: Publish delivered an event to the local hub and handed
+	// it to NATS (Err says whether NATS took it).
+	OnPublishOut(PublishOutInfo)
+	// OnReceive: an event from another instance was delivered to the local
+	// hub.
+	OnReceive(ReceiveInfo)
+	// OnDrop: a message from the subject was dropped.
+	OnDrop(DropInfo)
+	// OnResync: the bridge resynchronised its local listeners.
+	OnResync(ResyncInfo)
+	// OnConnection: the NATS connection changed status.
+	OnConnection(ConnectionInfo)
+}
+
+// PublishOutInfo describes one Publish.
+type PublishOutInfo struct {
+	// Report is what the local hub did with the event.
+	Report hub.Report
+	// EventKind and ExtensionID describe the event.
+	EventKind   listen.Kind
+	ExtensionID string
+	// Bytes is the size of the envelope.
+	Bytes int
+	// Seq is the envelope's sequence number.
+	Seq uint64
+	// Err is nats.Conn.Publish's error: nil when NATS took the message
+	// (which, while reconnecting, means nats.go buffered it), else the
+	// event reached local listeners only (Stats.PublishErrors).
+	Err error
+}
+
+// ReceiveInfo describes an event received from another instance.
+type ReceiveInfo struct {
+	// Report is what the local hub did with the event.
+	Report      hub.Report
+	EventKind   listen.Kind
+	ExtensionID string
+	// Origin is the sending bridge's ID, Seq the envelope's sequence number.
+	Origin string
+	Seq    uint64
+	// Bytes is the size of the message.
+	Bytes int
+}
+
+// DropReason says why a message was dropped.
+type DropReason string
+
+// Drop reasons.
+const (
+	// ReasonTooLarge: larger than Options.MaxMessageBytes; not decoded.
+	ReasonTooLarge DropReason = "too_large"
+	// ReasonMalformed: not a version 1 envelope (not JSON, missing or
+	// mistyped members, unknown kind).
+	ReasonMalformed DropReason = "malformed"
+	// ReasonUnknownVersion: an envelope of another version.
+	ReasonUnknownVersion DropReason = "unknown_version"
+	// ReasonInvalidEvent: a well-formed envelope whose event fails
+	// listen.Event.Validate (or Options.DecodePayload).
+	ReasonInvalidEvent DropReason = "invalid_event"
+	// ReasonSlowConsumer: nats.go dropped messages over the subscription's
+	// pending limits (Options.PendingMessages, PendingBytes).
+	ReasonSlowConsumer DropReason = "slow_consumer"
+	// ReasonPanic: delivering the message panicked (in a hook, or in a hub
+	// hook); the panic was recovered.
+	ReasonPanic DropReason = "panic"
+)
+
+// DropInfo describes a drop.
+type DropInfo struct {
+	Reason DropReason
+	// Count is the number of messages dropped (more than 1 only for a slow
+	// consumer, whose drops are reported in batches).
+	Count int
+	// Bytes is the size of the dropped message (0 for a slow consumer).
+	Bytes int
+	// Err explains the drop (nil for too_large and slow_consumer).
+	Err error
+}
+
+// ResyncReason says why the bridge resynchronised.
+type ResyncReason string
+
+// Resync reasons.
+const (
+	// ResyncReconnect: the NATS connection was re-established; messages
+	// published meanwhile by other instances were lost.
+	ResyncReconnect ResyncReason = "reconnect"
+	// ResyncLoss: messages from another instance were found missing (a gap
+	// in its sequence numbers) or dropped as a slow consumer.
+	ResyncLoss ResyncReason = "loss"
+	// ResyncManual: Bridge.Resync was called.
+	ResyncManual ResyncReason = "manual"
+)
+
+// ResyncInfo describes a resynchronisation.
+type ResyncInfo struct {
+	Reason ResyncReason
+	// Kinds are the list change kinds published locally (Options.Resync).
+	Kinds []listen.Kind
+	// URIs counts the resources/updated events published for
+	// Options.ResyncURIs.
+	URIs int
+}
+
+// ConnectionInfo describes a status change of the NATS connection.
+type ConnectionInfo struct {
+	// Status is the status the connection reported (nats.CONNECTED,
+	// nats.RECONNECTING, nats.DISCONNECTED, nats.CLOSED).
+	Status nats.Status
+	// Reconnects is the connection's reconnect count (nats.Statistics).
+	Reconnects uint64
+}
+
+// NopHooks implements Hooks with methods that do nothing. Embed it in a
+// struct to implement only the hooks you need.
+type NopHooks struct{}
+
+// OnPublishOut does nothing.
+func (NopHooks) OnPublishOut(PublishOutInfo) {}
+
+// OnReceive does nothing.
+func (NopHooks) OnReceive(ReceiveInfo) {}
+
+// OnDrop does nothing.
+func (NopHooks) OnDrop(DropInfo) {}
+
+// OnResync does nothing.
+func (NopHooks) OnResync(ResyncInfo) {}
+
+// OnConnection does nothing.
+func (NopHooks) OnConnection(ConnectionInfo) {}
+
+var _ Hooks = NopHooks{}
+
+// SharedHooks is a value that instruments both a bridge and its hub.
+type SharedHooks interface {
+	Hooks
+	hub.Hooks
+}
+
+// NopSharedHooks implements SharedHooks with methods that do nothing. Embed
+// it (instead of both NopHooks and hub.NopHooks, whose field names would
+// collide) in a struct that implements some hooks of each.
+type NopSharedHooks struct {
+	hub.NopHooks
+}
+
+// OnPublishOut does nothing.
+func (NopSharedHooks) OnPublishOut(PublishOutInfo) {}
+
+// OnReceive does nothing.
+func (NopSharedHooks) OnReceive(ReceiveInfo) {}
+
+// OnDrop does nothing.
+func (NopSharedHooks) OnDrop(DropInfo) {}
+
+// OnResync does nothing.
+func (NopSharedHooks) OnResync(ResyncInfo) {}
+
+// OnConnection does nothing.
+func (NopSharedHooks) OnConnection(ConnectionInfo) {}
+
+var _ SharedHooks = NopSharedHooks{}
+
+// SlogHooks returns hooks that log to logger (slog.Default() when nil). The
+// value also implements hub.Hooks (through hub.SlogHooks), so one value can
+// be given to hub.Options.Hooks and to Options.Hooks. Publications and
+// receptions log at Debug, resyncs and connection changes at Info, drops at
+// Warn (a connection loss too). Attribute names: event_kind, extension_id,
+// matched, delivered, buffered, dropped, bytes, seq, origin, error, reason,
+// count, kinds, uris, status, reconnects. Nothing is formatted when the
+// logger's level disables the record.
+func SlogHooks(logger *slog.Logger) SharedHooks {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return slogHooks{Hooks: hub.SlogHooks(logger), l: logger}
+}
+
+type slogHooks struct {
+	hub.Hooks
+	l *slog.Logger
+}
+
+func (s slogHooks) log(level slog.Level, msg string, attrs ...slog.Attr) {
+	s.l.LogAttrs(context.Background(), level, msg, attrs...)
+}
+
+func (s slogHooks) enabled(level slog.Level) bool {
+	return s.l.Enabled(context.Background(), level)
+}
+
+func eventAttrs(r hub.Report, kind listen.Kind, ext string) []slog.Attr {
+	attrs := []slog.Attr{slog.String("event_kind", kind.String())}
+	if kind == listen.KindExtension {
+		attrs = append(attrs, slog.String("extension_id", ext))
+	}
+	return append(attrs,
+		slog.Int("matched", r.Matched),
+		slog.Int("delivered", r.Delivered),
+		slog.Int("buffered", r.Buffered),
+		slog.Int("dropped", r.Dropped))
+}
+
+func (s slogHooks) OnPublishOut(i PublishOutInfo) {
+	level := slog.LevelDebug
+	if i.Err != nil {
+		level = slog.LevelWarn
+	}
+	if !s.enabled(level) {
+		return
+	}
+	attrs := append(eventAttrs(i.Report, i.EventKind, i.ExtensionID),
+		slog.Int("bytes", i.Bytes), slog.Uint64("seq", i.Seq))
+	if i.Err != nil {
+		attrs = append(attrs, slog.String("error", i.Err.Error()))
+	}
+	s.log(level, "natsbridge publish", attrs...)
+}
+
+func (s slogHooks) OnReceive(i ReceiveInfo) {
+	if !s.enabled(slog.LevelDebug) {
+		return
+	}
+	attrs := append(eventAttrs(i.Report, i.EventKind, i.ExtensionID),
+		slog.Int("bytes", i.Bytes), slog.Uint64("seq", i.Seq), slog.String("origin", i.Origin))
+	s.log(slog.LevelDebug, "natsbridge receive", attrs...)
+}
+
+func (s slogHooks) OnDrop(i DropInfo) {
+	if !s.enabled(slog.LevelWarn) {
+		return
+	}
+	attrs := []slog.Attr{
+		slog.String("reason", string(i.Reason)),
+		slog.Int("count", i.Count),
+		slog.Int("bytes", i.Bytes),
+	}
+	if i.Err != nil {
+		attrs = append(attrs, slog.String("error", i.Err.Error()))
+	}
+	s.log(slog.LevelWarn, "natsbridge drop", attrs...)
+}
+
+func (s slogHooks) OnResync(i ResyncInfo) {
+	if !s.enabled(slog.LevelInfo) {
+		return
+	}
+	kinds := make([]string, len(i.Kinds))
+	for j, k := range i.Kinds {
+		kinds[j] = k.String()
+	}
+	s.log(slog.LevelInfo, "natsbridge resync",
+		slog.String("reason", string(i.Reason)),
+		slog.Any("kinds", kinds),
+		slog.Int("uris", i.URIs))
+}
+
+func (s slogHooks) OnConnection(i ConnectionInfo) {
+	level := slog.LevelInfo
+	if i.Status != nats.CONNECTED {
+		level = slog.LevelWarn
+	}
+	if !s.enabled(level) {
+		return
+	}
+	s.log(level, "natsbridge connection",
+		slog.String("status", i.Status.String()),
+		slog.Uint64("reconnects", i.Reconnects))
+}
