@@ -2,6 +2,7 @@ package listen
 
 import (
 	"errors"
+	"net/netip"
 )
 
 // Kind is the kind of an Event.
@@ -259,7 +260,7 @@ func AbsoluteURI(s string) bool {
 	host := auth
 	if at := lastIndexByte(auth, '@'); at >= 0 {
 		for j := 0; j < at; j++ {
-			if c := auth[j]; c < 0x80 && !userinfoChar[c] {
+			if c := auth[j]; c >= 0x80 || !userinfoChar[c] {
 				return false
 			}
 		}
@@ -275,6 +276,10 @@ func AbsoluteURI(s string) bool {
 			if c := host[j]; !isHex(c) && c != ':' && c != '.' {
 				return false
 			}
+		}
+		// Only an IPv6 address may be bracketed (RFC 3986; net/url agrees).
+		if a, err := netip.ParseAddr(host[1:end]); err != nil || a.Is4() {
+			return false
 		}
 		after := host[end+1:]
 		if after != "" {

@@ -103,8 +103,11 @@ func FuzzEventValidate(f *testing.F) {
 		}
 		if listen.AbsoluteURI(uri) {
 			u, perr := url.Parse(uri)
-			if perr != nil || u.Scheme == "" || !u.IsAbs() {
-				t.Fatalf("AbsoluteURI(%q) but net/url says %v (scheme %q)", uri, perr, u.Scheme)
+			if perr != nil {
+				t.Fatalf("AbsoluteURI(%q) but net/url refuses it: %v", uri, perr)
+			}
+			if u.Scheme == "" || !u.IsAbs() {
+				t.Fatalf("AbsoluteURI(%q) but net/url finds no scheme", uri)
 			}
 		}
 		if err == nil && ev.Kind == listen.KindResourceUpdated && !listen.AbsoluteURI(ev.URI) {

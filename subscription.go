@@ -127,7 +127,10 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 	if err := ValidateNotifications(req.Notifications); err != nil {
 		return nil, err
 	}
-	core := narrow(ctx, req, opts)
+	core, err := narrow(ctx, req, opts)
+	if err != nil {
+		return nil, err
+	}
 	supported := core
 	extMerged, contributions, err := opts.Extensions.subscriptionFilters(ctx, req, opts.Capabilities)
 	if err != nil {
@@ -199,7 +202,7 @@ func sameMap(a, b Filter) bool {
 
 // narrow builds the core filter: the requested core keys the server's
 // capabilities allow, with requested false never carried forward.
-func narrow(ctx context.Context, req *Request, opts *Options) Filter {
+func narrow(ctx context.Context, req *Request, opts *Options) (Filter, error) {
 	f := Filter{}
 	caps := opts.Capabilities
 	want := req.Notifications
@@ -218,7 +221,11 @@ func narrow(ctx context.Context, req *Request, opts *Options) Filter {
 			if opts.CanRead != nil {
 				kept := make([]string, 0, len(uris))
 				for _, u := range uris {
-					if opts.CanRead(ctx, req, u) {
+					ok, err := canRead(ctx, opts.CanRead, req, u)
+					if err != nil {
+						return nil, err
+					}
+					if ok {
 						kept = append(kept, u)
 					}
 				}
@@ -231,7 +238,7 @@ func narrow(ctx context.Context, req *Request, opts *Options) Filter {
 			f[KeyResourceSubscriptions] = list
 		}
 	}
-	return f
+	return f, nil
 }
 
 // ID returns the listen request's id, which is also the subscription id.
@@ -305,3 +312,14 @@ func (s *Subscription) CloseReason() error { return s.guard.closeReason() }
 // Closed returns a channel closed once the stream has been closed and its
 // Close has returned.
 func (s *Subscription) Closed() <-chan struct{} { return s.guard.done }
+
+// canRead calls a CanRead policy, turning its panic into the internal error
+// of a failed open (as for a panic in Source.Open).
+func canRead(ctx context.Context, f func(context.Context, *Request, string) bool, req *Request, uri string) (ok bool, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			ok, err = false, NewError(CodeInternalError, MsgSourceFailedToOpen).WithCause(newPanicError("Options.CanRead", v))
+		}
+	}()
+	return f(ctx, req, uri), nil
+}

@@ -2,6 +2,7 @@ package stdio
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/mcplisten/listen"
 )
@@ -15,7 +16,7 @@ func (c *conn) runListen(e *entry, req *listen.Request) {
 	defer e.ownerCancel(context.Canceled)
 	defer e.serveCancel(context.Canceled)
 
-	sub, err := listen.Open(e.ownerCtx, c.srv.src, req, &c.srv.opts.Listen)
+	sub, err := openRecovered(e.ownerCtx, c.srv.src, req, &c.srv.opts.Listen)
 	c.mu.Lock()
 	abort := e.abort
 	if err == nil && abort == nil {
@@ -109,4 +110,16 @@ func (c *conn) recoverHook(name string) {
 	if v := recover(); v != nil {
 		c.srv.log.Warn("stdio: hook panicked", "hook", name, "panic", v)
 	}
+}
+
+// openRecovered is listen.Open, with a panic out of it turned into the
+// internal error of a failed open: it runs on a goroutine of its own, where
+// a panic would end the process.
+func openRecovered(ctx context.Context, src listen.Source, req *listen.Request, opts *listen.Options) (sub *listen.Subscription, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			sub, err = nil, listen.NewError(listen.CodeInternalError, listen.MsgSourceFailedToOpen).WithCause(fmt.Errorf("stdio: panic opening a subscription: %v", v))
+		}
+	}()
+	return listen.Open(ctx, src, req, opts)
 }

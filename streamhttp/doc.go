@@ -108,9 +108,12 @@
 // The subscription's owner (see listen.Open) is a context that ends when
 // ServeHTTP returns, however it returns (even by a panic in a hook), so a
 // subscription can never outlive its request. A client disconnect is seen
-// by Serve, through the request's context, not by the owner; so the context
-// given to Source.Open and CanRead does not end if the client goes away
-// while the listen is being opened: keep Source.Open short. Once opened, a
+// by Serve, through the request's context, not by the owner, so the stream
+// is closed with the precise reason. Source.Open, CanRead and the extension
+// hooks get the request's context (listen.OpenOwned): it ends if the client
+// goes away while the listen is being opened (nothing is then written or
+// reported as an error), but not on Drain, so a listen being opened during a
+// drain still gets its acknowledgement and completion. Once opened, a
 // subscription keeps no reference to the request or its body.
 //
 // # Next to an existing server

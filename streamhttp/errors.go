@@ -76,6 +76,9 @@ func refuse(status int, id listen.ID, err *listen.Error) *refusal {
 
 // write sends the refusal as an application/json JSON-RPC error response.
 func (f *refusal) write(h *Handler, w http.ResponseWriter, r *http.Request) {
+	if f.status == 0 { // the client is gone: nothing to write
+		return
+	}
 	if f.err == nil { // an accepted notification: no body
 		w.WriteHeader(f.status)
 		return

@@ -148,9 +148,20 @@ func (h *Handler) open(owner context.Context, w http.ResponseWriter, r *http.Req
 	// The request's context reaches Source.Open, CanRead and the extension
 	// hooks, so a slow open sees the client leave; the owner guards the
 	// subscription afterwards.
-	sub, err := listen.OpenOwned(ctx, owner, h.src, req, &h.opts.Listen)
+	defer func() {
+		if v := recover(); v != nil {
+			h.release(s) // a panic out of OpenOwned must not leak the slot
+			panic(v)
+		}
+	}()
+	sub, err := listen.OpenOwned(r.Context(), owner, h.src, req, &h.opts.Listen)
 	if err != nil {
 		h.release(s)
+		if r.Context().Err() != nil {
+			// The client left while the source was opening: there is
+			// nobody to answer, and it is not a server error.
+			return nil, nil, nil, &refusal{}
+		}
 		we := listen.AsError(err, "Internal error")
 		return nil, nil, nil, refuse(statusOf(we.Code), req.ID, we)
 	}
