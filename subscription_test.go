@@ -743,3 +743,16 @@ func TestOpenOwnedSeparatesTheOwner(t *testing.T) {
 	<-sub.Closed()
 	assert.ErrorIs(t, sub.CloseReason(), listen.ErrOwnerGone)
 }
+
+func TestPanickingCanReadIsAFailedOpen(t *testing.T) {
+	src := newTestSource()
+	opts := &listen.Options{Capabilities: allCaps, CanRead: func(context.Context, *listen.Request, string) bool { panic("policy") }}
+	_, err := listen.Open(context.Background(), src, request(listen.IntID(1), listen.Filter{"resourceSubscriptions": []any{"file:///a"}}), opts)
+	var we *listen.Error
+	require.ErrorAs(t, err, &we)
+	assert.Equal(t, listen.MsgSourceFailedToOpen, we.Message)
+	var pe *listen.PanicError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, "Options.CanRead", pe.Op)
+	assert.Empty(t, src.opened, "the source is not opened")
+}
