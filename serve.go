@@ -65,78 +65,148 @@ func (s *Subscription) Serve(ctx context.Context, sink Sink) error {
 		}
 		return s.end(ctx, sink)
 	}
+	st := &serveState{sink: sink}
+	if sink.KeepAlive > 0 && sink.Ping != nil {
+		st.timer = time.NewTimer(sink.KeepAlive)
+		defer st.timer.Stop()
+		st.tick = st.timer.C
+	}
+	if ps, ok := s.guard.stream.(PollStream); ok {
+		return s.servePoll(ctx, st, ps, ack)
+	}
+	return s.serveWorker(ctx, st, ack)
+}
+
+// serveState is what one Serve call carries between outcomes.
+type serveState struct {
+	sink  Sink
+	buf   []byte // reused for every notification
+	timer *time.Timer
+	tick  <-chan time.Time
+}
+
+// serveWorker serves any stream through a worker goroutine.
+func (s *Subscription) serveWorker(ctx context.Context, st *serveState, ack []byte) error {
 	w, err := s.StartWorker(nil)
 	if err != nil {
 		s.Close(Failed(err))
 		return s.CloseReason()
 	}
-	if err := sink.Write(ack); err != nil {
+	if err := st.sink.Write(ack); err != nil {
 		s.Close(Disconnected(err))
 		return s.CloseReason()
 	}
 	w.Continue()
-
-	var tick <-chan time.Time
-	var timer *time.Timer
-	if sink.KeepAlive > 0 && sink.Ping != nil {
-		timer = time.NewTimer(sink.KeepAlive)
-		defer timer.Stop()
-		tick = timer.C
-	}
-	var buf []byte
 	for {
 		select {
 		case o, ok := <-w.Outcomes():
 			if ctx.Err() != nil {
-				return s.end(ctx, sink)
+				return s.end(ctx, st.sink)
 			}
 			if !ok || s.CloseReason() != nil {
 				s.Close(Disconnected(ErrOwnerGone))
 				return s.CloseReason()
 			}
-			switch o.Kind {
-			case OutcomeEvent:
-				var send bool
-				buf, send, err = s.AppendNotification(buf[:0], o.Event)
-				if err != nil {
-					return s.fail(sink, err)
-				}
-				if send {
-					if err := sink.Write(buf); err != nil {
-						s.Close(Disconnected(err))
-						return s.CloseReason()
-					}
-					if timer != nil {
-						timer.Reset(sink.KeepAlive)
-					}
-				}
-				w.Continue()
-			case OutcomeClosed:
-				msg, err := s.Completion()
-				if err != nil {
-					return s.fail(sink, err)
-				}
-				if err := sink.final(msg); err != nil {
-					s.Close(Disconnected(err))
-				}
-				s.Close(ErrComplete)
+			if done := s.handle(st, o); done {
 				return s.CloseReason()
-			default:
-				return s.fail(sink, o.Err)
 			}
+			w.Continue()
 		case <-ctx.Done():
-			return s.end(ctx, sink)
+			return s.end(ctx, st.sink)
 		case <-s.Closed():
 			s.Close(nil) // stops the worker and waits for it
 			return s.CloseReason()
-		case <-tick:
-			if err := sink.Ping(); err != nil {
-				s.Close(Disconnected(err))
+		case <-st.tick:
+			if done := s.ping(st); done {
 				return s.CloseReason()
 			}
-			timer.Reset(sink.KeepAlive)
 		}
 	}
+}
+
+// servePoll serves a PollStream from the calling goroutine: the same demand
+// rule as the worker (one pull after the acknowledgement, then one after
+// each written or dropped event), without a goroutine per stream.
+func (s *Subscription) servePoll(ctx context.Context, st *serveState, ps PollStream, ack []byte) error {
+	if err := st.sink.Write(ack); err != nil {
+		s.Close(Disconnected(err))
+		return s.CloseReason()
+	}
+	for {
+		o, ok := pollEvent(ps)
+		if !ok {
+			select {
+			case <-ps.Ready():
+			case <-ctx.Done():
+				return s.end(ctx, st.sink)
+			case <-s.Closed():
+				return s.CloseReason()
+			case <-st.tick:
+				if done := s.ping(st); done {
+					return s.CloseReason()
+				}
+			}
+			continue
+		}
+		if ctx.Err() != nil {
+			return s.end(ctx, st.sink)
+		}
+		if s.CloseReason() != nil {
+			return s.CloseReason() // closed by someone else: write nothing more
+		}
+		if done := s.handle(st, o); done {
+			return s.CloseReason()
+		}
+	}
+}
+
+// handle writes what one outcome calls for. It reports whether the stream
+// ended (the subscription is then closed).
+func (s *Subscription) handle(st *serveState, o Outcome) bool {
+	switch o.Kind {
+	case OutcomeEvent:
+		var send bool
+		var err error
+		st.buf, send, err = s.AppendNotification(st.buf[:0], o.Event)
+		if err != nil {
+			s.fail(st.sink, err)
+			return true
+		}
+		if send {
+			if err := st.sink.Write(st.buf); err != nil {
+				s.Close(Disconnected(err))
+				return true
+			}
+			if st.timer != nil {
+				st.timer.Reset(st.sink.KeepAlive)
+			}
+		}
+		return false
+	case OutcomeClosed:
+		msg, err := s.Completion()
+		if err != nil {
+			s.fail(st.sink, err)
+			return true
+		}
+		if err := st.sink.final(msg); err != nil {
+			s.Close(Disconnected(err))
+		}
+		s.Close(ErrComplete)
+		return true
+	default:
+		s.fail(st.sink, o.Err)
+		return true
+	}
+}
+
+// ping writes a keep-alive. It reports whether the stream ended.
+func (s *Subscription) ping(st *serveState) bool {
+	if err := st.sink.Ping(); err != nil {
+		s.Close(Disconnected(err))
+		return true
+	}
+	st.timer.Reset(st.sink.KeepAlive)
+	return false
 }
 
 // end closes the subscription because ctx ended, by its cause (see Serve).

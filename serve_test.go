@@ -279,3 +279,132 @@ func TestServeWritesTerminalMessagesThroughFinal(t *testing.T) {
 		assert.Equal(t, []string{listen.MethodAcknowledged, listen.MethodToolsListChanged}, col.methods(t))
 	})
 }
+
+// pollStream is a PollStream fed by emit: TryNext never blocks, and Ready is
+// armed by a TryNext that found nothing.
+type pollStream struct {
+	mu     sync.Mutex
+	items  []item
+	closed bool
+	ready  chan struct{}
+	tries  int
+	closes []error
+	panics bool
+}
+
+func (p *pollStream) Open(context.Context, *listen.Request, listen.Filter) (listen.Filter, listen.Stream, error) {
+	return listen.Filter{"toolsListChanged": true}, p, nil
+}
+
+func (p *pollStream) Next() (listen.Event, error) { panic("Serve must not call Next on a PollStream") }
+
+func (p *pollStream) TryNext() (listen.Event, bool, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.tries++
+	if p.panics {
+		panic("try")
+	}
+	if len(p.items) > 0 {
+		it := p.items[0]
+		p.items = p.items[1:]
+		return it.ev, true, it.err
+	}
+	if p.closed {
+		return listen.Event{}, true, listen.ErrClosed
+	}
+	return listen.Event{}, false, nil
+}
+
+func (p *pollStream) Ready() <-chan struct{} { return p.ready }
+
+func (p *pollStream) push(it item) {
+	p.mu.Lock()
+	p.items = append(p.items, it)
+	p.mu.Unlock()
+	select {
+	case p.ready <- struct{}{}:
+	default:
+	}
+}
+
+func (p *pollStream) Close(reason error) {
+	p.mu.Lock()
+	p.closed = true
+	p.closes = append(p.closes, reason)
+	p.mu.Unlock()
+	select {
+	case p.ready <- struct{}{}:
+	default:
+	}
+}
+
+var _ listen.PollStream = (*pollStream)(nil)
+
+func TestServePollStreamWithoutAWorker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &pollStream{ready: make(chan struct{}, 1)}
+		sub := openSub(t, p, listen.IntID(1), listen.Filter{"toolsListChanged": true})
+		col := newCollector()
+		done := make(chan error, 1)
+		go func() { done <- sub.Serve(t.Context(), col.sink(0)) }()
+		<-col.got
+		synctest.Wait()
+		p.mu.Lock()
+		assert.Equal(t, 1, p.tries, "one pull after the ack")
+		p.mu.Unlock()
+		p.push(item{ev: listen.PromptsListChanged()}) // dropped
+		p.push(item{ev: listen.ToolsListChanged()})
+		<-col.got
+		p.push(item{err: listen.ErrClosed})
+		assert.Equal(t, listen.ErrComplete, <-done)
+		assert.Equal(t, []string{listen.MethodAcknowledged, listen.MethodToolsListChanged, "result:complete"}, col.methods(t))
+		assert.Equal(t, []error{listen.ErrComplete}, p.closes)
+	})
+}
+
+func TestServePollStreamEndings(t *testing.T) {
+	tests := []struct {
+		name    string
+		end     func(p *pollStream, sub *listen.Subscription, cancel context.CancelCauseFunc)
+		class   string
+		methods []string
+	}{
+		{"failure", func(p *pollStream, _ *listen.Subscription, _ context.CancelCauseFunc) { p.push(item{err: errors.New("x")}) },
+			listen.ClassError, []string{listen.MethodAcknowledged, "error:Subscription source failed"}},
+		{"panic in TryNext", func(p *pollStream, _ *listen.Subscription, _ context.CancelCauseFunc) {
+			p.mu.Lock()
+			p.panics = true
+			p.mu.Unlock()
+			p.push(item{})
+		}, listen.ClassError, []string{listen.MethodAcknowledged, "error:Subscription source failed"}},
+		{"cancellation", func(_ *pollStream, _ *listen.Subscription, cancel context.CancelCauseFunc) { cancel(listen.Cancelled("")) },
+			listen.ClassCancelled, []string{listen.MethodAcknowledged}},
+		{"drain", func(_ *pollStream, _ *listen.Subscription, cancel context.CancelCauseFunc) { cancel(listen.ErrShutdown) },
+			listen.ClassOther, []string{listen.MethodAcknowledged, "result:complete"}},
+		{"external close", func(_ *pollStream, sub *listen.Subscription, _ context.CancelCauseFunc) { sub.Close(listen.Disconnected(nil)) },
+			listen.ClassDisconnected, []string{listen.MethodAcknowledged}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx, cancel := context.WithCancelCause(t.Context())
+				defer cancel(nil)
+				p := &pollStream{ready: make(chan struct{}, 1)}
+				sub := openSub(t, p, listen.IntID(1), listen.Filter{"toolsListChanged": true})
+				col := newCollector()
+				done := make(chan error, 1)
+				go func() { done <- sub.Serve(ctx, col.sink(0)) }()
+				<-col.got
+				synctest.Wait()
+				tt.end(p, sub, cancel)
+				reason := <-done
+				assert.Equal(t, tt.class, listen.Classify(reason))
+				assert.Equal(t, tt.methods, col.methods(t))
+				p.mu.Lock()
+				assert.Len(t, p.closes, 1, "closed exactly once")
+				p.mu.Unlock()
+			})
+		})
+	}
+}

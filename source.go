@@ -49,6 +49,25 @@ type Stream interface {
 	Close(reason error)
 }
 
+// PollStream is an optional interface of a Stream that can be pulled
+// without blocking. Serve pulls such a stream from its own goroutine, with
+// no worker goroutine: one goroutine and two goroutine switches per event
+// fewer. The hub's streams implement it. The demand rule is unchanged: one
+// pull after the acknowledgement, then one after each written or dropped
+// event.
+type PollStream interface {
+	Stream
+	// TryNext is Next without blocking: ok is false (and err nil) when no
+	// event is ready yet. Otherwise it returns what Next would: an event, an
+	// error matching ErrClosed for the end, or another error.
+	TryNext() (ev Event, ok bool, err error)
+	// Ready returns a channel that receives a value when, after a TryNext that
+	// found nothing, an event may have become ready or the stream ended. A
+	// stream must arm it inside that TryNext (no wake-up may be lost between
+	// the two calls). Extra wake-ups are harmless.
+	Ready() <-chan struct{}
+}
+
 // SourceFunc adapts a function to Source.
 type SourceFunc func(ctx context.Context, req *Request, supported Filter) (Filter, Stream, error)
 
@@ -103,6 +122,29 @@ func nextEvent(stream Stream) (out Outcome) {
 		return Outcome{Kind: OutcomeClosed}
 	default:
 		return Outcome{Kind: OutcomeError, Err: err}
+	}
+}
+
+// pollEvent calls stream.TryNext with panic recovery. ok is false when no
+// event is ready.
+func pollEvent(stream PollStream) (out Outcome, ok bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			out, ok = Outcome{Kind: OutcomeError, Err: newPanicError("Stream.TryNext", v)}, true
+		}
+	}()
+	ev, ready, err := stream.TryNext()
+	switch {
+	case err == nil && !ready:
+		return Outcome{}, false
+	case err == nil && ev.Kind == 0:
+		return Outcome{Kind: OutcomeError, Err: ErrInvalidNext}, true
+	case err == nil:
+		return Outcome{Kind: OutcomeEvent, Event: ev}, true
+	case errors.Is(err, ErrClosed) || errors.Is(err, io.EOF):
+		return Outcome{Kind: OutcomeClosed}, true
+	default:
+		return Outcome{Kind: OutcomeError, Err: err}, true
 	}
 }
 

@@ -117,7 +117,10 @@ type Hub struct {
 	dropped atomic.Uint64
 }
 
-var _ listen.Source = (*Hub)(nil)
+var (
+	_ listen.Source     = (*Hub)(nil)
+	_ listen.PollStream = (*listener)(nil)
+)
 
 // New returns a hub configured by opts. It fails, with an error matching
 // ErrInvalidOptions, for a negative MaxBuffer or an unknown Overflow.

@@ -29,6 +29,9 @@ type listener struct {
 	state uint8
 	// pulling is true while a Next is blocked waiting for an event.
 	pulling bool
+	// polling is true after a TryNext found nothing, until the next event,
+	// Complete or Close: the puller waits on ready.
+	polling bool
 	// counted is guarded by Hub.mu, not mu: the listener is counted in
 	// Hub.closing (Complete marked it).
 	counted bool
@@ -36,6 +39,10 @@ type listener struct {
 	// handoff is the event a publisher handed straight to a blocked Next.
 	handoff *listen.Event
 	cond    sync.Cond // L is &mu; a blocked Next waits on it
+	// ready wakes a polling puller (buffer of one, never closed). It is made
+	// by the first TryNext that finds nothing, so a listener that is never
+	// polled holds none.
+	ready chan struct{}
 
 	hub    *Hub
 	filter listen.Filter
@@ -71,6 +78,13 @@ func (l *listener) deliver(e *listen.Event, maxBuffer int, policy Overflow) uint
 		// A blocked Next implies an empty queue: hand over directly.
 		l.handoff = e
 		l.cond.Signal()
+		l.mu.Unlock()
+		return resDelivered
+	case l.polling && l.handoff == nil:
+		// A waiting poller also implies an empty queue.
+		l.handoff = e
+		l.polling = false
+		l.wake()
 		l.mu.Unlock()
 		return resDelivered
 	case int(l.q.n) < maxBuffer:
@@ -123,6 +137,58 @@ func (l *listener) Next() (listen.Event, error) {
 	return *e, nil
 }
 
+// TryNext is Next without blocking (listen.PollStream): ok is false when no
+// event is queued yet, and Ready then wakes the caller when one is.
+func (l *listener) TryNext() (listen.Event, bool, error) {
+	l.mu.Lock()
+	if l.pulling {
+		l.mu.Unlock()
+		return listen.Event{}, false, ErrPullPending
+	}
+	if e := l.handoff; e != nil {
+		l.handoff = nil
+		l.mu.Unlock()
+		return *e, true, nil
+	}
+	if l.q.n > 0 {
+		e := l.q.pop()
+		l.mu.Unlock()
+		l.hub.queued.Add(-1)
+		return *e, true, nil
+	}
+	if l.state != stateOpen {
+		l.mu.Unlock()
+		return listen.Event{}, true, listen.ErrClosed
+	}
+	l.polling = true
+	if l.ready == nil {
+		l.ready = make(chan struct{}, 1)
+	}
+	l.mu.Unlock()
+	return listen.Event{}, false, nil
+}
+
+// Ready returns the channel that wakes a poller after a TryNext that found
+// nothing (listen.PollStream).
+func (l *listener) Ready() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ready == nil {
+		l.ready = make(chan struct{}, 1)
+	}
+	return l.ready
+}
+
+// wake signals a polling puller. l.mu is held.
+func (l *listener) wake() {
+	if l.ready != nil {
+		select {
+		case l.ready <- struct{}{}:
+		default:
+		}
+	}
+}
+
 // Close closes the listener with reason: a blocked Next returns
 // listen.ErrClosed, the queue is freed, and the listener leaves every index
 // of the hub. Only the first call has an effect (and reaches OnClose).
@@ -136,7 +202,9 @@ func (l *listener) Close(reason error) {
 	n := int64(l.q.n)
 	l.q = ring{}
 	l.handoff = nil
+	l.polling = false
 	l.cond.Broadcast()
+	l.wake()
 	l.mu.Unlock()
 
 	h := l.hub
@@ -171,7 +239,9 @@ func (l *listener) complete() bool {
 		return false
 	}
 	l.state = stateCompleting
+	l.polling = false
 	l.cond.Broadcast()
+	l.wake()
 	return true
 }
 

@@ -54,8 +54,11 @@ type Options struct {
 	// keep-alive, including its flush), through
 	// http.ResponseController.SetWriteDeadline. A client that stops reading
 	// is cut off when it expires: its subscription is closed as
-	// Disconnected and nothing else waits for it. The deadline is cleared
-	// after each write, so idle streams are not affected. Zero means
+	// Disconnected and nothing else waits for it. Idle streams are not
+	// affected: on HTTP/2 each write sets and clears its deadline; on
+	// HTTP/1.x, to save work on busy streams, the deadline is refreshed only
+	// when less than half of it is left (so a write gets between half and all
+	// of WriteTimeout) and is renewed before any write once expired. Zero means
 	// DefaultWriteTimeout (10 s); a negative value means no deadline (then a
 	// stalled client holds its handler goroutine until the connection
 	// breaks, and an http.Server.WriteTimeout, if set, bounds the whole

@@ -21,6 +21,13 @@ type sseWriter struct {
 	w       http.ResponseWriter
 	rc      *http.ResponseController
 	timeout time.Duration
+	// keepDeadline: on HTTP/1.x a deadline is only refreshed when less than
+	// half of it is left, and not cleared between writes (an expired write
+	// deadline does nothing to an idle HTTP/1 connection, and the next write
+	// refreshes it first). On HTTP/2 a deadline that expires between writes
+	// resets the stream, so there every write sets and clears its own.
+	keepDeadline bool
+	deadline     time.Time
 	// started is set once the 200 status line and headers were sent.
 	started bool
 	// broken is set after a failed write: the response is unusable.
@@ -51,9 +58,9 @@ func (s *sseWriter) message(msg []byte) error {
 // ping writes a keep-alive comment.
 func (s *sseWriter) ping() error { return s.send(keepAliveFrame) }
 
-// send writes parts and flushes them within the write timeout. The deadline
-// is cleared after a successful flush: an idle stream has none (on HTTP/2 a
-// deadline that expires between writes would reset the stream).
+// send writes parts and flushes them within the write timeout (at least half
+// of it on HTTP/1.x, where the deadline is refreshed lazily; see
+// keepDeadline).
 func (s *sseWriter) send(parts ...[]byte) (err error) {
 	if s.broken {
 		return errBroken
@@ -64,8 +71,12 @@ func (s *sseWriter) send(parts ...[]byte) (err error) {
 		}
 	}()
 	if s.timeout > 0 {
-		if err := s.rc.SetWriteDeadline(time.Now().Add(s.timeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
-			return err
+		now := time.Now()
+		if !s.keepDeadline || s.deadline.Sub(now) < s.timeout/2 {
+			s.deadline = now.Add(s.timeout)
+			if err := s.rc.SetWriteDeadline(s.deadline); err != nil && !errors.Is(err, http.ErrNotSupported) {
+				return err
+			}
 		}
 	}
 	if !s.started {
@@ -80,7 +91,7 @@ func (s *sseWriter) send(parts ...[]byte) (err error) {
 	if err := s.rc.Flush(); err != nil {
 		return err
 	}
-	if s.timeout > 0 {
+	if s.timeout > 0 && !s.keepDeadline {
 		if err := s.rc.SetWriteDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
 			return err
 		}

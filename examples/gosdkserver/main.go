@@ -17,14 +17,17 @@ package main
 import (
 	"context"
 	"errors"
+	"expvar"
 	"flag"
 	"fmt"
 	"log"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -38,6 +41,7 @@ func main() {
 	lifetime := flag.Duration("lifetime", 0, "exit by itself after this long (0: run until signalled)")
 	printCaps := flag.Bool("print-caps", false, "print the server/discover capabilities as JSON and exit")
 	quiet := flag.Bool("quiet", true, "suppress the SDK's info logging")
+	profile := flag.Bool("pprof", false, "serve expvar at /debug/vars and net/http/pprof at /debug/pprof/")
 	flag.Parse()
 
 	logLevel := slog.LevelInfo
@@ -63,6 +67,14 @@ func main() {
 	)
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", handler)
+	if *profile {
+		// For the side-by-side benchmark: the same observability as
+		// examples/server (goroutine count in expvar, net/http/pprof).
+		expvar.Publish("listen", expvar.Func(func() any { return map[string]any{"goroutines": runtime.NumGoroutine()} }))
+		mux.Handle("/debug/vars", expvar.Handler())
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	}
 
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {

@@ -11,8 +11,10 @@
 // trigger_resource_update {"uri": ...} publishes a resource update. Every
 // listen opened and closed, and every publication, is logged with log/slog
 // on stderr. Operators find the hub's and the handler's counters and the
-// goroutine count at http://ADDR/debug/vars (expvar). SIGINT or SIGTERM
-// drains: every open listen stream gets its completion result.
+// goroutine count at http://ADDR/debug/vars (expvar); -pprof adds
+// net/http/pprof at /debug/pprof/. -max-streams bounds the listen streams
+// served at once (default 20,000). SIGINT or SIGTERM drains: every open
+// listen stream gets its completion result.
 package main
 
 import (
@@ -24,6 +26,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"runtime"
@@ -42,6 +45,8 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:8080", "address to listen on (host:port)")
 	lifetime := flag.Duration("lifetime", 0, "drain and exit by itself after this long (0: run until signalled)")
 	quiet := flag.Bool("quiet", false, "log warnings only")
+	maxStreams := flag.Int("max-streams", 20000, "most listen streams served at once (streamhttp.Options.MaxStreams)")
+	profile := flag.Bool("pprof", false, "serve net/http/pprof at /debug/pprof/")
 	flag.Parse()
 
 	level := slog.LevelInfo
@@ -58,7 +63,7 @@ func main() {
 		defer cancel()
 	}
 
-	srv, err := newServer(ctx, logger)
+	srv, err := newServer(ctx, logger, *maxStreams)
 	if err != nil {
 		logger.Error("setup failed", "err", err)
 		os.Exit(1)
@@ -68,6 +73,10 @@ func main() {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", srv.handler)
 	mux.Handle("/debug/vars", expvar.Handler())
+	if *profile {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	}
 
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -110,7 +119,7 @@ type server struct {
 // and our listen handler in front of the go-sdk handler. The listen
 // handler narrows requests against exactly the capabilities the go-sdk
 // server advertises in server/discover.
-func newServer(ctx context.Context, logger *slog.Logger) (*server, error) {
+func newServer(ctx context.Context, logger *slog.Logger, maxStreams int) (*server, error) {
 	// The hub's own hooks log overflows (Warn) and completions (Info); opens,
 	// closes and publications are logged below with the request id.
 	h, err := hub.New(hub.Options{Hooks: hub.SlogHooks(logger)})
@@ -142,6 +151,7 @@ func newServer(ctx context.Context, logger *slog.Logger) (*server, error) {
 		return nil, err
 	}
 	lh := streamhttp.New(h, &streamhttp.Options{
+		MaxStreams: maxStreams,
 		Listen: listen.Options{
 			Capabilities: caps,
 			ServerInfo:   listen.Implementation{Name: "mcplisten-example", Version: "0.1.0"},
