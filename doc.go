@@ -50,6 +50,9 @@
 //   - A Next blocked in the source when the worker stops is released by the
 //     guard's close of the stream (the Stream contract); Subscription.Close
 //     waits for that, bounded by Options.ReleaseTimeout.
+//   - Serve, given a stream that also implements PollStream (the hub's do),
+//     needs no worker: it pulls with TryNext from its own goroutine and waits
+//     on Ready, under the same demand rule.
 //
 // Subscription.Close is idempotent and returns only after the stream's Close
 // returned and the worker goroutine exited.
