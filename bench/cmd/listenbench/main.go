@@ -1,0 +1,165 @@
+// Command listenbench measures subscriptions/listen (MCP 2026-07-28,
+// SEP-2575) on our example server (examples/server) and on a plain go-sdk
+// v1.8.0 server (examples/gosdkserver), side by side, over real loopback
+// Streamable HTTP: fan-out latency to N streams, memory and goroutines per
+// open stream, the open rate, and the effect of one client that stops
+// reading. It builds both servers, runs each in its own process (one at a
+// time), and writes OUT/benchmarks.md, OUT/benchmarks.json and
+// OUT/fanout.png. Linux only. Run it from the repository root:
+//
+//	go run ./bench/cmd/listenbench [-n 100,1000,10000] [-runs 3] [-triggers 5] [-out-dir docs] [-quick]
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mcplisten/listen/bench/internal/harness"
+)
+
+func main() {
+	if err := run(context.Background(), os.Args[1:], os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "listenbench:", err)
+		os.Exit(1)
+	}
+}
+
+// run parses args, runs the benchmark and writes the outputs.
+func run(ctx context.Context, args []string, log io.Writer) error {
+	fs := flag.NewFlagSet("listenbench", flag.ContinueOnError)
+	fs.SetOutput(log)
+	def := harness.Default()
+	ns := fs.String("n", joinInts(def.Ns), "comma-separated stream counts of the fan-out scenario")
+	runs := fs.Int("runs", def.Runs, "fresh server processes per server and N (and per stalled-client mode)")
+	triggers := fs.Int("triggers", def.Triggers, "measured triggers per fan-out run")
+	warmup := fs.Int("warmup", def.Warmup, "warm-up triggers per fan-out run, not counted")
+	outDir := fs.String("out-dir", def.OutDir, "directory for benchmarks.md, benchmarks.json and fanout.png (relative: to the repository root)")
+	quick := fs.Bool("quick", false, "smoke test: N=20, 1 run, small stalled-client scenario (explicit flags still apply)")
+	conc := fs.Int("open-concurrency", def.OpenConcurrency, "listens being opened at once")
+	settle := fs.Duration("settle", def.Settle, "pause before each memory reading")
+	gap := fs.Duration("trigger-gap", def.TriggerGap, "pause between triggers, after full delivery")
+	stallStreams := fs.Int("stall-streams", def.StallStreams, "streams in the stalled-client scenario, the stalled one included")
+	stallTriggers := fs.Int("stall-triggers", def.StallTriggers, "trigger_resource_update calls in the stalled-client scenario")
+	stallURI := fs.Int("stall-uri-bytes", def.StallURIBytes, "padding of the watched resource URI (makes notifications large)")
+	stallObserve := fs.Duration("stall-observe", def.StallObserve, "how long to watch the stalled socket after the last trigger")
+	stallRcvBuf := fs.Int("stall-rcvbuf", def.StallRcvBuf, "SO_RCVBUF of the stalled client's socket (0: kernel default)")
+	oursBin := fs.String("ours-bin", "", "prebuilt examples/server binary (default: go build it)")
+	sdkBin := fs.String("gosdk-bin", "", "prebuilt examples/gosdkserver binary (default: go build it)")
+	oursArgs := fs.String("ours-args", "", "extra flags for our server, space-separated")
+	sdkArgs := fs.String("gosdk-args", "", "extra flags for the go-sdk server, space-separated")
+	skipStall := fs.Bool("skip-stall", false, "skip the stalled-client scenario")
+	cpuProfile := fs.Duration("cpuprofile", 0, "if positive, profile each server's CPU this long (net/http/pprof) at the largest N, during extra triggers, and add the top functions to the report")
+	repo := fs.String("repo", "", "repository root (default: found from the working directory)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+
+	cfg := def
+	if *quick {
+		cfg = harness.Quick()
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["n"] || !*quick {
+		var err error
+		if cfg.Ns, err = parseInts(*ns); err != nil {
+			return fmt.Errorf("-n: %w", err)
+		}
+	}
+	apply := func(name string, dst *int, v int) {
+		if set[name] {
+			*dst = v
+		}
+	}
+	apply("runs", &cfg.Runs, *runs)
+	apply("triggers", &cfg.Triggers, *triggers)
+	apply("warmup", &cfg.Warmup, *warmup)
+	apply("open-concurrency", &cfg.OpenConcurrency, *conc)
+	apply("stall-streams", &cfg.StallStreams, *stallStreams)
+	apply("stall-triggers", &cfg.StallTriggers, *stallTriggers)
+	apply("stall-uri-bytes", &cfg.StallURIBytes, *stallURI)
+	apply("stall-rcvbuf", &cfg.StallRcvBuf, *stallRcvBuf)
+	applyDur := func(name string, dst *time.Duration, v time.Duration) {
+		if set[name] {
+			*dst = v
+		}
+	}
+	applyDur("settle", &cfg.Settle, *settle)
+	applyDur("trigger-gap", &cfg.TriggerGap, *gap)
+	applyDur("stall-observe", &cfg.StallObserve, *stallObserve)
+	cfg.SkipStall = *skipStall
+	cfg.CPUProfile = *cpuProfile
+	cfg.OutDir = *outDir
+	cfg.OursBin, cfg.GoSDKBin = *oursBin, *sdkBin
+	cfg.OursArgs, cfg.GoSDKArgs = strings.Fields(*oursArgs), strings.Fields(*sdkArgs)
+	cfg.RepoRoot = *repo
+	if cfg.RepoRoot == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return err
+		}
+		if cfg.RepoRoot, err = harness.FindRepoRoot(wd); err != nil {
+			return err
+		}
+	}
+	if !filepath.IsAbs(cfg.OutDir) {
+		cfg.OutDir = filepath.Join(cfg.RepoRoot, cfg.OutDir)
+	}
+	cfg.Command = "go run ./bench/cmd/listenbench"
+	if len(args) > 0 {
+		cfg.Command += " " + strings.Join(args, " ")
+	}
+	cfg.Log = func(format string, a ...any) {
+		fmt.Fprintf(log, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, a...)...)
+	}
+
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := harness.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(log, "wrote %s/benchmarks.md, benchmarks.json and fanout.png in %v\n",
+		cfg.OutDir, res.Finished.Sub(res.Started).Round(time.Second))
+	return nil
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		f = strings.ReplaceAll(strings.TrimSpace(f), "_", "")
+		if f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("bad stream count %q", f)
+		}
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no stream count")
+	}
+	return out, nil
+}
+
+func joinInts(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
+}

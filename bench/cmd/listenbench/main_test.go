@@ -1,0 +1,84 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// TestQuick runs the whole pipeline on small numbers: both servers built and
+// started, every scenario, the report and the chart.
+func TestQuick(t *testing.T) {
+	out := t.TempDir()
+	var log bytes.Buffer
+	start := time.Now()
+	if err := run(context.Background(), []string{"-quick", "-out-dir", out}, &log); err != nil {
+		t.Fatalf("run: %v\n%s", err, log.String())
+	}
+	t.Logf("quick run took %v", time.Since(start).Round(time.Millisecond))
+
+	md, err := os.ReadFile(filepath.Join(out, "benchmarks.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"go run ./bench/cmd/listenbench -quick -out-dir",
+		"## Machine", "## Goals", "## Results",
+		"ours (examples/server)", "go-sdk v1.8.0 (examples/gosdkserver)",
+		"| Fan-out latency, last stream (ms) | 20 |",
+		"| RSS per open stream, after a settle (KB) | 20 |",
+		"Stalled client: what happened to the stalled stream",
+	} {
+		if !bytes.Contains(md, []byte(want)) {
+			t.Errorf("benchmarks.md lacks %q", want)
+		}
+	}
+	// Every fan-out cell of the small run was measured.
+	for _, line := range strings.Split(string(md), "\n") {
+		if strings.HasPrefix(line, "| Fan-out latency") && strings.Contains(line, "n/a") {
+			t.Errorf("unmeasured fan-out cell: %s", line)
+		}
+	}
+	if strings.Contains(log.String(), "error:") || strings.Contains(log.String(), "problem:") {
+		t.Errorf("the run reported problems:\n%s", log.String())
+	}
+
+	f, err := os.Open(filepath.Join(out, "fanout.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("fanout.png: %v", err)
+	}
+	if b := img.Bounds(); b.Dx() < 400 || b.Dy() < 300 {
+		t.Errorf("fanout.png is %v", b)
+	}
+	if _, err := os.Stat(filepath.Join(out, "benchmarks.json")); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestParseInts(t *testing.T) {
+	got, err := parseInts("100, 1_000,10000")
+	if err != nil || len(got) != 3 || got[1] != 1000 {
+		t.Fatalf("parseInts: %v %v", got, err)
+	}
+	for _, bad := range []string{"", "0", "x", "10,-1"} {
+		if _, err := parseInts(bad); err == nil {
+			t.Errorf("parseInts(%q) succeeded", bad)
+		}
+	}
+}
