@@ -370,7 +370,9 @@ func TestServePollStreamEndings(t *testing.T) {
 		class   string
 		methods []string
 	}{
-		{"failure", func(p *pollStream, _ *listen.Subscription, _ context.CancelCauseFunc) { p.push(item{err: errors.New("x")}) },
+		{"failure", func(p *pollStream, _ *listen.Subscription, _ context.CancelCauseFunc) {
+			p.push(item{err: errors.New("x")})
+		},
 			listen.ClassError, []string{listen.MethodAcknowledged, "error:Subscription source failed"}},
 		{"panic in TryNext", func(p *pollStream, _ *listen.Subscription, _ context.CancelCauseFunc) {
 			p.mu.Lock()
@@ -378,11 +380,17 @@ func TestServePollStreamEndings(t *testing.T) {
 			p.mu.Unlock()
 			p.push(item{})
 		}, listen.ClassError, []string{listen.MethodAcknowledged, "error:Subscription source failed"}},
-		{"cancellation", func(_ *pollStream, _ *listen.Subscription, cancel context.CancelCauseFunc) { cancel(listen.Cancelled("")) },
+		{"cancellation", func(_ *pollStream, _ *listen.Subscription, cancel context.CancelCauseFunc) {
+			cancel(listen.Cancelled(""))
+		},
 			listen.ClassCancelled, []string{listen.MethodAcknowledged}},
-		{"drain", func(_ *pollStream, _ *listen.Subscription, cancel context.CancelCauseFunc) { cancel(listen.ErrShutdown) },
+		{"drain", func(_ *pollStream, _ *listen.Subscription, cancel context.CancelCauseFunc) {
+			cancel(listen.ErrShutdown)
+		},
 			listen.ClassOther, []string{listen.MethodAcknowledged, "result:complete"}},
-		{"external close", func(_ *pollStream, sub *listen.Subscription, _ context.CancelCauseFunc) { sub.Close(listen.Disconnected(nil)) },
+		{"external close", func(_ *pollStream, sub *listen.Subscription, _ context.CancelCauseFunc) {
+			sub.Close(listen.Disconnected(nil))
+		},
 			listen.ClassDisconnected, []string{listen.MethodAcknowledged}},
 	}
 	for _, tt := range tests {
