@@ -236,8 +236,10 @@ func TestIdleLongerThanWriteTimeout(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t, nil, &streamhttp.Options{
-				WriteTimeout: 2e6,  // 2ms
-				KeepAlive:    20e6, // 20ms: each idle gap outlives a deadline
+				// Generous enough that a write completes within the deadline
+				// on a loaded machine; each idle gap outlives a deadline.
+				WriteTimeout: 30e6,  // 30ms
+				KeepAlive:    100e6, // 100ms
 			}, envConfig{http2: h2})
 			resp := e.do(t, http.MethodPost, listenBody(`"i"`, `{"toolsListChanged":true}`), listenHeaders())
 			require.Equal(t, http.StatusOK, resp.StatusCode)
