@@ -675,12 +675,20 @@ func (w *recWriter) WriteHeader(code int) {
 }
 
 func (w *recWriter) Write(p []byte) (int, error) {
-	ex := w.ex
-	ex.mu.Lock()
-	if ex.status == 0 {
-		ex.status = http.StatusOK
-		ex.ctype = w.Header().Get("Content-Type")
+	w.ex.mu.Lock()
+	if w.ex.status == 0 {
+		w.ex.status = http.StatusOK
+		w.ex.ctype = w.Header().Get("Content-Type")
 	}
+	w.ex.mu.Unlock()
+	w.ex.record(p)
+	return w.ResponseWriter.Write(p)
+}
+
+// record keeps body bytes the handler wrote, holding the first write and
+// signalling the first large one when the test asked for it.
+func (ex *exchange) record(p []byte) {
+	ex.mu.Lock()
 	ex.writes++
 	hold, started := ex.hold, ex.holdStarted
 	if ex.writes == 1 {
@@ -698,7 +706,52 @@ func (w *recWriter) Write(p []byte) (int, error) {
 		close(started)
 		hold.wait()
 	}
-	return w.ResponseWriter.Write(p)
+}
+
+// Hijack hands the handler a connection that records what it writes, so a
+// stream the Handler takes over (HTTP/1.x) is recorded like one written
+// through the ResponseWriter: the status line and headers are read off the
+// first write, the rest is the body.
+func (w *recWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	return &recConn{Conn: c, ex: w.ex}, brw, nil
+}
+
+// recConn records the body bytes written to a taken-over connection.
+type recConn struct {
+	net.Conn
+	ex     *exchange
+	inBody bool
+}
+
+func (c *recConn) Write(p []byte) (int, error) {
+	body := p
+	if !c.inBody {
+		i := bytes.Index(p, []byte("\r\n\r\n"))
+		if i < 0 {
+			return c.Conn.Write(p)
+		}
+		c.inBody = true
+		head := string(p[:i])
+		c.ex.mu.Lock()
+		if c.ex.status == 0 && strings.HasPrefix(head, "HTTP/1.1 200 ") {
+			c.ex.status = http.StatusOK
+			for _, line := range strings.Split(head, "\r\n") {
+				if v, ok := strings.CutPrefix(line, "Content-Type: "); ok {
+					c.ex.ctype = v
+				}
+			}
+		}
+		c.ex.mu.Unlock()
+		body = p[i+4:]
+	}
+	if len(body) > 0 {
+		c.ex.record(body)
+	}
+	return c.Conn.Write(p)
 }
 
 func (w *recWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

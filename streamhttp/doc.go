@@ -99,11 +99,19 @@
 //
 // # Goroutines and ownership
 //
-// A Handler starts no goroutine. Each listen runs on the net/http goroutine
-// of its request, which writes every message of its stream; the core adds
-// one worker goroutine per open subscription (it pulls the Source), which
-// Serve stops and waits for before ServeHTTP returns. Drain only cancels
-// the streams' contexts; each stream ends on its own goroutine.
+// Each listen is admitted, decoded and opened on the net/http goroutine of
+// its request. An HTTP/2 stream then stays there: that goroutine writes every
+// message. An HTTP/1.x stream is taken over once open (see
+// Options.NoTakeover): the Handler hijacks the connection, writes the status
+// line, the headers and raw SSE events itself (Connection: close, no chunked
+// encoding), and serves the stream on a goroutine of its own while a small
+// reader goroutine watches for the client leaving; the request goroutine
+// returns, and net/http's per-connection buffers (about 12 KB) are freed.
+// When the stream ends, its goroutine closes the connection, waits for the
+// reader, reports OnClose and releases the stream's slot, so Shutdown
+// returns after both have ended. Serve adds no worker goroutine for a hub
+// stream (listen.PollStream), and one for any other Source. Drain only
+// cancels the streams' contexts; each stream ends on its own goroutine.
 //
 // The subscription's owner (see listen.Open) is a context that ends when
 // ServeHTTP returns, however it returns (even by a panic in a hook), so a

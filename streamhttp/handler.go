@@ -13,9 +13,11 @@ import (
 // each listen is one POST whose response is an SSE stream (see the package
 // documentation for the request checks, the stream and its endings).
 //
-// A Handler is safe for concurrent use. It starts no goroutine of its own:
-// every stream runs on the net/http goroutine of its request. Drain or
-// Shutdown ends its streams; it is not reusable after that.
+// A Handler is safe for concurrent use. An HTTP/2 stream runs on the
+// net/http goroutine of its request; an HTTP/1.x stream, once open, on a
+// goroutine of the Handler's that took its connection over (see
+// Options.NoTakeover), which ends with the stream. Drain or Shutdown ends the
+// streams (Shutdown waits for them); the Handler is not reusable after that.
 type Handler struct {
 	src  listen.Source
 	opts Options
@@ -92,16 +94,35 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// subscription with the precise reason (the write error, such as a
 	// write deadline, or the request's cancellation) without a race.
 	owner, endOwner := context.WithCancel(context.WithoutCancel(r.Context()))
-	defer endOwner()
+	handedOver := false
+	defer func() {
+		if !handedOver {
+			endOwner()
+		}
+	}()
 	sub, s, ctx, f := h.open(owner, w, r)
 	if f != nil {
 		f.write(h, w, r)
 		return
 	}
-	defer h.release(s)
+	released := false
+	defer func() {
+		if !released {
+			h.release(s)
+		}
+	}()
 	h.opened.Add(1)
 	if h.opts.OnOpen != nil {
 		h.opts.OnOpen(sub)
+	}
+	if !h.opts.NoTakeover && r.ProtoMajor == 1 {
+		if t := h.takeover(w, s, ctx); t != nil {
+			// The stream now belongs to t's goroutine, which releases the
+			// slot and ends the owner.
+			handedOver, released = true, true
+			go t.run(h, sub, endOwner)
+			return
+		}
 	}
 
 	hdr := w.Header()

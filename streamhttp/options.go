@@ -89,6 +89,18 @@ type Options struct {
 	// accepted; a present one must always match the body.
 	RequireHeaders bool
 
+	// NoTakeover keeps HTTP/1.x streams inside net/http. By default, once a
+	// listen is open, the Handler takes over its HTTP/1.x connection
+	// (http.Hijacker) and writes the response itself: the status line and
+	// headers, then raw SSE events, the body ending when the connection
+	// closes (Connection: close, no chunked encoding). The request's
+	// goroutine and net/http's per-connection buffers (about 12 KB) are then
+	// freed for the life of the stream; the stream runs on a goroutine of the
+	// Handler's, with a small reader goroutine that sees the client leave.
+	// HTTP/2 streams, and ResponseWriters that cannot be hijacked, always
+	// stay inside net/http.
+	NoTakeover bool
+
 	// SupportedVersions is the "supported" list of an unsupported-version
 	// error (-32022). Nil means listen.SupportedProtocolVersions.
 	SupportedVersions []string
