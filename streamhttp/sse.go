@@ -44,11 +44,7 @@ func (s *sseWriter) message(msg []byte) error {
 		// JSON (inside strings they are escaped), and they would end the
 		// SSE data line: turn them into spaces.
 		s.scratch = append(s.scratch[:0], msg...)
-		for i, c := range s.scratch {
-			if c == '\r' || c == '\n' {
-				s.scratch[i] = ' '
-			}
-		}
+		oneLine(s.scratch)
 		msg = s.scratch
 		defer func() { s.scratch = nil }()
 	}
