@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
 )
 
 // trivialSource opens streams whose Next blocks until Close (or returns the
@@ -36,7 +37,7 @@ func (s *trivialStream) Close(error) { s.once.Do(func() { close(s.closed) }) }
 // BenchmarkNotification measures shaping one core notification. AppendTo
 // reuses the caller's buffer (as Serve does); Alloc returns a fresh slice.
 func BenchmarkNotification(b *testing.B) {
-	sub := openSub(b, trivialSource{}, listen.StringID("listen-1"), listen.Filter{"toolsListChanged": true, "resourceSubscriptions": []any{"file:///project/config.json"}})
+	sub := openSub(b, trivialSource{}, jsonrpc.StringID("listen-1"), listen.Filter{"toolsListChanged": true, "resourceSubscriptions": []any{"file:///project/config.json"}})
 	defer sub.Close(nil)
 	events := []struct {
 		name string
@@ -72,7 +73,7 @@ func BenchmarkNotification(b *testing.B) {
 // BenchmarkWorkerRoundTrip measures Continue → Next → outcome received.
 func BenchmarkWorkerRoundTrip(b *testing.B) {
 	ev := listen.ToolsListChanged()
-	sub := openSub(b, trivialSource{ev: &ev}, listen.IntID(1), listen.Filter{"toolsListChanged": true})
+	sub := openSub(b, trivialSource{ev: &ev}, jsonrpc.IntID(1), listen.Filter{"toolsListChanged": true})
 	w, err := sub.StartWorker(context.Background())
 	if err != nil {
 		b.Fatal(err)
@@ -93,7 +94,7 @@ func BenchmarkWorkerRoundTrip(b *testing.B) {
 func BenchmarkOpenStartClose(b *testing.B) {
 	ctx := context.Background()
 	opts := &listen.Options{Capabilities: allCaps}
-	req := request(listen.StringID("listen-1"), listen.Filter{"toolsListChanged": true, "resourceSubscriptions": []any{"file:///a"}})
+	req := request(jsonrpc.StringID("listen-1"), listen.Filter{"toolsListChanged": true, "resourceSubscriptions": []any{"file:///a"}})
 	b.ReportAllocs()
 	for b.Loop() {
 		sub, err := listen.Open(ctx, trivialSource{}, req, opts)
@@ -113,7 +114,7 @@ func BenchmarkOpenStartClose(b *testing.B) {
 func BenchmarkSubscriptionMemory(b *testing.B) {
 	const n = 10_000
 	opts := &listen.Options{Capabilities: allCaps}
-	req := request(listen.StringID("listen-1"), listen.Filter{"toolsListChanged": true})
+	req := request(jsonrpc.StringID("listen-1"), listen.Filter{"toolsListChanged": true})
 	for b.Loop() {
 		b.StopTimer()
 		ctx, cancel := context.WithCancel(context.Background())

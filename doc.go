@@ -59,8 +59,8 @@
 //
 // # Failures
 //
-// Bad input gets an *Error with the JSON-RPC code and exact message of the
-// reference (ErrorResponse shapes it). A Source that panics, returns an
+// Bad input gets an *jsonrpc.Error with the JSON-RPC code and exact message of the
+// reference (jsonrpc.ErrorResponse shapes it). A Source that panics, returns an
 // invalid result or accepts more than it was offered is turned into the
 // matching internal error or failure outcome; it never crashes the host.
 package listen

@@ -39,19 +39,6 @@ func (k Kind) String() string {
 	return "invalid"
 }
 
-// filterKey returns the filter key that selects a list-change kind.
-func (k Kind) filterKey() string {
-	switch k {
-	case KindToolsListChanged:
-		return KeyToolsListChanged
-	case KindPromptsListChanged:
-		return KeyPromptsListChanged
-	case KindResourcesListChanged:
-		return KeyResourcesListChanged
-	}
-	return ""
-}
-
 // Event is a protocol-neutral change a Source hands to a subscription. Build
 // it with the constructors; the zero Event is invalid.
 //
@@ -105,43 +92,43 @@ func (e Event) WithParams(p map[string]any) Event { e.Params = p; return e }
 // ErrInvalidEvent matches every event validation error.
 var ErrInvalidEvent = errors.New("listen: invalid subscription event")
 
-// EventError is an event validation error. Message is one of the exact
-// messages listed at Event.Validate.
-type EventError struct {
+// eventError is an event validation error: one of the exact messages
+// listed at Event.Validate.
+type eventError struct {
 	Message string
 }
 
-func (e *EventError) Error() string { return e.Message }
+func (e *eventError) Error() string { return e.Message }
 
 // Is makes errors.Is(err, ErrInvalidEvent) true.
-func (e *EventError) Is(target error) bool { return target == ErrInvalidEvent }
+func (e *eventError) Is(target error) bool { return target == ErrInvalidEvent }
 
 // Exact validation messages.
 const (
-	MsgEventParams        = "subscription event params must be a JSON object"
-	MsgEventMetadata      = "subscription event metadata must be a JSON object"
-	MsgEventAbsoluteURI   = "resource update events require an absolute URI"
-	MsgEventListURI       = "list change events cannot include a resource URI"
-	MsgEventCoreExtFields = "core subscription events cannot use extension event fields"
-	MsgEventExtID         = "extension subscription events require an extension id"
-	MsgEventExtSelector   = "extension subscription events require a non-empty JSON selector"
-	MsgEventExtCoreFields = "extension subscription events cannot use core event fields"
-	MsgEventInvalid       = "subscription source returned an invalid event"
+	msgEventParams        = "subscription event params must be a JSON object"
+	msgEventMetadata      = "subscription event metadata must be a JSON object"
+	msgEventAbsoluteURI   = "resource update events require an absolute URI"
+	msgEventListURI       = "list change events cannot include a resource URI"
+	msgEventCoreExtFields = "core subscription events cannot use extension event fields"
+	msgEventExtID         = "extension subscription events require an extension id"
+	msgEventExtSelector   = "extension subscription events require a non-empty JSON selector"
+	msgEventExtCoreFields = "extension subscription events cannot use core event fields"
+	msgEventInvalid       = "subscription source returned an invalid event"
 )
 
 var (
-	errEventParams        = &EventError{MsgEventParams}
-	errEventMetadata      = &EventError{MsgEventMetadata}
-	errEventAbsoluteURI   = &EventError{MsgEventAbsoluteURI}
-	errEventListURI       = &EventError{MsgEventListURI}
-	errEventCoreExtFields = &EventError{MsgEventCoreExtFields}
-	errEventExtID         = &EventError{MsgEventExtID}
-	errEventExtSelector   = &EventError{MsgEventExtSelector}
-	errEventExtCoreFields = &EventError{MsgEventExtCoreFields}
-	errEventInvalid       = &EventError{MsgEventInvalid}
+	errEventParams        = &eventError{msgEventParams}
+	errEventMetadata      = &eventError{msgEventMetadata}
+	errEventAbsoluteURI   = &eventError{msgEventAbsoluteURI}
+	errEventListURI       = &eventError{msgEventListURI}
+	errEventCoreExtFields = &eventError{msgEventCoreExtFields}
+	errEventExtID         = &eventError{msgEventExtID}
+	errEventExtSelector   = &eventError{msgEventExtSelector}
+	errEventExtCoreFields = &eventError{msgEventExtCoreFields}
+	errEventInvalid       = &eventError{msgEventInvalid}
 )
 
-// Validate checks e and returns nil or an *EventError with one of these
+// Validate checks e and returns nil or an error matching ErrInvalidEvent with one of these
 // exact messages, checked in this order.
 //
 // Core kinds:
@@ -172,7 +159,7 @@ func (e Event) Validate() error {
 			return errEventMetadata
 		}
 		if e.Kind == KindResourceUpdated {
-			if !AbsoluteURI(e.URI) {
+			if !isAbsoluteURI(e.URI) {
 				return errEventAbsoluteURI
 			}
 		} else if e.URI != "" {
@@ -209,7 +196,7 @@ func objectValid(m map[string]any) bool {
 	return true
 }
 
-// AbsoluteURI reports whether s is an absolute URI (RFC 3986): a scheme (a
+// isAbsoluteURI reports whether s is an absolute URI (RFC 3986): a scheme (a
 // letter, then letters, digits, '+', '-' or '.'), a ':', and a rest made of
 // URI characters, where every '%' starts a valid %XX escape. When the rest
 // has an authority ("//..."), its userinfo and host use only the characters
@@ -219,7 +206,7 @@ func objectValid(m map[string]any) bool {
 //
 // Every URI it accepts also parses with net/url and passes the JSON Schema
 // "uri" format check of the MCP schema.
-func AbsoluteURI(s string) bool {
+func isAbsoluteURI(s string) bool {
 	i := 0
 	for i < len(s) && s[i] != ':' {
 		c := s[i]

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
 )
 
 // sliceSource serves a fixed list of events, then ends the stream.
@@ -38,15 +39,15 @@ func ExampleOpen() {
 	body := []byte(`{"jsonrpc":"2.0","id":"listen-1","method":"subscriptions/listen","params":{
 		"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},
 		"notifications":{"toolsListChanged":true,"promptsListChanged":true,"resourceSubscriptions":["file:///project/config.json"]}}}`)
-	req, err := listen.ParseListenRequest(body)
+	req, err := listen.ParseRequest(body)
 	if err != nil {
-		fmt.Printf("%s\n", listen.ErrorResponse(req.ID, err))
+		fmt.Printf("%s\n", jsonrpc.ErrorResponse(req.ID, err))
 		return
 	}
 	opts := &listen.Options{
 		Capabilities: listen.Capabilities{
-			"tools":     map[string]any{"listChanged": true},
-			"resources": map[string]any{"subscribe": true},
+			ToolsListChanged:   true,
+			ResourcesSubscribe: true,
 		},
 		ServerInfo: listen.Implementation{Name: "example", Version: "1.0.0"},
 	}
@@ -57,7 +58,7 @@ func ExampleOpen() {
 	}
 	sub, err := listen.Open(context.Background(), src, req, opts)
 	if err != nil {
-		fmt.Printf("%s\n", listen.ErrorResponse(req.ID, err))
+		fmt.Printf("%s\n", jsonrpc.ErrorResponse(req.ID, err))
 		return
 	}
 	reason := sub.Serve(context.Background(), listen.Sink{Write: func(msg []byte) error {
@@ -77,11 +78,11 @@ func ExampleOpen() {
 // what to write for each outcome.
 func ExampleSubscription_StartWorker() {
 	req := &listen.Request{
-		ID:              listen.IntID(7),
-		ProtocolVersion: listen.ProtocolVersion,
+		ID:              jsonrpc.IntID(7),
+		ProtocolVersion: jsonrpc.ProtocolVersion,
 		Notifications:   listen.Filter{"promptsListChanged": true},
 	}
-	caps := listen.Capabilities{"prompts": map[string]any{"listChanged": true}}
+	caps := listen.Capabilities{PromptsListChanged: true}
 	sub, err := listen.Open(context.Background(), sliceSource{listen.PromptsListChanged()}, req, &listen.Options{Capabilities: caps})
 	if err != nil {
 		panic(err)
@@ -112,13 +113,13 @@ func ExampleSubscription_StartWorker() {
 }
 
 // Bad params get a JSON-RPC error with the exact message.
-func ExampleParseListenRequest_invalid() {
+func ExampleParseRequest_invalid() {
 	body := []byte(`{"jsonrpc":"2.0","id":3,"method":"subscriptions/listen","params":{
 		"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},
 		"notifications":{"resourceSubscriptions":["relative/path"]}}}`)
-	req, err := listen.ParseListenRequest(body)
-	fmt.Println(errors.Is(err, listen.ErrInvalidParams))
-	fmt.Printf("%s\n", listen.ErrorResponse(req.ID, err))
+	req, err := listen.ParseRequest(body)
+	fmt.Println(errors.Is(err, jsonrpc.ErrInvalidParams))
+	fmt.Printf("%s\n", jsonrpc.ErrorResponse(req.ID, err))
 	// Output:
 	// true
 	// {"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"subscriptions/listen resourceSubscriptions must contain absolute URI strings"}}
@@ -142,4 +143,21 @@ func ExampleClassify() {
 	// disconnected listen: client disconnected: connection reset
 	// error        listen: subscription failed: database down
 	// other        listen: server shutdown
+}
+
+// CapabilitiesFrom reads what a server already advertises in server/discover,
+// here a go-sdk-like capabilities struct.
+func ExampleCapabilitiesFrom() {
+	type toolCaps struct {
+		ListChanged bool `json:"listChanged,omitempty"`
+	}
+	type serverCaps struct {
+		Tools *toolCaps `json:"tools,omitempty"`
+	}
+	caps, err := listen.CapabilitiesFrom(&serverCaps{Tools: &toolCaps{ListChanged: true}})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(caps.ToolsListChanged, caps.ResourcesSubscribe)
+	// Output: true false
 }

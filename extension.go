@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/mcplisten/listen/jsonrpc"
 )
 
 // Extension is an MCP extension known to the server, such as the tasks
@@ -26,7 +28,7 @@ type SubscriptionExtension interface {
 	Extension
 	// SubscriptionFilter returns the part of the requested (raw, not
 	// narrowed) filter this extension owns and will serve, such as
-	// {"taskIds": [...]}. It must be a subset of requested. Return an *Error
+	// {"taskIds": [...]}. It must be a subset of requested. Return an *jsonrpc.Error
 	// to refuse the listen with your own code (for example -32021 when the
 	// client did not declare the extension).
 	SubscriptionFilter(ctx context.Context, req *Request, requested Filter) (Filter, error)
@@ -102,7 +104,7 @@ func (r *ExtensionRegistry) subscriptionFilters(ctx context.Context, req *Reques
 	var contributions map[string]Filter
 	for _, e := range r.exts {
 		se, ok := e.(SubscriptionExtension)
-		if !ok || !e.SupportsProtocol(req.ProtocolVersion) || !caps.Extension(e.ID()) {
+		if !ok || !e.SupportsProtocol(req.ProtocolVersion) || !caps.hasExtension(e.ID()) {
 			continue
 		}
 		contrib, err := callFilterHook(ctx, se, req)
@@ -112,9 +114,9 @@ func (r *ExtensionRegistry) subscriptionFilters(ctx context.Context, req *Reques
 		if len(contrib) == 0 {
 			continue
 		}
-		m, err := Merge(merged, contrib)
+		m, err := merge(merged, contrib)
 		if err != nil {
-			return nil, nil, NewError(CodeInternalError, MsgExtFiltersCollide).
+			return nil, nil, jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgExtFiltersCollide).
 				WithCause(fmt.Errorf("extension %s: %w", e.ID(), err))
 		}
 		merged = m
@@ -129,23 +131,23 @@ func (r *ExtensionRegistry) subscriptionFilters(ctx context.Context, req *Reques
 func callFilterHook(ctx context.Context, e SubscriptionExtension, req *Request) (f Filter, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			f, err = nil, NewError(CodeInternalError, MsgExtCallbackPanicked).
+			f, err = nil, jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgExtCallbackPanicked).
 				WithCause(newPanicError(e.ID()+".SubscriptionFilter", v))
 		}
 	}()
 	f, err = e.SubscriptionFilter(ctx, req, req.Notifications)
 	if err != nil {
-		var we *Error
+		var we *jsonrpc.Error
 		if errors.As(err, &we) {
 			return nil, we
 		}
-		return nil, NewError(CodeInternalError, MsgExtInvalidFilter).WithCause(err)
+		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgExtInvalidFilter).WithCause(err)
 	}
 	if !f.Valid() {
-		return nil, NewError(CodeInternalError, MsgExtNonJSONFilter)
+		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgExtNonJSONFilter)
 	}
 	if !f.SubsetOf(req.Notifications) {
-		return nil, NewError(CodeInternalError, MsgExtUnrequested)
+		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgExtUnrequested)
 	}
 	return f, nil
 }
@@ -160,7 +162,7 @@ func (s *Subscription) shapeExtensionEvent(dst []byte, ev Event) ([]byte, bool, 
 		return dst, false, nil
 	}
 	ext, ok := s.registry.Lookup(ev.ExtensionID)
-	if !ok || !ext.SupportsProtocol(s.version) {
+	if !ok || !ext.SupportsProtocol(jsonrpc.ProtocolVersion) {
 		return dst, false, nil
 	}
 	sh, ok := ext.(shapeHook)
@@ -172,15 +174,15 @@ func (s *Subscription) shapeExtensionEvent(dst []byte, ev Event) ([]byte, bool, 
 		return dst, false, err
 	}
 	if !extensionMethod(method) {
-		return dst, false, NewError(CodeInternalError, MsgExtInvalidEvent).
+		return dst, false, jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgExtInvalidEvent).
 			WithCause(fmt.Errorf("extension %s shaped method %q", ext.ID(), method))
 	}
 	if !objectValid(params) {
-		return dst, false, NewError(CodeInternalError, MsgExtNonJSONEvent)
+		return dst, false, jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgExtNonJSONEvent)
 	}
 	out, ok := s.appendNotificationMessage(dst, method, params, ev.Metadata, "")
 	if !ok {
-		return dst, false, NewError(CodeInternalError, MsgExtNonJSONEvent)
+		return dst, false, jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgExtNonJSONEvent)
 	}
 	return out, true, nil
 }
@@ -189,12 +191,12 @@ func (s *Subscription) shapeExtensionEvent(dst []byte, ev Event) ([]byte, bool, 
 // stream: the core's own (their shapes and filters belong to the core) and the
 // request-scoped ones that never go on a listen stream.
 var reservedMethods = map[string]bool{
-	MethodAcknowledged:                 true,
-	MethodToolsListChanged:             true,
-	MethodPromptsListChanged:           true,
-	MethodResourcesListChanged:         true,
-	MethodResourceUpdated:              true,
-	MethodCancelled:                    true,
+	jsonrpc.MethodAcknowledged:         true,
+	jsonrpc.MethodToolsListChanged:     true,
+	jsonrpc.MethodPromptsListChanged:   true,
+	jsonrpc.MethodResourcesListChanged: true,
+	jsonrpc.MethodResourceUpdated:      true,
+	jsonrpc.MethodCancelled:            true,
 	"notifications/progress":           true,
 	"notifications/message":            true,
 	"notifications/initialized":        true,
@@ -211,13 +213,13 @@ func extensionMethod(method string) bool {
 func callShapeHook(sh shapeHook, id string, ev Event, owned Filter) (method string, params map[string]any, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			err = NewError(CodeInternalError, MsgExtCallbackPanicked).
+			err = jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgExtCallbackPanicked).
 				WithCause(newPanicError(id+".ShapeSubscriptionEvent", v))
 		}
 	}()
 	method, params, err = sh.ShapeSubscriptionEvent(ev, owned)
 	if err != nil {
-		return "", nil, AsError(err, MsgExtInvalidEvent)
+		return "", nil, jsonrpc.AsError(err, jsonrpc.MsgExtInvalidEvent)
 	}
 	return method, params, nil
 }

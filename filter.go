@@ -6,7 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/mcplisten/listen/internal/jsonenc"
 )
 
 // Core filter keys of MCP 2026-07-28.
@@ -53,16 +54,6 @@ func (f Filter) Strings(key string) []string {
 		return out
 	}
 	return nil
-}
-
-// Keys returns the filter's keys, sorted.
-func (f Filter) Keys() []string {
-	keys := make([]string, 0, len(f))
-	for k := range f {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // Valid reports whether f is a JSON object: every value is a JSON value (see
@@ -127,48 +118,6 @@ func validObject(m map[string]any, depth int, raw bool) bool {
 		}
 	}
 	return true
-}
-
-// validNumber reports whether s is a JSON number literal.
-func validNumber(s string) bool {
-	i := 0
-	if i < len(s) && s[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(s) && s[i] == '0':
-		i++
-	case i < len(s) && s[i] >= '1' && s[i] <= '9':
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
-	default:
-		return false
-	}
-	if i < len(s) && s[i] == '.' {
-		i++
-		j := i
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
-		if i == j {
-			return false
-		}
-	}
-	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
-		i++
-		if i < len(s) && (s[i] == '+' || s[i] == '-') {
-			i++
-		}
-		j := i
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
-		if i == j {
-			return false
-		}
-	}
-	return i == len(s)
 }
 
 // SubsetOf reports whether f is a subset of supported: f is valid, and every
@@ -487,19 +436,19 @@ func appendCanonical(b []byte, v any, depth int) ([]byte, bool) {
 	return append(append(b, k.s...), ';'), true
 }
 
-// CollisionError is returned by Merge when both filters hold some keys.
-type CollisionError struct {
+// collisionError is returned by merge when both filters hold some keys.
+type collisionError struct {
 	// Keys are the colliding keys, sorted.
 	Keys []string
 }
 
-func (e *CollisionError) Error() string {
+func (e *collisionError) Error() string {
 	return "listen: filter keys collide: " + strings.Join(e.Keys, ", ")
 }
 
-// Merge returns the union of left and right. If any key is in both, it
-// returns a *CollisionError carrying the sorted colliding keys.
-func Merge(left, right Filter) (Filter, error) {
+// merge returns the union of left and right. If any key is in both, it
+// returns a *collisionError carrying the sorted colliding keys.
+func merge(left, right Filter) (Filter, error) {
 	var collide []string
 	for k := range right {
 		if _, ok := left[k]; ok {
@@ -508,7 +457,7 @@ func Merge(left, right Filter) (Filter, error) {
 	}
 	if len(collide) > 0 {
 		slices.Sort(collide)
-		return nil, &CollisionError{Keys: collide}
+		return nil, &collisionError{Keys: collide}
 	}
 	out := make(Filter, len(left)+len(right))
 	for k, v := range left {
@@ -520,11 +469,11 @@ func Merge(left, right Filter) (Filter, error) {
 	return out, nil
 }
 
-// Project keeps the entries of accepted whose key is in contribution and
+// project keeps the entries of accepted whose key is in contribution and
 // whose value passes the value rule of SubsetOf against the contribution's
 // value. Entries that fail are dropped whole, not intersected:
-// Project({"a":["x"],"b":true}, {"a":["x","z"]}) is {"a":["x"]}.
-func Project(accepted, contribution Filter) Filter {
+// project({"a":["x"],"b":true}, {"a":["x","z"]}) is {"a":["x"]}.
+func project(accepted, contribution Filter) Filter {
 	out := Filter{}
 	for k, v := range accepted {
 		cv, ok := contribution[k]
@@ -705,57 +654,8 @@ func appendFloat(b []byte, f float64, bits int) ([]byte, bool) {
 	return b, true
 }
 
-func appendInt(b []byte, n int64) []byte { return strconv.AppendInt(b, n, 10) }
+func appendInt(b []byte, n int64) []byte { return jsonenc.AppendInt(b, n) }
 
-const hexDigits = "0123456789abcdef"
+func appendString(b []byte, s string) []byte { return jsonenc.AppendString(b, s) }
 
-// appendString appends s as a JSON string. It escapes quotes, backslashes,
-// control characters, U+2028 and U+2029, and replaces invalid UTF-8 with
-// U+FFFD. Unlike encoding/json it does not escape <, > and &.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
+func validNumber(s string) bool { return jsonenc.ValidNumber(s) }

@@ -295,3 +295,53 @@ func FuzzFilterOps(f *testing.F) {
 		}
 	})
 }
+
+func TestCapabilitiesFrom(t *testing.T) {
+	type serverCaps struct {
+		Extensions map[string]any `json:"extensions,omitempty"`
+		Logging    *struct{}      `json:"logging,omitempty"`
+		Resources  *struct {
+			ListChanged bool `json:"listChanged,omitempty"`
+			Subscribe   bool `json:"subscribe,omitempty"`
+		} `json:"resources,omitempty"`
+		Tools *struct {
+			ListChanged bool `json:"listChanged,omitempty"`
+		} `json:"tools,omitempty"`
+	}
+	var sc serverCaps
+	sc.Logging = &struct{}{}
+	sc.Tools = &struct {
+		ListChanged bool `json:"listChanged,omitempty"`
+	}{ListChanged: true}
+	sc.Resources = &struct {
+		ListChanged bool `json:"listChanged,omitempty"`
+		Subscribe   bool `json:"subscribe,omitempty"`
+	}{Subscribe: true}
+	sc.Extensions = map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}
+	want := listen.Capabilities{
+		ToolsListChanged:   true,
+		ResourcesSubscribe: true,
+		Extensions:         map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}},
+	}
+	doc := ` {"tools":{"listChanged":true},"resources":{"subscribe":true},"logging":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}`
+	for _, v := range []any{&sc, sc, json.RawMessage(doc), []byte(doc), doc} {
+		c, err := listen.CapabilitiesFrom(v)
+		require.NoError(t, err)
+		assert.Equal(t, want, c)
+	}
+
+	// Only the boolean true counts.
+	c, err := listen.CapabilitiesFrom(`{"tools":{"listChanged":"true"},"prompts":{"listChanged":1},"resources":{"listChanged":true,"subscribe":false}}`)
+	require.NoError(t, err)
+	assert.Equal(t, listen.Capabilities{ResourcesListChanged: true}, c)
+
+	for _, v := range []any{nil, (*serverCaps)(nil), "null"} {
+		c, err := listen.CapabilitiesFrom(v)
+		require.NoError(t, err)
+		assert.Equal(t, listen.Capabilities{}, c)
+	}
+	for _, v := range []any{"tools", []string{"tools"}, make(chan int), `{"tools":`} {
+		_, err := listen.CapabilitiesFrom(v)
+		assert.Error(t, err, "%v", v)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
 )
 
 // testSource is the test double of the reference's TestSubscriptionHub: Open
@@ -104,16 +105,16 @@ func (st *testStream) fail(err error)       { st.items <- item{err: err} }
 
 // allCaps advertises every core capability.
 var allCaps = listen.Capabilities{
-	"tools":     map[string]any{"listChanged": true},
-	"prompts":   map[string]any{"listChanged": true},
-	"resources": map[string]any{"listChanged": true, "subscribe": true},
+	ToolsListChanged:     true,
+	PromptsListChanged:   true,
+	ResourcesListChanged: true, ResourcesSubscribe: true,
 }
 
 // request builds a 2026-07-28 listen request with id and filter.
-func request(id listen.ID, f listen.Filter) *listen.Request {
+func request(id jsonrpc.ID, f listen.Filter) *listen.Request {
 	return &listen.Request{
 		ID:                 id,
-		ProtocolVersion:    listen.ProtocolVersion,
+		ProtocolVersion:    jsonrpc.ProtocolVersion,
 		Notifications:      f,
 		ClientCapabilities: map[string]any{},
 		Transport:          listen.Transport{Kind: "direct"},
@@ -129,7 +130,7 @@ func decode(t testing.TB, msg []byte) map[string]any {
 }
 
 // openSub opens a subscription on src with every capability.
-func openSub(t testing.TB, src listen.Source, id listen.ID, f listen.Filter) *listen.Subscription {
+func openSub(t testing.TB, src listen.Source, id jsonrpc.ID, f listen.Filter) *listen.Subscription {
 	t.Helper()
 	sub, err := listen.Open(context.Background(), src, request(id, f), &listen.Options{Capabilities: allCaps})
 	require.NoError(t, err)
@@ -137,3 +138,12 @@ func openSub(t testing.TB, src listen.Source, id listen.ID, f listen.Filter) *li
 }
 
 func errEOF() error { return io.EOF }
+
+// mustCapabilities reads a server/discover capabilities object.
+func mustCapabilities(doc string) listen.Capabilities {
+	c, err := listen.CapabilitiesFrom(doc)
+	if err != nil {
+		panic(err)
+	}
+	return c
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
 )
 
 // collector is a Sink that records every message and keep-alive.
@@ -77,7 +78,7 @@ type serveRun struct {
 func startServe(t *testing.T, ctx context.Context, f listen.Filter, keepAlive time.Duration) *serveRun {
 	t.Helper()
 	r := &serveRun{src: newTestSource(), col: newCollector(), done: make(chan error, 1)}
-	r.sub = openSub(t, r.src, listen.StringID("s1"), f)
+	r.sub = openSub(t, r.src, jsonrpc.StringID("s1"), f)
 	r.st = r.src.last()
 	go func() { r.done <- r.sub.Serve(ctx, r.col.sink(keepAlive)) }()
 	return r
@@ -101,7 +102,7 @@ func TestServeWholeStream(t *testing.T) {
 		reason := <-r.done
 		assert.Equal(t, listen.ErrComplete, reason)
 		assert.Equal(t, []string{
-			listen.MethodAcknowledged, listen.MethodToolsListChanged, listen.MethodResourceUpdated, "result:complete",
+			jsonrpc.MethodAcknowledged, jsonrpc.MethodToolsListChanged, jsonrpc.MethodResourceUpdated, "result:complete",
 		}, r.col.methods(t))
 		assert.Equal(t, listen.ErrComplete, <-r.st.closes)
 		assert.Equal(t, 1, r.st.closeCount())
@@ -121,13 +122,13 @@ func TestServeEndings(t *testing.T) {
 				assert.ErrorIs(t, reason, boom)
 				assert.ErrorIs(t, reason, listen.ErrFailed)
 			},
-			[]string{listen.MethodAcknowledged, "error:Subscription source failed"}},
+			[]string{jsonrpc.MethodAcknowledged, "error:Subscription source failed"}},
 		{"invalid event writes the failure", func(r *serveRun, _ context.CancelCauseFunc) { r.st.emit(listen.ResourceUpdated("nope")) },
 			func(t *testing.T, reason error) { assert.ErrorIs(t, reason, listen.ErrInvalidEvent) },
-			[]string{listen.MethodAcknowledged, "error:Subscription source failed"}},
+			[]string{jsonrpc.MethodAcknowledged, "error:Subscription source failed"}},
 		{"shutdown writes the completion", func(_ *serveRun, cancel context.CancelCauseFunc) { cancel(listen.ErrShutdown) },
 			func(t *testing.T, reason error) { assert.Equal(t, listen.ErrShutdown, reason) },
-			[]string{listen.MethodAcknowledged, "result:complete"}},
+			[]string{jsonrpc.MethodAcknowledged, "result:complete"}},
 		{"shutdown whose completion cannot be written is a disconnect", func(r *serveRun, cancel context.CancelCauseFunc) {
 			r.col.mu.Lock()
 			r.col.fail = boom
@@ -137,17 +138,17 @@ func TestServeEndings(t *testing.T) {
 			assert.ErrorIs(t, reason, listen.ErrDisconnected)
 			assert.ErrorIs(t, reason, boom)
 		},
-			[]string{listen.MethodAcknowledged}},
+			[]string{jsonrpc.MethodAcknowledged}},
 		{"client cancellation writes nothing", func(_ *serveRun, cancel context.CancelCauseFunc) { cancel(listen.Cancelled("client done")) },
 			func(t *testing.T, reason error) {
 				var ce *listen.CancelledError
 				require.ErrorAs(t, reason, &ce)
 				assert.Equal(t, "client done", ce.Reason)
 			},
-			[]string{listen.MethodAcknowledged}},
+			[]string{jsonrpc.MethodAcknowledged}},
 		{"plain context end is a disconnect", func(_ *serveRun, cancel context.CancelCauseFunc) { cancel(nil) },
 			func(t *testing.T, reason error) { assert.ErrorIs(t, reason, listen.ErrDisconnected) },
-			[]string{listen.MethodAcknowledged}},
+			[]string{jsonrpc.MethodAcknowledged}},
 		{"failed write is a disconnect", func(r *serveRun, _ context.CancelCauseFunc) {
 			r.col.mu.Lock()
 			r.col.fail = boom
@@ -157,10 +158,10 @@ func TestServeEndings(t *testing.T) {
 			assert.ErrorIs(t, reason, listen.ErrDisconnected)
 			assert.ErrorIs(t, reason, boom)
 		},
-			[]string{listen.MethodAcknowledged}},
+			[]string{jsonrpc.MethodAcknowledged}},
 		{"an external Close ends Serve silently", func(r *serveRun, _ context.CancelCauseFunc) { r.sub.Close(listen.Cancelled("")) },
 			func(t *testing.T, reason error) { assert.ErrorIs(t, reason, listen.ErrCancelled) },
-			[]string{listen.MethodAcknowledged}},
+			[]string{jsonrpc.MethodAcknowledged}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -201,7 +202,7 @@ func TestServeOwnerEnd(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		owner, cancel := context.WithCancel(t.Context())
 		src, col := newTestSource(), newCollector()
-		sub, err := listen.Open(owner, src, request(listen.IntID(1), listen.Filter{}), nil)
+		sub, err := listen.Open(owner, src, request(jsonrpc.IntID(1), listen.Filter{}), nil)
 		require.NoError(t, err)
 		done := make(chan error, 1)
 		go func() { done <- sub.Serve(context.Background(), col.sink(0)) }()
@@ -209,7 +210,7 @@ func TestServeOwnerEnd(t *testing.T) {
 		cancel()
 		reason := <-done
 		assert.ErrorIs(t, reason, listen.ErrOwnerGone)
-		assert.Equal(t, []string{listen.MethodAcknowledged}, col.methods(t), "nothing written after the owner went away")
+		assert.Equal(t, []string{jsonrpc.MethodAcknowledged}, col.methods(t), "nothing written after the owner went away")
 	})
 }
 
@@ -221,14 +222,14 @@ func TestServeWithAnEndedContext(t *testing.T) {
 		class   string
 	}{
 		{"cancelled before the stream started writes nothing", listen.Cancelled("bye"), nil, listen.ClassCancelled},
-		{"a drain before the stream started still acknowledges first", listen.ErrShutdown, []string{listen.MethodAcknowledged, "result:complete"}, listen.ClassOther},
+		{"a drain before the stream started still acknowledges first", listen.ErrShutdown, []string{jsonrpc.MethodAcknowledged, "result:complete"}, listen.ClassOther},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancelCause(t.Context())
 			cancel(tt.cause)
 			src, col := newTestSource(), newCollector()
-			sub := openSub(t, src, listen.IntID(1), listen.Filter{"toolsListChanged": true})
+			sub := openSub(t, src, jsonrpc.IntID(1), listen.Filter{"toolsListChanged": true})
 			reason := sub.Serve(ctx, col.sink(0))
 			assert.Equal(t, tt.class, listen.Classify(reason))
 			assert.Equal(t, tt.methods, col.methods(t))
@@ -254,7 +255,7 @@ func TestServeContextEndWinsOverAReadyOutcome(t *testing.T) {
 			var ce *listen.CancelledError
 			require.ErrorAs(t, reason, &ce)
 			assert.NotErrorIs(t, reason, listen.ErrDisconnected)
-			assert.Equal(t, []string{listen.MethodAcknowledged}, r.col.methods(t))
+			assert.Equal(t, []string{jsonrpc.MethodAcknowledged}, r.col.methods(t))
 		})
 	}
 }
@@ -262,7 +263,7 @@ func TestServeContextEndWinsOverAReadyOutcome(t *testing.T) {
 func TestServeWritesTerminalMessagesThroughFinal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src, col := newTestSource(), newCollector()
-		sub := openSub(t, src, listen.IntID(1), listen.Filter{"toolsListChanged": true})
+		sub := openSub(t, src, jsonrpc.IntID(1), listen.Filter{"toolsListChanged": true})
 		var final []string
 		sink := col.sink(0)
 		sink.Final = func(msg []byte) error { final = append(final, string(msg)); return nil }
@@ -276,7 +277,7 @@ func TestServeWritesTerminalMessagesThroughFinal(t *testing.T) {
 		<-done
 		require.Len(t, final, 1)
 		assert.Contains(t, final[0], `"resultType":"complete"`)
-		assert.Equal(t, []string{listen.MethodAcknowledged, listen.MethodToolsListChanged}, col.methods(t))
+		assert.Equal(t, []string{jsonrpc.MethodAcknowledged, jsonrpc.MethodToolsListChanged}, col.methods(t))
 	})
 }
 
@@ -344,7 +345,7 @@ var _ listen.PollStream = (*pollStream)(nil)
 func TestServePollStreamWithoutAWorker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &pollStream{ready: make(chan struct{}, 1)}
-		sub := openSub(t, p, listen.IntID(1), listen.Filter{"toolsListChanged": true})
+		sub := openSub(t, p, jsonrpc.IntID(1), listen.Filter{"toolsListChanged": true})
 		col := newCollector()
 		done := make(chan error, 1)
 		go func() { done <- sub.Serve(t.Context(), col.sink(0)) }()
@@ -358,7 +359,7 @@ func TestServePollStreamWithoutAWorker(t *testing.T) {
 		<-col.got
 		p.push(item{err: listen.ErrClosed})
 		assert.Equal(t, listen.ErrComplete, <-done)
-		assert.Equal(t, []string{listen.MethodAcknowledged, listen.MethodToolsListChanged, "result:complete"}, col.methods(t))
+		assert.Equal(t, []string{jsonrpc.MethodAcknowledged, jsonrpc.MethodToolsListChanged, "result:complete"}, col.methods(t))
 		assert.Equal(t, []error{listen.ErrComplete}, p.closes)
 	})
 }
@@ -373,25 +374,25 @@ func TestServePollStreamEndings(t *testing.T) {
 		{"failure", func(p *pollStream, _ *listen.Subscription, _ context.CancelCauseFunc) {
 			p.push(item{err: errors.New("x")})
 		},
-			listen.ClassError, []string{listen.MethodAcknowledged, "error:Subscription source failed"}},
+			listen.ClassError, []string{jsonrpc.MethodAcknowledged, "error:Subscription source failed"}},
 		{"panic in TryNext", func(p *pollStream, _ *listen.Subscription, _ context.CancelCauseFunc) {
 			p.mu.Lock()
 			p.panics = true
 			p.mu.Unlock()
 			p.push(item{})
-		}, listen.ClassError, []string{listen.MethodAcknowledged, "error:Subscription source failed"}},
+		}, listen.ClassError, []string{jsonrpc.MethodAcknowledged, "error:Subscription source failed"}},
 		{"cancellation", func(_ *pollStream, _ *listen.Subscription, cancel context.CancelCauseFunc) {
 			cancel(listen.Cancelled(""))
 		},
-			listen.ClassCancelled, []string{listen.MethodAcknowledged}},
+			listen.ClassCancelled, []string{jsonrpc.MethodAcknowledged}},
 		{"drain", func(_ *pollStream, _ *listen.Subscription, cancel context.CancelCauseFunc) {
 			cancel(listen.ErrShutdown)
 		},
-			listen.ClassOther, []string{listen.MethodAcknowledged, "result:complete"}},
+			listen.ClassOther, []string{jsonrpc.MethodAcknowledged, "result:complete"}},
 		{"external close", func(_ *pollStream, sub *listen.Subscription, _ context.CancelCauseFunc) {
 			sub.Close(listen.Disconnected(nil))
 		},
-			listen.ClassDisconnected, []string{listen.MethodAcknowledged}},
+			listen.ClassDisconnected, []string{jsonrpc.MethodAcknowledged}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -399,7 +400,7 @@ func TestServePollStreamEndings(t *testing.T) {
 				ctx, cancel := context.WithCancelCause(t.Context())
 				defer cancel(nil)
 				p := &pollStream{ready: make(chan struct{}, 1)}
-				sub := openSub(t, p, listen.IntID(1), listen.Filter{"toolsListChanged": true})
+				sub := openSub(t, p, jsonrpc.IntID(1), listen.Filter{"toolsListChanged": true})
 				col := newCollector()
 				done := make(chan error, 1)
 				go func() { done <- sub.Serve(ctx, col.sink(0)) }()

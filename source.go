@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"io"
+
+	"github.com/mcplisten/listen/jsonrpc"
 )
 
 // Source is the application boundary: it turns an opened listen request into
@@ -14,7 +16,7 @@ import (
 // to what the server advertises, extension filters merged in) and the full
 // request. It returns the filter it accepts, which must be a subset of
 // supported (SubsetOf), and the stream. A nil accepted filter is the empty
-// filter. If it returns an *Error, that error goes to the client unchanged
+// filter. If it returns an *jsonrpc.Error, that error goes to the client unchanged
 // (so a source can pick its own code); any other error becomes the internal
 // error "Subscription source failed to open", with the source's error kept
 // as the private cause. A nil stream with a nil error is the internal error
@@ -82,7 +84,7 @@ func openSource(ctx context.Context, src Source, req *Request, supported Filter)
 	defer func() {
 		if v := recover(); v != nil {
 			accepted, stream = nil, nil
-			err = NewError(CodeInternalError, MsgSourceFailedToOpen).WithCause(newPanicError("Source.Open", v))
+			err = jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgSourceFailedToOpen).WithCause(newPanicError("Source.Open", v))
 		}
 	}()
 	accepted, stream, err = src.Open(ctx, req, supported)
@@ -90,14 +92,14 @@ func openSource(ctx context.Context, src Source, req *Request, supported Filter)
 		if stream != nil {
 			closeStream(stream, Failed(err))
 		}
-		var we *Error
+		var we *jsonrpc.Error
 		if errors.As(err, &we) {
 			return nil, nil, we
 		}
-		return nil, nil, NewError(CodeInternalError, MsgSourceFailedToOpen).WithCause(err)
+		return nil, nil, jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgSourceFailedToOpen).WithCause(err)
 	}
 	if stream == nil {
-		return nil, nil, NewError(CodeInternalError, MsgInvalidOpenResult)
+		return nil, nil, jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgInvalidOpenResult)
 	}
 	if accepted == nil {
 		accepted = Filter{}

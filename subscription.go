@@ -3,21 +3,23 @@ package listen
 import (
 	"context"
 	"errors"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/mcplisten/listen/jsonrpc"
 )
+
+// DefaultReleaseTimeout is Options.ReleaseTimeout's default.
+const DefaultReleaseTimeout = 5 * time.Second
 
 // Options configure Open. They describe the server, so one Options value is
 // normally shared by every Open call; Open only reads it.
 type Options struct {
-	// Capabilities are the server's capabilities, exactly as it advertises
-	// them in server/discover. The requested filter is narrowed against them:
-	// toolsListChanged needs tools.listChanged, promptsListChanged
-	// prompts.listChanged, resourcesListChanged resources.listChanged and
-	// resourceSubscriptions resources.subscribe, each the boolean true.
+	// Capabilities are the server's capabilities, as it advertises them in
+	// server/discover (see CapabilitiesFrom). The requested filter is
+	// narrowed against them.
 	Capabilities Capabilities
 	// ServerInfo goes into the completion result's _meta
 	// (io.modelcontextprotocol/serverInfo) when its Name is set.
@@ -32,7 +34,7 @@ type Options struct {
 	CanRead func(ctx context.Context, req *Request, uri string) bool
 	// ReleaseTimeout bounds how long Close waits for a worker whose Next is
 	// still blocked after the stream was closed (a source that breaks the
-	// Stream contract). Zero means 5 seconds. After it, Close returns and the
+	// Stream contract). Zero means DefaultReleaseTimeout. After it, Close returns and the
 	// worker goroutine exits whenever Next returns.
 	ReleaseTimeout time.Duration
 }
@@ -66,8 +68,7 @@ type Options struct {
 //
 // All methods are safe for concurrent use. Close is idempotent and waits.
 type Subscription struct {
-	id         ID
-	version    string
+	id         jsonrpc.ID
 	accepted   Filter
 	tools      bool
 	prompts    bool
@@ -78,7 +79,6 @@ type Subscription struct {
 	negotiated []string
 	registry   *ExtensionRegistry
 	serverInfo Implementation
-	transport  string
 	release    time.Duration
 
 	guard *guard
@@ -89,7 +89,7 @@ type Subscription struct {
 
 // Open opens a subscription for req on src.
 //
-// It validates req (ValidateNotifications; a protocol version without
+// It validates req (validateNotifications; a protocol version without
 // subscriptions/listen is the internal error "Protocol does not implement
 // subscription wire shaping"), narrows the requested filter against
 // opts.Capabilities and opts.CanRead, merges in the extensions' filters, and
@@ -98,8 +98,8 @@ type Subscription struct {
 // Failed reason and Open returns the internal error "Subscription source
 // accepted notifications not requested".
 //
-// Errors are *Error values for the client (match them with errors.Is against
-// ErrInvalidParams, ErrInternal, ...). ctx is passed to src.Open and is the
+// Errors are *jsonrpc.Error values for the client (match them with errors.Is against
+// jsonrpc.ErrInvalidParams, jsonrpc.ErrInternal, ...). ctx is passed to src.Open and is the
 // subscription's owner (see Subscription). opts may be nil.
 func Open(ctx context.Context, src Source, req *Request, opts *Options) (*Subscription, error) {
 	return OpenOwned(ctx, ctx, src, req, opts)
@@ -119,12 +119,12 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 		opts = &Options{}
 	}
 	if req == nil || !req.ID.Valid() {
-		return nil, NewError(CodeInvalidRequest, "Invalid request: subscriptions/listen requires an id")
+		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Invalid request: subscriptions/listen requires an id")
 	}
-	if !HasListen(req.ProtocolVersion) {
-		return nil, NewError(CodeInternalError, MsgNoShaping)
+	if !jsonrpc.HasListen(req.ProtocolVersion) {
+		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgNoShaping)
 	}
-	if err := ValidateNotifications(req.Notifications); err != nil {
+	if err := validateNotifications(req.Notifications); err != nil {
 		return nil, err
 	}
 	core, err := narrow(ctx, req, opts)
@@ -137,9 +137,9 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 		return nil, err
 	}
 	if len(extMerged) > 0 {
-		supported, err = Merge(core, extMerged)
+		supported, err = merge(core, extMerged)
 		if err != nil {
-			return nil, NewError(CodeInternalError, MsgExtCollideWithCore).WithCause(err)
+			return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgExtCollideWithCore).WithCause(err)
 		}
 	}
 	supported = supported.Clone()
@@ -149,23 +149,21 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 		return nil, err
 	}
 	if !accepted.SubsetOf(supported) {
-		werr := NewError(CodeInternalError, MsgSourceOverclaimed)
+		werr := jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgSourceOverclaimed)
 		closeStream(stream, Failed(werr))
 		return nil, werr
 	}
 
 	s := &Subscription{
-		id:         ID{raw: strings.Clone(req.ID.raw)},
-		version:    ProtocolVersion,
+		id:         cloneID(req.ID),
 		accepted:   accepted.Clone(),
 		registry:   opts.Extensions,
 		serverInfo: opts.ServerInfo,
-		transport:  strings.Clone(req.Transport.Kind),
 		release:    opts.ReleaseTimeout,
 		guard:      newGuard(stream),
 	}
 	if s.release <= 0 {
-		s.release = 5 * time.Second
+		s.release = DefaultReleaseTimeout
 	}
 	s.tools = s.accepted.Bool(KeyToolsListChanged)
 	s.prompts = s.accepted.Bool(KeyPromptsListChanged)
@@ -180,7 +178,7 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 		}
 	}
 	for id, contrib := range contributions {
-		if p := Project(s.accepted, contrib); len(p) > 0 {
+		if p := project(s.accepted, contrib); len(p) > 0 {
 			if s.extFilters == nil {
 				s.extFilters = make(map[string]Filter, len(contributions))
 			}
@@ -195,27 +193,22 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 	return s, nil
 }
 
-// sameMap reports whether a and b are the same map (not equal maps).
-func sameMap(a, b Filter) bool {
-	return a != nil && b != nil && reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
-}
-
 // narrow builds the core filter: the requested core keys the server's
 // capabilities allow, with requested false never carried forward.
 func narrow(ctx context.Context, req *Request, opts *Options) (Filter, error) {
 	f := Filter{}
 	caps := opts.Capabilities
 	want := req.Notifications
-	if want.Bool(KeyToolsListChanged) && caps.Flag("tools", "listChanged") {
+	if want.Bool(KeyToolsListChanged) && caps.ToolsListChanged {
 		f[KeyToolsListChanged] = true
 	}
-	if want.Bool(KeyPromptsListChanged) && caps.Flag("prompts", "listChanged") {
+	if want.Bool(KeyPromptsListChanged) && caps.PromptsListChanged {
 		f[KeyPromptsListChanged] = true
 	}
-	if want.Bool(KeyResourcesListChanged) && caps.Flag("resources", "listChanged") {
+	if want.Bool(KeyResourcesListChanged) && caps.ResourcesListChanged {
 		f[KeyResourcesListChanged] = true
 	}
-	if v, ok := want[KeyResourceSubscriptions]; ok && caps.Flag("resources", "subscribe") {
+	if v, ok := want[KeyResourceSubscriptions]; ok && caps.ResourcesSubscribe {
 		if _, isList := asList(v); isList {
 			uris := want.Strings(KeyResourceSubscriptions)
 			if opts.CanRead != nil {
@@ -242,17 +235,11 @@ func narrow(ctx context.Context, req *Request, opts *Options) (Filter, error) {
 }
 
 // ID returns the listen request's id, which is also the subscription id.
-func (s *Subscription) ID() ID { return s.id }
-
-// ProtocolVersion returns the protocol version the subscription speaks.
-func (s *Subscription) ProtocolVersion() string { return s.version }
+func (s *Subscription) ID() jsonrpc.ID { return s.id }
 
 // Accepted returns the accepted filter, as the acknowledgement echoes it.
 // Treat it as read-only.
 func (s *Subscription) Accepted() Filter { return s.accepted }
-
-// TransportKind returns the kind of transport the request came in on.
-func (s *Subscription) TransportKind() string { return s.transport }
 
 // ErrWorkerStarted is returned by StartWorker when the subscription already
 // has a worker.
@@ -318,8 +305,14 @@ func (s *Subscription) Closed() <-chan struct{} { return s.guard.done }
 func canRead(ctx context.Context, f func(context.Context, *Request, string) bool, req *Request, uri string) (ok bool, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			ok, err = false, NewError(CodeInternalError, MsgSourceFailedToOpen).WithCause(newPanicError("Options.CanRead", v))
+			ok, err = false, jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgSourceFailedToOpen).WithCause(newPanicError("Options.CanRead", v))
 		}
 	}()
 	return f(ctx, req, uri), nil
+}
+
+// cloneID copies id so that the subscription keeps no byte of the request.
+func cloneID(id jsonrpc.ID) jsonrpc.ID {
+	c, _ := jsonrpc.ParseID([]byte(id.Raw()))
+	return c
 }

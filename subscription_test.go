@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
 )
 
 // --- params validation (reference §2.6, checklist 15 and 17) ---
@@ -44,23 +45,23 @@ func TestParseListenRequestParams(t *testing.T) {
 		{"empty notifications is valid", listenBody(`1`, `{}`), 0, ""},
 		{"unknown keys pass", listenBody(`"a"`, `{"taskIds":["t"],"com.example/x":{"y":1}}`), 0, ""},
 		{"1000 URIs", listenBody(`1`, `{"resourceSubscriptions":`+uriList(1000, "file:///r/")+`}`), 0, ""},
-		{"missing notifications", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`), -32602, listen.MsgNotificationsObject},
-		{"notifications is a list", listenBody(`1`, `[]`), -32602, listen.MsgNotificationsObject},
-		{"notifications is null", listenBody(`1`, `null`), -32602, listen.MsgNotificationsObject},
+		{"missing notifications", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`), -32602, jsonrpc.MsgNotificationsObject},
+		{"notifications is a list", listenBody(`1`, `[]`), -32602, jsonrpc.MsgNotificationsObject},
+		{"notifications is null", listenBody(`1`, `null`), -32602, jsonrpc.MsgNotificationsObject},
 		{"non-boolean tools flag", listenBody(`1`, `{"toolsListChanged":"yes"}`), -32602, "subscriptions/listen toolsListChanged must be a boolean"},
 		{"non-boolean prompts flag", listenBody(`1`, `{"promptsListChanged":1}`), -32602, "subscriptions/listen promptsListChanged must be a boolean"},
 		{"non-boolean resources flag", listenBody(`1`, `{"resourcesListChanged":null}`), -32602, "subscriptions/listen resourcesListChanged must be a boolean"},
-		{"resourceSubscriptions string", listenBody(`1`, `{"resourceSubscriptions":"file:///a"}`), -32602, listen.MsgURIsList},
-		{"1001 URIs", listenBody(`1`, `{"resourceSubscriptions":`+uriList(1001, "file:///r/")+`}`), -32602, listen.MsgURIsTooMany},
-		{"count is checked before elements", listenBody(`1`, `{"resourceSubscriptions":`+uriList(1001, "rel/")+`}`), -32602, listen.MsgURIsTooMany},
-		{"relative URI", listenBody(`1`, `{"resourceSubscriptions":["file:///a","b/c"]}`), -32602, listen.MsgURIsAbsolute},
-		{"non-string URI", listenBody(`1`, `{"resourceSubscriptions":[1]}`), -32602, listen.MsgURIsAbsolute},
-		{"params not an object", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":[]}`), -32602, listen.MsgParamsObject},
-		{"no params", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen"}`), -32602, listen.MsgParamsObject},
-		{"no _meta", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{}}}`), -32602, listen.MsgMetaObject},
-		{"_meta not an object", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"_meta":3,"notifications":{}}}`), -32602, listen.MsgMetaObject},
-		{"no protocol version", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{}},"notifications":{}}}`), -32602, listen.MsgMetaProtocolVersion},
-		{"no client capabilities", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"notifications":{}}}`), -32602, listen.MsgMetaCapabilities},
+		{"resourceSubscriptions string", listenBody(`1`, `{"resourceSubscriptions":"file:///a"}`), -32602, jsonrpc.MsgURIsList},
+		{"1001 URIs", listenBody(`1`, `{"resourceSubscriptions":`+uriList(1001, "file:///r/")+`}`), -32602, jsonrpc.MsgURIsTooMany},
+		{"count is checked before elements", listenBody(`1`, `{"resourceSubscriptions":`+uriList(1001, "rel/")+`}`), -32602, jsonrpc.MsgURIsTooMany},
+		{"relative URI", listenBody(`1`, `{"resourceSubscriptions":["file:///a","b/c"]}`), -32602, jsonrpc.MsgURIsAbsolute},
+		{"non-string URI", listenBody(`1`, `{"resourceSubscriptions":[1]}`), -32602, jsonrpc.MsgURIsAbsolute},
+		{"params not an object", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":[]}`), -32602, jsonrpc.MsgParamsObject},
+		{"no params", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen"}`), -32602, jsonrpc.MsgParamsObject},
+		{"no _meta", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{}}}`), -32602, jsonrpc.MsgMetaObject},
+		{"_meta not an object", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"_meta":3,"notifications":{}}}`), -32602, jsonrpc.MsgMetaObject},
+		{"no protocol version", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{}},"notifications":{}}}`), -32602, jsonrpc.MsgMetaProtocolVersion},
+		{"no client capabilities", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"notifications":{}}}`), -32602, jsonrpc.MsgMetaCapabilities},
 		{"malformed JSON", []byte(`{"jsonrpc":`), -32700, "Parse error"},
 		{"null id", listenBody(`null`, `{}`), -32600, "Invalid request: id must be a string or an integer"},
 		{"fractional id", listenBody(`1.5`, `{}`), -32600, "Invalid request: id must be a string or an integer"},
@@ -70,13 +71,13 @@ func TestParseListenRequestParams(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req, err := listen.ParseListenRequest(tt.body)
+			req, err := listen.ParseRequest(tt.body)
 			if tt.code == 0 {
 				require.NoError(t, err)
-				assert.Equal(t, listen.ProtocolVersion, req.ProtocolVersion)
+				assert.Equal(t, jsonrpc.ProtocolVersion, req.ProtocolVersion)
 				return
 			}
-			var we *listen.Error
+			var we *jsonrpc.Error
 			require.ErrorAs(t, err, &we)
 			assert.Equal(t, tt.code, we.Code)
 			assert.Equal(t, tt.msg, we.Message)
@@ -86,23 +87,23 @@ func TestParseListenRequestParams(t *testing.T) {
 
 func TestValidateNotificationsDirectly(t *testing.T) {
 	err := listen.ValidateNotifications(nil)
-	assert.ErrorIs(t, err, listen.ErrInvalidParams)
+	assert.ErrorIs(t, err, jsonrpc.ErrInvalidParams)
 	err = listen.ValidateNotifications(listen.Filter{"x": make(chan int)})
-	var we *listen.Error
+	var we *jsonrpc.Error
 	require.ErrorAs(t, err, &we)
-	assert.Equal(t, listen.MsgNotificationsJSON, we.Message)
+	assert.Equal(t, jsonrpc.MsgNotificationsJSON, we.Message)
 	assert.NoError(t, listen.ValidateNotifications(listen.Filter{"resourceSubscriptions": []string{"file:///a"}}))
 }
 
 func TestRequestIDKeepsItsJSONType(t *testing.T) {
 	for _, raw := range []string{`"listen-1"`, `7`, `-3`, `"7"`, `"with \"quotes\""`} {
-		req, err := listen.ParseListenRequest(listenBody(raw, `{}`))
+		req, err := listen.ParseRequest(listenBody(raw, `{}`))
 		require.NoError(t, err, raw)
 		assert.Equal(t, raw, req.ID.Raw())
 		assert.Equal(t, raw[0] == '"', req.ID.IsString())
 	}
-	assert.Equal(t, `"a"`, listen.StringID("a").Raw())
-	assert.Equal(t, `42`, listen.IntID(42).Raw())
+	assert.Equal(t, `"a"`, jsonrpc.StringID("a").Raw())
+	assert.Equal(t, `42`, jsonrpc.IntID(42).Raw())
 }
 
 // --- narrowing (reference §2.1, checklist 14 and 16) ---
@@ -116,19 +117,19 @@ func TestNarrowingAgainstCapabilities(t *testing.T) {
 	}{
 		{
 			name: "only advertised kinds, requested false dropped",
-			caps: listen.Capabilities{"tools": map[string]any{"listChanged": true}, "resources": map[string]any{"subscribe": true}},
+			caps: listen.Capabilities{ToolsListChanged: true, ResourcesSubscribe: true},
 			req:  listen.Filter{"toolsListChanged": true, "promptsListChanged": true, "resourcesListChanged": false, "resourceSubscriptions": []any{"test://resource/one"}},
 			want: listen.Filter{"toolsListChanged": true, "resourceSubscriptions": []any{"test://resource/one"}},
 		},
 		{
 			name: "only boolean true capabilities count",
-			caps: listen.Capabilities{"tools": map[string]any{"listChanged": "true"}, "prompts": map[string]any{"listChanged": json.Number("1")}, "resources": map[string]any{"listChanged": true, "subscribe": false}},
+			caps: mustCapabilities(`{"tools":{"listChanged":"true"},"prompts":{"listChanged":1},"resources":{"listChanged":true,"subscribe":false}}`),
 			req:  listen.Filter{"toolsListChanged": true, "promptsListChanged": true, "resourcesListChanged": true, "resourceSubscriptions": []any{"a:b"}},
 			want: listen.Filter{"resourcesListChanged": true},
 		},
 		{
 			name: "no capabilities: empty ack",
-			caps: nil,
+			caps: listen.Capabilities{},
 			req:  listen.Filter{"toolsListChanged": true},
 			want: listen.Filter{},
 		},
@@ -148,7 +149,7 @@ func TestNarrowingAgainstCapabilities(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			src := newTestSource()
-			sub, err := listen.Open(context.Background(), src, request(listen.IntID(1), tt.req), &listen.Options{Capabilities: tt.caps})
+			sub, err := listen.Open(context.Background(), src, request(jsonrpc.IntID(1), tt.req), &listen.Options{Capabilities: tt.caps})
 			require.NoError(t, err)
 			defer sub.Close(listen.ErrComplete)
 			assert.Equal(t, tt.want, <-src.opened, "supported filter given to the source")
@@ -167,7 +168,7 @@ func TestCanReadLeavesOutUnreadableURIs(t *testing.T) {
 		},
 	}
 	src := newTestSource()
-	sub, err := listen.Open(context.Background(), src, request(listen.IntID(1), listen.Filter{
+	sub, err := listen.Open(context.Background(), src, request(jsonrpc.IntID(1), listen.Filter{
 		"resourceSubscriptions": []any{"test://static/readme", "test://static/data", "test://unregistered/one"},
 	}), opts)
 	require.NoError(t, err)
@@ -178,8 +179,8 @@ func TestCanReadLeavesOutUnreadableURIs(t *testing.T) {
 // Checklist 16: direct open narrows truthfully and shapes the whole stream.
 func TestDirectLifecycleShapesTheStream(t *testing.T) {
 	src := newTestSource()
-	caps := listen.Capabilities{"tools": map[string]any{"listChanged": true}, "resources": map[string]any{"subscribe": true}}
-	req := request(listen.StringID("sub-direct"), listen.Filter{
+	caps := listen.Capabilities{ToolsListChanged: true, ResourcesSubscribe: true}
+	req := request(jsonrpc.StringID("sub-direct"), listen.Filter{
 		"toolsListChanged": true, "promptsListChanged": true, "resourcesListChanged": false,
 		"resourceSubscriptions": []any{"test://resource/one"},
 	})
@@ -221,7 +222,7 @@ type openFunc = listen.SourceFunc
 
 func TestSourceOpenResults(t *testing.T) {
 	boom := errors.New("boom")
-	custom := listen.NewError(listen.CodeMissingRequiredClientCapability, "Missing required client capability")
+	custom := jsonrpc.NewError(jsonrpc.CodeMissingRequiredClientCapability, "Missing required client capability")
 	stream := func() *testStream {
 		return &testStream{src: newTestSource(), items: make(chan item), closed: make(chan struct{}), closes: make(chan error, 4)}
 	}
@@ -235,28 +236,28 @@ func TestSourceOpenResults(t *testing.T) {
 	}{
 		{"an *Error passes through", openFunc(func(context.Context, *listen.Request, listen.Filter) (listen.Filter, listen.Stream, error) {
 			return nil, nil, custom
-		}), listen.CodeMissingRequiredClientCapability, "Missing required client capability", nil},
+		}), jsonrpc.CodeMissingRequiredClientCapability, "Missing required client capability", nil},
 		{"a wrapped *Error passes through", openFunc(func(context.Context, *listen.Request, listen.Filter) (listen.Filter, listen.Stream, error) {
 			return nil, nil, fmt.Errorf("wrapped: %w", custom)
-		}), listen.CodeMissingRequiredClientCapability, "Missing required client capability", nil},
+		}), jsonrpc.CodeMissingRequiredClientCapability, "Missing required client capability", nil},
 		{"another error is internal", openFunc(func(context.Context, *listen.Request, listen.Filter) (listen.Filter, listen.Stream, error) {
 			return nil, nil, boom
-		}), listen.CodeInternalError, listen.MsgSourceFailedToOpen, boom},
+		}), jsonrpc.CodeInternalError, jsonrpc.MsgSourceFailedToOpen, boom},
 		{"a nil stream is invalid", openFunc(func(context.Context, *listen.Request, listen.Filter) (listen.Filter, listen.Stream, error) {
 			return listen.Filter{}, nil, nil
-		}), listen.CodeInternalError, listen.MsgInvalidOpenResult, nil},
+		}), jsonrpc.CodeInternalError, jsonrpc.MsgInvalidOpenResult, nil},
 		{"a panic is a failed open", openFunc(func(context.Context, *listen.Request, listen.Filter) (listen.Filter, listen.Stream, error) {
 			panic("kaboom")
-		}), listen.CodeInternalError, listen.MsgSourceFailedToOpen, nil},
+		}), jsonrpc.CodeInternalError, jsonrpc.MsgSourceFailedToOpen, nil},
 		{"an error with a stream closes the stream", openFunc(func(context.Context, *listen.Request, listen.Filter) (listen.Filter, listen.Stream, error) {
 			leaked = stream()
 			return nil, leaked, boom
-		}), listen.CodeInternalError, listen.MsgSourceFailedToOpen, boom},
+		}), jsonrpc.CodeInternalError, jsonrpc.MsgSourceFailedToOpen, boom},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := listen.Open(context.Background(), tt.src, request(listen.IntID(1), listen.Filter{}), nil)
-			var we *listen.Error
+			_, err := listen.Open(context.Background(), tt.src, request(jsonrpc.IntID(1), listen.Filter{}), nil)
+			var we *jsonrpc.Error
 			require.ErrorAs(t, err, &we)
 			assert.Equal(t, tt.code, we.Code)
 			assert.Equal(t, tt.msg, we.Message)
@@ -269,7 +270,7 @@ func TestSourceOpenResults(t *testing.T) {
 	assert.ErrorIs(t, <-leaked.closes, listen.ErrFailed)
 
 	var pe *listen.PanicError
-	_, err := listen.Open(context.Background(), tests[4].src, request(listen.IntID(1), listen.Filter{}), nil)
+	_, err := listen.Open(context.Background(), tests[4].src, request(jsonrpc.IntID(1), listen.Filter{}), nil)
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, "kaboom", pe.Value)
 }
@@ -277,36 +278,36 @@ func TestSourceOpenResults(t *testing.T) {
 func TestOverclaimingSourceIsClosedAndRefused(t *testing.T) {
 	src := newTestSource()
 	src.accept = func(listen.Filter) listen.Filter { return listen.Filter{"promptsListChanged": true} }
-	caps := listen.Capabilities{"tools": map[string]any{"listChanged": true}}
-	_, err := listen.Open(context.Background(), src, request(listen.IntID(1), listen.Filter{"toolsListChanged": true, "promptsListChanged": true}), &listen.Options{Capabilities: caps})
-	var we *listen.Error
+	caps := listen.Capabilities{ToolsListChanged: true}
+	_, err := listen.Open(context.Background(), src, request(jsonrpc.IntID(1), listen.Filter{"toolsListChanged": true, "promptsListChanged": true}), &listen.Options{Capabilities: caps})
+	var we *jsonrpc.Error
 	require.ErrorAs(t, err, &we)
-	assert.Equal(t, listen.CodeInternalError, we.Code)
-	assert.Equal(t, listen.MsgSourceOverclaimed, we.Message)
+	assert.Equal(t, jsonrpc.CodeInternalError, we.Code)
+	assert.Equal(t, jsonrpc.MsgSourceOverclaimed, we.Message)
 
 	reason := <-src.last().closes
 	var fe *listen.FailedError
 	require.ErrorAs(t, reason, &fe)
-	assert.ErrorIs(t, fe.Err, listen.ErrInternal)
+	assert.ErrorIs(t, fe.Err, jsonrpc.ErrInternal)
 	assert.Equal(t, 1, src.last().closeCount())
 
 	// Echoing false for an unsupported key is overclaiming too.
 	src.accept = func(listen.Filter) listen.Filter { return listen.Filter{"resourcesListChanged": false} }
-	_, err = listen.Open(context.Background(), src, request(listen.IntID(2), listen.Filter{}), &listen.Options{Capabilities: caps})
-	assert.ErrorIs(t, err, listen.ErrInternal)
+	_, err = listen.Open(context.Background(), src, request(jsonrpc.IntID(2), listen.Filter{}), &listen.Options{Capabilities: caps})
+	assert.ErrorIs(t, err, jsonrpc.ErrInternal)
 }
 
 func TestLegacyProtocolHasNoShaping(t *testing.T) {
-	req := request(listen.IntID(1), listen.Filter{})
+	req := request(jsonrpc.IntID(1), listen.Filter{})
 	req.ProtocolVersion = "2025-11-25"
 	_, err := listen.Open(context.Background(), newTestSource(), req, nil)
-	var we *listen.Error
+	var we *jsonrpc.Error
 	require.ErrorAs(t, err, &we)
-	assert.Equal(t, listen.MsgNoShaping, we.Message)
-	assert.True(t, listen.IsLegacyVersion("2025-11-25"))
-	assert.False(t, listen.IsLegacyVersion("2026-07-28"))
-	assert.False(t, listen.IsLegacyVersion("2099-01-01"))
-	assert.False(t, listen.IsLegacyVersion("garbage"))
+	assert.Equal(t, jsonrpc.MsgNoShaping, we.Message)
+	assert.True(t, jsonrpc.IsLegacyVersion("2025-11-25"))
+	assert.False(t, jsonrpc.IsLegacyVersion("2026-07-28"))
+	assert.False(t, jsonrpc.IsLegacyVersion("2099-01-01"))
+	assert.False(t, jsonrpc.IsLegacyVersion("garbage"))
 }
 
 // --- retained context (reference §2.5, checklist 19, 20, 40) ---
@@ -325,7 +326,7 @@ func TestOpenSubscriptionDoesNotRetainTheRequest(t *testing.T) {
 	body = append(body, `"}}`...)
 	weakBody := weak.Make(&body[0])
 
-	req, err := listen.ParseListenRequest(body)
+	req, err := listen.ParseRequest(body)
 	require.NoError(t, err)
 	req.Auth = map[string]any{"principal": strings.Repeat("a", 1<<20)}
 	req.Transport.Header = map[string][]string{"X-Big": {strings.Repeat("h", 1<<20)}}
@@ -344,7 +345,6 @@ func TestOpenSubscriptionDoesNotRetainTheRequest(t *testing.T) {
 	assert.Nil(t, weakAuth.Value(), "the request (auth, headers) is still reachable from the subscription")
 	assert.Equal(t, []string{"file:///kept"}, sub.Accepted().Strings("resourceSubscriptions"))
 	assert.Equal(t, `"listen-retain"`, sub.ID().Raw())
-	assert.Equal(t, "direct", sub.TransportKind()+map[bool]string{true: "direct"}[sub.TransportKind() == ""])
 	ack, err := sub.Acknowledgement()
 	require.NoError(t, err)
 	assert.Contains(t, string(ack), "file:///kept")
@@ -358,7 +358,7 @@ func TestGuardClosesExactlyOnceUnderRaces(t *testing.T) {
 	for i := range 200 {
 		src := newTestSource()
 		ctx, cancel := context.WithCancel(context.Background())
-		sub, err := listen.Open(ctx, src, request(listen.IntID(int64(i)), listen.Filter{"toolsListChanged": true}), &listen.Options{Capabilities: allCaps})
+		sub, err := listen.Open(ctx, src, request(jsonrpc.IntID(int64(i)), listen.Filter{"toolsListChanged": true}), &listen.Options{Capabilities: allCaps})
 		require.NoError(t, err)
 		w, err := sub.StartWorker(ctx)
 		require.NoError(t, err)
@@ -388,7 +388,7 @@ func TestGuardClosesExactlyOnceUnderRaces(t *testing.T) {
 func TestOwnerEndClosesTheSourceOnce(t *testing.T) {
 	src := newTestSource()
 	ctx, cancel := context.WithCancelCause(context.Background())
-	sub, err := listen.Open(ctx, src, request(listen.IntID(1), listen.Filter{"toolsListChanged": true}), &listen.Options{Capabilities: allCaps})
+	sub, err := listen.Open(ctx, src, request(jsonrpc.IntID(1), listen.Filter{"toolsListChanged": true}), &listen.Options{Capabilities: allCaps})
 	require.NoError(t, err)
 	w, err := sub.StartWorker(ctx)
 	require.NoError(t, err)
@@ -413,7 +413,7 @@ func TestOwnerEndClosesTheSourceOnce(t *testing.T) {
 
 func TestOwnershipHandedOverWhenTheWorkerStarts(t *testing.T) {
 	src := newTestSource()
-	sub, err := listen.Open(context.Background(), src, request(listen.IntID(1), listen.Filter{}), nil)
+	sub, err := listen.Open(context.Background(), src, request(jsonrpc.IntID(1), listen.Filter{}), nil)
 	require.NoError(t, err)
 	owner, cancel := context.WithCancel(context.Background())
 	w, err := sub.StartWorker(owner)
@@ -430,7 +430,7 @@ func TestOwnershipHandedOverWhenTheWorkerStarts(t *testing.T) {
 // close.
 func TestStoppedWorkerLeavesClosingToTheOwner(t *testing.T) {
 	src := newTestSource()
-	sub := openSub(t, src, listen.IntID(1), listen.Filter{"toolsListChanged": true})
+	sub := openSub(t, src, jsonrpc.IntID(1), listen.Filter{"toolsListChanged": true})
 	w, err := sub.StartWorker(context.Background())
 	require.NoError(t, err)
 	w.Stop()
@@ -447,7 +447,7 @@ func TestStoppedWorkerLeavesClosingToTheOwner(t *testing.T) {
 // first pull.
 func TestWorkerStartedAfterCloseSeesClosed(t *testing.T) {
 	src := newTestSource()
-	sub := openSub(t, src, listen.IntID(1), listen.Filter{})
+	sub := openSub(t, src, jsonrpc.IntID(1), listen.Filter{})
 	sub.Close(listen.ErrComplete)
 	w, err := sub.StartWorker(context.Background())
 	require.NoError(t, err)
@@ -489,7 +489,7 @@ func (c *concurrencySource) Close(error) {}
 
 func TestWorkerNeverHasTwoNextsInFlight(t *testing.T) {
 	src := &concurrencySource{release: make(chan struct{})}
-	sub, err := listen.Open(context.Background(), src, request(listen.IntID(1), listen.Filter{}), nil)
+	sub, err := listen.Open(context.Background(), src, request(jsonrpc.IntID(1), listen.Filter{}), nil)
 	require.NoError(t, err)
 	w, err := sub.StartWorker(context.Background())
 	require.NoError(t, err)
@@ -511,7 +511,7 @@ func TestWorkerNeverHasTwoNextsInFlight(t *testing.T) {
 func TestWorkerPullsOnlyOnDemand(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := newTestSource()
-		sub := openSub(t, src, listen.IntID(1), listen.Filter{"toolsListChanged": true})
+		sub := openSub(t, src, jsonrpc.IntID(1), listen.Filter{"toolsListChanged": true})
 		w, err := sub.StartWorker(t.Context())
 		require.NoError(t, err)
 		st := src.last()
@@ -579,7 +579,7 @@ func TestOutcomes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			src := newTestSource()
-			sub := openSub(t, src, listen.IntID(1), listen.Filter{})
+			sub := openSub(t, src, jsonrpc.IntID(1), listen.Filter{})
 			defer sub.Close(nil)
 			w, err := sub.StartWorker(context.Background())
 			require.NoError(t, err)
@@ -596,7 +596,7 @@ func TestOutcomes(t *testing.T) {
 
 func TestPanickingSourceNeverCrashesTheHost(t *testing.T) {
 	p := &panicSource{inNext: true, inClose: true, closed: make(chan struct{})}
-	sub, err := listen.Open(context.Background(), p, request(listen.IntID(1), listen.Filter{}), nil)
+	sub, err := listen.Open(context.Background(), p, request(jsonrpc.IntID(1), listen.Filter{}), nil)
 	require.NoError(t, err)
 	w, err := sub.StartWorker(context.Background())
 	require.NoError(t, err)
@@ -619,7 +619,7 @@ func TestCloseIsBoundedForANextThatIgnoresClose(t *testing.T) {
 		src := openFunc(func(context.Context, *listen.Request, listen.Filter) (listen.Filter, listen.Stream, error) {
 			return listen.Filter{}, stuckStream(stuck), nil
 		})
-		sub, err := listen.Open(context.Background(), src, request(listen.IntID(1), listen.Filter{}), &listen.Options{ReleaseTimeout: time.Second})
+		sub, err := listen.Open(context.Background(), src, request(jsonrpc.IntID(1), listen.Filter{}), &listen.Options{ReleaseTimeout: time.Second})
 		require.NoError(t, err)
 		w, err := sub.StartWorker(context.Background())
 		require.NoError(t, err)
@@ -671,26 +671,26 @@ func TestCloseReasonsMatch(t *testing.T) {
 }
 
 func TestWireErrorsMatchByCode(t *testing.T) {
-	err := fmt.Errorf("open: %w", listen.NewError(listen.CodeInvalidParams, "bad").WithCause(errors.New("inner")))
-	assert.ErrorIs(t, err, listen.ErrInvalidParams)
-	assert.NotErrorIs(t, err, listen.ErrInternal)
-	var we *listen.Error
+	err := fmt.Errorf("open: %w", jsonrpc.NewError(jsonrpc.CodeInvalidParams, "bad").WithCause(errors.New("inner")))
+	assert.ErrorIs(t, err, jsonrpc.ErrInvalidParams)
+	assert.NotErrorIs(t, err, jsonrpc.ErrInternal)
+	var we *jsonrpc.Error
 	require.ErrorAs(t, err, &we)
 	b, _ := json.Marshal(we)
 	assert.JSONEq(t, `{"code":-32602,"message":"bad"}`, string(b), "the cause is never sent")
 
-	internal := listen.NewError(listen.CodeInternalError, "x").WithData(map[string]any{"secret": 1})
+	internal := jsonrpc.NewError(jsonrpc.CodeInternalError, "x").WithData(map[string]any{"secret": 1})
 	b, _ = json.Marshal(internal)
 	assert.JSONEq(t, `{"code":-32603,"message":"x"}`, string(b), "internal errors carry no data")
 
-	unsupported := listen.NewError(listen.CodeUnsupportedProtocolVersion, "Unsupported protocol version").
-		WithData(map[string]any{"supported": listen.SupportedProtocolVersions, "requested": "1900-01-01"})
-	resp := listen.ErrorResponse(listen.IntID(1), unsupported)
+	unsupported := jsonrpc.NewError(jsonrpc.CodeUnsupportedProtocolVersion, "Unsupported protocol version").
+		WithData(map[string]any{"supported": jsonrpc.SupportedProtocolVersions, "requested": "1900-01-01"})
+	resp := jsonrpc.ErrorResponse(jsonrpc.IntID(1), unsupported)
 	assert.JSONEq(t, `{"jsonrpc":"2.0","id":1,"error":{"code":-32022,"message":"Unsupported protocol version",
 		"data":{"supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"],"requested":"1900-01-01"}}}`, string(resp))
-	resp = listen.ErrorResponse(listen.ID{}, listen.NewError(listen.CodeParseError, "Parse error"))
+	resp = jsonrpc.ErrorResponse(jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeParseError, "Parse error"))
 	assert.JSONEq(t, `{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error"}}`, string(resp))
-	resp = listen.ErrorResponse(listen.StringID("x"), errors.New("plain"))
+	resp = jsonrpc.ErrorResponse(jsonrpc.StringID("x"), errors.New("plain"))
 	assert.JSONEq(t, `{"jsonrpc":"2.0","id":"x","error":{"code":-32603,"message":"Internal error"}}`, string(resp))
 }
 
@@ -706,13 +706,13 @@ func FuzzParseListenRequest(f *testing.F) {
 	f.Add([]byte(`{"jsonrpc":"2.0","id":1e3,"method":"x"}`))
 	codes := map[int]bool{-32700: true, -32600: true, -32601: true, -32602: true}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		req, err := listen.ParseListenRequest(data)
+		req, err := listen.ParseRequest(data)
 		if err != nil {
-			var we *listen.Error
+			var we *jsonrpc.Error
 			if !errors.As(err, &we) || !codes[we.Code] || we.Message == "" {
 				t.Fatalf("error %v is not a wire error with a known code", err)
 			}
-			if !json.Valid(listen.ErrorResponse(req.ID, err)) {
+			if !json.Valid(jsonrpc.ErrorResponse(req.ID, err)) {
 				t.Fatalf("error response is not JSON")
 			}
 			return
@@ -735,7 +735,7 @@ func TestOpenOwnedSeparatesTheOwner(t *testing.T) {
 	src := newTestSource()
 	openCtx, cancelOpen := context.WithCancel(context.Background())
 	owner, cancelOwner := context.WithCancel(context.Background())
-	sub, err := listen.OpenOwned(openCtx, owner, src, request(listen.IntID(1), listen.Filter{}), nil)
+	sub, err := listen.OpenOwned(openCtx, owner, src, request(jsonrpc.IntID(1), listen.Filter{}), nil)
 	require.NoError(t, err)
 	cancelOpen()
 	assert.Nil(t, sub.CloseReason())
@@ -747,10 +747,10 @@ func TestOpenOwnedSeparatesTheOwner(t *testing.T) {
 func TestPanickingCanReadIsAFailedOpen(t *testing.T) {
 	src := newTestSource()
 	opts := &listen.Options{Capabilities: allCaps, CanRead: func(context.Context, *listen.Request, string) bool { panic("policy") }}
-	_, err := listen.Open(context.Background(), src, request(listen.IntID(1), listen.Filter{"resourceSubscriptions": []any{"file:///a"}}), opts)
-	var we *listen.Error
+	_, err := listen.Open(context.Background(), src, request(jsonrpc.IntID(1), listen.Filter{"resourceSubscriptions": []any{"file:///a"}}), opts)
+	var we *jsonrpc.Error
 	require.ErrorAs(t, err, &we)
-	assert.Equal(t, listen.MsgSourceFailedToOpen, we.Message)
+	assert.Equal(t, jsonrpc.MsgSourceFailedToOpen, we.Message)
 	var pe *listen.PanicError
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, "Options.CanRead", pe.Op)

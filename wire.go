@@ -3,15 +3,8 @@ package listen
 import (
 	"encoding/json"
 	"slices"
-)
 
-// Wire methods of MCP 2026-07-28.
-const (
-	MethodAcknowledged         = "notifications/subscriptions/acknowledged"
-	MethodToolsListChanged     = "notifications/tools/list_changed"
-	MethodPromptsListChanged   = "notifications/prompts/list_changed"
-	MethodResourcesListChanged = "notifications/resources/list_changed"
-	MethodResourceUpdated      = "notifications/resources/updated"
+	"github.com/mcplisten/listen/jsonrpc"
 )
 
 // The wire shapes below follow MCP 2026-07-28. Where snodo v0.4.1 and the
@@ -25,19 +18,19 @@ const (
 
 const (
 	prefixNotification = `{"jsonrpc":"2.0","method":`
-	metaOpen           = `"_meta":{"` + MetaSubscriptionID + `":`
+	metaOpen           = `"_meta":{"` + jsonrpc.MetaSubscriptionID + `":`
 )
 
 func methodOf(k Kind) string {
 	switch k {
 	case KindToolsListChanged:
-		return MethodToolsListChanged
+		return jsonrpc.MethodToolsListChanged
 	case KindPromptsListChanged:
-		return MethodPromptsListChanged
+		return jsonrpc.MethodPromptsListChanged
 	case KindResourcesListChanged:
-		return MethodResourcesListChanged
+		return jsonrpc.MethodResourcesListChanged
 	case KindResourceUpdated:
-		return MethodResourceUpdated
+		return jsonrpc.MethodResourceUpdated
 	}
 	return ""
 }
@@ -46,16 +39,16 @@ func methodOf(k Kind) string {
 // accepted filter verbatim (extension keys included) and a _meta holding only
 // the subscription id. Write it before anything else.
 func (s *Subscription) Acknowledgement() ([]byte, error) {
-	b := make([]byte, 0, 160+len(s.id.raw)+32*len(s.accepted))
+	b := make([]byte, 0, 160+len(s.id.Raw())+32*len(s.accepted))
 	b = append(b, prefixNotification...)
-	b = appendString(b, MethodAcknowledged)
+	b = appendString(b, jsonrpc.MethodAcknowledged)
 	b = append(b, `,"params":{`...)
 	b = append(b, metaOpen...)
-	b = append(b, s.id.raw...)
+	b = append(b, s.id.Raw()...)
 	b = append(b, `},"notifications":`...)
 	b, ok := appendJSONValue(b, map[string]any(s.accepted), 0)
 	if !ok {
-		return nil, NewError(CodeInternalError, MsgInvalidMessage)
+		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgInvalidMessage)
 	}
 	return append(b, "}}"...), nil
 }
@@ -104,7 +97,7 @@ func (s *Subscription) AppendNotification(dst []byte, ev Event) (out []byte, ok 
 	method := methodOf(ev.Kind)
 	if len(ev.Params) == 0 && len(ev.Metadata) == 0 {
 		// Fast path: no map work, one growth of dst at most.
-		n := len(prefixNotification) + len(method) + len(metaOpen) + len(s.id.raw) + 32
+		n := len(prefixNotification) + len(method) + len(metaOpen) + len(s.id.Raw()) + 32
 		if ev.Kind == KindResourceUpdated {
 			n += len(ev.URI) + 16
 		}
@@ -114,7 +107,7 @@ func (s *Subscription) AppendNotification(dst []byte, ev Event) (out []byte, ok 
 		b = append(b, method...)
 		b = append(b, `","params":{`...)
 		b = append(b, metaOpen...)
-		b = append(b, s.id.raw...)
+		b = append(b, s.id.Raw()...)
 		b = append(b, '}')
 		if ev.Kind == KindResourceUpdated {
 			b = append(b, `,"uri":`...)
@@ -124,7 +117,7 @@ func (s *Subscription) AppendNotification(dst []byte, ev Event) (out []byte, ok 
 	}
 	b, ok := s.appendNotificationMessage(dst, method, ev.Params, ev.Metadata, ev.URI)
 	if !ok {
-		return dst, false, NewError(CodeInternalError, MsgInvalidMessage)
+		return dst, false, jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgInvalidMessage)
 	}
 	return b, true, nil
 }
@@ -160,7 +153,7 @@ func (s *Subscription) appendNotificationMessage(dst []byte, method string, para
 	for k, v := range metadata {
 		meta[k] = v
 	}
-	meta[MetaSubscriptionID] = json.RawMessage(s.id.raw)
+	meta[jsonrpc.MetaSubscriptionID] = json.RawMessage(s.id.Raw())
 
 	keys := make([]string, 0, len(params)+2)
 	for k := range params {
@@ -204,12 +197,12 @@ func (s *Subscription) appendNotificationMessage(dst []byte, method string, para
 // the listen request, with resultType "complete", the subscription id and
 // (when Options.ServerInfo named the server) the server info in _meta.
 func (s *Subscription) Completion() ([]byte, error) {
-	b := make([]byte, 0, 160+2*len(s.id.raw)+len(s.serverInfo.Name)+len(s.serverInfo.Version))
+	b := make([]byte, 0, 160+2*len(s.id.Raw())+len(s.serverInfo.Name)+len(s.serverInfo.Version))
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	b = append(b, s.id.raw...)
+	b = append(b, s.id.Raw()...)
 	b = append(b, `,"result":{"_meta":{`...)
 	if s.serverInfo.Name != "" {
-		b = appendString(b, MetaServerInfo)
+		b = appendString(b, jsonrpc.MetaServerInfo)
 		b = append(b, `:{"name":`...)
 		b = appendString(b, s.serverInfo.Name)
 		if s.serverInfo.Title != "" {
@@ -220,9 +213,9 @@ func (s *Subscription) Completion() ([]byte, error) {
 		b = appendString(b, s.serverInfo.Version)
 		b = append(b, "},"...)
 	}
-	b = appendString(b, MetaSubscriptionID)
+	b = appendString(b, jsonrpc.MetaSubscriptionID)
 	b = append(b, ':')
-	b = append(b, s.id.raw...)
+	b = append(b, s.id.Raw()...)
 	b = append(b, `},"resultType":"complete"}}`...)
 	return b, nil
 }
@@ -232,22 +225,5 @@ func (s *Subscription) Completion() ([]byte, error) {
 // server's business and is never sent; internal errors carry no data.
 func (s *Subscription) Failure(reason error) []byte {
 	_ = reason
-	return ErrorResponse(s.id, NewError(CodeInternalError, MsgSourceFailed))
-}
-
-// ErrorResponse returns a JSON-RPC error response for id (without an "id"
-// member when id is not Valid: the schema allows no null id). err is sent as is when it is an *Error (or wraps one);
-// otherwise it is sent as -32603 "Internal error".
-func ErrorResponse(id ID, err error) []byte {
-	we := AsError(err, "Internal error")
-	b := make([]byte, 0, 64+len(id.raw)+len(we.Message)+len(we.Data))
-	b = append(b, `{"jsonrpc":"2.0",`...)
-	if id.Valid() {
-		b = append(b, `"id":`...)
-		b = append(b, id.raw...)
-		b = append(b, ',')
-	}
-	b = append(b, `"error":`...)
-	b = we.appendJSON(b)
-	return append(b, '}')
+	return jsonrpc.ErrorResponse(s.id, jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgSourceFailed))
 }

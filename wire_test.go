@@ -11,44 +11,45 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
 )
 
 func TestNotificationShapes(t *testing.T) {
 	filter := listen.Filter{"toolsListChanged": true, "promptsListChanged": true, "resourcesListChanged": true, "resourceSubscriptions": []any{"file:///a", "test://x?a=1&b=2"}}
 	tests := []struct {
 		name string
-		id   listen.ID
+		id   jsonrpc.ID
 		ev   listen.Event
 		want string // "" = drop
 	}{
-		{"tools, string id", listen.StringID("sub-1"), listen.ToolsListChanged(),
+		{"tools, string id", jsonrpc.StringID("sub-1"), listen.ToolsListChanged(),
 			`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"sub-1"}}}`},
-		{"prompts, integer id", listen.IntID(7), listen.PromptsListChanged(),
+		{"prompts, integer id", jsonrpc.IntID(7), listen.PromptsListChanged(),
 			`{"jsonrpc":"2.0","method":"notifications/prompts/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":7}}}`},
-		{"resources list", listen.IntID(7), listen.ResourcesListChanged(),
+		{"resources list", jsonrpc.IntID(7), listen.ResourcesListChanged(),
 			`{"jsonrpc":"2.0","method":"notifications/resources/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":7}}}`},
-		{"resource updated", listen.StringID("s"), listen.ResourceUpdated("test://x?a=1&b=2"),
+		{"resource updated", jsonrpc.StringID("s"), listen.ResourceUpdated("test://x?a=1&b=2"),
 			`{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"s"},"uri":"test://x?a=1&b=2"}}`},
-		{"metadata over params _meta, id last", listen.StringID("s"),
+		{"metadata over params _meta, id last", jsonrpc.StringID("s"),
 			listen.ToolsListChanged().
-				WithParams(map[string]any{"_meta": map[string]any{"a": 1, "b": 1, listen.MetaSubscriptionID: "forged"}, "extra": []any{true}}).
-				WithMetadata(map[string]any{"b": 2, listen.MetaSubscriptionID: "forged-too"}),
+				WithParams(map[string]any{"_meta": map[string]any{"a": 1, "b": 1, jsonrpc.MetaSubscriptionID: "forged"}, "extra": []any{true}}).
+				WithMetadata(map[string]any{"b": 2, jsonrpc.MetaSubscriptionID: "forged-too"}),
 			`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"a":1,"b":2,"io.modelcontextprotocol/subscriptionId":"s"},"extra":[true]}}`},
-		{"params _meta that is not an object is ignored", listen.IntID(1),
+		{"params _meta that is not an object is ignored", jsonrpc.IntID(1),
 			listen.PromptsListChanged().WithParams(map[string]any{"_meta": "nope"}),
 			`{"jsonrpc":"2.0","method":"notifications/prompts/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":1}}}`},
-		{"uri always from the event", listen.IntID(1),
+		{"uri always from the event", jsonrpc.IntID(1),
 			listen.ResourceUpdated("file:///a").WithParams(map[string]any{"uri": "file:///evil", "title": "A"}),
 			`{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":1},"title":"A","uri":"file:///a"}}`},
-		{"pre-encoded JSON in params and metadata", listen.IntID(1),
+		{"pre-encoded JSON in params and metadata", jsonrpc.IntID(1),
 			listen.ToolsListChanged().WithParams(map[string]any{"raw": json.RawMessage(`{"b":[1,2]}`)}).
 				WithMetadata(map[string]any{"m": json.RawMessage(`"x"`)}),
 			`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":1,"m":"x"},"raw":{"b":[1,2]}}}`},
-		{"pre-encoded params _meta is merged too", listen.IntID(1),
+		{"pre-encoded params _meta is merged too", jsonrpc.IntID(1),
 			listen.ToolsListChanged().WithParams(map[string]any{"_meta": json.RawMessage(`{"a":[1],"io.modelcontextprotocol/subscriptionId":"forged"}`)}),
 			`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"a":[1],"io.modelcontextprotocol/subscriptionId":1}}}`},
-		{"unrequested URI dropped", listen.IntID(1), listen.ResourceUpdated("file:///b"), ""},
-		{"extension event without an owning extension dropped", listen.IntID(1),
+		{"unrequested URI dropped", jsonrpc.IntID(1), listen.ResourceUpdated("file:///b"), ""},
+		{"extension event without an owning extension dropped", jsonrpc.IntID(1),
 			listen.ExtensionEvent("com.example/watch", listen.Filter{"watchIds": []any{"w1"}}, nil), ""},
 	}
 	for _, tt := range tests {
@@ -67,7 +68,7 @@ func TestNotificationShapes(t *testing.T) {
 }
 
 func TestDropsOutsideTheFilter(t *testing.T) {
-	sub := openSub(t, newTestSource(), listen.IntID(1), listen.Filter{"promptsListChanged": true})
+	sub := openSub(t, newTestSource(), jsonrpc.IntID(1), listen.Filter{"promptsListChanged": true})
 	defer sub.Close(nil)
 	for _, ev := range []listen.Event{listen.ToolsListChanged(), listen.ResourcesListChanged(), listen.ResourceUpdated("file:///a")} {
 		msg, err := sub.Notification(ev)
@@ -77,7 +78,7 @@ func TestDropsOutsideTheFilter(t *testing.T) {
 }
 
 func TestInvalidEventIsAnErrorNotADrop(t *testing.T) {
-	sub := openSub(t, newTestSource(), listen.IntID(1), listen.Filter{"toolsListChanged": true})
+	sub := openSub(t, newTestSource(), jsonrpc.IntID(1), listen.Filter{"toolsListChanged": true})
 	defer sub.Close(nil)
 	_, err := sub.Notification(listen.ToolsListChanged().WithParams(map[string]any{"raw": json.RawMessage(`{bad`)}))
 	assert.ErrorIs(t, err, listen.ErrInvalidEvent, "invalid pre-encoded JSON")
@@ -91,7 +92,7 @@ func TestInvalidEventIsAnErrorNotADrop(t *testing.T) {
 }
 
 func TestCompletionWithoutServerInfo(t *testing.T) {
-	sub := openSub(t, newTestSource(), listen.IntID(1), listen.Filter{})
+	sub := openSub(t, newTestSource(), jsonrpc.IntID(1), listen.Filter{})
 	defer sub.Close(nil)
 	msg, err := sub.Completion()
 	require.NoError(t, err)
@@ -103,7 +104,7 @@ func TestAckEchoesExtensionKeysVerbatim(t *testing.T) {
 	src.accept = func(listen.Filter) listen.Filter {
 		return listen.Filter{"toolsListChanged": true}
 	}
-	sub := openSub(t, src, listen.StringID("a"), listen.Filter{"toolsListChanged": true, "promptsListChanged": true})
+	sub := openSub(t, src, jsonrpc.StringID("a"), listen.Filter{"toolsListChanged": true, "promptsListChanged": true})
 	defer sub.Close(nil)
 	ack, err := sub.Acknowledgement()
 	require.NoError(t, err)
@@ -162,14 +163,12 @@ func extCaps(ids ...string) listen.Capabilities {
 	for _, id := range ids {
 		exts[id] = map[string]any{}
 	}
-	c := listen.Capabilities{"extensions": exts}
-	for k, v := range allCaps {
-		c[k] = v
-	}
+	c := allCaps
+	c.Extensions = exts
 	return c
 }
 
-func extRequest(id listen.ID, f listen.Filter, negotiated ...string) *listen.Request {
+func extRequest(id jsonrpc.ID, f listen.Filter, negotiated ...string) *listen.Request {
 	req := request(id, f)
 	exts := map[string]any{}
 	for _, n := range negotiated {
@@ -185,7 +184,7 @@ func TestExtensionEventsArriveWithTheExtensionsMethod(t *testing.T) {
 	require.NoError(t, err)
 	opts := &listen.Options{Capabilities: extCaps(ext.id), Extensions: reg}
 	sub, err := listen.Open(context.Background(), newTestSource(),
-		extRequest(listen.IntID(7), listen.Filter{"watchIds": []any{"w1"}, "toolsListChanged": true}, ext.id), opts)
+		extRequest(jsonrpc.IntID(7), listen.Filter{"watchIds": []any{"w1"}, "toolsListChanged": true}, ext.id), opts)
 	require.NoError(t, err)
 	defer sub.Close(nil)
 	assert.Equal(t, listen.Filter{"watchIds": []any{"w1"}, "toolsListChanged": true}, sub.Accepted())
@@ -195,7 +194,7 @@ func TestExtensionEventsArriveWithTheExtensionsMethod(t *testing.T) {
 	assert.Nil(t, msg, "a selector outside the owned filter is dropped")
 
 	msg, err = sub.Notification(listen.ExtensionEvent(ext.id, listen.Filter{"watchIds": []any{"w1"}}, map[string]any{"state": "done"}).
-		WithMetadata(map[string]any{listen.MetaSubscriptionID: "forged"}))
+		WithMetadata(map[string]any{jsonrpc.MetaSubscriptionID: "forged"}))
 	require.NoError(t, err)
 	assert.Equal(t, `{"jsonrpc":"2.0","method":"notifications/com.example/watch","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":7},"watch":{"state":"done"}}}`, string(msg))
 
@@ -208,7 +207,7 @@ func TestExtensionEventsNeedNegotiation(t *testing.T) {
 	ext := &watchExt{id: "com.example/watch", key: "watchIds"}
 	reg, _ := listen.NewExtensionRegistry(ext)
 	sub, err := listen.Open(context.Background(), newTestSource(),
-		extRequest(listen.IntID(7), listen.Filter{"watchIds": []any{"w1"}}), // client did not declare it
+		extRequest(jsonrpc.IntID(7), listen.Filter{"watchIds": []any{"w1"}}), // client did not declare it
 		&listen.Options{Capabilities: extCaps(ext.id), Extensions: reg})
 	require.NoError(t, err)
 	defer sub.Close(nil)
@@ -222,21 +221,21 @@ func TestExtensionCandidates(t *testing.T) {
 	reg, _ := listen.NewExtensionRegistry(ext)
 	f := listen.Filter{"watchIds": []any{"w1"}}
 	// Not advertised by the server: not a candidate, the key is omitted.
-	sub, err := listen.Open(context.Background(), newTestSource(), extRequest(listen.IntID(1), f, ext.id), &listen.Options{Capabilities: allCaps, Extensions: reg})
+	sub, err := listen.Open(context.Background(), newTestSource(), extRequest(jsonrpc.IntID(1), f, ext.id), &listen.Options{Capabilities: allCaps, Extensions: reg})
 	require.NoError(t, err)
 	assert.Equal(t, listen.Filter{}, sub.Accepted())
 	sub.Close(nil)
 	// Not compatible with the protocol version.
 	old := &watchExt{id: "com.example/watch", key: "watchIds", versions: []string{"2099-01-01"}}
 	reg2, _ := listen.NewExtensionRegistry(old)
-	sub, err = listen.Open(context.Background(), newTestSource(), extRequest(listen.IntID(1), f, ext.id), &listen.Options{Capabilities: extCaps(ext.id), Extensions: reg2})
+	sub, err = listen.Open(context.Background(), newTestSource(), extRequest(jsonrpc.IntID(1), f, ext.id), &listen.Options{Capabilities: extCaps(ext.id), Extensions: reg2})
 	require.NoError(t, err)
 	assert.Equal(t, listen.Filter{}, sub.Accepted())
 	sub.Close(nil)
 }
 
 func TestExtensionFilterErrors(t *testing.T) {
-	missing := listen.NewError(listen.CodeMissingRequiredClientCapability, "Missing required client capability").
+	missing := jsonrpc.NewError(jsonrpc.CodeMissingRequiredClientCapability, "Missing required client capability").
 		WithData(map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}}})
 	tests := []struct {
 		name string
@@ -247,23 +246,23 @@ func TestExtensionFilterErrors(t *testing.T) {
 	}{
 		{"non-JSON contribution", []listen.Extension{&watchExt{id: "a", filter: func(listen.Filter) (listen.Filter, error) {
 			return listen.Filter{"watchIds": make(chan int)}, nil
-		}}}, listen.Filter{"watchIds": []any{"w"}}, listen.CodeInternalError, listen.MsgExtNonJSONFilter},
+		}}}, listen.Filter{"watchIds": []any{"w"}}, jsonrpc.CodeInternalError, jsonrpc.MsgExtNonJSONFilter},
 		{"unrequested contribution", []listen.Extension{&watchExt{id: "a", filter: func(listen.Filter) (listen.Filter, error) {
 			return listen.Filter{"watchIds": []any{"other"}}, nil
-		}}}, listen.Filter{"watchIds": []any{"w"}}, listen.CodeInternalError, listen.MsgExtUnrequested},
+		}}}, listen.Filter{"watchIds": []any{"w"}}, jsonrpc.CodeInternalError, jsonrpc.MsgExtUnrequested},
 		{"plain error", []listen.Extension{&watchExt{id: "a", filter: func(listen.Filter) (listen.Filter, error) {
 			return nil, errors.New("nope")
-		}}}, listen.Filter{}, listen.CodeInternalError, listen.MsgExtInvalidFilter},
+		}}}, listen.Filter{}, jsonrpc.CodeInternalError, jsonrpc.MsgExtInvalidFilter},
 		{"panic", []listen.Extension{&watchExt{id: "a", filter: func(listen.Filter) (listen.Filter, error) {
 			panic("x")
-		}}}, listen.Filter{}, listen.CodeInternalError, listen.MsgExtCallbackPanicked},
+		}}}, listen.Filter{}, jsonrpc.CodeInternalError, jsonrpc.MsgExtCallbackPanicked},
 		{"*Error passes through (tasks -32021)", []listen.Extension{&watchExt{id: "a", filter: func(listen.Filter) (listen.Filter, error) {
 			return nil, missing
-		}}}, listen.Filter{"taskIds": []any{"t"}}, listen.CodeMissingRequiredClientCapability, "Missing required client capability"},
+		}}}, listen.Filter{"taskIds": []any{"t"}}, jsonrpc.CodeMissingRequiredClientCapability, "Missing required client capability"},
 		{"extensions collide", []listen.Extension{&watchExt{id: "a", key: "k"}, &watchExt{id: "b", key: "k"}},
-			listen.Filter{"k": []any{"x"}}, listen.CodeInternalError, listen.MsgExtFiltersCollide},
+			listen.Filter{"k": []any{"x"}}, jsonrpc.CodeInternalError, jsonrpc.MsgExtFiltersCollide},
 		{"extension collides with core", []listen.Extension{&watchExt{id: "a", key: "toolsListChanged"}},
-			listen.Filter{"toolsListChanged": true}, listen.CodeInternalError, listen.MsgExtCollideWithCore},
+			listen.Filter{"toolsListChanged": true}, jsonrpc.CodeInternalError, jsonrpc.MsgExtCollideWithCore},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -274,13 +273,13 @@ func TestExtensionFilterErrors(t *testing.T) {
 				ids = append(ids, e.ID())
 			}
 			src := newTestSource()
-			_, err = listen.Open(context.Background(), src, request(listen.IntID(1), tt.req), &listen.Options{Capabilities: extCaps(ids...), Extensions: reg})
-			var we *listen.Error
+			_, err = listen.Open(context.Background(), src, request(jsonrpc.IntID(1), tt.req), &listen.Options{Capabilities: extCaps(ids...), Extensions: reg})
+			var we *jsonrpc.Error
 			require.ErrorAs(t, err, &we)
 			assert.Equal(t, tt.code, we.Code)
 			assert.Equal(t, tt.msg, we.Message)
 			b, _ := json.Marshal(we)
-			if tt.code == listen.CodeInternalError {
+			if tt.code == jsonrpc.CodeInternalError {
 				assert.NotContains(t, string(b), "data", "internal errors carry no data")
 			}
 			assert.Empty(t, src.opened, "no source open after a filter error")
@@ -294,33 +293,33 @@ func TestExtensionShapingErrors(t *testing.T) {
 		shape func(listen.Event, listen.Filter) (string, map[string]any, error)
 		msg   string
 	}{
-		{"empty method", func(listen.Event, listen.Filter) (string, map[string]any, error) { return "", nil, nil }, listen.MsgExtInvalidEvent},
-		{"a request method", func(listen.Event, listen.Filter) (string, map[string]any, error) { return "tools/list", nil, nil }, listen.MsgExtInvalidEvent},
+		{"empty method", func(listen.Event, listen.Filter) (string, map[string]any, error) { return "", nil, nil }, jsonrpc.MsgExtInvalidEvent},
+		{"a request method", func(listen.Event, listen.Filter) (string, map[string]any, error) { return "tools/list", nil, nil }, jsonrpc.MsgExtInvalidEvent},
 		{"a second acknowledgement", func(listen.Event, listen.Filter) (string, map[string]any, error) {
-			return listen.MethodAcknowledged, nil, nil
-		}, listen.MsgExtInvalidEvent},
+			return jsonrpc.MethodAcknowledged, nil, nil
+		}, jsonrpc.MsgExtInvalidEvent},
 		{"a core notification", func(listen.Event, listen.Filter) (string, map[string]any, error) {
-			return listen.MethodToolsListChanged, nil, nil
-		}, listen.MsgExtInvalidEvent},
+			return jsonrpc.MethodToolsListChanged, nil, nil
+		}, jsonrpc.MsgExtInvalidEvent},
 		{"progress", func(listen.Event, listen.Filter) (string, map[string]any, error) {
 			return "notifications/progress", nil, nil
-		}, listen.MsgExtInvalidEvent},
+		}, jsonrpc.MsgExtInvalidEvent},
 		{"non-JSON params", func(listen.Event, listen.Filter) (string, map[string]any, error) {
 			return "notifications/x", map[string]any{"f": func() {}}, nil
-		}, listen.MsgExtNonJSONEvent},
-		{"panic", func(listen.Event, listen.Filter) (string, map[string]any, error) { panic("shape") }, listen.MsgExtCallbackPanicked},
-		{"error", func(listen.Event, listen.Filter) (string, map[string]any, error) { return "", nil, fmt.Errorf("bad") }, listen.MsgExtInvalidEvent},
+		}, jsonrpc.MsgExtNonJSONEvent},
+		{"panic", func(listen.Event, listen.Filter) (string, map[string]any, error) { panic("shape") }, jsonrpc.MsgExtCallbackPanicked},
+		{"error", func(listen.Event, listen.Filter) (string, map[string]any, error) { return "", nil, fmt.Errorf("bad") }, jsonrpc.MsgExtInvalidEvent},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ext := &watchExt{id: "x", key: "watchIds", shape: tt.shape}
 			reg, _ := listen.NewExtensionRegistry(ext)
-			sub, err := listen.Open(context.Background(), newTestSource(), extRequest(listen.IntID(1), listen.Filter{"watchIds": []any{"w"}}, "x"),
+			sub, err := listen.Open(context.Background(), newTestSource(), extRequest(jsonrpc.IntID(1), listen.Filter{"watchIds": []any{"w"}}, "x"),
 				&listen.Options{Capabilities: extCaps("x"), Extensions: reg})
 			require.NoError(t, err)
 			defer sub.Close(nil)
 			_, err = sub.Notification(listen.ExtensionEvent("x", listen.Filter{"watchIds": []any{"w"}}, nil))
-			var we *listen.Error
+			var we *jsonrpc.Error
 			require.ErrorAs(t, err, &we)
 			assert.Equal(t, tt.msg, we.Message)
 		})
@@ -337,7 +336,7 @@ func TestExtensionProjections(t *testing.T) {
 	src.accept = func(sup listen.Filter) listen.Filter {
 		return listen.Filter{"aIds": sup["aIds"]} // the source serves only a
 	}
-	sub, err := listen.Open(context.Background(), src, extRequest(listen.IntID(1), listen.Filter{"aIds": []any{"x"}, "bIds": []any{"y"}}, "a", "b"),
+	sub, err := listen.Open(context.Background(), src, extRequest(jsonrpc.IntID(1), listen.Filter{"aIds": []any{"x"}, "bIds": []any{"y"}}, "a", "b"),
 		&listen.Options{Capabilities: extCaps("a", "b"), Extensions: reg})
 	require.NoError(t, err)
 	defer sub.Close(nil)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/stretchr/testify/require"
 )
 
@@ -73,11 +74,11 @@ func TestResourceURIsConform(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.uri, func(t *testing.T) {
 			reqJSON := listenRequest(`"listen-1"`, `{"resourceSubscriptions":["`+tt.uri+`"]}`, clientPlain)
-			req, err := listen.ParseListenRequest(reqJSON)
+			req, err := listen.ParseRequest(reqJSON)
 			if err != nil {
-				msg := listen.ErrorResponse(req.ID, err)
+				msg := jsonrpc.ErrorResponse(req.ID, err)
 				conformsMessage(t, msg)
-				xfail(t, tt.defect, checkErrorResponse(msg, []byte(`"listen-1"`), listen.CodeInvalidParams), msg)
+				xfail(t, tt.defect, checkErrorResponse(msg, []byte(`"listen-1"`), jsonrpc.CodeInvalidParams), msg)
 				return
 			}
 			ev := listen.ResourceUpdated(tt.uri)
@@ -127,15 +128,15 @@ func TestExtensionCannotShapeReservedMethods(t *testing.T) {
 		defect string
 	}{
 		{method: "notifications/com.example/changed"},
-		{method: listen.MethodAcknowledged},
-		{method: listen.MethodToolsListChanged},
-		{method: listen.MethodResourceUpdated},
+		{method: jsonrpc.MethodAcknowledged},
+		{method: jsonrpc.MethodToolsListChanged},
+		{method: jsonrpc.MethodResourceUpdated},
 		{method: "notifications/progress"},
 		{method: "notifications/message"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.method, func(t *testing.T) {
-			caps, err := listen.ParseCapabilities([]byte(`{"tools":{"listChanged":true},"extensions":{"` + methodExtID + `":{}}}`))
+			caps, err := listen.CapabilitiesFrom(`{"tools":{"listChanged":true},"extensions":{"` + methodExtID + `":{}}}`)
 			require.NoError(t, err)
 			reg, err := listen.NewExtensionRegistry(methodExtension{tt.method})
 			require.NoError(t, err)

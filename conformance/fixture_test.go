@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/stretchr/testify/require"
 )
 
@@ -47,10 +48,10 @@ var serverInfo = listen.Implementation{Name: "listen-conformance", Version: "1.0
 func listenRequest(id, filter, caps string) []byte {
 	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"method":%q,"params":{"_meta":{`+
 		`%q:%q,%q:%s,%q:{"name":"conformance-client","version":"1.0.0"}},"notifications":%s}}`,
-		id, listen.MethodListen,
-		listen.MetaProtocolVersion, listen.ProtocolVersion,
-		listen.MetaClientCapabilities, caps,
-		listen.MetaClientInfo, filter)
+		id, jsonrpc.MethodListen,
+		jsonrpc.MetaProtocolVersion, jsonrpc.ProtocolVersion,
+		jsonrpc.MetaClientCapabilities, caps,
+		jsonrpc.MetaClientInfo, filter)
 }
 
 // serverOptions returns Options with the capabilities caps (JSON, checked
@@ -58,7 +59,7 @@ func listenRequest(id, filter, caps string) []byte {
 func serverOptions(t testing.TB, caps string, info listen.Implementation) *listen.Options {
 	t.Helper()
 	require.NoError(t, validate(t, "ServerCapabilities", []byte(caps)), "test fixture")
-	c, err := listen.ParseCapabilities([]byte(caps))
+	c, err := listen.CapabilitiesFrom(caps)
 	require.NoError(t, err)
 	reg, err := listen.NewExtensionRegistry(tasksExtension{})
 	require.NoError(t, err)
@@ -71,7 +72,7 @@ func serverOptions(t testing.TB, caps string, info listen.Implementation) *liste
 func parseRequest(t testing.TB, reqJSON []byte) *listen.Request {
 	t.Helper()
 	require.NoError(t, validate(t, "SubscriptionsListenRequest", reqJSON), "test fixture: %s", reqJSON)
-	req, err := listen.ParseListenRequest(reqJSON)
+	req, err := listen.ParseRequest(reqJSON)
 	require.NoError(t, err)
 	return req
 }
@@ -183,7 +184,7 @@ var _ listen.SubscriptionExtension = tasksExtension{}
 
 func (tasksExtension) ID() string { return tasksExtID }
 
-func (tasksExtension) SupportsProtocol(v string) bool { return v == listen.ProtocolVersion }
+func (tasksExtension) SupportsProtocol(v string) bool { return v == jsonrpc.ProtocolVersion }
 
 func (tasksExtension) SubscriptionFilter(_ context.Context, req *listen.Request, requested listen.Filter) (listen.Filter, error) {
 	ids, ok := requested["taskIds"]
@@ -191,7 +192,7 @@ func (tasksExtension) SubscriptionFilter(_ context.Context, req *listen.Request,
 		return nil, nil
 	}
 	if !req.ClientExtension(tasksExtID) {
-		return nil, listen.NewError(listen.CodeMissingRequiredClientCapability,
+		return nil, jsonrpc.NewError(jsonrpc.CodeMissingRequiredClientCapability,
 			"Missing required client capability: "+tasksExtID).
 			WithData(map[string]any{"requiredCapabilities": map[string]any{
 				"extensions": map[string]any{tasksExtID: map[string]any{}},

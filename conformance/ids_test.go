@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -64,11 +65,11 @@ func TestSubscriptionIDKeepsJSONType(t *testing.T) {
 
 			failed := sub.Failure(errors.New("x"))
 			conformsMessage(t, failed)
-			require.NoError(t, checkErrorResponse(failed, want, listen.CodeInternalError))
+			require.NoError(t, checkErrorResponse(failed, want, jsonrpc.CodeInternalError))
 
-			refused := listen.ErrorResponse(sub.ID(), listen.NewError(listen.CodeInvalidParams, "bad"))
+			refused := jsonrpc.ErrorResponse(sub.ID(), jsonrpc.NewError(jsonrpc.CodeInvalidParams, "bad"))
 			conformsMessage(t, refused)
-			require.NoError(t, checkErrorResponse(refused, want, listen.CodeInvalidParams))
+			require.NoError(t, checkErrorResponse(refused, want, jsonrpc.CodeInvalidParams))
 		})
 	}
 }
@@ -84,7 +85,7 @@ func TestEventCannotForgeSubscriptionID(t *testing.T) {
 		ev   func(forged any) listen.Event
 	}
 	withMeta := func(f any) map[string]any {
-		return map[string]any{listen.MetaSubscriptionID: f, "com.example/keep": "kept"}
+		return map[string]any{jsonrpc.MetaSubscriptionID: f, "com.example/keep": "kept"}
 	}
 	events := []eventCase{
 		{"list change, metadata", func(f any) listen.Event {

@@ -7,33 +7,34 @@ import (
 	"testing"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 // notificationDefs maps each core notification method to its $def.
 var notificationDefs = map[string]string{
-	listen.MethodAcknowledged:         "SubscriptionsAcknowledgedNotification",
-	listen.MethodToolsListChanged:     "ToolListChangedNotification",
-	listen.MethodPromptsListChanged:   "PromptListChangedNotification",
-	listen.MethodResourcesListChanged: "ResourceListChangedNotification",
-	listen.MethodResourceUpdated:      "ResourceUpdatedNotification",
+	jsonrpc.MethodAcknowledged:         "SubscriptionsAcknowledgedNotification",
+	jsonrpc.MethodToolsListChanged:     "ToolListChangedNotification",
+	jsonrpc.MethodPromptsListChanged:   "PromptListChangedNotification",
+	jsonrpc.MethodResourcesListChanged: "ResourceListChangedNotification",
+	jsonrpc.MethodResourceUpdated:      "ResourceUpdatedNotification",
 }
 
 // errorObjectDefs maps error codes to the $def of the bare error object.
 var errorObjectDefs = map[int]string{
-	listen.CodeParseError:     "ParseError",
-	listen.CodeInvalidRequest: "InvalidRequestError",
-	listen.CodeMethodNotFound: "MethodNotFoundError",
-	listen.CodeInvalidParams:  "InvalidParamsError",
-	listen.CodeInternalError:  "InternalError",
+	jsonrpc.CodeParseError:     "ParseError",
+	jsonrpc.CodeInvalidRequest: "InvalidRequestError",
+	jsonrpc.CodeMethodNotFound: "MethodNotFoundError",
+	jsonrpc.CodeInvalidParams:  "InvalidParamsError",
+	jsonrpc.CodeInternalError:  "InternalError",
 }
 
 // errorResponseDefs maps error codes to the $def of the whole response.
 var errorResponseDefs = map[int]string{
-	listen.CodeUnsupportedProtocolVersion:      "UnsupportedProtocolVersionError",
-	listen.CodeHeaderMismatch:                  "HeaderMismatchError",
-	listen.CodeMissingRequiredClientCapability: "MissingRequiredClientCapabilityError",
+	jsonrpc.CodeUnsupportedProtocolVersion:      "UnsupportedProtocolVersionError",
+	jsonrpc.CodeHeaderMismatch:                  "HeaderMismatchError",
+	jsonrpc.CodeMissingRequiredClientCapability: "MissingRequiredClientCapabilityError",
 }
 
 // conformsMessage validates a message of a listen stream (or an error
@@ -54,10 +55,10 @@ func conformsMessage(t testing.TB, msg []byte) {
 			conforms(t, msg, "JSONRPCNotification", "JSONRPCMessage")
 		}
 		switch method {
-		case listen.MethodAcknowledged:
+		case jsonrpc.MethodAcknowledged:
 			conformsAt(t, msg, []string{"params"}, "SubscriptionsAcknowledgedNotificationParams", "NotificationParams")
 			conformsAt(t, msg, []string{"params", "notifications"}, "SubscriptionFilter")
-		case listen.MethodResourceUpdated:
+		case jsonrpc.MethodResourceUpdated:
 			conformsAt(t, msg, []string{"params"}, "ResourceUpdatedNotificationParams", "NotificationParams")
 		default:
 			conformsAt(t, msg, []string{"params"}, "NotificationParams")
@@ -67,8 +68,8 @@ func conformsMessage(t testing.TB, msg []byte) {
 		conforms(t, msg, "SubscriptionsListenResultResponse", "JSONRPCResultResponse", "JSONRPCResponse", "JSONRPCMessage")
 		conformsAt(t, msg, []string{"result"}, "SubscriptionsListenResult", "Result", "ServerResult")
 		conformsAt(t, msg, []string{"result", "_meta"}, "SubscriptionsListenResultMetaObject")
-		if _, err := member(msg, "result", "_meta", listen.MetaServerInfo); err == nil {
-			conformsAt(t, msg, []string{"result", "_meta", listen.MetaServerInfo}, "Implementation")
+		if _, err := member(msg, "result", "_meta", jsonrpc.MetaServerInfo); err == nil {
+			conformsAt(t, msg, []string{"result", "_meta", jsonrpc.MetaServerInfo}, "Implementation")
 		}
 	case m["error"] != nil:
 		var e struct{ Code int }
@@ -159,21 +160,21 @@ func TestCoreNotificationsConform(t *testing.T) {
 		ev     listen.Event
 		method string
 	}{
-		{"tools list changed", listen.ToolsListChanged(), listen.MethodToolsListChanged},
-		{"prompts list changed", listen.PromptsListChanged(), listen.MethodPromptsListChanged},
-		{"resources list changed", listen.ResourcesListChanged(), listen.MethodResourcesListChanged},
-		{"resource updated", listen.ResourceUpdated(watchedURI), listen.MethodResourceUpdated},
-		{"resource updated, URI with query and fragment", listen.ResourceUpdated("https://example.com/a?b=c&d=%20e#f"), listen.MethodResourceUpdated},
-		{"tools list changed with metadata", listen.ToolsListChanged().WithMetadata(meta), listen.MethodToolsListChanged},
-		{"prompts list changed with metadata", listen.PromptsListChanged().WithMetadata(meta), listen.MethodPromptsListChanged},
-		{"resources list changed with metadata", listen.ResourcesListChanged().WithMetadata(meta), listen.MethodResourcesListChanged},
-		{"resource updated with metadata", listen.ResourceUpdated(watchedURI).WithMetadata(meta), listen.MethodResourceUpdated},
-		{"tools list changed with params", listen.ToolsListChanged().WithParams(params), listen.MethodToolsListChanged},
-		{"prompts list changed with params", listen.PromptsListChanged().WithParams(params), listen.MethodPromptsListChanged},
-		{"resources list changed with params and metadata", listen.ResourcesListChanged().WithParams(params).WithMetadata(meta), listen.MethodResourcesListChanged},
-		{"resource updated with params", listen.ResourceUpdated(watchedURI).WithParams(params), listen.MethodResourceUpdated},
-		{"resource updated with params and metadata", listen.ResourceUpdated(watchedURI).WithParams(params).WithMetadata(meta), listen.MethodResourceUpdated},
-		{"resource updated with a uri param", listen.ResourceUpdated(watchedURI).WithParams(map[string]any{"uri": "file:///elsewhere", "title": "main.rs"}), listen.MethodResourceUpdated},
+		{"tools list changed", listen.ToolsListChanged(), jsonrpc.MethodToolsListChanged},
+		{"prompts list changed", listen.PromptsListChanged(), jsonrpc.MethodPromptsListChanged},
+		{"resources list changed", listen.ResourcesListChanged(), jsonrpc.MethodResourcesListChanged},
+		{"resource updated", listen.ResourceUpdated(watchedURI), jsonrpc.MethodResourceUpdated},
+		{"resource updated, URI with query and fragment", listen.ResourceUpdated("https://example.com/a?b=c&d=%20e#f"), jsonrpc.MethodResourceUpdated},
+		{"tools list changed with metadata", listen.ToolsListChanged().WithMetadata(meta), jsonrpc.MethodToolsListChanged},
+		{"prompts list changed with metadata", listen.PromptsListChanged().WithMetadata(meta), jsonrpc.MethodPromptsListChanged},
+		{"resources list changed with metadata", listen.ResourcesListChanged().WithMetadata(meta), jsonrpc.MethodResourcesListChanged},
+		{"resource updated with metadata", listen.ResourceUpdated(watchedURI).WithMetadata(meta), jsonrpc.MethodResourceUpdated},
+		{"tools list changed with params", listen.ToolsListChanged().WithParams(params), jsonrpc.MethodToolsListChanged},
+		{"prompts list changed with params", listen.PromptsListChanged().WithParams(params), jsonrpc.MethodPromptsListChanged},
+		{"resources list changed with params and metadata", listen.ResourcesListChanged().WithParams(params).WithMetadata(meta), jsonrpc.MethodResourcesListChanged},
+		{"resource updated with params", listen.ResourceUpdated(watchedURI).WithParams(params), jsonrpc.MethodResourceUpdated},
+		{"resource updated with params and metadata", listen.ResourceUpdated(watchedURI).WithParams(params).WithMetadata(meta), jsonrpc.MethodResourceUpdated},
+		{"resource updated with a uri param", listen.ResourceUpdated(watchedURI).WithParams(map[string]any{"uri": "file:///elsewhere", "title": "main.rs"}), jsonrpc.MethodResourceUpdated},
 	}
 	for _, id := range ids {
 		req := listenRequest(id.token, allCore, clientPlain)
@@ -260,7 +261,7 @@ func TestCompletionConforms(t *testing.T) {
 
 				conformsMessage(t, msg)
 				require.NoError(t, checkCompletion(msg, []byte(id.token)))
-				si, err := member(msg, "result", "_meta", listen.MetaServerInfo)
+				si, err := member(msg, "result", "_meta", jsonrpc.MetaServerInfo)
 				if tt.info.Name == "" {
 					assert.Error(t, err, "no server info when the server did not name itself")
 					return
@@ -279,7 +280,7 @@ func TestFailureConforms(t *testing.T) {
 		reason error
 	}{
 		{"source error", errors.New("database unavailable")},
-		{"wire error with data", listen.NewError(listen.CodeInvalidParams, "bad").WithData(map[string]any{"secret": "x"})},
+		{"wire error with data", jsonrpc.NewError(jsonrpc.CodeInvalidParams, "bad").WithData(map[string]any{"secret": "x"})},
 		{"nil reason", nil},
 	}
 	for _, id := range ids {
@@ -288,7 +289,7 @@ func TestFailureConforms(t *testing.T) {
 			t.Run(id.name+"/"+r.name, func(t *testing.T) {
 				msg := sub.Failure(r.reason)
 				conformsMessage(t, msg)
-				require.NoError(t, checkErrorResponse(msg, []byte(id.token), listen.CodeInternalError))
+				require.NoError(t, checkErrorResponse(msg, []byte(id.token), jsonrpc.CodeInternalError))
 				e, _ := member(msg, "error")
 				assert.JSONEq(t, `{"code":-32603,"message":"Subscription source failed"}`, string(e), "the reason is never sent")
 			})
@@ -297,34 +298,34 @@ func TestFailureConforms(t *testing.T) {
 }
 
 func TestErrorResponsesConform(t *testing.T) {
-	unsupported := map[string]any{"supported": listen.SupportedProtocolVersions, "requested": "1999-01-01"}
+	unsupported := map[string]any{"supported": jsonrpc.SupportedProtocolVersions, "requested": "1999-01-01"}
 	missing := map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{tasksExtID: map[string]any{}}}}
 	tests := []struct {
 		name     string
-		id       listen.ID
+		id       jsonrpc.ID
 		err      error
 		code     int
 		wantData bool
 	}{
-		{"invalid params", listen.StringID("listen-1"), listen.NewError(listen.CodeInvalidParams, listen.MsgNotificationsObject), listen.CodeInvalidParams, false},
-		{"invalid params, integer id", listen.IntID(7), listen.NewError(listen.CodeInvalidParams, listen.MsgMetaObject), listen.CodeInvalidParams, false},
-		{"method not found", listen.IntID(7), listen.NewError(listen.CodeMethodNotFound, listen.MsgMethodNotFoundListen), listen.CodeMethodNotFound, false},
-		{"method not found with data", listen.StringID("x"), listen.NewError(listen.CodeMethodNotFound, "Method not found: ping").WithData(map[string]any{"method": "ping"}), listen.CodeMethodNotFound, true},
-		{"internal error", listen.StringID("listen-1"), listen.NewError(listen.CodeInternalError, listen.MsgSourceFailedToOpen), listen.CodeInternalError, false},
-		{"internal error drops data", listen.IntID(7), listen.NewError(listen.CodeInternalError, listen.MsgCapacityExhausted).WithData(map[string]any{"limit": 10}), listen.CodeInternalError, false},
-		{"plain Go error", listen.IntID(7), errors.New("boom"), listen.CodeInternalError, false},
-		{"wrapped wire error", listen.StringID("listen-1"), errors.Join(errors.New("ctx"), listen.NewError(listen.CodeInvalidParams, "bad")), listen.CodeInvalidParams, false},
-		{"unsupported protocol version", listen.StringID("listen-1"), listen.NewError(listen.CodeUnsupportedProtocolVersion, "Unsupported protocol version").WithData(unsupported), listen.CodeUnsupportedProtocolVersion, true},
-		{"unsupported protocol version, integer id", listen.IntID(1), listen.NewError(listen.CodeUnsupportedProtocolVersion, "Unsupported protocol version").WithData(unsupported), listen.CodeUnsupportedProtocolVersion, true},
-		{"header mismatch", listen.IntID(1), listen.NewError(listen.CodeHeaderMismatch, "Header mismatch: MCP-Protocol-Version header does not match _meta"), listen.CodeHeaderMismatch, false},
-		{"header mismatch, string id", listen.StringID("listen-1"), listen.NewError(listen.CodeHeaderMismatch, "Header mismatch: missing Mcp-Method"), listen.CodeHeaderMismatch, false},
-		{"missing client capability", listen.StringID("listen-1"), listen.NewError(listen.CodeMissingRequiredClientCapability, "Missing required client capability").WithData(missing), listen.CodeMissingRequiredClientCapability, true},
-		{"parse error without id", listen.ID{}, listen.NewError(listen.CodeParseError, "Parse error"), listen.CodeParseError, false},
-		{"invalid request without id", listen.ID{}, listen.NewError(listen.CodeInvalidRequest, "Invalid request: subscriptions/listen requires an id"), listen.CodeInvalidRequest, false},
+		{"invalid params", jsonrpc.StringID("listen-1"), jsonrpc.NewError(jsonrpc.CodeInvalidParams, jsonrpc.MsgNotificationsObject), jsonrpc.CodeInvalidParams, false},
+		{"invalid params, integer id", jsonrpc.IntID(7), jsonrpc.NewError(jsonrpc.CodeInvalidParams, jsonrpc.MsgMetaObject), jsonrpc.CodeInvalidParams, false},
+		{"method not found", jsonrpc.IntID(7), jsonrpc.NewError(jsonrpc.CodeMethodNotFound, jsonrpc.MsgMethodNotFoundListen), jsonrpc.CodeMethodNotFound, false},
+		{"method not found with data", jsonrpc.StringID("x"), jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "Method not found: ping").WithData(map[string]any{"method": "ping"}), jsonrpc.CodeMethodNotFound, true},
+		{"internal error", jsonrpc.StringID("listen-1"), jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgSourceFailedToOpen), jsonrpc.CodeInternalError, false},
+		{"internal error drops data", jsonrpc.IntID(7), jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgCapacityExhausted).WithData(map[string]any{"limit": 10}), jsonrpc.CodeInternalError, false},
+		{"plain Go error", jsonrpc.IntID(7), errors.New("boom"), jsonrpc.CodeInternalError, false},
+		{"wrapped wire error", jsonrpc.StringID("listen-1"), errors.Join(errors.New("ctx"), jsonrpc.NewError(jsonrpc.CodeInvalidParams, "bad")), jsonrpc.CodeInvalidParams, false},
+		{"unsupported protocol version", jsonrpc.StringID("listen-1"), jsonrpc.NewError(jsonrpc.CodeUnsupportedProtocolVersion, "Unsupported protocol version").WithData(unsupported), jsonrpc.CodeUnsupportedProtocolVersion, true},
+		{"unsupported protocol version, integer id", jsonrpc.IntID(1), jsonrpc.NewError(jsonrpc.CodeUnsupportedProtocolVersion, "Unsupported protocol version").WithData(unsupported), jsonrpc.CodeUnsupportedProtocolVersion, true},
+		{"header mismatch", jsonrpc.IntID(1), jsonrpc.NewError(jsonrpc.CodeHeaderMismatch, "Header mismatch: MCP-Protocol-Version header does not match _meta"), jsonrpc.CodeHeaderMismatch, false},
+		{"header mismatch, string id", jsonrpc.StringID("listen-1"), jsonrpc.NewError(jsonrpc.CodeHeaderMismatch, "Header mismatch: missing Mcp-Method"), jsonrpc.CodeHeaderMismatch, false},
+		{"missing client capability", jsonrpc.StringID("listen-1"), jsonrpc.NewError(jsonrpc.CodeMissingRequiredClientCapability, "Missing required client capability").WithData(missing), jsonrpc.CodeMissingRequiredClientCapability, true},
+		{"parse error without id", jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeParseError, "Parse error"), jsonrpc.CodeParseError, false},
+		{"invalid request without id", jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Invalid request: subscriptions/listen requires an id"), jsonrpc.CodeInvalidRequest, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			msg := listen.ErrorResponse(tt.id, tt.err)
+			msg := jsonrpc.ErrorResponse(tt.id, tt.err)
 			conformsMessage(t, msg)
 			var id []byte
 			if tt.id.Valid() {
@@ -347,27 +348,27 @@ func TestRequestErrorsConform(t *testing.T) {
 		id   string // request id token; "" when it cannot be read
 		code int
 	}{
-		{"malformed JSON", `{"jsonrpc":"2.0","id":"listen-1",`, "", listen.CodeParseError},
-		{"not an object", `[1,2]`, "", listen.CodeInvalidRequest},
-		{"null id", `{"jsonrpc":"2.0","id":null,"method":"subscriptions/listen","params":{}}`, "", listen.CodeInvalidRequest},
-		{"fractional id", `{"jsonrpc":"2.0","id":1.5,"method":"subscriptions/listen","params":{}}`, "", listen.CodeInvalidRequest},
-		{"no id", `{"jsonrpc":"2.0","method":"subscriptions/listen","params":{"_meta":` + meta + `,"notifications":{}}}`, "", listen.CodeInvalidRequest},
-		{"wrong jsonrpc", `{"jsonrpc":"1.0","id":"listen-1","method":"subscriptions/listen","params":{}}`, `"listen-1"`, listen.CodeInvalidRequest},
-		{"another method", `{"jsonrpc":"2.0","id":3,"method":"resources/subscribe","params":{}}`, `3`, listen.CodeMethodNotFound},
-		{"no _meta", `{"jsonrpc":"2.0","id":"listen-1","method":"subscriptions/listen","params":{"notifications":{}}}`, `"listen-1"`, listen.CodeInvalidParams},
-		{"no protocol version", `{"jsonrpc":"2.0","id":4,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{}},"notifications":{}}}`, `4`, listen.CodeInvalidParams},
-		{"no client capabilities", `{"jsonrpc":"2.0","id":4,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"notifications":{}}}`, `4`, listen.CodeInvalidParams},
-		{"no notifications", `{"jsonrpc":"2.0","id":"listen-1","method":"subscriptions/listen","params":{"_meta":` + meta + `}}`, `"listen-1"`, listen.CodeInvalidParams},
-		{"flag not a boolean", `{"jsonrpc":"2.0","id":"listen-1","method":"subscriptions/listen","params":{"_meta":` + meta + `,"notifications":{"toolsListChanged":"yes"}}}`, `"listen-1"`, listen.CodeInvalidParams},
-		{"relative URI", `{"jsonrpc":"2.0","id":9,"method":"subscriptions/listen","params":{"_meta":` + meta + `,"notifications":{"resourceSubscriptions":["src/main.rs"]}}}`, `9`, listen.CodeInvalidParams},
+		{"malformed JSON", `{"jsonrpc":"2.0","id":"listen-1",`, "", jsonrpc.CodeParseError},
+		{"not an object", `[1,2]`, "", jsonrpc.CodeInvalidRequest},
+		{"null id", `{"jsonrpc":"2.0","id":null,"method":"subscriptions/listen","params":{}}`, "", jsonrpc.CodeInvalidRequest},
+		{"fractional id", `{"jsonrpc":"2.0","id":1.5,"method":"subscriptions/listen","params":{}}`, "", jsonrpc.CodeInvalidRequest},
+		{"no id", `{"jsonrpc":"2.0","method":"subscriptions/listen","params":{"_meta":` + meta + `,"notifications":{}}}`, "", jsonrpc.CodeInvalidRequest},
+		{"wrong jsonrpc", `{"jsonrpc":"1.0","id":"listen-1","method":"subscriptions/listen","params":{}}`, `"listen-1"`, jsonrpc.CodeInvalidRequest},
+		{"another method", `{"jsonrpc":"2.0","id":3,"method":"resources/subscribe","params":{}}`, `3`, jsonrpc.CodeMethodNotFound},
+		{"no _meta", `{"jsonrpc":"2.0","id":"listen-1","method":"subscriptions/listen","params":{"notifications":{}}}`, `"listen-1"`, jsonrpc.CodeInvalidParams},
+		{"no protocol version", `{"jsonrpc":"2.0","id":4,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{}},"notifications":{}}}`, `4`, jsonrpc.CodeInvalidParams},
+		{"no client capabilities", `{"jsonrpc":"2.0","id":4,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"notifications":{}}}`, `4`, jsonrpc.CodeInvalidParams},
+		{"no notifications", `{"jsonrpc":"2.0","id":"listen-1","method":"subscriptions/listen","params":{"_meta":` + meta + `}}`, `"listen-1"`, jsonrpc.CodeInvalidParams},
+		{"flag not a boolean", `{"jsonrpc":"2.0","id":"listen-1","method":"subscriptions/listen","params":{"_meta":` + meta + `,"notifications":{"toolsListChanged":"yes"}}}`, `"listen-1"`, jsonrpc.CodeInvalidParams},
+		{"relative URI", `{"jsonrpc":"2.0","id":9,"method":"subscriptions/listen","params":{"_meta":` + meta + `,"notifications":{"resourceSubscriptions":["src/main.rs"]}}}`, `9`, jsonrpc.CodeInvalidParams},
 		{"legacy protocol version",
 			`{"jsonrpc":"2.0","id":"listen-1","method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-06-18","io.modelcontextprotocol/clientCapabilities":{}},"notifications":{}}}`,
-			`"listen-1"`, listen.CodeInternalError},
-		{"taskIds without the client extension", string(listenRequest(`"listen-1"`, `{"taskIds":["task-1"]}`, clientPlain)), `"listen-1"`, listen.CodeMissingRequiredClientCapability},
+			`"listen-1"`, jsonrpc.CodeInternalError},
+		{"taskIds without the client extension", string(listenRequest(`"listen-1"`, `{"taskIds":["task-1"]}`, clientPlain)), `"listen-1"`, jsonrpc.CodeMissingRequiredClientCapability},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req, err := listen.ParseListenRequest([]byte(tt.req))
+			req, err := listen.ParseRequest([]byte(tt.req))
 			if err == nil {
 				var sub *listen.Subscription
 				sub, err = listen.Open(context.Background(), idleSource(), req, serverOptions(t, serverCaps, serverInfo))
@@ -376,7 +377,7 @@ func TestRequestErrorsConform(t *testing.T) {
 				}
 			}
 			require.Error(t, err)
-			msg := listen.ErrorResponse(req.ID, err)
+			msg := jsonrpc.ErrorResponse(req.ID, err)
 			conformsMessage(t, msg)
 			var id []byte
 			if tt.id != "" {

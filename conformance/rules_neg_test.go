@@ -3,7 +3,7 @@ package conformance
 import (
 	"testing"
 
-	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/stretchr/testify/require"
 )
 
@@ -29,15 +29,15 @@ func TestRulesRejectWrongMessages(t *testing.T) {
 		{"notification without subscription id", func(m []byte) error { return checkNotification(m, []byte(`7`)) },
 			`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{}}}`, "ToolListChangedNotification"},
 		{"integer id became a string", func(m []byte) error { return checkNotification(m, []byte(`7`)) },
-			notif(listen.MethodToolsListChanged, `"7"`), "ToolListChangedNotification"},
+			notif(jsonrpc.MethodToolsListChanged, `"7"`), "ToolListChangedNotification"},
 		{"string id became an integer", func(m []byte) error { return checkNotification(m, []byte(`"7"`)) },
-			notif(listen.MethodToolsListChanged, `7`), "ToolListChangedNotification"},
+			notif(jsonrpc.MethodToolsListChanged, `7`), "ToolListChangedNotification"},
 		{"integer id became 7.0", func(m []byte) error { return checkNotification(m, []byte(`7`)) },
-			notif(listen.MethodToolsListChanged, `7.0`), "ToolListChangedNotification"},
+			notif(jsonrpc.MethodToolsListChanged, `7.0`), "ToolListChangedNotification"},
 		{"integer id lost precision", func(m []byte) error { return checkNotification(m, []byte(`9007199254740993`)) },
-			notif(listen.MethodToolsListChanged, `9007199254740992`), "ToolListChangedNotification"},
+			notif(jsonrpc.MethodToolsListChanged, `9007199254740992`), "ToolListChangedNotification"},
 		{"another subscription's id", func(m []byte) error { return checkNotification(m, []byte(`"listen-1"`)) },
-			notif(listen.MethodToolsListChanged, `"listen-2"`), "ToolListChangedNotification"},
+			notif(jsonrpc.MethodToolsListChanged, `"listen-2"`), "ToolListChangedNotification"},
 		{"ack not a subset: unrequested type", func(m []byte) error { return checkAck(m, []byte(`1`), []byte(req)) },
 			`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":1},"notifications":{"promptsListChanged":true}}}`,
 			"SubscriptionsAcknowledgedNotification"},
@@ -59,13 +59,13 @@ func TestRulesRejectWrongMessages(t *testing.T) {
 		{"completion subscription id changed type", func(m []byte) error { return checkCompletion(m, []byte(`3`)) },
 			`{"jsonrpc":"2.0","id":3,"result":{"_meta":{"io.modelcontextprotocol/subscriptionId":"3"},"resultType":"complete"}}`,
 			"SubscriptionsListenResultResponse"},
-		{"error response without the readable id", func(m []byte) error { return checkErrorResponse(m, []byte(`3`), listen.CodeInvalidParams) },
+		{"error response without the readable id", func(m []byte) error { return checkErrorResponse(m, []byte(`3`), jsonrpc.CodeInvalidParams) },
 			`{"jsonrpc":"2.0","error":{"code":-32602,"message":"bad"}}`, "JSONRPCErrorResponse"},
-		{"error response with an unreadable id", func(m []byte) error { return checkErrorResponse(m, nil, listen.CodeParseError) },
+		{"error response with an unreadable id", func(m []byte) error { return checkErrorResponse(m, nil, jsonrpc.CodeParseError) },
 			`{"jsonrpc":"2.0","id":"guess","error":{"code":-32700,"message":"Parse error"}}`, "JSONRPCErrorResponse"},
-		{"internal error with data", func(m []byte) error { return checkErrorResponse(m, []byte(`3`), listen.CodeInternalError) },
+		{"internal error with data", func(m []byte) error { return checkErrorResponse(m, []byte(`3`), jsonrpc.CodeInternalError) },
 			`{"jsonrpc":"2.0","id":3,"error":{"code":-32603,"message":"Internal error","data":{"stack":"..."}}}`, "JSONRPCErrorResponse"},
-		{"wrong error code", func(m []byte) error { return checkErrorResponse(m, []byte(`3`), listen.CodeInternalError) },
+		{"wrong error code", func(m []byte) error { return checkErrorResponse(m, []byte(`3`), jsonrpc.CodeInternalError) },
 			`{"jsonrpc":"2.0","id":3,"error":{"code":-32000,"message":"Server error"}}`, "JSONRPCErrorResponse"},
 		{"duplicate _meta hides a forged id", checkFrame,
 			`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"evil"},"_meta":{"io.modelcontextprotocol/subscriptionId":1}}}`,

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
 )
 
 // The rules below are the ones the schema cannot express (it allows extra
@@ -171,9 +172,9 @@ func subscriptionID(msg []byte, path ...string) (json.RawMessage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("_meta: %w", err)
 	}
-	sid, ok := m[listen.MetaSubscriptionID]
+	sid, ok := m[jsonrpc.MetaSubscriptionID]
 	if !ok {
-		return nil, fmt.Errorf("no _meta %s", listen.MetaSubscriptionID)
+		return nil, fmt.Errorf("no _meta %s", jsonrpc.MetaSubscriptionID)
 	}
 	return sid, nil
 }
@@ -211,8 +212,8 @@ func checkAck(msg, id, requested []byte) error {
 		return err
 	}
 	method, _ := member(msg, "method")
-	if string(method) != `"`+listen.MethodAcknowledged+`"` {
-		return fmt.Errorf("method %s, want %s", method, listen.MethodAcknowledged)
+	if string(method) != `"`+jsonrpc.MethodAcknowledged+`"` {
+		return fmt.Errorf("method %s, want %s", method, jsonrpc.MethodAcknowledged)
 	}
 	acked, err := member(msg, "params", "notifications")
 	if err != nil {
@@ -349,7 +350,7 @@ func checkErrorResponse(msg, id []byte, code int) error {
 	if e.Code.String() != strconv.Itoa(code) {
 		return fmt.Errorf("error code %s, want %d", e.Code, code)
 	}
-	if code == listen.CodeInternalError && e.Data != nil {
+	if code == jsonrpc.CodeInternalError && e.Data != nil {
 		return fmt.Errorf("an internal error carries data %s", e.Data)
 	}
 	return nil
@@ -357,9 +358,9 @@ func checkErrorResponse(msg, id []byte, code int) error {
 
 // listChangedKeys maps each list-changed method to its filter key.
 var listChangedKeys = map[string]string{
-	listen.MethodToolsListChanged:     listen.KeyToolsListChanged,
-	listen.MethodPromptsListChanged:   listen.KeyPromptsListChanged,
-	listen.MethodResourcesListChanged: listen.KeyResourcesListChanged,
+	jsonrpc.MethodToolsListChanged:     listen.KeyToolsListChanged,
+	jsonrpc.MethodPromptsListChanged:   listen.KeyPromptsListChanged,
+	jsonrpc.MethodResourcesListChanged: listen.KeyResourcesListChanged,
 }
 
 // extensionSelectors maps each extension notification the tests know to
@@ -391,13 +392,13 @@ func checkSelected(msg []byte, acked map[string]any) error {
 		return slices.Contains(l, any(value))
 	}
 	switch n.Method {
-	case listen.MethodResourceUpdated:
+	case jsonrpc.MethodResourceUpdated:
 		uri, _ := n.Params["uri"].(string)
 		if !listed(listen.KeyResourceSubscriptions, uri) {
 			return fmt.Errorf("%s for %q, which was not acknowledged", n.Method, uri)
 		}
 		return nil
-	case listen.MethodAcknowledged:
+	case jsonrpc.MethodAcknowledged:
 		return errors.New("a second acknowledgement")
 	case "notifications/progress", "notifications/message":
 		return fmt.Errorf("%s never goes on a listen stream", n.Method)
@@ -463,7 +464,7 @@ func checkStream(msgs [][]byte, id, requested []byte, end int) error {
 			return fmt.Errorf("message %d: %w", last, err)
 		}
 	case endFailure:
-		if err := checkErrorResponse(msgs[last], id, listen.CodeInternalError); err != nil {
+		if err := checkErrorResponse(msgs[last], id, jsonrpc.CodeInternalError); err != nil {
 			return fmt.Errorf("message %d: %w", last, err)
 		}
 	}

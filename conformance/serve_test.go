@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -47,13 +48,13 @@ func (c *collector) messages() [][]byte {
 // subscription id, then the terminal message).
 func TestServeStreamConforms(t *testing.T) {
 	const (
-		ack     = listen.MethodAcknowledged
-		tools   = listen.MethodToolsListChanged
-		prompts = listen.MethodPromptsListChanged
-		res     = listen.MethodResourcesListChanged
-		updated = listen.MethodResourceUpdated
+		ack     = jsonrpc.MethodAcknowledged
+		tools   = jsonrpc.MethodToolsListChanged
+		prompts = jsonrpc.MethodPromptsListChanged
+		res     = jsonrpc.MethodResourcesListChanged
+		updated = jsonrpc.MethodResourceUpdated
 	)
-	forged := map[string]any{listen.MetaSubscriptionID: "forged", "com.example/trace": "t-1"}
+	forged := map[string]any{jsonrpc.MetaSubscriptionID: "forged", "com.example/trace": "t-1"}
 	tests := []struct {
 		name   string
 		id     string
@@ -190,7 +191,7 @@ func TestServeStreamConforms(t *testing.T) {
 			first, _ := member(msgs[0], "method")
 			assert.Equal(t, `"`+ack+`"`, string(first))
 			if tt.wantEnd == endCompletion {
-				_, err := member(msgs[len(msgs)-1], "result", "_meta", listen.MetaServerInfo)
+				_, err := member(msgs[len(msgs)-1], "result", "_meta", jsonrpc.MetaServerInfo)
 				assert.Equal(t, tt.info.Name != "", err == nil, "server info on the completion")
 			}
 		})

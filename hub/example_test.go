@@ -6,6 +6,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
+	"github.com/mcplisten/listen/jsonrpc"
 )
 
 // Publishing reaches only the listeners whose filter selects the event, and
@@ -14,11 +15,11 @@ import (
 func ExampleHub_Publish() {
 	h, _ := hub.New(hub.Options{MaxBuffer: 2})
 	opts := &listen.Options{Capabilities: listen.Capabilities{
-		"tools":     map[string]any{"listChanged": true},
-		"resources": map[string]any{"subscribe": true},
+		ToolsListChanged:   true,
+		ResourcesSubscribe: true,
 	}}
 	open := func(id int64, f listen.Filter) *listen.Subscription {
-		req := &listen.Request{ID: listen.IntID(id), ProtocolVersion: listen.ProtocolVersion, Notifications: f}
+		req := &listen.Request{ID: jsonrpc.IntID(id), ProtocolVersion: jsonrpc.ProtocolVersion, Notifications: f}
 		sub, err := listen.Open(context.Background(), h, req, opts)
 		if err != nil {
 			panic(err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
+	"github.com/mcplisten/listen/jsonrpc"
 )
 
 func newHub(t testing.TB, opts hub.Options) *hub.Hub {
@@ -21,8 +22,8 @@ func newHub(t testing.TB, opts hub.Options) *hub.Hub {
 
 func request(id string) *listen.Request {
 	return &listen.Request{
-		ID:              listen.StringID(id),
-		ProtocolVersion: listen.ProtocolVersion,
+		ID:              jsonrpc.StringID(id),
+		ProtocolVersion: jsonrpc.ProtocolVersion,
 		Transport:       listen.Transport{Kind: "direct"},
 	}
 }
@@ -127,12 +128,12 @@ func (r *recorder) closeInfos() []hub.CloseInfo {
 // extensions.
 func serverOptions(reg *listen.ExtensionRegistry) *listen.Options {
 	caps := listen.Capabilities{
-		"tools":     map[string]any{"listChanged": true},
-		"prompts":   map[string]any{"listChanged": true},
-		"resources": map[string]any{"listChanged": true, "subscribe": true},
+		ToolsListChanged:     true,
+		PromptsListChanged:   true,
+		ResourcesListChanged: true, ResourcesSubscribe: true,
 	}
 	if reg != nil {
-		caps["extensions"] = map[string]any{tasksID: map[string]any{}}
+		caps.Extensions = map[string]any{tasksID: map[string]any{}}
 	}
 	return &listen.Options{Capabilities: caps, Extensions: reg}
 }

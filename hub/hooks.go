@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
 )
 
 // Hooks instruments a hub. The hub calls them synchronously, in the
@@ -38,7 +39,7 @@ type OpenInfo struct {
 	// FilterKeys are the accepted filter's keys, sorted.
 	FilterKeys []string
 	// RequestID is the listen request's id (the zero ID without a request).
-	RequestID listen.ID
+	RequestID jsonrpc.ID
 	// Transport is the request's transport kind.
 	Transport string
 }

@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sync"
@@ -198,7 +199,7 @@ func (h *Hub) Open(ctx context.Context, req *listen.Request, supported listen.Fi
 	h.mu.Unlock()
 
 	if h.hooks != nil {
-		info := OpenInfo{Subscriptions: subs, FilterKeys: supported.Keys()}
+		info := OpenInfo{Subscriptions: subs, FilterKeys: slices.Sorted(maps.Keys(supported))}
 		if req != nil {
 			info.RequestID = req.ID
 			info.Transport = req.Transport.Kind
@@ -289,7 +290,7 @@ const stackTargets = 8
 // Publish validates ev and offers it to every listener whose filter selects
 // it, in the calling goroutine, and returns what happened.
 //
-// An invalid event returns the *listen.EventError of ev.Validate: it
+// An invalid event returns the error of ev.Validate (matching listen.ErrInvalidEvent): it
 // matches listen.ErrInvalidEvent and its message is the exact validation
 // message. Selection is by kind:
 //

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
+	"github.com/mcplisten/listen/jsonrpc"
 )
 
 // Checklist 3: broadcasts only to matching listeners and supplies pending
@@ -308,24 +309,21 @@ func TestValidatesPublicationsAndOptions(t *testing.T) {
 		ev   listen.Event
 		msg  string
 	}{
-		{"zero event", listen.Event{}, listen.MsgEventInvalid},
-		{"relative uri", listen.ResourceUpdated("a/b"), listen.MsgEventAbsoluteURI},
-		{"list change with uri", listen.Event{Kind: listen.KindToolsListChanged, URI: "file:///a"}, listen.MsgEventListURI},
-		{"non-JSON params", listen.ToolsListChanged().WithParams(map[string]any{"f": func() {}}), listen.MsgEventParams},
-		{"non-JSON metadata", listen.PromptsListChanged().WithMetadata(map[string]any{"c": make(chan int)}), listen.MsgEventMetadata},
-		{"core with extension fields", listen.Event{Kind: listen.KindResourcesListChanged, ExtensionID: "x"}, listen.MsgEventCoreExtFields},
-		{"extension without id", listen.ExtensionEvent("", listen.Filter{"a": 1}, nil), listen.MsgEventExtID},
-		{"extension without selector", listen.ExtensionEvent("x", nil, nil), listen.MsgEventExtSelector},
-		{"extension with core fields", listen.Event{Kind: listen.KindExtension, ExtensionID: "x", Selector: listen.Filter{"a": 1}, URI: "file:///a"}, listen.MsgEventExtCoreFields},
+		{"zero event", listen.Event{}, "subscription source returned an invalid event"},
+		{"relative uri", listen.ResourceUpdated("a/b"), "resource update events require an absolute URI"},
+		{"list change with uri", listen.Event{Kind: listen.KindToolsListChanged, URI: "file:///a"}, "list change events cannot include a resource URI"},
+		{"non-JSON params", listen.ToolsListChanged().WithParams(map[string]any{"f": func() {}}), "subscription event params must be a JSON object"},
+		{"non-JSON metadata", listen.PromptsListChanged().WithMetadata(map[string]any{"c": make(chan int)}), "subscription event metadata must be a JSON object"},
+		{"core with extension fields", listen.Event{Kind: listen.KindResourcesListChanged, ExtensionID: "x"}, "core subscription events cannot use extension event fields"},
+		{"extension without id", listen.ExtensionEvent("", listen.Filter{"a": 1}, nil), "extension subscription events require an extension id"},
+		{"extension without selector", listen.ExtensionEvent("x", nil, nil), "extension subscription events require a non-empty JSON selector"},
+		{"extension with core fields", listen.Event{Kind: listen.KindExtension, ExtensionID: "x", Selector: listen.Filter{"a": 1}, URI: "file:///a"}, "extension subscription events cannot use core event fields"},
 	}
 	for _, tc := range events {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := h.Publish(tc.ev)
 			require.ErrorIs(t, err, listen.ErrInvalidEvent)
 			assert.Equal(t, tc.msg, err.Error())
-			var ee *listen.EventError
-			require.ErrorAs(t, err, &ee)
-			assert.Equal(t, tc.msg, ee.Message)
 			assert.Equal(t, hub.Report{}, r)
 		})
 	}
@@ -429,7 +427,7 @@ func TestInstrumentsEveryOperation(t *testing.T) {
 	assert.Equal(t, hub.OpenInfo{
 		Subscriptions: 1,
 		FilterKeys:    []string{"promptsListChanged", "taskIds", "toolsListChanged"},
-		RequestID:     listen.StringID("listen-7"),
+		RequestID:     jsonrpc.StringID("listen-7"),
 		Transport:     "streamable_http",
 	}, rec.opens[0])
 
@@ -557,10 +555,10 @@ func TestPanickingOnOpenClosesTheListener(t *testing.T) {
 	assert.Empty(t, h.CheckIndex())
 
 	_, err := listen.Open(context.Background(), h, listenRequest("y", listen.Filter{listen.KeyToolsListChanged: true}, false), serverOptions(nil))
-	require.ErrorIs(t, err, listen.ErrInternal)
-	var we *listen.Error
+	require.ErrorIs(t, err, jsonrpc.ErrInternal)
+	var we *jsonrpc.Error
 	require.ErrorAs(t, err, &we)
-	assert.Equal(t, listen.MsgSourceFailedToOpen, we.Message)
+	assert.Equal(t, jsonrpc.MsgSourceFailedToOpen, we.Message)
 	assert.Equal(t, 0, h.Stats().Subscriptions)
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
+	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/natsbridge"
 )
 
@@ -185,10 +186,10 @@ func TestManualResyncAndURIs(t *testing.T) {
 		methods = append(methods, n.method+" "+n.uri)
 	}
 	assert.Equal(t, []string{
-		listen.MethodToolsListChanged + " ",
-		listen.MethodPromptsListChanged + " ",
-		listen.MethodResourcesListChanged + " ",
-		listen.MethodResourceUpdated + " " + watched,
+		jsonrpc.MethodToolsListChanged + " ",
+		jsonrpc.MethodPromptsListChanged + " ",
+		jsonrpc.MethodResourcesListChanged + " ",
+		jsonrpc.MethodResourceUpdated + " " + watched,
 	}, methods)
 }
 
@@ -217,7 +218,7 @@ func TestWireShapesIntact(t *testing.T) {
 	for range evs {
 		la, lb := sa.next(t), sb.next(t)
 		assert.Equal(t, la.raw, lb.raw, "the remote stream renders the event byte for byte as the local one")
-		if lb.method == listen.MethodResourceUpdated {
+		if lb.method == jsonrpc.MethodResourceUpdated {
 			assert.Contains(t, lb.raw, `"raw":{ "z": [1, 2.50] ,"a":"<&>"}`)
 			assert.Contains(t, lb.raw, `"ratio":1.0`)
 		}

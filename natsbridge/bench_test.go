@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
+	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/natsbridge"
 	"github.com/mcplisten/listen/streamhttp"
 )
@@ -65,8 +66,8 @@ func newBenchPair(b *testing.B) *benchPair {
 	require.NoError(b, err)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", listen.ProtocolVersion)
-	req.Header.Set("Mcp-Method", listen.MethodListen)
+	req.Header.Set("MCP-Protocol-Version", jsonrpc.ProtocolVersion)
+	req.Header.Set("Mcp-Method", jsonrpc.MethodListen)
 	resp, err := client.Do(req)
 	require.NoError(b, err)
 	require.Equal(b, http.StatusOK, resp.StatusCode)

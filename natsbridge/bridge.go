@@ -220,7 +220,7 @@ func (b *Bridge) Hub() *hub.Hub { return b.hub }
 // to its own hub. It returns the local hub's report.
 //
 // It fails, publishing nothing anywhere, for an invalid event (the
-// *listen.EventError of ev.Validate), for an event that does not encode
+// error of ev.Validate, matching listen.ErrInvalidEvent), for an event that does not encode
 // (ErrEncode: a Payload json.Marshal refuses), for one whose envelope is
 // too large (ErrTooLarge), and after Close (ErrClosed).
 //

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
 )
 
 const (
@@ -119,11 +120,11 @@ func TestCrossInstanceFanOut(t *testing.T) {
 			for _, n := range notes {
 				switch kind {
 				case "tools":
-					assert.Equal(t, listen.MethodToolsListChanged, n.method)
+					assert.Equal(t, jsonrpc.MethodToolsListChanged, n.method)
 				case "prompts":
-					assert.Equal(t, listen.MethodPromptsListChanged, n.method)
+					assert.Equal(t, jsonrpc.MethodPromptsListChanged, n.method)
 				case "resource":
-					assert.Equal(t, listen.MethodResourceUpdated, n.method)
+					assert.Equal(t, jsonrpc.MethodResourceUpdated, n.method)
 					assert.Equal(t, watched, n.uri)
 				case "tasks":
 					assert.Equal(t, "notifications/tasks/status", n.method)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
+	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/natsbridge"
 	"github.com/mcplisten/listen/streamhttp"
 )
@@ -75,10 +76,10 @@ func connect(t testing.TB, url string) *nats.Conn {
 // caps advertises every core notification and the test extension.
 func caps() listen.Capabilities {
 	return listen.Capabilities{
-		"tools":      map[string]any{"listChanged": true},
-		"prompts":    map[string]any{"listChanged": true},
-		"resources":  map[string]any{"listChanged": true, "subscribe": true},
-		"extensions": map[string]any{tasksID: map[string]any{}},
+		ToolsListChanged:     true,
+		PromptsListChanged:   true,
+		ResourcesListChanged: true, ResourcesSubscribe: true,
+		Extensions: map[string]any{tasksID: map[string]any{}},
 	}
 }
 
@@ -89,7 +90,7 @@ const tasksID = "com.example/tasks"
 type tasksExt struct{}
 
 func (tasksExt) ID() string                     { return tasksID }
-func (tasksExt) SupportsProtocol(v string) bool { return v == listen.ProtocolVersion }
+func (tasksExt) SupportsProtocol(v string) bool { return v == jsonrpc.ProtocolVersion }
 func (tasksExt) SubscriptionFilter(_ context.Context, _ *listen.Request, requested listen.Filter) (listen.Filter, error) {
 	if v, ok := requested["taskIds"]; ok {
 		return listen.Filter{"taskIds": v}, nil
@@ -238,8 +239,8 @@ func (in *instance) listen(t testing.TB, id, filter string) *stream {
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", listen.ProtocolVersion)
-	req.Header.Set("Mcp-Method", listen.MethodListen)
+	req.Header.Set("MCP-Protocol-Version", jsonrpc.ProtocolVersion)
+	req.Header.Set("Mcp-Method", jsonrpc.MethodListen)
 	resp, err := in.client.Do(req)
 	require.NoError(t, err)
 	s := &stream{subID: id, notes: make(chan note, 1<<16), done: make(chan struct{}), resp: resp}
@@ -260,7 +261,7 @@ func (in *instance) listen(t testing.TB, id, filter string) *stream {
 		close(s.done)
 		require.NoError(t, err)
 	}
-	if ack["method"] != listen.MethodAcknowledged {
+	if ack["method"] != jsonrpc.MethodAcknowledged {
 		close(s.done)
 		require.FailNow(t, "want the acknowledgement", "%v", ack)
 	}
@@ -280,7 +281,7 @@ func (s *stream) read(rd *bufio.Reader) {
 		method, _ := m["method"].(string)
 		params, _ := m["params"].(map[string]any)
 		meta, _ := params["_meta"].(map[string]any)
-		if meta[listen.MetaSubscriptionID] != s.subID {
+		if meta[jsonrpc.MetaSubscriptionID] != s.subID {
 			s.err = fmt.Errorf("message without this stream's subscription id: %v", m)
 			return
 		}

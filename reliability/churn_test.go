@@ -21,6 +21,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
+	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/stdio"
 	"github.com/mcplisten/listen/streamhttp"
 )
@@ -223,14 +224,14 @@ func httpCycle(client *http.Client, url string, n int64, event bool) error {
 	if err != nil {
 		return err
 	}
-	if m.method() != listen.MethodAcknowledged || m.subID() != id {
+	if m.method() != jsonrpc.MethodAcknowledged || m.subID() != id {
 		return fmt.Errorf("want the acknowledgement of %s, got %s", id, m)
 	}
 	if event {
 		if m, err = nextMsg(r); err != nil {
 			return err
 		}
-		if m.method() != listen.MethodToolsListChanged || m.subID() != id {
+		if m.method() != jsonrpc.MethodToolsListChanged || m.subID() != id {
 			return fmt.Errorf("want a tools/list_changed for %s, got %s", id, m)
 		}
 	}
@@ -268,14 +269,14 @@ func stdioCycle(c *stdioConn, timer *time.Timer, n int64, event bool) error {
 	if err != nil {
 		return err
 	}
-	if m.method() != listen.MethodAcknowledged || m.subID() != id {
+	if m.method() != jsonrpc.MethodAcknowledged || m.subID() != id {
 		return fmt.Errorf("want the acknowledgement of %s, got %s", id, m)
 	}
 	if event {
 		if m, err = next(); err != nil {
 			return err
 		}
-		if m.method() != listen.MethodToolsListChanged || m.subID() != id {
+		if m.method() != jsonrpc.MethodToolsListChanged || m.subID() != id {
 			return fmt.Errorf("want a tools/list_changed for %s, got %s", id, m)
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -92,7 +93,7 @@ func sourceCases() []sourceCase {
 		{name: "Open panics", run: func(t *testing.T, fx fixture, id string) {
 			fx.src().script(id, plan{openPanic: true})
 			cs := fx.listen(t, id, toolsFilter)
-			requireError(t, cs.recv(t), id, listen.CodeInternalError, listen.MsgSourceFailedToOpen)
+			requireError(t, cs.recv(t), id, jsonrpc.CodeInternalError, jsonrpc.MsgSourceFailedToOpen)
 			wantStatus(t, cs, http.StatusInternalServerError)
 			cs.end(t)
 			assert.Empty(t, fx.src().all(), "no stream was opened")
@@ -117,7 +118,7 @@ func sourceCases() []sourceCase {
 		{name: "Next panics after an event", run: func(t *testing.T, fx fixture, id string) {
 			fx.src().script(id, plan{events: []listen.Event{listen.ToolsListChanged()}, nextPanicAt: 2})
 			cs, st := openStream(t, fx, id, toolsFilter)
-			requireNotification(t, cs.recv(t), id, listen.MethodToolsListChanged)
+			requireNotification(t, cs.recv(t), id, jsonrpc.MethodToolsListChanged)
 			requireFailure(t, cs.recv(t), id)
 			cs.end(t)
 			var pe *listen.PanicError
@@ -129,7 +130,7 @@ func sourceCases() []sourceCase {
 		{name: "Close panics after the completion", run: func(t *testing.T, fx fixture, id string) {
 			fx.src().script(id, plan{events: []listen.Event{listen.ToolsListChanged()}, end: listen.ErrClosed, closePanic: true})
 			cs, st := openStream(t, fx, id, toolsFilter)
-			requireNotification(t, cs.recv(t), id, listen.MethodToolsListChanged)
+			requireNotification(t, cs.recv(t), id, jsonrpc.MethodToolsListChanged)
 			requireCompletion(t, cs.recv(t), id)
 			cs.end(t)
 			wantClass(t, st, listen.ClassComplete)
@@ -160,7 +161,7 @@ func sourceCases() []sourceCase {
 		{name: "Open returns a stream and an error", run: func(t *testing.T, fx fixture, id string) {
 			fx.src().script(id, plan{openErrWithStream: feedBroke})
 			cs := fx.listen(t, id, toolsFilter)
-			requireError(t, cs.recv(t), id, listen.CodeInternalError, listen.MsgSourceFailedToOpen)
+			requireError(t, cs.recv(t), id, jsonrpc.CodeInternalError, jsonrpc.MsgSourceFailedToOpen)
 			wantStatus(t, cs, http.StatusInternalServerError)
 			cs.end(t)
 			assert.ErrorIs(t, wantClass(t, fx.src().stream(t, id), listen.ClassError), feedBroke)
@@ -226,7 +227,7 @@ func sourceCases() []sourceCase {
 			fx.src().script(id, plan{events: []listen.Event{listen.ToolsListChanged()}, end: listen.ErrClosed})
 			cs2, st2 := openStream(t, fx, id, toolsFilter)
 			require.NotSame(t, st, st2)
-			requireNotification(t, cs2.recv(t), id, listen.MethodToolsListChanged)
+			requireNotification(t, cs2.recv(t), id, jsonrpc.MethodToolsListChanged)
 			requireCompletion(t, cs2.recv(t), id)
 			cs2.end(t)
 			wantClass(t, st2, listen.ClassComplete)
@@ -240,7 +241,7 @@ func sourceCases() []sourceCase {
 			slow := fx.gate()
 			fx.src().script(id, plan{events: []listen.Event{listen.ToolsListChanged()}, end: listen.ErrClosed, closeGate: slow})
 			cs, st := openStream(t, fx, id, toolsFilter)
-			requireNotification(t, cs.recv(t), id, listen.MethodToolsListChanged)
+			requireNotification(t, cs.recv(t), id, jsonrpc.MethodToolsListChanged)
 			requireCompletion(t, cs.recv(t), id) // written before Close
 			await(t, st.closeEntered, "Close")
 			fx.probe(t)
@@ -255,7 +256,7 @@ func sourceCases() []sourceCase {
 			st.waitNext(t, 1)
 			fx.shutdown(t)
 			m := cs.recv(t)
-			if m.method() == listen.MethodCancelled { // stdio sends it first
+			if m.method() == jsonrpc.MethodCancelled { // stdio sends it first
 				assert.Equal(t, id, m.subID())
 				m = cs.recv(t)
 			}
@@ -285,7 +286,7 @@ func sourceCases() []sourceCase {
 			[]listen.Event{listen.PromptsListChanged().WithParams(map[string]any{"c": make(chan int)})}, toolsFilter, nil, listen.ErrInvalidEvent)},
 		{name: "an invalid event after a valid one", run: failsAfter(
 			[]listen.Event{listen.ToolsListChanged(), listen.ResourceUpdated("")}, toolsFilter,
-			[]string{listen.MethodToolsListChanged}, listen.ErrInvalidEvent)},
+			[]string{jsonrpc.MethodToolsListChanged}, listen.ErrInvalidEvent)},
 	}
 }
 
@@ -392,7 +393,7 @@ func TestFaultClientGoneAtEveryStep(t *testing.T) {
 		{"after the first event", func(t *testing.T, fx fixture, id string) {
 			fx.src().script(id, plan{events: []listen.Event{listen.ToolsListChanged()}})
 			cs, st := openStream(t, fx, id, toolsFilter)
-			requireNotification(t, cs.recv(t), id, listen.MethodToolsListChanged)
+			requireNotification(t, cs.recv(t), id, jsonrpc.MethodToolsListChanged)
 			st.waitNext(t, 2)
 			fx.abort(t, cs)
 			wantClass(t, st, fx.ending().class())
@@ -540,56 +541,56 @@ func TestFaultMalformedRequests(t *testing.T) {
 		http, stdio transportWant
 	}{
 		{name: "truncated JSON", body: `{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen"`,
-			http:  transportWant{status: 400, code: listen.CodeParseError, message: "Parse error"},
-			stdio: transportWant{code: listen.CodeParseError, message: "Parse error"}},
+			http:  transportWant{status: 400, code: jsonrpc.CodeParseError, message: "Parse error"},
+			stdio: transportWant{code: jsonrpc.CodeParseError, message: "Parse error"}},
 		{name: "binary junk", body: "\x00\x01\x02\xff\xfe\x7f",
-			http:  transportWant{status: 400, code: listen.CodeParseError, message: "Parse error"},
-			stdio: transportWant{code: listen.CodeParseError, message: "Parse error"}},
+			http:  transportWant{status: 400, code: jsonrpc.CodeParseError, message: "Parse error"},
+			stdio: transportWant{code: jsonrpc.CodeParseError, message: "Parse error"}},
 		{name: "a UTF-16 byte order mark", body: "\xfe\xff\x00{",
-			http:  transportWant{status: 400, code: listen.CodeParseError, message: "Parse error"},
-			stdio: transportWant{code: listen.CodeParseError, message: "Parse error"}},
+			http:  transportWant{status: 400, code: jsonrpc.CodeParseError, message: "Parse error"},
+			stdio: transportWant{code: jsonrpc.CodeParseError, message: "Parse error"}},
 		{name: "nesting deeper than the decoder allows", body: strings.Repeat("[", 20000),
-			http:  transportWant{status: 400, code: listen.CodeParseError, message: "Parse error"},
-			stdio: transportWant{code: listen.CodeParseError, message: "Parse error"}},
+			http:  transportWant{status: 400, code: jsonrpc.CodeParseError, message: "Parse error"},
+			stdio: transportWant{code: jsonrpc.CodeParseError, message: "Parse error"}},
 		{name: "trailing garbage", body: listenBody(`"t"`, `{}`) + "x",
-			http:  transportWant{status: 400, code: listen.CodeParseError, message: "Parse error"},
-			stdio: transportWant{code: listen.CodeParseError, message: "Parse error"}},
+			http:  transportWant{status: 400, code: jsonrpc.CodeParseError, message: "Parse error"},
+			stdio: transportWant{code: jsonrpc.CodeParseError, message: "Parse error"}},
 		{name: "two requests in one message", body: listenBody(`"t"`, `{}`) + listenBody(`"u"`, `{}`),
-			http:  transportWant{status: 400, code: listen.CodeParseError, message: "Parse error"},
-			stdio: transportWant{code: listen.CodeParseError, message: "Parse error"}},
+			http:  transportWant{status: 400, code: jsonrpc.CodeParseError, message: "Parse error"},
+			stdio: transportWant{code: jsonrpc.CodeParseError, message: "Parse error"}},
 		{name: "empty", body: "",
-			http:  transportWant{status: 400, code: listen.CodeParseError, message: "Parse error"},
+			http:  transportWant{status: 400, code: jsonrpc.CodeParseError, message: "Parse error"},
 			stdio: transportWant{skip: true}}, // a blank line is not a message
 		{name: "null", body: "null",
-			http:  transportWant{status: 400, code: listen.CodeInvalidRequest, message: `Invalid request: jsonrpc must be "2.0"`},
-			stdio: transportWant{code: listen.CodeInvalidRequest, message: `Invalid request: jsonrpc must be "2.0"`}},
+			http:  transportWant{status: 400, code: jsonrpc.CodeInvalidRequest, message: `Invalid request: jsonrpc must be "2.0"`},
+			stdio: transportWant{code: jsonrpc.CodeInvalidRequest, message: `Invalid request: jsonrpc must be "2.0"`}},
 		{name: "a batch", body: "[" + listenBody(`"b"`, `{}`) + "]",
-			http:  transportWant{status: 400, code: listen.CodeInvalidRequest, message: "Invalid request: expected a JSON-RPC object"},
-			stdio: transportWant{code: listen.CodeInvalidRequest, message: "Invalid request: expected a JSON-RPC object"}},
+			http:  transportWant{status: 400, code: jsonrpc.CodeInvalidRequest, message: "Invalid request: expected a JSON-RPC object"},
+			stdio: transportWant{code: jsonrpc.CodeInvalidRequest, message: "Invalid request: expected a JSON-RPC object"}},
 		{name: "a fractional id", body: listenBody(`1.5`, `{}`),
-			http:  transportWant{status: 400, code: listen.CodeInvalidRequest, message: "Invalid request: id must be a string or an integer"},
-			stdio: transportWant{code: listen.CodeInvalidRequest, message: "Invalid request: id must be a string or an integer"}},
+			http:  transportWant{status: 400, code: jsonrpc.CodeInvalidRequest, message: "Invalid request: id must be a string or an integer"},
+			stdio: transportWant{code: jsonrpc.CodeInvalidRequest, message: "Invalid request: id must be a string or an integer"}},
 		{name: "a null id", body: listenBody(`null`, `{}`),
-			http:  transportWant{status: 400, code: listen.CodeInvalidRequest, message: "Invalid request: id must be a string or an integer"},
-			stdio: transportWant{code: listen.CodeInvalidRequest, message: "Invalid request: id must be a string or an integer"}},
+			http:  transportWant{status: 400, code: jsonrpc.CodeInvalidRequest, message: "Invalid request: id must be a string or an integer"},
+			stdio: transportWant{code: jsonrpc.CodeInvalidRequest, message: "Invalid request: id must be a string or an integer"}},
 		{name: "an object id", body: listenBody(`{"a":1}`, `{}`),
-			http:  transportWant{status: 400, code: listen.CodeInvalidRequest, message: "Invalid request: id must be a string or an integer"},
-			stdio: transportWant{code: listen.CodeInvalidRequest, message: "Invalid request: id must be a string or an integer"}},
+			http:  transportWant{status: 400, code: jsonrpc.CodeInvalidRequest, message: "Invalid request: id must be a string or an integer"},
+			stdio: transportWant{code: jsonrpc.CodeInvalidRequest, message: "Invalid request: id must be a string or an integer"}},
 		{name: "a response instead of a request", body: `{"jsonrpc":"2.0","id":5,"result":{}}`,
-			http:  transportWant{status: 400, key: `5`, code: listen.CodeInvalidRequest, message: "Invalid request: method must be a non-empty string"},
-			stdio: transportWant{key: `5`, code: listen.CodeInvalidRequest, message: "Invalid request: method must be a non-empty string"}},
+			http:  transportWant{status: 400, key: `5`, code: jsonrpc.CodeInvalidRequest, message: "Invalid request: method must be a non-empty string"},
+			stdio: transportWant{key: `5`, code: jsonrpc.CodeInvalidRequest, message: "Invalid request: method must be a non-empty string"}},
 		{name: "invalid UTF-8 in the method", body: `{"jsonrpc":"2.0","id":"u","method":"subscriptions/listen` + "\xff" + `","params":{}}`,
-			http:  transportWant{status: 400, key: `"u"`, code: listen.CodeHeaderMismatch},
-			stdio: transportWant{key: `"u"`, code: listen.CodeMethodNotFound}},
+			http:  transportWant{status: 400, key: `"u"`, code: jsonrpc.CodeHeaderMismatch},
+			stdio: transportWant{key: `"u"`, code: jsonrpc.CodeMethodNotFound}},
 		{name: "a filter nested deeper than 64", body: listenBody(`"deep"`, deepFilter),
-			http:  transportWant{status: 400, key: `"deep"`, code: listen.CodeInvalidParams, message: listen.MsgNotificationsJSON},
-			stdio: transportWant{key: `"deep"`, code: listen.CodeInvalidParams, message: listen.MsgNotificationsJSON}},
+			http:  transportWant{status: 400, key: `"deep"`, code: jsonrpc.CodeInvalidParams, message: jsonrpc.MsgNotificationsJSON},
+			stdio: transportWant{key: `"deep"`, code: jsonrpc.CodeInvalidParams, message: jsonrpc.MsgNotificationsJSON}},
 		{name: "over the size limit", body: over,
-			http:  transportWant{status: 413, code: listen.CodeInvalidRequest, message: streamhttp.MsgBodyTooLarge},
-			stdio: transportWant{code: listen.CodeInvalidRequest, message: "Invalid request: message exceeds the maximum line length"}},
+			http:  transportWant{status: 413, code: jsonrpc.CodeInvalidRequest, message: streamhttp.MsgBodyTooLarge},
+			stdio: transportWant{code: jsonrpc.CodeInvalidRequest, message: "Invalid request: message exceeds the maximum line length"}},
 		{name: "128 times the size limit", body: huge,
-			http:  transportWant{status: 413, mayReset: true, code: listen.CodeInvalidRequest, message: streamhttp.MsgBodyTooLarge},
-			stdio: transportWant{code: listen.CodeInvalidRequest, message: "Invalid request: message exceeds the maximum line length"}},
+			http:  transportWant{status: 413, mayReset: true, code: jsonrpc.CodeInvalidRequest, message: streamhttp.MsgBodyTooLarge},
+			stdio: transportWant{code: jsonrpc.CodeInvalidRequest, message: "Invalid request: message exceeds the maximum line length"}},
 	}
 	for _, kind := range fixtureKinds() {
 		if strings.HasSuffix(kind.name, "-eof") {

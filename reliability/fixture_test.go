@@ -23,6 +23,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/stdio"
 	"github.com/mcplisten/listen/streamhttp"
 )
@@ -30,9 +31,9 @@ import (
 // allCaps advertises everything the core narrows against.
 func allCaps() listen.Capabilities {
 	return listen.Capabilities{
-		"tools":     map[string]any{"listChanged": true},
-		"prompts":   map[string]any{"listChanged": true},
-		"resources": map[string]any{"listChanged": true, "subscribe": true},
+		ToolsListChanged:     true,
+		PromptsListChanged:   true,
+		ResourcesListChanged: true, ResourcesSubscribe: true,
 	}
 }
 
@@ -196,8 +197,8 @@ func wantTerminal(t testing.TB, fx fixture, id, kind string) {
 	case "failure":
 		e := m.wireErr()
 		if assert.NotNil(t, e, "want a failure: %s", m) {
-			assert.Equal(t, listen.CodeInternalError, e.Code)
-			assert.Equal(t, listen.MsgSourceFailed, e.Message)
+			assert.Equal(t, jsonrpc.CodeInternalError, e.Code)
+			assert.Equal(t, jsonrpc.MsgSourceFailed, e.Message)
 		}
 	case "error":
 		assert.NotNil(t, m.wireErr(), "want an error response: %s", m)
@@ -218,7 +219,7 @@ func probeOn(t testing.TB, fx fixture, id string, listenFn func(t testing.TB, id
 	fx.src().script(id, plan{events: []listen.Event{listen.ToolsListChanged()}, end: listen.ErrClosed})
 	cs := listenFn(t, id, `{"toolsListChanged":true}`)
 	requireAck(t, cs.recv(t), id)
-	requireNotification(t, cs.recv(t), id, listen.MethodToolsListChanged)
+	requireNotification(t, cs.recv(t), id, jsonrpc.MethodToolsListChanged)
 	requireCompletion(t, cs.recv(t), id)
 	cs.end(t)
 	wantClass(t, fx.src().stream(t, id), listen.ClassComplete)
@@ -468,8 +469,8 @@ func listenHeaders() http.Header {
 	return http.Header{
 		"Content-Type":         {"application/json"},
 		"Accept":               {"application/json, text/event-stream"},
-		"Mcp-Protocol-Version": {listen.ProtocolVersion},
-		"Mcp-Method":           {listen.MethodListen},
+		"Mcp-Protocol-Version": {jsonrpc.ProtocolVersion},
+		"Mcp-Method":           {jsonrpc.MethodListen},
 	}
 }
 
@@ -606,7 +607,7 @@ func (fx *httpFixture) probeRefused(t testing.TB) {
 	t.Helper()
 	status, m := fx.request(t, listenBody(`"late"`, `{}`), `"late"`)
 	assert.Equal(t, http.StatusServiceUnavailable, status)
-	requireError(t, m, `"late"`, listen.CodeInternalError, streamhttp.MsgShuttingDown)
+	requireError(t, m, `"late"`, jsonrpc.CodeInternalError, streamhttp.MsgShuttingDown)
 }
 
 func (fx *httpFixture) transcript(t testing.TB, id string) []msg {
@@ -805,11 +806,11 @@ func newStdioFixture(t testing.TB, osPipe bool, end ending) *stdioFixture {
 }
 
 // pingHandler answers ping with {}: the stdio tests' barrier.
-var pingHandler = stdio.HandlerFunc(func(_ context.Context, m listen.Message) (json.RawMessage, error) {
+var pingHandler = stdio.HandlerFunc(func(_ context.Context, m jsonrpc.Message) (json.RawMessage, error) {
 	if m.Method == "ping" {
 		return json.RawMessage(`{}`), nil
 	}
-	return nil, listen.NewError(listen.CodeMethodNotFound, "Method not found: "+m.Method)
+	return nil, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "Method not found: "+m.Method)
 })
 
 func (fx *stdioFixture) name() string {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
+	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/stdio"
 	"github.com/mcplisten/listen/streamhttp"
 )
@@ -45,9 +46,8 @@ var isoPool = []string{"file:///a", "file:///b", "mem://c", "test://d", "https:/
 // is never accepted.
 func isoCaps() listen.Capabilities {
 	return listen.Capabilities{
-		"tools":     map[string]any{"listChanged": true},
-		"prompts":   map[string]any{"listChanged": false},
-		"resources": map[string]any{"listChanged": true, "subscribe": true},
+		ToolsListChanged:     true,
+		ResourcesListChanged: true, ResourcesSubscribe: true,
 	}
 }
 
@@ -132,13 +132,13 @@ type isoEvent struct {
 func (e isoEvent) method() string {
 	switch e.kind {
 	case listen.KindToolsListChanged:
-		return listen.MethodToolsListChanged
+		return jsonrpc.MethodToolsListChanged
 	case listen.KindPromptsListChanged:
-		return listen.MethodPromptsListChanged
+		return jsonrpc.MethodPromptsListChanged
 	case listen.KindResourcesListChanged:
-		return listen.MethodResourcesListChanged
+		return jsonrpc.MethodResourcesListChanged
 	}
-	return listen.MethodResourceUpdated
+	return jsonrpc.MethodResourceUpdated
 }
 
 func TestIsolationRandomFilters(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
 )
 
 // Regressions: each test below failed before its bug was fixed (found by
@@ -53,7 +54,7 @@ func TestDrainDuringAContextAwareOpen(t *testing.T) {
 				requireAck(t, m, id)
 				wantStatus(t, cs, http.StatusOK)
 				m = cs.recv(t)
-				if m.method() == listen.MethodCancelled { // stdio sends it first
+				if m.method() == jsonrpc.MethodCancelled { // stdio sends it first
 					m = cs.recv(t)
 				}
 				requireCompletion(t, m, id)
@@ -126,7 +127,7 @@ func TestCanReadPanics(t *testing.T) {
 				m := cs.recv(t)
 				if e := m.wireErr(); assert.NotNil(t, e, "%s", m) {
 					assert.Equal(t, id, m.id())
-					assert.Equal(t, listen.CodeInternalError, e.Code)
+					assert.Equal(t, jsonrpc.CodeInternalError, e.Code)
 				}
 				wantStatus(t, cs, http.StatusInternalServerError)
 				cs.end(t)
@@ -156,13 +157,13 @@ func TestURIsNetURLRefusesAreRefused(t *testing.T) {
 		t.Run(strings.TrimSuffix(kind.name, "-cancel"), func(t *testing.T) {
 			runCase(t, kind, func(t *testing.T, fx fixture) {
 				for i, u := range uris {
-					assert.False(t, listen.AbsoluteURI(u), "AbsoluteURI(%q)", u)
+					assert.Error(t, listen.ResourceUpdated(u).Validate(), "an update of %q is valid", u)
 					id := fmt.Sprintf(`"uri-%d"`, i)
 					filter, err := json.Marshal(map[string]any{listen.KeyResourceSubscriptions: []string{u}})
 					require.NoError(t, err)
 					cs := fx.listen(t, id, string(filter))
 					m := cs.recv(t)
-					requireError(t, m, id, listen.CodeInvalidParams, listen.MsgURIsAbsolute)
+					requireError(t, m, id, jsonrpc.CodeInvalidParams, jsonrpc.MsgURIsAbsolute)
 					wantStatus(t, cs, http.StatusBadRequest)
 					cs.end(t)
 				}

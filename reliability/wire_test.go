@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
 )
 
 // failsafe bounds every wait: it never synchronises anything, it only turns
@@ -169,7 +169,7 @@ func (m msg) subID() string {
 	for _, in := range []string{"params", "result"} {
 		var meta map[string]json.RawMessage
 		_ = json.Unmarshal(m.object(in)["_meta"], &meta)
-		if tok, ok := meta[listen.MetaSubscriptionID]; ok {
+		if tok, ok := meta[jsonrpc.MetaSubscriptionID]; ok {
 			return string(tok)
 		}
 	}
@@ -248,7 +248,7 @@ func (m msg) uri() string {
 
 func requireAck(t testing.TB, m msg, id string) {
 	t.Helper()
-	if m.method() != listen.MethodAcknowledged || m.subID() != id || m.id() != "" {
+	if m.method() != jsonrpc.MethodAcknowledged || m.subID() != id || m.id() != "" {
 		t.Fatalf("want the acknowledgement of %s, got %s", id, m)
 	}
 }
@@ -266,14 +266,14 @@ func requireError(t testing.TB, m msg, id string, code int, message string) {
 	if e == nil || m.id() != id || e.Code != code || e.Message != message {
 		t.Fatalf("want error %d %q for id %q, got %s", code, message, id, m)
 	}
-	if code == listen.CodeInternalError && len(e.Data) > 0 {
+	if code == jsonrpc.CodeInternalError && len(e.Data) > 0 {
 		t.Fatalf("an internal error carries data: %s", m)
 	}
 }
 
 func requireFailure(t testing.TB, m msg, id string) {
 	t.Helper()
-	requireError(t, m, id, listen.CodeInternalError, listen.MsgSourceFailed)
+	requireError(t, m, id, jsonrpc.CodeInternalError, jsonrpc.MsgSourceFailed)
 }
 
 func requireNotification(t testing.TB, m msg, id, method string) {

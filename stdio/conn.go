@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
 )
 
 // conn is one connection being served: the reader (Serve's own goroutine),
@@ -47,7 +48,7 @@ type conn struct {
 	// entries holds the in-flight request ids: open (or opening) listens and
 	// handler calls. An entry leaves it before its final message is written,
 	// or when the client cancels it.
-	entries map[listen.ID]*entry
+	entries map[jsonrpc.ID]*entry
 	// listens counts the listen entries, for MaxSubscriptions.
 	listens int
 	// active counts the goroutines that may still write (see conn).
@@ -64,7 +65,7 @@ type conn struct {
 
 // entry is one in-flight request id.
 type entry struct {
-	id      listen.ID
+	id      jsonrpc.ID
 	handler bool
 
 	// Handler calls: the call's context.
@@ -117,7 +118,7 @@ func newConn(ctx context.Context, srv *Server, r io.Reader, w io.Writer) *conn {
 		writerStop:  make(chan struct{}),
 		writerDone:  make(chan struct{}),
 		timeoutDone: make(chan struct{}),
-		entries:     make(map[listen.ID]*entry),
+		entries:     make(map[jsonrpc.ID]*entry),
 		quiet:       make(chan struct{}),
 	}
 	c.hctx, c.hcancel = context.WithCancelCause(ctx)
@@ -274,7 +275,7 @@ func (c *conn) removeEntryLocked(e *entry) {
 }
 
 // inFlight reports whether id is an open listen or a handler call.
-func (c *conn) inFlight(id listen.ID) bool {
+func (c *conn) inFlight(id jsonrpc.ID) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	_, ok := c.entries[id]
@@ -284,7 +285,7 @@ func (c *conn) inFlight(id listen.ID) bool {
 // cancelRequest handles notifications/cancelled for id: the listen or the
 // handler call is ended with listen.Cancelled(reason), nothing more is
 // written for it, and the id is free at once. Unknown ids are ignored.
-func (c *conn) cancelRequest(id listen.ID, reason string) {
+func (c *conn) cancelRequest(id jsonrpc.ID, reason string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.entries[id]

@@ -6,13 +6,14 @@ import (
 	"encoding/json"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
 )
 
 // handleLine routes one input message. It runs on the reader goroutine, which
 // is the only one that adds in-flight ids: a check of c.entries followed by
 // an insert cannot be raced by another insert.
 func (c *conn) handleLine(line []byte) {
-	msg, err := listen.ParseMessage(line)
+	msg, err := jsonrpc.ParseMessage(line)
 	if err != nil {
 		// The id is echoed when it could be read (ParseMessage keeps it).
 		c.srv.log.Debug("stdio: malformed message", "err", err)
@@ -24,10 +25,10 @@ func (c *conn) handleLine(line []byte) {
 		return
 	}
 	if c.inFlight(msg.ID) {
-		c.reply(msg.ID, listen.NewError(listen.CodeInvalidRequest, listen.MsgDuplicateID))
+		c.reply(msg.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, jsonrpc.MsgDuplicateID))
 		return
 	}
-	if msg.Method == listen.MethodListen {
+	if msg.Method == jsonrpc.MethodListen {
 		c.listen(msg)
 		return
 	}
@@ -35,16 +36,16 @@ func (c *conn) handleLine(line []byte) {
 }
 
 // notification handles a message without an id. It is never answered.
-func (c *conn) notification(msg listen.Message) {
+func (c *conn) notification(msg jsonrpc.Message) {
 	switch msg.Method {
-	case listen.MethodCancelled:
+	case jsonrpc.MethodCancelled:
 		id, reason, ok := parseCancelled(msg.Params)
 		if !ok {
 			c.srv.log.Debug("stdio: malformed cancellation ignored")
 			return
 		}
 		c.cancelRequest(id, reason)
-	case listen.MethodListen:
+	case jsonrpc.MethodListen:
 		c.srv.log.Debug("stdio: subscriptions/listen without an id ignored")
 	default:
 		if c.srv.opts.Handler == nil {
@@ -58,9 +59,9 @@ func (c *conn) notification(msg listen.Message) {
 }
 
 // request starts a handler call for a request other than a listen.
-func (c *conn) request(msg listen.Message) {
+func (c *conn) request(msg jsonrpc.Message) {
 	if c.srv.opts.Handler == nil {
-		c.reply(msg.ID, listen.NewError(listen.CodeMethodNotFound, "Method not found: "+msg.Method))
+		c.reply(msg.ID, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "Method not found: "+msg.Method))
 		return
 	}
 	e := &entry{id: msg.ID, handler: true, gone: make(chan struct{})}
@@ -75,19 +76,19 @@ func (c *conn) request(msg listen.Message) {
 // listen validates a subscriptions/listen request and starts its goroutine.
 // Checks, in order, as the streamhttp package does: the params
 // (listen.ParseListenParams), the protocol version, then capacity.
-func (c *conn) listen(msg listen.Message) {
+func (c *conn) listen(msg jsonrpc.Message) {
 	req := &listen.Request{ID: msg.ID, Transport: listen.Transport{Kind: TransportKind}}
-	if err := listen.ParseListenParams(msg.Params, req); err != nil {
+	if err := listen.ParseParams(msg.Params, req); err != nil {
 		c.reply(msg.ID, err)
 		return
 	}
 	switch v := req.ProtocolVersion; {
-	case listen.HasListen(v):
-	case listen.IsLegacyVersion(v):
-		c.reply(msg.ID, listen.NewError(listen.CodeMethodNotFound, listen.MsgMethodNotFoundListen))
+	case jsonrpc.HasListen(v):
+	case jsonrpc.IsLegacyVersion(v):
+		c.reply(msg.ID, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, jsonrpc.MsgMethodNotFoundListen))
 		return
 	default:
-		c.reply(msg.ID, listen.UnsupportedVersionError(c.srv.opts.SupportedVersions, v))
+		c.reply(msg.ID, jsonrpc.UnsupportedVersionError(c.srv.opts.SupportedVersions, v))
 		return
 	}
 
@@ -106,7 +107,7 @@ func (c *conn) listen(msg listen.Message) {
 		e.ownerCancel(nil)
 		e.serveCancel(nil)
 		c.srv.log.Debug("stdio: listen refused: capacity exhausted", "id", msg.ID.Raw(), "max", c.srv.opts.MaxSubscriptions)
-		c.reply(msg.ID, listen.NewError(listen.CodeInternalError, listen.MsgCapacityExhausted).WithCause(listen.Failed(listen.ErrOverloaded)))
+		c.reply(msg.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgCapacityExhausted).WithCause(listen.Failed(listen.ErrOverloaded)))
 		return
 	}
 	if c.drainErr != nil {
@@ -124,19 +125,19 @@ func (c *conn) listen(msg listen.Message) {
 // parseCancelled reads the params of notifications/cancelled: an object with
 // requestId (a string or an integer) and an optional string reason. Anything
 // else is malformed (ok false): such cancellations are ignored.
-func parseCancelled(params json.RawMessage) (id listen.ID, reason string, ok bool) {
+func parseCancelled(params json.RawMessage) (id jsonrpc.ID, reason string, ok bool) {
 	var p map[string]json.RawMessage
 	if json.Unmarshal(params, &p) != nil || p == nil {
-		return listen.ID{}, "", false
+		return jsonrpc.ID{}, "", false
 	}
-	id, ok = listen.ParseID(p["requestId"])
+	id, ok = jsonrpc.ParseID(p["requestId"])
 	if !ok {
-		return listen.ID{}, "", false
+		return jsonrpc.ID{}, "", false
 	}
 	if raw, has := p["reason"]; has {
 		raw = bytes.TrimSpace(raw)
 		if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &reason) != nil {
-			return listen.ID{}, "", false
+			return jsonrpc.ID{}, "", false
 		}
 	}
 	return id, reason, true

@@ -57,11 +57,11 @@
 //
 //  1. invalid params: -32602 with the exact messages of
 //     listen.ParseListenParams (including a missing or non-string version);
-//  2. a _meta protocolVersion before 2026-07-28 (listen.IsLegacyVersion):
+//  2. a _meta protocolVersion before 2026-07-28 (jsonrpc.IsLegacyVersion):
 //     -32601 "Method not found: subscriptions/listen";
 //  3. any other version but 2026-07-28: -32022 "Unsupported protocol
 //     version" with data {"supported": Options.SupportedVersions (default
-//     listen.SupportedProtocolVersions), "requested": the version};
+//     jsonrpc.SupportedProtocolVersions), "requested": the version};
 //  4. Options.MaxSubscriptions listens already open: -32603 "Server
 //     subscription capacity exhausted";
 //  5. listen.Open (with Options.Listen): its error, as the core shapes it.

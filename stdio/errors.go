@@ -14,8 +14,8 @@ var (
 )
 
 // Exact messages of the errors this transport writes itself. The listen
-// core's messages (listen.MsgDuplicateID, listen.MsgCapacityExhausted,
-// listen.MsgMethodNotFoundListen and the -32602 messages of
+// core's messages (jsonrpc.MsgDuplicateID, jsonrpc.MsgCapacityExhausted,
+// jsonrpc.MsgMethodNotFoundListen and the -32602 messages of
 // listen.ParseListenParams) are used as they are.
 const (
 	// MsgLineTooLong is the message of the -32600 error (without an id)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/stdio"
 )
 
@@ -39,7 +40,7 @@ func (s *oneShotStream) Close(error) {}
 // A listen over a pipe: the acknowledgement, the event, the completion.
 func ExampleServer_Serve() {
 	srv := stdio.NewServer(oneShot{}, &stdio.Options{
-		Listen: listen.Options{Capabilities: listen.Capabilities{"tools": map[string]any{"listChanged": true}}},
+		Listen: listen.Options{Capabilities: listen.Capabilities{ToolsListChanged: true}},
 	})
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
@@ -69,16 +70,16 @@ func ExampleServer_Serve() {
 // (This is the snippet of the README; it is compiled, not run.)
 func Example() {
 	var src listen.Source = oneShot{} // your change feed
-	app := stdio.HandlerFunc(func(ctx context.Context, msg listen.Message) (json.RawMessage, error) {
+	app := stdio.HandlerFunc(func(ctx context.Context, msg jsonrpc.Message) (json.RawMessage, error) {
 		switch msg.Method {
 		case "tools/list":
 			return json.RawMessage(`{"tools":[]}`), nil
 		}
-		return nil, listen.NewError(listen.CodeMethodNotFound, "Method not found: "+msg.Method)
+		return nil, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "Method not found: "+msg.Method)
 	})
 	srv := stdio.NewServer(src, &stdio.Options{
 		Listen: listen.Options{
-			Capabilities: listen.Capabilities{"tools": map[string]any{"listChanged": true}},
+			Capabilities: listen.Capabilities{ToolsListChanged: true},
 			ServerInfo:   listen.Implementation{Name: "example", Version: "1.0.0"},
 		},
 		Handler: app,

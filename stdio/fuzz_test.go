@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/stdio"
 )
 
@@ -59,14 +60,14 @@ func (s *fuzzStream) Close(error) { s.once.Do(func() { close(s.done) }) }
 
 // fuzzHandler echoes the params as the result (pretty-printed, so the
 // transport must compact them), fails with them as error data, or panics.
-var fuzzHandler = stdio.HandlerFunc(func(_ context.Context, m listen.Message) (json.RawMessage, error) {
+var fuzzHandler = stdio.HandlerFunc(func(_ context.Context, m jsonrpc.Message) (json.RawMessage, error) {
 	switch m.Method {
 	case "panic":
 		panic("fuzz")
 	case "err":
 		var data any
 		_ = json.Unmarshal(m.Params, &data)
-		return nil, listen.NewError(-32000, "err").WithData(data)
+		return nil, jsonrpc.NewError(-32000, "err").WithData(data)
 	}
 	if len(m.Params) == 0 {
 		return nil, nil
@@ -154,9 +155,9 @@ func checkOutput(t *testing.T, out []byte) {
 		if len(m.ID) > 0 {
 			t.Fatalf("a notification with an id: %q", line)
 		}
-		sub := string(m.Params.Meta[listen.MetaSubscriptionID])
+		sub := string(m.Params.Meta[jsonrpc.MetaSubscriptionID])
 		switch {
-		case m.Method == listen.MethodAcknowledged:
+		case m.Method == jsonrpc.MethodAcknowledged:
 			acked[sub] = true
 		case !acked[sub]:
 			t.Fatalf("a notification before its acknowledgement: %q", line)

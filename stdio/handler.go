@@ -6,12 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
 )
 
 // runHandler runs one Handler call and answers it when it is a request (e is
 // nil for a notification). It owns one unit of conn.active.
-func (c *conn) runHandler(e *entry, msg listen.Message) {
+func (c *conn) runHandler(e *entry, msg jsonrpc.Message) {
 	defer c.release()
 	ctx := c.hctx
 	if e != nil {
@@ -28,21 +28,21 @@ func (c *conn) runHandler(e *entry, msg listen.Message) {
 	c.removeEntry(e)
 	var out []byte
 	if err != nil {
-		out = listen.ErrorResponse(e.id, err)
+		out = jsonrpc.ErrorResponse(e.id, err)
 	} else if out, err = resultResponse(e.id, result); err != nil {
 		c.srv.log.Warn("stdio: handler returned a result that is not JSON", "method", msg.Method, "id", e.id.Raw())
-		out = listen.ErrorResponse(e.id, listen.NewError(listen.CodeInternalError, MsgInternalError).WithCause(err))
+		out = jsonrpc.ErrorResponse(e.id, jsonrpc.NewError(jsonrpc.CodeInternalError, MsgInternalError).WithCause(err))
 	}
 	_ = c.send(e, out)
 }
 
 // call runs the handler, turning a panic into -32603 "Internal error".
-func (c *conn) call(ctx context.Context, msg listen.Message) (result json.RawMessage, err error) {
+func (c *conn) call(ctx context.Context, msg jsonrpc.Message) (result json.RawMessage, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			c.srv.log.Warn("stdio: handler panicked", "method", msg.Method, "panic", v)
 			result = nil
-			err = listen.NewError(listen.CodeInternalError, MsgInternalError).WithCause(fmt.Errorf("stdio: handler panic: %v", v))
+			err = jsonrpc.NewError(jsonrpc.CodeInternalError, MsgInternalError).WithCause(fmt.Errorf("stdio: handler panic: %v", v))
 		}
 	}()
 	return c.srv.opts.Handler.Handle(ctx, msg)
@@ -54,7 +54,7 @@ var errResultNotJSON = fmt.Errorf("stdio: handler result is not JSON")
 
 // resultResponse shapes the JSON-RPC result response for id. An empty result
 // is {}; a result that is not JSON is an error.
-func resultResponse(id listen.ID, result json.RawMessage) ([]byte, error) {
+func resultResponse(id jsonrpc.ID, result json.RawMessage) ([]byte, error) {
 	result = bytes.TrimSpace(result)
 	if len(result) == 0 {
 		result = json.RawMessage("{}")

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/stdio"
 )
 
@@ -115,9 +117,9 @@ func (st *testStream) fail(err error) { st.end <- err }
 
 // testCaps are the capabilities every test server advertises.
 var testCaps = listen.Capabilities{
-	"tools":     map[string]any{"listChanged": true},
-	"prompts":   map[string]any{"listChanged": true},
-	"resources": map[string]any{"listChanged": true, "subscribe": true},
+	ToolsListChanged:     true,
+	PromptsListChanged:   true,
+	ResourcesListChanged: true, ResourcesSubscribe: true,
 }
 
 // harness runs a Server over two io.Pipe pairs: in carries the client's
@@ -143,7 +145,7 @@ func start(t *testing.T, ctx context.Context, src *testSource, opts *stdio.Optio
 	if opts == nil {
 		opts = &stdio.Options{}
 	}
-	if opts.Listen.Capabilities == nil {
+	if reflect.ValueOf(opts.Listen.Capabilities).IsZero() {
 		opts.Listen.Capabilities = testCaps
 	}
 	h := &harness{t: t, src: src, srv: stdio.NewServer(src, opts), lines: make(chan msg, 1024), done: make(chan error, 1)}
@@ -271,7 +273,7 @@ func (m msg) subID() string {
 		Meta map[string]json.RawMessage `json:"_meta"`
 	}
 	_ = json.Unmarshal(m.fields["params"], &p)
-	return string(p.Meta[listen.MetaSubscriptionID])
+	return string(p.Meta[jsonrpc.MetaSubscriptionID])
 }
 
 // tag returns the id a message belongs to: its "id", or its subscription id.
@@ -309,7 +311,7 @@ func (m msg) param(key string, v any) {
 // requireAck asserts that m is the acknowledgement of id.
 func requireAck(t *testing.T, m msg, id string) {
 	t.Helper()
-	require.Equal(t, listen.MethodAcknowledged, m.method(), "%s", m.raw)
+	require.Equal(t, jsonrpc.MethodAcknowledged, m.method(), "%s", m.raw)
 	require.Equal(t, id, m.subID(), "%s", m.raw)
 	require.Empty(t, m.id(), "a notification has no id: %s", m.raw)
 }
@@ -335,18 +337,18 @@ func requireCompletion(t *testing.T, m msg, id string) {
 	}
 	require.NoError(t, json.Unmarshal(m.fields["result"], &res), "%s", m.raw)
 	require.Equal(t, "complete", res.ResultType, "%s", m.raw)
-	require.Equal(t, id, string(res.Meta[listen.MetaSubscriptionID]), "%s", m.raw)
+	require.Equal(t, id, string(res.Meta[jsonrpc.MetaSubscriptionID]), "%s", m.raw)
 }
 
 // listenLine returns a 2026-07-28 subscriptions/listen request with the id
 // token id and the notifications filter JSON.
 func listenLine(id, notifications string) string {
-	return listenLineVersion(id, notifications, listen.ProtocolVersion)
+	return listenLineVersion(id, notifications, jsonrpc.ProtocolVersion)
 }
 
 func listenLineVersion(id, notifications, version string) string {
 	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"subscriptions/listen","params":{"_meta":{%q:%q,%q:{}},"notifications":%s}}`,
-		id, listen.MetaProtocolVersion, version, listen.MetaClientCapabilities, notifications)
+		id, jsonrpc.MetaProtocolVersion, version, jsonrpc.MetaClientCapabilities, notifications)
 }
 
 func cancelLine(id, reason string) string {

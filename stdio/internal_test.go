@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
 )
 
 type idleStream struct{ done chan struct{} }
@@ -21,7 +22,7 @@ func (s *idleStream) Close(error)                 { close(s.done) }
 // TestShutdownNoticeShape checks the notifications/cancelled a drain writes
 // before a listen's completion result.
 func TestShutdownNoticeShape(t *testing.T) {
-	for _, id := range []listen.ID{listen.StringID("s-1"), listen.IntID(42), listen.StringID(`we"ird`)} {
+	for _, id := range []jsonrpc.ID{jsonrpc.StringID("s-1"), jsonrpc.IntID(42), jsonrpc.StringID(`we"ird`)} {
 		notice := shutdownCancelled(id)
 		require.True(t, json.Valid(notice), "%s", notice)
 		var m struct {
@@ -33,9 +34,9 @@ func TestShutdownNoticeShape(t *testing.T) {
 			} `json:"params"`
 		}
 		require.NoError(t, json.Unmarshal(notice, &m))
-		require.Equal(t, listen.MethodCancelled, m.Method)
+		require.Equal(t, jsonrpc.MethodCancelled, m.Method)
 		require.Equal(t, id.Raw(), string(m.Params.RequestID))
-		require.Equal(t, id.Raw(), string(m.Params.Meta[listen.MetaSubscriptionID]))
+		require.Equal(t, id.Raw(), string(m.Params.Meta[jsonrpc.MetaSubscriptionID]))
 		require.Equal(t, ShutdownReason, m.Params.Reason)
 	}
 }
@@ -100,12 +101,12 @@ func TestLineReaderDropsPartialLineOnReadError(t *testing.T) {
 }
 
 func TestResultResponse(t *testing.T) {
-	b, err := resultResponse(listen.IntID(1), nil)
+	b, err := resultResponse(jsonrpc.IntID(1), nil)
 	require.NoError(t, err)
 	require.Equal(t, `{"jsonrpc":"2.0","id":1,"result":{}}`, string(b))
-	b, err = resultResponse(listen.StringID("a"), json.RawMessage(" [1, 2]\n"))
+	b, err = resultResponse(jsonrpc.StringID("a"), json.RawMessage(" [1, 2]\n"))
 	require.NoError(t, err)
 	require.Equal(t, `{"jsonrpc":"2.0","id":"a","result":[1, 2]}`, string(b))
-	_, err = resultResponse(listen.IntID(1), json.RawMessage(`{`))
+	_, err = resultResponse(jsonrpc.IntID(1), json.RawMessage(`{`))
 	require.ErrorIs(t, err, errResultNotJSON)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/stdio"
 )
 
@@ -61,7 +62,7 @@ func TestOSPipeRoundTrip(t *testing.T) {
 	requireAck(t, readMsg(t, out), `"os"`)
 	require.Equal(t, `"os"`, <-src.nexts)
 	st.emit(listen.ToolsListChanged())
-	require.Equal(t, listen.MethodToolsListChanged, readMsg(t, out).method())
+	require.Equal(t, jsonrpc.MethodToolsListChanged, readMsg(t, out).method())
 	require.Equal(t, `"os"`, <-src.nexts)
 
 	require.NoError(t, p.inW.Close())
@@ -87,7 +88,7 @@ func TestOSPipeShutdownStopsThePendingRead(t *testing.T) {
 
 	// The client keeps its end open: Serve's Read is stopped by a deadline.
 	require.NoError(t, srv.Shutdown(context.Background()))
-	require.Equal(t, listen.MethodCancelled, readMsg(t, out).method())
+	require.Equal(t, jsonrpc.MethodCancelled, readMsg(t, out).method())
 	requireCompletion(t, readMsg(t, out), `1`)
 	require.ErrorIs(t, <-done, stdio.ErrServerClosed)
 	requireReason(t, <-src.closed, `1`, listen.ErrShutdown)
@@ -98,7 +99,7 @@ func TestOSPipeWriteTimeout(t *testing.T) {
 	big := json.RawMessage(`{"blob":"` + strings.Repeat("x", 1<<20) + `"}`)
 	srv := stdio.NewServer(newTestSource(), &stdio.Options{
 		WriteTimeout: 200 * time.Millisecond,
-		Handler: stdio.HandlerFunc(func(context.Context, listen.Message) (json.RawMessage, error) {
+		Handler: stdio.HandlerFunc(func(context.Context, jsonrpc.Message) (json.RawMessage, error) {
 			return big, nil
 		}),
 	})

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"io"
 
-	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
 )
 
 // readBufferSize is the size of the reader's buffer; lines longer than it are
@@ -93,7 +93,7 @@ func (c *conn) readLoop() {
 		switch {
 		case tooLong:
 			c.srv.log.Debug("stdio: over-long line skipped", "limit", c.srv.opts.MaxLineBytes)
-			c.reply(listen.ID{}, listen.NewError(listen.CodeInvalidRequest, MsgLineTooLong))
+			c.reply(jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, MsgLineTooLong))
 		case len(bytes.TrimSpace(line)) == 0:
 			// Blank lines are not messages: skip them silently.
 		default:

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
 )
 
 // Defaults of Options.
@@ -33,7 +34,7 @@ const TransportKind = "stdio"
 // For a request (msg.HasID), the result is sent as the JSON-RPC result: it
 // must be JSON (nil or empty means {}); a result that is not JSON is answered
 // with -32603 "Internal error". A non-nil error is sent as the JSON-RPC error:
-// a *listen.Error (or an error wrapping one) as it is, anything else as
+// a *jsonrpc.Error (or an error wrapping one) as it is, anything else as
 // -32603 "Internal error". For a notification, the result and the error are
 // dropped: notifications are never answered.
 //
@@ -44,14 +45,14 @@ const TransportKind = "stdio"
 // connection is lost (listen.ErrDisconnected), and when Serve's own context
 // ends. A panic is recovered and answered as -32603 "Internal error".
 type Handler interface {
-	Handle(ctx context.Context, msg listen.Message) (result json.RawMessage, err error)
+	Handle(ctx context.Context, msg jsonrpc.Message) (result json.RawMessage, err error)
 }
 
 // HandlerFunc adapts a function to Handler.
-type HandlerFunc func(ctx context.Context, msg listen.Message) (json.RawMessage, error)
+type HandlerFunc func(ctx context.Context, msg jsonrpc.Message) (json.RawMessage, error)
 
 // Handle calls f.
-func (f HandlerFunc) Handle(ctx context.Context, msg listen.Message) (json.RawMessage, error) {
+func (f HandlerFunc) Handle(ctx context.Context, msg jsonrpc.Message) (json.RawMessage, error) {
 	return f(ctx, msg)
 }
 
@@ -82,7 +83,7 @@ type Options struct {
 	// DefaultWriteTimeout (5 s); a negative value makes NewServer panic.
 	WriteTimeout time.Duration
 	// SupportedVersions is the "supported" list of the unsupported-version
-	// error (-32022). Nil means listen.SupportedProtocolVersions.
+	// error (-32022). Nil means jsonrpc.SupportedProtocolVersions.
 	SupportedVersions []string
 	// OmitShutdownCancelled, when set, makes a drain send only the completion
 	// result to each open listen. By default the completion result is

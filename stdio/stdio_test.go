@@ -16,22 +16,23 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/stdio"
 )
 
 // appHandler is a small application: tools/list answers at once, slow waits
 // for release (or its context), and every call is reported on started.
 type appHandler struct {
-	started chan listen.Message
+	started chan jsonrpc.Message
 	release chan struct{}
 	ctxErr  chan error // the cause of slow's context, when it ended first
 }
 
 func newAppHandler() *appHandler {
-	return &appHandler{started: make(chan listen.Message, 64), release: make(chan struct{}), ctxErr: make(chan error, 8)}
+	return &appHandler{started: make(chan jsonrpc.Message, 64), release: make(chan struct{}), ctxErr: make(chan error, 8)}
 }
 
-func (a *appHandler) Handle(ctx context.Context, m listen.Message) (json.RawMessage, error) {
+func (a *appHandler) Handle(ctx context.Context, m jsonrpc.Message) (json.RawMessage, error) {
 	a.started <- m
 	switch m.Method {
 	case "tools/list":
@@ -51,13 +52,13 @@ func (a *appHandler) Handle(ctx context.Context, m listen.Message) (json.RawMess
 	case "notjson":
 		return json.RawMessage(`{"a":`), nil
 	case "fail":
-		return nil, listen.NewError(listen.CodeInvalidParams, "bad tool").WithData(map[string]any{"why": "line\nbreak"})
+		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "bad tool").WithData(map[string]any{"why": "line\nbreak"})
 	case "plainerr":
 		return nil, errors.New("secret detail")
 	case "panic":
 		panic("handler bug")
 	}
-	return nil, listen.NewError(listen.CodeMethodNotFound, "Method not found: "+m.Method)
+	return nil, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "Method not found: "+m.Method)
 }
 
 func TestListenAckFirstThenDemand(t *testing.T) {
@@ -75,14 +76,14 @@ func TestListenAckFirstThenDemand(t *testing.T) {
 
 		st.emit(listen.ToolsListChanged())
 		n := h.recv()
-		require.Equal(t, listen.MethodToolsListChanged, n.method())
+		require.Equal(t, jsonrpc.MethodToolsListChanged, n.method())
 		require.Equal(t, `"sub-1"`, n.subID())
 		require.Empty(t, n.id())
 		require.Equal(t, []string{`"sub-1"`}, h.nexts(), "exactly one more Next per written event")
 
 		st.emit(listen.ResourceUpdated("file:///a"))
 		n = h.recv()
-		require.Equal(t, listen.MethodResourceUpdated, n.method())
+		require.Equal(t, jsonrpc.MethodResourceUpdated, n.method())
 		var uri string
 		n.param("uri", &uri)
 		require.Equal(t, "file:///a", uri)
@@ -125,7 +126,7 @@ func TestTwoListensInterleaveKeepingPerIDOrder(t *testing.T) {
 		seqs := map[string][]int{}
 		for range 2 * n {
 			m := h.recv()
-			require.Equal(t, listen.MethodToolsListChanged, m.method())
+			require.Equal(t, jsonrpc.MethodToolsListChanged, m.method())
 			var meta map[string]any
 			m.param("_meta", &meta)
 			seqs[m.subID()] = append(seqs[m.subID()], int(meta["seq"].(float64)))
@@ -141,7 +142,7 @@ func TestTwoListensInterleaveKeepingPerIDOrder(t *testing.T) {
 		requireReason(t, h.closedReason(), `"a"`, listen.ErrComplete)
 
 		b.fail(errors.New("feed broke"))
-		requireError(t, h.recv(), `7`, listen.CodeInternalError, listen.MsgSourceFailed)
+		requireError(t, h.recv(), `7`, jsonrpc.CodeInternalError, jsonrpc.MsgSourceFailed)
 		requireReason(t, h.closedReason(), `7`, listen.ErrFailed)
 
 		rest, err := h.closeInput()
@@ -227,7 +228,7 @@ func TestCancellationsThatAreIgnored(t *testing.T) {
 				if name == "jsonrpc missing" {
 					// Not a JSON-RPC message at all: answered as invalid, the
 					// stream untouched.
-					requireError(t, h.recv(), "", listen.CodeInvalidRequest, `Invalid request: jsonrpc must be "2.0"`)
+					requireError(t, h.recv(), "", jsonrpc.CodeInvalidRequest, `Invalid request: jsonrpc must be "2.0"`)
 				}
 				h.quiet()
 				st.emit(listen.ToolsListChanged())
@@ -250,9 +251,9 @@ func TestDuplicateInFlightID(t *testing.T) {
 		st := h.openListen(`"d"`)
 
 		h.send(listenLine(`"d"`, `{"toolsListChanged":true}`))
-		requireError(t, h.recv(), `"d"`, listen.CodeInvalidRequest, listen.MsgDuplicateID)
+		requireError(t, h.recv(), `"d"`, jsonrpc.CodeInvalidRequest, jsonrpc.MsgDuplicateID)
 		h.send(requestLine(`"d"`, "tools/list"))
-		requireError(t, h.recv(), `"d"`, listen.CodeInvalidRequest, listen.MsgDuplicateID)
+		requireError(t, h.recv(), `"d"`, jsonrpc.CodeInvalidRequest, jsonrpc.MsgDuplicateID)
 		h.quiet()
 		require.Empty(t, app.started, "the duplicate never reaches the handler")
 		require.Empty(t, h.src.opened, "nor the source")
@@ -266,9 +267,9 @@ func TestDuplicateInFlightID(t *testing.T) {
 		h.send(requestLine(`9`, "slow"))
 		<-app.started
 		h.send(requestLine(`9`, "tools/list"))
-		requireError(t, h.recv(), `9`, listen.CodeInvalidRequest, listen.MsgDuplicateID)
+		requireError(t, h.recv(), `9`, jsonrpc.CodeInvalidRequest, jsonrpc.MsgDuplicateID)
 		h.send(listenLine(`9`, `{}`))
-		requireError(t, h.recv(), `9`, listen.CodeInvalidRequest, listen.MsgDuplicateID)
+		requireError(t, h.recv(), `9`, jsonrpc.CodeInvalidRequest, jsonrpc.MsgDuplicateID)
 		app.release <- struct{}{}
 		m := h.recv()
 		require.Equal(t, `9`, m.id())
@@ -341,7 +342,7 @@ func TestCapacityExhausted(t *testing.T) {
 		h.openListen(`2`)
 
 		h.send(listenLine(`3`, `{"toolsListChanged":true}`))
-		requireError(t, h.recv(), `3`, listen.CodeInternalError, listen.MsgCapacityExhausted)
+		requireError(t, h.recv(), `3`, jsonrpc.CodeInternalError, jsonrpc.MsgCapacityExhausted)
 		h.quiet()
 		require.Empty(t, h.src.opened, "the source is not opened for a refused listen")
 
@@ -350,7 +351,7 @@ func TestCapacityExhausted(t *testing.T) {
 		requireReason(t, h.closedReason(), `1`, listen.ErrCancelled)
 		h.openListen(`3`)
 		h.send(listenLine(`4`, `{"toolsListChanged":true}`))
-		requireError(t, h.recv(), `4`, listen.CodeInternalError, listen.MsgCapacityExhausted)
+		requireError(t, h.recv(), `4`, jsonrpc.CodeInternalError, jsonrpc.MsgCapacityExhausted)
 
 		rest, err := h.closeInput()
 		require.NoError(t, err)
@@ -390,18 +391,18 @@ func TestOverlongLineIsAnsweredAndSkipped(t *testing.T) {
 					rest, err := h.closeInput()
 					require.NoError(t, err)
 					require.Len(t, rest, 1)
-					requireError(t, rest[0], "", listen.CodeInvalidRequest, stdio.MsgLineTooLong)
+					requireError(t, rest[0], "", jsonrpc.CodeInvalidRequest, stdio.MsgLineTooLong)
 					return
 				}
 				h.send(lineOfLen(tc.line))
 				if tc.tooLong {
-					requireError(t, h.recv(), "", listen.CodeInvalidRequest, stdio.MsgLineTooLong)
+					requireError(t, h.recv(), "", jsonrpc.CodeInvalidRequest, stdio.MsgLineTooLong)
 				} else {
-					requireError(t, h.recv(), `1`, listen.CodeMethodNotFound, "Method not found: m")
+					requireError(t, h.recv(), `1`, jsonrpc.CodeMethodNotFound, "Method not found: m")
 				}
 				// The connection goes on.
 				h.send(requestLine(`2`, "tools/list"))
-				requireError(t, h.recv(), `2`, listen.CodeMethodNotFound, "Method not found: tools/list")
+				requireError(t, h.recv(), `2`, jsonrpc.CodeMethodNotFound, "Method not found: tools/list")
 				rest, err := h.closeInput()
 				require.NoError(t, err)
 				require.Empty(t, rest)
@@ -522,7 +523,7 @@ func TestShutdownDrains(t *testing.T) {
 					require.Len(t, ms, want, id)
 					if !omit {
 						n := ms[0]
-						require.Equal(t, listen.MethodCancelled, n.method())
+						require.Equal(t, jsonrpc.MethodCancelled, n.method())
 						require.Equal(t, id, n.subID())
 						var reqID json.RawMessage
 						var reason string
@@ -570,7 +571,7 @@ func TestContextEndDrains(t *testing.T) {
 			got[m.id()] = m
 		}
 		requireCompletion(t, got[`1`], `1`)
-		requireError(t, got[`2`], `2`, listen.CodeInternalError, stdio.MsgInternalError)
+		requireError(t, got[`2`], `2`, jsonrpc.CodeInternalError, stdio.MsgInternalError)
 		require.ErrorIs(t, <-app.ctxErr, context.Canceled, "handler contexts end with Serve's")
 		require.ErrorIs(t, h.closedReason().reason, listen.ErrShutdown)
 
@@ -598,7 +599,7 @@ func TestShutdownWaitsForOpenThenCompletes(t *testing.T) {
 		close(proceed)
 
 		requireAck(t, h.recv(), `"late"`)
-		require.Equal(t, listen.MethodCancelled, h.recv().method())
+		require.Equal(t, jsonrpc.MethodCancelled, h.recv().method())
 		requireCompletion(t, h.recv(), `"late"`)
 		require.NoError(t, <-shut)
 		rest, err := h.wait()
@@ -633,9 +634,9 @@ func TestShutdownDeadlineClosesHard(t *testing.T) {
 }
 
 func TestListenVersionAndParamsErrors(t *testing.T) {
-	const v = listen.ProtocolVersion
+	const v = jsonrpc.ProtocolVersion
 	meta := func(version string) string {
-		return fmt.Sprintf(`"_meta":{%q:%q,%q:{}}`, listen.MetaProtocolVersion, version, listen.MetaClientCapabilities)
+		return fmt.Sprintf(`"_meta":{%q:%q,%q:{}}`, jsonrpc.MetaProtocolVersion, version, jsonrpc.MetaClientCapabilities)
 	}
 	req := func(params string) string {
 		return `{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":` + params + `}`
@@ -647,25 +648,25 @@ func TestListenVersionAndParamsErrors(t *testing.T) {
 		message string
 		data    string
 	}{
-		{"legacy 2025-11-25", listenLineVersion(`"L"`, `{}`, "2025-11-25"), listen.CodeMethodNotFound, listen.MsgMethodNotFoundListen, ""},
-		{"legacy 2024-11-05", listenLineVersion(`"L"`, `{}`, "2024-11-05"), listen.CodeMethodNotFound, listen.MsgMethodNotFoundListen, ""},
-		{"bad params win over a legacy version", req(`{` + meta("2025-06-18") + `}`), listen.CodeInvalidParams, listen.MsgNotificationsObject, ""},
-		{"future version", listenLineVersion(`"L"`, `{}`, "2027-01-01"), listen.CodeUnsupportedProtocolVersion, listen.MsgUnsupportedVersion,
+		{"legacy 2025-11-25", listenLineVersion(`"L"`, `{}`, "2025-11-25"), jsonrpc.CodeMethodNotFound, jsonrpc.MsgMethodNotFoundListen, ""},
+		{"legacy 2024-11-05", listenLineVersion(`"L"`, `{}`, "2024-11-05"), jsonrpc.CodeMethodNotFound, jsonrpc.MsgMethodNotFoundListen, ""},
+		{"bad params win over a legacy version", req(`{` + meta("2025-06-18") + `}`), jsonrpc.CodeInvalidParams, jsonrpc.MsgNotificationsObject, ""},
+		{"future version", listenLineVersion(`"L"`, `{}`, "2027-01-01"), jsonrpc.CodeUnsupportedProtocolVersion, jsonrpc.MsgUnsupportedVersion,
 			`{"requested":"2027-01-01","supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"]}`},
-		{"unknown version", listenLineVersion(`"L"`, `{}`, "v999.0.0"), listen.CodeUnsupportedProtocolVersion, listen.MsgUnsupportedVersion,
+		{"unknown version", listenLineVersion(`"L"`, `{}`, "v999.0.0"), jsonrpc.CodeUnsupportedProtocolVersion, jsonrpc.MsgUnsupportedVersion,
 			`{"requested":"v999.0.0","supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"]}`},
-		{"params missing", `{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen"}`, listen.CodeInvalidParams, listen.MsgParamsObject, ""},
-		{"params an array", req(`[]`), listen.CodeInvalidParams, listen.MsgParamsObject, ""},
-		{"_meta missing", req(`{"notifications":{}}`), listen.CodeInvalidParams, listen.MsgMetaObject, ""},
-		{"_meta a string", req(`{"_meta":"x","notifications":{}}`), listen.CodeInvalidParams, listen.MsgMetaObject, ""},
-		{"version missing", req(`{"_meta":{"` + listen.MetaClientCapabilities + `":{}},"notifications":{}}`), listen.CodeInvalidParams, listen.MsgMetaProtocolVersion, ""},
-		{"version a number", req(`{"_meta":{"` + listen.MetaProtocolVersion + `":20260728,"` + listen.MetaClientCapabilities + `":{}},"notifications":{}}`), listen.CodeInvalidParams, listen.MsgMetaProtocolVersion, ""},
-		{"capabilities missing", req(`{"_meta":{"` + listen.MetaProtocolVersion + `":"` + v + `"},"notifications":{}}`), listen.CodeInvalidParams, listen.MsgMetaCapabilities, ""},
-		{"notifications missing", req(`{` + meta(v) + `}`), listen.CodeInvalidParams, listen.MsgNotificationsObject, ""},
-		{"notifications a list", req(`{` + meta(v) + `,"notifications":[]}`), listen.CodeInvalidParams, listen.MsgNotificationsObject, ""},
-		{"flag not a boolean", listenLine(`"L"`, `{"toolsListChanged":"yes"}`), listen.CodeInvalidParams, "subscriptions/listen toolsListChanged must be a boolean", ""},
-		{"URIs not a list", listenLine(`"L"`, `{"resourceSubscriptions":"file:///a"}`), listen.CodeInvalidParams, listen.MsgURIsList, ""},
-		{"URI not absolute", listenLine(`"L"`, `{"resourceSubscriptions":["a/b"]}`), listen.CodeInvalidParams, listen.MsgURIsAbsolute, ""},
+		{"params missing", `{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen"}`, jsonrpc.CodeInvalidParams, jsonrpc.MsgParamsObject, ""},
+		{"params an array", req(`[]`), jsonrpc.CodeInvalidParams, jsonrpc.MsgParamsObject, ""},
+		{"_meta missing", req(`{"notifications":{}}`), jsonrpc.CodeInvalidParams, jsonrpc.MsgMetaObject, ""},
+		{"_meta a string", req(`{"_meta":"x","notifications":{}}`), jsonrpc.CodeInvalidParams, jsonrpc.MsgMetaObject, ""},
+		{"version missing", req(`{"_meta":{"` + jsonrpc.MetaClientCapabilities + `":{}},"notifications":{}}`), jsonrpc.CodeInvalidParams, jsonrpc.MsgMetaProtocolVersion, ""},
+		{"version a number", req(`{"_meta":{"` + jsonrpc.MetaProtocolVersion + `":20260728,"` + jsonrpc.MetaClientCapabilities + `":{}},"notifications":{}}`), jsonrpc.CodeInvalidParams, jsonrpc.MsgMetaProtocolVersion, ""},
+		{"capabilities missing", req(`{"_meta":{"` + jsonrpc.MetaProtocolVersion + `":"` + v + `"},"notifications":{}}`), jsonrpc.CodeInvalidParams, jsonrpc.MsgMetaCapabilities, ""},
+		{"notifications missing", req(`{` + meta(v) + `}`), jsonrpc.CodeInvalidParams, jsonrpc.MsgNotificationsObject, ""},
+		{"notifications a list", req(`{` + meta(v) + `,"notifications":[]}`), jsonrpc.CodeInvalidParams, jsonrpc.MsgNotificationsObject, ""},
+		{"flag not a boolean", listenLine(`"L"`, `{"toolsListChanged":"yes"}`), jsonrpc.CodeInvalidParams, "subscriptions/listen toolsListChanged must be a boolean", ""},
+		{"URIs not a list", listenLine(`"L"`, `{"resourceSubscriptions":"file:///a"}`), jsonrpc.CodeInvalidParams, jsonrpc.MsgURIsList, ""},
+		{"URI not absolute", listenLine(`"L"`, `{"resourceSubscriptions":["a/b"]}`), jsonrpc.CodeInvalidParams, jsonrpc.MsgURIsAbsolute, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -696,16 +697,16 @@ func TestMalformedInput(t *testing.T) {
 		code    int
 		message string
 	}{
-		{"not JSON", `{"jsonrpc":"2.0",`, "", listen.CodeParseError, "Parse error"},
-		{"garbage", "\x00\xff\xfe", "", listen.CodeParseError, "Parse error"},
-		{"a batch", `[{"jsonrpc":"2.0","id":1,"method":"a"}]`, "", listen.CodeInvalidRequest, "Invalid request: expected a JSON-RPC object"},
-		{"a number", `42`, "", listen.CodeInvalidRequest, "Invalid request: expected a JSON-RPC object"},
-		{"no method", `{"jsonrpc":"2.0","id":1}`, `1`, listen.CodeInvalidRequest, "Invalid request: method must be a non-empty string"},
-		{"a response", `{"jsonrpc":"2.0","id":"r","result":{}}`, `"r"`, listen.CodeInvalidRequest, "Invalid request: method must be a non-empty string"},
-		{"old jsonrpc", `{"jsonrpc":"1.0","id":"x","method":"a"}`, `"x"`, listen.CodeInvalidRequest, `Invalid request: jsonrpc must be "2.0"`},
-		{"null id", `{"jsonrpc":"2.0","id":null,"method":"a"}`, "", listen.CodeInvalidRequest, "Invalid request: id must be a string or an integer"},
-		{"fraction id", `{"jsonrpc":"2.0","id":1.5,"method":"a"}`, "", listen.CodeInvalidRequest, "Invalid request: id must be a string or an integer"},
-		{"crlf line", "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"m\"}\r", `3`, listen.CodeMethodNotFound, "Method not found: m"},
+		{"not JSON", `{"jsonrpc":"2.0",`, "", jsonrpc.CodeParseError, "Parse error"},
+		{"garbage", "\x00\xff\xfe", "", jsonrpc.CodeParseError, "Parse error"},
+		{"a batch", `[{"jsonrpc":"2.0","id":1,"method":"a"}]`, "", jsonrpc.CodeInvalidRequest, "Invalid request: expected a JSON-RPC object"},
+		{"a number", `42`, "", jsonrpc.CodeInvalidRequest, "Invalid request: expected a JSON-RPC object"},
+		{"no method", `{"jsonrpc":"2.0","id":1}`, `1`, jsonrpc.CodeInvalidRequest, "Invalid request: method must be a non-empty string"},
+		{"a response", `{"jsonrpc":"2.0","id":"r","result":{}}`, `"r"`, jsonrpc.CodeInvalidRequest, "Invalid request: method must be a non-empty string"},
+		{"old jsonrpc", `{"jsonrpc":"1.0","id":"x","method":"a"}`, `"x"`, jsonrpc.CodeInvalidRequest, `Invalid request: jsonrpc must be "2.0"`},
+		{"null id", `{"jsonrpc":"2.0","id":null,"method":"a"}`, "", jsonrpc.CodeInvalidRequest, "Invalid request: id must be a string or an integer"},
+		{"fraction id", `{"jsonrpc":"2.0","id":1.5,"method":"a"}`, "", jsonrpc.CodeInvalidRequest, "Invalid request: id must be a string or an integer"},
+		{"crlf line", "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"m\"}\r", `3`, jsonrpc.CodeMethodNotFound, "Method not found: m"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -734,11 +735,11 @@ func TestHandlerRouting(t *testing.T) {
 		{method: "tools/list", result: `{"tools":[]}`},
 		{method: "pretty", result: `{"a":[1,2]}`},
 		{method: "empty", result: `{}`},
-		{method: "fail", code: listen.CodeInvalidParams, msg: "bad tool", data: `{"why":"line\nbreak"}`},
-		{method: "plainerr", code: listen.CodeInternalError, msg: "Internal error"},
-		{method: "notjson", code: listen.CodeInternalError, msg: stdio.MsgInternalError},
-		{method: "panic", code: listen.CodeInternalError, msg: stdio.MsgInternalError},
-		{method: "unknown/method", code: listen.CodeMethodNotFound, msg: "Method not found: unknown/method"},
+		{method: "fail", code: jsonrpc.CodeInvalidParams, msg: "bad tool", data: `{"why":"line\nbreak"}`},
+		{method: "plainerr", code: jsonrpc.CodeInternalError, msg: "Internal error"},
+		{method: "notjson", code: jsonrpc.CodeInternalError, msg: stdio.MsgInternalError},
+		{method: "panic", code: jsonrpc.CodeInternalError, msg: stdio.MsgInternalError},
+		{method: "unknown/method", code: jsonrpc.CodeMethodNotFound, msg: "Method not found: unknown/method"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.method, func(t *testing.T) {
@@ -796,7 +797,7 @@ func TestNoHandler(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := start(t, t.Context(), nil, nil)
 		h.send(requestLine(`1`, "tools/list"))
-		requireError(t, h.recv(), `1`, listen.CodeMethodNotFound, "Method not found: tools/list")
+		requireError(t, h.recv(), `1`, jsonrpc.CodeMethodNotFound, "Method not found: tools/list")
 		h.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 		h.send(`{"jsonrpc":"2.0","method":"subscriptions/listen","params":{}}`)
 		h.quiet() // notifications are never answered
@@ -833,7 +834,7 @@ func TestOpenErrors(t *testing.T) {
 		src.openHook = func(_ context.Context, req *listen.Request) error {
 			switch req.ID.Raw() {
 			case `"wire"`:
-				return listen.NewError(listen.CodeMissingRequiredClientCapability, "Missing required client capability").
+				return jsonrpc.NewError(jsonrpc.CodeMissingRequiredClientCapability, "Missing required client capability").
 					WithData(map[string]any{"requiredCapabilities": map[string]any{}})
 			case `"plain"`:
 				return errors.New("database down")
@@ -843,13 +844,13 @@ func TestOpenErrors(t *testing.T) {
 		h := start(t, t.Context(), src, nil)
 		h.send(listenLine(`"wire"`, `{}`))
 		m := h.recv()
-		requireError(t, m, `"wire"`, listen.CodeMissingRequiredClientCapability, "Missing required client capability")
+		requireError(t, m, `"wire"`, jsonrpc.CodeMissingRequiredClientCapability, "Missing required client capability")
 		require.JSONEq(t, `{"requiredCapabilities":{}}`, string(m.err().Data))
 		h.send(listenLine(`"plain"`, `{}`))
-		requireError(t, h.recv(), `"plain"`, listen.CodeInternalError, listen.MsgSourceFailedToOpen)
+		requireError(t, h.recv(), `"plain"`, jsonrpc.CodeInternalError, jsonrpc.MsgSourceFailedToOpen)
 		// The ids are free again.
 		h.send(requestLine(`"wire"`, "x"))
-		requireError(t, h.recv(), `"wire"`, listen.CodeMethodNotFound, "Method not found: x")
+		requireError(t, h.recv(), `"wire"`, jsonrpc.CodeMethodNotFound, "Method not found: x")
 		rest, err := h.closeInput()
 		require.NoError(t, err)
 		require.Empty(t, rest)
@@ -866,7 +867,6 @@ func TestHooks(t *testing.T) {
 		events := make(chan event, 8)
 		h := start(t, t.Context(), nil, &stdio.Options{
 			OnOpen: func(sub *listen.Subscription) {
-				require.Equal(t, stdio.TransportKind, sub.TransportKind())
 				events <- event{kind: "open", id: sub.ID().Raw()}
 			},
 			OnClose: func(sub *listen.Subscription, reason error) {
@@ -1018,10 +1018,10 @@ func TestCancelDropsAQueuedMessage(t *testing.T) {
 
 func TestSupportedVersionsOption(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := start(t, t.Context(), nil, &stdio.Options{SupportedVersions: []string{listen.ProtocolVersion}})
+		h := start(t, t.Context(), nil, &stdio.Options{SupportedVersions: []string{jsonrpc.ProtocolVersion}})
 		h.send(listenLineVersion(`1`, `{}`, "2099-01-01"))
 		m := h.recv()
-		requireError(t, m, `1`, listen.CodeUnsupportedProtocolVersion, listen.MsgUnsupportedVersion)
+		requireError(t, m, `1`, jsonrpc.CodeUnsupportedProtocolVersion, jsonrpc.MsgUnsupportedVersion)
 		require.JSONEq(t, `{"requested":"2099-01-01","supported":["2026-07-28"]}`, string(m.err().Data))
 		rest, err := h.closeInput()
 		require.NoError(t, err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
 )
 
 // runListen opens the subscription of e and serves it to its end. It owns
@@ -33,7 +34,7 @@ func (c *conn) runListen(e *entry, req *listen.Request) {
 			return
 		}
 		c.srv.log.Debug("stdio: listen refused", "id", e.id.Raw(), "err", err)
-		_ = c.send(e, listen.ErrorResponse(e.id, err))
+		_ = c.send(e, jsonrpc.ErrorResponse(e.id, err))
 		return
 	case abort != nil:
 		c.removeEntry(e)
@@ -79,9 +80,9 @@ func (c *conn) subFinal(e *entry, msg []byte) error {
 // shutdownCancelled returns the notifications/cancelled a drain sends for the
 // listen id before its completion result. It carries the subscription id in
 // _meta, like every message of the stream.
-func shutdownCancelled(id listen.ID) []byte {
+func shutdownCancelled(id jsonrpc.ID) []byte {
 	b := make([]byte, 0, 160+2*len(id.Raw()))
-	b = append(b, `{"jsonrpc":"2.0","method":"`+listen.MethodCancelled+`","params":{"_meta":{"`+listen.MetaSubscriptionID+`":`...)
+	b = append(b, `{"jsonrpc":"2.0","method":"`+jsonrpc.MethodCancelled+`","params":{"_meta":{"`+jsonrpc.MetaSubscriptionID+`":`...)
 	b = append(b, id.Raw()...)
 	b = append(b, `},"reason":"`+ShutdownReason+`","requestId":`...)
 	b = append(b, id.Raw()...)
@@ -118,7 +119,7 @@ func (c *conn) recoverHook(name string) {
 func openRecovered(ctx context.Context, src listen.Source, req *listen.Request, opts *listen.Options) (sub *listen.Subscription, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			sub, err = nil, listen.NewError(listen.CodeInternalError, listen.MsgSourceFailedToOpen).WithCause(fmt.Errorf("stdio: panic opening a subscription: %v", v))
+			sub, err = nil, jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgSourceFailedToOpen).WithCause(fmt.Errorf("stdio: panic opening a subscription: %v", v))
 		}
 	}()
 	return listen.Open(ctx, src, req, opts)

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
 )
 
 // writeReq is one message for the writer goroutine.
@@ -26,8 +26,8 @@ type writeReq struct {
 var errNotOneLine = errors.New("stdio: message is not valid JSON and spans lines")
 
 // reply writes the error response err for id (no id when id is not valid).
-func (c *conn) reply(id listen.ID, err error) {
-	_ = c.send(nil, listen.ErrorResponse(id, err))
+func (c *conn) reply(id jsonrpc.ID, err error) {
+	_ = c.send(nil, jsonrpc.ErrorResponse(id, err))
 }
 
 // send writes msg as one line and waits until it was written, dropped (its

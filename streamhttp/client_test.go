@@ -10,12 +10,14 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -49,9 +51,9 @@ type envConfig struct {
 // caps advertises everything the core can narrow against.
 func caps() listen.Capabilities {
 	return listen.Capabilities{
-		"tools":     map[string]any{"listChanged": true},
-		"prompts":   map[string]any{"listChanged": true},
-		"resources": map[string]any{"listChanged": true, "subscribe": true},
+		ToolsListChanged:     true,
+		PromptsListChanged:   true,
+		ResourcesListChanged: true, ResourcesSubscribe: true,
 	}
 }
 
@@ -70,7 +72,7 @@ func newEnv(t *testing.T, src *testSource, opts *streamhttp.Options, cfg envConf
 	if opts != nil {
 		o = *opts
 	}
-	if o.Listen.Capabilities == nil {
+	if reflect.ValueOf(o.Listen.Capabilities).IsZero() {
 		o.Listen.Capabilities = caps()
 	}
 	userOpen, userClose := o.OnOpen, o.OnClose
@@ -143,8 +145,8 @@ func listenHeaders() http.Header {
 	return http.Header{
 		"Content-Type":         {"application/json"},
 		"Accept":               {"application/json, text/event-stream"},
-		"Mcp-Protocol-Version": {listen.ProtocolVersion},
-		"Mcp-Method":           {listen.MethodListen},
+		"Mcp-Protocol-Version": {jsonrpc.ProtocolVersion},
+		"Mcp-Method":           {jsonrpc.MethodListen},
 	}
 }
 

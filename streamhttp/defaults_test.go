@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -115,7 +116,7 @@ func TestDefaultTimings(t *testing.T) {
 		// The reading stream was not disturbed.
 		st := src.stream(t, "r")
 		st.Emit(listen.ToolsListChanged())
-		assert.Equal(t, listen.MethodToolsListChanged, s.message(t)["method"])
+		assert.Equal(t, jsonrpc.MethodToolsListChanged, s.message(t)["method"])
 		st.Complete()
 		s.message(t)
 		s.end(t)

@@ -140,7 +140,7 @@
 //	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
 //		&mcp.StreamableHTTPOptions{Stateless: true}) // the go-sdk serves 2026-07-28 statelessly
 //
-//	lc, err := streamhttp.CapabilitiesFrom(caps) // what server/discover advertises
+//	lc, err := listen.CapabilitiesFrom(caps) // what server/discover advertises
 //	if err != nil { ... }
 //	listens := streamhttp.New(src, &streamhttp.Options{
 //		Listen: listen.Options{Capabilities: lc, ServerInfo: listen.Implementation{Name: impl.Name, Version: impl.Version}},

@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
 )
 
 // Exact messages of the JSON-RPC errors this package writes itself. The
@@ -34,17 +34,17 @@ const maxEchoedHeader = 128
 
 // headerMismatch returns -32020 in the form of the specification's example:
 // "Header mismatch: Mcp-Method header value 'a' does not match body value 'b'".
-func headerMismatch(name, header, body string) *listen.Error {
+func headerMismatch(name, header, body string) *jsonrpc.Error {
 	if len(header) > maxEchoedHeader {
 		header = header[:maxEchoedHeader] + "..."
 	}
-	return listen.NewError(listen.CodeHeaderMismatch,
+	return jsonrpc.NewError(jsonrpc.CodeHeaderMismatch,
 		"Header mismatch: "+name+" header value '"+header+"' does not match body value '"+body+"'")
 }
 
 // headerMissing returns -32020 for a required header that is absent.
-func headerMissing(name string) *listen.Error {
-	return listen.NewError(listen.CodeHeaderMismatch, "Header mismatch: missing "+name+" header")
+func headerMissing(name string) *jsonrpc.Error {
+	return jsonrpc.NewError(jsonrpc.CodeHeaderMismatch, "Header mismatch: missing "+name+" header")
 }
 
 // statusOf maps a JSON-RPC error code to the HTTP status of its response:
@@ -53,9 +53,9 @@ func headerMissing(name string) *listen.Error {
 // own codes) is 400.
 func statusOf(code int) int {
 	switch code {
-	case listen.CodeMethodNotFound:
+	case jsonrpc.CodeMethodNotFound:
 		return http.StatusNotFound
-	case listen.CodeInternalError:
+	case jsonrpc.CodeInternalError:
 		return http.StatusInternalServerError
 	}
 	return http.StatusBadRequest
@@ -65,12 +65,12 @@ func statusOf(code int) int {
 // a nil err, an accepted notification answered 202 without a body).
 type refusal struct {
 	status int
-	id     listen.ID
-	err    *listen.Error
+	id     jsonrpc.ID
+	err    *jsonrpc.Error
 	header http.Header
 }
 
-func refuse(status int, id listen.ID, err *listen.Error) *refusal {
+func refuse(status int, id jsonrpc.ID, err *jsonrpc.Error) *refusal {
 	return &refusal{status: status, id: id, err: err}
 }
 
@@ -86,7 +86,7 @@ func (f *refusal) write(h *Handler, w http.ResponseWriter, r *http.Request) {
 	if h.opts.OnError != nil {
 		h.opts.OnError(r, f.status, f.err)
 	}
-	body := listen.ErrorResponse(f.id, f.err)
+	body := jsonrpc.ErrorResponse(f.id, f.err)
 	hdr := w.Header()
 	for k, vs := range f.header {
 		for _, v := range vs {

@@ -38,7 +38,7 @@ func (s *oneShotStream) Close(reason error) {}
 func Example() {
 	h := streamhttp.New(oneShot{}, &streamhttp.Options{
 		Listen: listen.Options{
-			Capabilities: listen.Capabilities{"tools": map[string]any{"listChanged": true}},
+			Capabilities: listen.Capabilities{ToolsListChanged: true},
 		},
 	})
 	srv := httptest.NewServer(h)
@@ -83,7 +83,7 @@ func ExampleFront() {
 		"tools":     map[string]any{"listChanged": true},
 		"resources": map[string]any{"subscribe": true, "listChanged": true},
 	}
-	caps, err := streamhttp.CapabilitiesFrom(advertised)
+	caps, err := listen.CapabilitiesFrom(advertised)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -102,19 +102,4 @@ func ExampleFront() {
 	// On srv.Shutdown, every open listen gets its completion result.
 	srv.RegisterOnShutdown(listens.Drain)
 	_ = srv // srv.ListenAndServe()
-}
-
-func ExampleCapabilitiesFrom() {
-	type toolCaps struct {
-		ListChanged bool `json:"listChanged,omitempty"`
-	}
-	type serverCaps struct {
-		Tools *toolCaps `json:"tools,omitempty"`
-	}
-	caps, err := streamhttp.CapabilitiesFrom(&serverCaps{Tools: &toolCaps{ListChanged: true}})
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Println(caps.Flag("tools", "listChanged"), caps.Flag("resources", "subscribe"))
-	// Output: true false
 }

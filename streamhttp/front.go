@@ -1,12 +1,9 @@
 package streamhttp
 
 import (
-	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http"
 
-	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
 )
 
 // Front returns a handler for one MCP endpoint that sends every POST whose
@@ -48,31 +45,5 @@ func IsListen(r *http.Request) bool {
 		return false
 	}
 	m, ok := header(r, HeaderMethod)
-	return ok && m == listen.MethodListen
+	return ok && m == jsonrpc.MethodListen
 }
-
-// CapabilitiesFrom converts any server capabilities value to the
-// listen.Capabilities a Handler narrows against, by encoding it as JSON: a
-// go-sdk *mcp.ServerCapabilities, a map, a json.RawMessage of a
-// server/discover "capabilities" object. Pass exactly the value the server
-// advertises in server/discover. A nil value (or JSON null) gives empty
-// capabilities; a value that is not a JSON object is an error.
-func CapabilitiesFrom(v any) (listen.Capabilities, error) {
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return nil, fmt.Errorf("streamhttp: encoding capabilities: %w", err)
-	}
-	if string(raw) == "null" {
-		return listen.Capabilities{}, nil
-	}
-	if len(raw) == 0 || raw[0] != '{' {
-		return nil, errNotObject
-	}
-	c, err := listen.ParseCapabilities(raw)
-	if err != nil {
-		return nil, fmt.Errorf("streamhttp: decoding capabilities: %w", err)
-	}
-	return c, nil
-}
-
-var errNotObject = errors.New("streamhttp: capabilities must be a JSON object")

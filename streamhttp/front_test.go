@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -74,7 +74,7 @@ func TestFrontOverHTTP(t *testing.T) {
 	e := newEnv(t, nil, nil, envConfig{wrap: func(h http.Handler) http.Handler { return streamhttp.Front(h, sdk) }})
 
 	s := e.listen(t, `"f"`, `{"toolsListChanged":true}`)
-	assert.Equal(t, listen.MethodAcknowledged, s.message(t)["method"])
+	assert.Equal(t, jsonrpc.MethodAcknowledged, s.message(t)["method"])
 
 	resp := e.do(t, http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
 		http.Header{"Mcp-Method": {"tools/list"}, "Content-Type": {"application/json"}})
@@ -107,43 +107,6 @@ type serverCaps struct {
 	Tools *struct {
 		ListChanged bool `json:"listChanged,omitempty"`
 	} `json:"tools,omitempty"`
-}
-
-func TestCapabilitiesFrom(t *testing.T) {
-	var sc serverCaps
-	sc.Logging = &struct{}{}
-	sc.Tools = &struct {
-		ListChanged bool `json:"listChanged,omitempty"`
-	}{ListChanged: true}
-	sc.Resources = &struct {
-		ListChanged bool `json:"listChanged,omitempty"`
-		Subscribe   bool `json:"subscribe,omitempty"`
-	}{Subscribe: true}
-	sc.Extensions = map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}
-
-	for _, v := range []any{&sc, sc, json.RawMessage(` {"tools":{"listChanged":true},"resources":{"subscribe":true},"logging":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}`)} {
-		c, err := streamhttp.CapabilitiesFrom(v)
-		require.NoError(t, err)
-		assert.True(t, c.Flag("tools", "listChanged"))
-		assert.True(t, c.Flag("resources", "subscribe"))
-		assert.False(t, c.Flag("resources", "listChanged"))
-		assert.False(t, c.Flag("prompts", "listChanged"))
-		assert.True(t, c.Extension("io.modelcontextprotocol/tasks"))
-	}
-
-	c, err := streamhttp.CapabilitiesFrom(nil)
-	require.NoError(t, err)
-	assert.Equal(t, listen.Capabilities{}, c)
-	c, err = streamhttp.CapabilitiesFrom((*serverCaps)(nil))
-	require.NoError(t, err)
-	assert.Equal(t, listen.Capabilities{}, c)
-
-	_, err = streamhttp.CapabilitiesFrom("tools")
-	assert.Error(t, err)
-	_, err = streamhttp.CapabilitiesFrom([]string{"tools"})
-	assert.Error(t, err)
-	_, err = streamhttp.CapabilitiesFrom(make(chan int))
-	assert.Error(t, err)
 }
 
 // New refuses a nil Source.

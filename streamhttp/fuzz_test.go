@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -65,13 +66,13 @@ var fuzzStatuses = []int{200, 202, 400, 403, 404, 405, 413, 500, 503}
 
 // fuzzCodes are the JSON-RPC error codes each error status may carry.
 var fuzzCodes = map[int][]int{
-	400: {listen.CodeParseError, listen.CodeInvalidRequest, listen.CodeInvalidParams, listen.CodeHeaderMismatch, listen.CodeUnsupportedProtocolVersion},
-	403: {listen.CodeInvalidRequest},
-	404: {listen.CodeMethodNotFound},
-	405: {listen.CodeInvalidRequest},
-	413: {listen.CodeInvalidRequest},
-	500: {listen.CodeInternalError},
-	503: {listen.CodeInternalError},
+	400: {jsonrpc.CodeParseError, jsonrpc.CodeInvalidRequest, jsonrpc.CodeInvalidParams, jsonrpc.CodeHeaderMismatch, jsonrpc.CodeUnsupportedProtocolVersion},
+	403: {jsonrpc.CodeInvalidRequest},
+	404: {jsonrpc.CodeMethodNotFound},
+	405: {jsonrpc.CodeInvalidRequest},
+	413: {jsonrpc.CodeInvalidRequest},
+	500: {jsonrpc.CodeInternalError},
+	503: {jsonrpc.CodeInternalError},
 }
 
 // fuzzRequest builds the request: the body as it is, the headers chosen by
@@ -86,15 +87,15 @@ func fuzzRequest(body []byte, variant uint8) *http.Request {
 	r.Header.Set("Accept", "application/json, text/event-stream")
 	switch variant & 0x3 {
 	case 0:
-		r.Header.Set(streamhttp.HeaderMethod, listen.MethodListen)
+		r.Header.Set(streamhttp.HeaderMethod, jsonrpc.MethodListen)
 	case 2:
 		r.Header.Set(streamhttp.HeaderMethod, "tools/call")
 	case 3:
-		r.Header.Set(streamhttp.HeaderMethod, "  "+listen.MethodListen+" ")
+		r.Header.Set(streamhttp.HeaderMethod, "  "+jsonrpc.MethodListen+" ")
 	}
 	switch variant >> 2 & 0x3 {
 	case 0:
-		r.Header.Set(streamhttp.HeaderProtocolVersion, listen.ProtocolVersion)
+		r.Header.Set(streamhttp.HeaderProtocolVersion, jsonrpc.ProtocolVersion)
 	case 2:
 		r.Header.Set(streamhttp.HeaderProtocolVersion, "2025-11-25")
 	case 3:
@@ -167,7 +168,7 @@ func FuzzServeHTTPRequest(f *testing.F) {
 		}
 		// The id the request carries, when it could be read.
 		reqID := ""
-		if m, _ := listen.ParseMessage(body); m.ID.Valid() {
+		if m, _ := jsonrpc.ParseMessage(body); m.ID.Valid() {
 			reqID = m.ID.Raw()
 		}
 		switch res.StatusCode {
@@ -212,11 +213,11 @@ func checkFuzzError(t *testing.T, res *http.Response, out []byte, reqID string) 
 	if !slices.Contains(fuzzCodes[res.StatusCode], *e.Error.Code) {
 		t.Fatalf("status %d with code %d: %q", res.StatusCode, *e.Error.Code, out)
 	}
-	if *e.Error.Code == listen.CodeInternalError && e.Error.Data != nil {
+	if *e.Error.Code == jsonrpc.CodeInternalError && e.Error.Data != nil {
 		t.Fatalf("an internal error with data: %q", out)
 	}
 	if e.ID != nil {
-		if id, ok := listen.ParseID(e.ID); !ok || string(e.ID) != reqID || id.Raw() != reqID {
+		if id, ok := jsonrpc.ParseID(e.ID); !ok || string(e.ID) != reqID || id.Raw() != reqID {
 			t.Fatalf("echoed id %s, the request's is %q: %q", e.ID, reqID, out)
 		}
 	}
@@ -274,7 +275,7 @@ func checkFuzzStream(t *testing.T, req *http.Request, res *http.Response, out []
 		t.Fatalf("a stream of %d messages: %q", len(msgs), out)
 	}
 	ack := msgs[0]
-	if ack.Method != listen.MethodAcknowledged || ack.ID != nil || string(ack.Params.Meta[listen.MetaSubscriptionID]) != reqID {
+	if ack.Method != jsonrpc.MethodAcknowledged || ack.ID != nil || string(ack.Params.Meta[jsonrpc.MetaSubscriptionID]) != reqID {
 		t.Fatalf("the first message is not the acknowledgement of %s: %q", reqID, out)
 	}
 	notes := msgs[1 : len(msgs)-1]
@@ -282,13 +283,13 @@ func checkFuzzStream(t *testing.T, req *http.Request, res *http.Response, out []
 		t.Fatalf("%d notifications for %d events of the accepted filter: %q", len(notes), want, out)
 	}
 	for _, n := range notes {
-		if n.Method == "" || n.ID != nil || string(n.Params.Meta[listen.MetaSubscriptionID]) != reqID {
+		if n.Method == "" || n.ID != nil || string(n.Params.Meta[jsonrpc.MetaSubscriptionID]) != reqID {
 			t.Fatalf("a notification not tagged with %s: %q", reqID, out)
 		}
 	}
 	last := msgs[len(msgs)-1]
 	if last.Result == nil || last.Result.ResultType != "complete" || string(last.ID) != reqID ||
-		string(last.Result.Meta[listen.MetaSubscriptionID]) != reqID {
+		string(last.Result.Meta[jsonrpc.MetaSubscriptionID]) != reqID {
 		t.Fatalf("the last message is not the completion of %s: %q", reqID, out)
 	}
 }

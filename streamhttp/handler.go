@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
 )
 
 // Handler serves subscriptions/listen over MCP 2026-07-28 Streamable HTTP:
@@ -183,7 +184,7 @@ func (h *Handler) open(owner context.Context, w http.ResponseWriter, r *http.Req
 			// nobody to answer, and it is not a server error.
 			return nil, nil, nil, &refusal{}
 		}
-		we := listen.AsError(err, "Internal error")
+		we := jsonrpc.AsError(err, "Internal error")
 		return nil, nil, nil, refuse(statusOf(we.Code), req.ID, we)
 	}
 	return sub, s, ctx, nil
@@ -191,15 +192,15 @@ func (h *Handler) open(owner context.Context, w http.ResponseWriter, r *http.Req
 
 // admit takes a stream slot for s, or refuses with 503 when the Handler is
 // draining or at MaxStreams.
-func (h *Handler) admit(s *slot, id listen.ID) *refusal {
+func (h *Handler) admit(s *slot, id jsonrpc.ID) *refusal {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var err *listen.Error
+	var err *jsonrpc.Error
 	switch {
 	case h.draining:
-		err = listen.NewError(listen.CodeInternalError, MsgShuttingDown).WithCause(listen.ErrShutdown)
+		err = jsonrpc.NewError(jsonrpc.CodeInternalError, MsgShuttingDown).WithCause(listen.ErrShutdown)
 	case h.opts.MaxStreams > 0 && len(h.streams) >= h.opts.MaxStreams:
-		err = listen.NewError(listen.CodeInternalError, listen.MsgCapacityExhausted).WithCause(listen.ErrOverloaded)
+		err = jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgCapacityExhausted).WithCause(listen.ErrOverloaded)
 	default:
 		h.streams[s] = struct{}{}
 		return nil

@@ -1,11 +1,13 @@
 package streamhttp
 
 import (
+	"maps"
 	"net/http"
 	"slices"
 	"time"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
 )
 
 // Defaults of Options. A zero field of Options means its default.
@@ -102,7 +104,7 @@ type Options struct {
 	NoTakeover bool
 
 	// SupportedVersions is the "supported" list of an unsupported-version
-	// error (-32022). Nil means listen.SupportedProtocolVersions.
+	// error (-32022). Nil means jsonrpc.SupportedProtocolVersions.
 	SupportedVersions []string
 
 	// OnOpen, if set, is called once a subscription is open, before its
@@ -117,7 +119,7 @@ type Options struct {
 	OnClose func(sub *listen.Subscription, reason error)
 
 	// OnError, if set, is called for every request answered with an error
-	// status, with that status and the error sent (a *listen.Error). An
+	// status, with that status and the error sent (a *jsonrpc.Error). An
 	// internal error's cause (errors.Unwrap) tells the server what the
 	// client is not told. It runs before the response is written.
 	OnError func(r *http.Request, status int, err error)
@@ -182,40 +184,9 @@ func withDefaults(o *Options) Options {
 		c.CheckOrigin = DefaultCheckOrigin
 	}
 	if c.SupportedVersions == nil {
-		c.SupportedVersions = listen.SupportedProtocolVersions
+		c.SupportedVersions = jsonrpc.SupportedProtocolVersions
 	}
 	c.SupportedVersions = slices.Clone(c.SupportedVersions)
-	if c.Listen.Capabilities != nil {
-		c.Listen.Capabilities = listen.Capabilities(cloneObject(c.Listen.Capabilities))
-	}
+	c.Listen.Capabilities.Extensions = maps.Clone(c.Listen.Capabilities.Extensions)
 	return c
-}
-
-// cloneObject deep-copies the maps and slices of a decoded JSON object.
-func cloneObject(m map[string]any) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = cloneValue(v)
-	}
-	return out
-}
-
-func cloneValue(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		return cloneObject(x)
-	case listen.Capabilities:
-		return cloneObject(x)
-	case listen.Filter:
-		return listen.Filter(cloneObject(x))
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = cloneValue(e)
-		}
-		return out
-	case []string:
-		return slices.Clone(x)
-	}
-	return v
 }

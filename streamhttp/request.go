@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
 )
 
 // TransportKind is the listen.Transport.Kind of the requests this package
@@ -33,18 +34,18 @@ const TransportKind = "streamable_http"
 // copied what it keeps, nothing holds it.
 func (h *Handler) decode(w http.ResponseWriter, r *http.Request) (*listen.Request, *refusal) {
 	if r.Method != http.MethodPost {
-		f := refuse(http.StatusMethodNotAllowed, listen.ID{}, listen.NewError(listen.CodeInvalidRequest, MsgMethodNotAllowed))
+		f := refuse(http.StatusMethodNotAllowed, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, MsgMethodNotAllowed))
 		f.header = http.Header{"Allow": {http.MethodPost}}
 		return nil, f
 	}
 	if err := h.opts.CheckOrigin(r); err != nil {
-		return nil, refuse(http.StatusForbidden, listen.ID{}, listen.NewError(listen.CodeInvalidRequest, MsgForbidden).WithCause(err))
+		return nil, refuse(http.StatusForbidden, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, MsgForbidden).WithCause(err))
 	}
 	var auth any
 	if h.opts.Authenticate != nil {
 		a, err := h.opts.Authenticate(r)
 		if err != nil {
-			f := refuse(http.StatusUnauthorized, listen.ID{}, listen.NewError(listen.CodeInvalidRequest, MsgUnauthorized).WithCause(err))
+			f := refuse(http.StatusUnauthorized, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, MsgUnauthorized).WithCause(err))
 			var ae *AuthError
 			if errors.As(err, &ae) {
 				if ae.Status != 0 {
@@ -61,9 +62,9 @@ func (h *Handler) decode(w http.ResponseWriter, r *http.Request) (*listen.Reques
 	if f != nil {
 		return nil, f
 	}
-	m, err := listen.ParseMessage(body)
+	m, err := jsonrpc.ParseMessage(body)
 	if err != nil {
-		return nil, refuse(http.StatusBadRequest, m.ID, listen.AsError(err, "Internal error"))
+		return nil, refuse(http.StatusBadRequest, m.ID, jsonrpc.AsError(err, "Internal error"))
 	}
 	if hm, ok := header(r, HeaderMethod); ok && hm != m.Method {
 		return nil, refuse(http.StatusBadRequest, m.ID, headerMismatch(HeaderMethod, hm, m.Method))
@@ -71,19 +72,19 @@ func (h *Handler) decode(w http.ResponseWriter, r *http.Request) (*listen.Reques
 		return nil, refuse(http.StatusBadRequest, m.ID, headerMissing(HeaderMethod))
 	}
 	switch {
-	case !m.HasID && m.Method != listen.MethodListen:
+	case !m.HasID && m.Method != jsonrpc.MethodListen:
 		// A client notification (such as notifications/cancelled, which
 		// Streamable HTTP does not use): accepted and ignored.
 		return nil, &refusal{status: http.StatusAccepted}
-	case m.Method != listen.MethodListen:
-		return nil, refuse(http.StatusNotFound, m.ID, listen.NewError(listen.CodeMethodNotFound, "Method not found: "+m.Method))
+	case m.Method != jsonrpc.MethodListen:
+		return nil, refuse(http.StatusNotFound, m.ID, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "Method not found: "+m.Method))
 	case !m.HasID:
-		return nil, refuse(http.StatusBadRequest, m.ID, listen.NewError(listen.CodeInvalidRequest, "Invalid request: subscriptions/listen requires an id"))
+		return nil, refuse(http.StatusBadRequest, m.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Invalid request: subscriptions/listen requires an id"))
 	}
 
 	req := &listen.Request{ID: m.ID}
-	if err := listen.ParseListenParams(m.Params, req); err != nil {
-		return nil, refuse(http.StatusBadRequest, req.ID, listen.AsError(err, "Internal error"))
+	if err := listen.ParseParams(m.Params, req); err != nil {
+		return nil, refuse(http.StatusBadRequest, req.ID, jsonrpc.AsError(err, "Internal error"))
 	}
 	if hv, ok := header(r, HeaderProtocolVersion); ok && hv != req.ProtocolVersion {
 		return nil, refuse(http.StatusBadRequest, req.ID, headerMismatch(HeaderProtocolVersion, hv, req.ProtocolVersion))
@@ -91,11 +92,11 @@ func (h *Handler) decode(w http.ResponseWriter, r *http.Request) (*listen.Reques
 		return nil, refuse(http.StatusBadRequest, req.ID, headerMissing(HeaderProtocolVersion))
 	}
 	switch v := req.ProtocolVersion; {
-	case listen.HasListen(v):
-	case listen.IsLegacyVersion(v):
-		return nil, refuse(http.StatusNotFound, req.ID, listen.NewError(listen.CodeMethodNotFound, listen.MsgMethodNotFoundListen))
+	case jsonrpc.HasListen(v):
+	case jsonrpc.IsLegacyVersion(v):
+		return nil, refuse(http.StatusNotFound, req.ID, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, jsonrpc.MsgMethodNotFoundListen))
 	default:
-		return nil, refuse(http.StatusBadRequest, req.ID, listen.UnsupportedVersionError(h.opts.SupportedVersions, v))
+		return nil, refuse(http.StatusBadRequest, req.ID, jsonrpc.UnsupportedVersionError(h.opts.SupportedVersions, v))
 	}
 	req.Transport = listen.Transport{Kind: TransportKind, RemoteAddr: r.RemoteAddr, Header: r.Header}
 	req.Auth = auth
@@ -107,7 +108,7 @@ func (h *Handler) decode(w http.ResponseWriter, r *http.Request) (*listen.Reques
 // cancels the request's context.
 func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *refusal) {
 	if h.opts.MaxBodyBytes > 0 && r.ContentLength > h.opts.MaxBodyBytes {
-		return nil, refuse(http.StatusRequestEntityTooLarge, listen.ID{}, listen.NewError(listen.CodeInvalidRequest, MsgBodyTooLarge))
+		return nil, refuse(http.StatusRequestEntityTooLarge, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, MsgBodyTooLarge))
 	}
 	rd := io.Reader(r.Body)
 	if h.opts.MaxBodyBytes > 0 {
@@ -117,9 +118,9 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *ref
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return nil, refuse(http.StatusRequestEntityTooLarge, listen.ID{}, listen.NewError(listen.CodeInvalidRequest, MsgBodyTooLarge))
+			return nil, refuse(http.StatusRequestEntityTooLarge, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, MsgBodyTooLarge))
 		}
-		return nil, refuse(http.StatusBadRequest, listen.ID{}, listen.NewError(listen.CodeInvalidRequest, MsgBodyUnreadable).WithCause(err))
+		return nil, refuse(http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, MsgBodyUnreadable).WithCause(err))
 	}
 	return body, nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -102,7 +103,7 @@ func TestShutdownDuringOpen(t *testing.T) {
 	defer r.resp.Body.Close()
 	require.Equal(t, http.StatusOK, r.resp.StatusCode)
 	s := newSSE(r.resp)
-	assert.Equal(t, listen.MethodAcknowledged, s.message(t)["method"])
+	assert.Equal(t, jsonrpc.MethodAcknowledged, s.message(t)["method"])
 	assert.Equal(t, `"slow"`, subID(t, s.message(t), "result"))
 	s.end(t)
 	assert.ErrorIs(t, recv(t, src.Opens, "the stream").Reason(t), listen.ErrShutdown)
@@ -139,7 +140,7 @@ func TestCapacity(t *testing.T) {
 	b := readError(t, resp)
 	assert.Equal(t, `"two"`, string(b.ID))
 	assert.Equal(t, -32603, b.Error.Code)
-	assert.Equal(t, listen.MsgCapacityExhausted, b.Error.Message)
+	assert.Equal(t, jsonrpc.MsgCapacityExhausted, b.Error.Message)
 	recv(t, e.served, "the refused handler's return")
 	assert.Equal(t, 1, e.src.opened(), "the refused listen never reached the source")
 	assert.Equal(t, streamhttp.Stats{Active: 1, Opened: 1, Refused: 1}, e.h.Stats())
@@ -150,7 +151,7 @@ func TestCapacity(t *testing.T) {
 	recv(t, e.served, "the first handler's return")
 
 	third := e.listen(t, `"three"`, `{}`)
-	assert.Equal(t, listen.MethodAcknowledged, third.message(t)["method"])
+	assert.Equal(t, jsonrpc.MethodAcknowledged, third.message(t)["method"])
 	e.src.stream(t, "three").Complete()
 	third.message(t)
 	third.end(t)

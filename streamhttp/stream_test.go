@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -24,7 +25,7 @@ func subID(t testing.TB, m map[string]any, in string) string {
 	require.True(t, ok, "%s: %v", in, m)
 	meta, ok := obj["_meta"].(map[string]any)
 	require.True(t, ok, "%s._meta: %v", in, m)
-	b, err := json.Marshal(meta[listen.MetaSubscriptionID])
+	b, err := json.Marshal(meta[jsonrpc.MetaSubscriptionID])
 	require.NoError(t, err)
 	return string(b)
 }
@@ -36,8 +37,8 @@ func TestStreamLifecycle(t *testing.T) {
 	e := newEnv(t, nil, &streamhttp.Options{
 		Listen: listen.Options{
 			Capabilities: listen.Capabilities{
-				"tools":     map[string]any{"listChanged": true},
-				"resources": map[string]any{"subscribe": true},
+				ToolsListChanged:   true,
+				ResourcesSubscribe: true,
 			},
 			ServerInfo: listen.Implementation{Name: "srv", Version: "1.2.3"},
 		},
@@ -61,7 +62,7 @@ func TestStreamLifecycle(t *testing.T) {
 
 	// The acknowledgement is the first message, with the narrowed filter.
 	ack := s.message(t)
-	assert.Equal(t, listen.MethodAcknowledged, ack["method"])
+	assert.Equal(t, jsonrpc.MethodAcknowledged, ack["method"])
 	assert.NotContains(t, ack, "id")
 	assert.Equal(t, `"listen-1"`, subID(t, ack, "params"))
 	assert.Equal(t, jsonOf(t, `{"toolsListChanged":true,"resourceSubscriptions":["test://a"]}`),
@@ -75,7 +76,7 @@ func TestStreamLifecycle(t *testing.T) {
 
 	st.Emit(listen.ToolsListChanged())
 	m := s.message(t)
-	assert.Equal(t, listen.MethodToolsListChanged, m["method"])
+	assert.Equal(t, jsonrpc.MethodToolsListChanged, m["method"])
 	assert.Equal(t, `"listen-1"`, subID(t, m, "params"))
 	st.next(t)
 
@@ -83,7 +84,7 @@ func TestStreamLifecycle(t *testing.T) {
 	st.next(t)
 	st.Emit(listen.ResourceUpdated("test://a"))
 	m = s.message(t)
-	assert.Equal(t, listen.MethodResourceUpdated, m["method"])
+	assert.Equal(t, jsonrpc.MethodResourceUpdated, m["method"])
 	assert.Equal(t, "test://a", m["params"].(map[string]any)["uri"])
 	st.next(t)
 
@@ -219,7 +220,7 @@ func TestKeepAlive(t *testing.T) {
 	}
 	st := e.src.stream(t, "k")
 	st.Emit(listen.ToolsListChanged())
-	assert.Equal(t, listen.MethodToolsListChanged, s.message(t)["method"])
+	assert.Equal(t, jsonrpc.MethodToolsListChanged, s.message(t)["method"])
 	st.Complete()
 	s.message(t)
 	s.end(t)
@@ -257,7 +258,7 @@ func TestIdleLongerThanWriteTimeout(t *testing.T) {
 			}
 			st := e.src.stream(t, "i")
 			st.Emit(listen.ToolsListChanged())
-			assert.Equal(t, listen.MethodToolsListChanged, s.message(t)["method"])
+			assert.Equal(t, jsonrpc.MethodToolsListChanged, s.message(t)["method"])
 			st.Complete()
 			s.message(t)
 			s.end(t)
@@ -277,9 +278,9 @@ func TestConcurrentStreams(t *testing.T) {
 	sb.Emit(listen.PromptsListChanged())
 	sa.Emit(listen.ToolsListChanged())
 	ma, mb := a.message(t), b.message(t)
-	assert.Equal(t, listen.MethodToolsListChanged, ma["method"])
+	assert.Equal(t, jsonrpc.MethodToolsListChanged, ma["method"])
 	assert.Equal(t, `"a"`, subID(t, ma, "params"))
-	assert.Equal(t, listen.MethodPromptsListChanged, mb["method"])
+	assert.Equal(t, jsonrpc.MethodPromptsListChanged, mb["method"])
 	assert.Equal(t, `"b"`, subID(t, mb, "params"))
 	assert.Equal(t, 2, e.h.Stats().Active)
 	sa.Complete()
@@ -297,8 +298,8 @@ func TestOptionsCopied(t *testing.T) {
 	c := caps()
 	opts := &streamhttp.Options{Listen: listen.Options{Capabilities: c}}
 	e := newEnv(t, src, opts, envConfig{})
-	c["tools"].(map[string]any)["listChanged"] = false
-	opts.Listen.Capabilities = nil
+	c.Extensions = map[string]any{"x": map[string]any{}}
+	opts.Listen.Capabilities = listen.Capabilities{}
 	s := e.listen(t, `"c"`, `{"toolsListChanged":true}`)
 	ack := s.message(t)
 	assert.Equal(t, jsonOf(t, `{"toolsListChanged":true}`), ack["params"].(map[string]any)["notifications"])
@@ -351,7 +352,7 @@ func TestLargeParamNotRetained(t *testing.T) {
 	assert.Nil(t, params.Value(), "the request's params are still reachable")
 
 	st.Emit(listen.ToolsListChanged())
-	assert.Equal(t, listen.MethodToolsListChanged, s.message(t)["method"])
+	assert.Equal(t, jsonrpc.MethodToolsListChanged, s.message(t)["method"])
 	st.Complete()
 	s.message(t)
 	s.end(t)

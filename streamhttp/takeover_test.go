@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -35,10 +36,10 @@ func TestTakeover(t *testing.T) {
 				assert.Empty(t, resp.TransferEncoding, "raw body, delimited by the connection's close")
 			}
 			s := newSSE(resp)
-			assert.Equal(t, listen.MethodAcknowledged, s.message(t)["method"])
+			assert.Equal(t, jsonrpc.MethodAcknowledged, s.message(t)["method"])
 			st := e.src.stream(t, "t")
 			st.Emit(listen.ToolsListChanged())
-			assert.Equal(t, listen.MethodToolsListChanged, s.message(t)["method"])
+			assert.Equal(t, jsonrpc.MethodToolsListChanged, s.message(t)["method"])
 			st.Complete()
 			assert.Equal(t, "complete", s.message(t)["result"].(map[string]any)["resultType"])
 			s.end(t)

@@ -28,6 +28,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
+	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/natsbridge"
 	"github.com/mcplisten/listen/streamhttp"
 )
@@ -176,8 +177,8 @@ func start(name, natsURL string) (*instance, error) {
 	lh := streamhttp.New(h, &streamhttp.Options{
 		Listen: listen.Options{
 			Capabilities: listen.Capabilities{
-				"tools":     map[string]any{"listChanged": true},
-				"resources": map[string]any{"subscribe": true},
+				ToolsListChanged:   true,
+				ResourcesSubscribe: true,
 			},
 			ServerInfo: listen.Implementation{Name: "cluster-example-" + name, Version: "1.0.0"},
 		},
@@ -222,8 +223,8 @@ func openListen(ctx context.Context, url, id, filter string) (io.Closer, *bufio.
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", listen.ProtocolVersion)
-	req.Header.Set("Mcp-Method", listen.MethodListen)
+	req.Header.Set("MCP-Protocol-Version", jsonrpc.ProtocolVersion)
+	req.Header.Set("Mcp-Method", jsonrpc.MethodListen)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return nil, nil, err
@@ -234,7 +235,7 @@ func openListen(ctx context.Context, url, id, filter string) (io.Closer, *bufio.
 	}
 	rd := bufio.NewReader(resp.Body)
 	ack, err := next(rd)
-	if err != nil || ack.Method != listen.MethodAcknowledged {
+	if err != nil || ack.Method != jsonrpc.MethodAcknowledged {
 		resp.Body.Close()
 		return nil, nil, fmt.Errorf("no acknowledgement (%v)", err)
 	}

@@ -47,10 +47,10 @@ func main() {
 	}
 	opts := &listen.Options{
 		Capabilities: listen.Capabilities{
-			"tools":      map[string]any{"listChanged": true},
-			"prompts":    map[string]any{"listChanged": true},
-			"resources":  map[string]any{"subscribe": true},
-			"extensions": map[string]any{tasksID: map[string]any{}},
+			ToolsListChanged:   true,
+			PromptsListChanged: true,
+			ResourcesSubscribe: true,
+			Extensions:         map[string]any{tasksID: map[string]any{}},
 		},
 		Extensions: reg,
 		ServerInfo: listen.Implementation{Name: "example-hub", Version: "1.0.0"},
@@ -121,7 +121,7 @@ type client struct {
 }
 
 func serve(ctx context.Context, h *hub.Hub, opts *listen.Options, id, filter string, stall bool) *client {
-	req, err := listen.ParseListenRequest([]byte(`{"jsonrpc":"2.0","id":"` + id + `","method":"subscriptions/listen","params":{` +
+	req, err := listen.ParseRequest([]byte(`{"jsonrpc":"2.0","id":"` + id + `","method":"subscriptions/listen","params":{` +
 		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
 		`"io.modelcontextprotocol/clientCapabilities":{"extensions":{"` + tasksID + `":{}}}},` +
 		`"notifications":` + filter + `}}`))

@@ -12,6 +12,7 @@ import (
 	"log"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
 )
 
 // feed is a small Source: it hands out a fixed list of changes, one per
@@ -48,16 +49,16 @@ func main() {
 	           "io.modelcontextprotocol/clientCapabilities":{}},
 	  "notifications":{"toolsListChanged":true,"promptsListChanged":true,
 	                   "resourceSubscriptions":["file:///project/config.json"]}}}`)
-	req, err := listen.ParseListenRequest(body)
+	req, err := listen.ParseRequest(body)
 	if err != nil {
-		log.Fatalf("%s", listen.ErrorResponse(req.ID, err))
+		log.Fatalf("%s", jsonrpc.ErrorResponse(req.ID, err))
 	}
 
 	// What the server advertises in server/discover: no prompts.
 	opts := &listen.Options{
 		Capabilities: listen.Capabilities{
-			"tools":     map[string]any{"listChanged": true},
-			"resources": map[string]any{"subscribe": true},
+			ToolsListChanged:   true,
+			ResourcesSubscribe: true,
 		},
 		ServerInfo: listen.Implementation{Name: "lifecycle-example", Version: "1.0.0"},
 	}
@@ -70,7 +71,7 @@ func main() {
 
 	sub, err := listen.Open(context.Background(), src, req, opts)
 	if err != nil {
-		log.Fatalf("%s", listen.ErrorResponse(req.ID, err))
+		log.Fatalf("%s", jsonrpc.ErrorResponse(req.ID, err))
 	}
 	reason := sub.Serve(context.Background(), listen.Sink{Write: func(msg []byte) error {
 		fmt.Printf("wire:   %s\n", msg)

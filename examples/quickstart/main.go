@@ -22,8 +22,8 @@ func main() {
 		Listen: listen.Options{
 			// Exactly what your server advertises in server/discover.
 			Capabilities: listen.Capabilities{
-				"tools":     map[string]any{"listChanged": true},
-				"resources": map[string]any{"subscribe": true},
+				ToolsListChanged:   true,
+				ResourcesSubscribe: true,
 			},
 			ServerInfo: listen.Implementation{Name: "quickstart", Version: "1.0.0"},
 		},

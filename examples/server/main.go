@@ -146,7 +146,7 @@ func newServer(ctx context.Context, logger *slog.Logger, maxStreams int) (*serve
 	if err != nil {
 		return nil, fmt.Errorf("reading the go-sdk server's capabilities: %w", err)
 	}
-	caps, err := listen.ParseCapabilities(capsJSON)
+	caps, err := listen.CapabilitiesFrom(capsJSON)
 	if err != nil {
 		return nil, err
 	}
