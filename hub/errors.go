@@ -11,7 +11,7 @@ var (
 	ErrInvalidFilter = errors.New("hub: invalid subscription filter")
 	// ErrPullPending is returned by a stream's Next while another Next on the
 	// same stream is blocked. A subscription's worker never does that; it
-	// reveals a second puller (snodo's pull_already_pending).
+	// reveals a second puller.
 	ErrPullPending = errors.New("hub: pull already pending")
 
 	// errHookPanicked is the cause of the Failed reason a new listener is
