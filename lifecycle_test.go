@@ -32,6 +32,8 @@ func TestStartWorkerHandsOwnershipOver(t *testing.T) {
 				src := newTestSource()
 				openCtx, endOpen := context.WithCancel(context.Background())
 				owner, endOwner := context.WithCancelCause(context.Background())
+				defer endOpen()
+				defer endOwner(nil)
 				sub, err := listen.Open(openCtx, src, request(jsonrpc.IntID(1), listen.Filter{"toolsListChanged": true}), &listen.Options{Capabilities: allCaps})
 				require.NoError(t, err)
 				w, err := sub.StartWorker(owner)

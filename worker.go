@@ -82,10 +82,10 @@ func startWorker(stream Stream, owner context.Context, closing <-chan struct{}) 
 	w := &Worker{
 		stream:  stream,
 		closing: closing,
-		out:    make(chan Outcome, 1),
-		wake:   make(chan struct{}, 1),
-		stop:   make(chan struct{}),
-		done:   make(chan struct{}),
+		out:     make(chan Outcome, 1),
+		wake:    make(chan struct{}, 1),
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
 	}
 	if owner != nil {
 		w.owner = owner.Done()
