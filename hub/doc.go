@@ -10,7 +10,7 @@
 //	go sub.Serve(ctx, sink)
 //	h.ToolsListChanged()                        // reaches every toolsListChanged listener
 //	h.ResourceUpdated("file:///a.txt")          // reaches the listeners watching that URI
-//	h.Complete()                                // drain, then end every stream gracefully
+//	h.Shutdown(ctx)                             // end every stream gracefully, wait for their close
 //
 // # Listeners and selection
 //

@@ -95,8 +95,12 @@ func main() {
 		show(fmt.Sprintf("resources/updated build.log #%d", build), r, err)
 	}
 
-	h.Complete()
 	slow.resume()
+	// End every stream gracefully: each client gets what is queued for it,
+	// then its completion. Shutdown returns once every stream is closed.
+	if err := h.Shutdown(context.Background()); err != nil {
+		panic(err)
+	}
 	for _, c := range []*client{alpha, beta, slow} {
 		reason := c.wait()
 		fmt.Printf("\n%s (ended: %s)\n", c.name, listen.Classify(reason))
