@@ -75,20 +75,15 @@ func (c *conn) request(msg jsonrpc.Message) {
 
 // listen validates a subscriptions/listen request and starts its goroutine.
 // Checks, in order, as the streamhttp package does: the params
-// (listen.ParseListenParams), the protocol version, then capacity.
+// (listen.ParseParams), the protocol version, then capacity.
 func (c *conn) listen(msg jsonrpc.Message) {
 	req := &listen.Request{ID: msg.ID, Transport: listen.Transport{Kind: TransportKind}}
 	if err := listen.ParseParams(msg.Params, req); err != nil {
 		c.reply(msg.ID, err)
 		return
 	}
-	switch v := req.ProtocolVersion; {
-	case jsonrpc.HasListen(v):
-	case jsonrpc.IsLegacyVersion(v):
-		c.reply(msg.ID, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, jsonrpc.MsgMethodNotFoundListen))
-		return
-	default:
-		c.reply(msg.ID, jsonrpc.UnsupportedVersionError(c.srv.opts.SupportedVersions, v))
+	if err := jsonrpc.ListenVersionError(c.srv.opts.SupportedVersions, req.ProtocolVersion); err != nil {
+		c.reply(msg.ID, err)
 		return
 	}
 

@@ -56,9 +56,10 @@
 // the streamhttp package:
 //
 //  1. invalid params: -32602 with the exact messages of
-//     listen.ParseListenParams (including a missing or non-string version);
-//  2. a _meta protocolVersion before 2026-07-28 (jsonrpc.IsLegacyVersion):
-//     -32601 "Method not found: subscriptions/listen";
+//     listen.ParseParams (including a missing or non-string version);
+//  2. an older protocol version the server speaks (one in
+//     Options.SupportedVersions): -32601 "Method not found:
+//     subscriptions/listen" (jsonrpc.ListenVersionError);
 //  3. any other version but 2026-07-28: -32022 "Unsupported protocol
 //     version" with data {"supported": Options.SupportedVersions (default
 //     jsonrpc.SupportedProtocolVersions), "requested": the version};

@@ -16,7 +16,7 @@ var (
 // Exact messages of the errors this transport writes itself. The listen
 // core's messages (jsonrpc.MsgDuplicateID, jsonrpc.MsgCapacityExhausted,
 // jsonrpc.MsgMethodNotFoundListen and the -32602 messages of
-// listen.ParseListenParams) are used as they are.
+// listen.ParseParams) are used as they are.
 const (
 	// MsgLineTooLong is the message of the -32600 error (without an id)
 	// that answers an input line longer than Options.MaxLineBytes.

@@ -649,7 +649,10 @@ func TestListenVersionAndParamsErrors(t *testing.T) {
 		data    string
 	}{
 		{"legacy 2025-11-25", listenLineVersion(`"L"`, `{}`, "2025-11-25"), jsonrpc.CodeMethodNotFound, jsonrpc.MsgMethodNotFoundListen, ""},
-		{"legacy 2024-11-05", listenLineVersion(`"L"`, `{}`, "2024-11-05"), jsonrpc.CodeMethodNotFound, jsonrpc.MsgMethodNotFoundListen, ""},
+		{"old version the server does not speak", listenLineVersion(`"L"`, `{}`, "2024-11-05"), jsonrpc.CodeUnsupportedProtocolVersion, jsonrpc.MsgUnsupportedVersion,
+			`{"requested":"2024-11-05","supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"]}`},
+		{"1900-01-01 (the specification's example)", listenLineVersion(`"L"`, `{}`, "1900-01-01"), jsonrpc.CodeUnsupportedProtocolVersion, jsonrpc.MsgUnsupportedVersion,
+			`{"requested":"1900-01-01","supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"]}`},
 		{"bad params win over a legacy version", req(`{` + meta("2025-06-18") + `}`), jsonrpc.CodeInvalidParams, jsonrpc.MsgNotificationsObject, ""},
 		{"future version", listenLineVersion(`"L"`, `{}`, "2027-01-01"), jsonrpc.CodeUnsupportedProtocolVersion, jsonrpc.MsgUnsupportedVersion,
 			`{"requested":"2027-01-01","supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"]}`},

@@ -91,12 +91,8 @@ func (h *Handler) decode(w http.ResponseWriter, r *http.Request) (*listen.Reques
 	} else if !ok && h.opts.RequireHeaders {
 		return nil, refuse(http.StatusBadRequest, req.ID, headerMissing(HeaderProtocolVersion))
 	}
-	switch v := req.ProtocolVersion; {
-	case jsonrpc.HasListen(v):
-	case jsonrpc.IsLegacyVersion(v):
-		return nil, refuse(http.StatusNotFound, req.ID, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, jsonrpc.MsgMethodNotFoundListen))
-	default:
-		return nil, refuse(http.StatusBadRequest, req.ID, jsonrpc.UnsupportedVersionError(h.opts.SupportedVersions, v))
+	if err := jsonrpc.ListenVersionError(h.opts.SupportedVersions, req.ProtocolVersion); err != nil {
+		return nil, refuse(statusOf(err.Code), req.ID, err)
 	}
 	req.Transport = listen.Transport{Kind: TransportKind, RemoteAddr: r.RemoteAddr, Header: r.Header}
 	req.Auth = auth
