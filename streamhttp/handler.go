@@ -135,7 +135,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// afterwards (its write deadline would outlive the stream).
 		hdr.Set("Connection", "close")
 	}
-	sw := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: h.opts.WriteTimeout, keepDeadline: r.ProtoMajor == 1}
+	sw := newSSEWriter(w, h.opts.WriteTimeout, r.ProtoMajor == 1)
 	sink := listen.Sink{Write: sw.message}
 	if h.opts.KeepAlive > 0 {
 		sink.KeepAlive = h.opts.KeepAlive

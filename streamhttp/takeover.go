@@ -29,9 +29,8 @@ type takenOver struct {
 	cancel context.CancelCauseFunc
 
 	head     []byte // status line and headers, sent with the first frame
-	timeout  time.Duration
+	deadline writeDeadline
 	keep     time.Duration
-	deadline time.Time
 	buf      []byte // one frame; reused
 	broken   bool
 
@@ -75,14 +74,14 @@ func (h *Handler) takeover(w http.ResponseWriter, s *slot, ctx context.Context) 
 		}
 	}
 	return &takenOver{
-		conn:    conn,
-		slot:    s,
-		ctx:     sctx,
-		cancel:  cancel,
-		head:    head.Bytes(),
-		timeout: h.opts.WriteTimeout,
-		keep:    h.opts.KeepAlive,
-		watched: make(chan struct{}),
+		conn:     conn,
+		slot:     s,
+		ctx:      sctx,
+		cancel:   cancel,
+		head:     head.Bytes(),
+		deadline: writeDeadline{conn: conn, timeout: h.opts.WriteTimeout, lazy: true},
+		keep:     h.opts.KeepAlive,
+		watched:  make(chan struct{}),
 	}
 }
 
@@ -145,20 +144,14 @@ func (t *takenOver) message(msg []byte) error {
 func (t *takenOver) ping() error { return t.write(keepAliveFrame) }
 
 // write sends one frame (after the head, the first time) within the write
-// timeout, refreshed lazily as on HTTP/1.x inside net/http.
+// deadline, refreshed lazily as on HTTP/1.x inside net/http.
 func (t *takenOver) write(frame []byte) error {
 	if t.broken {
 		return errBroken
 	}
-	if t.timeout > 0 {
-		now := time.Now()
-		if t.deadline.Sub(now) < t.timeout/2 {
-			t.deadline = now.Add(t.timeout)
-			if err := t.conn.SetWriteDeadline(t.deadline); err != nil {
-				t.broken = true
-				return err
-			}
-		}
+	if err := t.deadline.arm(); err != nil {
+		t.broken = true
+		return err
 	}
 	var err error
 	if t.head != nil {
@@ -172,15 +165,4 @@ func (t *takenOver) write(frame []byte) error {
 		t.broken = true
 	}
 	return err
-}
-
-// oneLine turns raw line breaks into spaces: in valid JSON they can only be
-// insignificant whitespace (inside strings they are escaped), and they would
-// end the SSE data line.
-func oneLine(b []byte) {
-	for i, c := range b {
-		if c == '\r' || c == '\n' {
-			b[i] = ' '
-		}
-	}
 }
