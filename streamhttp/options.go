@@ -109,11 +109,17 @@ type Options struct {
 	// acknowledgement is written, on the request's goroutine.
 	OnOpen func(sub *listen.Subscription)
 
-	// OnClose, if set, is called after a subscription's stream has ended,
-	// with the reason it was closed with (see listen.Classify): ErrComplete,
-	// ErrShutdown, a Disconnected or a Failed reason. It runs on the
-	// request's goroutine before the stream's slot is released, so every
-	// OnClose has returned when Shutdown returns nil.
+	// OnClose, if set, is called once for every subscription that was
+	// opened, after its stream has ended, with the reason it was closed with
+	// (see listen.Classify): ErrComplete, ErrShutdown, a Disconnected or a
+	// Failed reason. It runs on the goroutine that served the stream: the
+	// request's (HTTP/2, NoTakeover), or the Handler's goroutine of a
+	// taken-over HTTP/1.x connection. On every path the stream's slot is
+	// already free and counted in Stats when it runs, and the response ends
+	// (the client sees the end of the stream) only after it has returned;
+	// Shutdown returns nil only after every OnClose has returned. A panic in
+	// it is recovered and logged to the http.Server's ErrorLog (or the log
+	// package's standard logger), on every path.
 	OnClose func(sub *listen.Subscription, reason error)
 
 	// OnError, if set, is called for every request answered with an error

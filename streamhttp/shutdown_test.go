@@ -140,14 +140,13 @@ func TestCapacity(t *testing.T) {
 	assert.Equal(t, `"two"`, string(b.ID))
 	assert.Equal(t, -32603, b.Error.Code)
 	assert.Equal(t, listen.MsgCapacityExhausted, b.Error.Message)
-	recv(t, e.served, "the refused handler's return")
 	assert.Equal(t, 1, e.src.opened(), "the refused listen never reached the source")
 	assert.Equal(t, streamhttp.Stats{Active: 1, Opened: 1, Refused: 1}, e.h.Stats())
 
-	// A disconnect frees the slot.
+	// A disconnect frees the slot (before OnClose runs).
 	first.resp.Body.Close()
 	assert.ErrorIs(t, st.Reason(t), listen.ErrDisconnected)
-	recv(t, e.served, "the first handler's return")
+	assert.ErrorIs(t, recv(t, e.closes, "OnClose of the first listen").reason, listen.ErrDisconnected)
 
 	third := e.listen(t, `"three"`, `{}`)
 	assert.Equal(t, listen.MethodAcknowledged, third.message(t)["method"])

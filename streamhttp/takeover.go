@@ -3,10 +3,8 @@ package streamhttp
 import (
 	"bytes"
 	"context"
-	"errors"
 	"net"
 	"net/http"
-	"time"
 
 	"github.com/mcplisten/listen"
 )
@@ -17,34 +15,27 @@ import (
 // body ends when the connection closes (Connection: close). net/http's
 // request goroutine returns and its per-connection buffers are freed.
 //
-// It owns two goroutines: run, which serves the stream, and watch, which
-// reads the connection to see the client leave. run closes the connection
-// when the stream ends, which ends watch, and waits for it.
+// It owns two goroutines: run, which serves the stream and ends it, and
+// watch, which reads the connection to see the client leave. run closes the
+// connection when the stream ends, which ends watch, and waits for it.
 type takenOver struct {
 	conn net.Conn
-	slot *slot
-	// ctx is the serving context: Drain (through slot.cancel, cause
-	// listen.ErrShutdown) and watch (cause Disconnected) end it.
-	ctx    context.Context
-	cancel context.CancelCauseFunc
+	st   *stream
 
 	head     []byte // status line and headers, sent with the first frame
 	deadline writeDeadline
-	keep     time.Duration
 	buf      []byte // one frame; reused
 	broken   bool
 
 	watched chan struct{} // closed when watch returns
 }
 
-// takeover hijacks w's connection for the open stream of slot s, whose
-// serving context is ctx. It returns nil when the connection cannot be
-// hijacked (the stream then stays inside net/http).
-func (h *Handler) takeover(w http.ResponseWriter, s *slot, ctx context.Context) *takenOver {
+// takeover hijacks w's connection for the open stream st of request r. It
+// returns nil when the connection cannot be hijacked (the stream then stays
+// inside net/http).
+func (h *Handler) takeover(st *stream, w http.ResponseWriter, r *http.Request) *takenOver {
 	hdr := w.Header().Clone()
-	hdr.Set("Content-Type", "text/event-stream")
-	hdr.Set("Cache-Control", "no-cache")
-	hdr.Set("X-Accel-Buffering", "no")
+	setStreamHeaders(hdr)
 	hdr.Set("Connection", "close")
 	hdr.Del("Content-Length")
 	hdr.Del("Transfer-Encoding")
@@ -60,57 +51,36 @@ func (h *Handler) takeover(w http.ResponseWriter, s *slot, ctx context.Context) 
 	_ = hdr.Write(&head)
 	head.WriteString("\r\n")
 
-	// The request's context ends when ServeHTTP returns, so the stream gets a
-	// context of its own, which Drain reaches through the slot.
-	sctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	h.mu.Lock()
-	s.cancel = cancel
-	h.mu.Unlock()
-	if ctx.Err() != nil { // drained or left while being taken over
-		if cause := context.Cause(ctx); errors.Is(cause, listen.ErrShutdown) {
-			cancel(cause)
-		} else {
-			cancel(listen.Disconnected(cause))
-		}
+	// From now on watch sees the client leave. If it left before (net/http
+	// then ended the request's context), the stream ends now.
+	if r.Context().Err() != nil {
+		st.cancel(listen.Disconnected(context.Cause(r.Context())))
 	}
 	return &takenOver{
 		conn:     conn,
-		slot:     s,
-		ctx:      sctx,
-		cancel:   cancel,
+		st:       st,
 		head:     head.Bytes(),
 		deadline: writeDeadline{conn: conn, timeout: h.opts.WriteTimeout, lazy: true},
-		keep:     h.opts.KeepAlive,
 		watched:  make(chan struct{}),
 	}
 }
 
-// run serves the stream to its end, then closes the connection, reports
-// OnClose and releases the slot (last, so that Shutdown returns after it).
-func (t *takenOver) run(h *Handler, sub *listen.Subscription, endOwner context.CancelFunc) {
+// run serves the stream to its end and ends it (see Handler.end): the
+// connection is closed, and watch waited for, after OnClose.
+func (t *takenOver) run(h *Handler) {
 	go t.watch()
 	sink := listen.Sink{Write: t.message}
-	if t.keep > 0 {
-		sink.KeepAlive, sink.Ping = t.keep, t.ping
+	if h.opts.KeepAlive > 0 {
+		sink.KeepAlive, sink.Ping = h.opts.KeepAlive, t.ping
 	}
-	reason := sub.Serve(t.ctx, sink)
-	_ = t.conn.Close()
-	<-t.watched
-	t.cancel(nil)
-	endOwner()
-	h.closed.Add(1)
-	h.onClose(sub, reason)
-	h.release(t.slot)
+	reason := t.st.sub.Serve(t.st.ctx, sink)
+	h.end(t.st, reason, t.letGo)
 }
 
-// onClose calls Options.OnClose for a taken-over stream. A panic in it is
-// recovered: on the Handler's own goroutine it would end the process.
-func (h *Handler) onClose(sub *listen.Subscription, reason error) {
-	if h.opts.OnClose == nil {
-		return
-	}
-	defer func() { _ = recover() }()
-	h.opts.OnClose(sub, reason)
+// letGo closes the connection and waits for watch to return.
+func (t *takenOver) letGo() {
+	_ = t.conn.Close()
+	<-t.watched
 }
 
 // watch reads the connection until it fails: the client left (or run closed
@@ -120,7 +90,7 @@ func (t *takenOver) watch() {
 	var b [1]byte
 	for {
 		if _, err := t.conn.Read(b[:]); err != nil {
-			t.cancel(listen.Disconnected(err))
+			t.st.cancel(listen.Disconnected(err))
 			return
 		}
 	}
