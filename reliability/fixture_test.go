@@ -598,7 +598,10 @@ func (fx *httpFixture) shutdown(t testing.TB) {
 }
 
 func (fx *httpFixture) beginDrain(t testing.TB) func() {
-	fx.h.Drain()
+	// With a context that has already ended, Shutdown only starts.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = fx.h.Shutdown(ctx)
 	return func() { fx.shutdown(t) }
 }
 

@@ -6,7 +6,10 @@
 //		Listen: listen.Options{Capabilities: caps, ServerInfo: info},
 //	})
 //	srv := &http.Server{Addr: addr, Handler: h}
-//	srv.RegisterOnShutdown(h.Drain) // complete every stream on srv.Shutdown
+//	go srv.ListenAndServe()
+//	...
+//	h.Shutdown(ctx)   // every open stream gets its completion result
+//	srv.Shutdown(ctx) // then the HTTP server stops
 //
 // To add listens to an existing MCP server, such as one built with the
 // official go-sdk, put Front in front of it (see "Next to an existing
@@ -73,8 +76,8 @@
 //   - A write fails or misses its WriteTimeout (a client that stopped
 //     reading): as a disconnect, reason Disconnected with the write error
 //     as cause (os.ErrDeadlineExceeded for a deadline).
-//   - Drain or Shutdown: every open stream gets its completion result, then
-//     its response ends; reason listen.ErrShutdown. New listens get 503.
+//   - Shutdown: every open stream gets its completion result, then its
+//     response ends; reason listen.ErrShutdown. New listens get 503.
 //     Shutdown waits for every stream to end, or for its ctx.
 //
 // OnOpen and OnClose observe every opened subscription; Stats counts them.
@@ -110,7 +113,7 @@
 // When the stream ends, its goroutine closes the connection, waits for the
 // reader, reports OnClose and releases the stream's slot, so Shutdown
 // returns after both have ended. Serve adds no worker goroutine for a hub
-// stream (listen.PollStream), and one for any other Source. Drain only
+// stream (listen.PollStream), and one for any other Source. Shutdown only
 // cancels the streams' contexts; each stream ends on its own goroutine.
 //
 // The subscription's owner (see listen.Open) is a context that ends when
@@ -120,8 +123,8 @@
 // is closed with the precise reason. Source.Open, CanRead and the extension
 // hooks get the request's context (listen.OpenOwned): it ends if the client
 // goes away while the listen is being opened (nothing is then written or
-// reported as an error), but not on Drain, so a listen being opened during a
-// drain still gets its acknowledgement and completion. Once opened, a
+// reported as an error), but not on Shutdown, so a listen being opened during a
+// shutdown still gets its acknowledgement and completion. Once opened, a
 // subscription keeps no reference to the request or its body.
 //
 // # Next to an existing server

@@ -140,7 +140,7 @@ func TestShutdownWaitsForOnClose(t *testing.T) {
 					t.Error("Shutdown returned while OnClose ran")
 				default:
 				}
-				assert.Equal(t, streamhttp.Stats{Opened: 1, Closed: 1, Draining: true}, h.Stats(), "the slot is free during OnClose")
+				assert.Equal(t, streamhttp.Stats{Opened: 1, Closed: 1, ShuttingDown: true}, h.Stats(), "the slot is free during OnClose")
 
 				close(release)
 				require.NoError(t, <-shut)

@@ -99,9 +99,14 @@ func ExampleFront() {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", streamhttp.Front(listens, existing))
 	srv := &http.Server{Addr: "127.0.0.1:8080", Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	// On srv.Shutdown, every open listen gets its completion result.
-	srv.RegisterOnShutdown(listens.Drain)
-	_ = srv // srv.ListenAndServe()
+	_ = srv // go srv.ListenAndServe()
+
+	// On SIGINT or SIGTERM: first every open listen gets its completion
+	// result, then the HTTP server stops.
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	_ = listens.Shutdown(ctx)
+	_ = srv.Shutdown(ctx)
 }
 
 func ExampleCapabilitiesFrom() {

@@ -15,8 +15,8 @@ import (
 // documentation for the request checks, the stream, its endings and the
 // goroutine that serves it).
 //
-// A Handler is safe for concurrent use. Drain or Shutdown ends the streams
-// (Shutdown waits for them); the Handler is not reusable after that.
+// A Handler is safe for concurrent use. Shutdown ends every stream
+// gracefully and waits for them; the Handler is not reusable after that.
 type Handler struct {
 	src  listen.Source
 	opts Options
@@ -28,9 +28,9 @@ type Handler struct {
 	streams map[*stream]struct{}
 	// live counts the admitted listens that are not over: a stream is over
 	// after OnClose has returned and its connection is let go (see end).
-	live     int
-	draining bool
-	// over is closed (under mu) once draining and live is zero.
+	live         int
+	shuttingDown bool
+	// over is closed (under mu) once shutting down and live is zero.
 	over chan struct{}
 
 	opened, closed, refused uint64
@@ -62,8 +62,8 @@ type Stats struct {
 	// Refused counts the listens refused with 503: over MaxStreams or
 	// during shutdown.
 	Refused uint64
-	// Draining reports whether Drain or Shutdown was called.
-	Draining bool
+	// ShuttingDown reports whether Shutdown was called.
+	ShuttingDown bool
 }
 
 // Stats returns the Handler's counters, all read at one instant.
@@ -71,11 +71,11 @@ func (h *Handler) Stats() Stats {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return Stats{
-		Active:   len(h.streams),
-		Opened:   h.opened,
-		Closed:   h.closed,
-		Refused:  h.refused,
-		Draining: h.draining,
+		Active:       len(h.streams),
+		Opened:       h.opened,
+		Closed:       h.closed,
+		Refused:      h.refused,
+		ShuttingDown: h.shuttingDown,
 	}
 }
 
@@ -114,13 +114,13 @@ func (h *Handler) admitAndServe(w http.ResponseWriter, r *http.Request, req *lis
 }
 
 // admit takes a stream slot for st, or refuses with 503 when the Handler is
-// draining or at MaxStreams.
+// shutting down or at MaxStreams.
 func (h *Handler) admit(st *stream, id listen.ID) *refusal {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var err *listen.Error
 	switch {
-	case h.draining:
+	case h.shuttingDown:
 		err = listen.NewError(listen.CodeInternalError, MsgShuttingDown).WithCause(listen.ErrShutdown)
 	case h.opts.MaxStreams > 0 && len(h.streams) >= h.opts.MaxStreams:
 		err = listen.NewError(listen.CodeInternalError, listen.MsgCapacityExhausted).WithCause(listen.ErrOverloaded)
@@ -234,7 +234,7 @@ func (h *Handler) end(st *stream, reason error, letGo func()) {
 
 	h.mu.Lock()
 	h.live--
-	if h.draining && h.live == 0 {
+	if h.shuttingDown && h.live == 0 {
 		close(h.over)
 	}
 	h.mu.Unlock()
@@ -285,32 +285,33 @@ func logf(ctx context.Context, format string, args ...any) {
 	log.Printf(format, args...)
 }
 
-// Drain starts a graceful shutdown and returns at once: new listens are
-// refused with 503 (-32603 "Server is shutting down"), and every open stream
-// is sent its completion result and closed with reason listen.ErrShutdown (a
-// listen still being opened is acknowledged, then completed). Drain is
-// idempotent. Its signature fits http.Server.RegisterOnShutdown.
-func (h *Handler) Drain() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.draining {
-		return
-	}
-	h.draining = true
-	for st := range h.streams {
-		st.cancel(listen.ErrShutdown)
-	}
-	if h.live == 0 {
-		close(h.over)
-	}
-}
-
-// Shutdown drains the Handler (see Drain) and waits until every stream has
-// ended, OnClose included, or ctx ends. It returns nil, or ctx's error when
-// ctx ended first; the streams still ending then go on ending on their own,
-// each within one write timeout of its completion write.
+// Shutdown ends every stream gracefully and waits for them: new listens are
+// refused with 503 (-32603 "Server is shutting down"); every open stream is
+// sent its completion result and closed with reason listen.ErrShutdown (a
+// listen still being opened is acknowledged, then completed); and Shutdown
+// returns nil once every stream, on every path (HTTP/2, NoTakeover and
+// taken-over HTTP/1.x connections), has written its completion and ended,
+// OnClose included. If ctx ends first, Shutdown returns ctx's error and the
+// streams go on ending on their own, each within one write timeout of its
+// completion write; with a ctx that has already ended, Shutdown only starts
+// the shutdown.
+//
+// Shutdown is idempotent: a later call waits again. The Handler is not
+// reusable after it. http.Server.Shutdown does not wait for streams (it
+// does not even track a taken-over connection): call Shutdown first (see
+// the package documentation, "Shutting down").
 func (h *Handler) Shutdown(ctx context.Context) error {
-	h.Drain()
+	h.mu.Lock()
+	if !h.shuttingDown {
+		h.shuttingDown = true
+		for st := range h.streams {
+			st.cancel(listen.ErrShutdown)
+		}
+		if h.live == 0 {
+			close(h.over)
+		}
+	}
+	h.mu.Unlock()
 	select {
 	case <-h.over:
 		return nil

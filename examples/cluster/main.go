@@ -188,7 +188,6 @@ func start(name, natsURL string) (*instance, error) {
 		return nil, err
 	}
 	srv := &http.Server{Handler: lh, ReadHeaderTimeout: 5 * time.Second}
-	srv.RegisterOnShutdown(lh.Drain)
 	go func() { _ = srv.Serve(ln) }()
 	return &instance{name: name, hub: h, bridge: br, h: lh, srv: srv, url: "http://" + ln.Addr().String() + "/mcp"}, nil
 }
