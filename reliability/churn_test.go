@@ -64,7 +64,8 @@ func TestChurnSoak(t *testing.T) {
 	h, err := hub.New(hub.Options{})
 	require.NoError(t, err)
 	opts := listen.Options{Capabilities: allCaps()}
-	hh := streamhttp.New(h, &streamhttp.Options{Listen: opts, KeepAlive: -1, WriteTimeout: failsafe})
+	hh, err := streamhttp.New(h, streamhttp.Options{Listen: opts, KeepAlive: failsafe, WriteTimeout: failsafe})
+	require.NoError(t, err)
 	ts := httptest.NewServer(hh)
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: failsafe}
 	ss := stdio.NewServer(h, &stdio.Options{Listen: opts, WriteTimeout: failsafe})

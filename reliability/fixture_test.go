@@ -395,9 +395,9 @@ func newHTTPFixtureProto(t testing.TB, sendBuffer int, h2 bool) *httpFixture {
 	fx := &httpFixture{source: newFaultSource(), exchanges: make(map[string]*exchange), h2: h2}
 	lo := listenOptions()
 	lo.CanRead = fx.source.canRead
-	fx.h = streamhttp.New(fx.source, &streamhttp.Options{
+	h, err := streamhttp.New(fx.source, streamhttp.Options{
 		Listen:       lo,
-		KeepAlive:    -1,
+		KeepAlive:    failsafe, // none during a test
 		WriteTimeout: failsafe,
 		MaxBodyBytes: maxRequestBytes,
 		OnOpen:       fx.opened,
@@ -408,6 +408,8 @@ func newHTTPFixtureProto(t testing.TB, sendBuffer int, h2 bool) *httpFixture {
 			fx.errors = append(fx.errors, reported{r.Header.Get("X-Test-Id"), status, err})
 		},
 	})
+	require.NoError(t, err)
+	fx.h = h
 	fx.ts = httptest.NewUnstartedServer(http.HandlerFunc(fx.serve))
 	if sendBuffer > 0 {
 		fx.ts.Listener = &bufListener{Listener: fx.ts.Listener, send: sendBuffer}

@@ -91,7 +91,7 @@ func newEnv(t *testing.T, src *testSource, opts *streamhttp.Options, cfg envConf
 		}
 		e.closes <- closed{sub.ID().String(), reason}
 	}
-	e.h = streamhttp.New(src, &o)
+	e.h = newHandler(t, src, o)
 	var handler http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer func() { e.served <- struct{}{} }()
 		e.h.ServeHTTP(w, r)
@@ -118,6 +118,14 @@ func newEnv(t *testing.T, src *testSource, opts *streamhttp.Options, cfg envConf
 		e.client.CloseIdleConnections()
 	})
 	return e
+}
+
+// newHandler returns streamhttp.New(src, opts), failing the test on error.
+func newHandler(t testing.TB, src listen.Source, opts streamhttp.Options) *streamhttp.Handler {
+	t.Helper()
+	h, err := streamhttp.New(src, opts)
+	require.NoError(t, err)
+	return h
 }
 
 // bufListener sets the send buffer of every accepted TCP connection.

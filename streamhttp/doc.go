@@ -2,7 +2,7 @@
 // Streamable HTTP: a listen is one POST whose response is a long-lived SSE
 // stream, driven by the core's listen.Subscription.Serve.
 //
-//	h := streamhttp.New(src, &streamhttp.Options{
+//	h, err := streamhttp.New(src, streamhttp.Options{
 //		Listen: listen.Options{Capabilities: caps, ServerInfo: info},
 //	})
 //	srv := &http.Server{Addr: addr, Handler: h}
@@ -87,18 +87,17 @@
 //	MaxStreams    1024   concurrent listens; 503 over it, checked before the Source is opened
 //	MaxBodyBytes  1 MiB  request body; 413 over it
 //	KeepAlive     15 s   idle time before a keep-alive comment
-//	WriteTimeout  10 s   per write (an event or keep-alive and its flush); the deadline
-//	                     is cleared after each write, so idle streams are not affected
+//	WriteTimeout  10 s   per write (an event or keep-alive and its flush); idle
+//	                     streams are not affected
 //
-// A negative value disables a limit. The write deadline is set with
-// http.ResponseController; behind a middleware whose ResponseWriter hides
-// SetWriteDeadline (no Unwrap method) it has no effect, and a client that
-// stops reading then holds its own handler goroutine, and nothing else,
-// until its connection breaks. The per-write deadline replaces
-// http.Server.WriteTimeout for a stream from its first write on (on HTTP/2,
-// a server WriteTimeout that expires before that first write, during a slow
-// Source.Open, still ends the stream); with WriteTimeout disabled, a server
-// WriteTimeout bounds the whole stream.
+// A zero Options field means its default; a negative one is an error of New.
+// The write deadline is set with http.ResponseController; behind a
+// middleware whose ResponseWriter hides SetWriteDeadline (no Unwrap method)
+// it has no effect, and a client that stops reading then holds its own
+// handler goroutine, and nothing else, until its connection breaks. The
+// per-write deadline replaces http.Server.WriteTimeout for a stream from its
+// first write on (on HTTP/2, a server WriteTimeout that expires before that
+// first write, during a slow Source.Open, still ends the stream).
 //
 // # Goroutines and ownership
 //
@@ -145,7 +144,7 @@
 //
 //	lc, err := streamhttp.CapabilitiesFrom(caps) // what server/discover advertises
 //	if err != nil { ... }
-//	listens := streamhttp.New(src, &streamhttp.Options{
+//	listens, err := streamhttp.New(src, streamhttp.Options{
 //		Listen: listen.Options{Capabilities: lc, ServerInfo: listen.Implementation{Name: impl.Name, Version: impl.Version}},
 //	})
 //	http.Handle("/mcp", streamhttp.Front(listens, sdk))

@@ -84,7 +84,7 @@ func TestShutdownWaitsForOnClose(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				src := newTestSource()
 				entered, release := make(chan struct{}), make(chan struct{})
-				h := streamhttp.New(src, &streamhttp.Options{
+				h := newHandler(t, src, streamhttp.Options{
 					Listen:     listen.Options{Capabilities: caps()},
 					NoTakeover: noTakeover,
 					OnClose: func(*listen.Subscription, error) {

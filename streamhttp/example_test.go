@@ -36,11 +36,14 @@ func (s *oneShotStream) Close(reason error) {}
 // A listen over HTTP: the acknowledgement, the notifications, and the
 // completion result, one SSE event each.
 func Example() {
-	h := streamhttp.New(oneShot{}, &streamhttp.Options{
+	h, err := streamhttp.New(oneShot{}, streamhttp.Options{
 		Listen: listen.Options{
 			Capabilities: listen.Capabilities{"tools": map[string]any{"listChanged": true}},
 		},
 	})
+	if err != nil {
+		log.Fatal(err)
+	}
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 
@@ -87,12 +90,15 @@ func ExampleFront() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	listens := streamhttp.New(oneShot{}, &streamhttp.Options{
+	listens, err := streamhttp.New(oneShot{}, streamhttp.Options{
 		Listen: listen.Options{
 			Capabilities: caps,
 			ServerInfo:   listen.Implementation{Name: "example", Version: "1.0.0"},
 		},
 	})
+	if err != nil {
+		log.Fatal(err)
+	}
 	// Stands for mcp.NewStreamableHTTPHandler(getServer, opts).
 	var existing http.Handler = http.NotFoundHandler()
 

@@ -2,6 +2,7 @@ package streamhttp
 
 import (
 	"context"
+	"errors"
 	"log"
 	"net/http"
 	"runtime/debug"
@@ -36,19 +37,27 @@ type Handler struct {
 	opened, closed, refused uint64
 }
 
-// New returns a Handler that opens every listen on src. opts may be nil; it
-// is copied (see Options for the defaults). New panics if src is nil.
-func New(src listen.Source, opts *Options) *Handler {
+// New returns a Handler that opens every listen on src, configured by opts
+// (copied; see Options for the defaults). It fails for a nil src, and, with
+// an error matching ErrInvalidOptions that names the field, for a negative
+// limit.
+func New(src listen.Source, opts Options) (*Handler, error) {
 	if src == nil {
-		panic("streamhttp: nil Source")
+		return nil, errNilSource
+	}
+	o, err := withDefaults(opts)
+	if err != nil {
+		return nil, err
 	}
 	return &Handler{
 		src:     src,
-		opts:    withDefaults(opts),
+		opts:    o,
 		streams: make(map[*stream]struct{}),
 		over:    make(chan struct{}),
-	}
+	}, nil
 }
+
+var errNilSource = errors.New("streamhttp: New needs a Source, got nil")
 
 // Stats is a snapshot of a Handler's counters. A stream's end is counted
 // (Active decreased, Closed increased) at once, before its OnClose runs.
@@ -122,7 +131,7 @@ func (h *Handler) admit(st *stream, id listen.ID) *refusal {
 	switch {
 	case h.shuttingDown:
 		err = listen.NewError(listen.CodeInternalError, MsgShuttingDown).WithCause(listen.ErrShutdown)
-	case h.opts.MaxStreams > 0 && len(h.streams) >= h.opts.MaxStreams:
+	case len(h.streams) >= h.opts.MaxStreams:
 		err = listen.NewError(listen.CodeInternalError, listen.MsgCapacityExhausted).WithCause(listen.ErrOverloaded)
 	default:
 		h.streams[st] = struct{}{}
@@ -190,10 +199,7 @@ func (h *Handler) serveInline(st *stream, w http.ResponseWriter, r *http.Request
 		hdr.Set("Connection", "close")
 	}
 	sw := newSSEWriter(w, h.opts.WriteTimeout, r.ProtoMajor == 1)
-	sink := listen.Sink{Write: sw.message}
-	if h.opts.KeepAlive > 0 {
-		sink.KeepAlive, sink.Ping = h.opts.KeepAlive, sw.ping
-	}
+	sink := listen.Sink{Write: sw.message, KeepAlive: h.opts.KeepAlive, Ping: sw.ping}
 	reason := st.sub.Serve(st.ctx, sink)
 	sw.finish()
 	return reason

@@ -59,7 +59,7 @@ func TestShutdown(t *testing.T) {
 
 // Shutdown with nothing open returns at once, and refuses what comes next.
 func TestShutdownIdle(t *testing.T) {
-	h := streamhttp.New(newTestSource(), nil)
+	h := newHandler(t, newTestSource(), streamhttp.Options{})
 	require.NoError(t, h.Shutdown(context.Background()))
 	assert.Equal(t, streamhttp.Stats{ShuttingDown: true}, h.Stats())
 	require.NoError(t, h.Shutdown(context.Background()))

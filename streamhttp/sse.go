@@ -21,7 +21,7 @@ var (
 // goroutine, the one that runs Subscription.Serve.
 type writeDeadline struct {
 	conn interface{ SetWriteDeadline(time.Time) error }
-	// timeout is the write timeout; zero means no deadline.
+	// timeout is the write timeout; it is positive (see Options).
 	timeout time.Duration
 	// lazy (HTTP/1.x): the deadline is refreshed only when less than half
 	// of it is left, and is not cleared between writes (an expired write
@@ -35,9 +35,6 @@ type writeDeadline struct {
 // arm sets the deadline before a write: the write gets all of the timeout,
 // or, when lazy, at least half of it.
 func (d *writeDeadline) arm() error {
-	if d.timeout <= 0 {
-		return nil
-	}
 	now := time.Now()
 	if d.lazy && d.at.Sub(now) >= d.timeout/2 {
 		return nil
@@ -48,7 +45,7 @@ func (d *writeDeadline) arm() error {
 
 // disarm clears the deadline after a write, unless lazy.
 func (d *writeDeadline) disarm() error {
-	if d.timeout <= 0 || d.lazy {
+	if d.lazy {
 		return nil
 	}
 	return d.set(time.Time{})
@@ -130,7 +127,7 @@ func (s *sseWriter) send(parts ...[]byte) (err error) {
 // finish bounds the bytes net/http writes after the handler returns (the
 // last chunk) by one more write timeout.
 func (s *sseWriter) finish() {
-	if s.deadline.timeout > 0 && s.started && !s.broken {
+	if s.started && !s.broken {
 		_ = s.deadline.set(time.Now().Add(s.deadline.timeout))
 	}
 }

@@ -173,7 +173,7 @@ func start(name, natsURL string) (*instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	lh := streamhttp.New(h, &streamhttp.Options{
+	lh, err := streamhttp.New(h, streamhttp.Options{
 		Listen: listen.Options{
 			Capabilities: listen.Capabilities{
 				"tools":     map[string]any{"listChanged": true},
@@ -182,6 +182,10 @@ func start(name, natsURL string) (*instance, error) {
 			ServerInfo: listen.Implementation{Name: "cluster-example-" + name, Version: "1.0.0"},
 		},
 	})
+	if err != nil {
+		br.Close()
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		br.Close()

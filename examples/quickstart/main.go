@@ -24,7 +24,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	listens := streamhttp.New(changes, &streamhttp.Options{
+	listens, err := streamhttp.New(changes, streamhttp.Options{
 		Listen: listen.Options{
 			// Exactly what your server advertises in server/discover.
 			Capabilities: listen.Capabilities{
@@ -34,6 +34,9 @@ func main() {
 			ServerInfo: listen.Implementation{Name: "quickstart", Version: "1.0.0"},
 		},
 	})
+	if err != nil {
+		log.Fatal(err)
+	}
 
 	go func() {
 		for range time.Tick(10 * time.Second) {

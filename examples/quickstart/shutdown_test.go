@@ -33,9 +33,10 @@ func TestShutdownCompletesEveryStream(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			changes, err := hub.New(hub.Options{})
 			require.NoError(t, err)
-			listens := streamhttp.New(changes, &streamhttp.Options{
+			listens, err := streamhttp.New(changes, streamhttp.Options{
 				Listen: listen.Options{Capabilities: listen.Capabilities{"tools": map[string]any{"listChanged": true}}},
 			})
+			require.NoError(t, err)
 			ts := httptest.NewUnstartedServer(listens)
 			conns := &connListener{Listener: ts.Listener}
 			ts.Listener = conns
