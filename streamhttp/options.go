@@ -108,7 +108,10 @@ type Options struct {
 	SupportedVersions []string
 
 	// OnOpen, if set, is called once a subscription is open, before its
-	// acknowledgement is written, on the request's goroutine.
+	// acknowledgement is written, on the request's goroutine (on every
+	// path). A panic in it ends the stream (the subscription is closed as
+	// Disconnected, OnClose runs) and goes on up to net/http, as a panic in
+	// any handler does.
 	OnOpen func(sub *listen.Subscription)
 
 	// OnClose, if set, is called once for every subscription that was
