@@ -88,10 +88,12 @@ func (h *Handler) Stats() Stats {
 	}
 }
 
-// ServeHTTP serves one listen request, in four steps: decode (every check
-// of the request), admit (a stream slot), open (the subscription, on the
-// Source) and serve (the stream, to its end). A request refused by a step
-// is answered with a JSON-RPC error response.
+// ServeHTTP serves one listen request in steps, each a method below: decode
+// (the request checks and the body), admit (a slot under MaxStreams), open
+// (the subscription, on the Source), serve (the stream, here or on the
+// goroutine of a taken-over connection) and end (the one order every
+// stream ends in). A request refused by a step is answered with a JSON-RPC
+// error response.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	req, f := h.decode(w, r)
 	if f == nil {

@@ -305,8 +305,8 @@ func TestOptionsCopied(t *testing.T) {
 	s.end(t)
 }
 
-// A hook that panics abandons the stream: the subscription is still closed
-// (its owner ends with the handler) and its slot freed.
+// An OnOpen hook that panics abandons the stream: the subscription is still
+// closed (its owner ends with the stream), its slot freed, OnClose called.
 func TestPanickingHookClosesSubscription(t *testing.T) {
 	e := newEnv(t, nil, &streamhttp.Options{
 		OnOpen: func(*listen.Subscription) { panic(http.ErrAbortHandler) },
@@ -322,8 +322,10 @@ func TestPanickingHookClosesSubscription(t *testing.T) {
 	reason := st.Reason(t)
 	assert.ErrorIs(t, reason, listen.ErrDisconnected)
 	assert.ErrorIs(t, reason, listen.ErrOwnerGone)
-	recv(t, e.served, "the handler's return")
-	assert.Zero(t, e.h.Stats().Active)
+	c := recv(t, e.closes, "OnClose")
+	assert.ErrorIs(t, c.reason, listen.ErrOwnerGone, "OnClose sees the same reason")
+	assert.Equal(t, streamhttp.Stats{Opened: 1, Closed: 1}, e.h.Stats())
+	require.NoError(t, e.h.Shutdown(context.Background()), "nothing is left for Shutdown to wait for")
 }
 
 // An open stream does not retain a large unused request param: once the
