@@ -164,7 +164,8 @@ func isolation(t *testing.T, mode string, seed uint64) {
 	var streams []*isoStream
 
 	if mode != "stdio" {
-		hh := streamhttp.New(h, &streamhttp.Options{Listen: opts, KeepAlive: -1, WriteTimeout: failsafe})
+		hh, err := streamhttp.New(h, streamhttp.Options{Listen: opts, KeepAlive: failsafe, WriteTimeout: failsafe})
+		require.NoError(t, err)
 		ts := httptest.NewServer(hh)
 		client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 		defer func() {

@@ -103,14 +103,10 @@ func (h *Handler) decode(w http.ResponseWriter, r *http.Request) (*listen.Reques
 // also lets net/http watch the connection, so that a client disconnect
 // cancels the request's context.
 func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *refusal) {
-	if h.opts.MaxBodyBytes > 0 && r.ContentLength > h.opts.MaxBodyBytes {
+	if r.ContentLength > h.opts.MaxBodyBytes {
 		return nil, refuse(http.StatusRequestEntityTooLarge, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, MsgBodyTooLarge))
 	}
-	rd := io.Reader(r.Body)
-	if h.opts.MaxBodyBytes > 0 {
-		rd = http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes)
-	}
-	body, err := io.ReadAll(rd)
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {

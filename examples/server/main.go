@@ -150,7 +150,7 @@ func newServer(ctx context.Context, logger *slog.Logger, maxStreams int) (*serve
 	if err != nil {
 		return nil, err
 	}
-	lh := streamhttp.New(h, &streamhttp.Options{
+	lh, err := streamhttp.New(h, streamhttp.Options{
 		MaxStreams: maxStreams,
 		Listen: listen.Options{
 			Capabilities: caps,
@@ -164,6 +164,9 @@ func newServer(ctx context.Context, logger *slog.Logger, maxStreams int) (*serve
 			logger.Info("listen closed", "id", sub.ID().Raw(), "reason", listen.Classify(reason), "detail", reason)
 		},
 	})
+	if err != nil {
+		return nil, err
+	}
 	sdkHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return sdk },
 		&mcp.StreamableHTTPOptions{Stateless: true})
 	return &server{hub: h, listen: lh, sdk: sdk, handler: streamhttp.Front(lh, sdkHandler)}, nil
