@@ -38,9 +38,12 @@ func (s *oneShotStream) Close(error) {}
 
 // A listen over a pipe: the acknowledgement, the event, the completion.
 func ExampleServer_Serve() {
-	srv := stdio.NewServer(oneShot{}, &stdio.Options{
+	srv, err := stdio.New(oneShot{}, stdio.Options{
 		Listen: listen.Options{Capabilities: listen.Capabilities{"tools": map[string]any{"listChanged": true}}},
 	})
+	if err != nil {
+		log.Fatal(err)
+	}
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	done := make(chan error, 1)
@@ -76,7 +79,7 @@ func Example() {
 		}
 		return nil, listen.NewError(listen.CodeMethodNotFound, "Method not found: "+msg.Method)
 	})
-	srv := stdio.NewServer(src, &stdio.Options{
+	srv, err := stdio.New(src, stdio.Options{
 		Listen: listen.Options{
 			Capabilities: listen.Capabilities{"tools": map[string]any{"listChanged": true}},
 			ServerInfo:   listen.Implementation{Name: "example", Version: "1.0.0"},
@@ -84,9 +87,13 @@ func Example() {
 		Handler: app,
 		// The defaults, spelled out:
 		MaxSubscriptions: 32,
+		MaxInFlight:      64,
 		MaxLineBytes:     4 << 20,
 		WriteTimeout:     5 * time.Second,
 	})
+	if err != nil {
+		log.Fatal(err)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -100,9 +107,9 @@ func Example() {
 	case <-ctx.Done():
 		drain, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		// Completes every open listen. It returns once everything is
-		// written, even while Serve still waits for a stdin Read that
-		// cannot be interrupted; the process then exits.
+		// Completes every open listen and returns once Serve returned. A
+		// stdin pipe is read through a non-blocking duplicate, so its
+		// pending Read is stopped; the process then exits.
 		if err := srv.Shutdown(drain); err != nil {
 			log.Print(err)
 		}

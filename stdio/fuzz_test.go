@@ -107,7 +107,7 @@ func FuzzServeInput(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ignore := goleak.IgnoreCurrent()
 		var out bytes.Buffer
-		srv := stdio.NewServer(fuzzSource{}, &stdio.Options{
+		srv := newServer(t, fuzzSource{}, stdio.Options{
 			Listen:           listen.Options{Capabilities: testCaps},
 			Handler:          fuzzHandler,
 			MaxLineBytes:     512,

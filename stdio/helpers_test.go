@@ -120,6 +120,14 @@ var testCaps = listen.Capabilities{
 	"resources": map[string]any{"listChanged": true, "subscribe": true},
 }
 
+// newServer is stdio.New for options a test knows are valid.
+func newServer(t testing.TB, src listen.Source, opts stdio.Options) *stdio.Server {
+	t.Helper()
+	srv, err := stdio.New(src, opts)
+	require.NoError(t, err)
+	return srv
+}
+
 // harness runs a Server over two io.Pipe pairs: in carries the client's
 // lines to Serve, and every line Serve writes is decoded onto lines.
 type harness struct {
@@ -146,7 +154,7 @@ func start(t *testing.T, ctx context.Context, src *testSource, opts *stdio.Optio
 	if opts.Listen.Capabilities == nil {
 		opts.Listen.Capabilities = testCaps
 	}
-	h := &harness{t: t, src: src, srv: stdio.NewServer(src, opts), lines: make(chan msg, 1024), done: make(chan error, 1)}
+	h := &harness{t: t, src: src, srv: newServer(t, src, *opts), lines: make(chan msg, 1024), done: make(chan error, 1)}
 	var outR *io.PipeReader
 	h.inR, h.in = io.Pipe()
 	outR, h.outW = io.Pipe()
