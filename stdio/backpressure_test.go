@@ -77,6 +77,54 @@ func TestFloodWithOutputNeverReadIsBounded(t *testing.T) {
 	}
 }
 
+// The same with a Conn whose peer never reads: MaxInFlight messages are
+// queued for it, then Serve stops reading; a peer that reads but never
+// answers holds MaxInFlight requests, then Serve stops reading.
+func TestConnFloodIsBounded(t *testing.T) {
+	const n, max = 200, 8
+	for _, reads := range []bool{false, true} {
+		t.Run(fmt.Sprintf("peer reads=%v", reads), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := newServer(t, newTestSource(), stdio.Options{MaxInFlight: max})
+				inR, inW := io.Pipe()
+				outR, outW := io.Pipe()
+				c := srv.NewConn(inR, outW)
+				done := make(chan error, 1)
+				go func() { done <- c.Serve(t.Context()) }()
+				var got atomic.Int64
+				peerDone := make(chan struct{})
+				go func() {
+					defer close(peerDone)
+					if !reads {
+						return
+					}
+					for {
+						if _, err := c.ReadMessage(context.Background()); err != nil {
+							return
+						}
+						got.Add(1)
+					}
+				}()
+				var written atomic.Int64
+				flooded := make(chan struct{})
+				go flood(inW, n, &written, flooded)
+
+				synctest.Wait()
+				require.LessOrEqual(t, written.Load(), int64(max+1), "lines Serve took")
+				if reads {
+					require.EqualValues(t, max, got.Load(), "requests handed to the peer")
+				}
+				require.NoError(t, inW.Close())
+				<-flooded
+				require.NoError(t, c.Close())
+				require.NoError(t, <-done)
+				<-peerDone
+				outR.Close()
+			})
+		})
+	}
+}
+
 // blockingWriter is a writer Serve cannot interrupt: no deadline, no Close,
 // like a blocking standard output with Options.BlockingFiles.
 type blockingWriter struct{ w *io.PipeWriter }

@@ -134,6 +134,7 @@ type harness struct {
 	t     *testing.T
 	src   *testSource
 	srv   *stdio.Server
+	conn  *stdio.Conn // set by startConn
 	in    *io.PipeWriter
 	inR   *io.PipeReader
 	outW  *io.PipeWriter
@@ -144,6 +145,18 @@ type harness struct {
 // start starts Serve with ctx. opts may be nil; its Listen.Capabilities
 // default to testCaps.
 func start(t *testing.T, ctx context.Context, src *testSource, opts *stdio.Options) *harness {
+	t.Helper()
+	return startHarness(t, ctx, src, opts, false)
+}
+
+// startConn is start for a Conn: Conn.Serve with ctx; h.conn is the peer's
+// side.
+func startConn(t *testing.T, ctx context.Context, src *testSource, opts *stdio.Options) *harness {
+	t.Helper()
+	return startHarness(t, ctx, src, opts, true)
+}
+
+func startHarness(t *testing.T, ctx context.Context, src *testSource, opts *stdio.Options, conn bool) *harness {
 	t.Helper()
 	if src == nil {
 		src = newTestSource()
@@ -166,8 +179,13 @@ func start(t *testing.T, ctx context.Context, src *testSource, opts *stdio.Optio
 		}
 		close(h.lines)
 	}()
+	serve := func() error { return h.srv.Serve(ctx, h.inR, h.outW) }
+	if conn {
+		h.conn = h.srv.NewConn(h.inR, h.outW)
+		serve = func() error { return h.conn.Serve(ctx) }
+	}
 	go func() {
-		err := h.srv.Serve(ctx, h.inR, h.outW)
+		err := serve()
 		h.outW.Close()
 		h.inR.Close()
 		h.done <- err

@@ -245,6 +245,13 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	return s.newConn(r, w, false).serve(ctx)
 }
 
+// NewConn returns a connection over r and w whose messages other than
+// listens go to a peer through the Conn, instead of to Options.Handler: see
+// Conn. Serve it with Conn.Serve.
+func (s *Server) NewConn(r io.Reader, w io.Writer) *Conn {
+	return &Conn{c: s.newConn(r, w, true)}
+}
+
 // register records c for Shutdown; false if the Server is shut down.
 func (s *Server) register(c *conn) bool {
 	s.mu.Lock()
