@@ -450,13 +450,17 @@ func (c *conn) removeEntry(e *entry) {
 	c.mu.Unlock()
 }
 
-func (c *conn) removeEntryLocked(e *entry) {
-	if c.entries[e.id] == e {
-		delete(c.entries, e.id)
-		if e.kind == kindListen {
-			c.listens--
-		}
+// removeEntryLocked drops e from the in-flight ids, if it is still there,
+// and reports whether it was.
+func (c *conn) removeEntryLocked(e *entry) bool {
+	if c.entries[e.id] != e {
+		return false
 	}
+	delete(c.entries, e.id)
+	if e.kind == kindListen {
+		c.listens--
+	}
+	return true
 }
 
 // inFlight reports whether id is an open listen, a handler call or a

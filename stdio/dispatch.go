@@ -104,10 +104,15 @@ func (c *conn) forwardRequest(msg listen.Message, line []byte) {
 	c.entries[e.id] = e
 	c.mu.Unlock()
 	if !c.forward(line) {
+		// Not queued (the connection stopped taking messages). The unit
+		// goes back with the entry, unless an answer the peer wrote for
+		// this id (it never read the request) took both already.
 		c.mu.Lock()
-		c.removeEntryLocked(e)
+		removed := c.removeEntryLocked(e)
 		c.mu.Unlock()
-		c.giveSlot()
+		if removed {
+			c.giveSlot()
+		}
 	}
 }
 
