@@ -82,13 +82,15 @@ type Options struct {
 	// subscription capacity exhausted". Zero means DefaultMaxSubscriptions
 	// (32).
 	MaxSubscriptions int
-	// MaxInFlight bounds, per connection, the messages read but not yet
-	// done with: Handler calls running (requests and notifications), and on
-	// a Conn the requests forwarded to the peer and not yet answered by it,
-	// and the messages queued for the peer and not yet read by it. When it
-	// is reached Serve stops reading (the client's writes then block: this is
-	// the connection's backpressure) until one is done. Listens are bounded
-	// by MaxSubscriptions instead. Zero means DefaultMaxInFlight (64).
+	// MaxInFlight bounds, per connection, the work read but not yet done
+	// with: the Handler calls running (requests and notifications; a call
+	// counts until its response is written) and, on a Conn, the requests
+	// forwarded to the peer and not yet answered by it. It is also the
+	// length of a Conn's queue of messages the peer has not read yet. When
+	// either is full Serve stops reading (the client's writes then block:
+	// this is the connection's backpressure) until there is room. Listens
+	// are bounded by MaxSubscriptions instead. Zero means DefaultMaxInFlight
+	// (64).
 	MaxInFlight int
 	// MaxLineBytes bounds the length of one input line, newline excluded.
 	// A longer line is skipped (never buffered past the limit) and answered
