@@ -115,3 +115,61 @@ func Example() {
 		}
 	}
 }
+
+// A peer shares the connection: it answers tools/list, and writes a log
+// message nobody asked for; the listen is served by the Server.
+func ExampleServer_NewConn() {
+	srv, err := stdio.New(oneShot{}, stdio.Options{
+		Listen: listen.Options{Capabilities: listen.Capabilities{"tools": map[string]any{"listChanged": true}}},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	c := srv.NewConn(inR, outW)
+	done := make(chan error, 1)
+	go func() {
+		done <- c.Serve(context.Background())
+		outW.Close()
+	}()
+
+	// The peer, such as an MCP server implementation's connection.
+	go func() {
+		defer c.Close()
+		ctx := context.Background()
+		for {
+			msg, err := c.ReadMessage(ctx) // io.EOF once the client is gone
+			if err != nil {
+				return
+			}
+			var req struct {
+				ID json.RawMessage `json:"id"`
+			}
+			_ = json.Unmarshal(msg, &req)
+			_ = c.WriteMessage(ctx, json.RawMessage(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"listing tools"}}`))
+			_ = c.WriteMessage(ctx, json.RawMessage(`{"jsonrpc":"2.0","id":`+string(req.ID)+`,"result":{"tools":[]}}`))
+		}
+	}()
+
+	out := bufio.NewScanner(outR)
+	io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`+"\n")
+	for range 2 {
+		out.Scan()
+		fmt.Println(out.Text())
+	}
+	io.WriteString(inW, `{"jsonrpc":"2.0","id":2,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},"notifications":{"toolsListChanged":true}}}`+"\n")
+	for range 3 {
+		out.Scan()
+		fmt.Println(out.Text())
+	}
+	inW.Close() // EOF: the peer reads io.EOF and closes; Serve returns
+	fmt.Println("Serve:", <-done)
+	// Output:
+	// {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"listing tools"}}
+	// {"jsonrpc":"2.0","id":1,"result":{"tools":[]}}
+	// {"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":2},"notifications":{"toolsListChanged":true}}}
+	// {"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":2}}}
+	// {"jsonrpc":"2.0","id":2,"result":{"_meta":{"io.modelcontextprotocol/subscriptionId":2},"resultType":"complete"}}
+	// Serve: <nil>
+}
