@@ -798,7 +798,7 @@ func newStdioFixture(t testing.TB, osPipe bool, end ending) *stdioFixture {
 	fx := &stdioFixture{source: newFaultSource(), osPipe: osPipe, end: end}
 	lo := listenOptions()
 	lo.CanRead = fx.source.canRead
-	fx.srv = stdio.NewServer(fx.source, &stdio.Options{
+	srv, err := stdio.New(fx.source, stdio.Options{
 		Listen:       lo,
 		Handler:      pingHandler,
 		MaxLineBytes: maxRequestBytes,
@@ -806,6 +806,8 @@ func newStdioFixture(t testing.TB, osPipe bool, end ending) *stdioFixture {
 		OnOpen:       fx.opened,
 		OnClose:      fx.closed,
 	})
+	require.NoError(t, err)
+	fx.srv = srv
 	fx.main = fx.connect(t)
 	return fx
 }

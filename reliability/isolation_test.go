@@ -184,7 +184,8 @@ func isolation(t *testing.T, mode string, seed uint64) {
 		}
 	}
 	if mode != "http" {
-		ss := stdio.NewServer(h, &stdio.Options{Listen: opts, WriteTimeout: failsafe})
+		ss, err := stdio.New(h, stdio.Options{Listen: opts, WriteTimeout: failsafe})
+		require.NoError(t, err)
 		ids := []string{`1`, `2`, `3`, `4`, `"1"`, `"2"`, `"3"`, `"4"`}
 		for c := range isoConns {
 			conn := newStdioConn(t, ss, c%2 == 1, connOptions{routeBuf: 4 * isoRounds * isoPerRnd})

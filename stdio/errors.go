@@ -11,6 +11,12 @@ var (
 	// not complete within Options.WriteTimeout. The connection is then gone:
 	// every subscription was closed as listen.Disconnected with this cause.
 	ErrWriteTimeout = errors.New("stdio: write timed out")
+	// ErrConnClosed is returned by a Conn's ReadMessage and WriteMessage
+	// after its Close.
+	ErrConnClosed = errors.New("stdio: connection closed")
+	// ErrInvalidOptions is matched by the error New returns for invalid
+	// options; its text names the field.
+	ErrInvalidOptions = errors.New("stdio: invalid options")
 )
 
 // Exact messages of the errors this transport writes itself. The listen
