@@ -7,7 +7,7 @@
 // time), and writes OUT/benchmarks.md, OUT/benchmarks.json and
 // OUT/fanout.png. Linux only. Run it from the repository root:
 //
-//	go run ./bench/cmd/listenbench [-n 100,1000,10000] [-runs 3] [-triggers 5] [-out-dir docs] [-quick]
+//	go run ./bench/cmd/listenbench [-n 100,1000,10000] [-runs 3] [-triggers 5] [-out-dir bench/results] [-quick]
 package main
 
 import (

@@ -73,7 +73,7 @@ type Config struct {
 // Default returns the full benchmark's parameters.
 func Default() Config {
 	return Config{
-		OutDir:          "docs",
+		OutDir:          "bench/results",
 		Ns:              []int{100, 1000, 10000},
 		Runs:            3,
 		Triggers:        5,
