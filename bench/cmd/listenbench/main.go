@@ -1,6 +1,6 @@
 // Command listenbench measures subscriptions/listen (MCP 2026-07-28,
 // SEP-2575) on our example server (examples/server) and on a plain go-sdk
-// v1.8.0 server (examples/gosdkserver), side by side, over real loopback
+// v1.8.0 server (bench/cmd/gosdkserver), side by side, over real loopback
 // Streamable HTTP: fan-out latency to N streams, memory and goroutines per
 // open stream, the open rate, and the effect of one client that stops
 // reading. It builds both servers, runs each in its own process (one at a
@@ -54,7 +54,7 @@ func run(ctx context.Context, args []string, log io.Writer) error {
 	stallObserve := fs.Duration("stall-observe", def.StallObserve, "how long to watch the stalled socket after the last trigger")
 	stallRcvBuf := fs.Int("stall-rcvbuf", def.StallRcvBuf, "SO_RCVBUF of the stalled client's socket (0: kernel default)")
 	oursBin := fs.String("ours-bin", "", "prebuilt examples/server binary (default: go build it)")
-	sdkBin := fs.String("gosdk-bin", "", "prebuilt examples/gosdkserver binary (default: go build it)")
+	sdkBin := fs.String("gosdk-bin", "", "prebuilt bench/cmd/gosdkserver binary (default: go build it)")
 	oursArgs := fs.String("ours-args", "", "extra flags for our server, space-separated")
 	sdkArgs := fs.String("gosdk-args", "", "extra flags for the go-sdk server, space-separated")
 	skipStall := fs.Bool("skip-stall", false, "skip the stalled-client scenario")

@@ -35,7 +35,7 @@ func TestQuick(t *testing.T) {
 	for _, want := range []string{
 		"go run ./bench/cmd/listenbench -quick -out-dir",
 		"## Machine", "## Goals", "## Results",
-		"ours (examples/server)", "go-sdk v1.8.0 (examples/gosdkserver)",
+		"ours (examples/server)", "go-sdk v1.8.0 (bench/cmd/gosdkserver)",
 		"| Fan-out latency, last stream (ms) | 20 |",
 		"| RSS per open stream, after a settle (KB) | 20 |",
 		"Stalled client: what happened to the stalled stream",

@@ -2,7 +2,7 @@
 // over real loopback Streamable HTTP against server processes: our example
 // server (examples/server: go-sdk v1.8.0 in front, our streamhttp handler and
 // hub.Hub for listen) and a plain go-sdk v1.8.0 server
-// (examples/gosdkserver). It builds both, starts each in its own process,
+// (bench/cmd/gosdkserver). It builds both, starts each in its own process,
 // measures one process at a time from this process, and writes a markdown
 // report and a PNG chart.
 //
@@ -17,7 +17,7 @@ import (
 // Config is one benchmark run's parameters.
 type Config struct {
 	// RepoRoot is the checkout holding go.work, examples/server and
-	// examples/gosdkserver.
+	// bench/cmd/gosdkserver.
 	RepoRoot string
 	// OutDir receives benchmarks.md, benchmarks.json and fanout.png.
 	OutDir string

@@ -340,12 +340,12 @@ func FindRepoRoot(dir string) (string, error) {
 	for {
 		if fileExists(filepath.Join(d, "go.work")) &&
 			fileExists(filepath.Join(d, "examples", "server", "main.go")) &&
-			fileExists(filepath.Join(d, "examples", "gosdkserver", "main.go")) {
+			fileExists(filepath.Join(d, "bench", "cmd", "gosdkserver", "main.go")) {
 			return d, nil
 		}
 		parent := filepath.Dir(d)
 		if parent == d {
-			return "", fmt.Errorf("no checkout with go.work, examples/server and examples/gosdkserver above %s", dir)
+			return "", fmt.Errorf("no checkout with go.work, examples/server and bench/cmd/gosdkserver above %s", dir)
 		}
 		d = parent
 	}

@@ -32,7 +32,7 @@ type Kind struct {
 // The servers under test.
 var (
 	Ours  = Kind{ID: "ours", Label: "ours (examples/server)", Pkg: "./examples/server"}
-	GoSDK = Kind{ID: "gosdk", Label: "go-sdk v1.8.0 (examples/gosdkserver)", Pkg: "./examples/gosdkserver"}
+	GoSDK = Kind{ID: "gosdk", Label: "go-sdk v1.8.0 (bench/cmd/gosdkserver)", Pkg: "./bench/cmd/gosdkserver"}
 )
 
 // serverBin is a built server and the flags it is started with.
