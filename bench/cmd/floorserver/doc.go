@@ -18,12 +18,14 @@
 // # How a stream costs nothing while idle
 //
 // net/http parses the listen request; the handler then hijacks the
-// connection, writes the response header and the acknowledgement with an
-// ordinary blocking write, duplicates the socket's descriptor, makes it
-// non-blocking and lets net/http's connection go (the duplicate keeps the
-// socket open). From then on a stream is a descriptor, its JSON-RPC id and
-// its filter, owned by one of a fixed set of writer loops (GOMAXPROCS by
-// default): no goroutine, timer, channel or lock of its own.
+// connection, duplicates the socket's descriptor, makes it non-blocking and
+// lets net/http's connection go (the duplicate keeps the socket open). The
+// stream goes to one of a fixed set of writer loops (GOMAXPROCS by
+// default), which writes the response header and the acknowledgement
+// first, in the order of its other work: a notification published after the
+// client could have seen the acknowledgement reaches it. From then on a
+// stream is a descriptor, its JSON-RPC id and its filter: no goroutine,
+// timer, channel or lock of its own.
 //
 // A trigger's notification is encoded once, as the bytes before and after
 // the subscription id, and handed to every loop; the tool call returns

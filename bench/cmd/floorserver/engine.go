@@ -109,6 +109,7 @@ type message struct {
 	serial uint32
 	sp     *slowPath
 	err    error
+	first  []byte
 	reply  chan bool
 }
 
@@ -153,10 +154,12 @@ func newEngine(opts engineOptions) (*engine, error) {
 	return e, nil
 }
 
-// add hands an acknowledged stream (a non-blocking descriptor the engine
-// now owns) to a loop. It reports false, and closes fd, once the engine is
-// closed.
-func (e *engine) add(fd int, id []byte, tools bool, uris []string) bool {
+// add hands a stream (a non-blocking descriptor the engine now owns) to a
+// loop, which writes first (the response header and the acknowledgement)
+// before anything else: every notification published after the client
+// could have seen its acknowledgement reaches it. It reports false, and
+// closes fd, once the engine is closed.
+func (e *engine) add(fd int, id []byte, tools bool, uris []string, first []byte) bool {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	if e.closed {
@@ -170,7 +173,7 @@ func (e *engine) add(fd int, id []byte, tools bool, uris []string) bool {
 	s := &stream{fd: fd, serial: uint32(serial) & 0xffffff, id: id, tools: tools, uris: uris}
 	l := e.loops[serial%uint64(len(e.loops))]
 	e.open.Add(1)
-	l.ctl <- message{kind: msgAdd, s: s} // the loop runs until closed is set
+	l.ctl <- message{kind: msgAdd, s: s, first: first} // the loop runs until closed is set
 	return true
 }
 
@@ -274,6 +277,7 @@ func (l *loop) handle(m message) {
 		if h := l.e.opts.Hooks.Opened; h != nil {
 			h(string(s.id))
 		}
+		l.send(s, m.first)
 	case msgPublish:
 		l.publish(m.n)
 	case msgHangUp:
@@ -315,18 +319,24 @@ func (l *loop) publish(n *note) {
 			continue
 		}
 		l.buf = append(append(append(l.buf[:0], n.prefix...), s.id...), n.suffix...)
-		if s.slow != nil {
-			l.enqueue(s, slices.Clone(l.buf))
-			continue
-		}
-		w, err := write(s.fd, l.buf)
-		switch {
-		case err == nil && w == len(l.buf):
-		case err == nil || errors.Is(err, syscall.EAGAIN):
-			l.toSlow(s, slices.Clone(l.buf[max(w, 0):]))
-		default:
-			l.close(s, fmt.Errorf("%w: %v", errWriteFailed, err))
-		}
+		l.send(s, l.buf)
+	}
+}
+
+// send writes frame to s: one non-blocking write(2) on the fast path; what
+// does not fit goes to the slow path. frame is not kept.
+func (l *loop) send(s *stream, frame []byte) {
+	if s.slow != nil {
+		l.enqueue(s, slices.Clone(frame))
+		return
+	}
+	w, err := write(s.fd, frame)
+	switch {
+	case err == nil && w == len(frame):
+	case err == nil || errors.Is(err, syscall.EAGAIN):
+		l.toSlow(s, slices.Clone(frame[max(w, 0):]))
+	default:
+		l.close(s, fmt.Errorf("%w: %v", errWriteFailed, err))
 	}
 }
 

@@ -102,8 +102,7 @@ type rawStream struct {
 }
 
 // openRaw opens a listen on its own connection (SO_RCVBUF rcvbuf if
-// positive), reads the response header and the acknowledgement, and waits
-// until a loop owns the stream.
+// positive) and reads the response header and the acknowledgement.
 func (s *testServer) openRaw(t *testing.T, id, filter string, rcvbuf int) (*rawStream, string) {
 	t.Helper()
 	d := net.Dialer{}
@@ -130,8 +129,15 @@ func (s *testServer) openRaw(t *testing.T, id, filter string, rcvbuf int) (*rawS
 		t.Fatalf("listen: %s %v", resp.Status, resp.Header)
 	}
 	ack := rs.next(t)
-	if got := wait(t, s.ev.opened, "open"); got != id {
-		t.Fatalf("opened %s, want %s", got, id)
+	// The loop owned the stream before it wrote the acknowledgement: any
+	// notification published from now on reaches the stream.
+	select {
+	case got := <-s.ev.opened:
+		if got != id {
+			t.Fatalf("opened %s, want %s", got, id)
+		}
+	default:
+		t.Fatal("the acknowledgement arrived before a loop owned the stream")
 	}
 	return rs, ack
 }
@@ -328,11 +334,10 @@ func TestSlowStreamComesBack(t *testing.T) {
 	}
 	s.e.publish(toolsNote) // not subscribed
 	s.e.publish(resourceNote(bigURI))
+	// (A 64 KiB frame into a 16 KiB send buffer may well send it down the
+	// slow path again: what matters is that it arrives.)
 	if got := rs.next(t); got != resourceFrame("1", bigURI) {
 		t.Fatalf("after the return: %.80s", got)
-	}
-	if n := s.e.slowN.Load(); n != 0 {
-		t.Errorf("%d slow streams", n)
 	}
 }
 
@@ -364,7 +369,7 @@ func TestCloseEndsEverything(t *testing.T) {
 	if !got["1"] || !got["2"] || s.e.open.Load() != 0 || s.e.slowN.Load() != 0 {
 		t.Errorf("closed %v; open %d, slow %d", got, s.e.open.Load(), s.e.slowN.Load())
 	}
-	if s.e.add(-1, []byte("3"), true, nil) {
+	if s.e.add(-1, []byte("3"), true, nil, nil) {
 		t.Error("add after Close succeeded")
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"syscall"
-	"time"
 )
 
 // maxBody bounds a request body (the stalled-client scenario's listen
@@ -203,21 +202,19 @@ func (h *handler) listen(w http.ResponseWriter, req *request) {
 	if err != nil {
 		return
 	}
-	fd, err := takeOver(conn, append([]byte(listenHeader), ackFrame(req.ID, f.ToolsListChanged, f.ResourceSubscriptions)...))
+	fd, err := takeOver(conn)
 	if err != nil {
 		return // the client is gone
 	}
-	h.e.add(fd, req.ID, f.ToolsListChanged, f.ResourceSubscriptions)
+	// The loop writes the header and the acknowledgement first.
+	first := append([]byte(listenHeader), ackFrame(req.ID, f.ToolsListChanged, f.ResourceSubscriptions)...)
+	h.e.add(fd, req.ID, f.ToolsListChanged, f.ResourceSubscriptions, first)
 }
 
-// takeOver writes first on conn, then returns a non-blocking duplicate of
-// its descriptor and closes conn (the duplicate keeps the socket open).
-func takeOver(conn net.Conn, first []byte) (int, error) {
+// takeOver returns a non-blocking duplicate of conn's descriptor and closes
+// conn (the duplicate keeps the socket open).
+func takeOver(conn net.Conn) (int, error) {
 	defer conn.Close()
-	_ = conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
-	if _, err := conn.Write(first); err != nil {
-		return -1, err
-	}
 	sc, ok := conn.(syscall.Conn)
 	if !ok {
 		return -1, errors.New("not a socket")
