@@ -254,7 +254,7 @@ func stall(ctx context.Context, cfg *Config, b *serverBin, tmp string, stalled b
 		}
 		fate.Observed = time.Since(first)
 		fate.ServerState, fate.MaxSendQ, fate.MaxRecvQ = ws.state, ws.maxSendQ, ws.maxRecvQ
-		readStalled(raw, fate)
+		readStalled(raw, fate, min(2*time.Second, max(200*time.Millisecond, cfg.StallObserve)))
 		r.BlockIndex = fate.Updates
 		if r.BlockedAt >= 0 {
 			r.BlockIndex = min(r.BlockIndex, r.BlockedAt)
@@ -269,9 +269,10 @@ func stall(ctx context.Context, cfg *Config, b *serverBin, tmp string, stalled b
 	return r, nil
 }
 
-// readStalled reads what the stalled socket holds, then tells how it ended.
-func readStalled(c *net.TCPConn, f *StalledFate) {
-	_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+// readStalled reads what the stalled socket holds, then tells how it ended
+// ("still open" when nothing came for quiet).
+func readStalled(c *net.TCPConn, f *StalledFate, quiet time.Duration) {
+	_ = c.SetReadDeadline(time.Now().Add(quiet))
 	lr := newLineReader(c, 64<<10)
 	for {
 		line, _, err := lr.next()
