@@ -22,6 +22,9 @@ import (
 type Handler struct {
 	src  listen.Source
 	opts Options
+	// fast serves taken-over hub streams without a goroutine each (nil
+	// where unsupported; see fanout).
+	fast *fanout
 
 	mu sync.Mutex
 	// streams holds the listens that hold a slot (counted by MaxStreams and
@@ -53,6 +56,7 @@ func New(src listen.Source, opts Options) (*Handler, error) {
 	return &Handler{
 		src:     src,
 		opts:    o,
+		fast:    newFanout(o),
 		streams: make(map[*stream]struct{}),
 		over:    make(chan struct{}),
 	}, nil
@@ -177,7 +181,7 @@ func (h *Handler) serve(st *stream, w http.ResponseWriter, r *http.Request) {
 	}
 	if !h.opts.NoTakeover && r.ProtoMajor == 1 {
 		if t := h.takeover(st, w, r); t != nil {
-			go t.run(h)
+			t.start(h)
 			return
 		}
 	}
@@ -323,13 +327,15 @@ func (h *Handler) Shutdown(ctx context.Context) error {
 	h.mu.Unlock()
 	select {
 	case <-h.over:
-		return nil
 	default:
+		select {
+		case <-h.over:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
-	select {
-	case <-h.over:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	if h.fast != nil {
+		return h.fast.wait(ctx) // its goroutines end with its last stream
 	}
+	return nil
 }
