@@ -349,7 +349,7 @@ func (s *Subscription) CloseReason() error { return s.guard.closeReason() }
 
 // Closed returns a channel closed once the stream has been closed and its
 // Close has returned.
-func (s *Subscription) Closed() <-chan struct{} { return s.guard.done }
+func (s *Subscription) Closed() <-chan struct{} { return s.guard.doneChan() }
 
 // canRead calls a CanRead policy, turning its panic into the internal error
 // of a failed open (as for a panic in Source.Open).
