@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
 	"runtime"
 	"slices"
 	"sync"
@@ -132,6 +133,11 @@ func (f *fanout) count() int {
 // start serves the taken-over stream t as a fast stream, if it can be one:
 // its subscription has a Poller and its connection is a socket. It reports
 // false, having changed nothing, otherwise.
+//
+// A fast stream keeps the socket's descriptor only: start duplicates it and
+// closes the net.Conn, whose per-connection objects (descriptor, poller
+// registration, addresses) a stream would otherwise hold for its life. The
+// slow path makes a net.Conn again while it needs one.
 func (f *fanout) start(h *Handler, t *takenOver) bool {
 	sc, ok := t.conn.(syscall.Conn)
 	if !ok {
@@ -141,11 +147,7 @@ func (f *fanout) start(h *Handler, t *takenOver) bool {
 	if err != nil {
 		return false
 	}
-	fd := -1
-	if err := rc.Control(func(s uintptr) { fd = int(s) }); err != nil || fd < 0 {
-		return false
-	}
-	fs := &fastStream{f: f, h: h, st: t.st, conn: t.conn, fd: fd, head: t.head}
+	fs := &fastStream{f: f, h: h, st: t.st, fd: -1, head: t.head}
 	fs.l = f.loops[int(f.next.Add(1))%len(f.loops)]
 	// Owned by this goroutine until it is scheduled below: a notify that
 	// comes first only marks it pending.
@@ -155,13 +157,39 @@ func (f *fanout) start(h *Handler, t *takenOver) bool {
 		return false
 	}
 	fs.p = p
-	if err := f.add(fs); err != nil {
-		// Nothing would see this client leave: end the stream at once.
-		fs.st.cancel(listen.Disconnected(err))
+	var derr error
+	if err := rc.Control(func(s uintptr) { fs.fd, derr = dupCloseOnExec(int(s)) }); err != nil || derr != nil {
+		// The stream is served nonetheless: it ends at once.
+		fs.st.cancel(listen.Disconnected(errors.Join(err, derr)))
 	}
-	fs.stopWatch = context.AfterFunc(fs.st.ctx, fs.notify)
+	_ = t.conn.Close() // the duplicate keeps the socket open
+	// Shutdown (and any other end of the serving context) cancels through
+	// st.cancel: it also wakes the stream. (Set under h.mu, where Shutdown
+	// reads it.)
+	cancel := fs.st.cancel
+	h.mu.Lock()
+	fs.st.cancel = func(cause error) {
+		cancel(cause)
+		fs.notify()
+	}
+	h.mu.Unlock()
+	if fs.fd >= 0 {
+		if err := f.add(fs); err != nil {
+			// Nothing would see this client leave: end the stream at once.
+			fs.st.cancel(listen.Disconnected(err))
+		}
+	}
 	fs.l.schedule(fs) // the acknowledgement
 	return true
+}
+
+// dupCloseOnExec duplicates fd (close-on-exec).
+func dupCloseOnExec(fd int) (int, error) {
+	r, _, e := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_DUPFD_CLOEXEC, 0)
+	if e != 0 {
+		return -1, os.NewSyscallError("fcntl", e)
+	}
+	return int(r), nil
 }
 
 // add registers fs with a loop, the sweeper and the hang-up watcher.
@@ -343,8 +371,8 @@ type fastStream struct {
 	f    *fanout
 	h    *Handler
 	st   *stream
-	conn net.Conn
-	fd   int
+	fd   int      // the socket (a duplicate of the taken-over connection's)
+	conn net.Conn // the slow path's connection on fd, while it runs
 	l    *loop
 	hup  *hangups
 	gen  uint32 // its registration with hup
@@ -355,7 +383,6 @@ type fastStream struct {
 	lastWrite atomic.Int64 // fanout clock of the last write
 	ping      atomic.Bool  // the sweeper asks for a keep-alive
 	idx       int
-	stopWatch func() bool // stops the AfterFunc on st.ctx
 }
 
 // ended reports the end of the stream's serving context (listen.Poller).
@@ -498,7 +525,15 @@ func (fs *fastStream) toSlow(rest []byte, message bool) {
 // client.
 func (fs *fastStream) slow(rest []byte, message bool) {
 	defer fs.f.stopped()
-	err := fs.writeBlocking(rest)
+	conn, err := pollerConn(fs.fd)
+	if err == nil {
+		fs.conn = conn
+		defer func() {
+			_ = conn.Close() // fs.fd keeps the socket open
+			fs.conn = nil
+		}()
+		err = fs.writeBlocking(rest)
+	}
 	if message {
 		fs.p.Written(err)
 	} else if err != nil {
@@ -523,7 +558,7 @@ func (fs *fastStream) slow(rest []byte, message bool) {
 			}
 			continue
 		case listen.StepDone:
-			fs.end()
+			fs.end() // the deferred close of the slow path's connection comes first
 			return
 		}
 		oneLine(buf[len(eventPrefix):])
@@ -535,8 +570,23 @@ func (fs *fastStream) slow(rest []byte, message bool) {
 	}
 }
 
+// pollerConn returns a net.Conn on a duplicate of fd, so that the slow path
+// can wait for the socket with a deadline in Go's poller.
+func pollerConn(fd int) (net.Conn, error) {
+	dup, err := dupCloseOnExec(fd)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(dup), "streamhttp-slow")
+	defer f.Close()
+	return net.FileConn(f) // duplicates it again
+}
+
 // writeBlocking writes b within the write timeout, in Go's poller.
 func (fs *fastStream) writeBlocking(b []byte) error {
+	if fs.conn == nil {
+		return errBroken
+	}
 	if err := fs.conn.SetWriteDeadline(time.Now().Add(fs.f.writeTimeout)); err != nil {
 		return err
 	}
@@ -556,15 +606,17 @@ func (fs *fastStream) end() {
 }
 
 func (fs *fastStream) finish() {
-	fs.stopWatch()
 	<-fs.st.sub.Closed()
 	fs.h.end(fs.st, fs.st.sub.CloseReason(), fs.letGo)
 }
 
-// letGo unregisters fs and closes its connection.
+// letGo unregisters fs and closes its socket.
 func (fs *fastStream) letGo() {
+	if fs.fd < 0 {
+		return
+	}
 	fs.f.remove(fs)
-	_ = fs.conn.Close()
+	_ = syscall.Close(fs.fd)
 }
 
 // hangUp ends fs because its client hung up or sent bytes after its

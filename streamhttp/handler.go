@@ -151,11 +151,11 @@ func (h *Handler) admit(st *stream, id jsonrpc.ID) *refusal {
 
 // open opens st's subscription for req. The request's context reaches
 // Source.Open, CanRead and the extension hooks, so a slow open sees the
-// client leave; st's owner guards the subscription afterwards. Once open,
+// client leave; st owns the subscription afterwards (see stream.stop). Once open,
 // neither the request nor its body is referenced: the subscription kept
 // copies of what it serves.
 func (h *Handler) open(st *stream, r *http.Request, req *listen.Request) *refusal {
-	sub, err := listen.OpenOwned(r.Context(), st.owner, h.src, req, &h.opts.Listen)
+	sub, err := listen.OpenOwned(r.Context(), nil, h.src, req, &h.opts.Listen)
 	if err != nil {
 		if r.Context().Err() != nil {
 			// The client left while the source was opening: there is
@@ -271,8 +271,8 @@ func (h *Handler) onClose(st *stream, reason error) {
 
 // abandonOnPanic, deferred while st is served on the request's goroutine,
 // ends st when a panic (such as one in OnOpen) unwinds it, then lets the
-// panic go on: st's owner ends, which closes the subscription (reason
-// Disconnected, cause listen.ErrOwnerGone), and st ends as usual.
+// panic go on: st.stop closes the subscription (reason Disconnected, cause
+// listen.ErrOwnerGone), and st ends as usual.
 func (h *Handler) abandonOnPanic(st *stream) {
 	v := recover()
 	if v == nil {

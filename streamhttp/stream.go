@@ -18,31 +18,36 @@ type stream struct {
 	// saw it close), or nil once the stream has ended.
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	// owner owns the subscription (see listen.OpenOwned). It ends with the
-	// stream, however the stream ends (even by a panic in a hook), so a
-	// subscription never outlives its stream. It does not end on a client
-	// disconnect or a failed write: those end ctx instead, so that Serve
-	// closes the subscription with the precise reason without a race.
-	owner    context.Context
-	endOwner context.CancelFunc
-	// sub is the subscription, once opened.
+	// sub is the subscription, once opened. The stream owns it: it is
+	// opened without an owner context (listen.OpenOwned with a nil owner),
+	// and stop closes it if it is still open, however the stream ends (even
+	// by a panic in a hook), so a subscription never outlives its stream. A
+	// client disconnect or a failed write ends ctx instead, so that Serve
+	// closes the subscription with the precise reason.
 	sub *listen.Subscription
 }
 
 // newStream returns the stream of the listen request r. Its contexts keep
-// r's context values, not its cancellation: the stream may outlive its
-// request (see takeover).
+// neither r's cancellation (the stream may outlive its request: see
+// takeover) nor r's context, only the http.Server it came from (logf finds
+// its ErrorLog there): a taken-over stream would otherwise hold net/http's
+// per-connection contexts (about 600 bytes) for its whole life.
 func newStream(r *http.Request) *stream {
-	base := context.WithoutCancel(r.Context())
+	base := context.Background()
+	if srv := r.Context().Value(http.ServerContextKey); srv != nil {
+		base = context.WithValue(base, http.ServerContextKey, srv)
+	}
 	st := &stream{}
 	st.ctx, st.cancel = context.WithCancelCause(base)
-	st.owner, st.endOwner = context.WithCancel(base)
 	return st
 }
 
-// stop ends st's contexts: its subscription, if still open, is closed by
-// its owner's end.
+// stop ends st: its subscription, if still open, is closed (reason
+// Disconnected with cause listen.ErrOwnerGone; normally it has been closed
+// with its own reason already), and its context ends.
 func (st *stream) stop() {
-	st.endOwner()
+	if st.sub != nil {
+		st.sub.Close(listen.Disconnected(listen.ErrOwnerGone))
+	}
 	st.cancel(nil)
 }
