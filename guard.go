@@ -6,9 +6,11 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 )
 
-// guard closes a subscription's stream exactly once: on the first of an
+// guard closes a subscription's stream exactly once (the zero guard, with
+// its stream set, is ready): on the first of an
 // explicit close or the end of the owner context.
 //
 // It parks no goroutine. The owner is watched with context.AfterFunc: while
@@ -28,6 +30,9 @@ type guard struct {
 	mu     sync.Mutex
 	closed bool
 	reason error
+	// isClosed mirrors closed, so that closeReason reads an open guard
+	// without the lock (a writer loop asks once per message).
+	isClosed atomic.Bool
 	// release unregisters the owner watch; nil when there is none.
 	release func() bool
 	// closer is the goroutine running stream.Close, while it runs.
@@ -40,10 +45,6 @@ type guard struct {
 	// asked for after its event is the shared closed one.
 	closing chan struct{}
 	done    chan struct{}
-}
-
-func newGuard(stream Stream) *guard {
-	return &guard{stream: stream}
 }
 
 // closedChan is a closed channel, for events that have happened.
@@ -98,6 +99,7 @@ func (g *guard) close(reason error) (first, nested bool) {
 	}
 	g.closed = true
 	g.reason = reason
+	g.isClosed.Store(true)
 	g.closer = goid()
 	release := g.release
 	g.release = nil
@@ -139,6 +141,9 @@ func (g *guard) doneLocked() chan struct{} {
 
 // closeReason returns the reason of the first close, or nil while open.
 func (g *guard) closeReason() error {
+	if !g.isClosed.Load() {
+		return nil
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.reason

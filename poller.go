@@ -56,7 +56,10 @@ func (s Step) String() string {
 //
 // A Poller is used by one goroutine at a time (its owner, which may change
 // between calls when the calls are ordered by happens-before, for example
-// handed over through a channel or an atomic).
+// handed over through a channel or an atomic). It is a value, meant to be
+// kept inside the transport's own per-stream state (one object to touch
+// per message, not two); call its methods through a pointer to it, and do
+// not copy it once used. The zero Poller is not usable.
 type Poller struct {
 	s     *Subscription
 	ps    PollStream
@@ -95,20 +98,20 @@ const (
 // Serve). Next consults it before and after each pull, so it takes
 // precedence over an outcome that is ready at the same moment; once it
 // returns a cause, call notify (or Next) so that the Poller sees it.
-func (s *Subscription) Poller(notify func(), ended func() error) (*Poller, bool) {
+func (s *Subscription) Poller(notify func(), ended func() error) (Poller, bool) {
 	ns, ok := s.guard.stream.(NotifyStream)
 	if !ok || notify == nil {
-		return nil, false
+		return Poller{}, false
 	}
 	ns.SetNotify(notify)
 	return newPoller(s, ns, ended), true
 }
 
-func newPoller(s *Subscription, ps PollStream, ended func() error) *Poller {
+func newPoller(s *Subscription, ps PollStream, ended func() error) Poller {
 	if ended == nil {
 		ended = func() error { return nil }
 	}
-	return &Poller{s: s, ps: ps, ended: ended}
+	return Poller{s: s, ps: ps, ended: ended}
 }
 
 // Next returns the next step. For StepWrite and StepFinal it appends the

@@ -47,7 +47,7 @@ var _ listen.NotifyStream = (*notifyStream)(nil)
 type polled struct {
 	st    *notifyStream
 	sub   *listen.Subscription
-	p     *listen.Poller
+	p     listen.Poller
 	cause atomic.Pointer[error]
 	msgs  []string
 }
@@ -139,7 +139,9 @@ func TestPollerEndings(t *testing.T) {
 	}{
 		{name: "source failure", end: func(r *polled) { r.st.push(item{err: boom}) },
 			class: listen.ClassError, is: boom, methods: []string{jsonrpc.MethodAcknowledged, "error:Subscription source failed"}},
-		{name: "invalid event", end: func(r *polled) { r.st.push(item{ev: listen.Event{Kind: listen.KindResourceUpdated, URI: "not absolute"}}) },
+		{name: "invalid event", end: func(r *polled) {
+			r.st.push(item{ev: listen.Event{Kind: listen.KindResourceUpdated, URI: "not absolute"}})
+		},
 			class: listen.ClassError, is: listen.ErrInvalidEvent, methods: []string{jsonrpc.MethodAcknowledged, "error:Subscription source failed"}},
 		{name: "cancellation", end: func(r *polled) { r.end(listen.Cancelled("done")) },
 			class: listen.ClassCancelled, methods: []string{jsonrpc.MethodAcknowledged}},

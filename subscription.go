@@ -103,7 +103,7 @@ type Subscription struct {
 	serverInfo Implementation
 	release    time.Duration
 
-	guard *guard
+	guard guard // kept in the subscription itself: one object, one cache line fewer per message
 
 	mu     sync.Mutex
 	worker *Worker
@@ -185,8 +185,8 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 		registry:   opts.Extensions,
 		serverInfo: opts.ServerInfo,
 		release:    opts.ReleaseTimeout,
-		guard:      newGuard(stream),
 	}
+	s.guard.stream = stream
 	if s.release <= 0 {
 		s.release = DefaultReleaseTimeout
 	}
