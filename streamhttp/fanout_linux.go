@@ -380,9 +380,9 @@ type fastStream struct {
 	conn net.Conn // the slow path's connection on fd, while it runs
 	l    *loop
 	hup  *hangups
-	gen  uint32 // its registration with hup
+	gen  uint32        // its registration with hup
 	p    listen.Poller // kept here: one object per stream to touch per message
-	head []byte // the status line and headers, written with the first frame
+	head []byte        // the status line and headers, written with the first frame
 
 	state     atomic.Uint32
 	lastWrite atomic.Int64 // fanout clock of the last write
