@@ -8,7 +8,9 @@
 // The endpoint is http://ADDR/mcp. The tools test_trigger_tool_change and
 // test_trigger_prompt_change change the tool and prompt lists (and publish
 // the list change to every listen stream that asked for it);
-// trigger_resource_update {"uri": ...} publishes a resource update. Every
+// trigger_resource_update {"uri": ...} publishes a resource update. The
+// tools hand the event to a publisher goroutine and return: the hub
+// reaches the streams off the caller's path. Every
 // listen opened and closed, and every publication, is logged with log/slog
 // on stderr. Operators find the hub's and the handler's counters and the
 // goroutine count at http://ADDR/debug/vars (expvar); -pprof adds
@@ -30,6 +32,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"sync"
 	"syscall"
 	"time"
 
@@ -104,16 +107,21 @@ func main() {
 	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		_ = hs.Close()
 	}
+	srv.close()
 	logger.Info("stopped")
 }
 
 // server is the example server's parts.
 type server struct {
 	hub     *hub.Hub
+	pub     *publisher
 	listen  *streamhttp.Handler
 	sdk     *mcp.Server
 	handler http.Handler
 }
+
+// close stops the publisher, once the HTTP server no longer calls tools.
+func (s *server) close() { s.pub.close() }
 
 // newServer builds the go-sdk server, the hub its trigger tools publish to,
 // and our listen handler in front of the go-sdk handler. The listen
@@ -126,20 +134,16 @@ func newServer(ctx context.Context, logger *slog.Logger, maxStreams int) (*serve
 	if err != nil {
 		return nil, err
 	}
+	pub := newPublisher(h, logger)
 	sdk := fixture.New(fixture.Options{
 		Name:    "mcplisten-example",
 		Version: "0.1.0",
 		// go-sdk's own info logging would repeat ours; keep its warnings.
 		Logger:         slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		ToolsChanged:   func() { logPublish(logger, "tools_list_changed", "", h.ToolsListChanged()) },
-		PromptsChanged: func() { logPublish(logger, "prompts_list_changed", "", h.PromptsListChanged()) },
+		ToolsChanged:   func() { _ = pub.publish(listen.ToolsListChanged()) },
+		PromptsChanged: func() { _ = pub.publish(listen.PromptsListChanged()) },
 		ResourceUpdated: func(_ context.Context, uri string) error {
-			r, err := h.ResourceUpdated(uri)
-			if err != nil {
-				return err
-			}
-			logPublish(logger, "resource_updated", uri, r)
-			return nil
+			return pub.publish(listen.ResourceUpdated(uri))
 		},
 	})
 	capsJSON, err := fixture.DiscoverCapabilities(ctx, sdk)
@@ -169,7 +173,64 @@ func newServer(ctx context.Context, logger *slog.Logger, maxStreams int) (*serve
 	}
 	sdkHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return sdk },
 		&mcp.StreamableHTTPOptions{Stateless: true})
-	return &server{hub: h, listen: lh, sdk: sdk, handler: streamhttp.Front(lh, sdkHandler)}, nil
+	return &server{hub: h, pub: pub, listen: lh, sdk: sdk, handler: streamhttp.Front(lh, sdkHandler)}, nil
+}
+
+// publisher publishes on the hub from a goroutine of its own, in order, so
+// that a trigger tool call returns once its event is queued: at 10,000
+// streams Publish takes a few milliseconds, and the writer loops it wakes
+// compete with the caller for the CPU. close ends the goroutine after the
+// queued events.
+type publisher struct {
+	hub    *hub.Hub
+	logger *slog.Logger
+	q      chan listen.Event
+	done   chan struct{}
+
+	mu     sync.RWMutex
+	closed bool
+}
+
+var errClosed = errors.New("the server is stopping")
+
+func newPublisher(h *hub.Hub, logger *slog.Logger) *publisher {
+	p := &publisher{hub: h, logger: logger, q: make(chan listen.Event, 64), done: make(chan struct{})}
+	go p.run()
+	return p
+}
+
+// publish validates ev (an invalid one is the caller's error) and queues
+// it, waiting while the queue is full.
+func (p *publisher) publish(ev listen.Event) error {
+	if err := ev.Validate(); err != nil {
+		return err
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.closed {
+		return errClosed
+	}
+	p.q <- ev
+	return nil
+}
+
+func (p *publisher) run() {
+	defer close(p.done)
+	for ev := range p.q {
+		r, _ := p.hub.Publish(ev)
+		logPublish(p.logger, ev.Kind.String(), ev.URI, r)
+	}
+}
+
+// close stops taking events and waits until the queued ones are published.
+func (p *publisher) close() {
+	p.mu.Lock()
+	if !p.closed {
+		p.closed = true
+		close(p.q)
+	}
+	p.mu.Unlock()
+	<-p.done
 }
 
 // logPublish logs one publication and its delivery report.

@@ -31,6 +31,7 @@ func startServer(t *testing.T) (*server, string) {
 		defer cancel()
 		require.NoError(t, srv.listen.Shutdown(ctx))
 		ts.Close()
+		srv.close()
 	})
 	return srv, ts.URL
 }
