@@ -125,7 +125,9 @@ func TestHTTPNothingToListenFor(t *testing.T) {
 // server/discover advertises it.
 func TestHTTPCapabilitiesFollowTheServer(t *testing.T) {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "prompts-only", Version: "0"}, nil)
-	noPrompt := func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) { return &mcp.GetPromptResult{}, nil }
+	noPrompt := func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{}, nil
+	}
 	srv.AddPrompt(&mcp.Prompt{Name: "p"}, noPrompt)
 	h, err := gosdk.NewHandler(srv, gosdk.HandlerOptions{})
 	require.NoError(t, err)
