@@ -74,42 +74,62 @@ func ExampleOpen() {
 	// closed: complete
 }
 
-// Driving the worker by hand: one Next per Continue, and the caller decides
-// what to write for each outcome.
+// Driving the worker by hand, as a transport without Serve would: one Next
+// per Continue, and the caller decides what to write for each outcome. A
+// dropped event (not selected by the accepted filter) writes nothing; an
+// invalid event ends the stream with the failure; the loop ends when the
+// worker closes its channel, and CloseReason says why.
 func ExampleSubscription_StartWorker() {
 	req := &listen.Request{
 		ID:              jsonrpc.IntID(7),
 		ProtocolVersion: jsonrpc.ProtocolVersion,
 		Notifications:   listen.Filter{"promptsListChanged": true},
 	}
-	caps := listen.Capabilities{PromptsListChanged: true}
-	sub, err := listen.Open(context.Background(), sliceSource{listen.PromptsListChanged()}, req, &listen.Options{Capabilities: caps})
+	caps := listen.Capabilities{PromptsListChanged: true, ToolsListChanged: true}
+	src := sliceSource{
+		listen.PromptsListChanged(),
+		listen.ToolsListChanged(), // not requested: dropped
+		listen.PromptsListChanged(),
+	}
+	ctx := context.Background() // the connection's context, in a transport
+	sub, err := listen.Open(ctx, src, req, &listen.Options{Capabilities: caps})
 	if err != nil {
 		panic(err)
 	}
+	write := func(msg []byte) { fmt.Printf("%s\n", msg) }
 	ack, _ := sub.Acknowledgement()
-	fmt.Printf("%s\n", ack)
-	w, _ := sub.StartWorker(context.Background())
+	write(ack)
+	w, _ := sub.StartWorker(ctx)
 	w.Continue()
 	for o := range w.Outcomes() {
 		switch o.Kind {
 		case listen.OutcomeEvent:
-			msg, _ := sub.Notification(o.Event)
-			fmt.Printf("%s\n", msg)
+			msg, err := sub.Notification(o.Event)
+			if err != nil { // an invalid event: the stream fails
+				write(sub.Failure(err))
+				sub.Close(listen.Failed(err))
+				continue
+			}
+			if msg != nil { // nil: dropped, nothing to write
+				write(msg)
+			}
 			w.Continue()
 		case listen.OutcomeClosed:
 			done, _ := sub.Completion()
-			fmt.Printf("%s\n", done)
+			write(done)
 			sub.Close(listen.ErrComplete)
 		case listen.OutcomeError:
-			fmt.Printf("%s\n", sub.Failure(o.Err))
+			write(sub.Failure(o.Err))
 			sub.Close(listen.Failed(o.Err))
 		}
 	}
+	fmt.Println("closed:", listen.Classify(sub.CloseReason()))
 	// Output:
 	// {"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":7},"notifications":{"promptsListChanged":true}}}
 	// {"jsonrpc":"2.0","method":"notifications/prompts/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":7}}}
+	// {"jsonrpc":"2.0","method":"notifications/prompts/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":7}}}
 	// {"jsonrpc":"2.0","id":7,"result":{"_meta":{"io.modelcontextprotocol/subscriptionId":7},"resultType":"complete"}}
+	// closed: complete
 }
 
 // Bad params get a JSON-RPC error with the exact message.

@@ -37,9 +37,12 @@ type SubscriptionExtension interface {
 	// ("notifications/...") other than the core's own and the request-scoped
 	// ones (progress, message, cancelled); anything else is the internal error
 	// "Extension shaped an invalid subscription event". owned is the part of the subscription's
-	// accepted filter the extension owns. The subscription id is added to
-	// params._meta afterwards (it cannot be overridden).
-	ShapeSubscriptionEvent(ev Event, owned Filter) (method string, params map[string]any, err error)
+	// accepted filter the extension owns; settings is a copy of the settings
+	// the client declared for the extension
+	// (clientCapabilities.extensions[id]), the shaper's to keep or modify.
+	// The subscription id is added to params._meta afterwards (it cannot be
+	// overridden).
+	ShapeSubscriptionEvent(ev Event, owned, settings Filter) (method string, params map[string]any, err error)
 }
 
 type filterHook interface {
@@ -47,7 +50,7 @@ type filterHook interface {
 }
 
 type shapeHook interface {
-	ShapeSubscriptionEvent(ev Event, owned Filter) (method string, params map[string]any, err error)
+	ShapeSubscriptionEvent(ev Event, owned, settings Filter) (method string, params map[string]any, err error)
 }
 
 // ExtensionRegistry holds the server's extensions in registration order.
@@ -158,7 +161,8 @@ func (s *Subscription) shapeExtensionEvent(dst []byte, ev Event) ([]byte, bool, 
 	if !ok || !ev.Selector.SubsetOf(owned) {
 		return dst, false, nil
 	}
-	if !slices.Contains(s.negotiated, ev.ExtensionID) {
+	settings, ok := s.negotiated[ev.ExtensionID]
+	if !ok {
 		return dst, false, nil
 	}
 	ext, ok := s.registry.Lookup(ev.ExtensionID)
@@ -169,7 +173,7 @@ func (s *Subscription) shapeExtensionEvent(dst []byte, ev Event) ([]byte, bool, 
 	if !ok {
 		return dst, false, nil
 	}
-	method, params, err := callShapeHook(sh, ext.ID(), ev, owned)
+	method, params, err := callShapeHook(sh, ext.ID(), ev, owned, settings)
 	if err != nil {
 		return dst, false, err
 	}
@@ -210,14 +214,14 @@ func extensionMethod(method string) bool {
 	return len(method) > len(prefix) && method[:len(prefix)] == prefix && !reservedMethods[method]
 }
 
-func callShapeHook(sh shapeHook, id string, ev Event, owned Filter) (method string, params map[string]any, err error) {
+func callShapeHook(sh shapeHook, id string, ev Event, owned, settings Filter) (method string, params map[string]any, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgExtCallbackPanicked).
 				WithCause(newPanicError(id+".ShapeSubscriptionEvent", v))
 		}
 	}()
-	method, params, err = sh.ShapeSubscriptionEvent(ev, owned)
+	method, params, err = sh.ShapeSubscriptionEvent(ev, owned, settings.Clone())
 	if err != nil {
 		return "", nil, jsonrpc.AsError(err, jsonrpc.MsgExtInvalidEvent)
 	}

@@ -1,77 +1,104 @@
 package listen
 
 import (
+	"bytes"
 	"context"
+	"runtime"
+	"strconv"
 	"sync"
 )
 
 // guard closes a subscription's stream exactly once: on the first of an
-// explicit close or the end of an owner context.
+// explicit close or the end of the owner context.
 //
-// It parks no goroutine. Each owner is watched with context.AfterFunc: while
+// It parks no goroutine. The owner is watched with context.AfterFunc: while
 // the owner lives nothing runs; when it ends, the runtime runs the guard's
 // close in a goroutine of its own, which ends as soon as the stream's Close
-// returns. close stops every watch, so a closed guard holds no registration.
+// returns. There is at most one owner at a time: handing the guard to a new
+// owner releases the previous watch. close releases the watch, so a closed
+// guard holds no registration.
 //
 // Every caller of close returns only after the stream's Close has returned,
-// whoever ran it: "closed" always means "released".
+// whoever ran it ("closed" always means "released"), except a close made
+// from inside the stream's own Close, which returns at once instead of
+// waiting on itself.
 type guard struct {
 	stream Stream
 
 	mu     sync.Mutex
 	closed bool
 	reason error
-	// stops unregisters the owner watches; nil once closed.
-	stops []func() bool
+	// release unregisters the owner watch; nil when there is none.
+	release func() bool
+	// closer is the goroutine running stream.Close, while it runs.
+	closer uint64
+	// closing is closed when the close begins (before stream.Close).
+	closing chan struct{}
 	// done is closed after stream.Close returned.
 	done chan struct{}
 }
 
 func newGuard(stream Stream) *guard {
-	return &guard{stream: stream, done: make(chan struct{})}
+	return &guard{stream: stream, closing: make(chan struct{}), done: make(chan struct{})}
 }
 
-// watch makes owner's end close the stream with Disconnected(ErrOwnerGone
-// wrapping the owner's cause). A context that can never end is ignored. It
-// reports whether the owner is now watched (false also when already closed).
-func (g *guard) watch(owner context.Context) bool {
-	if owner == nil || owner.Done() == nil {
-		return false
+// handOver makes owner the guard's owner: its end closes the stream with
+// Disconnected(ErrOwnerGone wrapping the owner's cause). The previous owner,
+// if any, is released, so its end no longer closes anything. A nil owner
+// changes nothing; an owner that can never end (context.Background) leaves
+// the guard without an owner.
+func (g *guard) handOver(owner context.Context) {
+	if owner == nil {
+		return
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed {
-		return false
+		return
 	}
-	stop := context.AfterFunc(owner, func() {
+	if g.release != nil {
+		g.release()
+		g.release = nil
+	}
+	if owner.Done() == nil {
+		return
+	}
+	g.release = context.AfterFunc(owner, func() {
 		g.close(Disconnected(&ownerGoneError{cause: context.Cause(owner)}))
 	})
-	g.stops = append(g.stops, stop)
-	return true
 }
 
 // close closes the stream with reason if it is the first close, and waits
 // until the stream's Close has returned either way. It reports whether this
-// call closed the stream.
-func (g *guard) close(reason error) bool {
+// call closed the stream, and whether it was made from inside the stream's
+// Close (nested: it then returned without waiting).
+func (g *guard) close(reason error) (first, nested bool) {
 	g.mu.Lock()
 	if g.closed {
+		nested = g.closer != 0 && g.closer == goid()
 		g.mu.Unlock()
-		<-g.done
-		return false
+		if !nested {
+			<-g.done
+		}
+		return false, nested
 	}
 	g.closed = true
 	g.reason = reason
-	stops := g.stops
-	g.stops = nil
+	g.closer = goid()
+	release := g.release
+	g.release = nil
+	close(g.closing)
 	g.mu.Unlock()
 
-	for _, stop := range stops {
-		stop()
+	if release != nil {
+		release()
 	}
 	closeStream(g.stream, reason)
+	g.mu.Lock()
+	g.closer = 0
+	g.mu.Unlock()
 	close(g.done)
-	return true
+	return true, false
 }
 
 // closeReason returns the reason of the first close, or nil while open.
@@ -79,6 +106,31 @@ func (g *guard) closeReason() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.reason
+}
+
+// closingChan returns the channel closed when the close begins, or nil if it
+// has begun already.
+func (g *guard) closingChan() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return nil
+	}
+	return g.closing
+}
+
+// goid returns the calling goroutine's id, read from the first line of its
+// stack trace ("goroutine 18 [running]:"). It is only used to recognise a
+// close made from inside the stream's Close.
+func goid() uint64 {
+	var buf [64]byte
+	b := buf[:runtime.Stack(buf[:], false)]
+	b = bytes.TrimPrefix(b, []byte("goroutine "))
+	if i := bytes.IndexByte(b, ' '); i > 0 {
+		b = b[:i]
+	}
+	id, _ := strconv.ParseUint(string(b), 10, 64)
+	return id
 }
 
 // ownerGoneError is the cause of the reason a guard uses when an owner ends:

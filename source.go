@@ -24,9 +24,9 @@ import (
 // becomes "Subscription source failed to open".
 //
 // The supported filter is the source's to keep: it is a fresh copy, detached
-// from the request. The subscription keeps the accepted filter for its whole
-// life (sharing it when it is the supported map itself), so neither side may
-// modify it after Open returns.
+// from the request. The subscription keeps its own copy of the accepted
+// filter for its whole life; neither side may modify the filter it handed
+// over after Open returns.
 //
 // Open may be called concurrently for different requests.
 type Source interface {

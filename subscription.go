@@ -3,7 +3,6 @@ package listen
 import (
 	"context"
 	"errors"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -44,24 +43,29 @@ type Options struct {
 // # Lifecycle
 //
 // Open narrows the requested filter, opens the Source, checks what it
-// accepted and starts the guard. The caller then writes Acknowledgement,
-// starts the worker (StartWorker), calls Continue, and for each outcome
-// writes the notification (or nothing, for a drop) and calls Continue again;
-// on OutcomeClosed it writes Completion, on OutcomeError Failure. Close ends
-// it with a reason.
+// accepted and starts the guard. Most callers then call Serve, which writes
+// every message of the stream through a Sink. A caller driving the stream by
+// hand writes Acknowledgement, starts the worker (StartWorker), calls
+// Continue, and for each outcome writes the notification (or nothing, for a
+// drop) and calls Continue again; on OutcomeClosed it writes Completion, on
+// OutcomeError Failure. Close ends it with a reason.
 //
 // # Ownership
 //
 // The guard closes the stream exactly once: at the first Close, or when the
-// owner context ends (reason Disconnected with cause ErrOwnerGone). The owner
-// is the ctx given to Open, unless that context can never end (such as
-// context.Background()); then the ctx given to StartWorker becomes the owner.
+// owner context ends (reason Disconnected with cause ErrOwnerGone). A
+// subscription has at most one owner at a time. The ctx given to Open is the
+// first owner, so a transport that opens on a connection's context is
+// protected from the start; StartWorker(owner) with a non-nil owner hands the
+// subscription over: from then on only owner's end closes it, and the ctx
+// given to Open may end (a per-request context, say) without closing the
+// stream. OpenOwned names the first owner apart from the open context.
 //
 // # What it keeps
 //
 // A subscription keeps only what it serves: the request id, the protocol
-// version, the accepted filter, the extension projections, the ids of the
-// extensions the client negotiated, the transport kind and the server info.
+// version, the accepted filter, the extension projections, the ids and
+// settings of the extensions the client negotiated, and the server info.
 // It holds no pointer to the Request, its Params, Meta, client capabilities,
 // headers or auth: Open copies the values it keeps (strings.Clone, Filter.Clone)
 // so that an open stream never keeps a request body alive.
@@ -76,7 +80,7 @@ type Subscription struct {
 	uris       []string
 	uriSet     map[string]struct{}
 	extFilters map[string]Filter
-	negotiated []string
+	negotiated map[string]Filter // extension id -> the client's settings
 	registry   *ExtensionRegistry
 	serverInfo Implementation
 	release    time.Duration
@@ -184,12 +188,15 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 			}
 			s.extFilters[id] = p
 			if req.ClientExtension(id) {
-				s.negotiated = append(s.negotiated, strings.Clone(id))
+				if s.negotiated == nil {
+					s.negotiated = make(map[string]Filter, len(contributions))
+				}
+				settings, _ := asObject(req.ClientCapabilities["extensions"].(map[string]any)[id])
+				s.negotiated[strings.Clone(id)] = Filter(settings).Clone()
 			}
 		}
 	}
-	slices.Sort(s.negotiated)
-	s.guard.watch(owner)
+	s.guard.handOver(owner)
 	return s, nil
 }
 
@@ -241,25 +248,38 @@ func (s *Subscription) ID() jsonrpc.ID { return s.id }
 // Treat it as read-only.
 func (s *Subscription) Accepted() Filter { return s.accepted }
 
-// ErrWorkerStarted is returned by StartWorker when the subscription already
-// has a worker.
-var ErrWorkerStarted = errors.New("listen: worker already started")
+// ErrWorkerRunning is returned by StartWorker while the subscription's
+// previous worker goroutine is still running.
+var ErrWorkerRunning = errors.New("listen: the subscription's worker is still running")
 
-// StartWorker starts the subscription's worker. owner may be nil (no owner:
-// the worker then ends only through Stop or Close). If the subscription has
-// no owner yet, owner becomes it (the guard closes the stream when owner ends);
-// the worker also stops when owner ends. A subscription has at most one
-// worker. A worker started after Close still works: its pulls answer
-// whatever the closed stream's Next answers (ErrClosed, by the Stream
-// contract), so the owner sees OutcomeClosed.
+// StartWorker starts the subscription's worker and hands the subscription to
+// owner.
+//
+// A non-nil owner becomes the subscription's only owner: the watch on the
+// previous owner (the ctx given to Open) is released, so that context may
+// end without closing the stream, and owner's end now closes it (reason
+// Disconnected with cause ErrOwnerGone). An owner that can never end, such
+// as context.Background(), leaves the subscription without an owner: only
+// Close ends it. A nil owner keeps the current owner. The worker stops when
+// its owner ends, on Stop, or when the subscription is closed.
+//
+// A subscription has one worker at a time: StartWorker returns
+// ErrWorkerRunning until the previous worker's goroutine has exited (see
+// Worker.Done), and then starts a new one. A worker started after Close
+// still works: its pulls answer whatever the closed stream's Next answers
+// (ErrClosed, by the Stream contract), so the owner sees OutcomeClosed.
 func (s *Subscription) StartWorker(owner context.Context) (*Worker, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.worker != nil {
-		return nil, ErrWorkerStarted
+		select {
+		case <-s.worker.done:
+		default:
+			return nil, ErrWorkerRunning
+		}
 	}
-	s.guard.watch(owner)
-	s.worker = startWorker(s.guard.stream, owner)
+	s.guard.handOver(owner)
+	s.worker = startWorker(s.guard.stream, owner, s.guard.closingChan())
 	return s.worker, nil
 }
 
@@ -267,12 +287,14 @@ func (s *Subscription) StartWorker(owner context.Context) (*Worker, error) {
 // closed exactly once, whether by this call, an earlier one or the owner's
 // end, and the worker is stopped. Close returns after the stream's Close has
 // returned and the worker goroutine has exited (or ReleaseTimeout passed, for
-// a Next that ignores the stream's Close). A nil reason is ErrComplete.
+// a Next that ignores the stream's Close). A nil reason is ErrComplete. A
+// Close called from inside the stream's own Close (directly or through
+// other code) returns at once without waiting.
 func (s *Subscription) Close(reason error) {
 	if reason == nil {
 		reason = ErrComplete
 	}
-	s.guard.close(reason)
+	_, nested := s.guard.close(reason)
 	s.mu.Lock()
 	w := s.worker
 	s.mu.Unlock()
@@ -280,6 +302,11 @@ func (s *Subscription) Close(reason error) {
 		return
 	}
 	w.Stop()
+	if nested {
+		// Called from inside the stream's Close: the worker's Next returns
+		// only once that Close has, so waiting here would wait on itself.
+		return
+	}
 	select {
 	case <-w.done:
 	default:

@@ -419,7 +419,7 @@ func TestOwnershipHandedOverWhenTheWorkerStarts(t *testing.T) {
 	w, err := sub.StartWorker(owner)
 	require.NoError(t, err)
 	_, err = sub.StartWorker(owner)
-	assert.ErrorIs(t, err, listen.ErrWorkerStarted)
+	assert.ErrorIs(t, err, listen.ErrWorkerRunning)
 	cancel()
 	assert.ErrorIs(t, <-src.last().closes, listen.ErrOwnerGone)
 	<-w.Done()

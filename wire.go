@@ -7,8 +7,8 @@ import (
 	"github.com/mcplisten/listen/jsonrpc"
 )
 
-// The wire shapes below follow MCP 2026-07-28. Where snodo v0.4.1 and the
-// specification differ, the specification wins:
+// The wire shapes below follow MCP 2026-07-28 where earlier implementations
+// were looser:
 //   - the completion result always carries resultType "complete" and the
 //     subscription id, and serverInfo only when the server named itself
 //     (the schema requires name and version in Implementation);
@@ -139,6 +139,10 @@ func (s *Subscription) appendNotificationMessage(dst []byte, method string, para
 	meta := make(map[string]any, len(metadata)+2)
 	switch pm := params["_meta"].(type) {
 	case map[string]any:
+		for k, v := range pm {
+			meta[k] = v
+		}
+	case Filter:
 		for k, v := range pm {
 			meta[k] = v
 		}

@@ -43,17 +43,24 @@ type Outcome struct {
 // sends each outcome on Outcomes.
 //
 // The goroutine ends when Stop is called, when the owner context given to
-// StartWorker ends, or when Subscription.Close stops it. It never closes the
-// stream: the subscription's guard does. A Next that is blocked in the
-// source when the worker is told to stop keeps the goroutine alive until it
-// returns; the guard's close of the stream must release it (that is part of
-// the Stream contract), and its outcome is then discarded.
+// StartWorker ends, or when the subscription is closed (by Close or by its
+// owner's end). It never closes the stream: the subscription's guard does.
+// Once the owner has ended or the close has begun, the worker delivers
+// nothing more: Outcomes is closed without a further value, so an owner
+// never writes a completion for a stream that was disconnected. A Next that
+// is blocked in the source when the worker is told to stop keeps the
+// goroutine alive until it returns; the guard's close of the stream must
+// release it (that is part of the Stream contract), and its outcome is then
+// discarded.
 //
 // Continue and Stop may be called from any goroutine. Outcomes has one
 // receiver: the owner.
 type Worker struct {
 	stream Stream
 	owner  <-chan struct{}
+	// closing is the guard's: closed when the subscription's close begins
+	// (nil for a worker started after it, which pulls the closed stream).
+	closing <-chan struct{}
 
 	// out carries outcomes to the owner. Its buffer of one means a pull's
 	// outcome never waits for the owner to be ready. The worker goroutine is
@@ -71,13 +78,14 @@ type Worker struct {
 	demand int
 }
 
-func startWorker(stream Stream, owner context.Context) *Worker {
+func startWorker(stream Stream, owner context.Context, closing <-chan struct{}) *Worker {
 	w := &Worker{
-		stream: stream,
-		out:    make(chan Outcome, 1),
-		wake:   make(chan struct{}, 1),
-		stop:   make(chan struct{}),
-		done:   make(chan struct{}),
+		stream:  stream,
+		closing: closing,
+		out:     make(chan Outcome, 1),
+		wake:    make(chan struct{}, 1),
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
 	}
 	if owner != nil {
 		w.owner = owner.Done()
@@ -124,22 +132,44 @@ func (w *Worker) run() {
 			return
 		case <-w.owner:
 			return
+		case <-w.closing:
+			return
 		}
 		for w.take() {
-			select {
-			case <-w.stop:
+			if w.ended() {
 				return
-			default:
 			}
 			o := nextEvent(w.stream)
+			// A Next released by the close, or by the owner's end, returns
+			// after that end began: it is checked again before delivery.
+			if w.ended() {
+				return
+			}
 			select {
 			case w.out <- o:
 			case <-w.stop:
 				return
 			case <-w.owner:
 				return
+			case <-w.closing:
+				return
 			}
 		}
+	}
+}
+
+// ended reports whether the worker was stopped, its owner ended or the
+// subscription's close began.
+func (w *Worker) ended() bool {
+	select {
+	case <-w.stop:
+		return true
+	case <-w.owner:
+		return true
+	case <-w.closing:
+		return true
+	default:
+		return false
 	}
 }
 

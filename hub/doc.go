@@ -3,15 +3,14 @@
 // [Hub.Publish] (or the helpers [Hub.ToolsListChanged],
 // [Hub.PromptsListChanged], [Hub.ResourcesListChanged] and
 // [Hub.ResourceUpdated]), and every subscription whose accepted filter
-// selects an event receives it, in order. It is a Go port of snodo's
-// Snodo.Subscription.Hub.
+// selects an event receives it, in order.
 //
 //	h, _ := hub.New(hub.Options{})             // MaxBuffer 100, DropOldest
 //	sub, err := listen.Open(ctx, h, req, opts)  // the hub accepts the supported filter verbatim
 //	go sub.Serve(ctx, sink)
 //	h.ToolsListChanged()                        // reaches every toolsListChanged listener
 //	h.ResourceUpdated("file:///a.txt")          // reaches the listeners watching that URI
-//	h.Complete()                                // drain, then end every stream gracefully
+//	h.Shutdown(ctx)                             // end every stream gracefully, wait for their close
 //
 // # Listeners and selection
 //
@@ -72,6 +71,6 @@
 // # Instrumentation
 //
 // [Options.Hooks] receives opens, publications, overflows, completions and
-// closes with the measurements of snodo's telemetry events. [SlogHooks]
+// closes, each with its measurements. [SlogHooks]
 // adapts them to log/slog; [NopHooks] is the embeddable no-op.
 package hub

@@ -11,8 +11,12 @@ var (
 	ErrInvalidFilter = errors.New("hub: invalid subscription filter")
 	// ErrPullPending is returned by a stream's Next while another Next on the
 	// same stream is blocked. A subscription's worker never does that; it
-	// reveals a second puller (snodo's pull_already_pending).
+	// reveals a second puller.
 	ErrPullPending = errors.New("hub: pull already pending")
+	// ErrShutdown is returned by Open after Shutdown: the subscription
+	// fails to open with the internal error "Subscription source failed to
+	// open".
+	ErrShutdown = errors.New("hub: shut down")
 
 	// errHookPanicked is the cause of the Failed reason a new listener is
 	// closed with when OnOpen panics.

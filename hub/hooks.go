@@ -113,7 +113,7 @@ var _ Hooks = NopHooks{}
 
 // SlogHooks returns Hooks that log to logger (slog.Default() when nil):
 // opens, publications and closes at Debug, overflows at Warn, completions
-// at Info. Attribute names follow the reference's instrumentation:
+// at Info, with these attributes:
 // subscriptions, filter_keys, request_id, transport, matched, delivered,
 // buffered, dropped, queued, event_kind, extension_id, policy, reason.
 // Nothing is formatted when the logger's level disables the record.

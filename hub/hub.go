@@ -113,6 +113,8 @@ type Hub struct {
 	uris      map[string]*set // resource URI -> listeners watching it
 	keys      map[string]*set // filter key -> listeners whose filter has it
 	closing   int
+	shut      bool          // Shutdown was called: Open refuses
+	idle      chan struct{} // closed when closing reaches 0 (Shutdown waits on it)
 
 	queued  atomic.Int64
 	dropped atomic.Uint64
@@ -160,6 +162,12 @@ func New(opts Options) (*Hub, error) {
 // resourceSubscriptions, and under each key of the filter (for extension
 // selectors).
 func (h *Hub) Open(ctx context.Context, req *listen.Request, supported listen.Filter) (listen.Filter, listen.Stream, error) {
+	h.mu.RLock()
+	shut := h.shut
+	h.mu.RUnlock()
+	if shut {
+		return nil, nil, ErrShutdown
+	}
 	if !supported.Valid() {
 		return nil, nil, ErrInvalidFilter
 	}
@@ -438,13 +446,42 @@ func (h *Hub) mustPublish(ev listen.Event) Report {
 	return r
 }
 
-// Complete ends every listener gracefully: each one hands out what it has
-// queued, then its Next answers listen.ErrClosed (so its subscription writes
-// the completion result and closes). Completed listeners take no new events
-// and leave every index (the URI index is cleared), but they count in
-// Stats.Subscriptions and Stats.Closing until they are closed. Listeners
-// opened after Complete are ordinary open listeners.
-func (h *Hub) Complete() {
+// Shutdown ends every listener gracefully and waits until each has been
+// closed, or ctx ends (it then returns ctx's error; the listeners still end).
+// Each listener hands out what it has queued, then its Next answers
+// listen.ErrClosed, so its subscription writes the completion result and
+// closes. Completed listeners take no new events and leave every index, but
+// they count in Stats.Subscriptions and Stats.Closing until they are closed.
+// After Shutdown the hub refuses new listeners (Open returns ErrShutdown).
+// Shutdown is idempotent; every call waits.
+//
+// Call it before (or together with) the transports' Shutdown: the
+// transports write each completion, the hub only ends the streams.
+func (h *Hub) Shutdown(ctx context.Context) error {
+	h.mu.Lock()
+	h.shut = true
+	h.mu.Unlock()
+	h.complete()
+	h.mu.Lock()
+	if h.closing == 0 {
+		h.mu.Unlock()
+		return nil
+	}
+	if h.idle == nil {
+		h.idle = make(chan struct{})
+	}
+	idle := h.idle
+	h.mu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// complete ends every listener gracefully (see Shutdown).
+func (h *Hub) complete() {
 	h.mu.Lock()
 	for _, m := range h.all.items {
 		l := m.l

@@ -217,6 +217,10 @@ func (l *listener) Close(reason error) {
 	if l.counted {
 		l.counted = false
 		h.closing--
+		if h.closing == 0 && h.idle != nil {
+			close(h.idle)
+			h.idle = nil
+		}
 	}
 	remaining := len(h.all.items)
 	h.mu.Unlock()

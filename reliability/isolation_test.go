@@ -244,7 +244,8 @@ func isolation(t *testing.T, mode string, seed uint64) {
 			}
 		}
 	}
-	h.Complete()
+	shutdown := make(chan error, 1)
+	go func() { shutdown <- h.Shutdown(context.Background()) }()
 	for _, s := range streams {
 		m := recv(t, s.msgs, "the completion of "+s.name)
 		requireCompletion(t, m, s.id)
@@ -252,6 +253,7 @@ func isolation(t *testing.T, mode string, seed uint64) {
 			s.cs.end(t)
 		}
 	}
+	require.NoError(t, <-shutdown)
 	st := h.Stats()
 	assert.Zero(t, st.Dropped, "dropped events")
 	t.Logf("%d streams, %d events published, %d notifications checked", len(streams), seq, total)

@@ -95,8 +95,12 @@ func main() {
 		show(fmt.Sprintf("resources/updated build.log #%d", build), r, err)
 	}
 
-	h.Complete()
 	slow.resume()
+	// End every stream gracefully: each client gets what is queued for it,
+	// then its completion. Shutdown returns once every stream is closed.
+	if err := h.Shutdown(context.Background()); err != nil {
+		panic(err)
+	}
 	for _, c := range []*client{alpha, beta, slow} {
 		reason := c.wait()
 		fmt.Printf("\n%s (ended: %s)\n", c.name, listen.Classify(reason))
@@ -184,7 +188,7 @@ func (tasks) SubscriptionFilter(_ context.Context, _ *listen.Request, requested 
 	return nil, nil
 }
 
-func (tasks) ShapeSubscriptionEvent(ev listen.Event, _ listen.Filter) (string, map[string]any, error) {
+func (tasks) ShapeSubscriptionEvent(ev listen.Event, _, _ listen.Filter) (string, map[string]any, error) {
 	st := ev.Payload.(taskStatus)
 	return "notifications/tasks/status", map[string]any{"taskId": st.ID, "status": st.Status}, nil
 }

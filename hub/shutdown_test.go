@@ -1,0 +1,69 @@
+package hub_test
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/hub"
+)
+
+// Shutdown ends every listener gracefully (queued events first, then
+// ErrClosed), waits until each stream is closed, and refuses new listeners.
+func TestShutdownEndsEveryListenerAndWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHub(t, hub.Options{})
+		a := openStream(t, h, "a", listen.Filter{"toolsListChanged": true})
+		b := openStream(t, h, "b", listen.Filter{"toolsListChanged": true})
+		h.ToolsListChanged()
+
+		done := make(chan error, 1)
+		go func() { done <- h.Shutdown(context.Background()) }()
+		synctest.Wait()
+		select {
+		case <-done:
+			t.Fatal("Shutdown returned while streams were still open")
+		default:
+		}
+
+		for _, s := range []listen.Stream{a, b} {
+			ev, err := s.Next()
+			require.NoError(t, err, "queued events are handed out first")
+			assert.Equal(t, listen.KindToolsListChanged, ev.Kind)
+			_, err = s.Next()
+			assert.ErrorIs(t, err, listen.ErrClosed)
+		}
+		a.Close(listen.ErrComplete)
+		synctest.Wait()
+		select {
+		case <-done:
+			t.Fatal("Shutdown returned with one stream still open")
+		default:
+		}
+		b.Close(listen.ErrComplete)
+		require.NoError(t, <-done)
+		assert.Equal(t, 0, h.Stats().Subscriptions)
+
+		_, _, err := h.Open(context.Background(), request("late"), listen.Filter{})
+		assert.ErrorIs(t, err, hub.ErrShutdown)
+		assert.NoError(t, h.Shutdown(context.Background()), "idempotent")
+	})
+}
+
+// A Shutdown whose context ends returns its error; the listeners still end.
+func TestShutdownBoundedByItsContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHub(t, hub.Options{})
+		s := openStream(t, h, "a", listen.Filter{"toolsListChanged": true})
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		assert.ErrorIs(t, h.Shutdown(ctx), context.Canceled)
+		_, err := s.Next()
+		assert.ErrorIs(t, err, listen.ErrClosed)
+		s.Close(listen.ErrComplete)
+	})
+}

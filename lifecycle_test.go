@@ -1,0 +1,260 @@
+package listen_test
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"testing"
+	"testing/synctest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
+)
+
+// Ownership is a handoff, not a union: once StartWorker is given an owner,
+// the context given to Open no longer closes the stream, and the new owner's
+// end does. Both orders of ending.
+func TestStartWorkerHandsOwnershipOver(t *testing.T) {
+	tests := []struct {
+		name       string
+		openFirst  bool // end the Open context before the worker's owner
+		wantCloses int  // closes after the first end
+	}{
+		{name: "open context ends first: stream stays open", openFirst: true, wantCloses: 0},
+		{name: "worker owner ends first: stream closes", openFirst: false, wantCloses: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				src := newTestSource()
+				openCtx, endOpen := context.WithCancel(context.Background())
+				owner, endOwner := context.WithCancelCause(context.Background())
+				defer endOpen()
+				defer endOwner(nil)
+				sub, err := listen.Open(openCtx, src, request(jsonrpc.IntID(1), listen.Filter{"toolsListChanged": true}), &listen.Options{Capabilities: allCaps})
+				require.NoError(t, err)
+				w, err := sub.StartWorker(owner)
+				require.NoError(t, err)
+				st := src.last()
+
+				if tt.openFirst {
+					endOpen()
+				} else {
+					endOwner(errors.New("connection gone"))
+				}
+				synctest.Wait()
+				assert.Equal(t, tt.wantCloses, st.closeCount())
+
+				// The other end.
+				if tt.openFirst {
+					assert.NoError(t, sub.CloseReason(), "the Open context no longer owns the stream")
+					w.Continue()
+					st.emit(listen.ToolsListChanged())
+					o := <-w.Outcomes()
+					assert.Equal(t, listen.OutcomeEvent, o.Kind, "the worker still serves")
+					endOwner(errors.New("connection gone"))
+				} else {
+					endOpen()
+				}
+				synctest.Wait()
+				assert.Equal(t, 1, st.closeCount())
+				assert.ErrorIs(t, sub.CloseReason(), listen.ErrOwnerGone)
+				<-w.Done()
+				sub.Close(nil)
+				assert.Equal(t, 1, st.closeCount())
+			})
+		})
+	}
+}
+
+// StartWorker(nil) keeps the Open context as the owner.
+func TestStartWorkerWithoutOwnerKeepsTheOpenOwner(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newTestSource()
+		ctx, cancel := context.WithCancel(context.Background())
+		sub, err := listen.Open(ctx, src, request(jsonrpc.IntID(1), listen.Filter{}), nil)
+		require.NoError(t, err)
+		w, err := sub.StartWorker(nil)
+		require.NoError(t, err)
+		cancel()
+		synctest.Wait()
+		assert.ErrorIs(t, sub.CloseReason(), listen.ErrOwnerGone)
+		// The guard's close stops the worker: nothing else has to.
+		select {
+		case <-w.Done():
+		default:
+			t.Fatal("the worker is still running after its subscription was closed")
+		}
+		_, open := <-w.Outcomes()
+		assert.False(t, open)
+	})
+}
+
+// A subscription closed by its owner's end delivers nothing more: the
+// owner's loop never sees the OutcomeClosed of the Next that the close
+// released, so it never writes a completion for a lost stream.
+func TestNoOutcomeAfterTheOwnerEnded(t *testing.T) {
+	for range 200 {
+		src := newTestSource()
+		ctx, cancel := context.WithCancel(context.Background())
+		sub, err := listen.Open(ctx, src, request(jsonrpc.IntID(1), listen.Filter{"toolsListChanged": true}), &listen.Options{Capabilities: allCaps})
+		require.NoError(t, err)
+		w, err := sub.StartWorker(ctx)
+		require.NoError(t, err)
+		w.Continue()
+		<-src.nexts // a Next is blocked in the source
+		cancel()
+		for o := range w.Outcomes() {
+			t.Fatalf("outcome %v delivered after the owner ended", o.Kind)
+		}
+		sub.Close(nil)
+		assert.ErrorIs(t, sub.CloseReason(), listen.ErrDisconnected)
+	}
+}
+
+// The same after an explicit Close while a Next is blocked.
+func TestNoOutcomeAfterClose(t *testing.T) {
+	for range 200 {
+		src := newTestSource()
+		sub := openSub(t, src, jsonrpc.IntID(1), listen.Filter{"toolsListChanged": true})
+		w, err := sub.StartWorker(context.Background())
+		require.NoError(t, err)
+		w.Continue()
+		<-src.nexts
+		sub.Close(listen.Cancelled("bye"))
+		for o := range w.Outcomes() {
+			t.Fatalf("outcome %v delivered after Close", o.Kind)
+		}
+	}
+}
+
+// reentrantStream calls back into its subscription's Close from its own
+// Close, as a source that tears everything down in one place does.
+type reentrantStream struct {
+	sub    func() *listen.Subscription
+	closed chan struct{}
+}
+
+func (r *reentrantStream) Next() (listen.Event, error) {
+	<-r.closed
+	return listen.Event{}, listen.ErrClosed
+}
+
+func (r *reentrantStream) Close(reason error) {
+	close(r.closed)
+	r.sub().Close(reason) // nested: must not wait on itself
+}
+
+func TestNestedCloseDoesNotDeadlock(t *testing.T) {
+	for _, viaOwner := range []bool{false, true} {
+		name := map[bool]string{false: "Close", true: "owner end"}[viaOwner]
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var sub *listen.Subscription
+				st := &reentrantStream{sub: func() *listen.Subscription { return sub }, closed: make(chan struct{})}
+				src := listen.SourceFunc(func(context.Context, *listen.Request, listen.Filter) (listen.Filter, listen.Stream, error) {
+					return nil, st, nil
+				})
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				var err error
+				sub, err = listen.Open(ctx, src, request(jsonrpc.IntID(1), listen.Filter{}), nil)
+				require.NoError(t, err)
+				w, err := sub.StartWorker(nil)
+				require.NoError(t, err)
+				w.Continue()
+				synctest.Wait() // Next is blocked
+				if viaOwner {
+					cancel()
+					synctest.Wait()
+				} else {
+					sub.Close(listen.ErrComplete)
+				}
+				<-sub.Closed()
+				sub.Close(nil) // idempotent, and waits for nothing more
+				<-w.Done()
+				if viaOwner {
+					assert.ErrorIs(t, sub.CloseReason(), listen.ErrOwnerGone)
+				} else {
+					assert.ErrorIs(t, sub.CloseReason(), listen.ErrComplete)
+				}
+			})
+		})
+	}
+}
+
+// A stopped worker whose goroutine has exited can be replaced; a running
+// one cannot, and the error says so.
+func TestStartWorkerAfterStop(t *testing.T) {
+	src := newTestSource()
+	sub := openSub(t, src, jsonrpc.IntID(1), listen.Filter{"toolsListChanged": true})
+	w, err := sub.StartWorker(context.Background())
+	require.NoError(t, err)
+	_, err = sub.StartWorker(context.Background())
+	assert.ErrorIs(t, err, listen.ErrWorkerRunning)
+	w.Stop()
+	<-w.Done()
+
+	w2, err := sub.StartWorker(context.Background())
+	require.NoError(t, err, "a new worker after the previous one exited")
+	w2.Continue()
+	src.last().emit(listen.ToolsListChanged())
+	o := <-w2.Outcomes()
+	assert.Equal(t, listen.OutcomeEvent, o.Kind)
+	sub.Close(nil)
+	<-w2.Done()
+}
+
+// An event's Params may carry its _meta as a listen.Filter (a Filter is how
+// this package spells a JSON object): it is merged like a map[string]any.
+func TestParamsMetaAsFilterIsMerged(t *testing.T) {
+	sub := openSub(t, newTestSource(), jsonrpc.IntID(3), listen.Filter{"toolsListChanged": true})
+	defer sub.Close(nil)
+	msg, err := sub.Notification(listen.ToolsListChanged().WithParams(map[string]any{
+		"_meta": listen.Filter{"com.example/trace": "t-1"},
+	}))
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"com.example/trace":"t-1","io.modelcontextprotocol/subscriptionId":3}}}`, string(msg))
+}
+
+// settingsExt records the client settings its shaper is given.
+type settingsExt struct{ got []listen.Filter }
+
+func (*settingsExt) ID() string                   { return "com.example/watch" }
+func (*settingsExt) SupportsProtocol(string) bool { return true }
+func (*settingsExt) SubscriptionFilter(_ context.Context, _ *listen.Request, requested listen.Filter) (listen.Filter, error) {
+	return listen.Filter{"watch": requested["watch"]}, nil
+}
+func (e *settingsExt) ShapeSubscriptionEvent(_ listen.Event, _, settings listen.Filter) (string, map[string]any, error) {
+	e.got = append(e.got, maps.Clone(settings))
+	settings["mode"] = "scribbled" // the shaper's own copy
+	return "notifications/com.example/watch", map[string]any{}, nil
+}
+
+// Extension shapers see the settings the client negotiated for their
+// extension, as a copy.
+func TestShaperSeesTheClientsSettings(t *testing.T) {
+	ext := &settingsExt{}
+	reg, err := listen.NewExtensionRegistry(ext)
+	require.NoError(t, err)
+	caps := allCaps
+	caps.Extensions = map[string]any{ext.ID(): map[string]any{}}
+	req := request(jsonrpc.IntID(1), listen.Filter{"watch": true})
+	req.ClientCapabilities = map[string]any{"extensions": map[string]any{ext.ID(): map[string]any{"mode": "full"}}}
+	sub, err := listen.Open(context.Background(), newTestSource(), req, &listen.Options{Capabilities: caps, Extensions: reg})
+	require.NoError(t, err)
+	defer sub.Close(nil)
+	req.ClientCapabilities["extensions"].(map[string]any)[ext.ID()].(map[string]any)["mode"] = "changed after open"
+
+	ev := listen.ExtensionEvent(ext.ID(), listen.Filter{"watch": true}, nil)
+	for range 2 {
+		_, err := sub.Notification(ev)
+		require.NoError(t, err)
+	}
+	require.Len(t, ext.got, 2)
+	assert.Equal(t, listen.Filter{"mode": "full"}, ext.got[0], "what the client declared at open")
+	assert.Equal(t, listen.Filter{"mode": "full"}, ext.got[1], "each call gets a fresh copy")
+}
