@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/mcplisten/listen v0.0.0-00010101000000-000000000000
+	github.com/mcplisten/listen/gosdk v0.0.0-00010101000000-000000000000
 	github.com/mcplisten/listen/natsbridge v0.0.0-00010101000000-000000000000
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/nats-io/nats-server/v2 v2.15.2
@@ -33,5 +34,7 @@ require (
 )
 
 replace github.com/mcplisten/listen => ../
+
+replace github.com/mcplisten/listen/gosdk => ../gosdk
 
 replace github.com/mcplisten/listen/natsbridge => ../natsbridge

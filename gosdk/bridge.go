@@ -35,6 +35,11 @@ type Options struct {
 	// nothing a listen can receive, a failed watch) and debug diagnostics.
 	// Nil means slog.Default().
 	Logger *slog.Logger
+	// OnRepublish, if set, is called after each go-sdk notification was
+	// republished into the hub (method is its JSON-RPC method, uri is set
+	// for notifications/resources/updated), with the hub's report, on the
+	// go-sdk goroutine that sent it. It must be quick.
+	OnRepublish func(method, uri string, r hub.Report)
 	// CallTimeout bounds each call this package makes to the go-sdk server
 	// in process (server/discover per listen, resources/subscribe and
 	// resources/unsubscribe when a URI gets its first or loses its last
@@ -181,11 +186,7 @@ func NewBridge(ctx context.Context, server *mcp.Server, opts Options) (*Bridge, 
 		}
 		b.hub = h
 	}
-	b.probeMeta = map[string]any{
-		jsonrpc.MetaProtocolVersion:    jsonrpc.ProtocolVersion,
-		jsonrpc.MetaClientCapabilities: map[string]any{},
-		jsonrpc.MetaClientInfo:         map[string]any{"name": ClientName, "version": "0"},
-	}
+	b.initProbeMeta()
 
 	b.probe = newLink(nil)
 	ps, err := server.Connect(ctx, b.probe, nil)
@@ -202,9 +203,9 @@ func NewBridge(ctx context.Context, server *mcp.Server, opts Options) (*Bridge, 
 		}
 		return nil, fmt.Errorf("gosdk: server/discover: %w", err)
 	}
-	b.versions = d.versions
-	b.info = d.info
-	b.extensions = d.caps.Extensions
+	b.versions = d.Versions
+	b.info = d.ServerInfo
+	b.extensions = d.Capabilities.Extensions
 	b.store(d)
 
 	b.observer = newLink(b.onNotify)
@@ -228,21 +229,63 @@ func NewBridge(ctx context.Context, server *mcp.Server, opts Options) (*Bridge, 
 	return b, nil
 }
 
-// discovery is what one server/discover told.
-type discovery struct {
-	caps     listen.Capabilities
-	raw      json.RawMessage
-	versions []string
-	info     listen.Implementation
+// Discovery is what a go-sdk server advertises in server/discover, as far
+// as listens are concerned.
+type Discovery struct {
+	// Capabilities are the capabilities, read with listen.CapabilitiesFrom.
+	Capabilities listen.Capabilities
+	// CapabilitiesJSON is the capabilities object exactly as advertised.
+	CapabilitiesJSON json.RawMessage
+	// Versions are the supported protocol versions, newest first.
+	Versions []string
+	// ServerInfo is the server's implementation (_meta
+	// io.modelcontextprotocol/serverInfo).
+	ServerInfo listen.Implementation
+}
+
+// Discover runs an in-memory server/discover on server (a session of its
+// own, closed before Discover returns) and returns what it advertises. It is
+// exact however the capabilities came about: go-sdk v1.8.0 has no exported
+// accessor for them, and infers tools, prompts and resources from what is
+// registered unless ServerOptions.Capabilities sets them.
+func Discover(ctx context.Context, server *mcp.Server) (*Discovery, error) {
+	if server == nil {
+		return nil, errors.New("gosdk: nil *mcp.Server")
+	}
+	b := &Bridge{timeout: DefaultCallTimeout}
+	b.probe = newLink(nil)
+	ss, err := server.Connect(ctx, b.probe, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		_ = ss.Close()
+		_ = ss.Wait()
+		_ = b.probe.Close()
+	}()
+	b.initProbeMeta()
+	d, err := b.discover(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+func (b *Bridge) initProbeMeta() {
+	b.probeMeta = map[string]any{
+		jsonrpc.MetaProtocolVersion:    jsonrpc.ProtocolVersion,
+		jsonrpc.MetaClientCapabilities: map[string]any{},
+		jsonrpc.MetaClientInfo:         map[string]any{"name": ClientName, "version": "0"},
+	}
 }
 
 // discover runs server/discover on the probe session.
-func (b *Bridge) discover(ctx context.Context) (discovery, error) {
+func (b *Bridge) discover(ctx context.Context) (Discovery, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.timeout)
 	defer cancel()
 	res, err := b.probe.call(ctx, "server/discover", map[string]any{"_meta": b.probeMeta})
 	if err != nil {
-		return discovery{}, err
+		return Discovery{}, err
 	}
 	var r struct {
 		Meta struct {
@@ -252,15 +295,15 @@ func (b *Bridge) discover(ctx context.Context) (discovery, error) {
 		Capabilities      json.RawMessage `json:"capabilities"`
 	}
 	if err := json.Unmarshal(res, &r); err != nil {
-		return discovery{}, fmt.Errorf("gosdk: decoding server/discover: %w", err)
+		return Discovery{}, fmt.Errorf("gosdk: decoding server/discover: %w", err)
 	}
 	caps, err := listen.CapabilitiesFrom(r.Capabilities)
 	if err != nil {
-		return discovery{}, err
+		return Discovery{}, err
 	}
-	d := discovery{caps: caps, raw: r.Capabilities, versions: r.SupportedVersions}
+	d := Discovery{Capabilities: caps, CapabilitiesJSON: r.Capabilities, Versions: r.SupportedVersions}
 	if r.Meta.ServerInfo != nil {
-		d.info = *r.Meta.ServerInfo
+		d.ServerInfo = *r.Meta.ServerInfo
 	}
 	return d, nil
 }
@@ -278,20 +321,20 @@ func (b *Bridge) Capabilities(ctx context.Context) (listen.Capabilities, error) 
 	if err == nil {
 		b.store(d)
 	}
-	return d.caps, err
+	return d.Capabilities, err
 }
 
 // store keeps d as the last reading of the capabilities, and warns if it
 // allows no listen anything.
-func (b *Bridge) store(d discovery) {
-	b.snap.Store(&snapshot{caps: d.caps, raw: d.raw, at: time.Now()})
+func (b *Bridge) store(d Discovery) {
+	b.snap.Store(&snapshot{caps: d.Capabilities, raw: d.CapabilitiesJSON, at: time.Now()})
 	b.probes.Add(1)
-	c := d.caps
+	c := d.Capabilities
 	if c.ToolsListChanged || c.PromptsListChanged || c.ResourcesListChanged || c.ResourcesSubscribe {
 		b.emptyWarned.Store(false)
 		return
 	}
-	b.warnEmpty(d.raw)
+	b.warnEmpty(d.CapabilitiesJSON)
 }
 
 // caps returns the capabilities to narrow a listen requesting f against:
@@ -316,7 +359,7 @@ func (b *Bridge) caps(ctx context.Context, f listen.Filter) (listen.Capabilities
 		return listen.Capabilities{}, err
 	}
 	b.store(d)
-	return d.caps, nil
+	return d.Capabilities, nil
 }
 
 // Versions returns the protocol versions the go-sdk server supports, as its
@@ -405,7 +448,10 @@ func (b *Bridge) Close() error {
 // onNotify republishes one go-sdk notification into the hub. It runs on the
 // go-sdk goroutine that sent it.
 func (b *Bridge) onNotify(method string, params json.RawMessage) {
-	var r hub.Report
+	var (
+		r   hub.Report
+		uri string
+	)
 	switch method {
 	case jsonrpc.MethodToolsListChanged, jsonrpc.MethodPromptsListChanged, jsonrpc.MethodResourcesListChanged:
 		b.stale.Store(true)
@@ -434,10 +480,14 @@ func (b *Bridge) onNotify(method string, params json.RawMessage) {
 			return
 		}
 		b.updates.Add(1)
+		uri = p.URI
 	default:
 		return // logging and other notifications of an observer: not for listens
 	}
-	b.log.Debug("gosdk: republished", "method", method, "matched", r.Matched, "delivered", r.Delivered, "dropped", r.Dropped)
+	b.log.Debug("gosdk: republished", "method", method, "uri", uri, "matched", r.Matched, "delivered", r.Delivered, "dropped", r.Dropped)
+	if b.opts.OnRepublish != nil {
+		b.opts.OnRepublish(method, uri, r)
+	}
 }
 
 // warnEmpty reports a server that advertises nothing a listen can receive.
