@@ -184,10 +184,16 @@ func route(r io.Reader, maxLine int, listenW *io.PipeWriter, peer *peerConn) err
 			line, long = long, nil
 		}
 		// A line over maxLine reaches the multiplexer cut to maxLine+1
-		// bytes, which it refuses with its own error.
+		// bytes, which it refuses with its own error; never the go-sdk.
 		line = bytes.TrimRight(line, "\r\n")
 		if len(bytes.TrimSpace(line)) > 0 {
-			if werr := routeLine(line, listenW, peer); werr != nil {
+			var werr error
+			if len(line) > maxLine {
+				werr = toMux(listenW, line[:maxLine+1])
+			} else {
+				werr = routeLine(line, listenW, peer)
+			}
+			if werr != nil {
 				_ = listenW.CloseWithError(werr)
 				return nil // the receiving side is gone: Serve is ending
 			}
@@ -213,25 +219,29 @@ type head struct {
 	} `json:"params"`
 }
 
+// toMux writes line and its newline to the multiplexer's input, in one
+// Write.
+func toMux(listenW *io.PipeWriter, line []byte) error {
+	buf := make([]byte, 0, len(line)+1)
+	_, err := listenW.Write(append(append(buf, line...), '\n'))
+	return err
+}
+
+// routeLine sends one line (at most maxLine bytes) on.
 func routeLine(line []byte, listenW *io.PipeWriter, peer *peerConn) error {
-	toMux := func() error {
-		buf := make([]byte, 0, len(line)+1)
-		_, err := listenW.Write(append(append(buf, line...), '\n'))
-		return err
-	}
 	var h head
 	if json.Unmarshal(line, &h) != nil {
-		return toMux()
+		return toMux(listenW, line)
 	}
 	msg, err := sdkjsonrpc.DecodeMessage(line)
 	if err != nil {
-		return toMux()
+		return toMux(listenW, line)
 	}
 	switch {
 	case h.Method == jsonrpc.MethodListen && h.Params.Meta.Version == jsonrpc.ProtocolVersion:
-		return toMux()
+		return toMux(listenW, line)
 	case h.Method == jsonrpc.MethodCancelled:
-		if err := toMux(); err != nil {
+		if err := toMux(listenW, line); err != nil {
 			return err
 		}
 	}
