@@ -252,7 +252,7 @@ func ParseParams(params json.RawMessage, req *Request) error {
 
 // ParseRequest decodes a whole subscriptions/listen JSON-RPC request:
 // jsonrpc.ParseMessage, a method check (-32601 "Method not found: subscriptions/listen"
-// for any other method), a required id (-32600), then ParseListenParams. On
+// for any other method), a required id (-32600), then ParseParams. On
 // error the returned Request still carries the id when it could be read.
 func ParseRequest(data []byte) (*Request, error) {
 	m, err := jsonrpc.ParseMessage(data)

@@ -2,7 +2,11 @@ package listen
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -31,6 +35,20 @@ type Options struct {
 	// acknowledgement (not an error). Order is kept. It runs during Open,
 	// with Open's context.
 	CanRead func(ctx context.Context, req *Request, uri string) bool
+	// MaxURIBytes is the longest URI a listen may name in
+	// resourceSubscriptions, in bytes. Zero means 4,096; a longer URI is
+	// refused with -32602 "subscriptions/listen resourceSubscriptions URIs
+	// must be at most <N> bytes".
+	MaxURIBytes int
+	// MaxFilterBytes bounds the size of a listen's notifications object,
+	// counted as compact JSON (escapes not counted). Zero means 131,072
+	// (128 KiB): room for the 1,000 URIs a listen may name at about 128
+	// bytes each. A larger filter is refused with -32602
+	// "subscriptions/listen notifications must be at most <N> bytes".
+	// The subscription keeps one copy of its accepted filter for its life,
+	// shared with a source that accepts the supported filter as it is (the
+	// hub does), so this also bounds what one open listen holds.
+	MaxFilterBytes int
 	// ReleaseTimeout bounds how long Close waits for a worker whose Next is
 	// still blocked after the stream was closed (a source that breaks the
 	// Stream contract). Zero means DefaultReleaseTimeout. After it, Close returns and the
@@ -78,7 +96,7 @@ type Subscription struct {
 	prompts    bool
 	resources  bool
 	uris       []string
-	uriSet     map[string]struct{}
+	sorted     bool // uris is sorted (and deduplicated) for binary search
 	extFilters map[string]Filter
 	negotiated map[string]Filter // extension id -> the client's settings
 	registry   *ExtensionRegistry
@@ -131,6 +149,9 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 	if err := validateNotifications(req.Notifications); err != nil {
 		return nil, err
 	}
+	if err := checkSize(req.Notifications, opts); err != nil {
+		return nil, err
+	}
 	core, err := narrow(ctx, req, opts)
 	if err != nil {
 		return nil, err
@@ -160,7 +181,7 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 
 	s := &Subscription{
 		id:         cloneID(req.ID),
-		accepted:   accepted.Clone(),
+		accepted:   keep(accepted, supported),
 		registry:   opts.Extensions,
 		serverInfo: opts.ServerInfo,
 		release:    opts.ReleaseTimeout,
@@ -175,10 +196,13 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 	if _, ok := s.accepted[KeyResourceSubscriptions]; ok {
 		s.uris = s.accepted.Strings(KeyResourceSubscriptions)
 		if len(s.uris) > smallList {
-			s.uriSet = make(map[string]struct{}, len(s.uris))
-			for _, u := range s.uris {
-				s.uriSet[u] = struct{}{}
-			}
+			// Sorted for binary search: 16 bytes per URI, sharing the
+			// accepted filter's strings (a set would cost about three
+			// times that).
+			s.uris = slices.Clone(s.uris) // Strings may return the filter's own slice
+			slices.Sort(s.uris)
+			s.uris = slices.Compact(s.uris)
+			s.sorted = true
 		}
 	}
 	for id, contrib := range contributions {
@@ -342,4 +366,93 @@ func canRead(ctx context.Context, f func(context.Context, *Request, string) bool
 func cloneID(id jsonrpc.ID) jsonrpc.ID {
 	c, _ := jsonrpc.ParseID([]byte(id.Raw()))
 	return c
+}
+
+// Default limits of Options.MaxURIBytes and Options.MaxFilterBytes.
+const (
+	defaultMaxURIBytes    = 4 << 10
+	defaultMaxFilterBytes = 128 << 10
+)
+
+// checkSize applies Options.MaxURIBytes and Options.MaxFilterBytes to a
+// validated requested filter.
+func checkSize(f Filter, opts *Options) error {
+	maxURI, maxFilter := opts.MaxURIBytes, opts.MaxFilterBytes
+	if maxURI <= 0 {
+		maxURI = defaultMaxURIBytes
+	}
+	if maxFilter <= 0 {
+		maxFilter = defaultMaxFilterBytes
+	}
+	for _, u := range f.Strings(KeyResourceSubscriptions) {
+		if len(u) > maxURI {
+			return jsonrpc.NewError(jsonrpc.CodeInvalidParams,
+				"subscriptions/listen resourceSubscriptions URIs must be at most "+strconv.Itoa(maxURI)+" bytes")
+		}
+	}
+	if jsonSize(map[string]any(f), 0, maxFilter) > maxFilter {
+		return jsonrpc.NewError(jsonrpc.CodeInvalidParams,
+			"subscriptions/listen notifications must be at most "+strconv.Itoa(maxFilter)+" bytes")
+	}
+	return nil
+}
+
+// jsonSize returns the size of v as compact JSON, escapes not counted. It
+// stops counting once the size passes limit.
+func jsonSize(v any, depth, limit int) int {
+	if depth > maxDepth {
+		return limit + 1
+	}
+	switch x := v.(type) {
+	case nil:
+		return 4
+	case bool:
+		if x {
+			return 4
+		}
+		return 5
+	case string:
+		return len(x) + 2
+	case json.Number:
+		return len(x)
+	case []string:
+		n := 2
+		for _, s := range x {
+			if n += len(s) + 3; n > limit {
+				return n
+			}
+		}
+		return n
+	case []any:
+		n := 2
+		for _, e := range x {
+			if n += jsonSize(e, depth+1, limit) + 1; n > limit {
+				return n
+			}
+		}
+		return n
+	case map[string]any:
+		n := 2
+		for k, e := range x {
+			if n += len(k) + 4 + jsonSize(e, depth+1, limit); n > limit {
+				return n
+			}
+		}
+		return n
+	case Filter:
+		return jsonSize(map[string]any(x), depth, limit)
+	default:
+		return 24 // other numbers
+	}
+}
+
+// keep returns the accepted filter the subscription keeps for its life: the
+// supported filter itself when the source accepted it as it is (it is a
+// fresh copy that Open gave the source; the hub keeps the same map, so one
+// open listen holds one copy of its filter), or a copy of anything else.
+func keep(accepted, supported Filter) Filter {
+	if len(accepted) > 0 && reflect.ValueOf(accepted).UnsafePointer() == reflect.ValueOf(supported).UnsafePointer() {
+		return accepted
+	}
+	return accepted.Clone()
 }

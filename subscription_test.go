@@ -304,10 +304,14 @@ func TestLegacyProtocolHasNoShaping(t *testing.T) {
 	var we *jsonrpc.Error
 	require.ErrorAs(t, err, &we)
 	assert.Equal(t, jsonrpc.MsgNoShaping, we.Message)
-	assert.True(t, jsonrpc.IsLegacyVersion("2025-11-25"))
-	assert.False(t, jsonrpc.IsLegacyVersion("2026-07-28"))
-	assert.False(t, jsonrpc.IsLegacyVersion("2099-01-01"))
-	assert.False(t, jsonrpc.IsLegacyVersion("garbage"))
+	assert.Nil(t, jsonrpc.ListenVersionError(nil, "2026-07-28"))
+	assert.ErrorIs(t, jsonrpc.ListenVersionError(nil, "2025-11-25"), jsonrpc.ErrMethodNotFound, "an older version the server speaks")
+	for _, v := range []string{"2024-11-05", "1900-01-01", "2099-01-01", "garbage"} {
+		err := jsonrpc.ListenVersionError(nil, v)
+		assert.ErrorIs(t, err, jsonrpc.ErrUnsupportedProtocolVersion, v)
+		assert.JSONEq(t, `{"supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"],"requested":"`+v+`"}`, string(err.Data))
+	}
+	assert.ErrorIs(t, jsonrpc.ListenVersionError([]string{"2026-07-28"}, "2025-11-25"), jsonrpc.ErrUnsupportedProtocolVersion, "not spoken by this server")
 }
 
 // --- retained context (reference §2.5, checklist 19, 20, 40) ---

@@ -124,8 +124,8 @@ func (s *Subscription) AppendNotification(dst []byte, ev Event) (out []byte, ok 
 
 // watches reports whether uri is in the accepted resourceSubscriptions.
 func (s *Subscription) watches(uri string) bool {
-	if s.uriSet != nil {
-		_, ok := s.uriSet[uri]
+	if s.sorted {
+		_, ok := slices.BinarySearch(s.uris, uri)
 		return ok
 	}
 	return slices.Contains(s.uris, uri)

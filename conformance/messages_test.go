@@ -339,7 +339,7 @@ func TestErrorResponsesConform(t *testing.T) {
 }
 
 // TestRequestErrorsConform shapes the errors the core itself returns for
-// bad listen requests (ParseListenRequest, then Open).
+// bad listen requests (ParseRequest, then Open).
 func TestRequestErrorsConform(t *testing.T) {
 	meta := `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
 	tests := []struct {

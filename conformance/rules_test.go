@@ -6,14 +6,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"testing"
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // The rules below are the ones the schema cannot express (it allows extra
@@ -469,4 +475,19 @@ func checkStream(msgs [][]byte, id, requested []byte, end int) error {
 		}
 	}
 	return nil
+}
+
+// The specification's own example of version negotiation: a listen naming
+// 1900-01-01 to a server that speaks 2026-07-28 and 2025-11-25 is answered
+// with exactly this -32022 (never "Method not found").
+func TestUnsupportedVersionMatchesTheOfficialExample(t *testing.T) {
+	file := filepath.Join(sharedSpec, "2026-07-28", "examples", "UnsupportedProtocolVersionError", "unsupported-version.json")
+	want, err := os.ReadFile(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		t.Skipf("%s is absent", file)
+	}
+	require.NoError(t, err)
+	got := jsonrpc.ErrorResponse(jsonrpc.IntID(1), jsonrpc.ListenVersionError([]string{"2026-07-28", "2025-11-25"}, "1900-01-01"))
+	assert.JSONEq(t, string(want), string(got))
+	require.NoError(t, validate(t, "UnsupportedProtocolVersionError", got))
 }

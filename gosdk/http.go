@@ -74,9 +74,14 @@ func NewHandler(server *mcp.Server, opts HandlerOptions) (*Handler, error) {
 		sdkOpts = *opts.SDK
 	}
 	sdkOpts.Stateless = true
+	lh, err := streamhttp.New(b.Source(), ho)
+	if err != nil {
+		_ = b.Close()
+		return nil, err
+	}
 	h := &Handler{
 		bridge: b,
-		listen: streamhttp.New(b.Source(), &ho),
+		listen: lh,
 		sdk:    mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, &sdkOpts),
 	}
 	return h, nil

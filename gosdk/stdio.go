@@ -97,7 +97,10 @@ func Serve(ctx context.Context, server *mcp.Server, r io.Reader, w io.Writer, op
 	so.Listen = b.ListenOptions()
 	so.SupportedVersions = b.Versions()
 	so.Handler = nil
-	mux := stdio.NewServer(b.Source(), &so)
+	mux, err := stdio.New(b.Source(), so)
+	if err != nil {
+		return err
+	}
 
 	out := &lineWriter{w: w}
 	peer := &peerConn{in: make(chan sdkjsonrpc.Message), out: out, done: make(chan struct{})}

@@ -1,5 +1,7 @@
 package jsonrpc
 
+import "slices"
+
 // Protocol versions.
 const (
 	// ProtocolVersion is the MCP version whose subscriptions/listen this
@@ -33,18 +35,25 @@ var SupportedProtocolVersions = []string{ProtocolVersion, "2025-11-25", "2025-06
 // (true for 2026-07-28; false for the initialize-era versions before it).
 func HasListen(v string) bool { return v == ProtocolVersion }
 
-// IsLegacyVersion reports whether v is a well-formed protocol version older
-// than 2026-07-28 (those versions have no subscriptions/listen).
-func IsLegacyVersion(v string) bool {
-	if len(v) != 10 || v[4] != '-' || v[7] != '-' {
-		return false
+// ListenVersionError returns the error for a subscriptions/listen request
+// naming protocol version v, or nil when v is ProtocolVersion. An older
+// version the server speaks (one in supported) has no such method: -32601
+// "Method not found: subscriptions/listen" (HTTP 404). Any other version,
+// older or newer, well-formed or not, is one the server does not speak:
+// UnsupportedVersionError (-32022 with data.supported and data.requested,
+// HTTP 400), as the specification's version negotiation asks. A nil
+// supported means SupportedProtocolVersions.
+func ListenVersionError(supported []string, v string) *Error {
+	if v == ProtocolVersion {
+		return nil
 	}
-	for i := range len(v) {
-		if i != 4 && i != 7 && (v[i] < '0' || v[i] > '9') {
-			return false
-		}
+	if supported == nil {
+		supported = SupportedProtocolVersions
 	}
-	return v < ProtocolVersion
+	if slices.Contains(supported, v) {
+		return NewError(CodeMethodNotFound, MsgMethodNotFoundListen)
+	}
+	return UnsupportedVersionError(supported, v)
 }
 
 // Wire methods of MCP 2026-07-28.

@@ -45,10 +45,11 @@ func newBenchPair(b *testing.B) *benchPair {
 	require.NoError(b, err)
 	bb, err := natsbridge.New(connect(b, ns.ClientURL()), hbB, natsbridge.Options{Hooks: dropsOnly{rec}})
 	require.NoError(b, err)
-	h := streamhttp.New(hbB, &streamhttp.Options{
+	h, err := streamhttp.New(hbB, streamhttp.Options{
 		Listen:    listen.Options{Capabilities: caps()},
-		KeepAlive: -1,
+		KeepAlive: failsafe, // none during the benchmark
 	})
+	require.NoError(b, err)
 	srv := &http.Server{Handler: h}
 	ts := newLoopbackServer(b, srv)
 	client := &http.Client{Transport: &http.Transport{}}

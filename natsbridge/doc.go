@@ -9,7 +9,8 @@
 //	br, err := natsbridge.Connect(nats.DefaultURL, h, natsbridge.Options{},
 //		nats.UserCredentials("instance.creds")) // nats.go's own options
 //	defer br.Close()
-//	http.Handle("/mcp", streamhttp.New(h, &streamhttp.Options{...}))
+//	listens, err := streamhttp.New(h, streamhttp.Options{...})
+//	http.Handle("/mcp", listens)
 //	br.ToolsListChanged()                // every instance's tools listeners
 //	br.ResourceUpdated("file:///a.txt") // every listener watching file:///a.txt
 //

@@ -181,11 +181,12 @@ func newInstance(t testing.TB, name string, nc *nats.Conn, opts natsbridge.Optio
 	require.NoError(t, err)
 	reg, err := listen.NewExtensionRegistry(tasksExt{})
 	require.NoError(t, err)
-	h := streamhttp.New(hb, &streamhttp.Options{
+	h, err := streamhttp.New(hb, streamhttp.Options{
 		Listen:         listen.Options{Capabilities: caps(), Extensions: reg, ServerInfo: listen.Implementation{Name: name, Version: "1.0.0"}},
 		RequireHeaders: true,
-		KeepAlive:      -1,
+		KeepAlive:      failsafe, // none during a test
 	})
+	require.NoError(t, err)
 	ts := httptest.NewServer(h)
 	in := &instance{name: name, hub: hb, bridge: b, rec: rec, h: h, ts: ts, client: &http.Client{Transport: &http.Transport{}}}
 	t.Cleanup(func() {

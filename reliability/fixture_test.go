@@ -396,9 +396,9 @@ func newHTTPFixtureProto(t testing.TB, sendBuffer int, h2 bool) *httpFixture {
 	fx := &httpFixture{source: newFaultSource(), exchanges: make(map[string]*exchange), h2: h2}
 	lo := listenOptions()
 	lo.CanRead = fx.source.canRead
-	fx.h = streamhttp.New(fx.source, &streamhttp.Options{
+	h, err := streamhttp.New(fx.source, streamhttp.Options{
 		Listen:       lo,
-		KeepAlive:    -1,
+		KeepAlive:    failsafe, // none during a test
 		WriteTimeout: failsafe,
 		MaxBodyBytes: maxRequestBytes,
 		OnOpen:       fx.opened,
@@ -409,6 +409,8 @@ func newHTTPFixtureProto(t testing.TB, sendBuffer int, h2 bool) *httpFixture {
 			fx.errors = append(fx.errors, reported{r.Header.Get("X-Test-Id"), status, err})
 		},
 	})
+	require.NoError(t, err)
+	fx.h = h
 	fx.ts = httptest.NewUnstartedServer(http.HandlerFunc(fx.serve))
 	if sendBuffer > 0 {
 		fx.ts.Listener = &bufListener{Listener: fx.ts.Listener, send: sendBuffer}
@@ -599,7 +601,10 @@ func (fx *httpFixture) shutdown(t testing.TB) {
 }
 
 func (fx *httpFixture) beginDrain(t testing.TB) func() {
-	fx.h.Drain()
+	// With a context that has already ended, Shutdown only starts.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = fx.h.Shutdown(ctx)
 	return func() { fx.shutdown(t) }
 }
 
@@ -793,7 +798,7 @@ func newStdioFixture(t testing.TB, osPipe bool, end ending) *stdioFixture {
 	fx := &stdioFixture{source: newFaultSource(), osPipe: osPipe, end: end}
 	lo := listenOptions()
 	lo.CanRead = fx.source.canRead
-	fx.srv = stdio.NewServer(fx.source, &stdio.Options{
+	srv, err := stdio.New(fx.source, stdio.Options{
 		Listen:       lo,
 		Handler:      pingHandler,
 		MaxLineBytes: maxRequestBytes,
@@ -801,6 +806,8 @@ func newStdioFixture(t testing.TB, osPipe bool, end ending) *stdioFixture {
 		OnOpen:       fx.opened,
 		OnClose:      fx.closed,
 	})
+	require.NoError(t, err)
+	fx.srv = srv
 	fx.main = fx.connect(t)
 	return fx
 }

@@ -164,7 +164,8 @@ func isolation(t *testing.T, mode string, seed uint64) {
 	var streams []*isoStream
 
 	if mode != "stdio" {
-		hh := streamhttp.New(h, &streamhttp.Options{Listen: opts, KeepAlive: -1, WriteTimeout: failsafe})
+		hh, err := streamhttp.New(h, streamhttp.Options{Listen: opts, KeepAlive: failsafe, WriteTimeout: failsafe})
+		require.NoError(t, err)
 		ts := httptest.NewServer(hh)
 		client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 		defer func() {
@@ -183,7 +184,8 @@ func isolation(t *testing.T, mode string, seed uint64) {
 		}
 	}
 	if mode != "http" {
-		ss := stdio.NewServer(h, &stdio.Options{Listen: opts, WriteTimeout: failsafe})
+		ss, err := stdio.New(h, stdio.Options{Listen: opts, WriteTimeout: failsafe})
+		require.NoError(t, err)
 		ids := []string{`1`, `2`, `3`, `4`, `"1"`, `"2"`, `"3"`, `"4"`}
 		for c := range isoConns {
 			conn := newStdioConn(t, ss, c%2 == 1, connOptions{routeBuf: 4 * isoRounds * isoPerRnd})

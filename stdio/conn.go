@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,17 +14,29 @@ import (
 	"github.com/mcplisten/listen/jsonrpc"
 )
 
-// conn is one connection being served: the reader (Serve's own goroutine),
-// the writer goroutine, and one goroutine per listen and per handler call.
+// conn is one connection being served: the reader goroutine, the writer
+// goroutine, one goroutine per listen and per handler call, and on a Conn
+// the peer (which holds a unit of active until it closes).
 //
 // Every goroutine that may write holds a unit of active while it runs (the
 // reader holds one while it handles a line). quiet is closed once the
 // connection stopped taking messages (stopping) and active is back to zero:
 // from then on nothing more can be written, and Serve stops the writer.
+//
+// Bounds: slots (MaxInFlight) is taken by the reader for every handler call
+// and every request forwarded to the peer, and given back when the call
+// returns or the peer answers the request; the reader waits for one, which
+// stops the reading. inbound (capacity MaxInFlight) is the queue of messages
+// for the peer; the reader waits when it is full. Output is not queued: each
+// message waits in its sender until the writer wrote it.
 type conn struct {
 	srv *Server
-	r   io.Reader
-	w   io.Writer
+	// r and w are set before serve registers the connection and never
+	// change afterwards.
+	r io.Reader
+	w io.Writer
+	// peer: non-listen messages go to the Conn's peer, not to the Handler.
+	peer bool
 
 	// base carries the values of Serve's context without its cancellation:
 	// subscriptions are ended by the connection, not by ctx directly.
@@ -35,24 +48,44 @@ type conn struct {
 
 	// writes carries messages to the writer goroutine (unbuffered).
 	writes chan *writeReq
+	// writing is true while the writer goroutine is inside w.Write.
+	writing atomic.Bool
+	// stopped is closed when the connection stops taking messages
+	// (stopping): EOF, a read error, a drain or a kill.
+	stopped chan struct{}
 	// dead is closed by kill: the connection is lost, writes fail at once.
 	dead chan struct{}
 	// writerStop is closed by Serve once quiet, to end the writer goroutine.
 	writerStop chan struct{}
-	// writerDone is closed by the writer goroutine as it exits.
+	// writerDone and readerDone are closed by the writer and the reader
+	// goroutines as they exit.
 	writerDone chan struct{}
+	readerDone chan struct{}
 	// timeoutDone is closed by the write-timeout callback after its kill.
 	timeoutDone chan struct{}
+	// finished is closed when serve returns.
+	finished chan struct{}
+	// slots holds one value per handler call running or forwarded request
+	// not yet answered (capacity MaxInFlight).
+	slots chan struct{}
+	// inbound queues the messages for the peer (capacity MaxInFlight; nil
+	// without a peer). The reader goroutine closes it as it exits.
+	inbound chan []byte
+	// peerDone is closed by Conn.Close.
+	peerDone chan struct{}
 
 	mu sync.Mutex
-	// entries holds the in-flight request ids: open (or opening) listens and
-	// handler calls. An entry leaves it before its final message is written,
-	// or when the client cancels it.
+	// entries holds the in-flight request ids: open (or opening) listens,
+	// handler calls and requests forwarded to the peer. A listen or a
+	// handler call leaves it before its final message is written, or when
+	// the client cancels it; a forwarded request when the peer answers it.
 	entries map[jsonrpc.ID]*entry
 	// listens counts the listen entries, for MaxSubscriptions.
 	listens int
 	// active counts the goroutines that may still write (see conn).
 	active int
+	// started: serve set the connection up (r, w, the contexts).
+	started bool
 	// stopping: no more messages are taken (EOF, read error, drain, kill).
 	stopping bool
 	// quiet is closed once stopping and active == 0 (closed under mu).
@@ -61,12 +94,31 @@ type conn struct {
 	drainErr    error // set by the first drain: what Serve returns
 	deadErr     error // set by kill: what Serve returns, takes precedence
 	readErr     error // a read error other than EOF
+	// inputEnded: the reader saw EOF or a read error, and exits by itself.
+	inputEnded bool
+	// readTried: a drain or a kill tried to stop the pending Read;
+	// readStopped: it could.
+	readTried, readStopped bool
+	// writeStuck: a kill found a Write pending that it could not stop.
+	writeStuck bool
+	// peerHeld: the peer holds a unit of active (from serve until Close or
+	// kill). peerClosed: Conn.Close was called.
+	peerHeld, peerClosed bool
 }
+
+// entryKind tells what an in-flight request id belongs to.
+type entryKind uint8
+
+const (
+	kindListen  entryKind = iota // a subscriptions/listen
+	kindHandler                  // a Handler call
+	kindForward                  // a request forwarded to the peer
+)
 
 // entry is one in-flight request id.
 type entry struct {
-	id      jsonrpc.ID
-	handler bool
+	id   jsonrpc.ID
+	kind entryKind
 
 	// Handler calls: the call's context.
 	ctx    context.Context
@@ -85,10 +137,11 @@ type entry struct {
 	// shutdown: a drain ended it; its terminal message is preceded by
 	// notifications/cancelled.
 	shutdown atomic.Bool
-	// cancelled: the client cancelled it; nothing more is written for it.
-	// cause (written before cancelled is set) is the listen.Cancelled reason.
+	// cancelled: the client cancelled it; nothing more is written for it
+	// (for a forwarded request: the peer's answer is dropped). cause
+	// (written before cancelled is set) is the listen.Cancelled reason.
 	// gone is closed right after cancelled is set, to release a send that
-	// waits for the writer.
+	// waits for the writer (nil for forwarded requests).
 	cancelled atomic.Bool
 	cause     error
 	gone      chan struct{}
@@ -96,64 +149,145 @@ type entry struct {
 
 // end ends e with reason. Call with conn.mu held.
 func (e *entry) end(reason error) {
-	if e.handler {
+	switch e.kind {
+	case kindHandler:
 		e.cancel(reason)
-		return
+	case kindListen:
+		if !e.opened && e.abort == nil {
+			e.abort = reason
+			e.ownerCancel(reason)
+		}
+		e.serveCancel(reason)
 	}
-	if !e.opened && e.abort == nil {
-		e.abort = reason
-		e.ownerCancel(reason)
-	}
-	e.serveCancel(reason)
+	// A forwarded request is the peer's: it learns of the end from
+	// ReadMessage and WriteMessage.
 }
 
-func newConn(ctx context.Context, srv *Server, r io.Reader, w io.Writer) *conn {
+func (s *Server) newConn(r io.Reader, w io.Writer, peer bool) *conn {
 	c := &conn{
-		srv:         srv,
+		srv:         s,
 		r:           r,
 		w:           w,
-		base:        context.WithoutCancel(ctx),
+		peer:        peer,
 		writes:      make(chan *writeReq),
+		stopped:     make(chan struct{}),
 		dead:        make(chan struct{}),
 		writerStop:  make(chan struct{}),
 		writerDone:  make(chan struct{}),
+		readerDone:  make(chan struct{}),
 		timeoutDone: make(chan struct{}),
+		finished:    make(chan struct{}),
+		slots:       make(chan struct{}, s.opts.MaxInFlight),
+		peerDone:    make(chan struct{}),
 		entries:     make(map[jsonrpc.ID]*entry),
 		quiet:       make(chan struct{}),
 	}
-	c.hctx, c.hcancel = context.WithCancelCause(ctx)
+	if peer {
+		c.inbound = make(chan []byte, s.opts.MaxInFlight)
+	}
 	return c
 }
 
+// errServeTwice is returned by a second Serve of the same Conn.
+var errServeTwice = errors.New("stdio: Conn.Serve called more than once")
+
+// errPeerClosed is the drain cause of Conn.Close; Serve returns nil for it.
+var errPeerClosed = errors.New("stdio: the peer closed the connection")
+
 // serve runs the connection; see Server.Serve.
 func (c *conn) serve(ctx context.Context) error {
+	c.mu.Lock()
+	if c.started {
+		c.mu.Unlock()
+		return errServeTwice
+	}
+	c.started = true
+	c.base = context.WithoutCancel(ctx)
+	c.hctx, c.hcancel = context.WithCancelCause(ctx)
+	restoreR, restoreW := func() {}, func() {}
+	if !c.srv.opts.BlockingFiles {
+		if f, ok := c.r.(*os.File); ok {
+			c.r, restoreR = pollable(f)
+		}
+		if f, ok := c.w.(*os.File); ok {
+			c.w, restoreW = pollable(f)
+		}
+	}
+	peerClosed := c.peerClosed
+	if c.peer && !peerClosed {
+		c.peerHeld = true
+		c.active++
+	}
+	c.mu.Unlock()
+	defer close(c.finished)
+	defer c.hcancel(context.Canceled)
+
+	if !c.srv.register(c) {
+		c.refuse()
+		restoreR()
+		restoreW()
+		return ErrServerClosed
+	}
+	defer c.srv.unregister(c)
+
 	go c.writeLoop()
+	go c.readLoop()
 	drained := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
 		defer close(drained)
 		c.drain(context.Cause(ctx))
 	})
+	if peerClosed {
+		c.drain(errPeerClosed)
+	}
 
-	c.readLoop()
 	<-c.quiet
 	if !stop() {
 		// The drain callback started: wait for it to return.
 		<-drained
 	}
 	close(c.writerStop)
-	<-c.writerDone
-	c.hcancel(context.Canceled)
+
+	c.mu.Lock()
+	writeStuck := c.writeStuck
+	readWait := c.inputEnded || c.readStopped
+	c.mu.Unlock()
+	if writeStuck {
+		c.srv.linger(c.writerDone)
+	} else {
+		<-c.writerDone
+		restoreW()
+	}
+	if readWait {
+		<-c.readerDone
+		restoreR()
+	} else {
+		c.srv.linger(c.readerDone)
+	}
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
+	case c.deadErr != nil && writeStuck:
+		return fmt.Errorf("%w; the Write is still pending: it could not be interrupted (see Serve)", c.deadErr)
 	case c.deadErr != nil:
 		return c.deadErr
-	case c.drainErr != nil:
+	case c.drainErr != nil && c.drainErr != errPeerClosed:
 		return c.drainErr
 	default:
 		return c.readErr
 	}
+}
+
+// refuse ends a connection Serve refused (the Server is shut down): the
+// peer's calls fail with ErrServerClosed.
+func (c *conn) refuse() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.deadErr = ErrServerClosed
+	c.setStoppingLocked()
+	close(c.dead)
+	c.peerHeld = false
 }
 
 // acquire takes a unit of active unless the connection is stopping.
@@ -182,20 +316,43 @@ func (c *conn) maybeQuietLocked() {
 	}
 }
 
+func (c *conn) setStoppingLocked() {
+	if !c.stopping {
+		c.stopping = true
+		close(c.stopped)
+	}
+}
+
+// takeSlot waits for a unit of MaxInFlight; false if the connection stopped
+// taking messages meanwhile. Only the reader calls it.
+func (c *conn) takeSlot() bool {
+	select {
+	case c.slots <- struct{}{}:
+		return true
+	case <-c.stopped:
+		return false
+	}
+}
+
+// giveSlot gives back a unit of MaxInFlight.
+func (c *conn) giveSlot() { <-c.slots }
+
 // inputDone records the end of the input: EOF or a read error ends every
-// listen as disconnected; handler calls in flight go on and are answered.
+// listen as disconnected; handler calls in flight go on and are answered,
+// and the peer may still answer what it read.
 func (c *conn) inputDone(err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.inputEnded = true
 	if !c.stopping {
-		c.stopping = true
+		c.setStoppingLocked()
 		if !errors.Is(err, io.EOF) {
 			c.readErr = fmt.Errorf("stdio: read: %w", err)
 			c.srv.log.Warn("stdio: read failed", "err", err)
 		}
 		reason := listen.Disconnected(err)
 		for _, e := range c.entries {
-			if !e.handler {
+			if e.kind == kindListen {
 				e.end(reason)
 			}
 		}
@@ -204,7 +361,8 @@ func (c *conn) inputDone(err error) {
 }
 
 // drain stops reading and ends every listen with ErrShutdown (Serve writes
-// its completion). Handler calls in flight go on. cause is what Serve returns.
+// its completion). Handler calls in flight go on; the peer reads io.EOF once
+// it has read what was queued. cause is what Serve returns.
 func (c *conn) drain(cause error) {
 	c.mu.Lock()
 	if c.drainErr != nil || c.deadErr != nil {
@@ -212,24 +370,20 @@ func (c *conn) drain(cause error) {
 		return
 	}
 	c.drainErr = cause
-	wasStopping := c.stopping
-	c.stopping = true
+	c.setStoppingLocked()
 	for _, e := range c.entries {
-		if !e.handler {
+		if e.kind == kindListen {
 			e.shutdown.Store(true)
 			e.serveCancel(listen.ErrShutdown)
 		}
 	}
-	c.maybeQuietLocked()
-	c.mu.Unlock()
-	if !wasStopping {
-		interruptRead(c.r)
-	}
+	c.stopReadLocked()
 }
 
 // kill ends the connection at once with err: every listen is closed as
 // Disconnected(err), every handler context is cancelled, pending and later
-// writes fail, and the reader and the writer are stopped.
+// writes fail, the peer's calls fail with err, and the reader and the writer
+// are stopped.
 func (c *conn) kill(err error) {
 	c.mu.Lock()
 	if c.deadErr != nil {
@@ -237,18 +391,50 @@ func (c *conn) kill(err error) {
 		return
 	}
 	c.deadErr = err
-	c.stopping = true
+	c.setStoppingLocked()
 	close(c.dead)
+	if c.peerHeld {
+		c.peerHeld = false
+		c.active--
+	}
 	reason := listen.Disconnected(err)
 	for _, e := range c.entries {
 		e.end(reason)
 	}
 	c.hcancel(reason)
+	c.srv.log.Warn("stdio: connection lost", "err", err)
+	// Hold a unit of active while stopping the writer, so that Serve does
+	// not look at writeStuck before it is known.
+	c.active++
+	c.mu.Unlock()
+	stopped := interruptWrite(c.w)
+	c.mu.Lock()
+	if c.writing.Load() && !stopped {
+		c.writeStuck = true
+	}
+	c.active--
+	c.stopReadLocked()
+}
+
+// stopReadLocked stops the pending Read once (unless the input already
+// ended), then unlocks c.mu. It holds a unit of active meanwhile, so that
+// Serve does not look at readStopped before it is known.
+func (c *conn) stopReadLocked() {
+	try := !c.readTried && !c.inputEnded
+	c.readTried = true
+	if !try {
+		c.maybeQuietLocked()
+		c.mu.Unlock()
+		return
+	}
+	c.active++
+	c.mu.Unlock()
+	ok := interruptRead(c.r)
+	c.mu.Lock()
+	c.readStopped = ok
+	c.active--
 	c.maybeQuietLocked()
 	c.mu.Unlock()
-	c.srv.log.Warn("stdio: connection lost", "err", err)
-	interruptWrite(c.w)
-	interruptRead(c.r)
 }
 
 // deadError returns the kill error (call only after dead is closed).
@@ -265,16 +451,21 @@ func (c *conn) removeEntry(e *entry) {
 	c.mu.Unlock()
 }
 
-func (c *conn) removeEntryLocked(e *entry) {
-	if c.entries[e.id] == e {
-		delete(c.entries, e.id)
-		if !e.handler {
-			c.listens--
-		}
+// removeEntryLocked drops e from the in-flight ids, if it is still there,
+// and reports whether it was.
+func (c *conn) removeEntryLocked(e *entry) bool {
+	if c.entries[e.id] != e {
+		return false
 	}
+	delete(c.entries, e.id)
+	if e.kind == kindListen {
+		c.listens--
+	}
+	return true
 }
 
-// inFlight reports whether id is an open listen or a handler call.
+// inFlight reports whether id is an open listen, a handler call or a
+// forwarded request not yet answered.
 func (c *conn) inFlight(id jsonrpc.ID) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -282,44 +473,65 @@ func (c *conn) inFlight(id jsonrpc.ID) bool {
 	return ok
 }
 
-// cancelRequest handles notifications/cancelled for id: the listen or the
+// cancelRequest handles notifications/cancelled for id. A listen or a
 // handler call is ended with listen.Cancelled(reason), nothing more is
-// written for it, and the id is free at once. Unknown ids are ignored.
-func (c *conn) cancelRequest(id jsonrpc.ID, reason string) {
+// written for it, the id is free at once, and consumed is true. A request
+// forwarded to the peer is marked so that the peer's answer is dropped (its
+// id stays in flight until that answer); the cancellation itself is for the
+// peer (consumed false), as is one for an id not in flight.
+func (c *conn) cancelRequest(id jsonrpc.ID, reason string) (consumed bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.entries[id]
 	if !ok {
-		c.srv.log.Debug("stdio: cancellation of an unknown request ignored", "id", id.Raw())
-		return
+		c.srv.log.Debug("stdio: cancellation of an unknown request", "id", id.Raw())
+		return false
+	}
+	cause := listen.Cancelled(reason)
+	if e.kind == kindForward {
+		e.cause = cause
+		e.cancelled.Store(true)
+		return false
 	}
 	c.removeEntryLocked(e)
-	cause := listen.Cancelled(reason)
 	e.cause = cause
 	e.cancelled.Store(true)
 	close(e.gone)
 	e.end(cause)
+	return true
 }
 
 // aLongTimeAgo is a deadline in the past, to stop a pending Read or Write.
 var aLongTimeAgo = time.Unix(1, 0)
 
-// interruptRead stops a Read pending on r, if it can (see Server.Serve).
-func interruptRead(r io.Reader) {
+// interruptRead stops a Read pending on r, if it can (see Server.Serve),
+// and reports whether it could.
+func interruptRead(r io.Reader) bool {
 	if d, ok := r.(interface{ SetReadDeadline(time.Time) error }); ok && d.SetReadDeadline(aLongTimeAgo) == nil {
-		return
+		return true
 	}
-	if cl, ok := r.(io.Closer); ok {
-		_ = cl.Close()
-	}
+	return closeToInterrupt(r)
 }
 
-// interruptWrite stops a Write pending on w, if it can (see Server.Serve).
-func interruptWrite(w io.Writer) {
+// interruptWrite stops a Write pending on w, if it can (see Server.Serve),
+// and reports whether it could.
+func interruptWrite(w io.Writer) bool {
 	if d, ok := w.(interface{ SetWriteDeadline(time.Time) error }); ok && d.SetWriteDeadline(aLongTimeAgo) == nil {
-		return
+		return true
 	}
-	if cl, ok := w.(io.Closer); ok {
+	return closeToInterrupt(w)
+}
+
+// closeToInterrupt closes v if it is an io.Closer other than an *os.File:
+// closing a blocking descriptor does not end a Read or Write pending on it
+// (the descriptor is released only once that call returns).
+func closeToInterrupt(v any) bool {
+	if _, isFile := v.(*os.File); isFile {
+		return false
+	}
+	if cl, ok := v.(io.Closer); ok {
 		_ = cl.Close()
+		return true
 	}
+	return false
 }

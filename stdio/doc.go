@@ -1,13 +1,31 @@
 // Package stdio serves MCP 2026-07-28 subscriptions/listen over the stdio
 // transport: newline-delimited JSON-RPC on a reader and a writer, usually a
-// server process's standard input and output. Every other method is handed to
-// the application's Handler.
+// server process's standard input and output. Every other message goes to
+// the application's Handler, or to a peer sharing the connection (Conn).
 //
-//	srv := stdio.NewServer(src, &stdio.Options{
+//	srv, err := stdio.New(src, stdio.Options{
 //		Listen:  listen.Options{Capabilities: caps, ServerInfo: info},
 //		Handler: app, // tools/list, tools/call, server/discover, ...
 //	})
-//	err := srv.Serve(ctx, os.Stdin, os.Stdout)
+//	...
+//	err = srv.Serve(ctx, os.Stdin, os.Stdout)
+//
+// # Sharing the connection with another JSON-RPC peer
+//
+// A Handler answers requests; it cannot send a message nobody asked for. An
+// MCP server implementation (the go-sdk's, for one) sends such messages all
+// the time: logging and progress notifications, list changes, requests to
+// the client. Such a server shares the connection through a Conn instead:
+//
+//	c := srv.NewConn(os.Stdin, os.Stdout)
+//	go peer(c)            // c.ReadMessage, c.WriteMessage, then c.Close
+//	err = c.Serve(ctx)
+//
+// The Server serves every listen and every notifications/cancelled naming
+// one; everything else the client sends reaches the peer as it was read
+// (Conn.ReadMessage), responses to the peer's own requests included, and
+// the peer writes any message at any time (Conn.WriteMessage) through the
+// connection's one writer. See Conn for the bounds and the ending.
 //
 // # Framing
 //
@@ -22,8 +40,9 @@
 // (echoing the id when it could be read), and a line longer than
 // Options.MaxLineBytes with -32600 MsgLineTooLong, without an id since the line
 // is never parsed. An over-long line is skipped up to its newline and never
-// buffered past the limit. Responses sent by the client, which this server
-// never asks for, are not requests either and get -32600.
+// buffered past the limit. Responses sent by the client go to the peer of a
+// Conn; on Serve, whose Handler never asks the client anything, they are not
+// requests either and get -32600.
 //
 // # Multiplexing
 //
@@ -37,9 +56,11 @@
 //
 // A request id is in flight from the moment its request is read until its
 // terminal message or response is about to be written, or the client
-// cancels it. A request (listen or not) reusing an id in flight is answered
-// with -32600 "Duplicate in-flight request id" and the request holding the id
-// is not touched.
+// cancels it; a request forwarded to a Conn's peer, until the peer answers
+// it (a cancellation does not free it: the peer still answers, and that
+// answer is dropped). A request (listen or not) reusing an id in flight is
+// answered with -32600 "Duplicate in-flight request id" and the request
+// holding the id is not touched.
 //
 // notifications/cancelled with the requestId of an open listen closes it
 // with reason listen.Cancelled(reason) and nothing more is written for it: no
@@ -48,7 +69,9 @@
 // handler call cancels the call's context (cause listen.Cancelled) and its
 // response is not sent. Cancellations that are malformed (params not an
 // object, requestId not a string or integer, a reason that is not a string)
-// or name no request in flight are ignored; notifications are never answered.
+// or name no listen or handler call in flight are ignored (on a Conn they
+// go to the peer, as do those of the requests forwarded to it);
+// notifications are never answered.
 //
 // # Listen requests
 //
@@ -56,9 +79,10 @@
 // the streamhttp package:
 //
 //  1. invalid params: -32602 with the exact messages of
-//     listen.ParseListenParams (including a missing or non-string version);
-//  2. a _meta protocolVersion before 2026-07-28 (jsonrpc.IsLegacyVersion):
-//     -32601 "Method not found: subscriptions/listen";
+//     listen.ParseParams (including a missing or non-string version);
+//  2. an older protocol version the server speaks (one in
+//     Options.SupportedVersions): -32601 "Method not found:
+//     subscriptions/listen" (jsonrpc.ListenVersionError);
 //  3. any other version but 2026-07-28: -32022 "Unsupported protocol
 //     version" with data {"supported": Options.SupportedVersions (default
 //     jsonrpc.SupportedProtocolVersions), "requested": the version};
@@ -77,9 +101,16 @@
 //
 // A write that fails, or does not complete within Options.WriteTimeout, ends
 // the connection: every listen is closed as listen.Disconnected (cause
-// ErrWriteTimeout or the write error), handler contexts are cancelled, the
-// reader and the writer are stopped (see Server.Serve) and Serve returns the
-// error. No write ever waits longer than WriteTimeout.
+// ErrWriteTimeout or the write error), handler contexts are cancelled, a
+// Conn's peer gets the error from ReadMessage and WriteMessage, the reader
+// and the writer are stopped (see Server.Serve) and Serve returns the error.
+// No message waits longer than WriteTimeout for its write, and Serve returns
+// even if the timed-out Write cannot be interrupted (its error then says so; see
+// Server.Serve for what the caller should do).
+//
+// With a Conn, a graceful end (EOF, a drain) also waits for the peer: it
+// reads io.EOF once it has read what was queued for it, may still answer,
+// and must then Close. Conn.Close drains the connection.
 //
 // # Draining
 //
@@ -103,22 +134,38 @@
 // that ends on its own (its source ended or failed) gets its terminal
 // message alone.
 //
+// # Backpressure
+//
+// The connection holds a bounded amount of work, whatever the client sends:
+// at most Options.MaxInFlight handler calls (each holds its unit until its
+// response is written) or requests forwarded to the peer and not answered,
+// at most MaxInFlight messages queued for the peer, at most
+// Options.MaxSubscriptions listens, and one input line of at most
+// Options.MaxLineBytes being handled. Output is not queued: each message
+// waits in the goroutine that sends it until the writer wrote it. When a
+// bound is reached the reader waits, so Serve stops reading and the
+// client's writes block: a client that sends requests without reading the
+// answers is slowed to the pace of its own reading. While the reader waits
+// it reads nothing, cancellations included. A client that stops reading
+// altogether ends the connection after WriteTimeout.
+//
 // # Goroutines
 //
-// Serve reads on its own goroutine and starts one writer goroutine, one
+// Serve starts one reader goroutine and one writer goroutine, one
 // goroutine per listen (which opens the subscription and runs
 // listen.Subscription.Serve, whose worker the core owns) and one per handler
-// call. It returns only after every one of them has returned. Source.Open
-// runs on the listen's goroutine, so a slow Open delays no other message; its
-// context is cancelled if the listen is cancelled or the connection lost
-// while it runs.
+// call. It returns only after every one of them has returned, except a Read
+// or a Write it could not interrupt, which it leaves behind (see
+// Server.Serve) and Server.Shutdown waits for. Source.Open runs on the
+// listen's goroutine, so a slow Open delays no other message; its context is
+// cancelled if the listen is cancelled or the connection lost while it runs.
+// A Conn's peer runs on its own goroutines, which are the peer's.
 //
 // # Limits and defaults
 //
 //   - MaxSubscriptions: 32 open listens per connection (DefaultMaxSubscriptions);
+//   - MaxInFlight: 64 handler calls or forwarded requests, and 64 queued
+//     messages for the peer, per connection (DefaultMaxInFlight);
 //   - MaxLineBytes: 4 MiB per input line (DefaultMaxLineBytes);
 //   - WriteTimeout: 5 s per output message (DefaultWriteTimeout).
-//
-// Handler calls are not limited in number; bound them in the Handler if
-// needed.
 package stdio

@@ -11,12 +11,18 @@ var (
 	// not complete within Options.WriteTimeout. The connection is then gone:
 	// every subscription was closed as listen.Disconnected with this cause.
 	ErrWriteTimeout = errors.New("stdio: write timed out")
+	// ErrConnClosed is returned by a Conn's ReadMessage and WriteMessage
+	// after its Close.
+	ErrConnClosed = errors.New("stdio: connection closed")
+	// ErrInvalidOptions is matched by the error New returns for invalid
+	// options; its text names the field.
+	ErrInvalidOptions = errors.New("stdio: invalid options")
 )
 
 // Exact messages of the errors this transport writes itself. The listen
 // core's messages (jsonrpc.MsgDuplicateID, jsonrpc.MsgCapacityExhausted,
 // jsonrpc.MsgMethodNotFoundListen and the -32602 messages of
-// listen.ParseListenParams) are used as they are.
+// listen.ParseParams) are used as they are.
 const (
 	// MsgLineTooLong is the message of the -32600 error (without an id)
 	// that answers an input line longer than Options.MaxLineBytes.

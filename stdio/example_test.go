@@ -39,9 +39,12 @@ func (s *oneShotStream) Close(error) {}
 
 // A listen over a pipe: the acknowledgement, the event, the completion.
 func ExampleServer_Serve() {
-	srv := stdio.NewServer(oneShot{}, &stdio.Options{
+	srv, err := stdio.New(oneShot{}, stdio.Options{
 		Listen: listen.Options{Capabilities: listen.Capabilities{ToolsListChanged: true}},
 	})
+	if err != nil {
+		log.Fatal(err)
+	}
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	done := make(chan error, 1)
@@ -77,7 +80,7 @@ func Example() {
 		}
 		return nil, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "Method not found: "+msg.Method)
 	})
-	srv := stdio.NewServer(src, &stdio.Options{
+	srv, err := stdio.New(src, stdio.Options{
 		Listen: listen.Options{
 			Capabilities: listen.Capabilities{ToolsListChanged: true},
 			ServerInfo:   listen.Implementation{Name: "example", Version: "1.0.0"},
@@ -85,9 +88,13 @@ func Example() {
 		Handler: app,
 		// The defaults, spelled out:
 		MaxSubscriptions: 32,
+		MaxInFlight:      64,
 		MaxLineBytes:     4 << 20,
 		WriteTimeout:     5 * time.Second,
 	})
+	if err != nil {
+		log.Fatal(err)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -101,11 +108,69 @@ func Example() {
 	case <-ctx.Done():
 		drain, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		// Completes every open listen. It returns once everything is
-		// written, even while Serve still waits for a stdin Read that
-		// cannot be interrupted; the process then exits.
+		// Completes every open listen and returns once Serve returned. A
+		// stdin pipe is read through a non-blocking duplicate, so its
+		// pending Read is stopped; the process then exits.
 		if err := srv.Shutdown(drain); err != nil {
 			log.Print(err)
 		}
 	}
+}
+
+// A peer shares the connection: it answers tools/list, and writes a log
+// message nobody asked for; the listen is served by the Server.
+func ExampleServer_NewConn() {
+	srv, err := stdio.New(oneShot{}, stdio.Options{
+		Listen: listen.Options{Capabilities: listen.Capabilities{ToolsListChanged: true}},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	c := srv.NewConn(inR, outW)
+	done := make(chan error, 1)
+	go func() {
+		done <- c.Serve(context.Background())
+		outW.Close()
+	}()
+
+	// The peer, such as an MCP server implementation's connection.
+	go func() {
+		defer c.Close()
+		ctx := context.Background()
+		for {
+			msg, err := c.ReadMessage(ctx) // io.EOF once the client is gone
+			if err != nil {
+				return
+			}
+			var req struct {
+				ID json.RawMessage `json:"id"`
+			}
+			_ = json.Unmarshal(msg, &req)
+			_ = c.WriteMessage(ctx, json.RawMessage(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"listing tools"}}`))
+			_ = c.WriteMessage(ctx, json.RawMessage(`{"jsonrpc":"2.0","id":`+string(req.ID)+`,"result":{"tools":[]}}`))
+		}
+	}()
+
+	out := bufio.NewScanner(outR)
+	io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`+"\n")
+	for range 2 {
+		out.Scan()
+		fmt.Println(out.Text())
+	}
+	io.WriteString(inW, `{"jsonrpc":"2.0","id":2,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},"notifications":{"toolsListChanged":true}}}`+"\n")
+	for range 3 {
+		out.Scan()
+		fmt.Println(out.Text())
+	}
+	inW.Close() // EOF: the peer reads io.EOF and closes; Serve returns
+	fmt.Println("Serve:", <-done)
+	// Output:
+	// {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"listing tools"}}
+	// {"jsonrpc":"2.0","id":1,"result":{"tools":[]}}
+	// {"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":2},"notifications":{"toolsListChanged":true}}}
+	// {"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":2}}}
+	// {"jsonrpc":"2.0","id":2,"result":{"_meta":{"io.modelcontextprotocol/subscriptionId":2},"resultType":"complete"}}
+	// Serve: <nil>
 }

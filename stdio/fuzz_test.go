@@ -101,22 +101,61 @@ func FuzzServeInput(f *testing.F) {
 		"\xff\xfe{",
 		strings.Repeat("x", 600) + "\n" + requestLine(`8`, "after"),
 		strings.Repeat(listenLine(`"p"`, `{"promptsListChanged":true}`)+"\n", 5),
+		`{"jsonrpc":"2.0","id":"s","result":{}}` + "\n" + `{"jsonrpc":"2.0","id":null,"error":{"code":1,"message":"m"}}`,
+		requestLine(`9`, "a") + "\n" + cancelLine(`9`, "x") + "\n" + requestLine(`9`, "b") + "\n" + requestLine(`10`, "c") + "\n" + requestLine(`11`, "d"),
 	}
 	for _, s := range seeds {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ignore := goleak.IgnoreCurrent()
-		var out bytes.Buffer
-		srv := stdio.NewServer(fuzzSource{}, &stdio.Options{
+		opts := stdio.Options{
 			Listen:           listen.Options{Capabilities: testCaps},
 			Handler:          fuzzHandler,
 			MaxLineBytes:     512,
 			MaxSubscriptions: 3,
-		})
+			MaxInFlight:      2,
+		}
+		var out bytes.Buffer
+		srv := newServer(t, fuzzSource{}, opts)
 		if err := srv.Serve(context.Background(), bytes.NewReader(data), &out); err != nil {
 			t.Fatalf("Serve: %v", err)
 		}
+		checkOutput(t, out.Bytes())
+
+		// The same input on a Conn whose peer answers every request.
+		out.Reset()
+		c := newServer(t, fuzzSource{}, opts).NewConn(bytes.NewReader(data), &out)
+		peerDone := make(chan struct{})
+		go func() {
+			defer close(peerDone)
+			defer c.Close()
+			for {
+				m, err := c.ReadMessage(context.Background())
+				if err != nil {
+					return
+				}
+				var head struct {
+					ID     json.RawMessage `json:"id"`
+					Method string          `json:"method"`
+				}
+				if json.Unmarshal(m, &head) != nil || !json.Valid(m) {
+					t.Errorf("the peer got a message that is not JSON: %q", m)
+					return
+				}
+				if head.Method != "" && len(head.ID) > 0 {
+					answer := `{"jsonrpc":"2.0","id":` + string(head.ID) + `,"result":{}}`
+					if err := c.WriteMessage(context.Background(), json.RawMessage(answer)); err != nil {
+						t.Errorf("WriteMessage: %v", err)
+						return
+					}
+				}
+			}
+		}()
+		if err := c.Serve(context.Background()); err != nil {
+			t.Fatalf("Conn.Serve: %v", err)
+		}
+		<-peerDone
 		checkOutput(t, out.Bytes())
 		goleak.VerifyNone(t, ignore)
 	})

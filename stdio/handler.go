@@ -10,9 +10,11 @@ import (
 )
 
 // runHandler runs one Handler call and answers it when it is a request (e is
-// nil for a notification). It owns one unit of conn.active.
+// nil for a notification). It owns one unit of conn.active and one of
+// MaxInFlight.
 func (c *conn) runHandler(e *entry, msg jsonrpc.Message) {
 	defer c.release()
+	defer c.giveSlot()
 	ctx := c.hctx
 	if e != nil {
 		defer e.cancel(context.Canceled)

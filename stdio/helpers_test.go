@@ -122,12 +122,21 @@ var testCaps = listen.Capabilities{
 	ResourcesListChanged: true, ResourcesSubscribe: true,
 }
 
+// newServer is stdio.New for options a test knows are valid.
+func newServer(t testing.TB, src listen.Source, opts stdio.Options) *stdio.Server {
+	t.Helper()
+	srv, err := stdio.New(src, opts)
+	require.NoError(t, err)
+	return srv
+}
+
 // harness runs a Server over two io.Pipe pairs: in carries the client's
 // lines to Serve, and every line Serve writes is decoded onto lines.
 type harness struct {
 	t     *testing.T
 	src   *testSource
 	srv   *stdio.Server
+	conn  *stdio.Conn // set by startConn
 	in    *io.PipeWriter
 	inR   *io.PipeReader
 	outW  *io.PipeWriter
@@ -139,6 +148,18 @@ type harness struct {
 // default to testCaps.
 func start(t *testing.T, ctx context.Context, src *testSource, opts *stdio.Options) *harness {
 	t.Helper()
+	return startHarness(t, ctx, src, opts, false)
+}
+
+// startConn is start for a Conn: Conn.Serve with ctx; h.conn is the peer's
+// side.
+func startConn(t *testing.T, ctx context.Context, src *testSource, opts *stdio.Options) *harness {
+	t.Helper()
+	return startHarness(t, ctx, src, opts, true)
+}
+
+func startHarness(t *testing.T, ctx context.Context, src *testSource, opts *stdio.Options, conn bool) *harness {
+	t.Helper()
 	if src == nil {
 		src = newTestSource()
 	}
@@ -148,7 +169,7 @@ func start(t *testing.T, ctx context.Context, src *testSource, opts *stdio.Optio
 	if reflect.ValueOf(opts.Listen.Capabilities).IsZero() {
 		opts.Listen.Capabilities = testCaps
 	}
-	h := &harness{t: t, src: src, srv: stdio.NewServer(src, opts), lines: make(chan msg, 1024), done: make(chan error, 1)}
+	h := &harness{t: t, src: src, srv: newServer(t, src, *opts), lines: make(chan msg, 1024), done: make(chan error, 1)}
 	var outR *io.PipeReader
 	h.inR, h.in = io.Pipe()
 	outR, h.outW = io.Pipe()
@@ -160,8 +181,13 @@ func start(t *testing.T, ctx context.Context, src *testSource, opts *stdio.Optio
 		}
 		close(h.lines)
 	}()
+	serve := func() error { return h.srv.Serve(ctx, h.inR, h.outW) }
+	if conn {
+		h.conn = h.srv.NewConn(h.inR, h.outW)
+		serve = func() error { return h.conn.Serve(ctx) }
+	}
 	go func() {
-		err := h.srv.Serve(ctx, h.inR, h.outW)
+		err := serve()
 		h.outW.Close()
 		h.inR.Close()
 		h.done <- err

@@ -51,7 +51,7 @@ func readMsg(t *testing.T, r *bufio.Reader) msg {
 func TestOSPipeRoundTrip(t *testing.T) {
 	p := newOSPipes(t)
 	src := newTestSource()
-	srv := stdio.NewServer(src, &stdio.Options{Listen: listen.Options{Capabilities: testCaps}})
+	srv := newServer(t, src, stdio.Options{Listen: listen.Options{Capabilities: testCaps}})
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(context.Background(), p.inR, p.outW) }()
 	out := bufio.NewReader(p.outR)
@@ -77,7 +77,7 @@ func TestOSPipeRoundTrip(t *testing.T) {
 func TestOSPipeShutdownStopsThePendingRead(t *testing.T) {
 	p := newOSPipes(t)
 	src := newTestSource()
-	srv := stdio.NewServer(src, &stdio.Options{Listen: listen.Options{Capabilities: testCaps}})
+	srv := newServer(t, src, stdio.Options{Listen: listen.Options{Capabilities: testCaps}})
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(context.Background(), p.inR, p.outW) }()
 	out := bufio.NewReader(p.outR)
@@ -97,7 +97,7 @@ func TestOSPipeShutdownStopsThePendingRead(t *testing.T) {
 func TestOSPipeWriteTimeout(t *testing.T) {
 	p := newOSPipes(t)
 	big := json.RawMessage(`{"blob":"` + strings.Repeat("x", 1<<20) + `"}`)
-	srv := stdio.NewServer(newTestSource(), &stdio.Options{
+	srv := newServer(t, newTestSource(), stdio.Options{
 		WriteTimeout: 200 * time.Millisecond,
 		Handler: stdio.HandlerFunc(func(context.Context, jsonrpc.Message) (json.RawMessage, error) {
 			return big, nil

@@ -77,9 +77,16 @@ func (lr *lineReader) next() (line []byte, tooLong bool, err error) {
 	}
 }
 
-// readLoop reads and handles messages until the input ends or the connection
-// stops taking messages. It runs on Serve's goroutine.
+// readLoop is the reader goroutine: it reads and handles messages until the
+// input ends or the connection stops taking messages. Handling a line may
+// wait (for a unit of MaxInFlight, for room in the peer's queue, for an
+// error response to be written): the reading waits with it, which is the
+// connection's backpressure.
 func (c *conn) readLoop() {
+	defer close(c.readerDone)
+	if c.inbound != nil {
+		defer close(c.inbound)
+	}
 	lr := newLineReader(c.r, c.srv.opts.MaxLineBytes)
 	for {
 		line, tooLong, err := lr.next()

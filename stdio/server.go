@@ -17,6 +17,8 @@ import (
 const (
 	// DefaultMaxSubscriptions is the default of Options.MaxSubscriptions.
 	DefaultMaxSubscriptions = 32
+	// DefaultMaxInFlight is the default of Options.MaxInFlight.
+	DefaultMaxInFlight = 64
 	// DefaultMaxLineBytes is the default of Options.MaxLineBytes: 4 MiB.
 	DefaultMaxLineBytes = 4 << 20
 	// DefaultWriteTimeout is the default of Options.WriteTimeout.
@@ -39,11 +41,18 @@ const TransportKind = "stdio"
 // dropped: notifications are never answered.
 //
 // Each call runs on its own goroutine, concurrently with other calls and with
-// the subscriptions; Serve waits for it before returning. ctx is cancelled
-// when the client cancels the request (notifications/cancelled; the cause
-// matches listen.ErrCancelled and the response is then not sent), when the
-// connection is lost (listen.ErrDisconnected), and when Serve's own context
-// ends. A panic is recovered and answered as -32603 "Internal error".
+// the subscriptions; Serve waits for it before returning. At most
+// Options.MaxInFlight calls run at once on a connection; while that many
+// run, Serve reads nothing more. ctx is cancelled when the client cancels
+// the request (notifications/cancelled; the cause matches listen.ErrCancelled
+// and the response is then not sent), when the connection is lost
+// (listen.ErrDisconnected), and when Serve's own context ends. A panic is
+// recovered and answered as -32603 "Internal error".
+//
+// A Handler cannot send a message nobody asked for (a log or progress
+// notification, a request to the client): a peer that must do so, such as
+// another MCP server implementation, shares the connection through a Conn
+// instead (see Server.NewConn).
 type Handler interface {
 	Handle(ctx context.Context, msg jsonrpc.Message) (result json.RawMessage, err error)
 }
@@ -56,32 +65,58 @@ func (f HandlerFunc) Handle(ctx context.Context, msg jsonrpc.Message) (json.RawM
 	return f(ctx, msg)
 }
 
-// Options configure a Server. The zero value is usable; NewServer copies it
-// and fills in the defaults.
+// Options configure a Server. The zero value is usable; New copies it and
+// fills in the defaults.
 type Options struct {
 	// Listen configures listen.Open for every subscription: the server's
 	// capabilities (which the requested filters are narrowed against), its
 	// server info (for the completion result), extensions, CanRead and
 	// ReleaseTimeout.
 	Listen listen.Options
-	// Handler serves every other method. Nil answers every other request with
-	// -32601 "Method not found: <method>" and ignores other notifications.
+	// Handler serves every other method on the connections of Serve. Nil
+	// answers every other request with -32601 "Method not found: <method>"
+	// and ignores other notifications. Connections made with NewConn do not
+	// use it: they forward those messages to their peer.
 	Handler Handler
 	// MaxSubscriptions bounds the listens open at once on one connection
 	// (one Serve call). A listen over it is answered with -32603 "Server
 	// subscription capacity exhausted". Zero means DefaultMaxSubscriptions
-	// (32); a negative value makes NewServer panic.
+	// (32).
 	MaxSubscriptions int
+	// MaxInFlight bounds, per connection, the work read but not yet done
+	// with: the Handler calls running (requests and notifications; a call
+	// counts until its response is written) and, on a Conn, the requests
+	// forwarded to the peer and not yet answered by it. It is also the
+	// length of a Conn's queue of messages the peer has not read yet. When
+	// either is full Serve stops reading (the client's writes then block:
+	// this is the connection's backpressure) until there is room. Listens
+	// are bounded by MaxSubscriptions instead. Zero means DefaultMaxInFlight
+	// (64).
+	MaxInFlight int
 	// MaxLineBytes bounds the length of one input line, newline excluded.
 	// A longer line is skipped (never buffered past the limit) and answered
 	// with a -32600 error without an id (MsgLineTooLong); the connection goes
-	// on. Zero means DefaultMaxLineBytes (4 MiB); a negative value makes
-	// NewServer panic.
+	// on. Zero means DefaultMaxLineBytes (4 MiB).
 	MaxLineBytes int
 	// WriteTimeout bounds each write of one message. A write that does not
 	// complete in time ends the connection (see Serve). Zero means
-	// DefaultWriteTimeout (5 s); a negative value makes NewServer panic.
+	// DefaultWriteTimeout (5 s).
 	WriteTimeout time.Duration
+	// BlockingFiles, when set, makes Serve use an *os.File reader or writer
+	// in the mode it is in. By default, an *os.File for a pipe or a socket
+	// that has no deadline support (a process's inherited standard input
+	// and output usually are blocking descriptors) is served through a
+	// duplicate of its descriptor in non-blocking mode, registered with the
+	// runtime's poller, so that a write timeout or a drain can interrupt a
+	// pending Write or Read (a Write blocked on a blocking descriptor can
+	// never be interrupted in Go). Non-blocking mode belongs to the open file
+	// description, so other holders of the same pipe see it while Serve runs:
+	// a Write through the original *os.File (os.Stdout), which a stdio
+	// server must not do anyway, fails with EAGAIN instead of waiting when
+	// the pipe is full. The descriptor is put back in blocking mode when
+	// Serve returns. Terminals and regular files are always used as they
+	// are.
+	BlockingFiles bool
 	// SupportedVersions is the "supported" list of the unsupported-version
 	// error (-32022). Nil means jsonrpc.SupportedProtocolVersions.
 	SupportedVersions []string
@@ -103,9 +138,10 @@ type Options struct {
 	OnClose func(sub *listen.Subscription, reason error)
 }
 
-// Server serves subscriptions/listen, and hands every other method to a
-// Handler, over newline-delimited JSON-RPC connections such as a process's
-// standard input and output. See the package documentation.
+// Server serves subscriptions/listen, and hands every other message to a
+// Handler or to the peer of a Conn, over newline-delimited JSON-RPC
+// connections such as a process's standard input and output. See the
+// package documentation.
 //
 // A Server may serve several connections at once (one Serve call each). Its
 // methods are safe for concurrent use.
@@ -117,47 +153,61 @@ type Server struct {
 	mu     sync.Mutex
 	closed bool
 	conns  map[*conn]struct{}
+	// lingering holds the done channels of the reader and writer goroutines
+	// a Serve returned without (a Read or Write it could not interrupt; see
+	// Serve). Shutdown waits for them.
+	lingering []chan struct{}
 }
 
-// NewServer returns a Server that opens subscriptions on src. opts may be
-// nil. It panics if src is nil or an option is negative.
-func NewServer(src listen.Source, opts *Options) *Server {
+// New returns a Server that opens subscriptions on src. It fails, with an
+// error matching ErrInvalidOptions that names the field, for a nil src or a
+// negative MaxSubscriptions, MaxInFlight, MaxLineBytes or WriteTimeout.
+func New(src listen.Source, opts Options) (*Server, error) {
 	if src == nil {
-		panic("stdio: nil Source")
-	}
-	var o Options
-	if opts != nil {
-		o = *opts
+		return nil, fmt.Errorf("%w: the Source is nil", ErrInvalidOptions)
 	}
 	switch {
-	case o.MaxSubscriptions < 0:
-		panic("stdio: MaxSubscriptions must be positive")
-	case o.MaxLineBytes < 0:
-		panic("stdio: MaxLineBytes must be positive")
-	case o.WriteTimeout < 0:
-		panic("stdio: WriteTimeout must be positive")
+	case opts.MaxSubscriptions < 0:
+		return nil, invalid("MaxSubscriptions", opts.MaxSubscriptions, DefaultMaxSubscriptions)
+	case opts.MaxInFlight < 0:
+		return nil, invalid("MaxInFlight", opts.MaxInFlight, DefaultMaxInFlight)
+	case opts.MaxLineBytes < 0:
+		return nil, invalid("MaxLineBytes", opts.MaxLineBytes, DefaultMaxLineBytes)
+	case opts.WriteTimeout < 0:
+		return nil, invalid("WriteTimeout", opts.WriteTimeout, DefaultWriteTimeout)
 	}
-	if o.MaxSubscriptions == 0 {
-		o.MaxSubscriptions = DefaultMaxSubscriptions
+	if opts.MaxSubscriptions == 0 {
+		opts.MaxSubscriptions = DefaultMaxSubscriptions
 	}
-	if o.MaxLineBytes == 0 {
-		o.MaxLineBytes = DefaultMaxLineBytes
+	if opts.MaxInFlight == 0 {
+		opts.MaxInFlight = DefaultMaxInFlight
 	}
-	if o.WriteTimeout == 0 {
-		o.WriteTimeout = DefaultWriteTimeout
+	if opts.MaxLineBytes == 0 {
+		opts.MaxLineBytes = DefaultMaxLineBytes
 	}
-	log := o.Logger
+	if opts.WriteTimeout == 0 {
+		opts.WriteTimeout = DefaultWriteTimeout
+	}
+	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Server{src: src, opts: o, log: log, conns: make(map[*conn]struct{})}
+	return &Server{src: src, opts: opts, log: log, conns: make(map[*conn]struct{})}, nil
+}
+
+// invalid is New's error for a negative option.
+func invalid(field string, got, def any) error {
+	return fmt.Errorf("%w: %s must be positive (or 0 for the default %v), got %v", ErrInvalidOptions, field, def, got)
 }
 
 // Serve serves one connection: it reads newline-delimited JSON-RPC messages
 // from r and writes every message of the connection to w, one per line, each
-// with a single Write call. It returns once it stopped reading and every
-// goroutine it started (subscriptions, handler calls, the writer) has
-// returned:
+// with a single Write call by one writer goroutine. Listens are served by the
+// Server, every other message goes to Options.Handler (see NewConn to
+// forward them to a peer instead). It returns once it stopped reading and
+// every goroutine it started (subscriptions, handler calls, the reader, the
+// writer) has returned, except a Read or Write it could not interrupt (see
+// below):
 //
 //   - nil after r reached EOF: every open listen was closed as
 //     listen.Disconnected(io.EOF) without a terminal message, and every
@@ -166,52 +216,92 @@ func NewServer(src listen.Source, opts *Options) *Server {
 //     Shutdown was called before Serve;
 //   - context.Cause(ctx) after ctx ended and the connection was drained the
 //     same way (see the package documentation, "Draining");
-//   - an error matching ErrWriteTimeout, or wrapping the writer's error,
-//     after a write timed out or failed: every open listen was then closed as
-//     listen.Disconnected with that cause, and handler contexts cancelled;
+//   - an error matching ErrWriteTimeout (its text gives the timeout), or
+//     wrapping the writer's error, after a write timed out or failed: every
+//     open listen was then closed as listen.Disconnected with that cause,
+//     and handler contexts cancelled;
 //   - an error wrapping the reader's error if r failed (other than EOF);
 //     the connection then ends as on EOF.
 //
 // To stop a pending Read when it has to (drain, lost connection), Serve sets
 // a read deadline in the past if r has SetReadDeadline (an *os.File that is a
-// pipe, a net.Conn) and otherwise closes r if it is an io.Closer (an
+// pipe, including os.Stdin unless Options.BlockingFiles, a net.Conn) and
+// otherwise closes r if it is an io.Closer other than an *os.File (an
 // *io.PipeReader). After a timed-out or failed write it stops w the same way
-// (SetWriteDeadline, else Close). A Read or Write that neither stops (such as
-// one on a blocking terminal or regular-file descriptor) keeps Serve waiting
-// until it returns on its own; the subscriptions are closed without waiting
-// for it.
+// (SetWriteDeadline, else Close).
+//
+// A Read or Write that cannot be stopped that way (an r or w with neither,
+// a terminal, a blocking descriptor with Options.BlockingFiles) is left
+// behind: Serve returns without waiting for it, and its goroutine returns as
+// soon as the call does, touching nothing but r or w and one buffer (a line
+// read then is dropped). When Serve's error matches ErrWriteTimeout and its
+// text says the Write is still pending, w will not take any more output:
+// the caller should exit the process (the usual end of a stdio server whose
+// client stopped reading) or make the pending Write return (for a pipe, by
+// having its reader read or close it; closing w in this process does not
+// interrupt a Write in Go). Shutdown waits for such goroutines too, until its
+// context ends.
 //
 // Serve does not buffer its output: pass the writer itself (os.Stdout), not
 // a bufio.Writer.
 func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
-	c := newConn(ctx, s, r, w)
+	return s.newConn(r, w, false).serve(ctx)
+}
+
+// NewConn returns a connection over r and w whose messages other than
+// listens go to a peer through the Conn, instead of to Options.Handler: see
+// Conn. Serve it with Conn.Serve.
+func (s *Server) NewConn(r io.Reader, w io.Writer) *Conn {
+	return &Conn{c: s.newConn(r, w, true)}
+}
+
+// register records c for Shutdown; false if the Server is shut down.
+func (s *Server) register(c *conn) bool {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.closed {
-		s.mu.Unlock()
-		return ErrServerClosed
+		return false
 	}
 	s.conns[c] = struct{}{}
+	return true
+}
+
+func (s *Server) unregister(c *conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
 	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.conns, c)
-		s.mu.Unlock()
-	}()
-	return c.serve(ctx)
+}
+
+// linger records the done channel of a goroutine a Serve returned without.
+func (s *Server) linger(done chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	kept := s.lingering[:0]
+	for _, d := range s.lingering {
+		select {
+		case <-d:
+		default:
+			kept = append(kept, d)
+		}
+	}
+	s.lingering = append(kept, done)
 }
 
 // Shutdown drains every connection: each Serve stops reading, every open
 // listen gets its completion result (preceded by notifications/cancelled
 // unless Options.OmitShutdownCancelled) and is closed with reason
-// listen.ErrShutdown, and the handler calls in flight finish and are answered.
-// Shutdown returns nil once every connection has drained (every message
-// written), even if a Serve is still waiting for a Read it cannot stop (see
-// Serve); each Serve then returns ErrServerClosed.
+// listen.ErrShutdown, the handler calls in flight finish and are answered,
+// and a Conn's peer reads io.EOF once it read what was queued for it, may
+// still answer, and must then Close. Shutdown returns nil once every Serve
+// has returned (each returns ErrServerClosed) and every Read or Write left
+// behind by a Serve (see Serve) has returned.
 //
-// If ctx ends first, the connections are closed at once (subscriptions as
-// listen.Disconnected, handler contexts cancelled; Serve then returns an
-// error matching ErrServerClosed) and Shutdown returns ctx.Err(). Serve calls
-// made after Shutdown return ErrServerClosed at once.
+// If ctx ends first, the connections still being drained are closed at once
+// (subscriptions as listen.Disconnected, handler contexts cancelled; Serve
+// then returns an error matching ErrServerClosed) and Shutdown returns
+// ctx.Err(). Serve calls made after Shutdown return ErrServerClosed at once.
+// Shutdown may be called more than once, also concurrently: each call waits
+// as described.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.closed = true
@@ -226,12 +316,22 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	for _, c := range conns {
 		select {
-		case <-c.quiet:
+		case <-c.finished:
 		case <-ctx.Done():
 			cause := fmt.Errorf("%w: drain cut short: %w", ErrServerClosed, context.Cause(ctx))
 			for _, c := range conns {
 				c.kill(cause)
 			}
+			return ctx.Err()
+		}
+	}
+	s.mu.Lock()
+	lingering := append([]chan struct{}(nil), s.lingering...)
+	s.mu.Unlock()
+	for _, d := range lingering {
+		select {
+		case <-d:
+		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}

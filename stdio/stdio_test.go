@@ -425,7 +425,7 @@ func TestBlockedWriterTimesOut(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				src := newTestSource()
-				srv := stdio.NewServer(src, &stdio.Options{
+				srv := newServer(t, src, stdio.Options{
 					Listen:       listen.Options{Capabilities: testCaps},
 					WriteTimeout: tc.timeout,
 					Handler:      newAppHandler(),
@@ -649,7 +649,10 @@ func TestListenVersionAndParamsErrors(t *testing.T) {
 		data    string
 	}{
 		{"legacy 2025-11-25", listenLineVersion(`"L"`, `{}`, "2025-11-25"), jsonrpc.CodeMethodNotFound, jsonrpc.MsgMethodNotFoundListen, ""},
-		{"legacy 2024-11-05", listenLineVersion(`"L"`, `{}`, "2024-11-05"), jsonrpc.CodeMethodNotFound, jsonrpc.MsgMethodNotFoundListen, ""},
+		{"old version the server does not speak", listenLineVersion(`"L"`, `{}`, "2024-11-05"), jsonrpc.CodeUnsupportedProtocolVersion, jsonrpc.MsgUnsupportedVersion,
+			`{"requested":"2024-11-05","supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"]}`},
+		{"1900-01-01 (the specification's example)", listenLineVersion(`"L"`, `{}`, "1900-01-01"), jsonrpc.CodeUnsupportedProtocolVersion, jsonrpc.MsgUnsupportedVersion,
+			`{"requested":"1900-01-01","supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"]}`},
 		{"bad params win over a legacy version", req(`{` + meta("2025-06-18") + `}`), jsonrpc.CodeInvalidParams, jsonrpc.MsgNotificationsObject, ""},
 		{"future version", listenLineVersion(`"L"`, `{}`, "2027-01-01"), jsonrpc.CodeUnsupportedProtocolVersion, jsonrpc.MsgUnsupportedVersion,
 			`{"requested":"2027-01-01","supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"]}`},
@@ -886,13 +889,31 @@ func TestHooks(t *testing.T) {
 	})
 }
 
-func TestNewServerPanicsOnNegativeOptions(t *testing.T) {
+func TestNewRefusesInvalidOptions(t *testing.T) {
 	src := newTestSource()
-	require.PanicsWithValue(t, "stdio: nil Source", func() { stdio.NewServer(nil, nil) })
-	require.Panics(t, func() { stdio.NewServer(src, &stdio.Options{MaxSubscriptions: -1}) })
-	require.Panics(t, func() { stdio.NewServer(src, &stdio.Options{MaxLineBytes: -1}) })
-	require.Panics(t, func() { stdio.NewServer(src, &stdio.Options{WriteTimeout: -1}) })
-	require.NotNil(t, stdio.NewServer(src, nil))
+	cases := []struct {
+		name string
+		src  listen.Source
+		opts stdio.Options
+		want string
+	}{
+		{"nil source", nil, stdio.Options{}, "stdio: invalid options: the Source is nil"},
+		{"MaxSubscriptions", src, stdio.Options{MaxSubscriptions: -1}, "stdio: invalid options: MaxSubscriptions must be positive (or 0 for the default 32), got -1"},
+		{"MaxInFlight", src, stdio.Options{MaxInFlight: -2}, "stdio: invalid options: MaxInFlight must be positive (or 0 for the default 64), got -2"},
+		{"MaxLineBytes", src, stdio.Options{MaxLineBytes: -1}, "stdio: invalid options: MaxLineBytes must be positive (or 0 for the default 4194304), got -1"},
+		{"WriteTimeout", src, stdio.Options{WriteTimeout: -time.Second}, "stdio: invalid options: WriteTimeout must be positive (or 0 for the default 5s), got -1s"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, err := stdio.New(tc.src, tc.opts)
+			require.Nil(t, srv)
+			require.ErrorIs(t, err, stdio.ErrInvalidOptions)
+			require.EqualError(t, err, tc.want)
+		})
+	}
+	srv, err := stdio.New(src, stdio.Options{})
+	require.NoError(t, err)
+	require.NotNil(t, srv)
 }
 
 func TestReadErrorEndsLikeEOF(t *testing.T) {
@@ -917,12 +938,13 @@ func TestReadErrorEndsLikeEOF(t *testing.T) {
 }
 
 // A reader Serve cannot interrupt (no deadline, no Close), like a blocking
-// os.Stdin: Shutdown returns once everything is written; Serve returns when
-// the pending Read does.
+// os.Stdin with Options.BlockingFiles: Serve returns once everything is
+// written and leaves the pending Read behind; Shutdown waits for that Read
+// too.
 func TestShutdownWithAReaderThatCannotBeInterrupted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := newTestSource()
-		srv := stdio.NewServer(src, &stdio.Options{Listen: listen.Options{Capabilities: testCaps}, OmitShutdownCancelled: true})
+		srv := newServer(t, src, stdio.Options{Listen: listen.Options{Capabilities: testCaps}, OmitShutdownCancelled: true})
 		inR, inW := io.Pipe()
 		outR, outW := io.Pipe()
 		lines := make(chan msg, 16)
@@ -942,17 +964,19 @@ func TestShutdownWithAReaderThatCannotBeInterrupted(t *testing.T) {
 		require.NoError(t, err)
 		requireAck(t, <-lines, `1`)
 
-		require.NoError(t, srv.Shutdown(context.Background()))
+		shut := make(chan error, 1)
+		go func() { shut <- srv.Shutdown(context.Background()) }()
 		requireCompletion(t, <-lines, `1`)
+		require.ErrorIs(t, <-done, stdio.ErrServerClosed, "Serve returns without the pending Read")
+		_, ok := <-lines
+		require.False(t, ok, "nothing more was written")
 		synctest.Wait()
-		require.Empty(t, done, "Serve waits for the pending Read")
+		require.Empty(t, shut, "Shutdown waits for the Read left behind")
 
 		// The next line unblocks the Read; it is not handled.
 		_, err = io.WriteString(inW, requestLine(`2`, "tools/list")+"\n")
 		require.NoError(t, err)
-		require.ErrorIs(t, <-done, stdio.ErrServerClosed)
-		_, ok := <-lines
-		require.False(t, ok, "nothing more was written")
+		require.NoError(t, <-shut)
 		inW.Close()
 		inR.Close()
 	})
@@ -963,7 +987,7 @@ func TestShutdownWithAReaderThatCannotBeInterrupted(t *testing.T) {
 func TestCancelDropsAQueuedMessage(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := newTestSource()
-		srv := stdio.NewServer(src, &stdio.Options{Listen: listen.Options{Capabilities: testCaps}})
+		srv := newServer(t, src, stdio.Options{Listen: listen.Options{Capabilities: testCaps}})
 		inR, inW := io.Pipe()
 		outR, outW := io.Pipe()
 		done := make(chan error, 1)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -33,7 +34,9 @@ type env struct {
 	h      *streamhttp.Handler
 	ts     *httptest.Server
 	client *http.Client
-	// served receives once per ServeHTTP return (its slot is then free).
+	// served receives once per ServeHTTP return. A taken-over stream
+	// (HTTP/1.1) goes on after it: to wait for the end of a stream, wait
+	// for its OnClose (its slot is free and Stats count it by then).
 	served chan struct{}
 	// opens and closes receive every OnOpen and OnClose call.
 	opens  chan string
@@ -46,6 +49,8 @@ type envConfig struct {
 	sendBuffer int
 	// wrap, if set, wraps the Handler (Front tests).
 	wrap func(h http.Handler) http.Handler
+	// errorLog, if set, is the server's http.Server.ErrorLog.
+	errorLog *log.Logger
 }
 
 // caps advertises everything the core can narrow against.
@@ -88,7 +93,7 @@ func newEnv(t *testing.T, src *testSource, opts *streamhttp.Options, cfg envConf
 		}
 		e.closes <- closed{sub.ID().String(), reason}
 	}
-	e.h = streamhttp.New(src, &o)
+	e.h = newHandler(t, src, o)
 	var handler http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer func() { e.served <- struct{}{} }()
 		e.h.ServeHTTP(w, r)
@@ -97,6 +102,7 @@ func newEnv(t *testing.T, src *testSource, opts *streamhttp.Options, cfg envConf
 		handler = cfg.wrap(handler)
 	}
 	e.ts = httptest.NewUnstartedServer(handler)
+	e.ts.Config.ErrorLog = cfg.errorLog
 	if cfg.sendBuffer > 0 {
 		e.ts.Listener = &bufListener{Listener: e.ts.Listener, send: cfg.sendBuffer}
 	}
@@ -114,6 +120,14 @@ func newEnv(t *testing.T, src *testSource, opts *streamhttp.Options, cfg envConf
 		e.client.CloseIdleConnections()
 	})
 	return e
+}
+
+// newHandler returns streamhttp.New(src, opts), failing the test on error.
+func newHandler(t testing.TB, src listen.Source, opts streamhttp.Options) *streamhttp.Handler {
+	t.Helper()
+	h, err := streamhttp.New(src, opts)
+	require.NoError(t, err)
+	return h
 }
 
 // bufListener sets the send buffer of every accepted TCP connection.

@@ -72,7 +72,7 @@ func (pipeAddr) String() string  { return "pipe" }
 func TestDefaultTimings(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := newTestSource()
-		h := streamhttp.New(src, &streamhttp.Options{Listen: listen.Options{Capabilities: caps()}})
+		h := newHandler(t, src, streamhttp.Options{Listen: listen.Options{Capabilities: caps()}})
 		l := newPipeListener()
 		srv := &http.Server{Handler: h}
 		served := make(chan error, 1)

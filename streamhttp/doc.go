@@ -2,11 +2,14 @@
 // Streamable HTTP: a listen is one POST whose response is a long-lived SSE
 // stream, driven by the core's listen.Subscription.Serve.
 //
-//	h := streamhttp.New(src, &streamhttp.Options{
+//	h, err := streamhttp.New(src, streamhttp.Options{
 //		Listen: listen.Options{Capabilities: caps, ServerInfo: info},
 //	})
 //	srv := &http.Server{Addr: addr, Handler: h}
-//	srv.RegisterOnShutdown(h.Drain) // complete every stream on srv.Shutdown
+//	go srv.ListenAndServe()
+//	...
+//	h.Shutdown(ctx)   // every open stream gets its completion result
+//	srv.Shutdown(ctx) // then the HTTP server stops
 //
 // To add listens to an existing MCP server, such as one built with the
 // official go-sdk, put Front in front of it (see "Next to an existing
@@ -73,8 +76,8 @@
 //   - A write fails or misses its WriteTimeout (a client that stopped
 //     reading): as a disconnect, reason Disconnected with the write error
 //     as cause (os.ErrDeadlineExceeded for a deadline).
-//   - Drain or Shutdown: every open stream gets its completion result, then
-//     its response ends; reason listen.ErrShutdown. New listens get 503.
+//   - Shutdown: every open stream gets its completion result, then its
+//     response ends; reason listen.ErrShutdown. New listens get 503.
 //     Shutdown waits for every stream to end, or for its ctx.
 //
 // OnOpen and OnClose observe every opened subscription; Stats counts them.
@@ -84,45 +87,80 @@
 //	MaxStreams    1024   concurrent listens; 503 over it, checked before the Source is opened
 //	MaxBodyBytes  1 MiB  request body; 413 over it
 //	KeepAlive     15 s   idle time before a keep-alive comment
-//	WriteTimeout  10 s   per write (an event or keep-alive and its flush); the deadline
-//	                     is cleared after each write, so idle streams are not affected
+//	WriteTimeout  10 s   per write (an event or keep-alive and its flush); idle
+//	                     streams are not affected
 //
-// A negative value disables a limit. The write deadline is set with
-// http.ResponseController; behind a middleware whose ResponseWriter hides
-// SetWriteDeadline (no Unwrap method) it has no effect, and a client that
-// stops reading then holds its own handler goroutine, and nothing else,
-// until its connection breaks. The per-write deadline replaces
-// http.Server.WriteTimeout for a stream from its first write on (on HTTP/2,
-// a server WriteTimeout that expires before that first write, during a slow
-// Source.Open, still ends the stream); with WriteTimeout disabled, a server
-// WriteTimeout bounds the whole stream.
+// A zero Options field means its default; a negative one is an error of New.
+// The write deadline is set with http.ResponseController; behind a
+// middleware whose ResponseWriter hides SetWriteDeadline (no Unwrap method)
+// it has no effect, and a client that stops reading then holds its own
+// handler goroutine, and nothing else, until its connection breaks. The
+// per-write deadline replaces http.Server.WriteTimeout for a stream from its
+// first write on (on HTTP/2, a server WriteTimeout that expires before that
+// first write, during a slow Source.Open, still ends the stream).
 //
 // # Goroutines and ownership
 //
-// Each listen is admitted, decoded and opened on the net/http goroutine of
-// its request. An HTTP/2 stream then stays there: that goroutine writes every
-// message. An HTTP/1.x stream is taken over once open (see
-// Options.NoTakeover): the Handler hijacks the connection, writes the status
-// line, the headers and raw SSE events itself (Connection: close, no chunked
-// encoding), and serves the stream on a goroutine of its own while a small
-// reader goroutine watches for the client leaving; the request goroutine
-// returns, and net/http's per-connection buffers (about 12 KB) are freed.
-// When the stream ends, its goroutine closes the connection, waits for the
-// reader, reports OnClose and releases the stream's slot, so Shutdown
-// returns after both have ended. Serve adds no worker goroutine for a hub
-// stream (listen.PollStream), and one for any other Source. Drain only
-// cancels the streams' contexts; each stream ends on its own goroutine.
+// ServeHTTP runs a listen in named steps: decode (the request checks above),
+// admit (a slot under MaxStreams), open (listen.OpenOwned on the Source),
+// serve, end. The first three, and OnOpen, run on the net/http goroutine of
+// the request on every path. Serve then runs on one of two goroutines:
 //
-// The subscription's owner (see listen.Open) is a context that ends when
-// ServeHTTP returns, however it returns (even by a panic in a hook), so a
-// subscription can never outlive its request. A client disconnect is seen
-// by Serve, through the request's context, not by the owner, so the stream
-// is closed with the precise reason. Source.Open, CanRead and the extension
-// hooks get the request's context (listen.OpenOwned): it ends if the client
-// goes away while the listen is being opened (nothing is then written or
-// reported as an error), but not on Drain, so a listen being opened during a
-// drain still gets its acknowledgement and completion. Once opened, a
-// subscription keeps no reference to the request or its body.
+//   - HTTP/2, and HTTP/1.x with Options.NoTakeover (or a ResponseWriter that
+//     cannot be hijacked): the request's goroutine serves the stream and
+//     writes every message; ServeHTTP returns when the stream has ended,
+//     OnClose included, and net/http then ends the response.
+//   - HTTP/1.x by default: once the subscription is open, the Handler takes
+//     the connection over (http.Hijacker), writes the status line, the
+//     headers and raw SSE events itself (Connection: close, no chunked
+//     encoding), and serves the stream on a goroutine of its own, with a
+//     small reader goroutine that sees the client leave. ServeHTTP returns
+//     at once, and net/http's per-connection buffers (about 12 KB) are
+//     freed. The stream's goroutine ends the stream, then closes the
+//     connection and waits for the reader; both goroutines have ended when
+//     Shutdown returns nil.
+//
+// Every path ends a stream in the same order: the subscription is closed
+// (Serve has returned); the stream's slot is freed and Stats count it
+// closed; OnClose runs, on the goroutine that served the stream (a panic in
+// it is recovered and logged to the http.Server's ErrorLog); the response
+// ends (net/http ends it after ServeHTTP returns, or the taken-over
+// connection is closed); and the stream is over for Shutdown. So a client
+// that has seen its stream end, and an OnClose hook, both find the slot
+// free and Stats up to date; http.Server.Shutdown, which does not track
+// hijacked connections, waits for none of this.
+//
+// Serve adds no worker goroutine for a hub stream (listen.PollStream), and
+// one for any other Source. Shutdown only cancels the streams' serving
+// contexts; each stream ends on its own goroutine.
+//
+// The subscription's owner (see listen.OpenOwned) is a context that ends
+// when its stream ends, however it ends (even by a panic in a hook, which
+// then goes on up to net/http), so a subscription never outlives its
+// stream. A client disconnect is seen by Serve through the stream's serving
+// context (the request's end, or the reader of a taken-over connection), not
+// by the owner, so the stream is closed with the precise reason. Source.Open,
+// CanRead and the extension hooks get the request's context: it ends if the
+// client goes away while the listen is being opened (nothing is then written
+// or reported as an error), but not on Shutdown, so a listen being opened
+// during a shutdown still gets its acknowledgement and completion. Once
+// opened, a subscription keeps no reference to the request or its body.
+//
+// # Shutting down
+//
+// Call Handler.Shutdown, then http.Server.Shutdown, with one deadline:
+//
+//	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+//	defer cancel()
+//	err := listens.Shutdown(ctx) // every open stream gets its completion result
+//	err = errors.Join(err, srv.Shutdown(ctx))
+//
+// Handler.Shutdown refuses new listens (503), sends every open stream its
+// completion and returns once every stream has ended, on every path.
+// http.Server.Shutdown alone would not do: it waits for no taken-over
+// connection, so a process that exits after it cuts those streams before
+// their completion. (Registering a function with RegisterOnShutdown does not
+// help either: http.Server.Shutdown does not wait for it.)
 //
 // # Next to an existing server
 //
@@ -142,7 +180,7 @@
 //
 //	lc, err := listen.CapabilitiesFrom(caps) // what server/discover advertises
 //	if err != nil { ... }
-//	listens := streamhttp.New(src, &streamhttp.Options{
+//	listens, err := streamhttp.New(src, streamhttp.Options{
 //		Listen: listen.Options{Capabilities: lc, ServerInfo: listen.Implementation{Name: impl.Name, Version: impl.Version}},
 //	})
 //	http.Handle("/mcp", streamhttp.Front(listens, sdk))

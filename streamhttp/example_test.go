@@ -2,9 +2,11 @@ package streamhttp_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -36,11 +38,14 @@ func (s *oneShotStream) Close(reason error) {}
 // A listen over HTTP: the acknowledgement, the notifications, and the
 // completion result, one SSE event each.
 func Example() {
-	h := streamhttp.New(oneShot{}, &streamhttp.Options{
+	h, err := streamhttp.New(oneShot{}, streamhttp.Options{
 		Listen: listen.Options{
 			Capabilities: listen.Capabilities{ToolsListChanged: true},
 		},
 	})
+	if err != nil {
+		log.Fatal(err)
+	}
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 
@@ -74,7 +79,8 @@ func Example() {
 }
 
 // Serving listens next to an existing MCP server (such as the go-sdk's
-// StreamableHTTPHandler) on one endpoint, and draining them on shutdown.
+// StreamableHTTPHandler) on one endpoint, and shutting down: first every
+// open listen gets its completion result, then the HTTP server stops.
 func ExampleFront() {
 	// The capabilities the server advertises in server/discover. With the
 	// go-sdk, pass the *mcp.ServerCapabilities set in
@@ -87,19 +93,64 @@ func ExampleFront() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	listens := streamhttp.New(oneShot{}, &streamhttp.Options{
+	listens, err := streamhttp.New(oneShot{}, streamhttp.Options{
 		Listen: listen.Options{
 			Capabilities: caps,
 			ServerInfo:   listen.Implementation{Name: "example", Version: "1.0.0"},
 		},
 	})
+	if err != nil {
+		log.Fatal(err)
+	}
 	// Stands for mcp.NewStreamableHTTPHandler(getServer, opts).
-	var existing http.Handler = http.NotFoundHandler()
+	existing := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "served by the existing server")
+	})
 
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", streamhttp.Front(listens, existing))
-	srv := &http.Server{Addr: "127.0.0.1:8080", Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	// On srv.Shutdown, every open listen gets its completion result.
-	srv.RegisterOnShutdown(listens.Drain)
-	_ = srv // srv.ListenAndServe()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+
+	// A client's POSTs: Front routes them by their Mcp-Method header.
+	client := &http.Client{Transport: &http.Transport{}}
+	defer client.CloseIdleConnections()
+	post := func(method, body string) {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+ln.Addr().String()+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", method)
+		resp, err := client.Do(req)
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer resp.Body.Close()
+		got, _ := io.ReadAll(resp.Body)
+		if resp.Header.Get("Content-Type") == "text/event-stream" {
+			fmt.Printf("%s: %d events\n", method, strings.Count(string(got), "event: message"))
+			return
+		}
+		fmt.Printf("%s: %s\n", method, got)
+	}
+	post("subscriptions/listen", `{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{`+
+		`"notifications":{"toolsListChanged":true},`+
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)
+	post("tools/call", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x"}}`)
+
+	// On SIGINT or SIGTERM: the listens first, then the HTTP server.
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := errors.Join(listens.Shutdown(ctx), srv.Shutdown(ctx)); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("shut down")
+	// Output:
+	// subscriptions/listen: 3 events
+	// tools/call: served by the existing server
+	// shut down
 }

@@ -7,10 +7,12 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/streamhttp"
 )
@@ -109,7 +111,33 @@ type serverCaps struct {
 	} `json:"tools,omitempty"`
 }
 
-// New refuses a nil Source.
-func TestNewNilSource(t *testing.T) {
-	assert.PanicsWithValue(t, "streamhttp: nil Source", func() { streamhttp.New(nil, nil) })
+// New refuses a nil Source and invalid options with an error that names
+// what is wrong.
+func TestNewErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		src  listen.Source
+		opts streamhttp.Options
+		want string
+	}{
+		{"nil Source", nil, streamhttp.Options{}, "streamhttp: New needs a Source, got nil"},
+		{"negative MaxStreams", newTestSource(), streamhttp.Options{MaxStreams: -1},
+			"streamhttp: invalid options: MaxStreams must not be negative (zero means the default), got -1"},
+		{"negative MaxBodyBytes", newTestSource(), streamhttp.Options{MaxBodyBytes: -5},
+			"streamhttp: invalid options: MaxBodyBytes must not be negative (zero means the default), got -5"},
+		{"negative KeepAlive", newTestSource(), streamhttp.Options{KeepAlive: -time.Second},
+			"streamhttp: invalid options: KeepAlive must not be negative (zero means the default), got -1s"},
+		{"negative WriteTimeout", newTestSource(), streamhttp.Options{WriteTimeout: -1},
+			"streamhttp: invalid options: WriteTimeout must not be negative (zero means the default), got -1ns"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, err := streamhttp.New(tt.src, tt.opts)
+			assert.Nil(t, h)
+			require.EqualError(t, err, tt.want)
+			if tt.src != nil {
+				assert.ErrorIs(t, err, streamhttp.ErrInvalidOptions)
+			}
+		})
+	}
 }

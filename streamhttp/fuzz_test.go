@@ -149,13 +149,12 @@ func FuzzServeHTTPRequest(f *testing.F) {
 		f.Add([]byte(s), uint8(0))
 		f.Add([]byte(s), uint8(i*37))
 	}
-	h := streamhttp.New(fuzzSource{}, &streamhttp.Options{
+	h := newHandler(f, fuzzSource{}, streamhttp.Options{
 		Listen: listen.Options{
 			Capabilities: caps(),
 			ServerInfo:   listen.Implementation{Name: "fuzz", Version: "1"},
 		},
 		MaxBodyBytes: 4 << 10,
-		KeepAlive:    -1,
 	})
 	f.Fuzz(func(t *testing.T, body []byte, variant uint8) {
 		req := fuzzRequest(body, variant)

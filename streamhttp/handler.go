@@ -2,9 +2,11 @@ package streamhttp
 
 import (
 	"context"
+	"errors"
+	"log"
 	"net/http"
+	"runtime/debug"
 	"sync"
-	"sync/atomic"
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
@@ -12,51 +14,54 @@ import (
 
 // Handler serves subscriptions/listen over MCP 2026-07-28 Streamable HTTP:
 // each listen is one POST whose response is an SSE stream (see the package
-// documentation for the request checks, the stream and its endings).
+// documentation for the request checks, the stream, its endings and the
+// goroutine that serves it).
 //
-// A Handler is safe for concurrent use. An HTTP/2 stream runs on the
-// net/http goroutine of its request; an HTTP/1.x stream, once open, on a
-// goroutine of the Handler's that took its connection over (see
-// Options.NoTakeover), which ends with the stream. Drain or Shutdown ends the
-// streams (Shutdown waits for them); the Handler is not reusable after that.
+// A Handler is safe for concurrent use. Shutdown ends every stream
+// gracefully and waits for them; the Handler is not reusable after that.
 type Handler struct {
 	src  listen.Source
 	opts Options
 
 	mu sync.Mutex
-	// streams holds the admitted listens (being opened or streaming).
-	streams  map[*slot]struct{}
-	draining bool
-	// drained is closed (under mu) once draining and no stream is left.
-	drained chan struct{}
+	// streams holds the listens that hold a slot (counted by MaxStreams and
+	// Stats.Active): admitted, being opened or streaming. A stream leaves it
+	// when its subscription has ended, before OnClose.
+	streams map[*stream]struct{}
+	// live counts the admitted listens that are not over: a stream is over
+	// after OnClose has returned and its connection is let go (see end).
+	live         int
+	shuttingDown bool
+	// over is closed (under mu) once shutting down and live is zero.
+	over chan struct{}
 
-	opened  atomic.Uint64
-	closed  atomic.Uint64
-	refused atomic.Uint64
+	opened, closed, refused uint64
 }
 
-// slot is one admitted listen.
-type slot struct {
-	// cancel ends the stream's serving context; Drain passes
-	// listen.ErrShutdown.
-	cancel context.CancelCauseFunc
-}
-
-// New returns a Handler that opens every listen on src. opts may be nil; it
-// is copied (see Options for the defaults). New panics if src is nil.
-func New(src listen.Source, opts *Options) *Handler {
+// New returns a Handler that opens every listen on src, configured by opts
+// (copied; see Options for the defaults). It fails for a nil src, and, with
+// an error matching ErrInvalidOptions that names the field, for a negative
+// limit.
+func New(src listen.Source, opts Options) (*Handler, error) {
 	if src == nil {
-		panic("streamhttp: nil Source")
+		return nil, errNilSource
+	}
+	o, err := withDefaults(opts)
+	if err != nil {
+		return nil, err
 	}
 	return &Handler{
 		src:     src,
-		opts:    withDefaults(opts),
-		streams: make(map[*slot]struct{}),
-		drained: make(chan struct{}),
-	}
+		opts:    o,
+		streams: make(map[*stream]struct{}),
+		over:    make(chan struct{}),
+	}, nil
 }
 
-// Stats is a snapshot of a Handler's counters.
+var errNilSource = errors.New("streamhttp: New needs a Source, got nil")
+
+// Stats is a snapshot of a Handler's counters. A stream's end is counted
+// (Active decreased, Closed increased) at once, before its OnClose runs.
 type Stats struct {
 	// Active is the number of admitted listens: being opened or streaming.
 	Active int
@@ -67,196 +72,262 @@ type Stats struct {
 	// Refused counts the listens refused with 503: over MaxStreams or
 	// during shutdown.
 	Refused uint64
-	// Draining reports whether Drain or Shutdown was called.
-	Draining bool
+	// ShuttingDown reports whether Shutdown was called.
+	ShuttingDown bool
 }
 
-// Stats returns the Handler's counters.
+// Stats returns the Handler's counters, all read at one instant.
 func (h *Handler) Stats() Stats {
 	h.mu.Lock()
-	active, draining := len(h.streams), h.draining
-	h.mu.Unlock()
+	defer h.mu.Unlock()
 	return Stats{
-		Active:   active,
-		Opened:   h.opened.Load(),
-		Closed:   h.closed.Load(),
-		Refused:  h.refused.Load(),
-		Draining: draining,
+		Active:       len(h.streams),
+		Opened:       h.opened,
+		Closed:       h.closed,
+		Refused:      h.refused,
+		ShuttingDown: h.shuttingDown,
 	}
 }
 
-// ServeHTTP serves one listen request: it refuses it with a JSON-RPC error
-// response, or streams its subscription until it ends.
+// ServeHTTP serves one listen request in steps, each a method below: decode
+// (the request checks and the body), admit (a slot under MaxStreams), open
+// (the subscription, on the Source), serve (the stream, here or on the
+// goroutine of a taken-over connection) and end (the one order every
+// stream ends in). A request refused by a step is answered with a JSON-RPC
+// error response.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// owner owns the subscription (see listen.Open): it ends when ServeHTTP
-	// returns, however it returns, so an abandoned subscription is always
-	// closed. It does not end on a client disconnect or a failed write:
-	// those end the serving context instead, so that Serve closes the
-	// subscription with the precise reason (the write error, such as a
-	// write deadline, or the request's cancellation) without a race.
-	owner, endOwner := context.WithCancel(context.WithoutCancel(r.Context()))
-	handedOver := false
-	defer func() {
-		if !handedOver {
-			endOwner()
-		}
-	}()
-	sub, s, ctx, f := h.open(owner, w, r)
+	req, f := h.decode(w, r)
+	if f == nil {
+		f = h.admitAndServe(w, r, req)
+	}
 	if f != nil {
 		f.write(h, w, r)
-		return
 	}
-	released := false
-	defer func() {
-		if !released {
-			h.release(s)
+}
+
+// admitAndServe admits, opens and serves the decoded listen req. It returns
+// the refusal to answer when the listen is not admitted or does not open;
+// nothing is left of it then.
+func (h *Handler) admitAndServe(w http.ResponseWriter, r *http.Request, req *listen.Request) *refusal {
+	st := newStream(r)
+	if f := h.admit(st, req.ID); f != nil {
+		st.stop()
+		return f
+	}
+	// A panic from here on (such as one in OnOpen) ends the stream as if
+	// its request had ended, then goes on up to net/http.
+	defer h.abandonOnPanic(st)
+	if f := h.open(st, r, req); f != nil {
+		h.end(st, nil, nil)
+		return f
+	}
+	h.serve(st, w, r)
+	return nil
+}
+
+// admit takes a stream slot for st, or refuses with 503 when the Handler is
+// shutting down or at MaxStreams.
+func (h *Handler) admit(st *stream, id jsonrpc.ID) *refusal {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var err *jsonrpc.Error
+	switch {
+	case h.shuttingDown:
+		err = jsonrpc.NewError(jsonrpc.CodeInternalError, MsgShuttingDown).WithCause(listen.ErrShutdown)
+	case len(h.streams) >= h.opts.MaxStreams:
+		err = jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgCapacityExhausted).WithCause(listen.ErrOverloaded)
+	default:
+		h.streams[st] = struct{}{}
+		h.live++
+		return nil
+	}
+	h.refused++
+	return refuse(http.StatusServiceUnavailable, id, err)
+}
+
+// open opens st's subscription for req. The request's context reaches
+// Source.Open, CanRead and the extension hooks, so a slow open sees the
+// client leave; st's owner guards the subscription afterwards. Once open,
+// neither the request nor its body is referenced: the subscription kept
+// copies of what it serves.
+func (h *Handler) open(st *stream, r *http.Request, req *listen.Request) *refusal {
+	sub, err := listen.OpenOwned(r.Context(), st.owner, h.src, req, &h.opts.Listen)
+	if err != nil {
+		if r.Context().Err() != nil {
+			// The client left while the source was opening: there is
+			// nobody to answer, and it is not a server error.
+			return &refusal{}
 		}
-	}()
-	h.opened.Add(1)
+		we := jsonrpc.AsError(err, "Internal error")
+		return refuse(statusOf(we.Code), req.ID, we)
+	}
+	st.sub = sub
+	h.mu.Lock()
+	h.opened++
+	h.mu.Unlock()
+	return nil
+}
+
+// serve reports the open stream to OnOpen and serves it: an HTTP/1.x
+// stream on a goroutine of its own once its connection is taken over (this
+// goroutine then returns at once), any other here.
+func (h *Handler) serve(st *stream, w http.ResponseWriter, r *http.Request) {
 	if h.opts.OnOpen != nil {
-		h.opts.OnOpen(sub)
+		h.opts.OnOpen(st.sub)
 	}
 	if !h.opts.NoTakeover && r.ProtoMajor == 1 {
-		if t := h.takeover(w, s, ctx); t != nil {
-			// The stream now belongs to t's goroutine, which releases the
-			// slot and ends the owner.
-			handedOver, released = true, true
-			go t.run(h, sub, endOwner)
+		if t := h.takeover(st, w, r); t != nil {
+			go t.run(h)
 			return
 		}
 	}
+	reason := h.serveInline(st, w, r)
+	h.end(st, reason, nil)
+}
+
+// serveInline serves st inside net/http: the response is the SSE stream.
+// The request's end (the client leaving) ends st's serving context.
+func (h *Handler) serveInline(st *stream, w http.ResponseWriter, r *http.Request) error {
+	stop := context.AfterFunc(r.Context(), func() {
+		st.cancel(listen.Disconnected(context.Cause(r.Context())))
+	})
+	defer stop()
 
 	hdr := w.Header()
-	hdr.Set("Content-Type", "text/event-stream")
-	hdr.Set("Cache-Control", "no-cache")
-	hdr.Set("X-Accel-Buffering", "no")
+	setStreamHeaders(hdr)
 	hdr.Del("Content-Length")
 	if r.ProtoMajor == 1 {
 		// A listen holds its connection for its whole life; do not reuse it
 		// afterwards (its write deadline would outlive the stream).
 		hdr.Set("Connection", "close")
 	}
-	sw := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: h.opts.WriteTimeout, keepDeadline: r.ProtoMajor == 1}
-	sink := listen.Sink{Write: sw.message}
-	if h.opts.KeepAlive > 0 {
-		sink.KeepAlive = h.opts.KeepAlive
-		sink.Ping = sw.ping
-	}
-	reason := sub.Serve(ctx, sink)
+	sw := newSSEWriter(w, h.opts.WriteTimeout, r.ProtoMajor == 1)
+	sink := listen.Sink{Write: sw.message, KeepAlive: h.opts.KeepAlive, Ping: sw.ping}
+	reason := st.sub.Serve(st.ctx, sink)
 	sw.finish()
-
-	h.closed.Add(1)
-	if h.opts.OnClose != nil {
-		h.opts.OnClose(sub, reason)
-	}
+	return reason
 }
 
-// open decodes and admits a listen and opens its subscription, owned by
-// owner. It returns the serving context: the request's context, which also
-// ends on Drain (cause listen.ErrShutdown). On success the request and its
-// body are no longer referenced: the subscription kept only copies of what
-// it serves.
-func (h *Handler) open(owner context.Context, w http.ResponseWriter, r *http.Request) (*listen.Subscription, *slot, context.Context, *refusal) {
-	req, f := h.decode(w, r)
-	if f != nil {
-		return nil, nil, nil, f
-	}
-	ctx, cancel := context.WithCancelCause(r.Context())
-	s := &slot{cancel: cancel}
-	if f := h.admit(s, req.ID); f != nil {
-		cancel(nil)
-		return nil, nil, nil, f
-	}
-	// The request's context reaches Source.Open, CanRead and the extension
-	// hooks, so a slow open sees the client leave; the owner guards the
-	// subscription afterwards.
-	defer func() {
-		if v := recover(); v != nil {
-			h.release(s) // a panic out of OpenOwned must not leak the slot
-			panic(v)
-		}
-	}()
-	sub, err := listen.OpenOwned(r.Context(), owner, h.src, req, &h.opts.Listen)
-	if err != nil {
-		h.release(s)
-		if r.Context().Err() != nil {
-			// The client left while the source was opening: there is
-			// nobody to answer, and it is not a server error.
-			return nil, nil, nil, &refusal{}
-		}
-		we := jsonrpc.AsError(err, "Internal error")
-		return nil, nil, nil, refuse(statusOf(we.Code), req.ID, we)
-	}
-	return sub, s, ctx, nil
+// setStreamHeaders sets the headers of a stream's 200 response.
+func setStreamHeaders(hdr http.Header) {
+	hdr.Set("Content-Type", "text/event-stream")
+	hdr.Set("Cache-Control", "no-cache")
+	hdr.Set("X-Accel-Buffering", "no")
 }
 
-// admit takes a stream slot for s, or refuses with 503 when the Handler is
-// draining or at MaxStreams.
-func (h *Handler) admit(s *slot, id jsonrpc.ID) *refusal {
+// end ends st, whose subscription has ended with reason (or was never
+// opened: no reason). Every path ends a stream in this order:
+//
+//  1. its slot is freed and, if it was opened, it is counted closed (Stats);
+//  2. OnClose runs, if it was opened (a panic in it is recovered and
+//     logged);
+//  3. letGo, if not nil, lets go of a taken-over connection (closes it and
+//     waits for its reader); inside net/http, the response ends when
+//     ServeHTTP returns, just after end;
+//  4. the stream is over: Shutdown stops waiting for it.
+func (h *Handler) end(st *stream, reason error, letGo func()) {
+	st.stop()
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	var err *jsonrpc.Error
-	switch {
-	case h.draining:
-		err = jsonrpc.NewError(jsonrpc.CodeInternalError, MsgShuttingDown).WithCause(listen.ErrShutdown)
-	case h.opts.MaxStreams > 0 && len(h.streams) >= h.opts.MaxStreams:
-		err = jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgCapacityExhausted).WithCause(listen.ErrOverloaded)
-	default:
-		h.streams[s] = struct{}{}
-		return nil
+	delete(h.streams, st)
+	if st.sub != nil {
+		h.closed++
 	}
-	h.refused.Add(1)
-	return refuse(http.StatusServiceUnavailable, id, err)
+	h.mu.Unlock()
+
+	if st.sub != nil {
+		h.onClose(st, reason)
+	}
+	if letGo != nil {
+		letGo()
+	}
+
+	h.mu.Lock()
+	h.live--
+	if h.shuttingDown && h.live == 0 {
+		close(h.over)
+	}
+	h.mu.Unlock()
 }
 
-// release frees s's slot.
-func (h *Handler) release(s *slot) {
-	s.cancel(nil)
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	delete(h.streams, s)
-	if h.draining && len(h.streams) == 0 {
-		select {
-		case <-h.drained:
-		default:
-			close(h.drained)
-		}
-	}
-}
-
-// Drain starts a graceful shutdown and returns at once: new listens are
-// refused with 503 (-32603 "Server is shutting down"), and every open stream
-// is sent its completion result and closed with reason listen.ErrShutdown (a
-// listen still being opened is acknowledged, then completed). Drain is
-// idempotent. Its signature fits http.Server.RegisterOnShutdown.
-func (h *Handler) Drain() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.draining {
+// onClose calls Options.OnClose. A panic in it is recovered and logged (to
+// the http.Server's ErrorLog, as net/http logs a panicking handler): the
+// stream has already ended, and on a taken-over connection nothing else
+// would recover it.
+func (h *Handler) onClose(st *stream, reason error) {
+	if h.opts.OnClose == nil {
 		return
 	}
-	h.draining = true
-	for s := range h.streams {
-		s.cancel(listen.ErrShutdown)
-	}
-	if len(h.streams) == 0 {
-		close(h.drained)
-	}
+	defer func() {
+		if v := recover(); v != nil && v != http.ErrAbortHandler {
+			logf(st.ctx, "streamhttp: panic in OnClose of listen %s: %v\n%s", st.sub.ID().Raw(), v, debug.Stack())
+		}
+	}()
+	h.opts.OnClose(st.sub, reason)
 }
 
-// Shutdown drains the Handler (see Drain) and waits until every stream has
-// ended, OnClose included, or ctx ends. It returns nil, or ctx's error when
-// ctx ended first; the streams still ending then go on ending on their own,
-// each within one write timeout of its completion write.
+// abandonOnPanic, deferred while st is served on the request's goroutine,
+// ends st when a panic (such as one in OnOpen) unwinds it, then lets the
+// panic go on: st's owner ends, which closes the subscription (reason
+// Disconnected, cause listen.ErrOwnerGone), and st ends as usual.
+func (h *Handler) abandonOnPanic(st *stream) {
+	v := recover()
+	if v == nil {
+		return
+	}
+	st.stop()
+	var reason error
+	if st.sub != nil {
+		<-st.sub.Closed()
+		reason = st.sub.CloseReason()
+	}
+	h.end(st, reason, nil)
+	panic(v)
+}
+
+// logf logs to the http.Server's ErrorLog, if ctx (a request's) has one,
+// else to the log package's standard logger.
+func logf(ctx context.Context, format string, args ...any) {
+	if srv, ok := ctx.Value(http.ServerContextKey).(*http.Server); ok && srv.ErrorLog != nil {
+		srv.ErrorLog.Printf(format, args...)
+		return
+	}
+	log.Printf(format, args...)
+}
+
+// Shutdown ends every stream gracefully and waits for them: new listens are
+// refused with 503 (-32603 "Server is shutting down"); every open stream is
+// sent its completion result and closed with reason listen.ErrShutdown (a
+// listen still being opened is acknowledged, then completed); and Shutdown
+// returns nil once every stream, on every path (HTTP/2, NoTakeover and
+// taken-over HTTP/1.x connections), has written its completion and ended,
+// OnClose included. If ctx ends first, Shutdown returns ctx's error and the
+// streams go on ending on their own, each within one write timeout of its
+// completion write; with a ctx that has already ended, Shutdown only starts
+// the shutdown.
+//
+// Shutdown is idempotent: a later call waits again. The Handler is not
+// reusable after it. http.Server.Shutdown does not wait for streams (it
+// does not even track a taken-over connection): call Shutdown first (see
+// the package documentation, "Shutting down").
 func (h *Handler) Shutdown(ctx context.Context) error {
-	h.Drain()
+	h.mu.Lock()
+	if !h.shuttingDown {
+		h.shuttingDown = true
+		for st := range h.streams {
+			st.cancel(listen.ErrShutdown)
+		}
+		if h.live == 0 {
+			close(h.over)
+		}
+	}
+	h.mu.Unlock()
 	select {
-	case <-h.drained:
+	case <-h.over:
 		return nil
 	default:
 	}
 	select {
-	case <-h.drained:
+	case <-h.over:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

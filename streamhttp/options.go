@@ -1,6 +1,8 @@
 package streamhttp
 
 import (
+	"errors"
+	"fmt"
 	"maps"
 	"net/http"
 	"slices"
@@ -24,14 +26,16 @@ const (
 	DefaultWriteTimeout = 10 * time.Second
 )
 
-// Options configure a Handler. New copies them: changing an Options value
-// after New has no effect on the Handler. A nil *Options means all defaults.
+// Options configure a Handler. The zero value means every default. New
+// copies them (the capabilities map included): changing an Options value
+// after New has no effect on the Handler. A negative limit is an error (see
+// New).
 type Options struct {
 	// Listen describes the server to the core: the capabilities the requested
 	// filter is narrowed against, the server info of the completion result,
 	// the extensions and the CanRead policy (see listen.Options). Its
 	// Capabilities must be exactly what the server advertises in
-	// server/discover (see CapabilitiesFrom). The zero value advertises
+	// server/discover (see listen.CapabilitiesFrom). The zero value advertises
 	// nothing, so every listen is acknowledged with an empty filter.
 	Listen listen.Options
 
@@ -39,33 +43,31 @@ type Options struct {
 	// a valid listen is admitted (before its Source is opened) until its
 	// response ends. A listen over the limit is refused before its Source is
 	// opened: 503 with -32603 "Server subscription capacity exhausted".
-	// Zero means DefaultMaxStreams (1024); a negative value means no limit.
+	// Zero means DefaultMaxStreams (1024); a negative value is an error.
 	MaxStreams int
 
 	// MaxBodyBytes bounds the request body. A larger body is refused with 413
 	// and -32600 "Request body too large". Zero means DefaultMaxBodyBytes
-	// (1 MiB); a negative value means no limit.
+	// (1 MiB); a negative value is an error.
 	MaxBodyBytes int64
 
 	// KeepAlive is how long a stream may stay idle before the Handler writes
 	// an SSE comment (": keep-alive") to keep proxies from closing it. Zero
-	// means DefaultKeepAlive (15 s); a negative value disables keep-alives.
+	// means DefaultKeepAlive (15 s); a negative value is an error.
 	KeepAlive time.Duration
 
 	// WriteTimeout bounds every write to a stream (one SSE event or
 	// keep-alive, including its flush), through
-	// http.ResponseController.SetWriteDeadline. A client that stops reading
-	// is cut off when it expires: its subscription is closed as
-	// Disconnected and nothing else waits for it. Idle streams are not
-	// affected: on HTTP/2 each write sets and clears its deadline; on
-	// HTTP/1.x, to save work on busy streams, the deadline is refreshed only
-	// when less than half of it is left (so a write gets between half and all
-	// of WriteTimeout) and is renewed before any write once expired. Zero means
-	// DefaultWriteTimeout (10 s); a negative value means no deadline (then a
-	// stalled client holds its handler goroutine until the connection
-	// breaks, and an http.Server.WriteTimeout, if set, bounds the whole
-	// stream). It has no effect on a ResponseWriter that does not support
-	// write deadlines (see http.ResponseController).
+	// http.ResponseController.SetWriteDeadline (or the connection's, once
+	// taken over). A client that stops reading is cut off when it expires:
+	// its subscription is closed as Disconnected and nothing else waits for
+	// it. Idle streams are not affected: on HTTP/2 each write sets and clears
+	// its deadline; on HTTP/1.x, to save work on busy streams, the deadline
+	// is refreshed only when less than half of it is left (so a write gets
+	// between half and all of WriteTimeout) and is renewed before any write
+	// once expired. Zero means DefaultWriteTimeout (10 s); a negative value
+	// is an error. It has no effect on a ResponseWriter that does not
+	// support write deadlines (see http.ResponseController).
 	WriteTimeout time.Duration
 
 	// CheckOrigin validates the request's origin. A non-nil error refuses it
@@ -108,14 +110,23 @@ type Options struct {
 	SupportedVersions []string
 
 	// OnOpen, if set, is called once a subscription is open, before its
-	// acknowledgement is written, on the request's goroutine.
+	// acknowledgement is written, on the request's goroutine (on every
+	// path). A panic in it ends the stream (the subscription is closed as
+	// Disconnected, OnClose runs) and goes on up to net/http, as a panic in
+	// any handler does.
 	OnOpen func(sub *listen.Subscription)
 
-	// OnClose, if set, is called after a subscription's stream has ended,
-	// with the reason it was closed with (see listen.Classify): ErrComplete,
-	// ErrShutdown, a Disconnected or a Failed reason. It runs on the
-	// request's goroutine before the stream's slot is released, so every
-	// OnClose has returned when Shutdown returns nil.
+	// OnClose, if set, is called once for every subscription that was
+	// opened, after its stream has ended, with the reason it was closed with
+	// (see listen.Classify): ErrComplete, ErrShutdown, a Disconnected or a
+	// Failed reason. It runs on the goroutine that served the stream: the
+	// request's (HTTP/2, NoTakeover), or the Handler's goroutine of a
+	// taken-over HTTP/1.x connection. On every path the stream's slot is
+	// already free and counted in Stats when it runs, and the response ends
+	// (the client sees the end of the stream) only after it has returned;
+	// Shutdown returns nil only after every OnClose has returned. A panic in
+	// it is recovered and logged to the http.Server's ErrorLog (or the log
+	// package's standard logger), on every path.
 	OnClose func(sub *listen.Subscription, reason error)
 
 	// OnError, if set, is called for every request answered with an error
@@ -149,44 +160,46 @@ func (e *AuthError) Error() string {
 // Unwrap returns Err.
 func (e *AuthError) Unwrap() error { return e.Err }
 
-// withDefaults returns a copy of o (nil means zero Options) with defaults
-// filled in and the mutable parts (capabilities, version list) copied.
-func withDefaults(o *Options) Options {
-	var c Options
-	if o != nil {
-		c = *o
+// ErrInvalidOptions matches every error New returns for invalid Options.
+var ErrInvalidOptions = errors.New("streamhttp: invalid options")
+
+// withDefaults returns a copy of o with defaults filled in and the mutable
+// parts (capabilities, version list) copied, or an error matching
+// ErrInvalidOptions that names the first invalid field.
+func withDefaults(o Options) (Options, error) {
+	for _, f := range []struct {
+		name     string
+		negative bool
+		value    any
+	}{
+		{"MaxStreams", o.MaxStreams < 0, o.MaxStreams},
+		{"MaxBodyBytes", o.MaxBodyBytes < 0, o.MaxBodyBytes},
+		{"KeepAlive", o.KeepAlive < 0, o.KeepAlive},
+		{"WriteTimeout", o.WriteTimeout < 0, o.WriteTimeout},
+	} {
+		if f.negative {
+			return Options{}, fmt.Errorf("%w: %s must not be negative (zero means the default), got %v", ErrInvalidOptions, f.name, f.value)
+		}
 	}
-	switch {
-	case c.MaxStreams == 0:
-		c.MaxStreams = DefaultMaxStreams
-	case c.MaxStreams < 0:
-		c.MaxStreams = 0 // no limit
+	if o.MaxStreams == 0 {
+		o.MaxStreams = DefaultMaxStreams
 	}
-	switch {
-	case c.MaxBodyBytes == 0:
-		c.MaxBodyBytes = DefaultMaxBodyBytes
-	case c.MaxBodyBytes < 0:
-		c.MaxBodyBytes = 0 // no limit
+	if o.MaxBodyBytes == 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	switch {
-	case c.KeepAlive == 0:
-		c.KeepAlive = DefaultKeepAlive
-	case c.KeepAlive < 0:
-		c.KeepAlive = 0 // disabled
+	if o.KeepAlive == 0 {
+		o.KeepAlive = DefaultKeepAlive
 	}
-	switch {
-	case c.WriteTimeout == 0:
-		c.WriteTimeout = DefaultWriteTimeout
-	case c.WriteTimeout < 0:
-		c.WriteTimeout = 0 // no deadline
+	if o.WriteTimeout == 0 {
+		o.WriteTimeout = DefaultWriteTimeout
 	}
-	if c.CheckOrigin == nil {
-		c.CheckOrigin = DefaultCheckOrigin
+	if o.CheckOrigin == nil {
+		o.CheckOrigin = DefaultCheckOrigin
 	}
-	if c.SupportedVersions == nil {
-		c.SupportedVersions = jsonrpc.SupportedProtocolVersions
+	if o.SupportedVersions == nil {
+		o.SupportedVersions = jsonrpc.SupportedProtocolVersions
 	}
-	c.SupportedVersions = slices.Clone(c.SupportedVersions)
-	c.Listen.Capabilities.Extensions = maps.Clone(c.Listen.Capabilities.Extensions)
-	return c
+	o.SupportedVersions = slices.Clone(o.SupportedVersions)
+	o.Listen.Capabilities.Extensions = maps.Clone(o.Listen.Capabilities.Extensions)
+	return o, nil
 }

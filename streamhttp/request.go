@@ -91,12 +91,8 @@ func (h *Handler) decode(w http.ResponseWriter, r *http.Request) (*listen.Reques
 	} else if !ok && h.opts.RequireHeaders {
 		return nil, refuse(http.StatusBadRequest, req.ID, headerMissing(HeaderProtocolVersion))
 	}
-	switch v := req.ProtocolVersion; {
-	case jsonrpc.HasListen(v):
-	case jsonrpc.IsLegacyVersion(v):
-		return nil, refuse(http.StatusNotFound, req.ID, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, jsonrpc.MsgMethodNotFoundListen))
-	default:
-		return nil, refuse(http.StatusBadRequest, req.ID, jsonrpc.UnsupportedVersionError(h.opts.SupportedVersions, v))
+	if err := jsonrpc.ListenVersionError(h.opts.SupportedVersions, req.ProtocolVersion); err != nil {
+		return nil, refuse(statusOf(err.Code), req.ID, err)
 	}
 	req.Transport = listen.Transport{Kind: TransportKind, RemoteAddr: r.RemoteAddr, Header: r.Header}
 	req.Auth = auth
@@ -107,14 +103,10 @@ func (h *Handler) decode(w http.ResponseWriter, r *http.Request) (*listen.Reques
 // also lets net/http watch the connection, so that a client disconnect
 // cancels the request's context.
 func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *refusal) {
-	if h.opts.MaxBodyBytes > 0 && r.ContentLength > h.opts.MaxBodyBytes {
+	if r.ContentLength > h.opts.MaxBodyBytes {
 		return nil, refuse(http.StatusRequestEntityTooLarge, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, MsgBodyTooLarge))
 	}
-	rd := io.Reader(r.Body)
-	if h.opts.MaxBodyBytes > 0 {
-		rd = http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes)
-	}
-	body, err := io.ReadAll(rd)
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {

@@ -16,54 +16,54 @@ import (
 
 // Shutdown sends every open stream its completion result, closes it with
 // ErrShutdown, refuses new listens with 503 and returns once all streams
-// ended (checklists 12 and 41).
+// ended, OnClose included, on every path (checklists 12 and 41).
 func TestShutdown(t *testing.T) {
-	e := newEnv(t, nil, nil, envConfig{})
-	a := e.listen(t, `"a"`, `{"toolsListChanged":true}`)
-	b := e.listen(t, `7`, `{"promptsListChanged":true}`)
-	a.message(t)
-	b.message(t)
-	sa, sb := e.src.stream(t, "a"), e.src.stream(t, "7")
-	sa.next(t)
-	sb.next(t)
+	for _, p := range servingPaths {
+		t.Run(p.name, func(t *testing.T) {
+			e := newEnv(t, nil, &streamhttp.Options{NoTakeover: p.noTakeover}, envConfig{http2: p.http2})
+			a := e.listen(t, `"a"`, `{"toolsListChanged":true}`)
+			b := e.listen(t, `7`, `{"promptsListChanged":true}`)
+			a.message(t)
+			b.message(t)
+			sa, sb := e.src.stream(t, "a"), e.src.stream(t, "7")
+			sa.next(t)
+			sb.next(t)
 
-	done := make(chan error, 1)
-	go func() { done <- e.h.Shutdown(context.Background()) }()
+			require.NoError(t, e.h.Shutdown(context.Background()))
+			for range 2 {
+				c := recv(t, e.closes, "OnClose")
+				assert.ErrorIs(t, c.reason, listen.ErrShutdown, "OnClose ran before Shutdown returned")
+			}
+			assert.ErrorIs(t, sa.Reason(t), listen.ErrShutdown)
+			assert.ErrorIs(t, sb.Reason(t), listen.ErrShutdown)
+			ca := a.message(t)
+			assert.Equal(t, jsonOf(t, `{"jsonrpc":"2.0","id":"a","result":{"resultType":"complete","_meta":{"io.modelcontextprotocol/subscriptionId":"a"}}}`), any(ca))
+			a.end(t)
+			cb := b.message(t)
+			assert.Equal(t, jsonOf(t, `{"jsonrpc":"2.0","id":7,"result":{"resultType":"complete","_meta":{"io.modelcontextprotocol/subscriptionId":7}}}`), any(cb))
+			b.end(t)
 
-	ca := a.message(t)
-	assert.Equal(t, jsonOf(t, `{"jsonrpc":"2.0","id":"a","result":{"resultType":"complete","_meta":{"io.modelcontextprotocol/subscriptionId":"a"}}}`), any(ca))
-	a.end(t)
-	cb := b.message(t)
-	assert.Equal(t, jsonOf(t, `{"jsonrpc":"2.0","id":7,"result":{"resultType":"complete","_meta":{"io.modelcontextprotocol/subscriptionId":7}}}`), any(cb))
-	b.end(t)
+			// New listens are refused.
+			resp := e.do(t, http.MethodPost, listenBody(`"late"`, `{}`), listenHeaders())
+			assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+			eb := readError(t, resp)
+			assert.Equal(t, `"late"`, string(eb.ID))
+			assert.Equal(t, -32603, eb.Error.Code)
+			assert.Equal(t, streamhttp.MsgShuttingDown, eb.Error.Message)
+			assert.Equal(t, 2, e.src.opened())
 
-	assert.ErrorIs(t, sa.Reason(t), listen.ErrShutdown)
-	assert.ErrorIs(t, sb.Reason(t), listen.ErrShutdown)
-	require.NoError(t, recv(t, done, "Shutdown"))
-	for range 2 {
-		c := recv(t, e.closes, "OnClose")
-		assert.ErrorIs(t, c.reason, listen.ErrShutdown, "OnClose ran before Shutdown returned")
+			assert.Equal(t, streamhttp.Stats{Opened: 2, Closed: 2, Refused: 1, ShuttingDown: true}, e.h.Stats())
+			require.NoError(t, e.h.Shutdown(context.Background()), "Shutdown is idempotent")
+		})
 	}
-
-	// New listens are refused.
-	resp := e.do(t, http.MethodPost, listenBody(`"late"`, `{}`), listenHeaders())
-	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
-	eb := readError(t, resp)
-	assert.Equal(t, `"late"`, string(eb.ID))
-	assert.Equal(t, -32603, eb.Error.Code)
-	assert.Equal(t, streamhttp.MsgShuttingDown, eb.Error.Message)
-	assert.Equal(t, 2, e.src.opened())
-
-	assert.Equal(t, streamhttp.Stats{Opened: 2, Closed: 2, Refused: 1, Draining: true}, e.h.Stats())
-	require.NoError(t, e.h.Shutdown(context.Background()), "Shutdown is idempotent")
 }
 
-// Shutdown with nothing open returns at once.
+// Shutdown with nothing open returns at once, and refuses what comes next.
 func TestShutdownIdle(t *testing.T) {
-	h := streamhttp.New(newTestSource(), nil)
+	h := newHandler(t, newTestSource(), streamhttp.Options{})
 	require.NoError(t, h.Shutdown(context.Background()))
-	h.Drain()
-	assert.True(t, h.Stats().Draining)
+	assert.Equal(t, streamhttp.Stats{ShuttingDown: true}, h.Stats())
+	require.NoError(t, h.Shutdown(context.Background()))
 }
 
 // Shutdown waits for a listen that is still being opened, and returns the
@@ -110,23 +110,6 @@ func TestShutdownDuringOpen(t *testing.T) {
 	require.NoError(t, e.h.Shutdown(context.Background()))
 }
 
-// Http.Server.RegisterOnShutdown(h.Drain) completes the streams when the
-// server shuts down.
-func TestDrainOnServerShutdown(t *testing.T) {
-	e := newEnv(t, nil, nil, envConfig{})
-	e.ts.Config.RegisterOnShutdown(e.h.Drain)
-	s := e.listen(t, `"d"`, `{}`)
-	s.message(t)
-	st := e.src.stream(t, "d")
-
-	done := make(chan error, 1)
-	go func() { done <- e.ts.Config.Shutdown(context.Background()) }()
-	assert.Equal(t, `"d"`, subID(t, s.message(t), "result"))
-	s.end(t)
-	assert.ErrorIs(t, st.Reason(t), listen.ErrShutdown)
-	require.NoError(t, recv(t, done, "http.Server.Shutdown"))
-}
-
 // Over MaxStreams a listen gets 503 without its source being opened; an
 // ended stream frees its slot (checklist 38).
 func TestCapacity(t *testing.T) {
@@ -141,14 +124,13 @@ func TestCapacity(t *testing.T) {
 	assert.Equal(t, `"two"`, string(b.ID))
 	assert.Equal(t, -32603, b.Error.Code)
 	assert.Equal(t, jsonrpc.MsgCapacityExhausted, b.Error.Message)
-	recv(t, e.served, "the refused handler's return")
 	assert.Equal(t, 1, e.src.opened(), "the refused listen never reached the source")
 	assert.Equal(t, streamhttp.Stats{Active: 1, Opened: 1, Refused: 1}, e.h.Stats())
 
-	// A disconnect frees the slot.
+	// A disconnect frees the slot (before OnClose runs).
 	first.resp.Body.Close()
 	assert.ErrorIs(t, st.Reason(t), listen.ErrDisconnected)
-	recv(t, e.served, "the first handler's return")
+	assert.ErrorIs(t, recv(t, e.closes, "OnClose of the first listen").reason, listen.ErrDisconnected)
 
 	third := e.listen(t, `"three"`, `{}`)
 	assert.Equal(t, jsonrpc.MethodAcknowledged, third.message(t)["method"])

@@ -15,19 +15,57 @@ var (
 	keepAliveFrame = []byte(": keep-alive\n\n")
 )
 
-// sseWriter writes a stream's frames. It is used by one goroutine, the one
-// that runs Subscription.Serve.
-type sseWriter struct {
-	w       http.ResponseWriter
-	rc      *http.ResponseController
+// writeDeadline bounds every write of one stream by the write timeout. Both
+// write paths use it: net/http's ResponseWriter (through its
+// http.ResponseController) and a taken-over connection. It is used by one
+// goroutine, the one that runs Subscription.Serve.
+type writeDeadline struct {
+	conn interface{ SetWriteDeadline(time.Time) error }
+	// timeout is the write timeout; it is positive (see Options).
 	timeout time.Duration
-	// keepDeadline: on HTTP/1.x a deadline is only refreshed when less than
-	// half of it is left, and not cleared between writes (an expired write
+	// lazy (HTTP/1.x): the deadline is refreshed only when less than half
+	// of it is left, and is not cleared between writes (an expired write
 	// deadline does nothing to an idle HTTP/1 connection, and the next write
-	// refreshes it first). On HTTP/2 a deadline that expires between writes
-	// resets the stream, so there every write sets and clears its own.
-	keepDeadline bool
-	deadline     time.Time
+	// refreshes it first). Otherwise (HTTP/2, where a deadline that expires
+	// between writes resets the stream) every write sets and clears its own.
+	lazy bool
+	at   time.Time
+}
+
+// arm sets the deadline before a write: the write gets all of the timeout,
+// or, when lazy, at least half of it.
+func (d *writeDeadline) arm() error {
+	now := time.Now()
+	if d.lazy && d.at.Sub(now) >= d.timeout/2 {
+		return nil
+	}
+	d.at = now.Add(d.timeout)
+	return d.set(d.at)
+}
+
+// disarm clears the deadline after a write, unless lazy.
+func (d *writeDeadline) disarm() error {
+	if d.lazy {
+		return nil
+	}
+	return d.set(time.Time{})
+}
+
+// set sets the deadline. A ResponseWriter that does not support deadlines
+// (http.ErrNotSupported) is written without one.
+func (d *writeDeadline) set(at time.Time) error {
+	if err := d.conn.SetWriteDeadline(at); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return err
+	}
+	return nil
+}
+
+// sseWriter writes a stream's frames through net/http's ResponseWriter. It
+// is used by one goroutine, the one that runs Subscription.Serve.
+type sseWriter struct {
+	w        http.ResponseWriter
+	rc       *http.ResponseController
+	deadline writeDeadline
 	// started is set once the 200 status line and headers were sent.
 	started bool
 	// broken is set after a failed write: the response is unusable.
@@ -37,12 +75,16 @@ type sseWriter struct {
 	scratch []byte
 }
 
+// newSSEWriter returns the writer of w, whose writes are bounded by timeout
+// (lazily on HTTP/1.x: see writeDeadline).
+func newSSEWriter(w http.ResponseWriter, timeout time.Duration, http1 bool) *sseWriter {
+	rc := http.NewResponseController(w)
+	return &sseWriter{w: w, rc: rc, deadline: writeDeadline{conn: rc, timeout: timeout, lazy: http1}}
+}
+
 // message writes msg as one SSE event and flushes it. It does not keep msg.
 func (s *sseWriter) message(msg []byte) error {
 	if bytes.ContainsAny(msg, "\r\n") {
-		// Raw line breaks can only be insignificant whitespace in valid
-		// JSON (inside strings they are escaped), and they would end the
-		// SSE data line: turn them into spaces.
 		s.scratch = append(s.scratch[:0], msg...)
 		oneLine(s.scratch)
 		msg = s.scratch
@@ -54,9 +96,7 @@ func (s *sseWriter) message(msg []byte) error {
 // ping writes a keep-alive comment.
 func (s *sseWriter) ping() error { return s.send(keepAliveFrame) }
 
-// send writes parts and flushes them within the write timeout (at least half
-// of it on HTTP/1.x, where the deadline is refreshed lazily; see
-// keepDeadline).
+// send writes parts and flushes them within the write deadline.
 func (s *sseWriter) send(parts ...[]byte) (err error) {
 	if s.broken {
 		return errBroken
@@ -66,14 +106,8 @@ func (s *sseWriter) send(parts ...[]byte) (err error) {
 			s.broken = true
 		}
 	}()
-	if s.timeout > 0 {
-		now := time.Now()
-		if !s.keepDeadline || s.deadline.Sub(now) < s.timeout/2 {
-			s.deadline = now.Add(s.timeout)
-			if err := s.rc.SetWriteDeadline(s.deadline); err != nil && !errors.Is(err, http.ErrNotSupported) {
-				return err
-			}
-		}
+	if err := s.deadline.arm(); err != nil {
+		return err
 	}
 	if !s.started {
 		s.started = true
@@ -87,19 +121,25 @@ func (s *sseWriter) send(parts ...[]byte) (err error) {
 	if err := s.rc.Flush(); err != nil {
 		return err
 	}
-	if s.timeout > 0 && !s.keepDeadline {
-		if err := s.rc.SetWriteDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
-			return err
-		}
-	}
-	return nil
+	return s.deadline.disarm()
 }
 
 // finish bounds the bytes net/http writes after the handler returns (the
 // last chunk) by one more write timeout.
 func (s *sseWriter) finish() {
-	if s.timeout > 0 && s.started && !s.broken {
-		_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
+	if s.started && !s.broken {
+		_ = s.deadline.set(time.Now().Add(s.deadline.timeout))
+	}
+}
+
+// oneLine turns raw line breaks into spaces: in valid JSON they can only be
+// insignificant whitespace (inside strings they are escaped), and they would
+// end the SSE data line.
+func oneLine(b []byte) {
+	for i, c := range b {
+		if c == '\r' || c == '\n' {
+			b[i] = ' '
+		}
 	}
 }
 

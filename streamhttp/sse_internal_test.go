@@ -17,7 +17,7 @@ func TestSSEFramingLineBreaks(t *testing.T) {
 	msg := []byte("{\r\n  \"jsonrpc\": \"2.0\",\n  \"method\": \"x\"\r}")
 	orig := string(msg)
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sw := &sseWriter{w: w, rc: http.NewResponseController(w), timeout: time.Second}
+		sw := newSSEWriter(w, time.Second, false)
 		// Not the test goroutine: assert, never require.
 		assert.NoError(t, sw.message(msg))
 		assert.NoError(t, sw.ping())

@@ -30,7 +30,7 @@ func TestStalledClient(t *testing.T) {
 	pad := strings.Repeat("x", 64<<10)
 	e := newEnv(t, nil, &streamhttp.Options{
 		WriteTimeout: writeTimeout,
-		KeepAlive:    -1,
+		KeepAlive:    failsafe, // none during the test
 	}, envConfig{sendBuffer: 16 << 10})
 
 	// The stalled client: a raw connection that sends the POST and never

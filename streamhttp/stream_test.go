@@ -99,8 +99,7 @@ func TestStreamLifecycle(t *testing.T) {
 	c := recv(t, e.closes, "OnClose")
 	assert.Equal(t, "listen-1", c.id)
 	assert.ErrorIs(t, c.reason, listen.ErrComplete)
-	recv(t, e.served, "the handler's return")
-	stats := e.h.Stats()
+	stats := e.h.Stats() // counted before OnClose ran
 	assert.Equal(t, streamhttp.Stats{Active: 0, Opened: 1, Closed: 1}, stats)
 }
 
@@ -199,10 +198,9 @@ func TestClientDisconnect(t *testing.T) {
 			assert.Equal(t, listen.ClassDisconnected, listen.Classify(reason))
 			c := recv(t, e.closes, "OnClose")
 			assert.ErrorIs(t, c.reason, listen.ErrDisconnected)
-			recv(t, e.served, "the handler's return")
 			// Events after the disconnect go nowhere and nothing is pulled.
 			st.Emit(listen.ToolsListChanged())
-			assert.Equal(t, streamhttp.Stats{Opened: 1, Closed: 1}, e.h.Stats())
+			assert.Equal(t, streamhttp.Stats{Opened: 1, Closed: 1}, e.h.Stats(), "counted before OnClose ran")
 		})
 	}
 }
@@ -308,8 +306,8 @@ func TestOptionsCopied(t *testing.T) {
 	s.end(t)
 }
 
-// A hook that panics abandons the stream: the subscription is still closed
-// (its owner ends with the handler) and its slot freed.
+// An OnOpen hook that panics abandons the stream: the subscription is still
+// closed (its owner ends with the stream), its slot freed, OnClose called.
 func TestPanickingHookClosesSubscription(t *testing.T) {
 	e := newEnv(t, nil, &streamhttp.Options{
 		OnOpen: func(*listen.Subscription) { panic(http.ErrAbortHandler) },
@@ -325,8 +323,10 @@ func TestPanickingHookClosesSubscription(t *testing.T) {
 	reason := st.Reason(t)
 	assert.ErrorIs(t, reason, listen.ErrDisconnected)
 	assert.ErrorIs(t, reason, listen.ErrOwnerGone)
-	recv(t, e.served, "the handler's return")
-	assert.Zero(t, e.h.Stats().Active)
+	c := recv(t, e.closes, "OnClose")
+	assert.ErrorIs(t, c.reason, listen.ErrOwnerGone, "OnClose sees the same reason")
+	assert.Equal(t, streamhttp.Stats{Opened: 1, Closed: 1}, e.h.Stats())
+	require.NoError(t, e.h.Shutdown(context.Background()), "nothing is left for Shutdown to wait for")
 }
 
 // An open stream does not retain a large unused request param: once the

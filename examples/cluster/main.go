@@ -174,7 +174,7 @@ func start(name, natsURL string) (*instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	lh := streamhttp.New(h, &streamhttp.Options{
+	lh, err := streamhttp.New(h, streamhttp.Options{
 		Listen: listen.Options{
 			Capabilities: listen.Capabilities{
 				ToolsListChanged:   true,
@@ -183,13 +183,16 @@ func start(name, natsURL string) (*instance, error) {
 			ServerInfo: listen.Implementation{Name: "cluster-example-" + name, Version: "1.0.0"},
 		},
 	})
+	if err != nil {
+		br.Close()
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		br.Close()
 		return nil, err
 	}
 	srv := &http.Server{Handler: lh, ReadHeaderTimeout: 5 * time.Second}
-	srv.RegisterOnShutdown(lh.Drain)
 	go func() { _ = srv.Serve(ln) }()
 	return &instance{name: name, hub: h, bridge: br, h: lh, srv: srv, url: "http://" + ln.Addr().String() + "/mcp"}, nil
 }

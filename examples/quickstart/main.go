@@ -1,11 +1,17 @@
 // Command quickstart serves subscriptions/listen over Streamable HTTP from a
 // hub, and tells every listening client that the tool list changed every
-// ten seconds. It is the README's quick start, verbatim.
+// ten seconds. On SIGINT or SIGTERM every open stream gets its completion
+// result before the program exits. It is the README's quick start, verbatim.
 package main
 
 import (
+	"context"
+	"errors"
 	"log"
 	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/mcplisten/listen"
@@ -18,7 +24,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	listens := streamhttp.New(changes, &streamhttp.Options{
+	listens, err := streamhttp.New(changes, streamhttp.Options{
 		Listen: listen.Options{
 			// Exactly what your server advertises in server/discover.
 			Capabilities: listen.Capabilities{
@@ -28,6 +34,9 @@ func main() {
 			ServerInfo: listen.Implementation{Name: "quickstart", Version: "1.0.0"},
 		},
 	})
+	if err != nil {
+		log.Fatal(err)
+	}
 
 	go func() {
 		for range time.Tick(10 * time.Second) {
@@ -37,6 +46,27 @@ func main() {
 	}()
 
 	srv := &http.Server{Addr: "127.0.0.1:8080", Handler: listens}
-	srv.RegisterOnShutdown(listens.Drain) // open streams end with their completion result
-	log.Fatal(srv.ListenAndServe())
+	stopped := make(chan error, 1)
+	go func() { stopped <- srv.ListenAndServe() }()
+
+	signalled, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	select {
+	case err := <-stopped:
+		log.Fatal(err)
+	case <-signalled.Done():
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := shutdown(ctx, srv, listens); err != nil {
+		log.Print(err)
+	}
+}
+
+// shutdown ends every open stream with its completion result, then stops
+// srv. The streams go first: http.Server.Shutdown does not wait for them
+// (it does not even track the connections the listen handler took over).
+func shutdown(ctx context.Context, srv *http.Server, listens *streamhttp.Handler) error {
+	err := listens.Shutdown(ctx) // new listens get 503 from now on
+	return errors.Join(err, srv.Shutdown(ctx))
 }

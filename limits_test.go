@@ -1,0 +1,72 @@
+package listen_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
+)
+
+func uris(n, size int) []any {
+	out := make([]any, n)
+	for i := range out {
+		u := "file:///" + strings.Repeat("x", size-len("file:///")-6) + "/" + strings.Repeat("0", 5-len(itoa(i))) + itoa(i)
+		out[i] = u
+	}
+	return out
+}
+
+func itoa(i int) string {
+	const digits = "0123456789"
+	if i < 10 {
+		return digits[i : i+1]
+	}
+	return itoa(i/10) + digits[i%10:i%10+1]
+}
+
+// One URI, and a listen's whole filter, are bounded, with exact -32602
+// messages; the defaults fit what real listens send.
+func TestListenSizeLimits(t *testing.T) {
+	tests := []struct {
+		name    string
+		opts    listen.Options
+		filter  listen.Filter
+		wantMsg string // "" when accepted
+	}{
+		{name: "URI at the default limit", filter: listen.Filter{"resourceSubscriptions": uris(1, 4096)}},
+		{name: "URI over the default limit", filter: listen.Filter{"resourceSubscriptions": uris(1, 4097)},
+			wantMsg: "subscriptions/listen resourceSubscriptions URIs must be at most 4096 bytes"},
+		{name: "URI over a custom limit", opts: listen.Options{MaxURIBytes: 64}, filter: listen.Filter{"resourceSubscriptions": uris(1, 65)},
+			wantMsg: "subscriptions/listen resourceSubscriptions URIs must be at most 64 bytes"},
+		{name: "1,000 URIs of 120 bytes fit the default", filter: listen.Filter{"resourceSubscriptions": uris(1000, 120)}},
+		{name: "1,000 URIs of 1 KiB do not", filter: listen.Filter{"resourceSubscriptions": uris(1000, 1024)},
+			wantMsg: "subscriptions/listen notifications must be at most 131072 bytes"},
+		{name: "extension keys count too", opts: listen.Options{MaxFilterBytes: 100},
+			filter:  listen.Filter{"toolsListChanged": true, "taskIds": []any{strings.Repeat("t", 100)}},
+			wantMsg: "subscriptions/listen notifications must be at most 100 bytes"},
+		{name: "a custom limit that fits", opts: listen.Options{MaxFilterBytes: 100}, filter: listen.Filter{"toolsListChanged": true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := tt.opts
+			opts.Capabilities = allCaps
+			src := newTestSource()
+			sub, err := listen.Open(context.Background(), src, request(jsonrpc.IntID(1), tt.filter), &opts)
+			if tt.wantMsg == "" {
+				require.NoError(t, err)
+				sub.Close(nil)
+				return
+			}
+			var we *jsonrpc.Error
+			require.ErrorAs(t, err, &we)
+			assert.Equal(t, jsonrpc.CodeInvalidParams, we.Code)
+			assert.Equal(t, tt.wantMsg, we.Message)
+			assert.Empty(t, src.opened, "the source is not opened")
+		})
+	}
+}

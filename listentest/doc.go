@@ -1,0 +1,12 @@
+// Package listentest provides test doubles for code built on package
+// listen, in the manner of net/http/httptest: a channel-backed Source whose
+// streams the test drives (Send, End, Fail) and inspects (Nexts, Closed,
+// Reason), and an SSE reader for the messages of a listen served over
+// Streamable HTTP.
+//
+// The Source keeps every contract of listen.Source and listen.Stream: Open
+// accepts the supported filter (or what Accept picks), Next blocks until the
+// test sends something or the stream is closed, Close releases a blocked
+// Next with listen.ErrClosed, and only the first Close counts (later ones
+// are recorded but change nothing).
+package listentest

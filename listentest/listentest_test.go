@@ -1,0 +1,152 @@
+package listentest_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"testing/synctest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/listentest"
+)
+
+func request(id string) *listen.Request {
+	return &listen.Request{
+		ID:              jsonrpc.StringID(id),
+		ProtocolVersion: jsonrpc.ProtocolVersion,
+		Notifications:   listen.Filter{"toolsListChanged": true},
+		Transport:       listen.Transport{Kind: "direct"},
+		Auth:            "alice",
+	}
+}
+
+func TestStreamFollowsTheStreamContract(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := listentest.NewSource()
+		_, s, err := src.Open(context.Background(), request("a"), listen.Filter{"toolsListChanged": true})
+		require.NoError(t, err)
+		st := s.(*listentest.Stream)
+		assert.Equal(t, "a", st.ID)
+		assert.Equal(t, "direct", st.Transport)
+		assert.Equal(t, "alice", st.Auth)
+		assert.Equal(t, listen.Filter{"toolsListChanged": true}, st.Supported)
+
+		st.Send(listen.ToolsListChanged())
+		ev, err := st.Next()
+		require.NoError(t, err)
+		assert.Equal(t, listen.KindToolsListChanged, ev.Kind)
+
+		got := make(chan error, 1)
+		go func() { _, err := st.Next(); got <- err }()
+		synctest.Wait()
+		<-st.Nexts()
+		<-st.Nexts()
+		assert.Panics(t, func() { _, _ = st.Next() }, "a second Next in flight breaks the contract")
+		st.Close(listen.Cancelled("bye"))
+		assert.ErrorIs(t, <-got, listen.ErrClosed, "Close releases a blocked Next")
+		st.Close(listen.ErrComplete)
+		assert.Equal(t, 2, st.Closes())
+		assert.ErrorIs(t, st.Reason(), listen.ErrCancelled, "only the first Close counts")
+		_, err = st.Next()
+		assert.ErrorIs(t, err, listen.ErrClosed, "Next after Close")
+	})
+}
+
+func TestEndAndFailAreQueuedInOrder(t *testing.T) {
+	src := listentest.NewSource()
+	_, s, err := src.Open(context.Background(), request("a"), listen.Filter{})
+	require.NoError(t, err)
+	st := s.(*listentest.Stream)
+	boom := errors.New("boom")
+	st.Send(listen.ToolsListChanged())
+	st.Fail(boom)
+	st.End()
+	_, err = st.Next()
+	assert.NoError(t, err)
+	_, err = st.Next()
+	assert.ErrorIs(t, err, boom)
+	_, err = st.Next()
+	assert.ErrorIs(t, err, listen.ErrClosed)
+}
+
+func TestSourceOptions(t *testing.T) {
+	src := listentest.NewSource()
+	src.Accept = func(listen.Filter) listen.Filter { return listen.Filter{} }
+	acc, _, err := src.Open(context.Background(), request("a"), listen.Filter{"toolsListChanged": true})
+	require.NoError(t, err)
+	assert.Equal(t, listen.Filter{}, acc)
+
+	src.OpenErr = errors.New("no")
+	_, _, err = src.Open(context.Background(), request("b"), listen.Filter{})
+	assert.EqualError(t, err, "no")
+
+	gated := listentest.NewSource()
+	gate := make(chan struct{})
+	gated.Gate = gate
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, _, err = gated.Open(ctx, request("c"), listen.Filter{})
+	assert.ErrorIs(t, err, context.Canceled, "a gated open ends with its context")
+	close(gate)
+	_, _, err = gated.Open(context.Background(), request("c"), listen.Filter{})
+	assert.NoError(t, err)
+}
+
+func TestStreamWaitsForItsOpen(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := listentest.NewSource()
+		found := make(chan *listentest.Stream, 1)
+		go func() { found <- src.Stream(context.Background(), "late") }()
+		synctest.Wait()
+		_, _, err := src.Open(context.Background(), request("late"), listen.Filter{})
+		require.NoError(t, err)
+		st := <-found
+		require.NotNil(t, st)
+		assert.Same(t, st, <-src.Opened())
+		assert.Equal(t, []*listentest.Stream{st}, src.Streams())
+
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		assert.Nil(t, src.Stream(ctx, "never"))
+	})
+}
+
+func TestSSEReader(t *testing.T) {
+	body := ": keep-alive\n\n" +
+		"event: message\ndata: {\"n\":1}\n\n" +
+		"event: message\r\nid: 7\r\ndata: a\r\ndata: b\r\n\r\n" +
+		"event: message\ndata: {\"n\":2}\n\n"
+	r := listentest.NewSSEReader(strings.NewReader(body))
+	ev, err := r.Next()
+	require.NoError(t, err)
+	assert.Equal(t, listentest.SSEEvent{Comment: "keep-alive", IsComment: true}, ev)
+	m, err := r.Message()
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"n": jsonNumber("1")}, m)
+	ev, err = r.Next()
+	require.NoError(t, err)
+	assert.Equal(t, listentest.SSEEvent{Event: "message", ID: "7", Data: "a\nb"}, ev)
+	m, err = r.Message()
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"n": jsonNumber("2")}, m)
+	_, err = r.Next()
+	assert.ErrorIs(t, err, io.EOF)
+
+	_, err = listentest.NewSSEReader(strings.NewReader("event: message\ndata: x")).Next()
+	assert.ErrorIs(t, err, io.ErrUnexpectedEOF)
+	_, err = listentest.NewSSEReader(strings.NewReader("bogus: 1\n\n")).Next()
+	assert.Error(t, err)
+	_, err = listentest.NewSSEReader(strings.NewReader("event: other\ndata: {}\n\n")).Message()
+	assert.Error(t, err)
+	_, err = listentest.NewSSEReader(strings.NewReader("event: message\ndata: {\n\n")).Message()
+	assert.Error(t, err)
+}
+
+func jsonNumber(s string) any { return json.Number(s) }

@@ -1,0 +1,211 @@
+package streamhttp_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/streamhttp"
+)
+
+// servingPaths are the three ways a Handler serves a stream: an HTTP/1.1
+// connection it took over, an HTTP/1.1 response inside net/http
+// (NoTakeover), and an HTTP/2 stream.
+var servingPaths = []struct {
+	name       string
+	noTakeover bool
+	http2      bool
+}{
+	{name: "HTTP/1.1 taken over"},
+	{name: "HTTP/1.1 NoTakeover", noTakeover: true},
+	{name: "HTTP/2", http2: true},
+}
+
+// However a stream ends, on every path: its slot is free and Stats count it
+// closed before OnClose runs, and its client sees the response end only
+// after OnClose has returned.
+func TestEndOrder(t *testing.T) {
+	for _, p := range servingPaths {
+		for _, ending := range []string{"complete", "client leaves"} {
+			t.Run(p.name+"/"+ending, func(t *testing.T) {
+				var e *env
+				inOnClose := make(chan streamhttp.Stats, 1)
+				e = newEnv(t, nil, &streamhttp.Options{
+					NoTakeover: p.noTakeover,
+					OnClose:    func(*listen.Subscription, error) { inOnClose <- e.h.Stats() },
+				}, envConfig{http2: p.http2})
+				s := e.listen(t, `"o"`, `{}`)
+				s.message(t)
+				st := e.src.stream(t, "o")
+				if ending == "complete" {
+					st.Complete()
+					assert.Equal(t, "complete", s.message(t)["result"].(map[string]any)["resultType"])
+					s.end(t)
+					select {
+					case c := <-e.closes:
+						assert.ErrorIs(t, c.reason, listen.ErrComplete)
+					default:
+						t.Fatal("the response ended before OnClose returned")
+					}
+				} else {
+					s.resp.Body.Close()
+					assert.ErrorIs(t, recv(t, e.closes, "OnClose").reason, listen.ErrDisconnected)
+				}
+				want := streamhttp.Stats{Opened: 1, Closed: 1}
+				assert.Equal(t, want, recv(t, inOnClose, "the Stats seen by OnClose"), "Stats seen by OnClose")
+				assert.Equal(t, want, e.h.Stats())
+			})
+		}
+	}
+}
+
+// Shutdown returns only once every stream has ended, OnClose included; a
+// stream's response ends only after its OnClose has returned, on a
+// taken-over connection as inside net/http. Checked in a synctest bubble:
+// while OnClose blocks, every other goroutine (the client reading to the
+// end, Shutdown) is durably blocked.
+func TestShutdownWaitsForOnClose(t *testing.T) {
+	for _, noTakeover := range []bool{false, true} {
+		name := "taken over"
+		if noTakeover {
+			name = "NoTakeover"
+		}
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				src := newTestSource()
+				entered, release := make(chan struct{}), make(chan struct{})
+				h := newHandler(t, src, streamhttp.Options{
+					Listen:     listen.Options{Capabilities: caps()},
+					NoTakeover: noTakeover,
+					OnClose: func(*listen.Subscription, error) {
+						close(entered)
+						<-release
+					},
+				})
+				l := newPipeListener()
+				srv := &http.Server{Handler: h}
+				served := make(chan error, 1)
+				go func() { served <- srv.Serve(l) }()
+				tr := &http.Transport{DialContext: l.dial}
+				req, err := http.NewRequest(http.MethodPost, "http://pipe/", strings.NewReader(listenBody(`"w"`, `{}`)))
+				require.NoError(t, err)
+				req.Header = listenHeaders()
+				resp, err := (&http.Client{Transport: tr}).Do(req)
+				require.NoError(t, err)
+				s := newSSE(resp)
+				s.message(t)
+
+				// The client reads to the end of the response.
+				type end struct {
+					last string
+					err  error
+				}
+				ended := make(chan end, 1)
+				go func() {
+					var last string
+					for {
+						f, err := s.frame()
+						if err != nil {
+							ended <- end{last, err}
+							return
+						}
+						if !f.isComment {
+							last = f.data
+						}
+					}
+				}()
+				shut := make(chan error, 1)
+				go func() { shut <- h.Shutdown(context.Background()) }()
+
+				<-entered
+				synctest.Wait()
+				select {
+				case got := <-ended:
+					t.Error("the response ended while OnClose ran")
+					ended <- got
+				default:
+				}
+				select {
+				case <-shut:
+					t.Error("Shutdown returned while OnClose ran")
+				default:
+				}
+				assert.Equal(t, streamhttp.Stats{Opened: 1, Closed: 1, ShuttingDown: true}, h.Stats(), "the slot is free during OnClose")
+
+				close(release)
+				require.NoError(t, <-shut)
+				got := <-ended
+				assert.ErrorIs(t, got.err, io.EOF)
+				assert.Contains(t, got.last, `"resultType":"complete"`)
+				resp.Body.Close()
+				require.NoError(t, srv.Close())
+				tr.CloseIdleConnections()
+				assert.ErrorIs(t, <-served, http.ErrServerClosed)
+				synctest.Wait()
+			})
+		})
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writes (a logger's
+// output).
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// A panic in OnClose is handled the same way on every path: it is
+// recovered and logged to the server's ErrorLog, the stream still ends
+// cleanly (its client gets the completion and the end of the response),
+// Stats and Shutdown see it ended, and the server keeps serving.
+func TestOnClosePanics(t *testing.T) {
+	for _, p := range servingPaths {
+		t.Run(p.name, func(t *testing.T) {
+			var logged syncBuffer
+			e := newEnv(t, nil, &streamhttp.Options{
+				NoTakeover: p.noTakeover,
+				OnClose: func(sub *listen.Subscription, _ error) {
+					if sub.ID().String() == "p" {
+						panic("OnClose failed")
+					}
+				},
+			}, envConfig{http2: p.http2, errorLog: log.New(&logged, "", 0)})
+			s := e.listen(t, `"p"`, `{}`)
+			s.message(t)
+			e.src.stream(t, "p").Complete()
+			assert.Equal(t, "complete", s.message(t)["result"].(map[string]any)["resultType"])
+			s.end(t)
+			assert.Contains(t, logged.String(), `streamhttp: panic in OnClose of listen "p": OnClose failed`)
+			assert.Equal(t, streamhttp.Stats{Opened: 1, Closed: 1}, e.h.Stats())
+
+			next := e.listen(t, `"next"`, `{}`)
+			assert.Equal(t, jsonrpc.MethodAcknowledged, next.message(t)["method"])
+			require.NoError(t, e.h.Shutdown(context.Background()))
+			assert.Equal(t, "complete", next.message(t)["result"].(map[string]any)["resultType"])
+			next.end(t)
+		})
+	}
+}
