@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/mcplisten/listen v0.1.0
+	github.com/mcplisten/listen/gosdk v0.1.0
 	github.com/mcplisten/listen/natsbridge v0.1.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/nats-io/nats-server/v2 v2.15.2
@@ -31,5 +32,6 @@ require (
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
 )
+
 
 

@@ -34,6 +34,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcplisten/listen/examples/internal/fixture"
+	"github.com/mcplisten/listen/gosdk"
 )
 
 func main() {
@@ -53,11 +54,11 @@ func main() {
 	server := newServer(logger)
 
 	if *printCaps {
-		caps, err := fixture.DiscoverCapabilities(context.Background(), server)
+		d, err := gosdk.Discover(context.Background(), server)
 		if err != nil {
 			log.Fatal(err)
 		}
-		fmt.Println(string(caps))
+		fmt.Println(string(d.CapabilitiesJSON))
 		return
 	}
 

@@ -1,14 +1,17 @@
 // Command server is a complete MCP 2026-07-28 server on loopback: the
 // official go-sdk (v1.8.0) serves server/discover, tools, prompts and
 // resources, and this library serves subscriptions/listen from a hub.Hub,
-// in front of the go-sdk handler (streamhttp.Front).
+// in one handler (gosdk.NewHandler) that also republishes every change the
+// go-sdk server notifies.
 //
 //	go run ./examples/server [-addr 127.0.0.1:8080]
 //
 // The endpoint is http://ADDR/mcp. The tools test_trigger_tool_change and
-// test_trigger_prompt_change change the tool and prompt lists (and publish
-// the list change to every listen stream that asked for it);
-// trigger_resource_update {"uri": ...} publishes a resource update. Every
+// test_trigger_prompt_change change the go-sdk server's tool and prompt
+// lists (AddTool/RemoveTools, AddPrompt/RemovePrompts), and
+// trigger_resource_update {"uri": ...} calls the go-sdk's
+// Server.ResourceUpdated; none of them calls this library: the go-sdk's
+// own notifications reach every listen stream that asked for them. Every
 // listen opened and closed, and every publication, is logged with log/slog
 // on stderr. Operators find the hub's and the handler's counters and the
 // goroutine count at http://ADDR/debug/vars (expvar); -pprof adds
@@ -33,10 +36,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/examples/internal/fixture"
+	"github.com/mcplisten/listen/gosdk"
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/streamhttp"
 )
@@ -63,7 +65,7 @@ func main() {
 		defer cancel()
 	}
 
-	srv, err := newServer(ctx, logger, *maxStreams)
+	srv, err := newServer(logger, *maxStreams)
 	if err != nil {
 		logger.Error("setup failed", "err", err)
 		os.Exit(1)
@@ -98,7 +100,7 @@ func main() {
 	// server stops.
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := srv.listen.Shutdown(sctx); err != nil {
+	if err := srv.handler.Shutdown(sctx); err != nil {
 		logger.Warn("listen streams did not all end in time", "err", err)
 	}
 	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -110,16 +112,13 @@ func main() {
 // server is the example server's parts.
 type server struct {
 	hub     *hub.Hub
-	listen  *streamhttp.Handler
-	sdk     *mcp.Server
-	handler http.Handler
+	handler *gosdk.Handler
 }
 
-// newServer builds the go-sdk server, the hub its trigger tools publish to,
-// and our listen handler in front of the go-sdk handler. The listen
-// handler narrows requests against exactly the capabilities the go-sdk
-// server advertises in server/discover.
-func newServer(ctx context.Context, logger *slog.Logger, maxStreams int) (*server, error) {
+// newServer builds the go-sdk server (its tools change the go-sdk server
+// and call nothing of this library) and the one handler that serves it:
+// listens with this library, everything else with the go-sdk.
+func newServer(logger *slog.Logger, maxStreams int) (*server, error) {
 	// The hub's own hooks log overflows (Warn) and completions (Info); opens,
 	// closes and publications are logged below with the request id.
 	h, err := hub.New(hub.Options{Hooks: hub.SlogHooks(logger)})
@@ -130,59 +129,40 @@ func newServer(ctx context.Context, logger *slog.Logger, maxStreams int) (*serve
 		Name:    "mcplisten-example",
 		Version: "0.1.0",
 		// go-sdk's own info logging would repeat ours; keep its warnings.
-		Logger:         slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		ToolsChanged:   func() { logPublish(logger, "tools_list_changed", "", h.ToolsListChanged()) },
-		PromptsChanged: func() { logPublish(logger, "prompts_list_changed", "", h.PromptsListChanged()) },
-		ResourceUpdated: func(_ context.Context, uri string) error {
-			r, err := h.ResourceUpdated(uri)
-			if err != nil {
-				return err
-			}
-			logPublish(logger, "resource_updated", uri, r)
-			return nil
-		},
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
-	capsJSON, err := fixture.DiscoverCapabilities(ctx, sdk)
-	if err != nil {
-		return nil, fmt.Errorf("reading the go-sdk server's capabilities: %w", err)
-	}
-	caps, err := listen.CapabilitiesFrom(capsJSON)
-	if err != nil {
-		return nil, err
-	}
-	lh, err := streamhttp.New(h, streamhttp.Options{
-		MaxStreams: maxStreams,
-		Listen: listen.Options{
-			Capabilities: caps,
-			ServerInfo:   listen.Implementation{Name: "mcplisten-example", Version: "0.1.0"},
+	handler, err := gosdk.NewHandler(sdk, gosdk.HandlerOptions{
+		Options: gosdk.Options{
+			Hub:    h,
+			Logger: logger,
+			OnRepublish: func(method, uri string, r hub.Report) {
+				logger.Info("publish", "method", method, "uri", uri, "matched", r.Matched,
+					"delivered", r.Delivered, "buffered", r.Buffered, "dropped", r.Dropped)
+			},
 		},
-		OnOpen: func(sub *listen.Subscription) {
-			b, _ := sub.Accepted().MarshalJSON()
-			logger.Info("listen opened", "id", sub.ID().Raw(), "accepted", string(b))
-		},
-		OnClose: func(sub *listen.Subscription, reason error) {
-			logger.Info("listen closed", "id", sub.ID().Raw(), "reason", listen.Classify(reason), "detail", reason)
+		HTTP: streamhttp.Options{
+			MaxStreams: maxStreams,
+			OnOpen: func(sub *listen.Subscription) {
+				b, _ := sub.Accepted().MarshalJSON()
+				logger.Info("listen opened", "id", sub.ID().Raw(), "accepted", string(b))
+			},
+			OnClose: func(sub *listen.Subscription, reason error) {
+				logger.Info("listen closed", "id", sub.ID().Raw(), "reason", listen.Classify(reason), "detail", reason)
+			},
 		},
 	})
 	if err != nil {
 		return nil, err
 	}
-	sdkHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return sdk },
-		&mcp.StreamableHTTPOptions{Stateless: true})
-	return &server{hub: h, listen: lh, sdk: sdk, handler: streamhttp.Front(lh, sdkHandler)}, nil
-}
-
-// logPublish logs one publication and its delivery report.
-func logPublish(logger *slog.Logger, kind, uri string, r hub.Report) {
-	logger.Info("publish", "kind", kind, "uri", uri, "matched", r.Matched,
-		"delivered", r.Delivered, "buffered", r.Buffered, "dropped", r.Dropped)
+	return &server{hub: h, handler: handler}, nil
 }
 
 // vars is what /debug/vars shows under "listen".
 func (s *server) vars() any {
 	return map[string]any{
 		"hub":        s.hub.Stats(),
-		"http":       s.listen.Stats(),
+		"http":       s.handler.Listen().Stats(),
+		"gosdk":      s.handler.Bridge().Stats(),
 		"goroutines": runtime.NumGoroutine(),
 	}
 }
