@@ -72,6 +72,9 @@
 // # Instrumentation
 //
 // [Options.Hooks] receives opens, publications, overflows, completions and
-// closes with the measurements of snodo's telemetry events. [SlogHooks]
-// adapts them to log/slog; [NopHooks] is the embeddable no-op.
+// closes with the measurements of snodo's telemetry events, and each
+// publication with the duration of its fan-out (PublishInfo.Duration).
+// [SlogHooks] adapts them to log/slog; [NopHooks] is the embeddable no-op.
+// The nested module github.com/mcplisten/listen/otel turns them into
+// OpenTelemetry metrics.
 package hub
