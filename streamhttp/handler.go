@@ -140,7 +140,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sink := listen.Sink{Write: sw.message}
 	if h.opts.KeepAlive > 0 {
 		sink.KeepAlive = h.opts.KeepAlive
-		sink.Ping = sw.ping
+		sink.Ping = h.pinger(sub, sw.ping)
 	}
 	reason := sub.Serve(ctx, sink)
 	sw.finish()

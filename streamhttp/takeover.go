@@ -92,7 +92,7 @@ func (t *takenOver) run(h *Handler, sub *listen.Subscription, endOwner context.C
 	go t.watch()
 	sink := listen.Sink{Write: t.message}
 	if t.keep > 0 {
-		sink.KeepAlive, sink.Ping = t.keep, t.ping
+		sink.KeepAlive, sink.Ping = t.keep, h.pinger(sub, t.ping)
 	}
 	reason := sub.Serve(t.ctx, sink)
 	_ = t.conn.Close()
