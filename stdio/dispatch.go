@@ -25,7 +25,11 @@ func (c *conn) handleLine(line []byte) {
 		return
 	}
 	if c.inFlight(msg.ID) {
-		c.reply(msg.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, jsonrpc.MsgDuplicateID))
+		err := jsonrpc.NewError(jsonrpc.CodeInvalidRequest, jsonrpc.MsgDuplicateID)
+		if msg.Method == jsonrpc.MethodListen {
+			c.hookListenError(err)
+		}
+		c.reply(msg.ID, err)
 		return
 	}
 	if msg.Method == jsonrpc.MethodListen {
@@ -79,16 +83,21 @@ func (c *conn) request(msg jsonrpc.Message) {
 func (c *conn) listen(msg jsonrpc.Message) {
 	req := &listen.Request{ID: msg.ID, Transport: listen.Transport{Kind: TransportKind}}
 	if err := listen.ParseParams(msg.Params, req); err != nil {
+		c.hookListenError(err)
 		c.reply(msg.ID, err)
 		return
 	}
 	switch v := req.ProtocolVersion; {
 	case jsonrpc.HasListen(v):
 	case jsonrpc.IsLegacyVersion(v):
-		c.reply(msg.ID, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, jsonrpc.MsgMethodNotFoundListen))
+		err := jsonrpc.NewError(jsonrpc.CodeMethodNotFound, jsonrpc.MsgMethodNotFoundListen)
+		c.hookListenError(err)
+		c.reply(msg.ID, err)
 		return
 	default:
-		c.reply(msg.ID, jsonrpc.UnsupportedVersionError(c.srv.opts.SupportedVersions, v))
+		err := jsonrpc.UnsupportedVersionError(c.srv.opts.SupportedVersions, v)
+		c.hookListenError(err)
+		c.reply(msg.ID, err)
 		return
 	}
 
@@ -107,7 +116,9 @@ func (c *conn) listen(msg jsonrpc.Message) {
 		e.ownerCancel(nil)
 		e.serveCancel(nil)
 		c.srv.log.Debug("stdio: listen refused: capacity exhausted", "id", msg.ID.Raw(), "max", c.srv.opts.MaxSubscriptions)
-		c.reply(msg.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgCapacityExhausted).WithCause(listen.Failed(listen.ErrOverloaded)))
+		err := jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgCapacityExhausted).WithCause(listen.Failed(listen.ErrOverloaded))
+		c.hookListenError(err)
+		c.reply(msg.ID, err)
 		return
 	}
 	if c.drainErr != nil {
