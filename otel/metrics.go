@@ -76,6 +76,8 @@ type Metrics struct {
 	byKind    [numKinds][]metric.AddOption
 	recByKind [numKinds][]metric.RecordOption
 
+	provider metric.MeterProvider
+
 	mu         sync.RWMutex
 	transports map[string]*Transport
 }
@@ -111,7 +113,7 @@ func New(opts Options) (*Metrics, error) {
 		buckets = DefaultFanoutBuckets
 	}
 
-	m := &Metrics{transports: make(map[string]*Transport)}
+	m := &Metrics{provider: mp, transports: make(map[string]*Transport)}
 	var errs []error
 	counter := func(name, unit, desc string) metric.Int64Counter {
 		c, err := meter.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
@@ -174,6 +176,14 @@ func (m *Metrics) ensureNoNil() {
 // Enabled reports whether m records anything (it was created with a meter
 // provider).
 func (m *Metrics) Enabled() bool { return m != nil }
+
+// MeterProvider returns the provider m records on (nil when m is disabled).
+func (m *Metrics) MeterProvider() metric.MeterProvider {
+	if m == nil {
+		return nil
+	}
+	return m.provider
+}
 
 // ctx is the context of every measurement: hooks carry none.
 var ctx = context.Background()
