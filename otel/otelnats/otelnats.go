@@ -10,20 +10,22 @@
 //
 // On the meter named otel.ScopeName:
 //
-//		name                       kind     unit       attributes
-//		mcp.listen.nats.received   Counter  {message}  mcp.listen.notification.kind
-//		mcp.listen.nats.dropped    Counter  {message}  mcp.listen.nats.drop.reason
-//		mcp.listen.nats.resyncs    Counter  {resync}   mcp.listen.nats.resync.reason
+//	name                       kind     unit       attributes
+//	mcp.listen.nats.received   Counter  {message}  mcp.listen.notification.kind
+//	mcp.listen.nats.dropped    Counter  {message}  mcp.listen.nats.drop.reason
+//	mcp.listen.nats.resyncs    Counter  {resync}   mcp.listen.nats.resync.reason
 //
-//	  - received: events from other instances delivered to the local hub
-//	    (Hooks.OnReceive); the hub's own instruments count them again as
-//	    published, with their drops and fan-out time.
-//	  - dropped: messages from the subject that were not delivered, by
-//	    natsbridge.DropReason: too_large, malformed, unknown_version,
-//	    invalid_event, slow_consumer (nats.go's drops, reported in batches),
-//	    panic.
-//	  - resyncs: resynchronisations of the local listeners, by
-//	    natsbridge.ResyncReason: reconnect, loss, manual.
+// What each counts:
+//
+//   - received: events from other instances delivered to the local hub
+//     (Hooks.OnReceive); the hub's own instruments count them again as
+//     published, with their drops and fan-out time.
+//   - dropped: messages from the subject that were not delivered, by
+//     natsbridge.DropReason: too_large, malformed, unknown_version,
+//     invalid_event, slow_consumer (nats.go's drops, reported in batches),
+//     panic.
+//   - resyncs: resynchronisations of the local listeners, by
+//     natsbridge.ResyncReason: reconnect, loss, manual.
 //
 // The hooks record in the goroutine that calls them (see natsbridge.Hooks)
 // and start none; recording allocates nothing.
