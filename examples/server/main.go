@@ -11,7 +11,10 @@
 // trigger_resource_update {"uri": ...} publishes a resource update. Every
 // listen opened and closed, and every publication, is logged with log/slog
 // on stderr. Operators find the hub's and the handler's counters and the
-// goroutine count at http://ADDR/debug/vars (expvar); -pprof adds
+// goroutine count at http://ADDR/debug/vars (expvar); -metrics serves the
+// OpenTelemetry metrics of the listens, the hub and the handler (package
+// github.com/mcplisten/listen/otel) in the Prometheus text format at
+// http://ADDR/metrics; -pprof adds
 // net/http/pprof at /debug/pprof/. -max-streams bounds the listen streams
 // served at once (default 20,000). SIGINT or SIGTERM drains: every open
 // listen stream gets its completion result.
@@ -38,6 +41,7 @@ import (
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/examples/internal/fixture"
 	"github.com/mcplisten/listen/hub"
+	listenotel "github.com/mcplisten/listen/otel"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -47,6 +51,7 @@ func main() {
 	quiet := flag.Bool("quiet", false, "log warnings only")
 	maxStreams := flag.Int("max-streams", 20000, "most listen streams served at once (streamhttp.Options.MaxStreams)")
 	profile := flag.Bool("pprof", false, "serve net/http/pprof at /debug/pprof/")
+	metrics := flag.Bool("metrics", false, "serve OpenTelemetry metrics in the Prometheus text format at /metrics")
 	flag.Parse()
 
 	level := slog.LevelInfo
@@ -63,7 +68,12 @@ func main() {
 		defer cancel()
 	}
 
-	srv, err := newServer(ctx, logger, *maxStreams)
+	m, metricsHandler, err := newMetrics(*metrics)
+	if err != nil {
+		logger.Error("metrics setup failed", "err", err)
+		os.Exit(1)
+	}
+	srv, err := newServer(ctx, logger, *maxStreams, m)
 	if err != nil {
 		logger.Error("setup failed", "err", err)
 		os.Exit(1)
@@ -73,6 +83,9 @@ func main() {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", srv.handler)
 	mux.Handle("/debug/vars", expvar.Handler())
+	if metricsHandler != nil {
+		mux.Handle("/metrics", metricsHandler)
+	}
 	if *profile {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
@@ -119,10 +132,13 @@ type server struct {
 // and our listen handler in front of the go-sdk handler. The listen
 // handler narrows requests against exactly the capabilities the go-sdk
 // server advertises in server/discover.
-func newServer(ctx context.Context, logger *slog.Logger, maxStreams int) (*server, error) {
+//
+// m (nil: none) records the hub's, the handler's and the streams'
+// OpenTelemetry metrics.
+func newServer(ctx context.Context, logger *slog.Logger, maxStreams int, m *listenotel.Metrics) (*server, error) {
 	// The hub's own hooks log overflows (Warn) and completions (Info); opens,
 	// closes and publications are logged below with the request id.
-	h, err := hub.New(hub.Options{Hooks: hub.SlogHooks(logger)})
+	h, err := hub.New(hub.Options{Hooks: m.HubHooks(hub.SlogHooks(logger))})
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +166,7 @@ func newServer(ctx context.Context, logger *slog.Logger, maxStreams int) (*serve
 	if err != nil {
 		return nil, err
 	}
-	lh := streamhttp.New(h, &streamhttp.Options{
+	opts := &streamhttp.Options{
 		MaxStreams: maxStreams,
 		Listen: listen.Options{
 			Capabilities: caps,
@@ -163,7 +179,9 @@ func newServer(ctx context.Context, logger *slog.Logger, maxStreams int) (*serve
 		OnClose: func(sub *listen.Subscription, reason error) {
 			logger.Info("listen closed", "id", sub.ID().Raw(), "reason", listen.Classify(reason), "detail", reason)
 		},
-	})
+	}
+	m.InstrumentHTTP(opts)
+	lh := streamhttp.New(m.Source(h), opts)
 	sdkHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return sdk },
 		&mcp.StreamableHTTPOptions{Stateless: true})
 	return &server{hub: h, listen: lh, sdk: sdk, handler: streamhttp.Front(lh, sdkHandler)}, nil
