@@ -43,11 +43,11 @@ func (s *source) Open(ctx context.Context, req *listen.Request, supported listen
 	if req != nil {
 		kind = req.Transport.Kind
 	}
-	w := &stream{inner: st, t: s.m.Transport(kind)}
+	t := s.m.Transport(kind)
 	if ps, ok := st.(listen.PollStream); ok {
-		return accepted, &pollStream{stream: w, poll: ps}, nil
+		return accepted, &pollStream{stream: stream{inner: st, t: t}, poll: ps}, nil
 	}
-	return accepted, w, nil
+	return accepted, &stream{inner: st, t: t}, nil
 }
 
 // stream counts the events its subscription wrote. pending holds the kind
@@ -81,9 +81,10 @@ func (s *stream) Close(reason error) {
 	s.inner.Close(reason)
 }
 
-// pollStream is stream for a listen.PollStream.
+// pollStream is stream for a listen.PollStream (one allocation per open
+// either way).
 type pollStream struct {
-	*stream
+	stream
 	poll listen.PollStream
 }
 
