@@ -7,6 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/streamhttp"
@@ -28,6 +29,10 @@ type HandlerOptions struct {
 	// Stateless is always set: the go-sdk serves protocol 2026-07-28 only
 	// in stateless mode.
 	SDK *mcp.StreamableHTTPOptions
+	// WrapSource, if set, wraps the Bridge's source before the listen
+	// handler serves it (an instrumented source, such as the otel module's
+	// Metrics.Source).
+	WrapSource func(listen.Source) listen.Source
 }
 
 // Handler serves one MCP Streamable HTTP endpoint for a go-sdk server:
@@ -74,7 +79,11 @@ func NewHandler(server *mcp.Server, opts HandlerOptions) (*Handler, error) {
 		sdkOpts = *opts.SDK
 	}
 	sdkOpts.Stateless = true
-	lh, err := streamhttp.New(b.Source(), ho)
+	src := b.Source()
+	if opts.WrapSource != nil {
+		src = opts.WrapSource(src)
+	}
+	lh, err := streamhttp.New(src, ho)
 	if err != nil {
 		_ = b.Close()
 		return nil, err

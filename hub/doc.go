@@ -71,6 +71,9 @@
 // # Instrumentation
 //
 // [Options.Hooks] receives opens, publications, overflows, completions and
-// closes, each with its measurements. [SlogHooks]
-// adapts them to log/slog; [NopHooks] is the embeddable no-op.
+// closes, each with its measurements, and each
+// publication with the duration of its fan-out (PublishInfo.Duration).
+// [SlogHooks] adapts them to log/slog; [NopHooks] is the embeddable no-op.
+// The nested module github.com/mcplisten/listen/otel turns them into
+// OpenTelemetry metrics.
 package hub

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mcplisten/listen"
 )
@@ -316,6 +317,10 @@ func (h *Hub) Publish(ev listen.Event) (Report, error) {
 	if err := ev.Validate(); err != nil {
 		return Report{}, err
 	}
+	var start time.Time // read only with hooks: PublishInfo.Duration
+	if h.hooks != nil {
+		start = time.Now()
+	}
 	// Targets are copied under the read lock, into a stack array when few
 	// (kept apart from the pooled slice, so that it stays on the stack).
 	var stack [stackTargets]*listener
@@ -381,7 +386,8 @@ func (h *Hub) Publish(ev listen.Event) (Report, error) {
 	}
 
 	if h.hooks != nil {
-		info := PublishInfo{Report: r, Queued: h.queuedNow(), EventKind: ev.Kind, ExtensionID: ev.ExtensionID}
+		info := PublishInfo{Report: r, Queued: h.queuedNow(), EventKind: ev.Kind, ExtensionID: ev.ExtensionID,
+			Duration: time.Since(start)}
 		h.hooks.OnPublish(info)
 		if r.Dropped > 0 {
 			h.hooks.OnOverflow(OverflowInfo{

@@ -14,7 +14,10 @@
 // own notifications reach every listen stream that asked for them. Every
 // listen opened and closed, and every publication, is logged with log/slog
 // on stderr. Operators find the hub's and the handler's counters and the
-// goroutine count at http://ADDR/debug/vars (expvar); -pprof adds
+// goroutine count at http://ADDR/debug/vars (expvar); -metrics serves the
+// OpenTelemetry metrics of the listens, the hub and the handler (package
+// github.com/mcplisten/listen/otel) in the Prometheus text format at
+// http://ADDR/metrics; -pprof adds
 // net/http/pprof at /debug/pprof/. -max-streams bounds the listen streams
 // served at once (default 20,000). SIGINT or SIGTERM drains: every open
 // listen stream gets its completion result.
@@ -40,6 +43,7 @@ import (
 	"github.com/mcplisten/listen/examples/internal/fixture"
 	"github.com/mcplisten/listen/gosdk"
 	"github.com/mcplisten/listen/hub"
+	listenotel "github.com/mcplisten/listen/otel"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -49,6 +53,7 @@ func main() {
 	quiet := flag.Bool("quiet", false, "log warnings only")
 	maxStreams := flag.Int("max-streams", 20000, "most listen streams served at once (streamhttp.Options.MaxStreams)")
 	profile := flag.Bool("pprof", false, "serve net/http/pprof at /debug/pprof/")
+	metrics := flag.Bool("metrics", false, "serve OpenTelemetry metrics in the Prometheus text format at /metrics")
 	flag.Parse()
 
 	level := slog.LevelInfo
@@ -65,7 +70,12 @@ func main() {
 		defer cancel()
 	}
 
-	srv, err := newServer(logger, *maxStreams)
+	m, metricsHandler, err := newMetrics(*metrics)
+	if err != nil {
+		logger.Error("metrics setup failed", "err", err)
+		os.Exit(1)
+	}
+	srv, err := newServer(logger, *maxStreams, m)
 	if err != nil {
 		logger.Error("setup failed", "err", err)
 		os.Exit(1)
@@ -75,6 +85,9 @@ func main() {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", srv.handler)
 	mux.Handle("/debug/vars", expvar.Handler())
+	if metricsHandler != nil {
+		mux.Handle("/metrics", metricsHandler)
+	}
 	if *profile {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
@@ -117,11 +130,13 @@ type server struct {
 
 // newServer builds the go-sdk server (its tools change the go-sdk server
 // and call nothing of this library) and the one handler that serves it:
-// listens with this library, everything else with the go-sdk.
-func newServer(logger *slog.Logger, maxStreams int) (*server, error) {
+// listens with this library, everything else with the go-sdk. m (nil:
+// none) records the hub's, the handler's and the streams' OpenTelemetry
+// metrics.
+func newServer(logger *slog.Logger, maxStreams int, m *listenotel.Metrics) (*server, error) {
 	// The hub's own hooks log overflows (Warn) and completions (Info); opens,
 	// closes and publications are logged below with the request id.
-	h, err := hub.New(hub.Options{Hooks: hub.SlogHooks(logger)})
+	h, err := hub.New(hub.Options{Hooks: m.HubHooks(hub.SlogHooks(logger))})
 	if err != nil {
 		return nil, err
 	}
@@ -131,6 +146,17 @@ func newServer(logger *slog.Logger, maxStreams int) (*server, error) {
 		// go-sdk's own info logging would repeat ours; keep its warnings.
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
+	httpOpts := streamhttp.Options{
+		MaxStreams: maxStreams,
+		OnOpen: func(sub *listen.Subscription) {
+			b, _ := sub.Accepted().MarshalJSON()
+			logger.Info("listen opened", "id", sub.ID().Raw(), "accepted", string(b))
+		},
+		OnClose: func(sub *listen.Subscription, reason error) {
+			logger.Info("listen closed", "id", sub.ID().Raw(), "reason", listen.Classify(reason), "detail", reason)
+		},
+	}
+	m.InstrumentHTTP(&httpOpts)
 	handler, err := gosdk.NewHandler(sdk, gosdk.HandlerOptions{
 		Options: gosdk.Options{
 			Hub:    h,
@@ -140,16 +166,8 @@ func newServer(logger *slog.Logger, maxStreams int) (*server, error) {
 					"delivered", r.Delivered, "buffered", r.Buffered, "dropped", r.Dropped)
 			},
 		},
-		HTTP: streamhttp.Options{
-			MaxStreams: maxStreams,
-			OnOpen: func(sub *listen.Subscription) {
-				b, _ := sub.Accepted().MarshalJSON()
-				logger.Info("listen opened", "id", sub.ID().Raw(), "accepted", string(b))
-			},
-			OnClose: func(sub *listen.Subscription, reason error) {
-				logger.Info("listen closed", "id", sub.ID().Raw(), "reason", listen.Classify(reason), "detail", reason)
-			},
-		},
+		HTTP:       httpOpts,
+		WrapSource: m.Source,
 	})
 	if err != nil {
 		return nil, err
