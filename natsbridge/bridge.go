@@ -91,7 +91,7 @@ type Bridge struct {
 	slowSeen int
 
 	published, publishErrors, rejected, received, echoes   atomic.Uint64
-	gaps, resyncs, syncs, panics                           atomic.Uint64
+	gaps, resyncs, syncs, panics, sanitised                atomic.Uint64
 	dTooLarge, dMalformed, dVersion, dInvalid, dSlow, dPan atomic.Uint64
 }
 
@@ -412,11 +412,14 @@ func (b *Bridge) onMsg(m *nats.Msg) {
 	}
 	// Counted first, so that a listener that saw the event sees it counted.
 	b.received.Add(1)
+	if d.stripped > 0 {
+		b.sanitised.Add(1)
+	}
 	handled = true
 	r, _ := b.hub.Publish(d.event) // no error: decodeEnvelope validated the event
 	b.opts.Hooks.OnReceive(ReceiveInfo{
 		Report: r, EventKind: d.event.Kind, ExtensionID: d.event.ExtensionID,
-		Origin: d.origin, Seq: d.seq, Bytes: len(data),
+		Origin: d.origin, Seq: d.seq, Bytes: len(data), Stripped: d.stripped,
 	})
 }
 
@@ -632,6 +635,13 @@ type Stats struct {
 	// Received counts events from other instances delivered to the local
 	// hub.
 	Received uint64
+	// Sanitised counts the received events (among Received) from which
+	// reserved _meta keys were removed (see ReservedMetaKey): delivered,
+	// not dropped. A bridge never sends such keys by itself, so a non-zero
+	// count means a publisher on the subject put them there: an
+	// application publishing them through Publish, or a peer that is no
+	// bridge.
+	Sanitised uint64
 	// Echoes counts the bridge's own messages seen on the subject and
 	// ignored.
 	Echoes uint64
@@ -661,6 +671,7 @@ func (b *Bridge) Stats() Stats {
 		Rejected:      b.rejected.Load(),
 		Received:      b.received.Load(),
 		Echoes:        b.echoes.Load(),
+		Sanitised:     b.sanitised.Load(),
 		Dropped: Drops{
 			TooLarge:       b.dTooLarge.Load(),
 			Malformed:      b.dMalformed.Load(),

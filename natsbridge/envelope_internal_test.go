@@ -115,3 +115,40 @@ func FuzzDecodeEnvelope(f *testing.F) {
 		}
 	})
 }
+
+func TestReservedMetaKey(t *testing.T) {
+	for key, want := range map[string]bool{
+		"io.modelcontextprotocol/serverInfo":     true,
+		"io.modelcontextprotocol/subscriptionId": true,
+		"org.modelcontextprotocol.api/x":         true,
+		"dev.mcp/x":                              true,
+		"com.mcp.tools/x":                        true,
+		"IO.ModelContextProtocol/x":              true,
+		"io.MCP/x":                               true,
+		".mcp/x":                                 true,
+		"io.modelcontextprotocol/":               true,
+		"com.example.mcp/x":                      false, // the second label is "example"
+		"mcp/x":                                  false, // one label
+		"modelcontextprotocol.io/x":              false,
+		"io.modelcontextprotocol":                false, // no prefix: a plain name
+		"io.modelcontextprotocolx/y":             false,
+		"com.example/id":                         false,
+		"serverInfo":                             false,
+		"":                                       false,
+		"a/io.modelcontextprotocol/b":            false, // only the first "/" ends the prefix
+	} {
+		assert.Equal(t, want, ReservedMetaKey(key), key)
+	}
+}
+
+func TestDecodeStripsReservedMeta(t *testing.T) {
+	d, err := decodeEnvelope([]byte(`{"v":1,"o":"p","n":1,"k":"tools",`+
+		`"p":{"io.modelcontextprotocol/top":1,"_meta":{"io.modelcontextprotocol/a":1,"b/c":2}},`+
+		`"m":{"dev.mcp/d":3,"e":4}}`), nil)
+	require.NoError(t, err)
+	assert.Equal(t, 2, d.stripped)
+	assert.Equal(t, map[string]any{"e": json.RawMessage("4")}, d.event.Metadata)
+	assert.Equal(t, map[string]any{"b/c": json.RawMessage("2")}, d.event.Params["_meta"])
+	// A params member is no _meta key: it stays.
+	assert.Equal(t, json.RawMessage("1"), d.event.Params["io.modelcontextprotocol/top"])
+}

@@ -1,0 +1,72 @@
+package natsbridge_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcplisten/listen"
+)
+
+// forgedReserved is a hand-made envelope from a peer that is no bridge: a
+// resource update whose metadata and params _meta carry keys the MCP
+// specification reserves, next to ordinary ones.
+func forgedReserved(seq int, id string) []byte {
+	return fmt.Appendf(nil, `{"v":1,"o":"forger","n":%d,"k":"updated","u":%q,`+
+		`"p":{"extra":1,"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"t9"},"com.example/p":"kept"}},`+
+		`"m":{%q:%q,"io.modelcontextprotocol/serverInfo":{"name":"evil","version":"6.6.6"},`+
+		`"io.modelcontextprotocol/subscriptionId":"forged","dev.mcp/x":1,"IO.ModelContextProtocol/y":2,"com.example.mcp/z":3}}`,
+		seq, watched, idKey, id)
+}
+
+// TestReservedMetaStripped: a forging peer (a raw NATS connection) puts
+// reserved _meta keys (io.modelcontextprotocol/serverInfo, subscriptionId,
+// dev.mcp/...) in an event's metadata and params _meta: the listeners of
+// every instance receive the event without them, with its other members
+// intact, and the bridge counts the sanitisation (not a drop).
+func TestReservedMetaStripped(t *testing.T) {
+	ns := startNATS(t, 0)
+	b := newInstance(t, "B", connect(t, ns.ClientURL()), natsOptions())
+	s := b.listen(t, "B-res", `{"resourceSubscriptions":["`+watched+`"]}`)
+	raw := connect(t, ns.ClientURL())
+	require.NoError(t, raw.Publish(b.bridge.Subject(), forgedReserved(1, "forged-1")))
+	require.NoError(t, raw.Flush())
+
+	n := s.next(t)
+	assert.Equal(t, "forged-1", n.id)
+	assert.Equal(t, listen.MethodResourceUpdated, n.method)
+	assert.NotContains(t, n.raw, "serverInfo")
+	assert.NotContains(t, n.raw, "related-task")
+	assert.NotContains(t, n.raw, "forged\"")
+	assert.NotContains(t, n.raw, "dev.mcp/")
+	assert.NotContains(t, n.raw, "IO.ModelContextProtocol/")
+	assert.Equal(t, 1, strings.Count(n.raw, listen.MetaSubscriptionID), n.raw)
+	meta := n.params["_meta"].(map[string]any)
+	assert.Equal(t, map[string]any{
+		listen.MetaSubscriptionID: "B-res",
+		idKey:                     "forged-1",
+		"com.example/p":           "kept",
+		"com.example.mcp/z":       json.Number("3"), // not reserved: the second label is "example"
+	}, meta)
+	assert.Equal(t, json.Number("1"), n.params["extra"], "extra params are the sender's business")
+
+	ri := await(t, b.rec.recvs, "the reception", nil)
+	assert.Equal(t, 5, ri.Stripped)
+	st := b.bridge.Stats()
+	assert.Equal(t, uint64(1), st.Received)
+	assert.Equal(t, uint64(1), st.Sanitised)
+	assert.Zero(t, st.Dropped.Total())
+
+	// An event from a bridge, without reserved keys, is not counted.
+	a := newInstance(t, "A", connect(t, ns.ClientURL()), natsOptions())
+	_, err := a.bridge.Publish(tagged(listen.ResourceUpdated(watched), "clean"))
+	require.NoError(t, err)
+	assert.Equal(t, "clean", s.next(t).id)
+	ri = await(t, b.rec.recvs, "the second reception", nil)
+	assert.Zero(t, ri.Stripped)
+	assert.Equal(t, uint64(1), b.bridge.Stats().Sanitised)
+}
