@@ -38,6 +38,10 @@ func TestOptionsValidation(t *testing.T) {
 		"resync of updates":  {Resync: []listen.Kind{listen.KindResourceUpdated}},
 		"resync of ext":      {Resync: []listen.Kind{listen.KindExtension}},
 		"resync of nothing0": {Resync: []listen.Kind{0}},
+		"short key":          {AuthKeys: [][]byte{make([]byte, natsbridge.MinAuthKeyBytes-1)}},
+		"short second key":   {AuthKeys: [][]byte{make([]byte, natsbridge.MinAuthKeyBytes), []byte("password")}},
+		"nil key":            {AuthKeys: [][]byte{nil}},
+		"too many keys":      {AuthKeys: make([][]byte, natsbridge.MaxAuthKeys+1)},
 	} {
 		_, err := natsbridge.New(nc, h, o)
 		assert.ErrorIs(t, err, natsbridge.ErrInvalidOptions, name)

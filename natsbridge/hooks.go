@@ -94,6 +94,14 @@ const (
 	// ReasonPanic: delivering the message panicked (in a hook, or in a hub
 	// hook); the panic was recovered.
 	ReasonPanic DropReason = "panic"
+	// ReasonUnauthenticated: Options.AuthKeys is set and the message has no
+	// AuthHeader, or one that is not its HMAC under any accepted key; not
+	// decoded.
+	ReasonUnauthenticated DropReason = "unauthenticated"
+	// ReasonReplayed: Options.AuthKeys is set and the message's sequence
+	// number is not above the last one accepted from its origin: a copy of
+	// an earlier message.
+	ReasonReplayed DropReason = "replayed"
 )
 
 // DropInfo describes a drop.
@@ -104,7 +112,8 @@ type DropInfo struct {
 	Count int
 	// Bytes is the size of the dropped message (0 for a slow consumer).
 	Bytes int
-	// Err explains the drop (nil for too_large and slow_consumer).
+	// Err explains the drop (nil for too_large and slow_consumer). It
+	// wraps no exported error; its text is for logs.
 	Err error
 }
 
