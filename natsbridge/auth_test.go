@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -159,53 +160,63 @@ func TestAuthReplayDropped(t *testing.T) {
 	assert.Zero(t, st.Resyncs)
 }
 
-// TestAuthKeyRotation: instances in the middle of a key rotation keep
-// talking: A still has only the old key, B signs with the new key and
-// accepts the old one, C signs with the old key and accepts the new one.
-// D has no keys (a bridge from before authentication): it accepts signed
-// messages (the envelope is the same version 1; the signature is a NATS
-// header it ignores), but its own unsigned messages are dropped by the
-// others.
+// TestAuthKeyRotation: instances at every step of a key rotation keep
+// talking: A has only the old key (before), C signs with the old key and
+// accepts the new one (step 1), B signs with the new key and accepts the
+// old one (step 2), E has only the new key (step 3). D has no keys (a
+// bridge without authentication): it accepts signed messages (the envelope
+// is the same version 1; the signature is a NATS header it ignores), but
+// its own unsigned messages are dropped by every instance with keys.
 func TestAuthKeyRotation(t *testing.T) {
 	ns := startNATS(t, 0)
 	a := newInstance(t, "A", connect(t, ns.ClientURL()), authOptions(keyOld))
-	b := newInstance(t, "B", connect(t, ns.ClientURL()), authOptions(keyNew, keyOld))
 	c := newInstance(t, "C", connect(t, ns.ClientURL()), authOptions(keyOld, keyNew))
+	b := newInstance(t, "B", connect(t, ns.ClientURL()), authOptions(keyNew, keyOld))
+	e := newInstance(t, "E", connect(t, ns.ClientURL()), authOptions(keyNew))
 	d := newInstance(t, "D", connect(t, ns.ClientURL()), natsOptions())
-	ins := []*instance{a, b, c, d}
+	ins := []*instance{a, b, c, d, e}
 	streams := map[*instance]*stream{}
 	for _, in := range ins {
 		streams[in] = in.listen(t, in.name+"-tools", `{"toolsListChanged":true}`)
 	}
-	// who receives whose events (besides the publisher's own listener).
-	reaches := map[*instance][]*instance{
-		a: {b, c, d},
-		b: {c, d}, // A does not know the new key yet
-		c: {a, b, d},
-		d: {}, // unsigned
+	// Who accepts whose messages.
+	accepts := map[*instance][]*instance{
+		a: {b, c, d}, // signed with old
+		c: {a, b, d}, // signed with old
+		b: {c, d, e}, // signed with new
+		e: {b, c, d}, // signed with new
+		d: {},        // unsigned
 	}
+	received := map[*instance]uint64{}
+	unauth := map[*instance]uint64{}
 	for _, from := range ins {
 		id := "from-" + from.name
 		_, err := from.bridge.Publish(tagged(listen.ToolsListChanged(), id))
 		require.NoError(t, err)
 		assert.Equal(t, id, streams[from].next(t).id)
-		for _, to := range reaches[from] {
-			assert.Equal(t, id, streams[to].next(t).id, "%s to %s", from.name, to.name)
+		for _, to := range ins {
+			if to == from {
+				continue
+			}
+			if slices.Contains(accepts[from], to) {
+				assert.Equal(t, id, streams[to].next(t).id, "%s to %s", from.name, to.name)
+				received[to]++
+				continue
+			}
+			dr := await(t, to.rec.drops, to.name+" dropping "+id, nil)
+			assert.Equal(t, natsbridge.ReasonUnauthenticated, dr.Reason, "%s to %s", from.name, to.name)
+			unauth[to]++
 		}
 	}
-	// A fence from C (which everyone accepts): nothing else arrived.
-	_, err := c.bridge.Publish(tagged(listen.ToolsListChanged(), "fence"))
-	require.NoError(t, err)
-	for _, in := range ins {
-		assert.Equal(t, "fence", streams[in].next(t).id, in.name)
-	}
-	unauth := map[*instance]uint64{a: 2, b: 1, c: 1, d: 0} // A: B's and D's; B and C: D's
 	for _, in := range ins {
 		st := in.bridge.Stats()
+		assert.Equal(t, received[in], st.Received, in.name)
 		assert.Equal(t, unauth[in], st.Dropped.Unauthenticated, in.name)
 		assert.Equal(t, unauth[in], st.Dropped.Total(), in.name)
 		assert.Zero(t, st.Gaps, in.name)
+		assert.Empty(t, streams[in].notes, in.name)
 	}
+	assert.Equal(t, uint64(4), received[d], "the instance without keys accepts every signed message")
 }
 
 // TestAuthSizeLimit: with AuthKeys, Publish leaves room for the signature
@@ -237,4 +248,21 @@ func TestAuthSizeLimit(t *testing.T) {
 	out := await(t, rec.outs, "the publication", nil)
 	assert.NoError(t, out.Err)
 	assert.Zero(t, br.Stats().PublishErrors)
+}
+
+// TestAuthNeedsHeaders: New refuses AuthKeys on a server without message
+// headers, where every signed publication would fail.
+func TestAuthNeedsHeaders(t *testing.T) {
+	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true, NoHeaderSupport: true})
+	require.NoError(t, err)
+	ns.Start()
+	require.True(t, ns.ReadyForConnections(failsafe))
+	t.Cleanup(func() { stopNATS(ns) })
+	nc := connect(t, ns.ClientURL())
+	require.False(t, nc.HeadersSupported())
+	_, err = natsbridge.New(nc, newHub(t, nil), authOptions(keyOld))
+	assert.ErrorIs(t, err, nats.ErrHeadersNotSupported)
+	br, err := natsbridge.New(nc, newHub(t, nil), natsOptions())
+	require.NoError(t, err, "without AuthKeys headers are not needed")
+	require.NoError(t, br.Close())
 }

@@ -3,9 +3,12 @@ package natsbridge_test
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -69,4 +72,65 @@ func TestReservedMetaStripped(t *testing.T) {
 	ri = await(t, b.rec.recvs, "the second reception", nil)
 	assert.Zero(t, ri.Stripped)
 	assert.Equal(t, uint64(1), b.bridge.Stats().Sanitised)
+}
+
+// permissionsConf is the NATS configuration the README shows.
+const permissionsConf = "testdata/nats-permissions.conf"
+
+// TestPermissionsKeepForgersOut runs a NATS server with the README's
+// permissions: the instances (user mcp-instance) talk over the subject, and
+// another user of the same NATS system can neither publish there (the
+// server refuses the message, so the bridges never see it) nor read it.
+func TestPermissionsKeepForgersOut(t *testing.T) {
+	opts, err := server.ProcessConfigFile(permissionsConf)
+	require.NoError(t, err)
+	opts.Host, opts.Port, opts.NoLog, opts.NoSigs = "127.0.0.1", -1, true, true
+	ns, err := server.NewServer(opts)
+	require.NoError(t, err)
+	ns.Start()
+	require.True(t, ns.ReadyForConnections(failsafe))
+	t.Cleanup(func() { stopNATS(ns) })
+
+	instance := func() *nats.Conn {
+		return connectVia(t, ns.ClientURL(), nats.UserInfo("mcp-instance", "instance-secret"))
+	}
+	a := newInstance(t, "A", instance(), natsOptions())
+	b := newInstance(t, "B", instance(), natsOptions())
+	s := b.listen(t, "B-res", `{"resourceSubscriptions":["`+watched+`"]}`)
+
+	errs := make(chan error, 16)
+	other, err := nats.Connect(ns.ClientURL(), nats.UserInfo("other-service", "other-secret"),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { errs <- err }))
+	require.NoError(t, err)
+	t.Cleanup(other.Close)
+	spied := make(chan *nats.Msg, 16)
+	_, err = other.ChanSubscribe(b.bridge.Subject(), spied)
+	require.NoError(t, err)
+	require.NoError(t, other.Publish(b.bridge.Subject(), forgedReserved(1, "forged")))
+	require.NoError(t, other.Flush())
+	for _, what := range []string{"Subscription", "Publish"} {
+		e := await(t, errs, "the server refusing the "+what, func(e error) bool {
+			return strings.Contains(e.Error(), "Permissions Violation for "+what)
+		})
+		assert.ErrorIs(t, e, nats.ErrPermissionViolation)
+	}
+
+	_, err = a.bridge.Publish(tagged(listen.ResourceUpdated(watched), "genuine"))
+	require.NoError(t, err)
+	assert.Equal(t, "genuine", s.next(t).id)
+	require.NoError(t, other.Flush())
+	assert.Empty(t, spied, "the other user reads nothing")
+	st := b.bridge.Stats()
+	assert.Equal(t, uint64(1), st.Received)
+	assert.Zero(t, st.Dropped.Total())
+}
+
+// TestREADMEShowsPermissions: the configuration in the README is the one
+// TestPermissionsKeepForgersOut runs.
+func TestREADMEShowsPermissions(t *testing.T) {
+	conf, err := os.ReadFile(permissionsConf)
+	require.NoError(t, err)
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	assert.True(t, strings.Contains(string(readme), string(conf)), "README.md must show %s verbatim", permissionsConf)
 }
