@@ -52,11 +52,13 @@ func macInput(subject string) []byte { return []byte(subject + "\n") }
 type signer struct {
 	mac    hash.Hash
 	prefix []byte
-	sum    []byte
+	sum    []byte // the last HMAC
+	enc    []byte // its encoding
 }
 
 func newSigner(key []byte, subject string) *signer {
-	return &signer{mac: hmac.New(sha256.New, key), prefix: macInput(subject), sum: make([]byte, 0, sha256.Size)}
+	return &signer{mac: hmac.New(sha256.New, key), prefix: macInput(subject),
+		sum: make([]byte, 0, sha256.Size), enc: make([]byte, 0, sigLen)}
 }
 
 // sign returns the value of AuthHeader for data.
@@ -65,7 +67,8 @@ func (s *signer) sign(data []byte) string {
 	s.mac.Write(s.prefix)
 	s.mac.Write(data)
 	s.sum = s.mac.Sum(s.sum[:0])
-	return base64.RawURLEncoding.EncodeToString(s.sum)
+	s.enc = base64.RawURLEncoding.AppendEncode(s.enc[:0], s.sum)
+	return string(s.enc)
 }
 
 // verifier checks the signatures of received messages against every
