@@ -244,10 +244,12 @@ func TestSlogHooks(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, b.Resync())
 	require.NoError(t, b.Close())
+	hooks.OnReceive(natsbridge.ReceiveInfo{EventKind: listen.KindToolsListChanged, Origin: "peer", Seq: 1, Stripped: 2})
 	out := buf.String()
 	for _, want := range []string{
 		"subscription hub publish", "natsbridge publish", "event_kind=tools_list_changed",
 		"natsbridge resync", "reason=manual",
+		"level=WARN msg=\"natsbridge receive\"", "stripped=2",
 	} {
 		assert.Contains(t, out, want)
 	}
