@@ -48,9 +48,13 @@ func BenchmarkAuthSign(b *testing.B) {
 			s := newSigner(benchKeys[0], "mcp.listen.events")
 			b.SetBytes(int64(len(e.data)))
 			b.ReportAllocs()
+			cpu0, ok := processCPU()
+			n := 0
 			for b.Loop() {
 				_ = s.sign(e.data)
+				n++
 			}
+			reportCPUPerOp(b, float64(cpu0.Nanoseconds()), ok, n)
 		})
 	}
 }
@@ -76,11 +80,15 @@ func BenchmarkAuthVerify(b *testing.B) {
 				want := c.name != "forged"
 				b.SetBytes(int64(len(e.data)))
 				b.ReportAllocs()
+				cpu0, ok := processCPU()
+				n := 0
 				for b.Loop() {
 					if err := v.verify(h, e.data); (err == nil) != want {
 						b.Fatal(err)
 					}
+					n++
 				}
+				reportCPUPerOp(b, float64(cpu0.Nanoseconds()), ok, n)
 			})
 		}
 	}
@@ -119,7 +127,10 @@ func BenchmarkReceive(b *testing.B) {
 				}
 				b.SetBytes(int64(len(e.data)))
 				b.ReportAllocs()
+				cpu0, ok := processCPU()
+				n := 0
 				for b.Loop() {
+					n++
 					m := &nats.Msg{Data: e.data}
 					if hdr != nil {
 						if m.Header, err = nats.DecodeHeadersMsg(hdr); err != nil {
@@ -129,6 +140,7 @@ func BenchmarkReceive(b *testing.B) {
 					clear(br.peers)
 					br.onMsg(m)
 				}
+				reportCPUPerOp(b, float64(cpu0.Nanoseconds()), ok, n)
 				if st := br.Stats(); st.Received != uint64(b.N) || st.Dropped.Total() != 0 {
 					b.Fatalf("received %d of %d: %+v", st.Received, b.N, st)
 				}

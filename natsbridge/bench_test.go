@@ -191,6 +191,7 @@ func benchThroughput(b *testing.B, opts natsbridge.Options) {
 	}
 	b.ReportAllocs()
 	start := time.Now()
+	cpu0, cpuOK := natsbridge.ProcessCPU()
 	sent, arrived := 0, 0
 	var last time.Time
 	for b.Loop() {
@@ -209,6 +210,17 @@ func benchThroughput(b *testing.B, opts natsbridge.Options) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(sent)/last.Sub(start).Seconds(), "events/s")
+	reportCPU(b, cpu0, cpuOK, sent)
+}
+
+// reportCPU reports the process's CPU time per event since cpu0: on a
+// shared machine it varies much less than the elapsed time, which counts
+// the time other programs held the cores.
+func reportCPU(b *testing.B, cpu0 time.Duration, ok bool, events int) {
+	cpu1, ok1 := natsbridge.ProcessCPU()
+	if ok && ok1 && events > 0 {
+		b.ReportMetric(float64((cpu1-cpu0).Nanoseconds())/1e3/float64(events), "cpu-µs/event")
+	}
 }
 
 // BenchmarkPublish is Publish's cost on the publishing instance, without
@@ -228,12 +240,16 @@ func BenchmarkPublish(b *testing.B) {
 			ev := listen.ResourceUpdated("file:///project/src/main.go").
 				WithMetadata(map[string]any{"com.example/rev": 42, "com.example/by": "alice@example.com"})
 			b.ReportAllocs()
+			cpu0, cpuOK := natsbridge.ProcessCPU()
+			n := 0
 			for b.Loop() {
 				if _, err := br.Publish(ev); err != nil {
 					b.Fatal(err)
 				}
+				n++
 			}
 			b.StopTimer()
+			reportCPU(b, cpu0, cpuOK, n)
 			if st := br.Stats(); st.PublishErrors != 0 {
 				b.Fatalf("publish errors: %+v", st)
 			}

@@ -201,6 +201,43 @@
 // call Bridge.Resync on each (or restart them all together). Key rotation,
 // with a list of accepted keys, loses nothing (see Options.AuthKeys).
 //
+// # Benchmarks
+//
+// What authentication costs per event, from
+//
+//	go test -run '^$' -bench 'AuthSign|AuthVerify|Receive' -benchmem -count 5 ./natsbridge/
+//	go test -run '^$' -bench 'Publish|CrossInstance' -benchmem -count 10 ./natsbridge/
+//
+// on a 2-core VM shared with other work (load average 11 to 16 during the
+// runs). Figures are medians of the process CPU time per operation
+// (cpu-ns/op or cpu-µs/event, steadier than elapsed time on a busy
+// machine), with the range over the runs, for three envelopes: a list
+// change (58 bytes), a resource update with some metadata (222 bytes) and
+// a 4 KiB extension event.
+//
+//   - Signing (HMAC-SHA256 and base64): 343 ns [321–375], 415 ns
+//     [399–418], 3.2 µs [3.1–3.3]; one 48-byte allocation.
+//   - Verifying: 308 ns [286–316], 387 ns [379–505], 3.1 µs [2.9–3.3]; no
+//     allocation. Each further key tried costs as much again: a message
+//     signed with the second of two keys (a rotation), or with neither (a
+//     forgery), 545–558 ns, 703–732 ns, 5.9 µs.
+//   - A bridge receiving a message (nats.go's decoding of the header, then
+//     the bridge's delivery path, into a hub without listeners): list
+//     change 3.0 µs [2.8–3.7] without authentication, 4.5 µs [4.2–4.7]
+//     with it (11 and 15 allocations); resource update 9.7 µs [9.2–11.0]
+//     and 11.7 µs [11.1–14.2]; 4 KiB event 102 µs [96–114] and 101 µs
+//     [93–104]. Beyond the HMAC, the difference is nats.go's header
+//     decoding. A forged message is dropped after the header decoding
+//     and the HMACs, before the envelope is decoded.
+//   - Publish on the publishing instance (which also receives its own
+//     message back and checks its signature): 3.0 µs [2.8–3.2] without,
+//     6.1 µs [5.3–6.5] with authentication.
+//   - The whole pipeline in one process (Publish on instance A, the NATS
+//     server, B's bridge and hub, a real HTTP listen stream on B), at full
+//     rate: 10.9 µs [10.0–13.3] of CPU per event without, 13.0 µs
+//     [11.9–15.3] with authentication (21 and 32 allocations); latency p50
+//     46.7 µs [43.6–53.9] and 50.2 µs [47.3–52.2], one event at a time.
+//
 // # Goroutines
 //
 // A Bridge owns two goroutines, both started by New and both ended by Close:
