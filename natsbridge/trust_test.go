@@ -52,9 +52,9 @@ func TestReservedMetaStripped(t *testing.T) {
 	meta := n.params["_meta"].(map[string]any)
 	assert.Equal(t, map[string]any{
 		jsonrpc.MetaSubscriptionID: "B-res",
-		idKey:                     "forged-1",
-		"com.example/p":           "kept",
-		"com.example.mcp/z":       json.Number("3"), // not reserved: the second label is "example"
+		idKey:                      "forged-1",
+		"com.example/p":            "kept",
+		"com.example.mcp/z":        json.Number("3"), // not reserved: the second label is "example"
 	}, meta)
 	assert.Equal(t, json.Number("1"), n.params["extra"], "extra params are the sender's business")
 
