@@ -65,7 +65,7 @@ func (s *Subscription) Serve(ctx context.Context, sink Sink) error {
 		}
 		return s.end(ctx, sink)
 	}
-	st := &serveState{sink: sink}
+	st := &serveState{ctx: ctx, sink: sink}
 	if sink.KeepAlive > 0 && sink.Ping != nil {
 		st.timer = time.NewTimer(sink.KeepAlive)
 		defer st.timer.Stop()
@@ -79,6 +79,7 @@ func (s *Subscription) Serve(ctx context.Context, sink Sink) error {
 
 // serveState is what one Serve call carries between outcomes.
 type serveState struct {
+	ctx   context.Context // CanRead's, for a covered sub-resource
 	sink  Sink
 	buf   []byte // reused for every notification
 	timer *time.Timer
@@ -167,7 +168,7 @@ func (s *Subscription) handle(st *serveState, o Outcome) bool {
 	case OutcomeEvent:
 		var send bool
 		var err error
-		st.buf, send, err = s.AppendNotification(st.buf[:0], o.Event)
+		st.buf, send, err = s.appendNotification(st.ctx, st.buf[:0], o.Event)
 		if err != nil {
 			s.fail(st.sink, err)
 			return true
