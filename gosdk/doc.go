@@ -28,6 +28,17 @@
 // the go-sdk, so the endpoint's -32022 error and its list of supported
 // versions are the go-sdk's own.
 //
+// # Sub-resources
+//
+// With Options.Listen.SubResources (see the listen package, Sub-resources),
+// a listen on file:///project/ also receives updates of the files below it,
+// selected by the hub's folder index. The go-sdk, however, matches the URI
+// of Server.ResourceUpdated exactly against its own subscriptions, so it
+// tells the Bridge about an update only for a URI some listen names
+// exactly. Publish the update of a sub-resource that no listen names with
+// the hub (Handler.Hub().ResourceUpdated(uri), or Bridge.Hub()): one call,
+// which reaches the exact and the folder listens alike.
+//
 // # How it works
 //
 // A Bridge holds two in-process sessions of the go-sdk server: an
