@@ -1,6 +1,7 @@
 package listen
 
 import (
+	"context"
 	"errors"
 )
 
@@ -63,6 +64,7 @@ func (s Step) String() string {
 type Poller struct {
 	s     *Subscription
 	ps    PollStream
+	ctx   context.Context
 	ended func() error
 
 	state pollState
@@ -85,33 +87,45 @@ const (
 
 // Poller returns a Poller that serves s, for a transport that serves it
 // instead of calling Serve (call one of them, once). It reports false, and
-// registers nothing, when s's stream is not a NotifyStream; serve it with
-// Serve then.
+// registers nothing, when s's stream is not a NotifyStream, or when
+// shaping an event may call a policy that can take its time (Options.CanRead
+// for a covered sub-resource, with Options.SubResources): a Poller's
+// transport serves many streams from one goroutine, which such a call
+// would hold. Serve it with Serve then.
+//
+// ctx is the transport's serving context, as Serve's ctx: CanRead gets it
+// for a covered sub-resource, and its end, by its cause (ErrShutdown, a
+// Cancelled or Disconnected reason, or any other error), ends the stream
+// with the effects Serve gives it. Next consults it before and after each
+// pull, so it takes precedence over an outcome that is ready at the same
+// moment; once it has ended, call notify (or Next) so that the Poller sees
+// it. ended, if not nil, replaces ctx.Err for that check (a transport may
+// know sooner and more cheaply): it returns nil while the stream goes on,
+// and then the cause.
 //
 // notify is registered with the stream (NotifyStream.SetNotify): it is
 // called on the goroutine of a publisher or of a Close, never under a lock
 // of the stream, and must return promptly without blocking; the transport
-// then schedules its next call of Next. ended, if not nil, reports the end
-// of the transport's side: it returns nil while the stream goes on, and
-// then the cause Serve takes from its ctx (ErrShutdown, a Cancelled or
-// Disconnected reason, or any other error), with the same effects (see
-// Serve). Next consults it before and after each pull, so it takes
-// precedence over an outcome that is ready at the same moment; once it
-// returns a cause, call notify (or Next) so that the Poller sees it.
-func (s *Subscription) Poller(notify func(), ended func() error) (Poller, bool) {
+// then schedules its next call of Next.
+func (s *Subscription) Poller(ctx context.Context, notify func(), ended func() error) (Poller, bool) {
 	ns, ok := s.guard.stream.(NotifyStream)
-	if !ok || notify == nil {
+	if !ok || notify == nil || (s.res != nil && s.res.canRead != nil) {
 		return Poller{}, false
 	}
 	ns.SetNotify(notify)
-	return newPoller(s, ns, ended), true
+	return newPoller(s, ns, ctx, ended), true
 }
 
-func newPoller(s *Subscription, ps PollStream, ended func() error) Poller {
+func newPoller(s *Subscription, ps PollStream, ctx context.Context, ended func() error) Poller {
 	if ended == nil {
-		ended = func() error { return nil }
+		ended = func() error {
+			if ctx.Err() != nil {
+				return context.Cause(ctx)
+			}
+			return nil
+		}
 	}
-	return Poller{s: s, ps: ps, ended: ended}
+	return Poller{s: s, ps: ps, ctx: ctx, ended: ended}
 }
 
 // Next returns the next step. For StepWrite and StepFinal it appends the
@@ -159,7 +173,7 @@ func (p *Poller) Next(dst []byte) (Step, []byte) {
 		}
 		switch o.Kind {
 		case OutcomeEvent:
-			out, send, err := s.AppendNotification(dst, o.Event)
+			out, send, err := s.appendNotification(p.ctx, dst, o.Event)
 			if err != nil {
 				return p.fail(dst, err)
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/jsonrpc"
 )
 
@@ -60,7 +61,7 @@ func newPolled(t *testing.T) *polled {
 	})
 	r.sub = openSub(t, src, jsonrpc.IntID(1), listen.Filter{"toolsListChanged": true})
 	var ok bool
-	r.p, ok = r.sub.Poller(func() { r.st.notified.Add(1) }, func() error {
+	r.p, ok = r.sub.Poller(context.Background(), func() { r.st.notified.Add(1) }, func() error {
 		if c := r.cause.Load(); c != nil {
 			return *c
 		}
@@ -219,13 +220,13 @@ func TestPollerNeedsANotifyStream(t *testing.T) {
 	p := &pollStream{ready: make(chan struct{}, 1)}
 	sub := openSub(t, p, jsonrpc.IntID(1), listen.Filter{"toolsListChanged": true})
 	defer sub.Close(nil)
-	_, ok := sub.Poller(func() {}, nil)
+	_, ok := sub.Poller(context.Background(), func() {}, nil)
 	assert.False(t, ok)
 
 	src := newTestSource()
 	sub2 := openSub(t, src, jsonrpc.IntID(2), listen.Filter{"toolsListChanged": true})
 	defer sub2.Close(nil)
-	_, ok = sub2.Poller(func() {}, nil)
+	_, ok = sub2.Poller(context.Background(), func() {}, nil)
 	assert.False(t, ok)
 }
 
@@ -261,5 +262,34 @@ func TestStepString(t *testing.T) {
 		listen.StepWait: "wait", listen.StepWrite: "write", listen.StepFinal: "final", listen.StepDone: "done", 9: "invalid",
 	} {
 		assert.Equal(t, want, step.String())
+	}
+}
+
+// A subscription whose shaping may ask CanRead about a covered sub-resource
+// is served by Serve (a Poller's one goroutine serves many streams, which a
+// slow policy would hold); without SubResources, or without CanRead, a hub
+// stream gets a Poller.
+func TestPollerNotForDeliveryPolicies(t *testing.T) {
+	h, err := hub.New(hub.Options{})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, h.Shutdown(context.Background())) }()
+	canRead := func(context.Context, *listen.Request, string) bool { return true }
+	for _, tt := range []struct {
+		name string
+		opts listen.Options
+		want bool
+	}{
+		{"exact URIs with CanRead", listen.Options{CanRead: canRead}, true},
+		{"sub-resources without CanRead", listen.Options{SubResources: true}, true},
+		{"sub-resources with CanRead", listen.Options{SubResources: true, CanRead: canRead}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.opts.Capabilities = listen.Capabilities{ResourcesSubscribe: true}
+			sub, err := listen.Open(context.Background(), h, subResRequest("s", "file:///p/"), &tt.opts)
+			require.NoError(t, err)
+			defer sub.Close(nil)
+			_, ok := sub.Poller(context.Background(), func() {}, nil)
+			assert.Equal(t, tt.want, ok)
+		})
 	}
 }

@@ -65,7 +65,7 @@ func (s *Subscription) Serve(ctx context.Context, sink Sink) error {
 		}
 		return s.end(ctx, sink)
 	}
-	st := &serveState{sink: sink}
+	st := &serveState{ctx: ctx, sink: sink}
 	if sink.KeepAlive > 0 && sink.Ping != nil {
 		st.timer = time.NewTimer(sink.KeepAlive)
 		defer st.timer.Stop()
@@ -79,6 +79,7 @@ func (s *Subscription) Serve(ctx context.Context, sink Sink) error {
 
 // serveState is what one Serve call carries between outcomes.
 type serveState struct {
+	ctx   context.Context // CanRead's, for a covered sub-resource
 	sink  Sink
 	buf   []byte // reused for every notification
 	timer *time.Timer
@@ -129,12 +130,7 @@ func (s *Subscription) serveWorker(ctx context.Context, st *serveState, ack []by
 // one pull after the acknowledgement, then one after each written or
 // dropped event), and this goroutine waits on Ready between them.
 func (s *Subscription) servePoll(ctx context.Context, st *serveState, ps PollStream) error {
-	p := newPoller(s, ps, func() error {
-		if ctx.Err() != nil {
-			return context.Cause(ctx)
-		}
-		return nil
-	})
+	p := newPoller(s, ps, ctx, nil)
 	for {
 		step, msg := p.Next(st.buf[:0])
 		switch step {
@@ -173,7 +169,7 @@ func (s *Subscription) handle(st *serveState, o Outcome) bool {
 	case OutcomeEvent:
 		var send bool
 		var err error
-		st.buf, send, err = s.AppendNotification(st.buf[:0], o.Event)
+		st.buf, send, err = s.appendNotification(st.ctx, st.buf[:0], o.Event)
 		if err != nil {
 			s.fail(st.sink, err)
 			return true

@@ -34,6 +34,10 @@ type Options struct {
 	// may read: a URI for which it returns false is left out of the
 	// acknowledgement (not an error). Order is kept. It runs during Open,
 	// with Open's context.
+	//
+	// With SubResources it also runs when an update is shaped, for each
+	// update covered without being an accepted URI byte for byte; an update
+	// it refuses is dropped. See the package documentation, Sub-resources.
 	CanRead func(ctx context.Context, req *Request, uri string) bool
 	// MaxURIBytes is the longest URI a listen may name in
 	// resourceSubscriptions, in bytes. Zero means 4,096; a longer URI is
@@ -49,6 +53,17 @@ type Options struct {
 	// shared with a source that accepts the supported filter as it is (the
 	// hub does), so this also bounds what one open listen holds.
 	MaxFilterBytes int
+	// SubResources makes every URI of resourceSubscriptions also cover its
+	// sub-resources (file:///a/ covers file:///a/b/c): a resources/updated
+	// for a covered URI is delivered too. Off, the default, a URI covers
+	// only itself, byte for byte. The acknowledgement is the same either
+	// way. The rule is in the package documentation, Sub-resources.
+	SubResources bool
+	// ResourceFolders, if set, replaces the built-in rule of SubResources
+	// for the updated URIs it claims (ok true): it returns the URIs that
+	// cover uri besides itself. With ok false the built-in rule applies.
+	// See the package documentation, Sub-resources.
+	ResourceFolders func(uri string) (folders []string, ok bool)
 	// ReleaseTimeout bounds how long Close waits for a worker whose Next is
 	// still blocked after the stream was closed (a source that breaks the
 	// Stream contract). Zero means DefaultReleaseTimeout. After it, Close returns and the
@@ -86,7 +101,10 @@ type Options struct {
 // settings of the extensions the client negotiated, and the server info.
 // It holds no pointer to the Request, its Params, Meta, client capabilities,
 // headers or auth: Open copies the values it keeps (strings.Clone, Filter.Clone)
-// so that an open stream never keeps a request body alive.
+// so that an open stream never keeps a request body alive. (With
+// Options.SubResources and CanRead both set it also keeps a detached copy of
+// the request's id, version, client info, transport kind and address, and
+// Auth's value: see the package documentation, Sub-resources.)
 //
 // All methods are safe for concurrent use. Close is idempotent and waits.
 type Subscription struct {
@@ -96,7 +114,8 @@ type Subscription struct {
 	prompts    bool
 	resources  bool
 	uris       []string
-	sorted     bool // uris is sorted (and deduplicated) for binary search
+	sorted     bool           // uris is sorted (and deduplicated) for binary search
+	res        *resourceMatch // Options.SubResources; nil when off
 	extFilters map[string]Filter
 	negotiated map[string]Filter // extension id -> the client's settings
 	registry   *ExtensionRegistry
@@ -169,7 +188,7 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 	}
 	supported = supported.Clone()
 
-	accepted, stream, err := openSource(ctx, src, req, supported)
+	accepted, stream, err := openSource(sourceContext(ctx, opts), src, req, supported)
 	if err != nil {
 		return nil, err
 	}
@@ -204,6 +223,7 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 			s.uris = slices.Compact(s.uris)
 			s.sorted = true
 		}
+		s.res = newResourceMatch(req, opts, s.uris)
 	}
 	for id, contrib := range contributions {
 		if p := project(s.accepted, contrib); len(p) > 0 {

@@ -1,6 +1,7 @@
 package listen
 
 import (
+	"context"
 	"encoding/json"
 	"slices"
 
@@ -69,13 +70,22 @@ func (s *Subscription) Notification(ev Event) ([]byte, error) {
 // drop or an error; dst is then returned unchanged.
 //
 // A list change is selected when its filter key is true; a resource update
-// when its URI is in resourceSubscriptions; an extension event when its
+// when its URI is in resourceSubscriptions (or, with Options.SubResources,
+// covered by one of them and readable: see the package documentation,
+// Sub-resources; a CanRead or ResourceFolders that panics is an error, as
+// for an invalid event); an extension event when its
 // extension owns a part of the accepted filter that contains the event's
 // selector and the extension was negotiated with this client (otherwise it
 // is dropped). Params' "_meta" is merged under the event's Metadata, and the
 // subscription id is set last, so an event can never forge it. The "uri" of a
 // resource update always comes from the event.
 func (s *Subscription) AppendNotification(dst []byte, ev Event) (out []byte, ok bool, err error) {
+	return s.appendNotification(context.Background(), dst, ev)
+}
+
+// appendNotification is AppendNotification with the context CanRead gets
+// for a covered sub-resource (Serve passes its own).
+func (s *Subscription) appendNotification(ctx context.Context, dst []byte, ev Event) (out []byte, ok bool, err error) {
 	if err := ev.Validate(); err != nil {
 		return dst, false, err
 	}
@@ -88,6 +98,11 @@ func (s *Subscription) AppendNotification(dst []byte, ev Event) (out []byte, ok 
 		ok = s.resources
 	case KindResourceUpdated:
 		ok = s.watches(ev.URI)
+		if !ok && s.res != nil {
+			if ok, err = s.res.deliver(ctx, ev.URI); err != nil {
+				return dst, false, err
+			}
+		}
 	case KindExtension:
 		return s.shapeExtensionEvent(dst, ev)
 	}
@@ -122,7 +137,8 @@ func (s *Subscription) AppendNotification(dst []byte, ev Event) (out []byte, ok 
 	return b, true, nil
 }
 
-// watches reports whether uri is in the accepted resourceSubscriptions.
+// watches reports whether uri is in the accepted resourceSubscriptions,
+// byte for byte (the sub-resources of Options.SubResources are resourceMatch's).
 func (s *Subscription) watches(uri string) bool {
 	if s.sorted {
 		_, ok := slices.BinarySearch(s.uris, uri)

@@ -3,7 +3,7 @@ module github.com/mcplisten/listen/conformance
 go 1.25
 
 require (
-	github.com/mcplisten/listen v0.0.0-00010101000000-000000000000
+	github.com/mcplisten/listen v0.1.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
@@ -14,4 +14,3 @@ require (
 	golang.org/x/text v0.14.0 // indirect
 )
 
-replace github.com/mcplisten/listen => ../

@@ -56,6 +56,18 @@ func (h *Hub) CheckIndex() string {
 	for _, s := range h.uris {
 		sets = append(sets, s)
 	}
+	for _, s := range h.folders {
+		sets = append(sets, s)
+	}
+	folders := 0
+	for _, m := range h.all.items {
+		if m.l.folder {
+			folders++
+		}
+	}
+	if int64(folders) != h.nfolder.Load() {
+		return "nfolder does not count the folder listeners"
+	}
 	for _, s := range h.keys {
 		sets = append(sets, s)
 	}
@@ -87,3 +99,14 @@ func (h *Hub) CheckIndex() string {
 // Complete is what Shutdown does before it waits: the tests drive the
 // listeners' ends themselves.
 func (h *Hub) Complete() { h.complete() }
+
+// FolderWatchers returns the number of folder listeners indexed under the
+// normal form key, and the number of indexed folder keys.
+func (h *Hub) FolderWatchers(key string) (watchers, keys int) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	if s := h.folders[key]; s != nil {
+		watchers = len(s.items)
+	}
+	return watchers, len(h.folders)
+}

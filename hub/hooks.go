@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
@@ -55,6 +56,10 @@ type PublishInfo struct {
 	EventKind listen.Kind
 	// ExtensionID is the extension id of an extension event ("" otherwise).
 	ExtensionID string
+	// Duration is how long the fan-out took: from the event's validation
+	// to the last listener's hand-over, queueing or drop (the time is read
+	// only when the hub has hooks).
+	Duration time.Duration
 }
 
 // OverflowInfo describes the drops of one publication.

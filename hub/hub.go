@@ -8,8 +8,10 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/internal/resuri"
 )
 
 // DefaultMaxBuffer is the per-listener queue bound used when
@@ -57,6 +59,13 @@ type Options struct {
 	// Hooks, if set, is told about opens, publications, overflows,
 	// completions and closes. Nil means no instrumentation. See Hooks.
 	Hooks Hooks
+	// ResourceFolders, if set, replaces the built-in sub-resource rule for
+	// the folder listeners (those opened with listen.Options.SubResources),
+	// for the updated URIs it claims: it must be the function given as
+	// listen.Options.ResourceFolders (see the listen package
+	// documentation, Sub-resources). Publish calls it once per resource
+	// update, outside any lock, as long as folder listeners are open.
+	ResourceFolders func(uri string) (folders []string, ok bool)
 }
 
 // Report says what one publication did. Counts are per listener: an event
@@ -115,6 +124,17 @@ type Hub struct {
 	closing   int
 	shut      bool          // Shutdown was called: Open refuses
 	idle      chan struct{} // closed when closing reaches 0 (Shutdown waits on it)
+	// folders indexes the folder listeners (opened with
+	// listen.Options.SubResources): the normal form of each of their URIs
+	// (resuri.Canonical) -> listeners. An update looks up its own normal
+	// form and each of its folders (resuri.Folders): O(path depth) lookups.
+	folders map[string]*set
+
+	// folderFn is Options.ResourceFolders; nfolder counts the open folder
+	// listeners (written under mu), so that Publish calls folderFn only
+	// when one may be selected.
+	folderFn func(uri string) (folders []string, ok bool)
+	nfolder  atomic.Int64
 
 	queued  atomic.Int64
 	dropped atomic.Uint64
@@ -141,7 +161,9 @@ func New(opts Options) (*Hub, error) {
 		overflow:  opts.Overflow,
 		hooks:     opts.Hooks,
 		uris:      make(map[string]*set),
+		folders:   make(map[string]*set),
 		keys:      make(map[string]*set),
+		folderFn:  opts.ResourceFolders,
 	}
 	if h.maxBuffer == 0 {
 		h.maxBuffer = DefaultMaxBuffer
@@ -154,13 +176,15 @@ func New(opts Options) (*Hub, error) {
 // hub keeps the filter (it must not be modified afterwards; listen.Open
 // hands over a private copy). An invalid filter (see listen.Filter.Valid)
 // fails with ErrInvalidFilter, which listen.Open reports as "Subscription
-// source failed to open". ctx is not used: the subscription's guard owns
-// the stream's lifetime.
+// source failed to open". ctx is read only for the mark listen.Open puts
+// there when its Options.SubResources is on: the listener is then a folder
+// listener. The subscription's guard owns the stream's lifetime.
 //
 // The listener is indexed under toolsListChanged, promptsListChanged and
 // resourcesListChanged when they are true, under each distinct string of
-// resourceSubscriptions, and under each key of the filter (for extension
-// selectors).
+// resourceSubscriptions (a folder listener: under the normal form of each,
+// leaving out those another of its URIs covers), and under each key of the
+// filter (for extension selectors).
 func (h *Hub) Open(ctx context.Context, req *listen.Request, supported listen.Filter) (listen.Filter, listen.Stream, error) {
 	h.mu.RLock()
 	shut := h.shut
@@ -175,6 +199,10 @@ func (h *Hub) Open(ctx context.Context, req *listen.Request, supported listen.Fi
 		supported = listen.Filter{}
 	}
 	uris := resourceURIs(supported)
+	var folderKeys []string
+	if uris.len() > 0 && resuri.SubResources(ctx) {
+		folderKeys = coverKeys(uris, h.folderFn == nil)
+	}
 	tools := supported.Bool(listen.KeyToolsListChanged)
 	prompts := supported.Bool(listen.KeyPromptsListChanged)
 	resources := supported.Bool(listen.KeyResourcesListChanged)
@@ -202,7 +230,15 @@ func (h *Hub) Open(ctx context.Context, req *listen.Request, supported listen.Fi
 	for k := range supported {
 		l.join(setIn(h.keys, k))
 	}
-	uris.each(func(u string) { l.join(setIn(h.uris, u)) })
+	if folderKeys != nil {
+		for _, k := range folderKeys {
+			l.join(setIn(h.folders, k))
+		}
+		l.folder = true
+		h.nfolder.Add(1)
+	} else {
+		uris.each(func(u string) { l.join(setIn(h.uris, u)) })
+	}
 	subs := len(h.all.items)
 	h.mu.Unlock()
 
@@ -304,17 +340,31 @@ const stackTargets = 8
 //
 //   - a list change goes to the listeners whose filter has its key true;
 //   - a resource update to the listeners whose resourceSubscriptions name
-//     its URI (exact string match);
+//     its URI (exact string match), and to the folder listeners one of
+//     whose URIs covers it (the rule of listen.Options.SubResources), each
+//     once;
 //   - an extension event to the listeners whose filter contains its
 //     selector (ev.Selector.SubsetOf(filter)); the candidates are the
 //     listeners that have every key of the selector.
 //
 // Each target receives the event in its blocked Next, or queues it, or
 // applies the overflow policy; Publish never waits for a listener. Maps in
-// ev are shared by every receiver: do not modify them afterwards.
+// ev are shared by every receiver: do not modify them afterwards. If
+// Options.ResourceFolders panics, Publish returns the panic as a
+// *listen.PanicError and publishes nothing.
+//
+// Report.Matched counts the listeners selected; a folder listener's
+// subscription may still drop the update when its CanRead refuses it.
 func (h *Hub) Publish(ev listen.Event) (Report, error) {
 	if err := ev.Validate(); err != nil {
 		return Report{}, err
+	}
+	var start time.Time // read only with hooks: PublishInfo.Duration
+	if h.hooks != nil {
+		start = time.Now()
+	}
+	if ev.Kind == listen.KindResourceUpdated && h.nfolder.Load() > 0 {
+		return h.publishFolders(ev, start)
 	}
 	// Targets are copied under the read lock, into a stack array when few
 	// (kept apart from the pooled slice, so that it stays on the stack).
@@ -340,48 +390,62 @@ func (h *Hub) Publish(ev listen.Event) (Report, error) {
 	}
 	h.mu.RUnlock()
 
-	var r Report
-	if len(targets) > 0 {
-		e := new(listen.Event)
-		*e = ev
-		ext := ev.Kind == listen.KindExtension
-		var queued int64
-		for _, l := range targets {
-			if ext && !ev.Selector.SubsetOf(l.filter) {
-				continue
-			}
-			switch l.deliver(e, h.maxBuffer, h.overflow) {
-			case resDelivered:
-				r.Matched++
-				r.Delivered++
-			case resBuffered:
-				r.Matched++
-				r.Buffered++
-				queued++
-			case resReplaced:
-				r.Matched++
-				r.Buffered++
-				r.Dropped++
-			case resDropped:
-				r.Matched++
-				r.Dropped++
-			}
-		}
-		if queued > 0 {
-			h.queued.Add(queued)
-		}
-		if r.Dropped > 0 {
-			h.dropped.Add(uint64(r.Dropped))
-		}
-	}
+	r := h.offer(ev, targets)
 	if pooled != nil {
 		clear(big)
 		*pooled = big[:0]
 		targetPool.Put(pooled)
 	}
+	h.published(ev, r, start)
+	return r, nil
+}
 
+// offer hands ev to each target (skipping, for an extension event, those
+// whose filter does not contain its selector) and counts what happened.
+func (h *Hub) offer(ev listen.Event, targets []*listener) Report {
+	var r Report
+	if len(targets) == 0 {
+		return r
+	}
+	e := new(listen.Event)
+	*e = ev
+	ext := ev.Kind == listen.KindExtension
+	var queued int64
+	for _, l := range targets {
+		if ext && !ev.Selector.SubsetOf(l.filter) {
+			continue
+		}
+		switch l.deliver(e, h.maxBuffer, h.overflow) {
+		case resDelivered:
+			r.Matched++
+			r.Delivered++
+		case resBuffered:
+			r.Matched++
+			r.Buffered++
+			queued++
+		case resReplaced:
+			r.Matched++
+			r.Buffered++
+			r.Dropped++
+		case resDropped:
+			r.Matched++
+			r.Dropped++
+		}
+	}
+	if queued > 0 {
+		h.queued.Add(queued)
+	}
+	if r.Dropped > 0 {
+		h.dropped.Add(uint64(r.Dropped))
+	}
+	return r
+}
+
+// published tells the hooks about a publication.
+func (h *Hub) published(ev listen.Event, r Report, start time.Time) {
 	if h.hooks != nil {
-		info := PublishInfo{Report: r, Queued: h.queuedNow(), EventKind: ev.Kind, ExtensionID: ev.ExtensionID}
+		info := PublishInfo{Report: r, Queued: h.queuedNow(), EventKind: ev.Kind, ExtensionID: ev.ExtensionID,
+			Duration: time.Since(start)}
 		h.hooks.OnPublish(info)
 		if r.Dropped > 0 {
 			h.hooks.OnOverflow(OverflowInfo{
@@ -390,7 +454,6 @@ func (h *Hub) Publish(ev listen.Event) (Report, error) {
 			})
 		}
 	}
-	return r, nil
 }
 
 // selectSet returns the set whose members are the candidates for ev. For an
@@ -492,11 +555,14 @@ func (h *Hub) complete() {
 		// Keep only the membership of h.all; the other sets are reset below.
 		clear(l.memb[1:])
 		l.memb = l.memb[:1]
+		l.folder = false
 	}
+	h.nfolder.Store(0)
 	h.tools = set{}
 	h.prompts = set{}
 	h.resources = set{}
 	h.uris = make(map[string]*set)
+	h.folders = make(map[string]*set)
 	h.keys = make(map[string]*set)
 	subs := len(h.all.items)
 	h.mu.Unlock()

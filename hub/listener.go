@@ -33,8 +33,11 @@ type listener struct {
 	// Complete or Close: the puller waits to be woken (wk).
 	polling bool
 	// counted is guarded by Hub.mu, not mu: the listener is counted in
-	// Hub.closing (Complete marked it).
+	// Hub.closing (Complete marked it). So is folder: the listener sits in
+	// the folder index (opened with listen.Options.SubResources) and is
+	// counted in Hub.nfolder.
 	counted bool
+	folder  bool
 	q       ring
 	// handoff is the event a publisher handed straight to a blocked Next.
 	handoff *listen.Event
@@ -251,6 +254,10 @@ func (l *listener) Close(reason error) {
 	h.mu.Lock()
 	l.leave(0)
 	l.memb = nil
+	if l.folder {
+		l.folder = false
+		h.nfolder.Add(-1)
+	}
 	if l.counted {
 		l.counted = false
 		h.closing--

@@ -39,6 +39,10 @@ func TestOptionsValidation(t *testing.T) {
 		"resync of updates":  {Resync: []listen.Kind{listen.KindResourceUpdated}},
 		"resync of ext":      {Resync: []listen.Kind{listen.KindExtension}},
 		"resync of nothing0": {Resync: []listen.Kind{0}},
+		"short key":          {AuthKeys: [][]byte{make([]byte, natsbridge.MinAuthKeyBytes-1)}},
+		"short second key":   {AuthKeys: [][]byte{make([]byte, natsbridge.MinAuthKeyBytes), []byte("password")}},
+		"nil key":            {AuthKeys: [][]byte{nil}},
+		"too many keys":      {AuthKeys: make([][]byte, natsbridge.MaxAuthKeys+1)},
 	} {
 		_, err := natsbridge.New(nc, h, o)
 		assert.ErrorIs(t, err, natsbridge.ErrInvalidOptions, name)
@@ -241,10 +245,12 @@ func TestSlogHooks(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, b.Resync())
 	require.NoError(t, b.Close())
+	hooks.OnReceive(natsbridge.ReceiveInfo{EventKind: listen.KindToolsListChanged, Origin: "peer", Seq: 1, Stripped: 2})
 	out := buf.String()
 	for _, want := range []string{
 		"subscription hub publish", "natsbridge publish", "event_kind=tools_list_changed",
 		"natsbridge resync", "reason=manual",
+		"level=WARN msg=\"natsbridge receive\"", "stripped=2",
 	} {
 		assert.Contains(t, out, want)
 	}

@@ -31,19 +31,21 @@ type benchPair struct {
 	drops    chan natsbridge.DropInfo
 }
 
-func newBenchPair(b *testing.B) *benchPair {
+func newBenchPair(b *testing.B, opts natsbridge.Options) *benchPair {
 	b.Helper()
 	ns := startNATS(b, 0)
 	ha, err := hub.New(hub.Options{})
 	require.NoError(b, err)
-	a, err := natsbridge.New(connect(b, ns.ClientURL()), ha, natsbridge.Options{})
+	a, err := natsbridge.New(connect(b, ns.ClientURL()), ha, opts)
 	require.NoError(b, err)
 	b.Cleanup(func() { require.NoError(b, a.Close()) })
 
 	rec := newRecorder()
 	hbB, err := hub.New(hub.Options{MaxBuffer: 1 << 22}) // never drop: the benchmark counts arrivals
 	require.NoError(b, err)
-	bb, err := natsbridge.New(connect(b, ns.ClientURL()), hbB, natsbridge.Options{Hooks: dropsOnly{rec}})
+	optsB := opts
+	optsB.Hooks = dropsOnly{rec}
+	bb, err := natsbridge.New(connect(b, ns.ClientURL()), hbB, optsB)
 	require.NoError(b, err)
 	h, err := streamhttp.New(hbB, streamhttp.Options{
 		Listen:    listen.Options{Capabilities: caps()},
@@ -122,11 +124,27 @@ func (p *benchPair) arrival(b *testing.B) time.Time {
 	return time.Time{}
 }
 
+// benchModes are the bridge configurations the cross-instance benchmarks
+// compare: no authentication, and envelope authentication with one key.
+var benchModes = []struct {
+	name string
+	opts natsbridge.Options
+}{
+	{"plain", natsbridge.Options{}},
+	{"auth", natsbridge.Options{AuthKeys: [][]byte{keyOld}}},
+}
+
 // BenchmarkCrossInstanceLatency measures, one event at a time, the time
 // from Publish on instance A to the arrival of the notification on the
 // listen stream B's HTTP client holds.
 func BenchmarkCrossInstanceLatency(b *testing.B) {
-	p := newBenchPair(b)
+	for _, m := range benchModes {
+		b.Run(m.name, func(b *testing.B) { benchLatency(b, m.opts) })
+	}
+}
+
+func benchLatency(b *testing.B, opts natsbridge.Options) {
+	p := newBenchPair(b, opts)
 	// Warm up the connections and the stream.
 	for range 100 {
 		_, err := p.a.ToolsListChanged()
@@ -161,7 +179,13 @@ const window = 1024
 // stream: the sustained events per second from A's Publish, through NATS,
 // B's bridge and hub, to B's HTTP client.
 func BenchmarkCrossInstanceThroughput(b *testing.B) {
-	p := newBenchPair(b)
+	for _, m := range benchModes {
+		b.Run(m.name, func(b *testing.B) { benchThroughput(b, m.opts) })
+	}
+}
+
+func benchThroughput(b *testing.B, opts natsbridge.Options) {
+	p := newBenchPair(b, opts)
 	for range 100 {
 		_, err := p.a.ToolsListChanged()
 		require.NoError(b, err)
@@ -169,6 +193,7 @@ func BenchmarkCrossInstanceThroughput(b *testing.B) {
 	}
 	b.ReportAllocs()
 	start := time.Now()
+	cpu0, cpuOK := natsbridge.ProcessCPU()
 	sent, arrived := 0, 0
 	var last time.Time
 	for b.Loop() {
@@ -187,4 +212,49 @@ func BenchmarkCrossInstanceThroughput(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(sent)/last.Sub(start).Seconds(), "events/s")
+	reportCPU(b, cpu0, cpuOK, sent)
+}
+
+// reportCPU reports the process's CPU time per event since cpu0: on a
+// shared machine it varies much less than the elapsed time, which counts
+// the time other programs held the cores.
+func reportCPU(b *testing.B, cpu0 time.Duration, ok bool, events int) {
+	cpu1, ok1 := natsbridge.ProcessCPU()
+	if ok && ok1 && events > 0 {
+		b.ReportMetric(float64((cpu1-cpu0).Nanoseconds())/1e3/float64(events), "cpu-µs/event")
+	}
+}
+
+// BenchmarkPublish is Publish's cost on the publishing instance, without
+// and with signing: encoding, the local hub (no listeners), numbering,
+// the signature and nats.go's buffered write. The bridge also receives its
+// own messages back from the server and discards them (with
+// authentication, after checking their signature), on the same two cores.
+func BenchmarkPublish(b *testing.B) {
+	for _, m := range benchModes {
+		b.Run(m.name, func(b *testing.B) {
+			ns := startNATS(b, 0)
+			h, err := hub.New(hub.Options{})
+			require.NoError(b, err)
+			br, err := natsbridge.New(connect(b, ns.ClientURL()), h, m.opts)
+			require.NoError(b, err)
+			b.Cleanup(func() { require.NoError(b, br.Close()) })
+			ev := listen.ResourceUpdated("file:///project/src/main.go").
+				WithMetadata(map[string]any{"com.example/rev": 42, "com.example/by": "alice@example.com"})
+			b.ReportAllocs()
+			cpu0, cpuOK := natsbridge.ProcessCPU()
+			n := 0
+			for b.Loop() {
+				if _, err := br.Publish(ev); err != nil {
+					b.Fatal(err)
+				}
+				n++
+			}
+			b.StopTimer()
+			reportCPU(b, cpu0, cpuOK, n)
+			if st := br.Stats(); st.PublishErrors != 0 {
+				b.Fatalf("publish errors: %+v", st)
+			}
+		})
+	}
 }

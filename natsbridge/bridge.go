@@ -56,6 +56,12 @@ type Bridge struct {
 	pubMu sync.Mutex
 	seq   uint64
 	out   []byte
+	// signer and outMsg (whose header it fills) are set when
+	// Options.AuthKeys is; used under pubMu.
+	signer *signer
+	outMsg *nats.Msg
+	// verifier is set when Options.AuthKeys is; delivery goroutine only.
+	verifier *verifier
 
 	sub       *nats.Subscription
 	statusCh  chan nats.Status
@@ -74,12 +80,11 @@ type Bridge struct {
 	closed    atomic.Bool
 	closeErr  error
 
-	// Delivery goroutine state: the last sequence number of each peer, and
-	// the reset epoch it was built in.
-	peers      map[string]uint64
-	peersEpoch uint64
+	// Delivery goroutine state: the last sequence number of each peer.
+	peers map[string]peer
 	// resetEpoch is raised by a reconnect resync: the peers' sequence
-	// numbers from before it no longer say anything.
+	// numbers from before it no longer tell of a gap (but, with
+	// authentication, still of a replay).
 	resetEpoch atomic.Uint64
 
 	// Control goroutine state.
@@ -91,8 +96,15 @@ type Bridge struct {
 	slowSeen int
 
 	published, publishErrors, rejected, received, echoes   atomic.Uint64
-	gaps, resyncs, syncs, panics                           atomic.Uint64
+	gaps, resyncs, syncs, panics, sanitised                atomic.Uint64
 	dTooLarge, dMalformed, dVersion, dInvalid, dSlow, dPan atomic.Uint64
+	dUnauth, dReplayed                                     atomic.Uint64
+}
+
+// peer is what a bridge remembers of another: the last sequence number
+// accepted from it, and the reset epoch it was accepted in.
+type peer struct {
+	last, epoch uint64
 }
 
 // bodyPool recycles the buffers Publish encodes events into.
@@ -131,7 +143,15 @@ func New(nc *nats.Conn, h *hub.Hub, opts Options) (*Bridge, error) {
 		stop:    make(chan struct{}),
 		ctlDone: make(chan struct{}),
 		subDone: make(chan struct{}),
-		peers:   make(map[string]uint64),
+		peers:   make(map[string]peer),
+	}
+	if len(o.AuthKeys) > 0 {
+		if nc.IsConnected() && !nc.HeadersSupported() {
+			return nil, fmt.Errorf("natsbridge: AuthKeys needs a NATS server with message headers: %w", nats.ErrHeadersNotSupported)
+		}
+		b.signer = newSigner(o.AuthKeys[0], o.subject)
+		b.outMsg = &nats.Msg{Subject: o.subject, Header: nats.Header{AuthHeader: make([]string, 1)}}
+		b.verifier = newVerifier(o.AuthKeys, o.subject)
 	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	// Watch the status first, then take the reconnect count: a reconnect
@@ -279,10 +299,16 @@ func (b *Bridge) Publish(ev listen.Event) (hub.Report, error) {
 	return r, nil
 }
 
-// limit is the largest envelope Publish sends.
+// limit is the largest envelope Publish sends: MaxMessageBytes, or less
+// when the server's max_payload (which counts the signature header too) is
+// smaller.
 func (b *Bridge) limit() int {
 	limit := b.opts.MaxMessageBytes
-	if mp := b.nc.MaxPayload(); mp > 0 && mp < int64(limit) {
+	mp := b.nc.MaxPayload()
+	if b.signer != nil {
+		mp -= int64(authOverhead)
+	}
+	if mp > 0 && mp < int64(limit) {
 		limit = int(mp)
 	}
 	return limit
@@ -298,7 +324,15 @@ func (b *Bridge) send(body []byte) (uint64, int, error) {
 	msg := append(b.out[:0], b.head...)
 	msg = strconv.AppendUint(msg, b.seq, 10)
 	msg = append(msg, body...)
-	err := b.nc.Publish(b.opts.subject, msg) // copies msg
+	var err error
+	if b.signer != nil {
+		b.outMsg.Header[AuthHeader][0] = b.signer.sign(msg)
+		b.outMsg.Data = msg
+		err = b.nc.PublishMsg(b.outMsg) // copies msg
+		b.outMsg.Data = nil
+	} else {
+		err = b.nc.Publish(b.opts.subject, msg) // copies msg
+	}
 	if cap(msg) <= keepOut {
 		b.out = msg
 	} else {
@@ -383,6 +417,14 @@ func (b *Bridge) onMsg(m *nats.Msg) {
 		b.opts.Hooks.OnDrop(DropInfo{Reason: ReasonTooLarge, Count: 1, Bytes: len(data)})
 		return
 	}
+	if b.verifier != nil {
+		if err := b.verifier.verify(m.Header, data); err != nil {
+			b.dUnauth.Add(1)
+			handled = true
+			b.opts.Hooks.OnDrop(DropInfo{Reason: ReasonUnauthenticated, Count: 1, Bytes: len(data), Err: err})
+			return
+		}
+	}
 	if bytes.HasPrefix(data, b.head) {
 		b.echoes.Add(1)
 		return
@@ -406,36 +448,55 @@ func (b *Bridge) onMsg(m *nats.Msg) {
 		b.echoes.Add(1)
 		return
 	}
-	b.track(d.origin, d.seq)
+	if last, ok := b.track(d.origin, d.seq); !ok {
+		b.dReplayed.Add(1)
+		handled = true
+		b.opts.Hooks.OnDrop(DropInfo{Reason: ReasonReplayed, Count: 1, Bytes: len(data),
+			Err: fmt.Errorf("natsbridge: sequence number %d of %s is not above %d, the last accepted", d.seq, d.origin, last)})
+		return
+	}
 	if d.event.Kind == 0 { // a sync message
 		return
 	}
 	// Counted first, so that a listener that saw the event sees it counted.
 	b.received.Add(1)
+	if d.stripped > 0 {
+		b.sanitised.Add(1)
+	}
 	handled = true
 	r, _ := b.hub.Publish(d.event) // no error: decodeEnvelope validated the event
 	b.opts.Hooks.OnReceive(ReceiveInfo{
 		Report: r, EventKind: d.event.Kind, ExtensionID: d.event.ExtensionID,
-		Origin: d.origin, Seq: d.seq, Bytes: len(data),
+		Origin: d.origin, Seq: d.seq, Bytes: len(data), Stripped: d.stripped,
 	})
 }
 
 // track records a peer's sequence number and asks for a resync when
-// messages are missing. Delivery goroutine only.
-func (b *Bridge) track(origin string, seq uint64) {
-	if e := b.resetEpoch.Load(); e != b.peersEpoch {
-		b.peersEpoch = e
-		clear(b.peers)
+// messages are missing. With authentication it refuses (ok false, with
+// the last sequence number accepted) a sequence number that is not above
+// the peer's last: a bridge numbers its messages from 1 up and NATS does
+// not duplicate them, so that is a replay, which must neither be delivered
+// nor move the peer's number back (the next genuine message would look
+// like a gap). Without authentication anyone can forge any number, so
+// refusing would only let a forger silence a peer by sending a high one:
+// the number is taken as it comes. Delivery goroutine only.
+func (b *Bridge) track(origin string, seq uint64) (last uint64, ok bool) {
+	epoch := b.resetEpoch.Load()
+	p, known := b.peers[origin]
+	if known && b.verifier != nil && seq <= p.last {
+		return p.last, false
 	}
-	last, known := b.peers[origin]
 	if !known && len(b.peers) >= maxPeers {
 		clear(b.peers)
 	}
-	b.peers[origin] = seq
-	if known && seq > last+1 {
-		b.gaps.Add(seq - last - 1)
+	b.peers[origin] = peer{last: seq, epoch: epoch}
+	// After a reconnect resync the first number of each peer starts over:
+	// what it published meanwhile is covered by the resync.
+	if known && p.epoch == epoch && seq > p.last+1 {
+		b.gaps.Add(seq - p.last - 1)
 		b.requestLossResync()
 	}
+	return seq, true
 }
 
 func (b *Bridge) requestLossResync() {
@@ -605,17 +666,20 @@ func (b *Bridge) Close() error {
 
 // Drops counts dropped messages by reason.
 type Drops struct {
-	TooLarge       uint64
-	Malformed      uint64
-	UnknownVersion uint64
-	InvalidEvent   uint64
-	SlowConsumer   uint64
-	Panic          uint64
+	TooLarge        uint64
+	Malformed       uint64
+	UnknownVersion  uint64
+	InvalidEvent    uint64
+	SlowConsumer    uint64
+	Panic           uint64
+	Unauthenticated uint64
+	Replayed        uint64
 }
 
 // Total returns the sum of all drops.
 func (d Drops) Total() uint64 {
-	return d.TooLarge + d.Malformed + d.UnknownVersion + d.InvalidEvent + d.SlowConsumer + d.Panic
+	return d.TooLarge + d.Malformed + d.UnknownVersion + d.InvalidEvent + d.SlowConsumer + d.Panic +
+		d.Unauthenticated + d.Replayed
 }
 
 // Stats is a snapshot of a bridge's counters, all cumulative since New.
@@ -632,6 +696,13 @@ type Stats struct {
 	// Received counts events from other instances delivered to the local
 	// hub.
 	Received uint64
+	// Sanitised counts the received events (among Received) from which
+	// reserved _meta keys were removed (see ReservedMetaKey): delivered,
+	// not dropped. A bridge never sends such keys by itself, so a non-zero
+	// count means a publisher on the subject put them there: an
+	// application publishing them through Publish, or a peer that is no
+	// bridge.
+	Sanitised uint64
 	// Echoes counts the bridge's own messages seen on the subject and
 	// ignored.
 	Echoes uint64
@@ -661,13 +732,16 @@ func (b *Bridge) Stats() Stats {
 		Rejected:      b.rejected.Load(),
 		Received:      b.received.Load(),
 		Echoes:        b.echoes.Load(),
+		Sanitised:     b.sanitised.Load(),
 		Dropped: Drops{
-			TooLarge:       b.dTooLarge.Load(),
-			Malformed:      b.dMalformed.Load(),
-			UnknownVersion: b.dVersion.Load(),
-			InvalidEvent:   b.dInvalid.Load(),
-			SlowConsumer:   b.dSlow.Load(),
-			Panic:          b.dPan.Load(),
+			TooLarge:        b.dTooLarge.Load(),
+			Malformed:       b.dMalformed.Load(),
+			UnknownVersion:  b.dVersion.Load(),
+			InvalidEvent:    b.dInvalid.Load(),
+			SlowConsumer:    b.dSlow.Load(),
+			Panic:           b.dPan.Load(),
+			Unauthenticated: b.dUnauth.Load(),
+			Replayed:        b.dReplayed.Load(),
 		},
 		Gaps:    b.gaps.Load(),
 		Resyncs: b.resyncs.Load(),

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/mcplisten/listen"
 )
@@ -128,6 +129,8 @@ type decoded struct {
 	origin string
 	seq    uint64
 	event  listen.Event
+	// stripped counts the reserved _meta keys removed from the event.
+	stripped int
 }
 
 // Classes of undecodable messages.
@@ -181,16 +184,16 @@ func decodeEnvelope(data []byte, decodePayload func(string, json.RawMessage) (an
 		return decoded{}, fmt.Errorf("%w: unknown kind %q", errMalformed, e.K)
 	}
 	d.event.URI = e.U
-	d.event.Params = rawObject(e.P)
+	d.event.Params = rawObject(e.P, nil)
 	if meta, ok := e.P["_meta"]; ok {
 		// The core merges an object under params._meta into the
 		// notification's _meta: it must be a map to be merged.
 		var m map[string]json.RawMessage
 		if json.Unmarshal(meta, &m) == nil && m != nil {
-			d.event.Params["_meta"] = rawObject(m)
+			d.event.Params["_meta"] = rawObject(m, &d.stripped)
 		}
 	}
-	d.event.Metadata = rawObject(e.M)
+	d.event.Metadata = rawObject(e.M, &d.stripped)
 	d.event.ExtensionID = e.X
 	if e.S != nil {
 		d.event.Selector = listen.Filter(e.S)
@@ -218,16 +221,46 @@ func decodeEnvelope(data []byte, decodePayload func(string, json.RawMessage) (an
 
 // rawObject returns m as an event object whose values are pre-encoded JSON:
 // the core writes them as they are, so that a remote stream renders params
-// and metadata byte for byte as the local one did.
-func rawObject(m map[string]json.RawMessage) map[string]any {
+// and metadata byte for byte as the local one did. For a _meta object
+// (stripped not nil) it leaves out the keys the MCP specification
+// reserves, and adds their number to *stripped.
+func rawObject(m map[string]json.RawMessage, stripped *int) map[string]any {
 	if m == nil {
 		return nil
 	}
 	out := make(map[string]any, len(m))
 	for k, v := range m {
+		if stripped != nil && ReservedMetaKey(k) {
+			*stripped++
+			continue
+		}
 		out[k] = v
 	}
 	return out
+}
+
+// ReservedMetaKey reports whether a _meta key has a prefix the MCP
+// specification reserves for MCP itself: a prefix (the part before the
+// first "/") whose second dot-separated label is "modelcontextprotocol" or
+// "mcp", such as io.modelcontextprotocol/serverInfo, dev.mcp/x or
+// com.mcp.tools/y (but not com.example.mcp/z). Labels are compared without
+// regard to case, so that no variant a client might honour gets through.
+//
+// A bridge removes these keys from the metadata and the params _meta of
+// every event it receives from the subject: their meaning belongs to the
+// receiving server (its core and its extensions), never to a message on
+// NATS.
+func ReservedMetaKey(key string) bool {
+	prefix, _, ok := strings.Cut(key, "/")
+	if !ok {
+		return false
+	}
+	_, rest, ok := strings.Cut(prefix, ".")
+	if !ok {
+		return false
+	}
+	second, _, _ := strings.Cut(rest, ".")
+	return strings.EqualFold(second, "modelcontextprotocol") || strings.EqualFold(second, "mcp")
 }
 
 // versionOf returns the text of the top-level "v" member of a JSON object,

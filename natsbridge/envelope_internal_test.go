@@ -1,11 +1,17 @@
 package natsbridge
 
 import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 
+	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -92,26 +98,127 @@ func TestEnvelopeTolerance(t *testing.T) {
 	assert.Equal(t, uint64(9), d.seq)
 }
 
+// Keys and subject of the fuzz target's authenticated path.
+var (
+	fuzzKeyNew  = bytes.Repeat([]byte{1}, MinAuthKeyBytes)
+	fuzzKeyOld  = bytes.Repeat([]byte{2}, MinAuthKeyBytes)
+	fuzzSubject = "mcp.listen.events"
+)
+
+// refSignature is the documented AuthHeader value, computed without the
+// package's signer.
+func refSignature(key []byte, subject string, data []byte) string {
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(subject + "\n"))
+	mac.Write(data)
+	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+}
+
+// FuzzDecodeEnvelope feeds a received message through both paths of a
+// bridge: without authentication (decode only) and with it (verify, then
+// decode). sign stands for a key holder: the message is signed with the
+// older of the two accepted keys (a rotation in progress); otherwise sig
+// is what the sender put in AuthHeader. Properties: nothing panics; every
+// error is classified; a message is accepted exactly when sig is its HMAC
+// under an accepted key (the reference computation); a decoded event is
+// valid, re-encodes, and carries no reserved _meta key.
 func FuzzDecodeEnvelope(f *testing.F) {
-	f.Add([]byte(`{"v":1,"o":"p","n":1,"k":"tools"}`))
-	f.Add([]byte(`{"v":1,"o":"p","n":2,"k":"ext","x":"a/b","s":{"k":[1,2]},"d":{"z":null}}`))
-	f.Add([]byte(`{"v":2}`))
-	f.Add([]byte(`nope`))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		d, err := decodeEnvelope(data, nil)
+	f.Add([]byte(`{"v":1,"o":"p","n":1,"k":"tools"}`), "", true)
+	f.Add([]byte(`{"v":1,"o":"p","n":2,"k":"ext","x":"a/b","s":{"k":[1,2]},"d":{"z":null}}`), "", true)
+	f.Add([]byte(`{"v":1,"o":"p","n":3,"k":"updated","u":"file:///a","p":{"_meta":{"io.modelcontextprotocol/x":1,"a":2}},"m":{"dev.mcp/y":3}}`), "", true)
+	f.Add([]byte(`{"v":2}`), "", false)
+	f.Add([]byte(`nope`), strings.Repeat("A", 43), false)
+	f.Add([]byte(`{"v":1,"o":"p","n":1,"k":"tools"}`), refSignature(fuzzKeyNew, fuzzSubject, []byte(`{"v":1,"o":"p","n":1,"k":"tools"}`)), false)
+	f.Add([]byte(`{"v":1,"o":"p","n":1,"k":"tools"}`), refSignature(fuzzKeyNew, "other.events", []byte(`{"v":1,"o":"p","n":1,"k":"tools"}`)), false)
+	f.Fuzz(func(t *testing.T, data []byte, sig string, sign bool) {
+		checkDecode(t, data)
+
+		if sign {
+			sig = newSigner(fuzzKeyOld, fuzzSubject).sign(data)
+		}
+		v := newVerifier([][]byte{fuzzKeyNew, fuzzKeyOld}, fuzzSubject)
+		err := v.verify(nats.Header{AuthHeader: []string{sig}}, data)
+		want := sig == refSignature(fuzzKeyNew, fuzzSubject, data) || sig == refSignature(fuzzKeyOld, fuzzSubject, data)
+		if (err == nil) != want {
+			t.Fatalf("verify(%q) = %v, want accepted %v", sig, err, want)
+		}
 		if err != nil {
-			if !errors.Is(err, errMalformed) && !errors.Is(err, errUnknownVersion) && !errors.Is(err, errInvalidEvent) {
-				t.Fatalf("unclassified error %v", err)
+			if !errors.Is(err, errUnsigned) && !errors.Is(err, errBadSignature) {
+				t.Fatalf("unclassified verify error %v", err)
 			}
 			return
 		}
-		if d.event.Kind != 0 {
-			if err := d.event.Validate(); err != nil {
-				t.Fatalf("decoded an invalid event: %v", err)
-			}
-			if _, err := appendBody(nil, d.event); err != nil {
-				t.Fatalf("a decoded event does not re-encode: %v", err)
+		checkDecode(t, data)
+	})
+}
+
+// checkDecode decodes data as a bridge does and checks the properties of
+// the result.
+func checkDecode(t *testing.T, data []byte) {
+	t.Helper()
+	d, err := decodeEnvelope(data, nil)
+	if err != nil {
+		if !errors.Is(err, errMalformed) && !errors.Is(err, errUnknownVersion) && !errors.Is(err, errInvalidEvent) {
+			t.Fatalf("unclassified error %v", err)
+		}
+		return
+	}
+	if d.event.Kind == 0 {
+		return
+	}
+	if err := d.event.Validate(); err != nil {
+		t.Fatalf("decoded an invalid event: %v", err)
+	}
+	if _, err := appendBody(nil, d.event); err != nil {
+		t.Fatalf("a decoded event does not re-encode: %v", err)
+	}
+	for k := range d.event.Metadata {
+		if ReservedMetaKey(k) {
+			t.Fatalf("reserved key %q left in the metadata", k)
+		}
+	}
+	if pm, ok := d.event.Params["_meta"].(map[string]any); ok {
+		for k := range pm {
+			if ReservedMetaKey(k) {
+				t.Fatalf("reserved key %q left in params _meta", k)
 			}
 		}
-	})
+	}
+}
+
+func TestReservedMetaKey(t *testing.T) {
+	for key, want := range map[string]bool{
+		"io.modelcontextprotocol/serverInfo":     true,
+		"io.modelcontextprotocol/subscriptionId": true,
+		"org.modelcontextprotocol.api/x":         true,
+		"dev.mcp/x":                              true,
+		"com.mcp.tools/x":                        true,
+		"IO.ModelContextProtocol/x":              true,
+		"io.MCP/x":                               true,
+		".mcp/x":                                 true,
+		"io.modelcontextprotocol/":               true,
+		"com.example.mcp/x":                      false, // the second label is "example"
+		"mcp/x":                                  false, // one label
+		"modelcontextprotocol.io/x":              false,
+		"io.modelcontextprotocol":                false, // no prefix: a plain name
+		"io.modelcontextprotocolx/y":             false,
+		"com.example/id":                         false,
+		"serverInfo":                             false,
+		"":                                       false,
+		"a/io.modelcontextprotocol/b":            false, // only the first "/" ends the prefix
+	} {
+		assert.Equal(t, want, ReservedMetaKey(key), key)
+	}
+}
+
+func TestDecodeStripsReservedMeta(t *testing.T) {
+	d, err := decodeEnvelope([]byte(`{"v":1,"o":"p","n":1,"k":"tools",`+
+		`"p":{"io.modelcontextprotocol/top":1,"_meta":{"io.modelcontextprotocol/a":1,"b/c":2}},`+
+		`"m":{"dev.mcp/d":3,"e":4}}`), nil)
+	require.NoError(t, err)
+	assert.Equal(t, 2, d.stripped)
+	assert.Equal(t, map[string]any{"e": json.RawMessage("4")}, d.event.Metadata)
+	assert.Equal(t, map[string]any{"b/c": json.RawMessage("2")}, d.event.Params["_meta"])
+	// A params member is no _meta key: it stays.
+	assert.Equal(t, json.RawMessage("1"), d.event.Params["io.modelcontextprotocol/top"])
 }

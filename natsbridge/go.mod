@@ -3,7 +3,7 @@ module github.com/mcplisten/listen/natsbridge
 go 1.26.0
 
 require (
-	github.com/mcplisten/listen v0.0.0-00010101000000-000000000000
+	github.com/mcplisten/listen v0.1.0
 	github.com/nats-io/nats-server/v2 v2.15.2
 	github.com/nats-io/nats.go v1.55.0
 	github.com/stretchr/testify v1.12.1
@@ -24,4 +24,3 @@ require (
 	golang.org/x/time v0.16.0 // indirect
 )
 
-replace github.com/mcplisten/listen => ../

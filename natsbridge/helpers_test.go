@@ -375,15 +375,6 @@ func tagged(ev listen.Event, id string) listen.Event {
 	return ev.WithMetadata(map[string]any{idKey: id})
 }
 
-// countIDs counts the notes of each test id.
-func countIDs(notes []note) map[string]int {
-	m := make(map[string]int)
-	for _, n := range notes {
-		m[n.id]++
-	}
-	return m
-}
-
 // natsOptions are the bridge options of the tests.
 func natsOptions() natsbridge.Options { return natsbridge.Options{} }
 

@@ -67,6 +67,10 @@ type ReceiveInfo struct {
 	Seq    uint64
 	// Bytes is the size of the message.
 	Bytes int
+	// Stripped is the number of reserved _meta keys (ReservedMetaKey)
+	// removed from the event's metadata and params _meta before it was
+	// delivered (Stats.Sanitised).
+	Stripped int
 }
 
 // DropReason says why a message was dropped.
@@ -90,6 +94,14 @@ const (
 	// ReasonPanic: delivering the message panicked (in a hook, or in a hub
 	// hook); the panic was recovered.
 	ReasonPanic DropReason = "panic"
+	// ReasonUnauthenticated: Options.AuthKeys is set and the message has no
+	// AuthHeader, or one that is not its HMAC under any accepted key; not
+	// decoded.
+	ReasonUnauthenticated DropReason = "unauthenticated"
+	// ReasonReplayed: Options.AuthKeys is set and the message's sequence
+	// number is not above the last one accepted from its origin: a copy of
+	// an earlier message.
+	ReasonReplayed DropReason = "replayed"
 )
 
 // DropInfo describes a drop.
@@ -100,7 +112,8 @@ type DropInfo struct {
 	Count int
 	// Bytes is the size of the dropped message (0 for a slow consumer).
 	Bytes int
-	// Err explains the drop (nil for too_large and slow_consumer).
+	// Err explains the drop (nil for too_large and slow_consumer). It
+	// wraps no exported error; its text is for logs.
 	Err error
 }
 
@@ -194,8 +207,9 @@ var _ SharedHooks = NopSharedHooks{}
 // be given to hub.Options.Hooks and to Options.Hooks. Publications and
 // receptions log at Debug, resyncs and connection changes at Info, drops at
 // Warn (a connection loss too). Attribute names: event_kind, extension_id,
-// matched, delivered, buffered, dropped, bytes, seq, origin, error, reason,
-// count, kinds, uris, status, reconnects. Nothing is formatted when the
+// matched, delivered, buffered, dropped, bytes, seq, origin, stripped,
+// error, reason, count, kinds, uris, status, reconnects. A reception whose
+// reserved _meta keys were stripped logs at Warn. Nothing is formatted when the
 // logger's level disables the record.
 func SlogHooks(logger *slog.Logger) SharedHooks {
 	if logger == nil {
@@ -246,12 +260,19 @@ func (s slogHooks) OnPublishOut(i PublishOutInfo) {
 }
 
 func (s slogHooks) OnReceive(i ReceiveInfo) {
-	if !s.enabled(slog.LevelDebug) {
+	level := slog.LevelDebug
+	if i.Stripped > 0 {
+		level = slog.LevelWarn
+	}
+	if !s.enabled(level) {
 		return
 	}
 	attrs := append(eventAttrs(i.Report, i.EventKind, i.ExtensionID),
 		slog.Int("bytes", i.Bytes), slog.Uint64("seq", i.Seq), slog.String("origin", i.Origin))
-	s.log(slog.LevelDebug, "natsbridge receive", attrs...)
+	if i.Stripped > 0 {
+		attrs = append(attrs, slog.Int("stripped", i.Stripped))
+	}
+	s.log(level, "natsbridge receive", attrs...)
 }
 
 func (s slogHooks) OnDrop(i DropInfo) {

@@ -1,6 +1,7 @@
 package natsbridge
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -100,6 +101,32 @@ type Options struct {
 	// value: nil, bool, string, json.Number, []any or map[string]any.
 	DecodePayload func(extensionID string, raw json.RawMessage) (any, error)
 
+	// AuthKeys, if set, turns on envelope authentication with shared keys
+	// (see "Trust model" in the package documentation). The bridge signs
+	// every message it publishes with AuthKeys[0]: the HMAC-SHA256 of the
+	// subject, a newline and the exact envelope bytes, in the NATS header
+	// AuthHeader. It accepts a message from the subject only if that
+	// header holds its HMAC under one of AuthKeys (compared in constant
+	// time). It drops any other message before decoding it
+	// (Drops.Unauthenticated): nothing is delivered and its sequence number
+	// counts for nothing, so it cannot cause a resync. It also drops a
+	// message whose sequence number is not above the last one accepted
+	// from its origin: a replay of a captured message (Drops.Replayed).
+	//
+	// Every bridge on the subject must sign with a key the others accept.
+	// To rotate keys without losing a message: give every instance
+	// [old, new] (it still signs with old and accepts both), then
+	// [new, old] (signs with new), then [new]. Turning authentication on
+	// or off is not seamless: while some instances have keys and others
+	// not, the former drop the latter's messages (see the package
+	// documentation).
+	//
+	// Each key must be at least MinAuthKeyBytes long; at most MaxAuthKeys
+	// keys. New copies them. Signed messages need a NATS server with
+	// message headers (2.2 or later). Nil or empty: no authentication,
+	// every publisher on the subject is trusted.
+	AuthKeys [][]byte
+
 	// Hooks, if set, is told about publications, receptions, drops,
 	// resynchronisations and connection changes. Nil means no
 	// instrumentation. See Hooks; a value that also implements hub.Hooks can
@@ -156,6 +183,17 @@ func resolve(o Options) (resolved, error) {
 		r.resync = append([]listen.Kind(nil), r.Resync...)
 	}
 	r.Resync = nil
+	if len(o.AuthKeys) > MaxAuthKeys {
+		return r, fmt.Errorf("%w: at most %d AuthKeys, got %d", ErrInvalidOptions, MaxAuthKeys, len(o.AuthKeys))
+	}
+	r.AuthKeys = nil
+	for i, k := range o.AuthKeys {
+		if len(k) < MinAuthKeyBytes {
+			return r, fmt.Errorf("%w: AuthKeys[%d] has %d bytes, at least %d needed",
+				ErrInvalidOptions, i, len(k), MinAuthKeyBytes)
+		}
+		r.AuthKeys = append(r.AuthKeys, bytes.Clone(k))
+	}
 	if r.Hooks == nil {
 		r.Hooks = NopHooks{}
 	}

@@ -96,6 +96,10 @@ func (s *faultSource) Open(ctx context.Context, req *listen.Request, supported l
 			select {
 			case <-p.openGate.ch:
 			case <-ctx.Done():
+			}
+			// The context's end wins over a gate opened meanwhile (a
+			// teardown opens every gate).
+			if ctx.Err() != nil {
 				return nil, nil, context.Cause(ctx)
 			}
 		} else {

@@ -30,7 +30,11 @@ func (c *conn) handleLine(line []byte) {
 		return
 	}
 	if c.inFlight(msg.ID) {
-		c.reply(msg.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, jsonrpc.MsgDuplicateID))
+		err := jsonrpc.NewError(jsonrpc.CodeInvalidRequest, jsonrpc.MsgDuplicateID)
+		if msg.Method == jsonrpc.MethodListen {
+			c.hookListenError(err)
+		}
+		c.reply(msg.ID, err)
 		return
 	}
 	switch {
@@ -151,10 +155,12 @@ func (c *conn) answered(id jsonrpc.ID) (drop bool) {
 func (c *conn) listen(msg jsonrpc.Message) {
 	req := &listen.Request{ID: msg.ID, Transport: listen.Transport{Kind: TransportKind}}
 	if err := listen.ParseParams(msg.Params, req); err != nil {
+		c.hookListenError(err)
 		c.reply(msg.ID, err)
 		return
 	}
 	if err := jsonrpc.ListenVersionError(c.srv.opts.SupportedVersions, req.ProtocolVersion); err != nil {
+		c.hookListenError(err)
 		c.reply(msg.ID, err)
 		return
 	}
@@ -174,7 +180,9 @@ func (c *conn) listen(msg jsonrpc.Message) {
 		e.ownerCancel(nil)
 		e.serveCancel(nil)
 		c.srv.log.Debug("stdio: listen refused: capacity exhausted", "id", msg.ID.Raw(), "max", c.srv.opts.MaxSubscriptions)
-		c.reply(msg.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgCapacityExhausted).WithCause(listen.Failed(listen.ErrOverloaded)))
+		err := jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgCapacityExhausted).WithCause(listen.Failed(listen.ErrOverloaded))
+		c.hookListenError(err)
+		c.reply(msg.ID, err)
 		return
 	}
 	if c.drainErr != nil {

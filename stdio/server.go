@@ -136,6 +136,13 @@ type Options struct {
 	// it was closed, with its close reason (see listen.Classify), on the
 	// subscription's goroutine.
 	OnClose func(sub *listen.Subscription, reason error)
+	// OnListenError, if set, is called for every subscriptions/listen
+	// request answered with an error instead of a stream (a duplicate id,
+	// invalid params, the protocol version, capacity, a failed
+	// listen.Open), with the error sent (a *jsonrpc.Error; the cause of an
+	// internal error tells what the client is not told), before the
+	// response is written. A panic in it is recovered.
+	OnListenError func(err error)
 }
 
 // Server serves subscriptions/listen, and hands every other message to a

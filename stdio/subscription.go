@@ -34,6 +34,7 @@ func (c *conn) runListen(e *entry, req *listen.Request) {
 			return
 		}
 		c.srv.log.Debug("stdio: listen refused", "id", e.id.Raw(), "err", err)
+		c.hookListenError(err)
 		_ = c.send(e, jsonrpc.ErrorResponse(e.id, err))
 		return
 	case abort != nil:
@@ -105,6 +106,15 @@ func (c *conn) hookClose(sub *listen.Subscription, reason error) {
 	}
 	defer c.recoverHook("OnClose")
 	c.srv.opts.OnClose(sub, reason)
+}
+
+// hookListenError calls Options.OnListenError, recovering a panic.
+func (c *conn) hookListenError(err error) {
+	if c.srv.opts.OnListenError == nil {
+		return
+	}
+	defer c.recoverHook("OnListenError")
+	c.srv.opts.OnListenError(err)
 }
 
 func (c *conn) recoverHook(name string) {

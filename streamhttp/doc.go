@@ -80,7 +80,8 @@
 //     response ends; reason listen.ErrShutdown. New listens get 503.
 //     Shutdown waits for every stream to end, or for its ctx.
 //
-// OnOpen and OnClose observe every opened subscription; Stats counts them.
+// OnOpen and OnClose observe every opened subscription, OnKeepAlive every
+// keep-alive written, OnError every refused request; Stats counts them.
 //
 // # Limits and defaults
 //

@@ -153,7 +153,7 @@ func (f *fanout) start(h *Handler, t *takenOver) bool {
 	// Owned by this goroutine until it is scheduled below: a notify that
 	// comes first only marks it pending.
 	fs.state.Store(stateLoop)
-	p, ok := t.st.sub.Poller(fs.notify, fs.ended)
+	p, ok := t.st.sub.Poller(t.st.ctx, fs.notify, fs.ended)
 	if !ok {
 		return false
 	}

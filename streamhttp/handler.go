@@ -206,7 +206,7 @@ func (h *Handler) serveInline(st *stream, w http.ResponseWriter, r *http.Request
 		hdr.Set("Connection", "close")
 	}
 	sw := newSSEWriter(w, h.opts.WriteTimeout, r.ProtoMajor == 1)
-	sink := listen.Sink{Write: sw.message, KeepAlive: h.opts.KeepAlive, Ping: sw.ping}
+	sink := listen.Sink{Write: sw.message, KeepAlive: h.opts.KeepAlive, Ping: h.pinger(st.sub, sw.ping)}
 	reason := st.sub.Serve(st.ctx, sink)
 	sw.finish()
 	return reason

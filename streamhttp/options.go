@@ -134,6 +134,11 @@ type Options struct {
 	// internal error's cause (errors.Unwrap) tells the server what the
 	// client is not told. It runs before the response is written.
 	OnError func(r *http.Request, status int, err error)
+
+	// OnKeepAlive, if set, is called after each keep-alive comment was
+	// written to a stream (see KeepAlive), on the goroutine that serves the
+	// stream. A panic in it is recovered and ignored.
+	OnKeepAlive func(sub *listen.Subscription)
 }
 
 // AuthError lets Options.Authenticate choose how a refused request is

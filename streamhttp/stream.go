@@ -27,16 +27,12 @@ type stream struct {
 	sub *listen.Subscription
 }
 
-// newStream returns the stream of the listen request r. Its contexts keep
-// neither r's cancellation (the stream may outlive its request: see
-// takeover) nor r's context, only the http.Server it came from (logf finds
-// its ErrorLog there): a taken-over stream would otherwise hold net/http's
-// per-connection contexts (about 600 bytes) for its whole life.
+// newStream returns the stream of the listen request r. Its context keeps
+// r's context values (CanRead gets them for a covered sub-resource; logf
+// finds the http.Server's ErrorLog there), not its cancellation: the stream
+// may outlive its request (see takeover).
 func newStream(r *http.Request) *stream {
-	base := context.Background()
-	if srv := r.Context().Value(http.ServerContextKey); srv != nil {
-		base = context.WithValue(base, http.ServerContextKey, srv)
-	}
+	base := context.WithoutCancel(r.Context())
 	st := &stream{}
 	st.ctx, st.cancel = context.WithCancelCause(base)
 	return st

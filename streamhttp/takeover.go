@@ -92,7 +92,7 @@ func (t *takenOver) start(h *Handler) {
 // connection is closed, and watch waited for, after OnClose.
 func (t *takenOver) run(h *Handler) {
 	go t.watch()
-	sink := listen.Sink{Write: t.message, KeepAlive: h.opts.KeepAlive, Ping: t.ping}
+	sink := listen.Sink{Write: t.message, KeepAlive: h.opts.KeepAlive, Ping: h.pinger(t.st.sub, t.ping)}
 	reason := t.st.sub.Serve(t.st.ctx, sink)
 	h.end(t.st, reason, t.letGo)
 }

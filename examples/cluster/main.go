@@ -3,8 +3,9 @@
 // port, and three instances A, B and C, each with its own hub, bridge and
 // streamhttp listen handler on its own loopback HTTP server. A small HTTP
 // client opens a listen stream on each instance; a change published on one
-// instance then shows up on the streams held by every instance. It exits by
-// itself.
+// instance then shows up on the streams held by every instance. The
+// bridges sign their messages with a shared key (natsbridge.Options.AuthKeys)
+// and accept only signed ones. It exits by itself.
 //
 //	go run ./examples/cluster
 package main
@@ -12,6 +13,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -85,6 +87,16 @@ func run(ctx context.Context) error {
 	}
 	fmt.Fprintf(out, "nats: embedded server on %s\n", ns.ClientURL())
 
+	// The instances' shared key: they sign their messages with it and
+	// accept only messages signed with it, so that a NATS client without
+	// the key cannot speak for the server. A real deployment reads it
+	// from its secret store (the same key on every instance); NATS
+	// permissions should restrict who may publish on the subject anyway.
+	key := make([]byte, natsbridge.MinAuthKeyBytes)
+	if _, err := rand.Read(key); err != nil {
+		return err
+	}
+
 	// Three instances of the same MCP server.
 	var ins []*instance
 	clients := make(chan struct{}, 3)
@@ -103,7 +115,7 @@ func run(ctx context.Context) error {
 		}
 	}()
 	for _, name := range []string{"A", "B", "C"} {
-		in, err := start(name, ns.ClientURL())
+		in, err := start(name, ns.ClientURL(), key)
 		if err != nil {
 			return err
 		}
@@ -162,14 +174,14 @@ func run(ctx context.Context) error {
 	return nil
 }
 
-// start runs one instance: a hub, a bridge on its own NATS connection, and
-// the listen handler on a loopback HTTP server.
-func start(name, natsURL string) (*instance, error) {
+// start runs one instance: a hub, a bridge on its own NATS connection
+// (signing with key), and the listen handler on a loopback HTTP server.
+func start(name, natsURL string, key []byte) (*instance, error) {
 	h, err := hub.New(hub.Options{})
 	if err != nil {
 		return nil, err
 	}
-	br, err := natsbridge.Connect(natsURL, h, natsbridge.Options{},
+	br, err := natsbridge.Connect(natsURL, h, natsbridge.Options{AuthKeys: [][]byte{key}},
 		nats.Name("cluster-example-"+name), nats.ReconnectWait(100*time.Millisecond))
 	if err != nil {
 		return nil, err

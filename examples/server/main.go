@@ -1,19 +1,23 @@
 // Command server is a complete MCP 2026-07-28 server on loopback: the
 // official go-sdk (v1.8.0) serves server/discover, tools, prompts and
 // resources, and this library serves subscriptions/listen from a hub.Hub,
-// in front of the go-sdk handler (streamhttp.Front).
+// in one handler (gosdk.NewHandler) that also republishes every change the
+// go-sdk server notifies.
 //
 //	go run ./examples/server [-addr 127.0.0.1:8080]
 //
 // The endpoint is http://ADDR/mcp. The tools test_trigger_tool_change and
-// test_trigger_prompt_change change the tool and prompt lists (and publish
-// the list change to every listen stream that asked for it);
-// trigger_resource_update {"uri": ...} publishes a resource update. The
-// tools hand the event to a publisher goroutine and return: the hub
-// reaches the streams off the caller's path. Every
+// test_trigger_prompt_change change the go-sdk server's tool and prompt
+// lists (AddTool/RemoveTools, AddPrompt/RemovePrompts), and
+// trigger_resource_update {"uri": ...} calls the go-sdk's
+// Server.ResourceUpdated; none of them calls this library: the go-sdk's
+// own notifications reach every listen stream that asked for them. Every
 // listen opened and closed, and every publication, is logged with log/slog
 // on stderr. Operators find the hub's and the handler's counters and the
-// goroutine count at http://ADDR/debug/vars (expvar); -pprof adds
+// goroutine count at http://ADDR/debug/vars (expvar); -metrics serves the
+// OpenTelemetry metrics of the listens, the hub and the handler (package
+// github.com/mcplisten/listen/otel) in the Prometheus text format at
+// http://ADDR/metrics; -pprof adds
 // net/http/pprof at /debug/pprof/. -max-streams bounds the listen streams
 // served at once (default 20,000). SIGINT or SIGTERM drains: every open
 // listen stream gets its completion result.
@@ -32,15 +36,14 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"sync"
 	"syscall"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/examples/internal/fixture"
+	"github.com/mcplisten/listen/gosdk"
 	"github.com/mcplisten/listen/hub"
+	listenotel "github.com/mcplisten/listen/otel"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -50,6 +53,7 @@ func main() {
 	quiet := flag.Bool("quiet", false, "log warnings only")
 	maxStreams := flag.Int("max-streams", 20000, "most listen streams served at once (streamhttp.Options.MaxStreams)")
 	profile := flag.Bool("pprof", false, "serve net/http/pprof at /debug/pprof/")
+	metrics := flag.Bool("metrics", false, "serve OpenTelemetry metrics in the Prometheus text format at /metrics")
 	flag.Parse()
 
 	level := slog.LevelInfo
@@ -66,7 +70,12 @@ func main() {
 		defer cancel()
 	}
 
-	srv, err := newServer(ctx, logger, *maxStreams)
+	m, metricsHandler, err := newMetrics(*metrics)
+	if err != nil {
+		logger.Error("metrics setup failed", "err", err)
+		os.Exit(1)
+	}
+	srv, err := newServer(logger, *maxStreams, m)
 	if err != nil {
 		logger.Error("setup failed", "err", err)
 		os.Exit(1)
@@ -76,6 +85,9 @@ func main() {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", srv.handler)
 	mux.Handle("/debug/vars", expvar.Handler())
+	if metricsHandler != nil {
+		mux.Handle("/metrics", metricsHandler)
+	}
 	if *profile {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
@@ -101,65 +113,41 @@ func main() {
 	// server stops.
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := srv.listen.Shutdown(sctx); err != nil {
+	if err := srv.handler.Shutdown(sctx); err != nil {
 		logger.Warn("listen streams did not all end in time", "err", err)
 	}
 	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		_ = hs.Close()
 	}
-	srv.close()
 	logger.Info("stopped")
 }
 
 // server is the example server's parts.
 type server struct {
 	hub     *hub.Hub
-	pub     *publisher
-	listen  *streamhttp.Handler
-	sdk     *mcp.Server
-	handler http.Handler
+	handler *gosdk.Handler
 }
 
-// close stops the publisher, once the HTTP server no longer calls tools.
-func (s *server) close() { s.pub.close() }
-
-// newServer builds the go-sdk server, the hub its trigger tools publish to,
-// and our listen handler in front of the go-sdk handler. The listen
-// handler narrows requests against exactly the capabilities the go-sdk
-// server advertises in server/discover.
-func newServer(ctx context.Context, logger *slog.Logger, maxStreams int) (*server, error) {
+// newServer builds the go-sdk server (its tools change the go-sdk server
+// and call nothing of this library) and the one handler that serves it:
+// listens with this library, everything else with the go-sdk. m (nil:
+// none) records the hub's, the handler's and the streams' OpenTelemetry
+// metrics.
+func newServer(logger *slog.Logger, maxStreams int, m *listenotel.Metrics) (*server, error) {
 	// The hub's own hooks log overflows (Warn) and completions (Info); opens,
 	// closes and publications are logged below with the request id.
-	h, err := hub.New(hub.Options{Hooks: hub.SlogHooks(logger)})
+	h, err := hub.New(hub.Options{Hooks: m.HubHooks(hub.SlogHooks(logger))})
 	if err != nil {
 		return nil, err
 	}
-	pub := newPublisher(h, logger)
 	sdk := fixture.New(fixture.Options{
 		Name:    "mcplisten-example",
 		Version: "0.1.0",
 		// go-sdk's own info logging would repeat ours; keep its warnings.
-		Logger:         slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		ToolsChanged:   func() { _ = pub.publish(listen.ToolsListChanged()) },
-		PromptsChanged: func() { _ = pub.publish(listen.PromptsListChanged()) },
-		ResourceUpdated: func(_ context.Context, uri string) error {
-			return pub.publish(listen.ResourceUpdated(uri))
-		},
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
-	capsJSON, err := fixture.DiscoverCapabilities(ctx, sdk)
-	if err != nil {
-		return nil, fmt.Errorf("reading the go-sdk server's capabilities: %w", err)
-	}
-	caps, err := listen.CapabilitiesFrom(capsJSON)
-	if err != nil {
-		return nil, err
-	}
-	lh, err := streamhttp.New(h, streamhttp.Options{
+	httpOpts := streamhttp.Options{
 		MaxStreams: maxStreams,
-		Listen: listen.Options{
-			Capabilities: caps,
-			ServerInfo:   listen.Implementation{Name: "mcplisten-example", Version: "0.1.0"},
-		},
 		OnOpen: func(sub *listen.Subscription) {
 			b, _ := sub.Accepted().MarshalJSON()
 			logger.Info("listen opened", "id", sub.ID().Raw(), "accepted", string(b))
@@ -167,83 +155,32 @@ func newServer(ctx context.Context, logger *slog.Logger, maxStreams int) (*serve
 		OnClose: func(sub *listen.Subscription, reason error) {
 			logger.Info("listen closed", "id", sub.ID().Raw(), "reason", listen.Classify(reason), "detail", reason)
 		},
+	}
+	m.InstrumentHTTP(&httpOpts)
+	handler, err := gosdk.NewHandler(sdk, gosdk.HandlerOptions{
+		Options: gosdk.Options{
+			Hub:    h,
+			Logger: logger,
+			OnRepublish: func(method, uri string, r hub.Report) {
+				logger.Info("publish", "method", method, "uri", uri, "matched", r.Matched,
+					"delivered", r.Delivered, "buffered", r.Buffered, "dropped", r.Dropped)
+			},
+		},
+		HTTP:       httpOpts,
+		WrapSource: m.Source,
 	})
 	if err != nil {
 		return nil, err
 	}
-	sdkHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return sdk },
-		&mcp.StreamableHTTPOptions{Stateless: true})
-	return &server{hub: h, pub: pub, listen: lh, sdk: sdk, handler: streamhttp.Front(lh, sdkHandler)}, nil
-}
-
-// publisher publishes on the hub from a goroutine of its own, in order, so
-// that a trigger tool call returns once its event is queued: at 10,000
-// streams Publish takes a few milliseconds, and the writer loops it wakes
-// compete with the caller for the CPU. close ends the goroutine after the
-// queued events.
-type publisher struct {
-	hub    *hub.Hub
-	logger *slog.Logger
-	q      chan listen.Event
-	done   chan struct{}
-
-	mu     sync.RWMutex
-	closed bool
-}
-
-var errClosed = errors.New("the server is stopping")
-
-func newPublisher(h *hub.Hub, logger *slog.Logger) *publisher {
-	p := &publisher{hub: h, logger: logger, q: make(chan listen.Event, 64), done: make(chan struct{})}
-	go p.run()
-	return p
-}
-
-// publish validates ev (an invalid one is the caller's error) and queues
-// it, waiting while the queue is full.
-func (p *publisher) publish(ev listen.Event) error {
-	if err := ev.Validate(); err != nil {
-		return err
-	}
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	if p.closed {
-		return errClosed
-	}
-	p.q <- ev
-	return nil
-}
-
-func (p *publisher) run() {
-	defer close(p.done)
-	for ev := range p.q {
-		r, _ := p.hub.Publish(ev)
-		logPublish(p.logger, ev.Kind.String(), ev.URI, r)
-	}
-}
-
-// close stops taking events and waits until the queued ones are published.
-func (p *publisher) close() {
-	p.mu.Lock()
-	if !p.closed {
-		p.closed = true
-		close(p.q)
-	}
-	p.mu.Unlock()
-	<-p.done
-}
-
-// logPublish logs one publication and its delivery report.
-func logPublish(logger *slog.Logger, kind, uri string, r hub.Report) {
-	logger.Info("publish", "kind", kind, "uri", uri, "matched", r.Matched,
-		"delivered", r.Delivered, "buffered", r.Buffered, "dropped", r.Dropped)
+	return &server{hub: h, handler: handler}, nil
 }
 
 // vars is what /debug/vars shows under "listen".
 func (s *server) vars() any {
 	return map[string]any{
 		"hub":        s.hub.Stats(),
-		"http":       s.listen.Stats(),
+		"http":       s.handler.Listen().Stats(),
+		"gosdk":      s.handler.Bridge().Stats(),
 		"goroutines": runtime.NumGoroutine(),
 	}
 }

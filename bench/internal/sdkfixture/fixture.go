@@ -35,12 +35,6 @@ type Options struct {
 	// Name and Version name the server (serverInfo).
 	Name, Version string
 	Logger        *slog.Logger
-	// ToolsChanged and PromptsChanged, if set, run after the trigger tools
-	// changed the tool or prompt list (the go-sdk server itself also changed).
-	ToolsChanged, PromptsChanged func()
-	// ResourceUpdated is what trigger_resource_update calls. Nil means the
-	// go-sdk server's own ResourceUpdated.
-	ResourceUpdated func(ctx context.Context, uri string) error
 }
 
 // Capabilities is what the server declares: every list change and resource
@@ -117,9 +111,6 @@ func New(opts Options) *mcp.Server {
 			} else {
 				server.RemoveTools(dummyToolName)
 			}
-			if opts.ToolsChanged != nil {
-				opts.ToolsChanged()
-			}
 			return text(fmt.Sprintf("%s present: %v", dummyToolName, dummyTool)), nil, nil
 		})
 
@@ -138,9 +129,6 @@ func New(opts Options) *mcp.Server {
 			} else {
 				server.RemovePrompts(dummyPromptName)
 			}
-			if opts.PromptsChanged != nil {
-				opts.PromptsChanged()
-			}
 			return text(fmt.Sprintf("%s present: %v", dummyPromptName, dummyPrompt)), nil, nil
 		})
 
@@ -152,13 +140,7 @@ func New(opts Options) *mcp.Server {
 			if in.URI == "" {
 				in.URI = ReadmeURI
 			}
-			update := opts.ResourceUpdated
-			if update == nil {
-				update = func(ctx context.Context, uri string) error {
-					return server.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri})
-				}
-			}
-			if err := update(ctx, in.URI); err != nil {
+			if err := server.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: in.URI}); err != nil {
 				return nil, nil, err
 			}
 			return text("updated " + in.URI), nil, nil
@@ -195,27 +177,4 @@ func New(opts Options) *mcp.Server {
 
 func text(s string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
-}
-
-// DiscoverCapabilities returns, as JSON, exactly the capabilities object that
-// server advertises in server/discover, by running server/discover over an
-// in-memory transport (go-sdk v1.8.0 has no exported Server.Capabilities).
-func DiscoverCapabilities(ctx context.Context, server *mcp.Server) ([]byte, error) {
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := server.Connect(ctx, st, nil)
-	if err != nil {
-		return nil, err
-	}
-	defer ss.Close()
-	client := mcp.NewClient(&mcp.Implementation{Name: "caps-probe", Version: "0"}, nil)
-	cs, err := client.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
-	if err != nil {
-		return nil, err
-	}
-	defer cs.Close()
-	res := cs.InitializeResult()
-	if res.ProtocolVersion != "2026-07-28" {
-		return nil, fmt.Errorf("negotiated %s, not 2026-07-28", res.ProtocolVersion)
-	}
-	return json.Marshal(res.Capabilities)
 }

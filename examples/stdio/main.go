@@ -1,0 +1,67 @@
+// Command stdio is the example server of examples/server over standard
+// input and output: the official go-sdk (v1.8.0) serves server/discover,
+// tools, prompts and resources, and this library serves
+// subscriptions/listen (many listens on the one connection, each cancelled
+// on its own) from a hub, with every change the go-sdk server notifies
+// republished to the listens that asked for it (gosdk.Run).
+//
+//	go run ./examples/stdio
+//
+// It offers the same tools: test_trigger_tool_change and
+// test_trigger_prompt_change change the go-sdk server's tool and prompt
+// lists, trigger_resource_update {"uri": ...} calls its
+// Server.ResourceUpdated; none of them calls this library. It logs every
+// listen opened and closed and every republished change with log/slog on
+// standard error (standard output carries the protocol only). It ends at
+// the end of its input, or drains on SIGINT or SIGTERM.
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/examples/internal/fixture"
+	"github.com/mcplisten/listen/gosdk"
+	"github.com/mcplisten/listen/hub"
+	"github.com/mcplisten/listen/stdio"
+)
+
+func main() {
+	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	server := fixture.New(fixture.Options{
+		Name:    "mcplisten-example",
+		Version: "0.1.0",
+		Logger:  slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	err := gosdk.Run(ctx, server, gosdk.StdioOptions{
+		Options: gosdk.Options{
+			Logger: logger,
+			OnRepublish: func(method, uri string, r hub.Report) {
+				logger.Info("publish", "method", method, "uri", uri, "matched", r.Matched,
+					"delivered", r.Delivered, "buffered", r.Buffered, "dropped", r.Dropped)
+			},
+		},
+		Stdio: stdio.Options{
+			Logger: logger,
+			OnOpen: func(sub *listen.Subscription) {
+				b, _ := sub.Accepted().MarshalJSON()
+				logger.Info("listen opened", "id", sub.ID().Raw(), "accepted", string(b))
+			},
+			OnClose: func(sub *listen.Subscription, reason error) {
+				logger.Info("listen closed", "id", sub.ID().Raw(), "reason", listen.Classify(reason), "detail", reason)
+			},
+		},
+	})
+	if err != nil && ctx.Err() == nil {
+		logger.Error("stdio server stopped", "err", err)
+		os.Exit(1)
+	}
+	logger.Info("stopped")
+}

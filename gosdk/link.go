@@ -1,0 +1,179 @@
+package gosdk
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	sdkjsonrpc "github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcplisten/listen/jsonrpc"
+)
+
+// link is an in-process client end of one go-sdk server session: both the
+// mcp.Transport given to Server.Connect and the mcp.Connection it returns.
+// Messages cross it as values (no encoding, no pipe): the session's reader
+// goroutine takes requests from toServer, and the server's writes (answers
+// and notifications) arrive in Write, on whichever goroutine sends them.
+//
+// Notifications the server sends are handed to notify synchronously, on the
+// server's sending goroutine (for a list change, the go-sdk's debounce
+// timer; for Server.ResourceUpdated, the caller's goroutine): notify must
+// not block.
+//
+// A link starts no goroutine of its own but one per request the server sends
+// it (a keep-alive ping), which ends once the answer is taken or the link is
+// closed. Close is idempotent; the server session's Close closes it too.
+type link struct {
+	notify func(method string, params json.RawMessage)
+
+	toServer chan sdkjsonrpc.Message
+	done     chan struct{}
+	once     sync.Once
+
+	mu      sync.Mutex
+	nextID  int64
+	pending map[sdkjsonrpc.ID]chan *sdkjsonrpc.Response
+}
+
+var errLinkClosed = errors.New("gosdk: in-process session closed")
+
+func newLink(notify func(method string, params json.RawMessage)) *link {
+	if notify == nil {
+		notify = func(string, json.RawMessage) {}
+	}
+	return &link{
+		notify:   notify,
+		toServer: make(chan sdkjsonrpc.Message),
+		done:     make(chan struct{}),
+		pending:  make(map[sdkjsonrpc.ID]chan *sdkjsonrpc.Response),
+	}
+}
+
+// Connect implements mcp.Transport.
+func (l *link) Connect(context.Context) (mcp.Connection, error) { return l, nil }
+
+// Read implements mcp.Connection: the next request for the server.
+func (l *link) Read(ctx context.Context) (sdkjsonrpc.Message, error) {
+	select {
+	case m := <-l.toServer:
+		return m, nil
+	case <-l.done:
+		return nil, io.EOF
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Write implements mcp.Connection: a message from the server. It never
+// blocks on the link.
+func (l *link) Write(_ context.Context, msg sdkjsonrpc.Message) error {
+	select {
+	case <-l.done:
+		return errLinkClosed
+	default:
+	}
+	switch m := msg.(type) {
+	case *sdkjsonrpc.Response:
+		l.mu.Lock()
+		ch := l.pending[m.ID]
+		delete(l.pending, m.ID)
+		l.mu.Unlock()
+		if ch != nil {
+			ch <- m // buffered: one answer per call
+		}
+	case *sdkjsonrpc.Request:
+		if !m.IsCall() {
+			l.notify(m.Method, m.Params)
+			return nil
+		}
+		// A request from the server (a keep-alive ping; this client
+		// offers nothing else). Answered from a goroutine of its own: the
+		// session's reader might be the one writing.
+		var resp *sdkjsonrpc.Response
+		if m.Method == "ping" {
+			resp = &sdkjsonrpc.Response{ID: m.ID, Result: json.RawMessage("{}")}
+		} else {
+			resp = &sdkjsonrpc.Response{ID: m.ID, Error: &sdkjsonrpc.Error{Code: sdkjsonrpc.CodeMethodNotFound, Message: "method not found: " + m.Method}}
+		}
+		go func() {
+			select {
+			case l.toServer <- resp:
+			case <-l.done:
+			}
+		}()
+	}
+	return nil
+}
+
+// Close implements mcp.Connection. It fails every call in flight.
+func (l *link) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+// SessionID implements mcp.Connection.
+func (l *link) SessionID() string { return "" }
+
+// call sends a request to the server and waits for its answer. A JSON-RPC
+// error from the server is returned as a *jsonrpc.Error with its code,
+// message and data.
+func (l *link) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return nil, err
+	}
+	ch := make(chan *sdkjsonrpc.Response, 1)
+	l.mu.Lock()
+	l.nextID++
+	id, err := sdkjsonrpc.MakeID(float64(l.nextID))
+	if err != nil {
+		l.mu.Unlock()
+		return nil, err
+	}
+	l.pending[id] = ch
+	l.mu.Unlock()
+	forget := func() {
+		l.mu.Lock()
+		delete(l.pending, id)
+		l.mu.Unlock()
+	}
+	select {
+	case l.toServer <- &sdkjsonrpc.Request{ID: id, Method: method, Params: raw}:
+	case <-l.done:
+		forget()
+		return nil, errLinkClosed
+	case <-ctx.Done():
+		forget()
+		return nil, ctx.Err()
+	}
+	select {
+	case r := <-ch:
+		if r.Error != nil {
+			return nil, wireError(method, r.Error)
+		}
+		return r.Result, nil
+	case <-l.done:
+		forget()
+		return nil, errLinkClosed
+	case <-ctx.Done():
+		forget()
+		return nil, ctx.Err()
+	}
+}
+
+// wireError turns the go-sdk's answer error into this library's wire error,
+// keeping its code, message and data.
+func wireError(method string, err error) error {
+	var we *sdkjsonrpc.Error
+	if errors.As(err, &we) {
+		e := jsonrpc.NewError(int(we.Code), we.Message)
+		e.Data = we.Data
+		return e.WithCause(fmt.Errorf("gosdk: %s: %w", method, err))
+	}
+	return fmt.Errorf("gosdk: %s: %w", method, err)
+}

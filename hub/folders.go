@@ -1,0 +1,183 @@
+package hub
+
+import (
+	"runtime/debug"
+	"slices"
+	"time"
+
+	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/internal/resuri"
+)
+
+// This file holds the folder index: the listeners opened with
+// listen.Options.SubResources, whose URIs cover their sub-resources (the
+// rule is in the listen package documentation, Sub-resources).
+//
+// Hub.folders maps the normal form (resuri.Canonical) of each URI of a
+// folder listener to its listeners. Under the built-in rule the URIs that
+// cover an update are its own normal form and its folders (resuri.Folders:
+// the prefixes of its path at '/' boundaries), so Publish looks up at most
+// 2 x (path depth) + 2 entries, whatever the number of listeners. Those
+// URIs form a chain (each covers the longer ones), and a listener is
+// indexed only under its URIs that no other of its URIs covers (coverKeys),
+// so it sits in at most one of the sets an update selects: no listener
+// receives an update twice, with no deduplication at publish time. A custom
+// Options.ResourceFolders gives no such guarantee: those targets are
+// deduplicated.
+
+// stackSets is how many folder sets Publish collects without allocating:
+// enough for a path of depth 14.
+const stackSets = 32
+
+// coverKeys returns the normal forms of the listener's URIs, without
+// duplicates, leaving out (when reduce is set: the built-in rule) those
+// another of them covers.
+func coverKeys(uris uriList, reduce bool) []string {
+	keys := make([]string, 0, uris.len())
+	uris.each(func(u string) { keys = append(keys, resuri.Canonical(u)) })
+	keys = dedupe(keys)
+	if !reduce || len(keys) < 2 {
+		return keys
+	}
+	set := make(map[string]struct{}, len(keys))
+	for _, k := range keys {
+		set[k] = struct{}{}
+	}
+	out := keys[:0]
+	for _, k := range keys {
+		covered := false
+		resuri.Folders(k, func(f string) bool {
+			_, covered = set[f]
+			return !covered
+		})
+		if !covered {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// publishFolders is Publish of a resource update while folder listeners
+// are open: the listeners watching its URI exactly, plus the folder
+// listeners one of whose URIs covers it.
+func (h *Hub) publishFolders(ev listen.Event, start time.Time) (Report, error) {
+	c := resuri.Canonical(ev.URI)
+	// A custom rule runs before the lock: it is the application's code.
+	var custom []string
+	claimed := false
+	if h.folderFn != nil {
+		fs, ok, err := callFolders(h.folderFn, ev.URI)
+		if err != nil {
+			return Report{}, err
+		}
+		if ok {
+			claimed = true
+			custom = make([]string, len(fs))
+			for i, f := range fs {
+				custom[i] = resuri.Canonical(f)
+			}
+		}
+	}
+
+	var stack [stackSets]*set
+	sets := stack[:0]
+	h.mu.RLock()
+	if s := h.uris[ev.URI]; s != nil {
+		sets = append(sets, s)
+	}
+	exact := len(sets)
+	if s := h.folders[c]; s != nil {
+		sets = append(sets, s)
+	}
+	if claimed {
+		for _, f := range custom {
+			if s := h.folders[f]; s != nil {
+				sets = append(sets, s)
+			}
+		}
+	} else {
+		resuri.Folders(c, func(f string) bool {
+			if s := h.folders[f]; s != nil {
+				sets = append(sets, s)
+			}
+			return true
+		})
+	}
+	n := 0
+	for _, s := range sets {
+		n += len(s.items)
+	}
+	var targets []*listener
+	var pooled *[]*listener
+	if n > 0 {
+		pooled = targetPool.Get().(*[]*listener)
+		targets = slices.Grow((*pooled)[:0], n)
+		for _, s := range sets {
+			for _, m := range s.items {
+				targets = append(targets, m.l)
+			}
+		}
+	}
+	h.mu.RUnlock()
+
+	if h.folderFn != nil && len(sets)-exact > 1 {
+		targets = dedupeListeners(targets)
+	}
+	r := h.offer(ev, targets)
+	if pooled != nil {
+		clear(targets)
+		*pooled = targets[:0]
+		targetPool.Put(pooled)
+	}
+	h.published(ev, r, start)
+	return r, nil
+}
+
+// callFolders runs Options.ResourceFolders, turning its panic into a
+// *listen.PanicError.
+func callFolders(f func(string) ([]string, bool), uri string) (fs []string, ok bool, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			fs, ok = nil, false
+			err = &listen.PanicError{Op: "hub.Options.ResourceFolders", Value: v, Stack: debug.Stack()}
+		}
+	}()
+	fs, ok = f(uri)
+	return fs, ok, nil
+}
+
+// dedupe removes repeated strings, keeping the first of each.
+func dedupe(keys []string) []string {
+	if len(keys) <= 16 {
+		out := keys[:0]
+		for _, k := range keys {
+			if !slices.Contains(out, k) {
+				out = append(out, k)
+			}
+		}
+		return out
+	}
+	seen := make(map[string]struct{}, len(keys))
+	out := keys[:0]
+	for _, k := range keys {
+		if _, dup := seen[k]; !dup {
+			seen[k] = struct{}{}
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// dedupeListeners removes repeated listeners, keeping the first of each.
+func dedupeListeners(ls []*listener) []*listener {
+	seen := make(map[*listener]struct{}, len(ls))
+	out := ls[:0]
+	for _, l := range ls {
+		if _, dup := seen[l]; !dup {
+			seen[l] = struct{}{}
+			out = append(out, l)
+		}
+	}
+	clear(ls[len(out):])
+	return out
+}

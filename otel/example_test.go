@@ -1,0 +1,49 @@
+package otel_test
+
+import (
+	"context"
+	"fmt"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/hub"
+	listenotel "github.com/mcplisten/listen/otel"
+)
+
+// A hub's publications and overflows, read back with the SDK's manual
+// reader. A server also wires its transport (InstrumentHTTP,
+// InstrumentStdio) and serves m.Source(h) instead of h.
+func Example() {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer mp.Shutdown(context.Background())
+	m, err := listenotel.New(listenotel.Options{MeterProvider: mp})
+	if err != nil {
+		panic(err)
+	}
+	h, _ := hub.New(hub.Options{MaxBuffer: 1, Hooks: m.HubHooks(nil)})
+
+	// One listener that never pulls: its queue holds one event.
+	_, st, _ := h.Open(context.Background(), nil, listen.Filter{listen.KeyToolsListChanged: true})
+	defer st.Close(nil)
+	h.ToolsListChanged()
+	h.ToolsListChanged() // overflows the queue
+	h.PromptsListChanged()
+
+	var rm metricdata.ResourceMetrics
+	_ = reader.Collect(context.Background(), &rm)
+	for _, m := range rm.ScopeMetrics[0].Metrics {
+		if sum, ok := m.Data.(metricdata.Sum[int64]); ok {
+			for _, p := range sum.DataPoints {
+				kind, _ := p.Attributes.Value(listenotel.AttrNotificationKind)
+				fmt.Printf("%s %s %s: %d\n", m.Name, m.Unit, kind.AsString(), p.Value)
+			}
+		}
+	}
+	// Unordered output:
+	// mcp.listen.notifications.published {notification} tools_list_changed: 2
+	// mcp.listen.notifications.published {notification} prompts_list_changed: 1
+	// mcp.listen.notifications.dropped {notification} tools_list_changed: 1
+}

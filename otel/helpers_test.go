@@ -1,0 +1,129 @@
+package otel_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	listenotel "github.com/mcplisten/listen/otel"
+)
+
+// newMetrics returns Metrics on an SDK provider read by a manual reader.
+func newMetrics(t testing.TB) (*listenotel.Metrics, *sdkmetric.ManualReader) {
+	t.Helper()
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	m, err := listenotel.New(listenotel.Options{MeterProvider: mp})
+	require.NoError(t, err)
+	require.True(t, m.Enabled())
+	return m, reader
+}
+
+// series reads every data point of the package's scope: counters and
+// up-down counters as "name{attrs}" -> value, histograms as
+// "name{attrs}" -> count.
+func series(t testing.TB, reader *sdkmetric.ManualReader) map[string]int64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, reader.Collect(context.Background(), &rm))
+	out := map[string]int64{}
+	key := func(name string, set attribute.Set) string {
+		return fmt.Sprintf("%s{%s}", name, set.Encoded(attribute.DefaultEncoder()))
+	}
+	for _, sm := range rm.ScopeMetrics {
+		require.Equal(t, listenotel.ScopeName, sm.Scope.Name)
+		for _, m := range sm.Metrics {
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				for _, p := range d.DataPoints {
+					out[key(m.Name, p.Attributes)] = p.Value
+				}
+			case metricdata.Histogram[float64]:
+				for _, p := range d.DataPoints {
+					out[key(m.Name, p.Attributes)] = int64(p.Count)
+				}
+			default:
+				t.Fatalf("%s: unexpected data %T", m.Name, m.Data)
+			}
+		}
+	}
+	return out
+}
+
+// histogram returns the one data point of a histogram with the given
+// attributes.
+func histogram(t testing.TB, reader *sdkmetric.ManualReader, name string, attrs ...attribute.KeyValue) metricdata.HistogramDataPoint[float64] {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, reader.Collect(context.Background(), &rm))
+	want := attribute.NewSet(attrs...)
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name != name {
+				continue
+			}
+			require.Equal(t, "s", m.Unit)
+			for _, p := range m.Data.(metricdata.Histogram[float64]).DataPoints {
+				if p.Attributes.Equals(&want) {
+					return p
+				}
+			}
+		}
+	}
+	t.Fatalf("no %s%v", name, attrs)
+	return metricdata.HistogramDataPoint[float64]{}
+}
+
+// pipeListener is an in-memory net.Listener of net.Pipe connections, so
+// that an HTTP server and its clients run inside a synctest bubble. A pipe
+// has no buffer: a client that does not read stalls the server's next
+// write.
+type pipeListener struct {
+	conns  chan net.Conn
+	closed chan struct{}
+	once   sync.Once
+}
+
+func newPipeListener() *pipeListener {
+	return &pipeListener{conns: make(chan net.Conn), closed: make(chan struct{})}
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *pipeListener) Close() error {
+	l.once.Do(func() { close(l.closed) })
+	return nil
+}
+
+func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
+
+// dial connects a new client end.
+func (l *pipeListener) dial(context.Context, string, string) (net.Conn, error) {
+	client, server := net.Pipe()
+	select {
+	case l.conns <- server:
+		return client, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+type pipeAddr struct{}
+
+func (pipeAddr) Network() string { return "pipe" }
+func (pipeAddr) String() string  { return "pipe" }

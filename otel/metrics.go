@@ -1,0 +1,189 @@
+package otel
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
+
+	"github.com/mcplisten/listen"
+)
+
+// ScopeName is the instrumentation scope (the meter's name) of every
+// instrument of this package.
+const ScopeName = "github.com/mcplisten/listen/otel"
+
+// Attribute keys. Their values come from small fixed sets (see the package
+// documentation): never a URI, a request id or a principal.
+const (
+	// AttrTransport is the transport kind: "streamable_http", "stdio", or
+	// the Kind of another transport's listen.Transport.
+	AttrTransport = attribute.Key("mcp.listen.transport")
+	// AttrNotificationKind is the event kind (listen.Kind.String):
+	// "tools_list_changed", "prompts_list_changed",
+	// "resources_list_changed", "resource_updated" or "extension".
+	AttrNotificationKind = attribute.Key("mcp.listen.notification.kind")
+	// AttrCloseReason is a stream's close reason class (ReasonClass).
+	AttrCloseReason = attribute.Key("mcp.listen.close.reason")
+	// AttrRefusalCause is why a listen was refused (RefusalCause).
+	AttrRefusalCause = attribute.Key("mcp.listen.refusal.cause")
+)
+
+// Options configure New.
+type Options struct {
+	// MeterProvider provides the meter of every instrument. Nil (or a
+	// go.opentelemetry.io/otel/metric/noop provider) disables the package:
+	// New returns Metrics whose hooks are the ones given, unchanged, so
+	// nothing is measured and nothing costs anything. Pass
+	// otel.GetMeterProvider() for the global provider.
+	MeterProvider metric.MeterProvider
+	// FanoutBuckets are the bucket boundaries, in seconds, advised for the
+	// mcp.listen.fanout.duration histogram. Nil means DefaultFanoutBuckets.
+	// A View of the SDK still overrides them.
+	FanoutBuckets []float64
+}
+
+// DefaultFanoutBuckets are the default boundaries of the fan-out duration
+// histogram, in seconds: from 10 µs (a few listeners) to 1 s (tens of
+// thousands of listeners on a loaded machine).
+var DefaultFanoutBuckets = []float64{
+	0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005,
+	0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
+}
+
+// Metrics holds the instruments and hands out the hooks that feed them:
+// HubHooks for a hub.Hub, Source for the delivered notifications,
+// InstrumentHTTP and InstrumentStdio for the transports, Transport for any
+// other transport. Create it with New. All its methods are safe for
+// concurrent use, and a nil *Metrics is valid and disabled.
+type Metrics struct {
+	streamsOpen   metric.Int64UpDownCounter
+	streamsOpened metric.Int64Counter
+	streamsClosed metric.Int64Counter
+	writeTimeouts metric.Int64Counter
+	refused       metric.Int64Counter
+	keepAlives    metric.Int64Counter
+	published     metric.Int64Counter
+	delivered     metric.Int64Counter
+	dropped       metric.Int64Counter
+	fanout        metric.Float64Histogram
+
+	// byKind are the attribute options of each listen.Kind (index 0 is
+	// "invalid"), computed once.
+	byKind    [numKinds][]metric.AddOption
+	recByKind [numKinds][]metric.RecordOption
+
+	provider metric.MeterProvider
+
+	mu         sync.RWMutex
+	transports map[string]*Transport
+}
+
+// numKinds is the number of listen.Kind values, the invalid zero included.
+const numKinds = int(listen.KindExtension) + 1
+
+// kindIndex maps k to its slot in the per-kind tables (0 for an invalid
+// kind).
+func kindIndex(k listen.Kind) int {
+	if int(k) >= numKinds {
+		return 0
+	}
+	return int(k)
+}
+
+// New creates the instruments on opts.MeterProvider's meter (ScopeName). It
+// fails only if the provider refuses an instrument; the Metrics returned
+// then still records on the instruments that were created. With no
+// provider it returns disabled Metrics (see Options.MeterProvider) and no
+// error.
+func New(opts Options) (*Metrics, error) {
+	mp := opts.MeterProvider
+	if mp == nil {
+		return nil, nil
+	}
+	if _, ok := mp.(noop.MeterProvider); ok {
+		return nil, nil
+	}
+	meter := mp.Meter(ScopeName)
+	buckets := opts.FanoutBuckets
+	if buckets == nil {
+		buckets = DefaultFanoutBuckets
+	}
+
+	m := &Metrics{provider: mp, transports: make(map[string]*Transport)}
+	var errs []error
+	counter := func(name, unit, desc string) metric.Int64Counter {
+		c, err := meter.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		errs = append(errs, err)
+		return c
+	}
+	var err error
+	m.streamsOpen, err = meter.Int64UpDownCounter("mcp.listen.streams.open",
+		metric.WithUnit("{stream}"), metric.WithDescription("Listen streams open now."))
+	errs = append(errs, err)
+	m.streamsOpened = counter("mcp.listen.streams.opened", "{stream}",
+		"Listen streams opened (acknowledged).")
+	m.streamsClosed = counter("mcp.listen.streams.closed", "{stream}",
+		"Listen streams closed, by close reason class.")
+	m.writeTimeouts = counter("mcp.listen.streams.write_timeouts", "{stream}",
+		"Listen streams cut because a write missed the write deadline (a client that stopped reading).")
+	m.refused = counter("mcp.listen.requests.refused", "{request}",
+		"Listen requests answered with an error instead of a stream, by cause.")
+	m.keepAlives = counter("mcp.listen.keepalives.sent", "{keepalive}",
+		"Keep-alives written to idle listen streams.")
+	m.published = counter("mcp.listen.notifications.published", "{notification}",
+		"Events published to a hub, by kind.")
+	m.delivered = counter("mcp.listen.notifications.delivered", "{notification}",
+		"Notifications written to listen streams, by transport and kind.")
+	m.dropped = counter("mcp.listen.notifications.dropped", "{notification}",
+		"Events dropped by full listener queues of a hub, by kind.")
+	m.fanout, err = meter.Float64Histogram("mcp.listen.fanout.duration",
+		metric.WithUnit("s"), metric.WithDescription("Duration of a hub publication's fan-out to its listeners."),
+		metric.WithExplicitBucketBoundaries(buckets...))
+	errs = append(errs, err)
+
+	for i := range numKinds {
+		set := attribute.NewSet(AttrNotificationKind.String(listen.Kind(i).String()))
+		m.byKind[i] = []metric.AddOption{metric.WithAttributeSet(set)}
+		m.recByKind[i] = []metric.RecordOption{metric.WithAttributeSet(set)}
+	}
+	m.ensureNoNil()
+	return m, errors.Join(errs...)
+}
+
+// ensureNoNil replaces an instrument the provider failed to create (the
+// API returns nil with the error in that case only if the provider is
+// broken) by a no-op one, so that recording never panics.
+func (m *Metrics) ensureNoNil() {
+	nm := noop.Meter{}
+	if m.streamsOpen == nil {
+		m.streamsOpen, _ = nm.Int64UpDownCounter("")
+	}
+	for _, c := range []*metric.Int64Counter{&m.streamsOpened, &m.streamsClosed, &m.writeTimeouts,
+		&m.refused, &m.keepAlives, &m.published, &m.delivered, &m.dropped} {
+		if *c == nil {
+			*c, _ = nm.Int64Counter("")
+		}
+	}
+	if m.fanout == nil {
+		m.fanout, _ = nm.Float64Histogram("")
+	}
+}
+
+// Enabled reports whether m records anything (it was created with a meter
+// provider).
+func (m *Metrics) Enabled() bool { return m != nil }
+
+// MeterProvider returns the provider m records on (nil when m is disabled).
+func (m *Metrics) MeterProvider() metric.MeterProvider {
+	if m == nil {
+		return nil
+	}
+	return m.provider
+}
+
+// ctx is the context of every measurement: hooks carry none.
+var ctx = context.Background()

@@ -1,0 +1,280 @@
+package otel
+
+import (
+	"errors"
+	"net/http"
+	"os"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/stdio"
+	"github.com/mcplisten/listen/streamhttp"
+)
+
+// Close reason classes (the values of AttrCloseReason): those of
+// listen.Classify, with the server's drain (listen.ErrShutdown) apart.
+const (
+	ClassComplete     = listen.ClassComplete
+	ClassCancelled    = listen.ClassCancelled
+	ClassDisconnected = listen.ClassDisconnected
+	ClassError        = listen.ClassError
+	ClassShutdown     = "shutdown"
+	ClassOther        = listen.ClassOther
+)
+
+var classes = [...]string{ClassComplete, ClassCancelled, ClassDisconnected, ClassError, ClassShutdown, ClassOther}
+
+// ReasonClass sorts a close reason into one of the Class constants:
+// listen.Classify, except that a reason matching listen.ErrShutdown (a
+// graceful drain whose completion result was written) is ClassShutdown
+// instead of ClassOther.
+func ReasonClass(reason error) string {
+	if errors.Is(reason, listen.ErrShutdown) {
+		return ClassShutdown
+	}
+	return listen.Classify(reason)
+}
+
+func classIndex(reason error) int {
+	switch ReasonClass(reason) {
+	case ClassComplete:
+		return 0
+	case ClassCancelled:
+		return 1
+	case ClassDisconnected:
+		return 2
+	case ClassError:
+		return 3
+	case ClassShutdown:
+		return 4
+	}
+	return 5
+}
+
+// Refusal causes (the values of AttrRefusalCause).
+const (
+	// CauseCapacity: the transport was at its stream limit
+	// (jsonrpc.MsgCapacityExhausted, listen.ErrOverloaded).
+	CauseCapacity = "capacity"
+	// CauseShutdown: the transport was draining.
+	CauseShutdown = "shutdown"
+	// CauseAuth: Authenticate or CheckOrigin refused the request
+	// (streamhttp.MsgUnauthorized, streamhttp.MsgForbidden,
+	// *streamhttp.AuthError).
+	CauseAuth = "auth"
+	// CauseValidation: the request itself was wrong (parse, method, params,
+	// headers, protocol version, body size, a duplicate id: every error
+	// but -32603).
+	CauseValidation = "validation"
+	// CauseError: the server failed to open the listen (any other -32603,
+	// such as "Subscription source failed to open").
+	CauseError = "error"
+)
+
+var causes = [...]string{CauseCapacity, CauseShutdown, CauseAuth, CauseValidation, CauseError}
+
+// RefusalCause sorts the error a listen was refused with (the error given
+// to streamhttp's OnError or stdio's OnListenError) into one of the Cause
+// constants.
+func RefusalCause(err error) string { return causes[causeIndex(err)] }
+
+func causeIndex(err error) int {
+	var we *jsonrpc.Error
+	var ae *streamhttp.AuthError
+	switch {
+	case errors.Is(err, listen.ErrOverloaded):
+		return 0
+	case errors.Is(err, listen.ErrShutdown):
+		return 1
+	case errors.As(err, &ae):
+		return 2
+	case errors.As(err, &we):
+		switch {
+		case we.Message == jsonrpc.MsgCapacityExhausted:
+			return 0
+		case we.Message == streamhttp.MsgShuttingDown:
+			return 1
+		case we.Message == streamhttp.MsgUnauthorized, we.Message == streamhttp.MsgForbidden:
+			return 2
+		case we.Code != jsonrpc.CodeInternalError:
+			return 3
+		}
+	}
+	return 4
+}
+
+// cutByDeadline reports whether a close reason is a stream cut because a
+// write missed its deadline: Disconnected with os.ErrDeadlineExceeded
+// (streamhttp) or stdio.ErrWriteTimeout as its cause.
+func cutByDeadline(reason error) bool {
+	return errors.Is(reason, listen.ErrDisconnected) &&
+		(errors.Is(reason, os.ErrDeadlineExceeded) || errors.Is(reason, stdio.ErrWriteTimeout))
+}
+
+// Transport records the stream instruments of one transport kind. Its
+// methods fit the hooks of a transport (OnOpen, OnClose, a refusal, a
+// keep-alive); InstrumentHTTP and InstrumentStdio wire them. A nil
+// *Transport (from disabled Metrics) records nothing.
+type Transport struct {
+	m         *Metrics
+	kind      string
+	one       []metric.AddOption
+	closed    [len(classes)][]metric.AddOption
+	refused   [len(causes)][]metric.AddOption
+	delivered [numKinds][]metric.AddOption
+}
+
+// Transport returns the recorder of the transport kind (the
+// listen.Transport.Kind of its requests, such as streamhttp.TransportKind),
+// or nil when m is disabled. Use it to instrument a transport of your own;
+// the same kind always gives the same *Transport.
+func (m *Metrics) Transport(kind string) *Transport {
+	if m == nil {
+		return nil
+	}
+	m.mu.RLock()
+	t := m.transports[kind]
+	m.mu.RUnlock()
+	if t != nil {
+		return t
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if t := m.transports[kind]; t != nil {
+		return t
+	}
+	t = &Transport{m: m, kind: kind}
+	tr := AttrTransport.String(kind)
+	t.one = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(tr))}
+	for i, c := range classes {
+		t.closed[i] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(tr, AttrCloseReason.String(c)))}
+	}
+	for i, c := range causes {
+		t.refused[i] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(tr, AttrRefusalCause.String(c)))}
+	}
+	for i := range numKinds {
+		t.delivered[i] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(tr,
+			AttrNotificationKind.String(listen.Kind(i).String())))}
+	}
+	m.transports[kind] = t
+	return t
+}
+
+// Kind returns the transport kind t records ("" for nil).
+func (t *Transport) Kind() string {
+	if t == nil {
+		return ""
+	}
+	return t.kind
+}
+
+// OnOpen records an opened stream: mcp.listen.streams.open +1,
+// mcp.listen.streams.opened +1.
+func (t *Transport) OnOpen(*listen.Subscription) {
+	if t == nil {
+		return
+	}
+	t.m.streamsOpen.Add(ctx, 1, t.one...)
+	t.m.streamsOpened.Add(ctx, 1, t.one...)
+}
+
+// OnClose records a closed stream with its reason: mcp.listen.streams.open
+// -1, mcp.listen.streams.closed +1 with the reason's class, and
+// mcp.listen.streams.write_timeouts +1 when a write deadline cut it.
+func (t *Transport) OnClose(_ *listen.Subscription, reason error) {
+	if t == nil {
+		return
+	}
+	t.m.streamsOpen.Add(ctx, -1, t.one...)
+	t.m.streamsClosed.Add(ctx, 1, t.closed[classIndex(reason)]...)
+	if cutByDeadline(reason) {
+		t.m.writeTimeouts.Add(ctx, 1, t.one...)
+	}
+}
+
+// OnRefuse records a listen answered with err instead of a stream:
+// mcp.listen.requests.refused +1 with RefusalCause(err).
+func (t *Transport) OnRefuse(err error) {
+	if t == nil {
+		return
+	}
+	t.m.refused.Add(ctx, 1, t.refused[causeIndex(err)]...)
+}
+
+// OnKeepAlive records a keep-alive written: mcp.listen.keepalives.sent +1.
+func (t *Transport) OnKeepAlive(*listen.Subscription) {
+	if t == nil {
+		return
+	}
+	t.m.keepAlives.Add(ctx, 1, t.one...)
+}
+
+// InstrumentHTTP sets opts' OnOpen, OnClose, OnError and OnKeepAlive to
+// record on m (transport "streamable_http"), each calling the hook that
+// was set before, after recording. Call it before streamhttp.New, which
+// copies the options. A nil or disabled m leaves opts unchanged.
+func (m *Metrics) InstrumentHTTP(opts *streamhttp.Options) {
+	if m == nil || opts == nil {
+		return
+	}
+	t := m.Transport(streamhttp.TransportKind)
+	onOpen, onClose, onError, onKeepAlive := opts.OnOpen, opts.OnClose, opts.OnError, opts.OnKeepAlive
+	opts.OnOpen = func(sub *listen.Subscription) {
+		t.OnOpen(sub)
+		if onOpen != nil {
+			onOpen(sub)
+		}
+	}
+	opts.OnClose = func(sub *listen.Subscription, reason error) {
+		t.OnClose(sub, reason)
+		if onClose != nil {
+			onClose(sub, reason)
+		}
+	}
+	opts.OnError = func(r *http.Request, status int, err error) {
+		t.OnRefuse(err)
+		if onError != nil {
+			onError(r, status, err)
+		}
+	}
+	opts.OnKeepAlive = func(sub *listen.Subscription) {
+		t.OnKeepAlive(sub)
+		if onKeepAlive != nil {
+			onKeepAlive(sub)
+		}
+	}
+}
+
+// InstrumentStdio sets opts' OnOpen, OnClose and OnListenError to record on
+// m (transport "stdio"), each calling the hook that was set before, after
+// recording. Call it before stdio.New, which copies the options. A
+// nil or disabled m leaves opts unchanged. (The stdio transport sends no
+// keep-alives.)
+func (m *Metrics) InstrumentStdio(opts *stdio.Options) {
+	if m == nil || opts == nil {
+		return
+	}
+	t := m.Transport(stdio.TransportKind)
+	onOpen, onClose, onListenError := opts.OnOpen, opts.OnClose, opts.OnListenError
+	opts.OnOpen = func(sub *listen.Subscription) {
+		t.OnOpen(sub)
+		if onOpen != nil {
+			onOpen(sub)
+		}
+	}
+	opts.OnClose = func(sub *listen.Subscription, reason error) {
+		t.OnClose(sub, reason)
+		if onClose != nil {
+			onClose(sub, reason)
+		}
+	}
+	opts.OnListenError = func(err error) {
+		t.OnRefuse(err)
+		if onListenError != nil {
+			onListenError(err)
+		}
+	}
+}

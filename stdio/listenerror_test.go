@@ -1,0 +1,81 @@
+package stdio_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/stdio"
+)
+
+// OnListenError sees every listen answered with an error instead of a
+// stream, with the error sent, and nothing else: not a refused request of
+// another method, not a listen that opened. A panic in it is contained.
+func TestOnListenError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		errs := make(chan error, 16)
+		src := newTestSource()
+		src.openHook = func(_ context.Context, req *listen.Request) error {
+			if req.ID.Raw() == `"fails"` {
+				return errors.New("database down")
+			}
+			return nil
+		}
+		h := start(t, t.Context(), src, &stdio.Options{
+			MaxSubscriptions: 1,
+			OnListenError: func(err error) {
+				errs <- err
+				panic("a hook bug is contained")
+			},
+		})
+		next := func(code int, message string) error {
+			t.Helper()
+			err := <-errs
+			var we *jsonrpc.Error
+			require.ErrorAs(t, err, &we)
+			require.Equal(t, code, we.Code)
+			require.Equal(t, message, we.Message)
+			return err
+		}
+
+		h.openListen(`1`) // takes the only slot
+		h.send(listenLine(`1`, `{}`))
+		requireError(t, h.recv(), `1`, jsonrpc.CodeInvalidRequest, jsonrpc.MsgDuplicateID)
+		next(jsonrpc.CodeInvalidRequest, jsonrpc.MsgDuplicateID)
+
+		h.send(listenLine(`2`, `[]`))
+		requireError(t, h.recv(), `2`, jsonrpc.CodeInvalidParams, jsonrpc.MsgNotificationsObject)
+		next(jsonrpc.CodeInvalidParams, jsonrpc.MsgNotificationsObject)
+
+		h.send(listenLineVersion(`3`, `{}`, "2025-06-18"))
+		requireError(t, h.recv(), `3`, jsonrpc.CodeMethodNotFound, jsonrpc.MsgMethodNotFoundListen)
+		next(jsonrpc.CodeMethodNotFound, jsonrpc.MsgMethodNotFoundListen)
+
+		h.send(listenLineVersion(`4`, `{}`, "2099-01-01"))
+		requireError(t, h.recv(), `4`, jsonrpc.CodeUnsupportedProtocolVersion, jsonrpc.MsgUnsupportedVersion)
+		next(jsonrpc.CodeUnsupportedProtocolVersion, jsonrpc.MsgUnsupportedVersion)
+
+		h.send(listenLine(`5`, `{}`))
+		requireError(t, h.recv(), `5`, jsonrpc.CodeInternalError, jsonrpc.MsgCapacityExhausted)
+		require.ErrorIs(t, next(jsonrpc.CodeInternalError, jsonrpc.MsgCapacityExhausted), listen.ErrOverloaded)
+
+		h.send(cancelLine(`1`, "bye")) // frees the slot
+		h.closedReason()
+		h.send(listenLine(`"fails"`, `{}`))
+		requireError(t, h.recv(), `"fails"`, jsonrpc.CodeInternalError, jsonrpc.MsgSourceFailedToOpen)
+		next(jsonrpc.CodeInternalError, jsonrpc.MsgSourceFailedToOpen)
+
+		// Not listens: not reported.
+		h.send(requestLine(`6`, "tools/list"))
+		requireError(t, h.recv(), `6`, jsonrpc.CodeMethodNotFound, "Method not found: tools/list")
+		rest, err := h.closeInput()
+		require.NoError(t, err)
+		require.Empty(t, rest)
+		require.Empty(t, errs)
+	})
+}
