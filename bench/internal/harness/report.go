@@ -71,10 +71,10 @@ func (rp *report) row(m metric, k int) row {
 	}
 	o := r.cells[rp.ours]
 	if rp.floor >= 0 {
-		r.vsFloor = paired(o, r.cells[rp.floor])
+		r.vsFloor = paired(o, r.cells[rp.floor], m.minDivisor)
 	}
 	if rp.gosdk >= 0 {
-		r.vsSDK = paired(o, r.cells[rp.gosdk])
+		r.vsSDK = paired(o, r.cells[rp.gosdk], m.minDivisor)
 		if m.latency {
 			r.sdkLess = rp.agg(rp.gosdk, k).get(m, rp.debounceMS())
 			r.vsSDKLess = paired(o, r.sdkLess)
@@ -393,9 +393,11 @@ func (rp *report) stallSection(w writef) {
 		if rp.gosdk >= 0 {
 			a := aggs[rp.gosdk]
 			if len(a.s.Blocked) > 0 {
-				at := make([]string, len(a.s.Blocked))
-				for i, k := range a.s.Blocked {
-					at[i] = commas(k + 1)
+				var at []string
+				for _, k := range a.s.Blocked {
+					if t := commas(k + 1); !slices.Contains(at, t) {
+						at = append(at, t)
+					}
 				}
 				w("Why the go-sdk shows ∞ here: it writes a resource update to every stream in turn inside the trigger call, with no per-stream queue. ")
 				w("Once the stalled client's socket buffers are full (with %s-byte notifications, after about %s of them: the call of trigger %s never returned), that write blocks, the call never returns, and no stream gets any later update: the healthy streams' undelivered notifications count as infinitely late. ",
