@@ -247,9 +247,9 @@ func (rp *report) headline(w writef) {
 	cfg := rp.cfg
 	w("## Headline\n\n")
 	w("Median [min–max] over %s per server and N; ratios paired by round. ", plural(cfg.Runs, "run"))
-	w("Server CPU per delivered notification is the server process's CPU time (user + system, all threads) from just before each trigger call to the last stream's notification, ÷ N: unlike wall time, it does not mix in the benchmark client's work on the same %d cores, and the go-sdk's debounce (a timer) adds nothing to it.\n\n", rp.res.Machine.NProc)
+	w("Server CPU per delivered notification is the server process's CPU time (user + system, all threads) from just before each trigger call to the last stream's notification, ÷ N: unlike wall time, it does not mix in the benchmark client's work on the same %d cores, and the go-sdk's debounce (a timer) adds nothing to it. It is read from the process's CPU-time clock (ns); the `/proc/PID/stat` row is the same quantity in 10 ms ticks over each run's whole measured window, a cross-check that is coarse at small N.\n\n", rp.res.Machine.NProc)
 	w("| Measure | N | ours | floor | go-sdk | ours ÷ floor | ours ÷ go-sdk | ours ÷ (go-sdk − %s) |\n|---|---|---|---|---|---|---|---|\n", cfg.Debounce)
-	for _, m := range []metric{mLast, mFirst, mCPU, mRSS, mCall, mOpenRate} {
+	for _, m := range []metric{mLast, mFirst, mCPU, mStatCPU, mRSS, mCall, mOpenRate} {
 		for k, n := range cfg.Ns {
 			r := rp.row(m, k)
 			cellFor := func(i int) string {
