@@ -23,6 +23,9 @@ type metric struct {
 	// inside: read from the server's own expvar or pprof, which not every
 	// server has.
 	inside bool
+	// minDivisor: a ratio's divisor below this is shown as n/a (the
+	// floor's zero goroutines per stream).
+	minDivisor float64
 }
 
 // triggerMedian is the median over a run's measured triggers of f, in ms.
@@ -120,13 +123,13 @@ var (
 			return 0, false
 		}
 		return perStream(r, float64(r.Dump.Total), float64(idle.Total))
-	}, full: true}
+	}, full: true, minDivisor: 0.5}
 	mGPprof = metric{Name: "Goroutines per open stream (pprof goroutine profile)", value: func(r *FanoutRun, _ dump) (float64, bool) {
 		if r.GoroutinesSet < 0 || r.GoroutinesBefore < 0 {
 			return 0, false
 		}
 		return perStream(r, float64(r.GoroutinesSet), float64(r.GoroutinesBefore))
-	}, full: true, inside: true}
+	}, full: true, inside: true, minDivisor: 0.5}
 	mThreads = metric{Name: "OS threads with N streams open", value: func(r *FanoutRun, _ dump) (float64, bool) {
 		return float64(r.Settled.Threads), r.Settled.Threads > 0
 	}, full: true}
@@ -208,8 +211,13 @@ func (a *fanAgg) get(m metric, shift float64) series {
 }
 
 // paired is the ratio x ÷ y round by round (the runs of one round ran back
-// to back): its median, minimum and maximum over the rounds both have.
-func paired(x, y series) Summary {
+// to back): its median, minimum and maximum over the rounds both have (and
+// where y is at least minDivisor, if given).
+func paired(x, y series, minDivisor ...float64) Summary {
+	least := 0.0
+	if len(minDivisor) > 0 {
+		least = minDivisor[0]
+	}
 	var rs []float64
 	rounds := make([]int, 0, len(x.byRound))
 	for r := range x.byRound {
@@ -217,7 +225,7 @@ func paired(x, y series) Summary {
 	}
 	slices.Sort(rounds)
 	for _, r := range rounds {
-		if yv, ok := y.byRound[r]; ok && yv != 0 {
+		if yv, ok := y.byRound[r]; ok && yv != 0 && math.Abs(yv) >= least {
 			rs = append(rs, x.byRound[r]/yv)
 		}
 	}

@@ -71,10 +71,10 @@ func (rp *report) row(m metric, k int) row {
 	}
 	o := r.cells[rp.ours]
 	if rp.floor >= 0 {
-		r.vsFloor = paired(o, r.cells[rp.floor])
+		r.vsFloor = paired(o, r.cells[rp.floor], m.minDivisor)
 	}
 	if rp.gosdk >= 0 {
-		r.vsSDK = paired(o, r.cells[rp.gosdk])
+		r.vsSDK = paired(o, r.cells[rp.gosdk], m.minDivisor)
 		if m.latency {
 			r.sdkLess = rp.agg(rp.gosdk, k).get(m, rp.debounceMS())
 			r.vsSDKLess = paired(o, r.sdkLess)
@@ -247,9 +247,9 @@ func (rp *report) headline(w writef) {
 	cfg := rp.cfg
 	w("## Headline\n\n")
 	w("Median [min–max] over %s per server and N; ratios paired by round. ", plural(cfg.Runs, "run"))
-	w("Server CPU per delivered notification is the server process's CPU time (user + system, all threads) from just before each trigger call to the last stream's notification, ÷ N: unlike wall time, it does not mix in the benchmark client's work on the same %d cores, and the go-sdk's debounce (a timer) adds nothing to it.\n\n", rp.res.Machine.NProc)
+	w("Server CPU per delivered notification is the server process's CPU time (user + system, all threads) from just before each trigger call to the last stream's notification, ÷ N: unlike wall time, it does not mix in the benchmark client's work on the same %d cores, and the go-sdk's debounce (a timer) adds nothing to it. It is read from the process's CPU-time clock (ns); the `/proc/PID/stat` row is the same quantity in 10 ms ticks over each run's whole measured window, a cross-check that is coarse at small N.\n\n", rp.res.Machine.NProc)
 	w("| Measure | N | ours | floor | go-sdk | ours ÷ floor | ours ÷ go-sdk | ours ÷ (go-sdk − %s) |\n|---|---|---|---|---|---|---|---|\n", cfg.Debounce)
-	for _, m := range []metric{mLast, mFirst, mCPU, mRSS, mCall, mOpenRate} {
+	for _, m := range []metric{mLast, mFirst, mCPU, mStatCPU, mRSS, mCall, mOpenRate} {
 		for k, n := range cfg.Ns {
 			r := rp.row(m, k)
 			cellFor := func(i int) string {
@@ -393,9 +393,11 @@ func (rp *report) stallSection(w writef) {
 		if rp.gosdk >= 0 {
 			a := aggs[rp.gosdk]
 			if len(a.s.Blocked) > 0 {
-				at := make([]string, len(a.s.Blocked))
-				for i, k := range a.s.Blocked {
-					at[i] = commas(k + 1)
+				var at []string
+				for _, k := range a.s.Blocked {
+					if t := commas(k + 1); !slices.Contains(at, t) {
+						at = append(at, t)
+					}
 				}
 				w("Why the go-sdk shows ∞ here: it writes a resource update to every stream in turn inside the trigger call, with no per-stream queue. ")
 				w("Once the stalled client's socket buffers are full (with %s-byte notifications, after about %s of them: the call of trigger %s never returned), that write blocks, the call never returns, and no stream gets any later update: the healthy streams' undelivered notifications count as infinitely late. ",

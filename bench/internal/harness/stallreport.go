@@ -269,7 +269,7 @@ func fates(fs []*StalledFate) string {
 		if unit == "" {
 			f = func(x float64) string { return commas(int(x)) }
 		}
-		if sm.Min == sm.Max {
+		if f(sm.Min) == f(sm.Max) {
 			return f(sm.Min) + unit
 		}
 		return f(sm.Min) + "–" + f(sm.Max) + unit
