@@ -20,7 +20,13 @@ func (s *source) Open(ctx context.Context, req *listen.Request, supported listen
 	if err != nil {
 		return nil, nil, err
 	}
-	f := narrowTo(supported, caps)
+	// Normally the capabilities allow the whole supported filter: the hub
+	// then keeps that very map, which the subscription shares (one copy of
+	// the filter per open listen, not three).
+	f := supported
+	if !allows(caps, supported) {
+		f = narrowTo(supported, caps)
+	}
 	uris := f.Strings(listen.KeyResourceSubscriptions)
 	if err := b.acquire(ctx, uris); err != nil {
 		return nil, nil, err
