@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/http"
 	"os"
 	"runtime"
 	"slices"
@@ -153,31 +154,44 @@ func (f *fanout) start(h *Handler, t *takenOver) bool {
 	// Owned by this goroutine until it is scheduled below: a notify that
 	// comes first only marks it pending.
 	fs.state.Store(stateLoop)
-	p, ok := t.st.sub.Poller(t.st.ctx, fs.notify, fs.ended)
+	// A fast stream's serving context keeps only the http.Server (logf
+	// finds its ErrorLog there): nothing on the fast path reads the
+	// request's other values (the Poller declines a subscription whose
+	// shaping asks CanRead), and the request's context chain (net/http's
+	// per-connection contexts, about 700 bytes) would otherwise live as long
+	// as the stream.
+	base := context.Background()
+	if srv := t.st.ctx.Value(http.ServerContextKey); srv != nil {
+		base = context.WithValue(base, http.ServerContextKey, srv)
+	}
+	ctx, cancel := context.WithCancelCause(base)
+	p, ok := t.st.sub.Poller(ctx, fs.notify, fs.ended)
 	if !ok {
+		cancel(nil)
 		return false
 	}
 	fs.p = p
-	var derr error
-	if err := rc.Control(func(s uintptr) { fs.fd, derr = dupCloseOnExec(int(s)) }); err != nil || derr != nil {
-		// The stream is served nonetheless: it ends at once.
-		fs.st.cancel(listen.Disconnected(errors.Join(err, derr)))
-	}
-	_ = t.conn.Close() // the duplicate keeps the socket open
-	// Shutdown (and any other end of the serving context) cancels through
-	// st.cancel: it also wakes the stream. (Set under h.mu, where Shutdown
-	// reads it.)
-	cancel := fs.st.cancel
+	// From now on the stream's context is ctx, and cancelling it (Shutdown,
+	// a hang-up) also wakes the stream. Both are set under h.mu, where
+	// Shutdown reads them; an end that came before carries over.
+	old := fs.st.ctx
 	h.mu.Lock()
+	fs.st.ctx = ctx
 	fs.st.cancel = func(cause error) {
 		cancel(cause)
 		fs.cancelled.Store(true)
 		fs.notify()
 	}
 	h.mu.Unlock()
-	if fs.st.ctx.Err() != nil {
-		fs.cancelled.Store(true) // before the stream started
+	if old.Err() != nil {
+		fs.st.cancel(context.Cause(old))
 	}
+	var derr error
+	if err := rc.Control(func(s uintptr) { fs.fd, derr = dupCloseOnExec(int(s)) }); err != nil || derr != nil {
+		// The stream is served nonetheless: it ends at once.
+		fs.st.cancel(listen.Disconnected(errors.Join(err, derr)))
+	}
+	_ = t.conn.Close() // the duplicate keeps the socket open
 	if fs.fd >= 0 {
 		if err := f.add(fs); err != nil {
 			// Nothing would see this client leave: end the stream at once.

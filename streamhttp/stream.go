@@ -15,7 +15,8 @@ type stream struct {
 	// through cancel, with the cause Serve acts on: listen.ErrShutdown
 	// (Shutdown: the completion is written), a Disconnected reason (the
 	// client left: the request ended, or a taken-over connection's reader
-	// saw it close), or nil once the stream has ended.
+	// saw it close), or nil once the stream has ended. A fast stream
+	// replaces both (under Handler.mu) when it starts: see fanout.start.
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	// sub is the subscription, once opened. The stream owns it: it is
