@@ -501,6 +501,7 @@ func (fs *fastStream) pingOnLoop(l *loop) bool {
 	switch {
 	case n == len(keepAliveFrame):
 		fs.lastWrite.Store(l.now)
+		fs.keptAlive()
 	case err != nil && err != syscall.EAGAIN:
 		fs.st.sub.Close(listen.Disconnected(err))
 	default:
@@ -560,10 +561,13 @@ func (fs *fastStream) slow(rest []byte, message bool) {
 		}()
 		err = fs.writeBlocking(rest)
 	}
-	if message {
+	switch {
+	case message:
 		fs.p.Written(err)
-	} else if err != nil {
+	case err != nil:
 		fs.st.sub.Close(listen.Disconnected(err))
+	default:
+		fs.keptAlive()
 	}
 	var buf []byte
 	for {
@@ -576,6 +580,8 @@ func (fs *fastStream) slow(rest []byte, message bool) {
 			if fs.ping.Swap(false) && fs.f.now()-fs.lastWrite.Load() >= int64(fs.f.keepAlive) {
 				if err := fs.writeBlocking(keepAliveFrame); err != nil {
 					fs.st.sub.Close(listen.Disconnected(err))
+				} else {
+					fs.keptAlive()
 				}
 				continue
 			}
@@ -606,6 +612,17 @@ func pollerConn(fd int) (net.Conn, error) {
 	f := os.NewFile(uintptr(dup), "streamhttp-slow")
 	defer f.Close()
 	return net.FileConn(f) // duplicates it again
+}
+
+// keptAlive reports a keep-alive written to Options.OnKeepAlive, if set (a
+// panic in it is recovered and ignored).
+func (fs *fastStream) keptAlive() {
+	hook := fs.h.opts.OnKeepAlive
+	if hook == nil {
+		return
+	}
+	defer func() { _ = recover() }()
+	hook(fs.st.sub)
 }
 
 // writeBlocking writes b within the write timeout, in Go's poller.

@@ -237,17 +237,22 @@ func settledGoroutines(t *testing.T, want int) int {
 	return runtime.NumGoroutine()
 }
 
-// An idle stream gets keep-alives.
+// An idle stream gets keep-alives, each reported to OnKeepAlive.
 func TestHubStreamsKeepAlive(t *testing.T) {
 	for _, p := range hubPaths {
 		t.Run(p.name, func(t *testing.T) {
-			e := newHubEnv(t, p.portable, hub.Options{}, streamhttp.Options{KeepAlive: 20 * time.Millisecond}, 0)
+			kept := make(chan string, 64)
+			e := newHubEnv(t, p.portable, hub.Options{}, streamhttp.Options{
+				KeepAlive:   20 * time.Millisecond,
+				OnKeepAlive: func(sub *listen.Subscription) { kept <- sub.ID().Raw() },
+			}, 0)
 			c := e.dial(t, `"k"`, `{"toolsListChanged":true}`, "", 0).open(t)
 			for range 3 {
 				f, err := c.s.frame()
 				require.NoError(t, err)
 				assert.True(t, f.isComment)
 				assert.Equal(t, "keep-alive", f.comment)
+				assert.Equal(t, `"k"`, recv(t, kept, "OnKeepAlive"))
 			}
 			e.hub.ToolsListChanged()
 			assert.Equal(t, notification(jsonrpc.MethodToolsListChanged, `"k"`), c.data(t))
