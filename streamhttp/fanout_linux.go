@@ -391,7 +391,7 @@ type fastStream struct {
 	h    *Handler
 	st   *stream
 	fd   int      // the socket (a duplicate of the taken-over connection's)
-	conn net.Conn // the slow path's connection on fd, while it runs
+	conn net.Conn // the slow path's connection on fd, while it needs one
 	l    *loop
 	hup  *hangups
 	gen  uint32        // its registration with hup
@@ -552,15 +552,7 @@ func (fs *fastStream) toSlow(rest []byte, message bool) {
 // client.
 func (fs *fastStream) slow(rest []byte, message bool) {
 	defer fs.f.stopped()
-	conn, err := pollerConn(fs.fd)
-	if err == nil {
-		fs.conn = conn
-		defer func() {
-			_ = conn.Close() // fs.fd keeps the socket open
-			fs.conn = nil
-		}()
-		err = fs.writeBlocking(rest)
-	}
+	err := fs.writeBlocking(rest)
 	switch {
 	case message:
 		fs.p.Written(err)
@@ -585,12 +577,16 @@ func (fs *fastStream) slow(rest []byte, message bool) {
 				}
 				continue
 			}
+			// Caught up: the connection goes before the stream does (once
+			// released, the loop may hand it to a new slow path at once).
+			fs.closeConn()
 			if fs.release(stateSlow) {
 				return
 			}
 			continue
 		case listen.StepDone:
-			fs.end() // the deferred close of the slow path's connection comes first
+			fs.closeConn()
+			fs.end()
 			return
 		}
 		oneLine(buf[len(eventPrefix):])
@@ -599,6 +595,15 @@ func (fs *fastStream) slow(rest []byte, message bool) {
 		if cap(buf) > maxKeptBuffer {
 			buf = nil
 		}
+	}
+}
+
+// closeConn closes the slow path's connection, if it has one (fs.fd keeps
+// the socket open).
+func (fs *fastStream) closeConn() {
+	if fs.conn != nil {
+		_ = fs.conn.Close()
+		fs.conn = nil
 	}
 }
 
@@ -625,10 +630,15 @@ func (fs *fastStream) keptAlive() {
 	hook(fs.st.sub)
 }
 
-// writeBlocking writes b within the write timeout, in Go's poller.
+// writeBlocking writes b within the write timeout, in Go's poller (on a
+// net.Conn of the socket, made when first needed).
 func (fs *fastStream) writeBlocking(b []byte) error {
 	if fs.conn == nil {
-		return errBroken
+		conn, err := pollerConn(fs.fd)
+		if err != nil {
+			return err
+		}
+		fs.conn = conn
 	}
 	if err := fs.conn.SetWriteDeadline(time.Now().Add(fs.f.writeTimeout)); err != nil {
 		return err

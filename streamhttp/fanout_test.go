@@ -400,13 +400,19 @@ func TestHubStreamsSlowReader(t *testing.T) {
 			e := newHubEnv(t, p.portable, hub.Options{MaxBuffer: 2 * rounds}, streamhttp.Options{}, 16<<10)
 			slow := e.dial(t, `"slow"`, `{"toolsListChanged":true}`, "", 16<<10).open(t)
 			fast := e.dial(t, `"fast"`, `{"toolsListChanged":true}`, "", 0).open(t)
-			for i := range rounds {
-				_, err := e.hub.Publish(listen.ToolsListChanged().WithParams(map[string]any{"seq": i, "pad": pad}))
-				require.NoError(t, err)
-				assert.Contains(t, fast.data(t), fmt.Sprintf(`"seq":%d`, i), "the reading client is not held up")
-			}
-			for i := range rounds {
-				assert.Contains(t, slow.data(t), fmt.Sprintf(`"seq":%d`, i))
+			// Three bursts: each sends the slow client's stream to the slow
+			// path and, once read, back.
+			for burst := range 3 {
+				for i := range rounds {
+					_, err := e.hub.Publish(listen.ToolsListChanged().WithParams(map[string]any{"seq": i, "burst": burst, "pad": pad}))
+					require.NoError(t, err)
+					assert.Contains(t, fast.data(t), fmt.Sprintf(`"seq":%d`, i), "the reading client is not held up")
+				}
+				for i := range rounds {
+					d := slow.data(t)
+					assert.Contains(t, d, fmt.Sprintf(`"burst":%d,"pad":"x`, burst))
+					assert.True(t, strings.HasSuffix(d, fmt.Sprintf(`"seq":%d}}`, i)), "in order")
+				}
 			}
 			e.hub.ToolsListChanged()
 			assert.Equal(t, notification(jsonrpc.MethodToolsListChanged, `"slow"`), slow.data(t))
