@@ -211,13 +211,16 @@ func run(pid int, addr string, i, size int, lines <-chan string) (result, error)
 			break
 		}
 	}
-	// The server's end: its close of the connection.
-	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	// Then the client closes its side, so that a server that reads
+	// everything (as before the fix) sees the end too; then the server's
+	// end: its close of the connection.
+	_ = conn.(*net.TCPConn).CloseWrite()
+	_ = conn.SetReadDeadline(time.Now().Add(60 * time.Second))
 	_, _ = io.Copy(io.Discard, br)
 	var reason string
 	select {
 	case reason = <-lines:
-	case <-time.After(30 * time.Second):
+	case <-time.After(60 * time.Second):
 		return result{}, errors.New("the stream did not end")
 	}
 	after, err := processCPU(pid)
