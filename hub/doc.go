@@ -91,7 +91,7 @@
 // slower: interleaved runs of the code before and after this index, 10
 // each, gave per-run ratios after/before with medians 0.99, 0.72 and 0.91
 // at 1k, 10k and 100k listeners (rotating URIs), all within the machine's
-// noise. Raw outputs: docs/hub-folders-bench.md.
+// noise. Raw outputs: bench/results/hub-folders-bench.md.
 //
 // # Ending
 //

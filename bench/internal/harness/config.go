@@ -1,12 +1,14 @@
 // Package harness measures subscriptions/listen (MCP 2026-07-28, SEP-2575)
-// over real loopback Streamable HTTP against server processes: our example
-// server (examples/server: go-sdk v1.8.0 in front, our streamhttp handler and
-// hub.Hub for listen) and a plain go-sdk v1.8.0 server
-// (examples/gosdkserver). It builds both, starts each in its own process,
-// measures one process at a time from this process, and writes a markdown
-// report and a PNG chart.
+// over real loopback Streamable HTTP against three server processes: ours
+// (examples/server: go-sdk v1.8.0 in front, our streamhttp handler and
+// hub.Hub for listen), the floor (bench/cmd/floorserver: the cheapest server
+// we know how to write for this exact work) and a plain go-sdk v1.8.0 server
+// (bench/cmd/gosdkserver). It builds the three, runs each measurement on a
+// fresh process of one of them, interleaving the servers run by run, and
+// writes a markdown report, the raw results as JSON and a PNG chart.
 //
-// It is Linux-only: it reads /proc for memory, threads and socket states.
+// It is Linux-only: it reads /proc for memory, CPU time, threads and socket
+// states.
 package harness
 
 import (
@@ -16,8 +18,7 @@ import (
 
 // Config is one benchmark run's parameters.
 type Config struct {
-	// RepoRoot is the checkout holding go.work, examples/server and
-	// examples/gosdkserver.
+	// RepoRoot is the checkout holding go.work and the three servers.
 	RepoRoot string
 	// OutDir receives benchmarks.md, benchmarks.json and fanout.png.
 	OutDir string
@@ -26,8 +27,9 @@ type Config struct {
 
 	// Ns are the stream counts of the fan-out scenario.
 	Ns []int
-	// Runs is the number of fresh server processes per server and N (and per
-	// server and mode in the stalled-client scenario).
+	// Runs is the number of fresh server processes per server and N. The
+	// servers take turns within each round of runs, in an order rotated
+	// from round to round.
 	Runs int
 	// Triggers is the number of measured triggers per run; Warmup triggers
 	// run first and are not counted.
@@ -37,16 +39,19 @@ type Config struct {
 	TriggerGap time.Duration
 	// OpenConcurrency bounds the listens being opened at once.
 	OpenConcurrency int
-	// Settle is the pause before each memory reading (no forced GC: neither
-	// server has an endpoint for it).
+	// Settle is the pause before each memory reading.
 	Settle time.Duration
 	// DeliveryTimeout bounds the wait for one trigger's notifications.
 	DeliveryTimeout time.Duration
+	// Debounce is the go-sdk's list-change debounce (its notificationDelay):
+	// the report also gives its latencies less this much.
+	Debounce time.Duration
 
 	// Stall* configure the stalled-client scenario.
+	StallRuns     int           // fresh processes per server, mode and notification size
 	StallStreams  int           // streams in all, the stalled one included
 	StallTriggers int           // trigger_resource_update calls, one after the other
-	StallURIBytes int           // length of the 'a' padding of the URI
+	StallURIBytes []int         // lengths of the 'a' padding of the URI: one sub-scenario each
 	StallObserve  time.Duration // how long after the last trigger to watch the stalled socket
 	// StallCallTimeout is how long a trigger call may take before the
 	// server is deemed blocked (no further trigger is sent).
@@ -60,11 +65,10 @@ type Config struct {
 	// run, during extra triggers after the measured ones.
 	CPUProfile time.Duration
 
-	// OursBin and GoSDKBin, if set, are prebuilt server binaries (else they
-	// are built from RepoRoot).
-	OursBin, GoSDKBin string
-	// OursArgs and GoSDKArgs are extra server flags.
-	OursArgs, GoSDKArgs []string
+	// Bins maps a server's Kind.ID to a prebuilt binary (else it is built
+	// from RepoRoot); Args to extra flags for it.
+	Bins map[string]string   `json:",omitempty"`
+	Args map[string][]string `json:",omitempty"`
 
 	// Log, if set, receives progress lines.
 	Log func(format string, args ...any) `json:"-"`
@@ -73,22 +77,24 @@ type Config struct {
 // Default returns the full benchmark's parameters.
 func Default() Config {
 	return Config{
-		OutDir:          "docs",
+		OutDir:          "bench/results",
 		Ns:              []int{100, 1000, 10000},
-		Runs:            3,
+		Runs:            5,
 		Triggers:        5,
 		Warmup:          1,
 		TriggerGap:      100 * time.Millisecond,
 		OpenConcurrency: 128,
 		Settle:          2 * time.Second,
 		DeliveryTimeout: 60 * time.Second,
+		Debounce:        10 * time.Millisecond,
+		StallRuns:       3,
 		StallStreams:    100,
-		// 100 notifications of 64 KiB: 6.5 MB for the stalled client,
-		// more than the loopback socket buffers hold (the server's send
-		// buffer autotunes up to tcp_wmem's 4 MiB maximum; 16 KiB × 50
-		// never fills them and no write ever blocks).
+		// 100 notifications: 6.5 MB for the stalled client with 64 KiB
+		// URIs, more than the loopback socket buffers hold (the server's
+		// send buffer autotunes up to tcp_wmem's 4 MiB maximum); and the
+		// same with an ordinary URI, which never fills them.
 		StallTriggers:    100,
-		StallURIBytes:    64 << 10,
+		StallURIBytes:    []int{64 << 10, 6},
 		StallObserve:     15 * time.Second,
 		StallCallTimeout: 30 * time.Second,
 	}
@@ -105,9 +111,10 @@ func Quick() Config {
 	c.TriggerGap = 20 * time.Millisecond
 	c.Settle = 200 * time.Millisecond
 	c.DeliveryTimeout = 10 * time.Second
+	c.StallRuns = 1
 	c.StallStreams = 10
 	c.StallTriggers = 5
-	c.StallURIBytes = 1 << 10
+	c.StallURIBytes = []int{1 << 10, 6}
 	c.StallObserve = 300 * time.Millisecond
 	c.StallCallTimeout = 5 * time.Second
 	return c
@@ -117,11 +124,11 @@ func (c *Config) validate() error {
 	switch {
 	case len(c.Ns) == 0:
 		return fmt.Errorf("no stream counts")
-	case c.Runs < 1 || c.Triggers < 1 || c.Warmup < 0:
+	case c.Runs < 1 || c.Triggers < 1 || c.Warmup < 0 || c.StallRuns < 1:
 		return fmt.Errorf("runs and triggers must be positive")
 	case c.OpenConcurrency < 1:
 		return fmt.Errorf("open concurrency must be positive")
-	case c.StallStreams < 2 || c.StallTriggers < 1:
+	case c.StallStreams < 2 || c.StallTriggers < 1 || len(c.StallURIBytes) == 0:
 		return fmt.Errorf("the stalled-client scenario needs at least 2 streams and 1 trigger")
 	}
 	for _, n := range c.Ns {

@@ -12,7 +12,10 @@ import (
 
 // FanoutRun is one fresh server process with N streams.
 type FanoutRun struct {
-	N       int
+	N int
+	// Round is the round of runs this one belongs to: the runs of one
+	// round (one per server) ran back to back, and are compared pairwise.
+	Round   int
 	Opened  int
 	Refused int
 	// OpenSeconds is from the first listen request to the last
@@ -31,6 +34,13 @@ type FanoutRun struct {
 
 	// Triggers holds the measured triggers (warm-up ones excluded).
 	Triggers []TriggerStats
+	// Over the measured triggers as a whole, from just before the first
+	// one's call to the last one's last delivery (the gaps between them
+	// included): the server's CPU time from /proc/PID/stat (utime+stime,
+	// 10 ms ticks) and from its CPU-time clock (ns), and the notifications
+	// delivered.
+	WindowStatCPU, WindowCPU time.Duration
+	Delivered                int64
 	// Extra counts list_changed notifications beyond one per trigger.
 	Extra int64
 	// Dump is the goroutine dump taken at the end, with the N streams open.
@@ -68,7 +78,7 @@ func (t TriggerStats) Spread() time.Duration { return t.Last - t.First }
 
 // fanout runs the fan-out scenario once on a fresh process of b; with
 // profile, it also takes a CPU profile of the server during extra triggers.
-func fanout(ctx context.Context, cfg *Config, b *serverBin, tmp string, n int, profile bool) (*FanoutRun, error) {
+func fanout(ctx context.Context, cfg *Config, b *serverBin, tmp string, n, round int, profile bool) (*FanoutRun, error) {
 	p, err := start(ctx, b, tmp)
 	if err != nil {
 		return nil, err
@@ -77,7 +87,7 @@ func fanout(ctx context.Context, cfg *Config, b *serverBin, tmp string, n int, p
 	tr := newTransport()
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}
-	r := &FanoutRun{N: n, GoroutinesBefore: -1, GoroutinesSet: -1}
+	r := &FanoutRun{N: n, Round: round, GoroutinesBefore: -1, GoroutinesSet: -1}
 
 	// Let the process settle; a forced GC (if the server can) makes the
 	// baseline of the after-GC readings.
@@ -161,15 +171,26 @@ func fanout(ctx context.Context, cfg *Config, b *serverBin, tmp string, n int, p
 		sc1, cc1 := cpuTime(p.pid), cpuTime(self)
 		ts := triggerStats(t0, bd.at[k], call)
 		ts.ServerCPU, ts.ClientCPU = sc1-sc0, cc1-cc0
-		return ts, sleep(ctx, cfg.TriggerGap)
+		return ts, nil
 	}
+	var stat0, clk0 time.Duration
 	for k := range rounds {
+		if k == cfg.Warmup {
+			stat0, clk0 = statCPU(p.pid), cpuTime(p.pid)
+		}
 		ts, err := trigger(k)
 		if err != nil {
 			return r, err
 		}
 		if k >= cfg.Warmup {
 			r.Triggers = append(r.Triggers, ts)
+			r.Delivered += int64(n)
+		}
+		if k == rounds-1 {
+			r.WindowStatCPU, r.WindowCPU = statCPU(p.pid)-stat0, cpuTime(p.pid)-clk0
+		}
+		if err := sleep(ctx, cfg.TriggerGap); err != nil {
+			return r, err
 		}
 	}
 	if profile {
@@ -228,6 +249,9 @@ loop:
 		default:
 		}
 		if _, err := trigger(k); err != nil {
+			return err
+		}
+		if err := sleep(ctx, cfg.TriggerGap); err != nil {
 			return err
 		}
 		n++

@@ -2,8 +2,10 @@ package harness
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestQuantile(t *testing.T) {
@@ -82,10 +84,58 @@ func TestFormatting(t *testing.T) {
 	if got := num(math.Inf(1)); got != "∞" {
 		t.Errorf("num(Inf) = %q", got)
 	}
-	if got := cell(Summary{Median: 12.34, Min: 10, Max: 15, N: 3}, 1); got != "12.3 (10.0–15.0)" {
+	if got := cell(Summary{Median: 12.34, Min: 10, Max: 15, N: 3}, 1); got != "12.3 [10.0–15.0]" {
 		t.Errorf("cell = %q", got)
 	}
 	if got := ratio(1, 10); got != "0.1 (1/10)" {
 		t.Errorf("ratio = %q", got)
+	}
+}
+
+// Every server runs once per round, and takes every position in turn.
+func TestRotation(t *testing.T) {
+	for _, c := range []struct {
+		n, r int
+		want []int
+	}{
+		{3, 0, []int{0, 1, 2}},
+		{3, 1, []int{1, 2, 0}},
+		{3, 2, []int{2, 0, 1}},
+		{3, 3, []int{0, 1, 2}},
+		{2, 1, []int{1, 0}},
+	} {
+		if got := rotation(c.n, c.r); !slices.Equal(got, c.want) {
+			t.Errorf("rotation(%d, %d) = %v, want %v", c.n, c.r, got, c.want)
+		}
+	}
+}
+
+// A paired ratio divides within each round, skips rounds one side lacks,
+// and summarises over the rounds.
+func TestPaired(t *testing.T) {
+	x := series{byRound: map[int]float64{0: 10, 1: 12, 2: 30, 3: 5}}
+	y := series{byRound: map[int]float64{0: 5, 1: 4, 2: 10}}
+	got := paired(x, y)
+	if got.N != 3 || got.Median != 3 || got.Min != 2 || got.Max != 3 {
+		t.Errorf("paired = %+v, want median 3 [2–3] over 3 rounds", got)
+	}
+	if got := ratioCell(got); got != "3.00 [2.00–3.00]" {
+		t.Errorf("ratioCell = %q", got)
+	}
+	if got := ratioCell(paired(x, series{byRound: map[int]float64{}})); got != "n/a" {
+		t.Errorf("no common round: %q", got)
+	}
+}
+
+// A metric shifted by the debounce subtracts it from every run's value.
+func TestDebounceShift(t *testing.T) {
+	set := &FanoutSet{N: 2}
+	for round, last := range []time.Duration{15, 25} {
+		set.Runs = append(set.Runs, &FanoutRun{N: 2, Opened: 2, Round: round,
+			Triggers: []TriggerStats{{Last: last * time.Millisecond}}})
+	}
+	a := aggregate(set, dump{})
+	if got := a.get(mLast, 10); got.Median != 10 || got.Min != 5 || got.Max != 15 || got.byRound[1] != 15 {
+		t.Errorf("less 10 ms: %+v", got)
 	}
 }

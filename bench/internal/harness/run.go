@@ -44,7 +44,9 @@ type ServerResult struct {
 	IdleStatus procStatus
 	IdleErr    string `json:",omitempty"`
 	Fanout     []*FanoutSet
-	Stall      StallSet
+	// Stall holds the stalled-client scenario's runs, one set per
+	// notification size (Config.StallURIBytes).
+	Stall []*StallSet
 }
 
 // FanoutSet is the fan-out scenario's runs at one N.
@@ -54,8 +56,9 @@ type FanoutSet struct {
 	Errors []string `json:",omitempty"`
 }
 
-// StallSet is the stalled-client scenario's runs.
+// StallSet is the stalled-client scenario's runs at one notification size.
 type StallSet struct {
+	URIBytes         int
 	Control, Stalled []*StallRun
 	Errors           []string `json:",omitempty"`
 }
@@ -97,13 +100,9 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 
 	res.Commit, res.Dirty = gitState(ctx, cfg.RepoRoot)
 	var bins []*serverBin
-	for _, k := range []struct {
-		kind     Kind
-		prebuilt string
-		args     []string
-	}{{Ours, cfg.OursBin, cfg.OursArgs}, {GoSDK, cfg.GoSDKBin, cfg.GoSDKArgs}} {
-		cfg.logf("building %s", k.kind.Pkg)
-		b, err := build(ctx, cfg.RepoRoot, tmp, k.kind, k.prebuilt, k.args)
+	for _, kind := range Kinds {
+		cfg.logf("building %s", kind.Pkg)
+		b, err := build(ctx, cfg.RepoRoot, tmp, kind, cfg.Bins[kind.ID], cfg.Args[kind.ID])
 		if err != nil {
 			return nil, err
 		}
@@ -117,7 +116,7 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 			b.args = append(b.args, "-pprof")
 		}
 		bins = append(bins, b)
-		sr := &ServerResult{Kind: k.kind, Args: b.args, Flags: b.flags}
+		sr := &ServerResult{Kind: kind, Args: b.args, Flags: b.flags}
 		res.Servers = append(res.Servers, sr)
 	}
 
@@ -132,37 +131,42 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	}
 
 	// The stalled-client scenario first, while /proc/net/tcp is short.
-	phase := snapshotCPU()
-	for run := range cfg.Runs {
+	for _, size := range cfg.StallURIBytes {
 		if cfg.SkipStall {
 			break
 		}
-		for i, b := range bins {
-			sr := res.Servers[i]
-			for _, stalled := range []bool{false, true} {
-				cfg.logf("stall %s run %d stalled=%v", b.kind.ID, run+1, stalled)
-				r, err := stall(ctx, &cfg, b, tmp, stalled)
-				if ctx.Err() != nil {
-					return nil, ctx.Err()
+		phase := snapshotCPU()
+		sets := make([]*StallSet, len(bins))
+		for i := range bins {
+			sets[i] = &StallSet{URIBytes: size}
+			res.Servers[i].Stall = append(res.Servers[i].Stall, sets[i])
+		}
+		for run := range cfg.StallRuns {
+			for _, i := range rotation(len(bins), run) {
+				b := bins[i]
+				for _, stalled := range []bool{false, true} {
+					cfg.logf("stall %s URI %d B run %d stalled=%v", b.kind.ID, size, run+1, stalled)
+					r, err := stall(ctx, &cfg, b, tmp, stalled, size)
+					if ctx.Err() != nil {
+						return nil, ctx.Err()
+					}
+					if err != nil {
+						msg := fmt.Sprintf("run %d (stalled=%v): %v", run+1, stalled, err)
+						sets[i].Errors = append(sets[i].Errors, msg)
+						cfg.logf("  error: %s", msg)
+						continue
+					}
+					r.Round = run
+					if stalled {
+						sets[i].Stalled = append(sets[i].Stalled, r)
+					} else {
+						sets[i].Control = append(sets[i].Control, r)
+					}
+					logStall(&cfg, r)
 				}
-				if err != nil {
-					msg := fmt.Sprintf("run %d (stalled=%v): %v", run+1, stalled, err)
-					sr.Stall.Errors = append(sr.Stall.Errors, msg)
-					cfg.logf("  error: %s", msg)
-					continue
-				}
-				if stalled {
-					sr.Stall.Stalled = append(sr.Stall.Stalled, r)
-				} else {
-					sr.Stall.Control = append(sr.Stall.Control, r)
-				}
-				logStall(&cfg, r)
 			}
 		}
-	}
-
-	if !cfg.SkipStall {
-		res.Load = append(res.Load, phase.since("stalled client"))
+		res.Load = append(res.Load, phase.since(fmt.Sprintf("stalled client, %s-byte notifications", commas(noteBytes(stallURI(size))))))
 	}
 
 	for _, n := range cfg.Ns {
@@ -173,12 +177,14 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 			res.Servers[i].Fanout = append(res.Servers[i].Fanout, sets[i])
 		}
 		for run := range cfg.Runs {
-			// Alternate the servers so that a change in the machine's
-			// background load hits both alike.
-			for i, b := range bins {
+			// The servers take turns, in an order rotated from round to
+			// round, so that a change in the machine's background load
+			// hits them alike.
+			for _, i := range rotation(len(bins), run) {
+				b := bins[i]
 				cfg.logf("fanout %s N=%d run %d", b.kind.ID, n, run+1)
 				profile := cfg.CPUProfile > 0 && run == 0 && n == slices.Max(cfg.Ns)
-				r, err := fanout(ctx, &cfg, b, tmp, n, profile)
+				r, err := fanout(ctx, &cfg, b, tmp, n, run, profile)
 				if ctx.Err() != nil {
 					return nil, ctx.Err()
 				}
@@ -205,6 +211,16 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 		return res, err
 	}
 	return res, nil
+}
+
+// rotation is the order in which n servers run in round r: 0…n-1 rotated
+// left by r.
+func rotation(n, r int) []int {
+	out := make([]int, n)
+	for k := range out {
+		out[k] = (k + r) % n
+	}
+	return out
 }
 
 func hasFlag(args []string, name string) bool {
@@ -330,8 +346,8 @@ func writeOutputs(res *Results) error {
 	return errors.Join(writeChart(res, filepath.Join(dir, "fanout.png")))
 }
 
-// FindRepoRoot walks up from dir to the checkout holding go.work and both
-// example servers.
+// FindRepoRoot walks up from dir to the checkout holding go.work and the
+// three servers.
 func FindRepoRoot(dir string) (string, error) {
 	d, err := filepath.Abs(dir)
 	if err != nil {
@@ -340,12 +356,13 @@ func FindRepoRoot(dir string) (string, error) {
 	for {
 		if fileExists(filepath.Join(d, "go.work")) &&
 			fileExists(filepath.Join(d, "examples", "server", "main.go")) &&
-			fileExists(filepath.Join(d, "examples", "gosdkserver", "main.go")) {
+			fileExists(filepath.Join(d, "bench", "cmd", "gosdkserver", "main.go")) &&
+			fileExists(filepath.Join(d, "bench", "cmd", "floorserver", "main.go")) {
 			return d, nil
 		}
 		parent := filepath.Dir(d)
 		if parent == d {
-			return "", fmt.Errorf("no checkout with go.work, examples/server and examples/gosdkserver above %s", dir)
+			return "", fmt.Errorf("no checkout with go.work, examples/server, bench/cmd/gosdkserver and bench/cmd/floorserver above %s", dir)
 		}
 		d = parent
 	}

@@ -25,6 +25,11 @@ import (
 type StallRun struct {
 	Stalled bool
 	Healthy int
+	// URIBytes is the padding of the watched URI; NoteBytes the size of one
+	// resources/updated SSE event to a healthy stream.
+	URIBytes, NoteBytes int
+	// Round is the round of runs this one belongs to.
+	Round int
 	// Lags are every healthy stream's delivery lag for every trigger, in
 	// nanoseconds: from the start of that trigger's tools/call to the
 	// stream's notification (the k-th notification of a stream belongs to
@@ -117,8 +122,14 @@ func medianDuration(ds []time.Duration) time.Duration {
 
 func stallURI(n int) string { return "test://static/" + strings.Repeat("a", n) }
 
+// noteBytes is the size of the SSE event that carries resources/updated for
+// uri to a stream with a 7-digit id, as ours and the floor frame it.
+func noteBytes(uri string) int {
+	return len(`event: message` + "\n" + `data: {"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":1000000},"uri":""}}` + "\n\n" + uri)
+}
+
 // stall runs the stalled-client scenario once on a fresh process of b.
-func stall(ctx context.Context, cfg *Config, b *serverBin, tmp string, stalled bool) (*StallRun, error) {
+func stall(ctx context.Context, cfg *Config, b *serverBin, tmp string, stalled bool, uriBytes int) (*StallRun, error) {
 	p, err := start(ctx, b, tmp)
 	if err != nil {
 		return nil, err
@@ -131,10 +142,10 @@ func stall(ctx context.Context, cfg *Config, b *serverBin, tmp string, stalled b
 		return nil, err
 	}
 
-	uri := stallURI(cfg.StallURIBytes)
+	uri := stallURI(uriBytes)
 	filter := map[string]any{"resourceSubscriptions": []string{uri}}
 	healthy := cfg.StallStreams - 1
-	r := &StallRun{Stalled: stalled, Healthy: healthy}
+	r := &StallRun{Stalled: stalled, Healthy: healthy, URIBytes: uriBytes, NoteBytes: noteBytes(uri)}
 
 	var raw *net.TCPConn
 	if stalled {
@@ -148,7 +159,7 @@ func stall(ctx context.Context, cfg *Config, b *serverBin, tmp string, stalled b
 		}
 	}
 	bd := newBoard(msgResourceUpdated, cfg.StallTriggers, healthy)
-	st := newStreams(ctx, client, p.url(), bd, min(64<<10, max(4096, cfg.StallURIBytes+1024)))
+	st := newStreams(ctx, client, p.url(), bd, min(64<<10, max(4096, uriBytes+1024)))
 	defer st.close()
 	if opened, refused, _, err := st.openAll(healthy, cfg.OpenConcurrency, filter); err != nil || opened < healthy {
 		return nil, fmt.Errorf("opening %d healthy listens: %d opened, %d refused: %v", healthy, opened, refused, err)
@@ -243,7 +254,7 @@ func stall(ctx context.Context, cfg *Config, b *serverBin, tmp string, stalled b
 		}
 		fate.Observed = time.Since(first)
 		fate.ServerState, fate.MaxSendQ, fate.MaxRecvQ = ws.state, ws.maxSendQ, ws.maxRecvQ
-		readStalled(raw, fate)
+		readStalled(raw, fate, min(2*time.Second, max(200*time.Millisecond, cfg.StallObserve)))
 		r.BlockIndex = fate.Updates
 		if r.BlockedAt >= 0 {
 			r.BlockIndex = min(r.BlockIndex, r.BlockedAt)
@@ -258,9 +269,10 @@ func stall(ctx context.Context, cfg *Config, b *serverBin, tmp string, stalled b
 	return r, nil
 }
 
-// readStalled reads what the stalled socket holds, then tells how it ended.
-func readStalled(c *net.TCPConn, f *StalledFate) {
-	_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+// readStalled reads what the stalled socket holds, then tells how it ended
+// ("still open" when nothing came for quiet).
+func readStalled(c *net.TCPConn, f *StalledFate, quiet time.Duration) {
+	_ = c.SetReadDeadline(time.Now().Add(quiet))
 	lr := newLineReader(c, 64<<10)
 	for {
 		line, _, err := lr.next()

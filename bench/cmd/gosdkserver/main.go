@@ -1,7 +1,8 @@
-// Command gosdkserver is a plain server built only on the official Go MCP SDK
-// (github.com/modelcontextprotocol/go-sdk v1.8.0). It is the reference point
-// for github.com/mcplisten/listen: it serves MCP 2026-07-28 over Streamable
-// HTTP in stateless mode and answers subscriptions/listen (SEP-2575) with the
+// Command gosdkserver is the benchmark's go-sdk baseline: a plain server
+// built only on the official Go MCP SDK (github.com/modelcontextprotocol/go-sdk
+// v1.8.0), with the same tools and capabilities as examples/server
+// (bench/internal/sdkfixture). It serves MCP 2026-07-28 over Streamable HTTP
+// in stateless mode and answers subscriptions/listen (SEP-2575) with the
 // SDK's own built-in implementation.
 //
 //	gosdkserver [-addr 127.0.0.1:8090] [-lifetime 0] [-print-caps] [-quiet]
@@ -33,7 +34,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcplisten/listen/examples/internal/fixture"
+	"github.com/mcplisten/listen/bench/internal/sdkfixture"
 	"github.com/mcplisten/listen/gosdk"
 )
 
@@ -110,5 +111,5 @@ func main() {
 // newServer builds the plain go-sdk server: the shared fixture, with the
 // SDK's own list-change and resource-update notifications.
 func newServer(logger *slog.Logger) *mcp.Server {
-	return fixture.New(fixture.Options{Name: "gosdkserver", Version: "1.8.0", Logger: logger})
+	return sdkfixture.New(sdkfixture.Options{Name: "gosdkserver", Version: "1.8.0", Logger: logger})
 }
