@@ -215,6 +215,62 @@ func TestConnCancelledForwardedRequest(t *testing.T) {
 	})
 }
 
+// With ForwardOtherVersions, a listen whose _meta does not name 2026-07-28
+// (another version, an older one the server speaks, none, unreadable
+// params; request or notification) goes to the peer as it was read, and the
+// peer's answer reaches the client; a listen naming 2026-07-28, even with
+// invalid params, is the Server's. Without the option, the Server answers
+// every listen (the -32022 here).
+func TestConnForwardOtherVersions(t *testing.T) {
+	forwarded := []string{
+		listenLineVersion(`1`, `{"toolsListChanged":true}`, "2027-01-01"),
+		listenLineVersion(`2`, `{}`, "2025-06-18"),
+		`{"jsonrpc":"2.0","id":3,"method":"subscriptions/listen","params":{"notifications":{}}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":20260728}}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"subscriptions/listen","params":[1]}`,
+		`{"jsonrpc":"2.0","id":6,"method":"subscriptions/listen"}`,
+		`{"jsonrpc":"2.0","method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"v9"}}}`,
+	}
+	synctest.Test(t, func(t *testing.T) {
+		h := startConn(t, t.Context(), nil, &stdio.Options{ForwardOtherVersions: true})
+		for _, m := range forwarded {
+			h.send(m)
+		}
+		for _, want := range forwarded {
+			require.Equal(t, want, h.peerRead())
+		}
+		h.peerWrite(`{"jsonrpc":"2.0","id":1,"error":{"code":-32022,"message":"the peer's words"}}`)
+		requireError(t, h.recv(), `1`, -32022, "the peer's words")
+
+		// 2026-07-28 listens are the Server's, valid or not.
+		h.openListen(`"mine"`)
+		h.send(`{"jsonrpc":"2.0","id":7,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`)
+		requireError(t, h.recv(), `7`, jsonrpc.CodeInvalidParams, jsonrpc.MsgMetaCapabilities)
+		// A forwarded id is in flight until the peer answers it.
+		h.send(listenLine(`2`, `{}`))
+		requireError(t, h.recv(), `2`, jsonrpc.CodeInvalidRequest, jsonrpc.MsgDuplicateID)
+		h.quiet()
+
+		for _, id := range []string{"2", "3", "4", "5", "6"} {
+			h.peerWrite(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32602,"message":"x"}}`)
+			require.Equal(t, id, h.recv().id())
+		}
+		rest, err := h.endConn(true)
+		require.NoError(t, err)
+		require.Empty(t, rest)
+		requireReason(t, h.closedReason(), `"mine"`, listen.ErrDisconnected)
+	})
+	synctest.Test(t, func(t *testing.T) {
+		h := startConn(t, t.Context(), nil, nil)
+		h.send(forwarded[0])
+		requireError(t, h.recv(), `1`, jsonrpc.CodeUnsupportedProtocolVersion, jsonrpc.MsgUnsupportedVersion)
+		h.quiet()
+		rest, err := h.endConn(true)
+		require.NoError(t, err)
+		require.Empty(t, rest)
+	})
+}
+
 // The ways a Conn ends.
 func TestConnEndings(t *testing.T) {
 	t.Run("EOF: the peer reads what was queued, answers, closes", func(t *testing.T) {

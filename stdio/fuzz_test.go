@@ -115,6 +115,9 @@ func FuzzServeInput(f *testing.F) {
 			MaxLineBytes:     512,
 			MaxSubscriptions: 3,
 			MaxInFlight:      2,
+			// Serve ignores it; the Conn below hands listens of other
+			// versions to its peer.
+			ForwardOtherVersions: true,
 		}
 		var out bytes.Buffer
 		srv := newServer(t, fuzzSource{}, opts)

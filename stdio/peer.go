@@ -10,11 +10,12 @@ import (
 // Conn is a connection shared by the Server and a peer: another JSON-RPC
 // endpoint on the same stream, such as an MCP server implementation's
 // transport connection. The Server serves every subscriptions/listen
-// request and the notifications/cancelled naming one; every other message
-// the client sends goes to the peer as it was read, through ReadMessage:
-// requests (tools/call, initialize, ...), notifications (including
-// cancellations of the peer's own requests) and responses to the peer's
-// requests. The peer writes any message at any time with WriteMessage, on
+// request (with Options.ForwardOtherVersions, every one naming protocol
+// version 2026-07-28) and the notifications/cancelled naming one; every
+// other message the client sends goes to the peer as it was read, through
+// ReadMessage: requests (tools/call, initialize, ...), notifications
+// (including cancellations of the peer's own requests) and responses to the
+// peer's requests. The peer writes any message at any time with WriteMessage, on
 // the connection's one writer: its answers, its own notifications (logging,
 // progress, list changes) and its requests to the client. Options.Handler is
 // not used.
