@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -183,16 +184,21 @@ type rawStdio struct {
 
 func startRaw(t *testing.T, srv *mcp.Server, ours bool, opts gosdk.StdioOptions) *rawStdio {
 	t.Helper()
+	return startRawCtx(t, context.Background(), srv, ours, opts)
+}
+
+func startRawCtx(t *testing.T, ctx context.Context, srv *mcp.Server, ours bool, opts gosdk.StdioOptions) *rawStdio {
+	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	r := &rawStdio{t: t, in: inW, out: bufio.NewScanner(outR), done: make(chan error, 1)}
 	go func() {
 		var err error
 		if ours {
-			err = gosdk.Serve(context.Background(), srv, inR, outW, opts)
+			err = gosdk.Serve(ctx, srv, inR, outW, opts)
 		} else {
 			var ss *mcp.ServerSession
-			if ss, err = srv.Connect(context.Background(), &mcp.IOTransport{Reader: inR, Writer: outW}, nil); err == nil {
+			if ss, err = srv.Connect(ctx, &mcp.IOTransport{Reader: inR, Writer: outW}, nil); err == nil {
 				err = ss.Wait()
 			}
 		}
@@ -320,4 +326,25 @@ func gjsonID(t *testing.T, line string) string {
 	}
 	require.NoError(t, json.Unmarshal([]byte(line), &m))
 	return string(m.ID)
+}
+
+// TestStdioContextDrains: when Serve's context ends, every open listen gets
+// notifications/cancelled and its completion result, the go-sdk session
+// ends, and Serve returns the context's cause without the client closing
+// its end.
+func TestStdioContextDrains(t *testing.T) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	r := startRawCtx(t, ctx, plainServer(), true, gosdk.StdioOptions{})
+	r.send(listenLine("1", "2026-07-28"))
+	require.Contains(t, r.recv(), `"method":"notifications/subscriptions/acknowledged"`)
+	r.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+	require.Equal(t, `{"jsonrpc":"2.0","id":2,"result":{}}`, r.recv())
+
+	stop := errors.New("stop")
+	cancel(stop)
+	require.Equal(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":1},"reason":"Server shutdown","requestId":1}}`, r.recv())
+	require.Equal(t, `{"jsonrpc":"2.0","id":1,"result":{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"plain","version":"1.2.3"},"io.modelcontextprotocol/subscriptionId":1},"resultType":"complete"}}`, r.recv())
+	require.False(t, r.out.Scan(), "nothing more: %s", r.out.Text())
+	require.ErrorIs(t, <-r.done, stop)
+	r.in.Close()
 }
