@@ -5,18 +5,25 @@ import (
 	"sync"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
 )
 
 // Source is a listen.Source driven by a test. The zero value is not ready:
 // use NewSource. Its fields may be set before the first Open.
 type Source struct {
+	// BeforeOpen, if set, runs first in every Open, on Open's goroutine,
+	// with Open's context and request. A non-nil error fails that Open: it
+	// is returned as it is and no stream is made. It may block, to test an
+	// Open in progress (watch ctx: it ends when the open is abandoned).
+	BeforeOpen func(ctx context.Context, req *listen.Request) error
 	// Accept, if set, picks the accepted filter from the supported one; by
 	// default the supported filter is accepted as it is.
 	Accept func(supported listen.Filter) listen.Filter
-	// OpenErr, if set, is returned by Open.
+	// OpenErr, if set, is returned by Open (after BeforeOpen and Gate).
 	OpenErr error
 	// Gate, if set, makes Open wait until it is closed (or Open's context
-	// ends, which fails the open with the context's error).
+	// ends, which fails the open with the context's error), after
+	// BeforeOpen.
 	Gate <-chan struct{}
 
 	opened chan *Stream
@@ -39,8 +46,15 @@ func NewSource() *Source {
 }
 
 // Open implements listen.Source. It records the stream under the request
-// id's string form (jsonrpc.ID.String) and announces it on Opened.
+// id's string form (jsonrpc.ID.String; of two open listens whose ids have
+// the same string form, such as 1 and "1", Stream finds the later one) and
+// announces it on Opened.
 func (s *Source) Open(ctx context.Context, req *listen.Request, supported listen.Filter) (listen.Filter, listen.Stream, error) {
+	if s.BeforeOpen != nil {
+		if err := s.BeforeOpen(ctx, req); err != nil {
+			return nil, nil, err
+		}
+	}
 	if s.Gate != nil {
 		select {
 		case <-s.Gate:
@@ -114,8 +128,11 @@ type item struct {
 // Stream is one stream opened by a Source. Send, End and Fail queue what
 // the next Next calls return, in order; the queue is unbounded.
 type Stream struct {
-	// ID is the listen request id's string form.
+	// ID is the listen request id's string form (jsonrpc.ID.String).
 	ID string
+	// RequestID is the listen request's id as it came: its exact JSON
+	// token, which tells 1 from "1" (RequestID.Raw()).
+	RequestID jsonrpc.ID
 	// Supported is a copy of the filter Open was given.
 	Supported listen.Filter
 	// Transport is the request's transport kind.
@@ -139,6 +156,7 @@ var _ listen.Stream = (*Stream)(nil)
 func newStream(req *listen.Request, supported listen.Filter) *Stream {
 	return &Stream{
 		ID:        req.ID.String(),
+		RequestID: req.ID,
 		Supported: supported.Clone(),
 		Transport: req.Transport.Kind,
 		Auth:      req.Auth,
