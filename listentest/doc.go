@@ -1,7 +1,8 @@
 // Package listentest provides test doubles for code built on package
 // listen, in the manner of net/http/httptest: a channel-backed Source whose
 // streams the test drives (Send, End, Fail) and inspects (Nexts, Closed,
-// Reason), and an SSE reader for the messages of a listen served over
+// Reason; the Source's Opened and Closed tell which streams opened and
+// ended, in order), and an SSE reader for the messages of a listen served over
 // Streamable HTTP.
 //
 // The Source keeps every contract of listen.Source and listen.Stream: Open

@@ -49,13 +49,16 @@ func TestStreamFollowsTheStreamContract(t *testing.T) {
 		<-st.Nexts()
 		<-st.Nexts()
 		assert.Panics(t, func() { _, _ = st.Next() }, "a second Next in flight breaks the contract")
+		assert.Empty(t, src.Closed())
 		st.Close(listen.Cancelled("bye"))
 		assert.ErrorIs(t, <-got, listen.ErrClosed, "Close releases a blocked Next")
+		assert.Same(t, st, <-src.Closed(), "the first Close announces the stream")
 		st.Close(listen.ErrComplete)
 		assert.Equal(t, 2, st.Closes())
 		assert.ErrorIs(t, st.Reason(), listen.ErrCancelled, "only the first Close counts")
 		_, err = st.Next()
 		assert.ErrorIs(t, err, listen.ErrClosed, "Next after Close")
+		assert.Empty(t, src.Closed(), "only the first Close is announced")
 	})
 }
 
@@ -226,3 +229,22 @@ func TestSSEReaderData(t *testing.T) {
 }
 
 func jsonNumber(s string) any { return json.Number(s) }
+
+// Closed tells which streams ended, in the order of their first Close.
+func TestSourceClosedInOrder(t *testing.T) {
+	src := listentest.NewSource()
+	var streams []*listentest.Stream
+	for _, id := range []string{"a", "b", "c"} {
+		_, st, err := src.Open(context.Background(), request(id), listen.Filter{})
+		require.NoError(t, err)
+		streams = append(streams, st.(*listentest.Stream))
+	}
+	streams[2].Close(listen.ErrComplete)
+	streams[0].Close(listen.Cancelled(""))
+	streams[2].Close(nil)
+	assert.Equal(t, "c", (<-src.Closed()).ID)
+	st := <-src.Closed()
+	assert.Equal(t, "a", st.ID)
+	assert.ErrorIs(t, st.Reason(), listen.ErrCancelled)
+	assert.Empty(t, src.Closed(), "b is open, c was announced once")
+}

@@ -27,6 +27,7 @@ type Source struct {
 	Gate <-chan struct{}
 
 	opened chan *Stream
+	closed chan *Stream
 
 	mu      sync.Mutex
 	streams []*Stream
@@ -40,6 +41,7 @@ var _ listen.Source = (*Source)(nil)
 func NewSource() *Source {
 	return &Source{
 		opened:  make(chan *Stream, 1024),
+		closed:  make(chan *Stream, 1024),
 		byID:    make(map[string]*Stream),
 		waiting: make(map[string]chan struct{}),
 	}
@@ -70,6 +72,7 @@ func (s *Source) Open(ctx context.Context, req *listen.Request, supported listen
 		accepted = s.Accept(supported)
 	}
 	st := newStream(req, supported)
+	st.src = s
 	s.mu.Lock()
 	s.streams = append(s.streams, st)
 	s.byID[st.ID] = st
@@ -88,6 +91,11 @@ func (s *Source) Open(ctx context.Context, req *listen.Request, supported listen
 // Opened returns a channel that receives every stream Open creates, in
 // order (the first 1,024 unread ones are buffered).
 func (s *Source) Opened() <-chan *Stream { return s.opened }
+
+// Closed returns a channel that receives every stream of the Source as it
+// is closed (at its first Close), in order (the first 1,024 unread ones are
+// buffered): the streams that ended, whichever they are.
+func (s *Source) Closed() <-chan *Stream { return s.closed }
 
 // Streams returns the streams opened so far, in order.
 func (s *Source) Streams() []*Stream {
@@ -140,6 +148,7 @@ type Stream struct {
 	// Auth is what the transport's authentication put in the request.
 	Auth any
 
+	src    *Source
 	nexts  chan struct{}
 	closed chan struct{}
 	wake   chan struct{}
@@ -224,7 +233,8 @@ func (st *Stream) Next() (listen.Event, error) {
 }
 
 // Close implements listen.Stream. The first call records reason, closes
-// Closed and releases a blocked Next; every call is counted.
+// Closed, releases a blocked Next and announces the stream on its Source's
+// Closed; every call is counted.
 func (st *Stream) Close(reason error) {
 	st.mu.Lock()
 	st.closes++
@@ -235,6 +245,10 @@ func (st *Stream) Close(reason error) {
 	st.mu.Unlock()
 	if first {
 		close(st.closed)
+		select {
+		case st.src.closed <- st:
+		default: // nobody reads the Source's Closed
+		}
 	}
 }
 
