@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/stdio"
 )
 
@@ -124,7 +125,7 @@ func TestConnPeerWritesAnyMessageAnyTime(t *testing.T) {
 		h.send(requestLine(`1`, "tools/call"))
 		require.Equal(t, requestLine(`1`, "tools/call"), h.peerRead())
 		h.peerWrite(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p","progress":1}}`)
-		st.emit(listen.ToolsListChanged())
+		st.Send(listen.ToolsListChanged())
 		h.peerWrite("{\n  \"jsonrpc\": \"2.0\",\n  \"id\": \"s-1\",\n  \"method\": \"roots/list\"\n}")
 		h.peerWrite(`{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`)
 
@@ -162,14 +163,14 @@ func TestConnCancelOneOfTwoListens(t *testing.T) {
 		h.send(cancelLine(`"a"`, "enough"))
 		requireReason(t, h.closedReason(), `"a"`, listen.ErrCancelled)
 		for i := range 3 {
-			b.emit(listen.ToolsListChanged().WithMetadata(map[string]any{"n": i}))
+			b.Send(listen.ToolsListChanged().WithMetadata(map[string]any{"n": i}))
 			m := h.recv()
 			require.Equal(t, jsonrpc.MethodToolsListChanged, m.method())
 			require.Equal(t, `"b"`, m.subID())
-			require.Equal(t, `"b"`, <-h.src.nexts)
+			<-b.Nexts()
 		}
 		select {
-		case <-a.done:
+		case <-a.Closed():
 		default:
 			t.Fatal("a's stream is not closed")
 		}
@@ -345,7 +346,7 @@ func TestConnEndings(t *testing.T) {
 	})
 	t.Run("write timeout: the peer's calls fail with it", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			srv := newServer(t, newTestSource(), stdio.Options{WriteTimeout: time.Second})
+			srv := newServer(t, listentest.NewSource(), stdio.Options{WriteTimeout: time.Second})
 			inR, inW := io.Pipe()
 			outR, outW := io.Pipe() // never read
 			c := srv.NewConn(inR, outW)
@@ -367,7 +368,7 @@ func TestConnEndings(t *testing.T) {
 	})
 	t.Run("Serve after Shutdown, Serve twice", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			srv := newServer(t, newTestSource(), stdio.Options{})
+			srv := newServer(t, listentest.NewSource(), stdio.Options{})
 			require.NoError(t, srv.Shutdown(context.Background()))
 			c := srv.NewConn(strings.NewReader(""), io.Discard)
 			require.ErrorIs(t, c.Serve(t.Context()), stdio.ErrServerClosed)
@@ -375,7 +376,7 @@ func TestConnEndings(t *testing.T) {
 			require.ErrorIs(t, err, stdio.ErrServerClosed)
 			require.Error(t, c.Serve(t.Context()))
 
-			srv = newServer(t, newTestSource(), stdio.Options{})
+			srv = newServer(t, listentest.NewSource(), stdio.Options{})
 			c = srv.NewConn(strings.NewReader(""), io.Discard)
 			require.NoError(t, c.Close(), "closed before Serve")
 			require.NoError(t, c.Serve(t.Context()))
@@ -405,7 +406,7 @@ func TestConnWriteMessageErrors(t *testing.T) {
 // message writes nothing and says so.
 func TestConnWriteMessageGivesUpWithItsContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv := newServer(t, newTestSource(), stdio.Options{WriteTimeout: time.Hour})
+		srv := newServer(t, listentest.NewSource(), stdio.Options{WriteTimeout: time.Hour})
 		inR, inW := io.Pipe()
 		outR, outW := io.Pipe()
 		c := srv.NewConn(inR, outW)
@@ -444,7 +445,7 @@ func TestConnWriteMessageGivesUpWithItsContext(t *testing.T) {
 func TestConnConcurrentWritersNeverInterleave(t *testing.T) {
 	const writers, perWriter, listens, events = 8, 24, 3, 40
 	p := newOSPipes(t)
-	src := newTestSource()
+	src := listentest.NewSource()
 	srv := newServer(t, src, stdio.Options{Listen: listen.Options{Capabilities: testCaps}})
 	c := srv.NewConn(p.inR, p.outW)
 	done := make(chan error, 1)
@@ -476,12 +477,12 @@ func TestConnConcurrentWritersNeverInterleave(t *testing.T) {
 		close(lines)
 	}()
 
-	var streams []*testStream
+	var streams []*listentest.Stream
 	for i := range listens {
 		id := fmt.Sprintf(`"l%d"`, i)
 		_, err := io.WriteString(p.inW, listenLine(id, `{"toolsListChanged":true}`)+"\n")
 		require.NoError(t, err)
-		streams = append(streams, <-src.opened)
+		streams = append(streams, <-src.Opened())
 	}
 	var wg sync.WaitGroup
 	for w := range writers {
@@ -499,14 +500,10 @@ func TestConnConcurrentWritersNeverInterleave(t *testing.T) {
 	for _, st := range streams {
 		wg.Go(func() {
 			for range events {
-				st.emit(listen.ToolsListChanged())
+				st.Send(listen.ToolsListChanged())
 			}
 		})
 	}
-	go func() {
-		for range src.nexts { // the streams' demand; closed below
-		}
-	}()
 
 	next := make([]int, writers)
 	perListen := map[string]int{}
@@ -543,7 +540,7 @@ func TestConnConcurrentWritersNeverInterleave(t *testing.T) {
 
 	require.NoError(t, p.inW.Close())
 	for range listens {
-		<-src.closed
+		nextClose(src)
 	}
 	_, err := c.ReadMessage(context.Background())
 	require.ErrorIs(t, err, io.EOF)
@@ -551,7 +548,6 @@ func TestConnConcurrentWritersNeverInterleave(t *testing.T) {
 	require.NoError(t, <-done)
 	require.NoError(t, p.outW.Close())
 	require.NoError(t, <-readErr)
-	close(src.nexts)
 }
 
 func sumInts(v []int) int {
