@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -149,15 +150,17 @@ type sdkConn struct {
 	log *slog.Logger
 
 	mu sync.Mutex
-	// tokens maps the id of a request as the go-sdk echoes it (the JSON
-	// encoding of the id it decoded) to the client's tokens for it, oldest
-	// first, when the two differ. An entry lives until the go-sdk answers;
-	// the Conn bounds the requests in flight (stdio.Options.MaxInFlight).
-	tokens map[string][]json.RawMessage
+	// pending holds the requests the go-sdk is handling: the id as the
+	// go-sdk encodes it (echo) to the client's token for it. The two differ
+	// when the go-sdk decodes an id its own way (-0 as 0, "\u0041" as "A",
+	// an integer beyond 2^53 rounded). An entry lives until the go-sdk
+	// answers; the Conn bounds the requests in flight
+	// (stdio.Options.MaxInFlight).
+	pending map[string]json.RawMessage
 }
 
 func newSDKConn(c *stdio.Conn, log *slog.Logger) *sdkConn {
-	return &sdkConn{c: c, log: log, tokens: make(map[string][]json.RawMessage)}
+	return &sdkConn{c: c, log: log, pending: make(map[string]json.RawMessage)}
 }
 
 // Connect implements mcp.Transport.
@@ -182,17 +185,23 @@ func (s *sdkConn) Read(ctx context.Context) (sdkjsonrpc.Message, error) {
 	}
 }
 
-// take checks a request the go-sdk decoded against the multiplexer's
+// errDuplicate refuses a request whose id the go-sdk reads as the id of a
+// request it is handling.
+var errDuplicate = errors.New("the id of a request in flight, as the go-sdk reads it")
+
+// take checks a message the go-sdk decoded against the multiplexer's
 // reading of raw (stdio forwarded it having read it with jsonrpc.ParseMessage,
-// which reads keys as encoding/json does; the go-sdk matches keys exactly)
-// and remembers the client's id token when the go-sdk's differs.
+// which matches keys as encoding/json does; the go-sdk matches them
+// exactly), so that every request the multiplexer holds in flight is a
+// request the go-sdk answers, under its own id, and records the request.
 func (s *sdkConn) take(raw json.RawMessage, msg sdkjsonrpc.Message) error {
-	req, ok := msg.(*sdkjsonrpc.Request)
-	if !ok {
-		return nil // a response to one of the go-sdk's requests
-	}
 	m, err := jsonrpc.ParseMessage(raw)
+	req, isReq := msg.(*sdkjsonrpc.Request)
 	switch {
+	case !isReq && err == nil:
+		return errors.New("a request the go-sdk reads as a response")
+	case !isReq:
+		return nil // a response to one of the go-sdk's requests
 	case err != nil:
 		return err
 	case m.Method != req.Method || m.HasID != req.IsCall():
@@ -204,16 +213,28 @@ func (s *sdkConn) take(raw json.RawMessage, msg sdkjsonrpc.Message) error {
 	case !m.HasID:
 		return nil
 	}
-	echo, err := json.Marshal(req.ID.Raw())
+	echo, err := encodeID(req.ID)
 	if err != nil {
 		return err
 	}
-	if string(echo) != m.ID.Raw() {
-		s.mu.Lock()
-		s.tokens[string(echo)] = append(s.tokens[string(echo)], json.RawMessage(m.ID.Raw()))
-		s.mu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, dup := s.pending[echo]; dup {
+		return errDuplicate
 	}
+	s.pending[echo] = json.RawMessage(m.ID.Raw())
 	return nil
+}
+
+// encodeID returns id as the go-sdk writes it.
+func encodeID(id sdkjsonrpc.ID) (string, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(id.Raw()); err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(b.String(), "\n"), nil
 }
 
 // namesProtocolVersion reports whether params name protocol version
@@ -225,8 +246,10 @@ func namesProtocolVersion(params json.RawMessage) bool {
 		json.Unmarshal(meta[jsonrpc.MetaProtocolVersion], &v) == nil && v == jsonrpc.ProtocolVersion
 }
 
-// refuse answers a request the go-sdk cannot take with -32600
-// MsgUndecodable (which frees its id on the Conn), and drops anything else.
+// refuse answers a request the go-sdk cannot take, which frees its id on
+// the Conn: -32600 "Duplicate in-flight request id" when the go-sdk would
+// read its id as that of a request it is handling, -32600 MsgUndecodable
+// otherwise. Anything else is dropped.
 func (s *sdkConn) refuse(ctx context.Context, raw json.RawMessage, why error) {
 	m, err := jsonrpc.ParseMessage(raw)
 	if err != nil || !m.HasID {
@@ -234,7 +257,11 @@ func (s *sdkConn) refuse(ctx context.Context, raw json.RawMessage, why error) {
 		return
 	}
 	s.log.Debug("gosdk: a request the go-sdk cannot take refused", "id", m.ID.Raw(), "err", why)
-	answer := jsonrpc.ErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, MsgUndecodable))
+	msg := MsgUndecodable
+	if errors.Is(why, errDuplicate) {
+		msg = jsonrpc.MsgDuplicateID
+	}
+	answer := jsonrpc.ErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, msg))
 	if err := s.c.WriteMessage(context.WithoutCancel(ctx), answer); err != nil {
 		s.log.Debug("gosdk: refusal not written", "err", err)
 	}
@@ -247,39 +274,20 @@ func (s *sdkConn) Write(ctx context.Context, msg sdkjsonrpc.Message) error {
 	if err != nil {
 		return err
 	}
-	if resp, ok := msg.(*sdkjsonrpc.Response); ok {
-		if echo, token := s.token(resp.ID); token != nil {
-			if b, err = withID(b, echo, token); err != nil {
-				return err
+	if resp, ok := msg.(*sdkjsonrpc.Response); ok && resp.ID.IsValid() {
+		if echo, err := encodeID(resp.ID); err == nil {
+			s.mu.Lock()
+			token, ok := s.pending[echo]
+			delete(s.pending, echo)
+			s.mu.Unlock()
+			if ok && string(token) != echo {
+				if b, err = withID(b, []byte(echo), token); err != nil {
+					return err
+				}
 			}
 		}
 	}
 	return s.c.WriteMessage(ctx, b)
-}
-
-// token returns (and forgets) the client's token for an id the go-sdk
-// answers, with the go-sdk's encoding of it; a nil token when the go-sdk's
-// encoding is the client's.
-func (s *sdkConn) token(id sdkjsonrpc.ID) (echo []byte, token json.RawMessage) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.tokens) == 0 {
-		return nil, nil
-	}
-	echo, err := json.Marshal(id.Raw())
-	if err != nil {
-		return nil, nil
-	}
-	q := s.tokens[string(echo)]
-	switch len(q) {
-	case 0:
-		return nil, nil
-	case 1:
-		delete(s.tokens, string(echo))
-	default:
-		s.tokens[string(echo)] = q[1:]
-	}
-	return echo, q[0]
 }
 
 // withID returns b, the go-sdk's encoding of a response whose id it encodes

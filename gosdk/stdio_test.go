@@ -306,6 +306,7 @@ func TestStdioUndecodable(t *testing.T) {
 		`{"jsonrpc":"2.0","id":3,"Method":"ping","method":"tools/list","METHOD":"ping"}`,
 		`{"jsonrpc":"2.0","id":4,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}},` +
 			`"Params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2027-01-01"}}}`,
+		`{"jsonrpc":"2.0","id":6,"Method":"ping"}`, // a response to the go-sdk
 	} {
 		id := gjsonID(t, line)
 		r.send(`{"jsonrpc":"2.0","method":"notifications/foo","Method":"ping"}`) // dropped
@@ -347,4 +348,29 @@ func TestStdioContextDrains(t *testing.T) {
 	require.False(t, r.out.Scan(), "nothing more: %s", r.out.Text())
 	require.ErrorIs(t, <-r.done, stop)
 	r.in.Close()
+}
+
+// TestStdioIDTheGoSDKReadsAsInFlight: "\u0041" and "A" are two ids to the
+// multiplexer (which matches tokens) but one to the go-sdk: while the first
+// is being handled, the second is refused as a duplicate (the go-sdk would
+// answer it without an id, and the multiplexer would hold it forever).
+func TestStdioIDTheGoSDKReadsAsInFlight(t *testing.T) {
+	srv := plainServer()
+	release := make(chan struct{})
+	mcp.AddTool(srv, &mcp.Tool{Name: "wait"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+		<-release
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil
+	})
+	r := startRaw(t, srv, true, gosdk.StdioOptions{Stdio: stdio.Options{MaxInFlight: 2}})
+	r.send(`{"jsonrpc":"2.0","id":"\u0041","method":"tools/call","params":{"name":"wait",` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)
+	r.send(`{"jsonrpc":"2.0","id":"A","method":"ping"}`)
+	require.Equal(t, `{"jsonrpc":"2.0","id":"A","error":{"code":-32600,"message":"Duplicate in-flight request id"}}`, r.recv())
+	close(release)
+	require.Contains(t, r.recv(), `{"jsonrpc":"2.0","id":"\u0041","result":`)
+	r.send(`{"jsonrpc":"2.0","id":"A","method":"ping"}`)
+	require.Equal(t, `{"jsonrpc":"2.0","id":"A","result":{}}`, r.recv())
+	rest, err := r.end()
+	require.NoError(t, err)
+	assert.Empty(t, rest)
 }
