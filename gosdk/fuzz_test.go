@@ -16,11 +16,13 @@ import (
 )
 
 // FuzzServe feeds arbitrary input, then three pings, to Serve with a plain
-// go-sdk server, on a connection with 256-byte lines and 2 requests in
-// flight, and closes the input once the pings were answered. Nothing panics
-// or deadlocks (synctest would report it): every request the go-sdk took
-// was answered and its id freed, whatever its id token or encoding, so the
-// pings got through. Serve returns nil. Every output line is one whole
+// go-sdk server, on a connection with 256-byte lines and one request in
+// flight (then again with two, so that requests meet at the go-sdk), and
+// closes the input once the pings were answered. Nothing panics or
+// deadlocks (synctest would report it): every request the multiplexer
+// handed the go-sdk was answered and its id freed, whatever its id token or
+// encoding (with one unit, a single request left unanswered would hold it
+// and stop the pings). Serve returns nil. Every output line is one whole
 // JSON-RPC 2.0 message (one writer, no interleaving); every answer to the
 // client carries an id token exactly as the client sent it; every
 // over-long line is answered by the multiplexer with its line-too-long
@@ -65,77 +67,79 @@ func FuzzServe(f *testing.F) {
 			}
 		}
 
-		wait := !bytes.Contains(input, []byte("fuzz-end"))
-		var out strings.Builder
-		synctest.Test(t, func(t *testing.T) {
-			inR, inW := io.Pipe()
-			outR, outW := io.Pipe()
-			served := make(chan error, 1)
-			go func() {
-				served <- gosdk.Serve(t.Context(), plainServer(), inR, outW, gosdk.StdioOptions{
-					Options: gosdk.Options{Logger: slog.New(slog.DiscardHandler)},
-					Stdio:   stdio.Options{MaxLineBytes: maxLine, MaxInFlight: 2},
-				})
-				outW.Close()
-			}()
-			go func() {
-				_, _ = inW.Write(in.Bytes())
-				if !wait {
-					inW.Close()
-				}
-			}()
-			sc := bufio.NewScanner(outR)
-			sc.Buffer(nil, 1<<20)
-			pending := len(pings)
-			for sc.Scan() {
-				out.WriteString(sc.Text() + "\n")
-				for _, id := range pings {
-					if wait && strings.HasPrefix(sc.Text(), `{"jsonrpc":"2.0","id":`+id+`,`) {
-						if pending--; pending == 0 {
-							inW.Close()
+		for _, inFlight := range []int{1, 2} {
+			wait := !bytes.Contains(input, []byte("fuzz-end"))
+			var out strings.Builder
+			synctest.Test(t, func(t *testing.T) {
+				inR, inW := io.Pipe()
+				outR, outW := io.Pipe()
+				served := make(chan error, 1)
+				go func() {
+					served <- gosdk.Serve(t.Context(), plainServer(), inR, outW, gosdk.StdioOptions{
+						Options: gosdk.Options{Logger: slog.New(slog.DiscardHandler)},
+						Stdio:   stdio.Options{MaxLineBytes: maxLine, MaxInFlight: inFlight},
+					})
+					outW.Close()
+				}()
+				go func() {
+					_, _ = inW.Write(in.Bytes())
+					if !wait {
+						inW.Close()
+					}
+				}()
+				sc := bufio.NewScanner(outR)
+				sc.Buffer(nil, 1<<20)
+				pending := len(pings)
+				for sc.Scan() {
+					out.WriteString(sc.Text() + "\n")
+					for _, id := range pings {
+						if wait && strings.HasPrefix(sc.Text(), `{"jsonrpc":"2.0","id":`+id+`,`) {
+							if pending--; pending == 0 {
+								inW.Close()
+							}
 						}
 					}
 				}
-			}
-			if err := <-served; err != nil {
-				t.Fatalf("Serve: %v", err)
-			}
-			inR.Close()
-		})
+				if err := <-served; err != nil {
+					t.Fatalf("Serve: %v", err)
+				}
+				inR.Close()
+			})
 
-		answered, tooLong := map[string]bool{}, 0
-		for line := range strings.Lines(out.String()) {
-			if !strings.HasSuffix(line, "\n") {
-				t.Fatalf("a partial line: %q", line)
+			answered, tooLong := map[string]bool{}, 0
+			for line := range strings.Lines(out.String()) {
+				if !strings.HasSuffix(line, "\n") {
+					t.Fatalf("a partial line: %q", line)
+				}
+				var m struct {
+					JSONRPC string          `json:"jsonrpc"`
+					ID      json.RawMessage `json:"id"`
+					Method  *string         `json:"method"`
+					Error   *struct {
+						Code    int    `json:"code"`
+						Message string `json:"message"`
+					} `json:"error"`
+				}
+				if !json.Valid([]byte(line)) || json.Unmarshal([]byte(line), &m) != nil || m.JSONRPC != "2.0" {
+					t.Fatalf("not one JSON-RPC message: %q", line)
+				}
+				if m.Method != nil {
+					continue // the go-sdk's own notification or request
+				}
+				if m.Error != nil && m.Error.Code == jsonrpc.CodeInvalidRequest && m.Error.Message == stdio.MsgLineTooLong {
+					tooLong++
+				}
+				if len(m.ID) == 0 || string(m.ID) == "null" {
+					continue
+				}
+				if !sent[string(m.ID)] {
+					t.Fatalf("an answer with an id the client did not send: %q", line)
+				}
+				answered[string(m.ID)] = true
 			}
-			var m struct {
-				JSONRPC string          `json:"jsonrpc"`
-				ID      json.RawMessage `json:"id"`
-				Method  *string         `json:"method"`
-				Error   *struct {
-					Code    int    `json:"code"`
-					Message string `json:"message"`
-				} `json:"error"`
+			if tooLong != overLong {
+				t.Fatalf("%d lines over the limit, %d answered as such", overLong, tooLong)
 			}
-			if !json.Valid([]byte(line)) || json.Unmarshal([]byte(line), &m) != nil || m.JSONRPC != "2.0" {
-				t.Fatalf("not one JSON-RPC message: %q", line)
-			}
-			if m.Method != nil {
-				continue // the go-sdk's own notification or request
-			}
-			if m.Error != nil && m.Error.Code == jsonrpc.CodeInvalidRequest && m.Error.Message == stdio.MsgLineTooLong {
-				tooLong++
-			}
-			if len(m.ID) == 0 || string(m.ID) == "null" {
-				continue
-			}
-			if !sent[string(m.ID)] {
-				t.Fatalf("an answer with an id the client did not send: %q", line)
-			}
-			answered[string(m.ID)] = true
-		}
-		if tooLong != overLong {
-			t.Fatalf("%d lines over the limit, %d answered as such", overLong, tooLong)
 		}
 	})
 }
