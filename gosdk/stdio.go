@@ -71,24 +71,30 @@ func Run(ctx context.Context, server *mcp.Server, opts StdioOptions) error {
 // The go-sdk answers a request with the id as it decoded it (an id -0 as 0,
 // "\u0041" as "A", an integer beyond 2^53 rounded); Serve gives the answer
 // the client's own id token back. A message the go-sdk cannot decode, or
-// reads differently from the multiplexer (another method, through keys
-// that differ in case or repeat), does not reach it: a request is answered
-// with -32600 "Invalid request: the server cannot decode it" (MsgUndecodable),
-// anything else is dropped.
+// reads differently from the multiplexer (another method, or a request
+// taken for a response, through keys that differ in case or repeat), does
+// not reach it: a request is answered with -32600 "Invalid request: the
+// server cannot decode it" (MsgUndecodable), anything else is dropped. A
+// request whose id the go-sdk would read as that of a request it is still
+// handling ("\u0041" beside "A") is answered with -32600 "Duplicate
+// in-flight request id", as the multiplexer answers an id in flight. So,
+// while the connection is up, the go-sdk answers every request it is
+// handed, and its unit of stdio.Options.MaxInFlight comes back.
 //
 // Serve returns when r ends (EOF, then nil; or a read error, returned): open
 // listens are closed without a terminal message, as the stdio package does,
-// the go-sdk answers what it read and ends its session, and the Bridge is
-// closed; or when ctx ends: every open listen is drained (see
+// the go-sdk ends its session once its handlers returned (it writes no more
+// answers once its input ended, as over its own stdio transport), and the
+// Bridge is closed; or when ctx ends: every open listen is drained (see
 // StdioOptions.ShutdownTimeout), the go-sdk session is closed, and Serve
 // returns ctx's cause. It also returns when writing w failed or timed out,
 // with that error (see stdio.Server.Serve).
 //
-// Goroutines: Serve runs the Conn (its reader and writer goroutines and one
-// per listen; see the stdio package, including the Read or Write it may
-// leave behind when it cannot interrupt it) and the go-sdk session, whose
-// goroutines are the go-sdk's; all of them have returned when Serve
-// returns.
+// Goroutines: Serve runs the Conn's Serve on a goroutine of its own (with
+// its reader and writer goroutines and one per listen; see the stdio
+// package, including the Read or Write it may leave behind when it cannot
+// interrupt it) and the go-sdk session, whose goroutines are the go-sdk's;
+// all of them have returned when Serve returns.
 func Serve(ctx context.Context, server *mcp.Server, r io.Reader, w io.Writer, opts StdioOptions) error {
 	if opts.ShutdownTimeout < 0 {
 		return errors.New("gosdk: negative ShutdownTimeout")
@@ -123,8 +129,8 @@ func Serve(ctx context.Context, server *mcp.Server, r io.Reader, w io.Writer, op
 	var result error
 	select {
 	case result = <-served:
-		// The input ended (the go-sdk read io.EOF, answered and closed), or
-		// a write failed.
+		// The input ended (the go-sdk read io.EOF and closed the Conn once
+		// idle), or a write failed.
 	case <-ctx.Done():
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opts.ShutdownTimeout)
 		_ = mux.Shutdown(sctx)
