@@ -21,8 +21,9 @@
 //	go peer(c)            // c.ReadMessage, c.WriteMessage, then c.Close
 //	err = c.Serve(ctx)
 //
-// The Server serves every listen and every notifications/cancelled naming
-// one; everything else the client sends reaches the peer as it was read
+// The Server serves every listen (with Options.ForwardOtherVersions, every
+// listen naming 2026-07-28) and every notifications/cancelled naming one;
+// everything else the client sends reaches the peer as it was read
 // (Conn.ReadMessage), responses to the peer's own requests included, and
 // the peer writes any message at any time (Conn.WriteMessage) through the
 // connection's one writer. See Conn for the bounds and the ending.
@@ -91,6 +92,12 @@
 //  5. listen.Open (with Options.Listen): its error, as the core shapes it.
 //
 // A listen without an id is a notification and is ignored.
+//
+// On a Conn with Options.ForwardOtherVersions, a listen (request or
+// notification) whose _meta does not name 2026-07-28 is not checked: it goes
+// to the peer as it was read, so that a peer that is an MCP server answers
+// it in its own words. Only listens naming 2026-07-28 go through the checks
+// above.
 //
 // # Endings
 //
