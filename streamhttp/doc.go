@@ -25,6 +25,7 @@
 //	CheckOrigin refuses (Origin, Host)           403  -32600 "Forbidden: invalid Origin or Host", no id
 //	Authenticate refuses                         401  -32600 "Unauthorized", no id (or AuthError's status, headers)
 //	body over MaxBodyBytes                       413  -32600 "Request body too large"
+//	body not received within ReadTimeout         408  -32600 "Request timeout: the request body was not received in time"
 //	malformed JSON / not a JSON-RPC request      400  -32700 "Parse error" / -32600
 //	Mcp-Method header ≠ body method              400  -32020 "Header mismatch: ..."
 //	a notification (no id), not a listen         202  accepted and ignored, no body
@@ -84,13 +85,23 @@
 //
 // # Limits and defaults
 //
-//	MaxStreams    1024   concurrent listens; 503 over it, checked before the Source is opened
-//	MaxBodyBytes  1 MiB  request body; 413 over it
-//	KeepAlive     15 s   idle time before a keep-alive comment
-//	WriteTimeout  10 s   per write (an event or keep-alive and its flush); idle
-//	                     streams are not affected
+//	MaxStreams    1024     concurrent listens; 503 over it, checked before the Source is opened
+//	MaxBodyBytes  256 KiB  request body; 413 over it
+//	ReadTimeout   10 s     reading the request, up to the end of its body; 408 over it
+//	KeepAlive     15 s     idle time before a keep-alive comment
+//	WriteTimeout  10 s     per write (an event or keep-alive and its flush); idle
+//	                       streams are not affected
 //
 // A zero Options field means its default; a negative one is an error of New.
+// The read deadline, like the write deadline, is set with
+// http.ResponseController. It is set when ServeHTTP starts and cleared once
+// the body has been read, so it bounds an incomplete request (a slow body,
+// one byte short, chunked without end) and, on HTTP/1.x, net/http's
+// discarding of the body of a request refused before its body was read,
+// never a stream. The request line and headers are the http.Server's to
+// bound: set its ReadHeaderTimeout, IdleTimeout and MaxHeaderBytes (MCP
+// requests need a few KiB of headers), not its ReadTimeout, which would
+// also cut every stream served inside net/http.
 // The write deadline is set with http.ResponseController; behind a
 // middleware whose ResponseWriter hides SetWriteDeadline (no Unwrap method)
 // it has no effect, and a client that stops reading then holds its own

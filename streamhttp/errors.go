@@ -15,6 +15,7 @@ const (
 	MsgUnauthorized     = "Unauthorized"
 	MsgBodyTooLarge     = "Request body too large"
 	MsgBodyUnreadable   = "Invalid request: the request body could not be read"
+	MsgBodyTimeout      = "Request timeout: the request body was not received in time"
 	MsgShuttingDown     = "Server is shutting down"
 )
 

@@ -125,6 +125,8 @@ func TestNewErrors(t *testing.T) {
 			"streamhttp: invalid options: MaxStreams must not be negative (zero means the default), got -1"},
 		{"negative MaxBodyBytes", newTestSource(), streamhttp.Options{MaxBodyBytes: -5},
 			"streamhttp: invalid options: MaxBodyBytes must not be negative (zero means the default), got -5"},
+		{"negative ReadTimeout", newTestSource(), streamhttp.Options{ReadTimeout: -time.Second},
+			"streamhttp: invalid options: ReadTimeout must not be negative (zero means the default), got -1s"},
 		{"negative KeepAlive", newTestSource(), streamhttp.Options{KeepAlive: -time.Second},
 			"streamhttp: invalid options: KeepAlive must not be negative (zero means the default), got -1s"},
 		{"negative WriteTimeout", newTestSource(), streamhttp.Options{WriteTimeout: -1},

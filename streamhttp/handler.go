@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"sync"
+	"time"
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
@@ -95,9 +96,18 @@ func (h *Handler) Stats() Stats {
 // goroutine of a taken-over connection) and end (the one order every
 // stream ends in). A request refused by a step is answered with a JSON-RPC
 // error response.
+//
+// Reading the request is bounded by ReadTimeout: the read deadline is set
+// first, so it bounds every read of the request, and is cleared as soon as
+// the body has been read, before the listen is admitted (on HTTP/1.x
+// net/http clears it too, when the body ends), so neither a slow
+// Source.Open nor the stream is touched by it.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(h.opts.ReadTimeout))
 	req, f := h.decode(w, r)
 	if f == nil {
+		_ = rc.SetReadDeadline(time.Time{})
 		f = h.admitAndServe(w, r, req)
 	}
 	if f != nil {

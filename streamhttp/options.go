@@ -18,8 +18,13 @@ const (
 	// listens one Handler serves at once (the TypeScript and Python SDKs
 	// use the same figure).
 	DefaultMaxStreams = 1024
-	// DefaultMaxBodyBytes is the default Options.MaxBodyBytes (1 MiB).
-	DefaultMaxBodyBytes = 1 << 20
+	// DefaultMaxBodyBytes is the default Options.MaxBodyBytes (256 KiB):
+	// twice the largest filter the core accepts by default
+	// (listen.Options.MaxFilterBytes, 128 KiB), room for the rest of a
+	// listen request. A real listen is a few hundred bytes.
+	DefaultMaxBodyBytes = 256 << 10
+	// DefaultReadTimeout is the default Options.ReadTimeout.
+	DefaultReadTimeout = 10 * time.Second
 	// DefaultKeepAlive is the default Options.KeepAlive.
 	DefaultKeepAlive = 15 * time.Second
 	// DefaultWriteTimeout is the default Options.WriteTimeout.
@@ -48,8 +53,26 @@ type Options struct {
 
 	// MaxBodyBytes bounds the request body. A larger body is refused with 413
 	// and -32600 "Request body too large". Zero means DefaultMaxBodyBytes
-	// (1 MiB); a negative value is an error.
+	// (256 KiB); a negative value is an error.
 	MaxBodyBytes int64
+
+	// ReadTimeout bounds the time to read a request: from the moment
+	// ServeHTTP starts (the headers have been read) to the end of its body.
+	// It is set with http.ResponseController.SetReadDeadline and cleared
+	// once the body has been read, so it never touches an open stream. A
+	// body that has not fully arrived by then (sent slowly, one byte short of
+	// its Content-Length, or chunked without end) is refused with 408 and
+	// -32600 "Request timeout: the request body was not received in time",
+	// and net/http then closes the connection; a request refused before its
+	// body is read (405, 403, 401) keeps the deadline, which also bounds
+	// net/http's discarding of the unread body. Zero means
+	// DefaultReadTimeout (10 s); a negative value is an error. It has no
+	// effect on a ResponseWriter that does not support read deadlines (see
+	// http.ResponseController). Unlike http.Server.ReadTimeout, which would
+	// also cut every stream served inside net/http, it ends with the read.
+	// The headers are the http.Server's to bound (ReadHeaderTimeout,
+	// MaxHeaderBytes).
+	ReadTimeout time.Duration
 
 	// KeepAlive is how long a stream may stay idle before the Handler writes
 	// an SSE comment (": keep-alive") to keep proxies from closing it. Zero
@@ -174,6 +197,7 @@ func withDefaults(o Options) (Options, error) {
 	}{
 		{"MaxStreams", o.MaxStreams < 0, o.MaxStreams},
 		{"MaxBodyBytes", o.MaxBodyBytes < 0, o.MaxBodyBytes},
+		{"ReadTimeout", o.ReadTimeout < 0, o.ReadTimeout},
 		{"KeepAlive", o.KeepAlive < 0, o.KeepAlive},
 		{"WriteTimeout", o.WriteTimeout < 0, o.WriteTimeout},
 	} {
@@ -186,6 +210,9 @@ func withDefaults(o Options) (Options, error) {
 	}
 	if o.MaxBodyBytes == 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.ReadTimeout == 0 {
+		o.ReadTimeout = DefaultReadTimeout
 	}
 	if o.KeepAlive == 0 {
 		o.KeepAlive = DefaultKeepAlive

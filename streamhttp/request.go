@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 
 	"github.com/mcplisten/listen"
@@ -20,7 +21,8 @@ const TransportKind = "streamable_http"
 //  1. method not POST: 405 (Allow: POST);
 //  2. CheckOrigin: 403;
 //  3. Authenticate: 401, or the AuthError's status;
-//  4. body over MaxBodyBytes: 413; unreadable body: 400;
+//  4. body over MaxBodyBytes: 413; not received within ReadTimeout: 408;
+//     unreadable body: 400;
 //  5. JSON: -32700 or -32600, 400;
 //  6. Mcp-Method header vs body method: -32020, 400;
 //  7. a notification (no id) of another method: 202, ignored; any other
@@ -111,6 +113,15 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *ref
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
 			return nil, refuse(http.StatusRequestEntityTooLarge, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, MsgBodyTooLarge))
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			// ReadTimeout: the rest of the body is not read; the connection
+			// is not reused.
+			f := refuse(http.StatusRequestTimeout, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, MsgBodyTimeout).WithCause(err))
+			if r.ProtoMajor == 1 {
+				f.header = http.Header{"Connection": {"close"}}
+			}
+			return nil, f
 		}
 		return nil, refuse(http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, MsgBodyUnreadable).WithCause(err))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -393,4 +394,29 @@ func TestDefaultCheckOrigin(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The default body limit (256 KiB) takes the largest listen the core
+// accepts by default (1,000 URIs, a 128 KiB filter) and refuses a body one
+// byte over it with 413.
+func TestDefaultBodyLimit(t *testing.T) {
+	e := newEnv(t, nil, nil, envConfig{})
+	uris := make([]string, listen.MaxResourceSubscriptions)
+	for i := range uris {
+		uris[i] = fmt.Sprintf("test://r/%0119d", i) // 128 bytes
+	}
+	filter := mustJSON(t, map[string]any{listen.KeyResourceSubscriptions: uris})
+	require.Greater(t, len(filter), 127<<10)
+	require.LessOrEqual(t, len(filter), 128<<10)
+	s := e.listen(t, `"largest"`, string(filter))
+	assert.Equal(t, jsonrpc.MethodAcknowledged, s.message(t)["method"])
+	e.src.stream(t, "largest").Complete()
+	s.message(t)
+	s.end(t)
+
+	small := listenBody(`"over"`, `{}`)
+	pad := strings.Repeat(" ", streamhttp.DefaultMaxBodyBytes+1-len(small))
+	resp := e.do(t, http.MethodPost, small+pad, listenHeaders())
+	assert.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
+	assert.Equal(t, streamhttp.MsgBodyTooLarge, readError(t, resp).Error.Message)
 }
