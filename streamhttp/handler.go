@@ -23,6 +23,8 @@ import (
 type Handler struct {
 	src  listen.Source
 	opts Options
+	// checkOrigin is the Origin and Host check (see CheckOrigin).
+	checkOrigin func(r *http.Request) error
 
 	mu sync.Mutex
 	// streams holds the listens that hold a slot (counted by MaxStreams and
@@ -51,13 +53,38 @@ func New(src listen.Source, opts Options) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Handler{
+	g, err := newOriginGuard(o.AllowedHosts, o.AllowedOrigins)
+	if err != nil {
+		return nil, err
+	}
+	h := &Handler{
 		src:     src,
 		opts:    o,
 		streams: make(map[*stream]struct{}),
 		over:    make(chan struct{}),
-	}, nil
+	}
+	switch {
+	case o.CheckOrigin == nil:
+		h.checkOrigin = g.check
+	case len(g.hosts) > 0:
+		h.checkOrigin = func(r *http.Request) error {
+			if err := g.checkHost(r); err != nil {
+				return err
+			}
+			return o.CheckOrigin(r)
+		}
+	default:
+		h.checkOrigin = o.CheckOrigin
+	}
+	return h, nil
 }
+
+// CheckOrigin runs the Handler's Origin and Host check on r: AllowedHosts,
+// then Options.CheckOrigin, or by default DefaultCheckOrigin's rules with
+// AllowedOrigins trusted. It is what ServeHTTP checks first (403 on an
+// error) and what Front applies to every request it routes; use it to
+// protect other handlers of the same server the same way.
+func (h *Handler) CheckOrigin(r *http.Request) error { return h.checkOrigin(r) }
 
 var errNilSource = errors.New("streamhttp: New needs a Source, got nil")
 

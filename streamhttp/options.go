@@ -95,13 +95,32 @@ type Options struct {
 
 	// CheckOrigin validates the request's origin. A non-nil error refuses it
 	// with 403 and a JSON-RPC error without id (-32600 "Forbidden: invalid
-	// Origin or Host"). Nil means DefaultCheckOrigin: DNS-rebinding
-	// protection for local servers and the cross-origin checks of
-	// http.CrossOriginProtection. To trust more origins, use an
-	// http.CrossOriginProtection with AddTrustedOrigin (its Check method
-	// fits this field), combined with DefaultCheckOrigin's Host rule if the
-	// server listens on a loopback address.
+	// Origin or Host"). Nil means DefaultCheckOrigin's rules, with
+	// AllowedHosts and AllowedOrigins applied: DNS-rebinding protection and
+	// the cross-origin checks. Front applies the same check to every request
+	// it routes (see Handler.CheckOrigin).
 	CheckOrigin func(r *http.Request) error
+
+	// AllowedHosts, if not empty, lists the Host header values the server
+	// answers to, as "name" (any port, or none) or "name:port", IPv6
+	// addresses in brackets ("[::1]:8080"); names are compared without
+	// regard to case. A request naming another Host is refused with 403,
+	// whatever its Origin: the protection against DNS rebinding for a server
+	// that listens on a non-loopback address, where the default check
+	// (which refuses only a non-loopback Host on a loopback address) cannot
+	// tell a rebinding attack from a legitimate name. With AllowedHosts the
+	// loopback rule is replaced by the list. It applies before CheckOrigin,
+	// when that is set too. The TypeScript and Python SDKs have the same
+	// option.
+	AllowedHosts []string
+
+	// AllowedOrigins lists the origins ("https://app.example", scheme, host
+	// and port, no path) whose cross-origin browser requests are accepted;
+	// a same-origin request is always accepted. Every other request with an
+	// Origin, or with a Sec-Fetch-Site other than same-origin or none, is
+	// refused with 403. It is part of the default check: setting it with
+	// CheckOrigin is an error of New.
+	AllowedOrigins []string
 
 	// Authenticate, if set, authenticates every listen before its body is
 	// read. Its result is handed to the Source as listen.Request.Auth. An
@@ -220,9 +239,11 @@ func withDefaults(o Options) (Options, error) {
 	if o.WriteTimeout == 0 {
 		o.WriteTimeout = DefaultWriteTimeout
 	}
-	if o.CheckOrigin == nil {
-		o.CheckOrigin = DefaultCheckOrigin
+	if o.CheckOrigin != nil && len(o.AllowedOrigins) > 0 {
+		return Options{}, fmt.Errorf("%w: AllowedOrigins is part of the default origin check: it cannot be combined with CheckOrigin", ErrInvalidOptions)
 	}
+	o.AllowedHosts = slices.Clone(o.AllowedHosts)
+	o.AllowedOrigins = slices.Clone(o.AllowedOrigins)
 	if o.SupportedVersions == nil {
 		o.SupportedVersions = jsonrpc.SupportedProtocolVersions
 	}

@@ -19,7 +19,7 @@ const TransportKind = "streamable_http"
 // decoded request or the refusal to send:
 //
 //  1. method not POST: 405 (Allow: POST);
-//  2. CheckOrigin: 403;
+//  2. CheckOrigin (AllowedHosts, AllowedOrigins): 403;
 //  3. Authenticate: 401, or the AuthError's status;
 //  4. body over MaxBodyBytes: 413; not received within ReadTimeout: 408;
 //     unreadable body: 400;
@@ -40,7 +40,7 @@ func (h *Handler) decode(w http.ResponseWriter, r *http.Request) (*listen.Reques
 		f.header = http.Header{"Allow": {http.MethodPost}}
 		return nil, f
 	}
-	if err := h.opts.CheckOrigin(r); err != nil {
+	if err := h.checkOrigin(r); err != nil {
 		return nil, refuse(http.StatusForbidden, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, MsgForbidden).WithCause(err))
 	}
 	var auth any
