@@ -22,7 +22,7 @@
 // it could be read, and the Source is never opened:
 //
 //	method other than POST (GET, DELETE, ...)    405  -32600, Allow: POST
-//	CheckOrigin refuses (Origin, Host)           403  -32600 "Forbidden: invalid Origin or Host", no id
+//	origin check refuses (Origin, Host)          403  -32600 "Forbidden: invalid Origin or Host", no id
 //	Authenticate refuses                         401  -32600 "Unauthorized", no id (or AuthError's status, headers)
 //	body over MaxBodyBytes                       413  -32600 "Request body too large"
 //	body not received within ReadTimeout         408  -32600 "Request timeout: the request body was not received in time"
@@ -195,6 +195,24 @@
 //		Listen: listen.Options{Capabilities: lc, ServerInfo: listen.Implementation{Name: impl.Name, Version: impl.Version}},
 //	})
 //	http.Handle("/mcp", streamhttp.Front(listens, sdk))
+//
+// Front protects every request it routes as the Handler protects a listen
+// (MCP: servers MUST validate the Origin header of every incoming request):
+// a request for other that the Handler's CheckOrigin refuses (a
+// cross-origin browser request, a DNS-rebinding Host, a Host outside
+// AllowedHosts) is answered 403 and never reaches other. FrontWith chooses
+// another check, or none (FrontOptions.Unchecked) when other checks origins
+// itself.
+//
+// # DNS rebinding and allowed hosts
+//
+// On a loopback address, the default check refuses a Host that is not a
+// loopback name, which defeats DNS rebinding. On any other address it
+// cannot tell a rebinding attacker's name from the server's own: list the
+// names the server answers to in Options.AllowedHosts (and, for browser
+// clients served from another origin, their origins in
+// Options.AllowedOrigins). A server that binds a non-loopback address
+// without AllowedHosts answers any Host.
 //
 // The capabilities the Handler narrows against must be exactly those the
 // server advertises in server/discover: a listen is acknowledged only for

@@ -75,7 +75,9 @@ func refuse(status int, id jsonrpc.ID, err *jsonrpc.Error) *refusal {
 	return &refusal{status: status, id: id, err: err}
 }
 
-// write sends the refusal as an application/json JSON-RPC error response.
+// write sends the refusal as an application/json JSON-RPC error response,
+// reporting it to h's OnError (h may be nil: Front with another listen
+// handler).
 func (f *refusal) write(h *Handler, w http.ResponseWriter, r *http.Request) {
 	if f.status == 0 { // the client is gone: nothing to write
 		return
@@ -84,7 +86,7 @@ func (f *refusal) write(h *Handler, w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(f.status)
 		return
 	}
-	if h.opts.OnError != nil {
+	if h != nil && h.opts.OnError != nil {
 		h.opts.OnError(r, f.status, f.err)
 	}
 	body := jsonrpc.ErrorResponse(f.id, f.err)
