@@ -36,7 +36,8 @@
 //	protocol version older than 2026-07-28       404  -32601 "Method not found: subscriptions/listen"
 //	any other unsupported protocol version       400  -32022 "Unsupported protocol version", data.supported/requested
 //	shutting down                                503  -32603 "Server is shutting down"
-//	over MaxStreams                              503  -32603 "Server subscription capacity exhausted"
+//	over MaxStreamsPerKey (one client's share)   429  -32603 "Too many subscriptions open for this client", Retry-After
+//	over MaxStreams                              503  -32603 "Server subscription capacity exhausted", Retry-After
 //	listen.Open fails                            500 for -32603, 404 for -32601, else 400; the error as given
 //
 // The MCP-Protocol-Version and Mcp-Method headers are compared with the body
@@ -80,12 +81,45 @@
 //   - Shutdown: every open stream gets its completion result, then its
 //     response ends; reason listen.ErrShutdown. New listens get 503.
 //     Shutdown waits for every stream to end, or for its ctx.
+//   - EndStreams: the streams of the principals it selects get their
+//     completion result, then their responses end; reason ErrEnded (which
+//     also matches listen.ErrShutdown). See "Long-lived trust" below.
 //
 // OnOpen and OnClose observe every opened subscription; Stats counts them.
+//
+// # Long-lived trust
+//
+// Authenticate runs once per listen, when it is opened, and a stream may
+// then live for days: longer than the token it was opened with, or the
+// grant behind it. To end the streams of a principal whose credential was
+// revoked, first make Authenticate refuse it, then call
+// Handler.EndStreams with a match that selects it (match gets what
+// Authenticate returned, as listen.Request.Auth):
+//
+//	revoked.Store(user, true) // Authenticate refuses user from now on
+//	listens.EndStreams(func(auth any) bool { return auth.(*Principal).User == user })
+//
+// For credentials that expire, call EndStreams on a ticker, with a match
+// that reports the expired ones. Each stream ended gets its completion
+// result, so its client may open a new listen at once, with a fresh
+// credential that Authenticate judges. EndStreams also reaches a listen
+// whose body was still being read when it was called. On stdio the whole
+// connection is one principal: see the stdio package.
+//
+// # Fair shares
+//
+// MaxStreams bounds the streams of the whole Handler; MaxStreamsPerKey, off
+// by default, bounds those of one client, so that one client cannot take
+// every slot. The key is StreamKey's (by default RemoteIP, the client's IP
+// address; key by the authenticated principal behind a reverse proxy). Both
+// refusals happen before the Source is opened and carry Retry-After
+// (RetryAfter, 5 s by default).
 //
 // # Limits and defaults
 //
 //	MaxStreams    1024     concurrent listens; 503 over it, checked before the Source is opened
+//	MaxStreamsPerKey  off  concurrent listens per StreamKey; 429 over it
+//	RetryAfter    5 s      Retry-After of the 503 and 429 capacity refusals
 //	MaxBodyBytes  256 KiB  request body; 413 over it
 //	ReadTimeout   10 s     reading the request, up to the end of its body; 408 over it
 //	KeepAlive     15 s     idle time before a keep-alive comment

@@ -17,6 +17,7 @@ const (
 	MsgBodyUnreadable   = "Invalid request: the request body could not be read"
 	MsgBodyTimeout      = "Request timeout: the request body was not received in time"
 	MsgShuttingDown     = "Server is shutting down"
+	MsgTooManyStreams   = "Too many subscriptions open for this client"
 )
 
 // Header names of MCP 2026-07-28 Streamable HTTP.

@@ -25,6 +25,8 @@ const (
 	DefaultMaxBodyBytes = 256 << 10
 	// DefaultReadTimeout is the default Options.ReadTimeout.
 	DefaultReadTimeout = 10 * time.Second
+	// DefaultRetryAfter is the default Options.RetryAfter.
+	DefaultRetryAfter = 5 * time.Second
 	// DefaultKeepAlive is the default Options.KeepAlive.
 	DefaultKeepAlive = 15 * time.Second
 	// DefaultWriteTimeout is the default Options.WriteTimeout.
@@ -47,9 +49,34 @@ type Options struct {
 	// MaxStreams is the most listens served at once, counted from the moment
 	// a valid listen is admitted (before its Source is opened) until its
 	// response ends. A listen over the limit is refused before its Source is
-	// opened: 503 with -32603 "Server subscription capacity exhausted".
-	// Zero means DefaultMaxStreams (1024); a negative value is an error.
+	// opened: 503 with -32603 "Server subscription capacity exhausted" and
+	// Retry-After (see RetryAfter). Zero means DefaultMaxStreams (1024); a
+	// negative value is an error. See MaxStreamsPerKey for a per-client
+	// share.
 	MaxStreams int
+
+	// MaxStreamsPerKey, if positive, is the most listens served at once for
+	// one key (see StreamKey), so that one client cannot take every
+	// MaxStreams slot. A listen over it is refused before its Source is
+	// opened: 429 with -32603 "Too many subscriptions open for this client"
+	// and Retry-After. Zero means no per-key limit; a negative value is an
+	// error.
+	MaxStreamsPerKey int
+
+	// StreamKey returns the key a listen counts against under
+	// MaxStreamsPerKey: the principal, for one. It gets the request and
+	// what Authenticate returned for it (nil without Authenticate), is
+	// called once per listen before it is admitted, and must be safe for
+	// concurrent use. Nil means RemoteIP: the client's IP address, which
+	// behind a reverse proxy or a NAT is shared by many clients (key by the
+	// principal, or by a forwarded address you trust, instead).
+	StreamKey func(r *http.Request, auth any) string
+
+	// RetryAfter is the Retry-After header (in whole seconds, rounded up)
+	// of the capacity refusals: 503 over MaxStreams, 429 over
+	// MaxStreamsPerKey. Zero means DefaultRetryAfter (5 s); a negative value
+	// is an error.
+	RetryAfter time.Duration
 
 	// MaxBodyBytes bounds the request body. A larger body is refused with 413
 	// and -32600 "Request body too large". Zero means DefaultMaxBodyBytes
@@ -217,6 +244,8 @@ func withDefaults(o Options) (Options, error) {
 		{"MaxStreams", o.MaxStreams < 0, o.MaxStreams},
 		{"MaxBodyBytes", o.MaxBodyBytes < 0, o.MaxBodyBytes},
 		{"ReadTimeout", o.ReadTimeout < 0, o.ReadTimeout},
+		{"MaxStreamsPerKey", o.MaxStreamsPerKey < 0, o.MaxStreamsPerKey},
+		{"RetryAfter", o.RetryAfter < 0, o.RetryAfter},
 		{"KeepAlive", o.KeepAlive < 0, o.KeepAlive},
 		{"WriteTimeout", o.WriteTimeout < 0, o.WriteTimeout},
 	} {
@@ -229,6 +258,9 @@ func withDefaults(o Options) (Options, error) {
 	}
 	if o.MaxBodyBytes == 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.RetryAfter == 0 {
+		o.RetryAfter = DefaultRetryAfter
 	}
 	if o.ReadTimeout == 0 {
 		o.ReadTimeout = DefaultReadTimeout

@@ -34,14 +34,18 @@ const TransportKind = "streamable_http"
 //
 // The body is referenced only by the returned request; once listen.Open has
 // copied what it keeps, nothing holds it.
-func (h *Handler) decode(w http.ResponseWriter, r *http.Request) (*listen.Request, *refusal) {
+//
+// Once authenticated, the request has its stream, which EndStreams sees
+// from then on (see Handler.pending): the stream is returned with the
+// request, for admit, or forgotten with the refusal.
+func (h *Handler) decode(w http.ResponseWriter, r *http.Request) (req *listen.Request, st *stream, f *refusal) {
 	if r.Method != http.MethodPost {
 		f := refuse(http.StatusMethodNotAllowed, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, MsgMethodNotAllowed))
 		f.header = http.Header{"Allow": {http.MethodPost}}
-		return nil, f
+		return nil, nil, f
 	}
 	if err := h.checkOrigin(r); err != nil {
-		return nil, refuse(http.StatusForbidden, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, MsgForbidden).WithCause(err))
+		return nil, nil, refuse(http.StatusForbidden, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, MsgForbidden).WithCause(err))
 	}
 	var auth any
 	if h.opts.Authenticate != nil {
@@ -55,11 +59,23 @@ func (h *Handler) decode(w http.ResponseWriter, r *http.Request) (*listen.Reques
 				}
 				f.header = ae.Header
 			}
-			return nil, f
+			return nil, nil, f
 		}
 		auth = a
 	}
+	st = h.pend(r, auth)
+	req, f = h.decodeBody(w, r)
+	if f != nil {
+		h.unpend(st)
+		st.stop()
+		return nil, nil, f
+	}
+	req.Auth = auth
+	return req, st, nil
+}
 
+// decodeBody runs the checks of decode from the body on (4 to 10).
+func (h *Handler) decodeBody(w http.ResponseWriter, r *http.Request) (*listen.Request, *refusal) {
 	body, f := h.readBody(w, r)
 	if f != nil {
 		return nil, f
@@ -97,7 +113,6 @@ func (h *Handler) decode(w http.ResponseWriter, r *http.Request) (*listen.Reques
 		return nil, refuse(statusOf(err.Code), req.ID, err)
 	}
 	req.Transport = listen.Transport{Kind: TransportKind, RemoteAddr: r.RemoteAddr, Header: r.Header}
-	req.Auth = auth
 	return req, nil
 }
 
