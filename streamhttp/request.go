@@ -123,7 +123,7 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *ref
 	if r.ContentLength > h.opts.MaxBodyBytes {
 		return nil, refuse(http.StatusRequestEntityTooLarge, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, MsgBodyTooLarge))
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
+	body, err := readBlocks(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes), r.ContentLength)
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
@@ -141,6 +141,54 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *ref
 		return nil, refuse(http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, MsgBodyUnreadable).WithCause(err))
 	}
 	return body, nil
+}
+
+// Block sizes of readBlocks.
+const (
+	firstBlockMax = 4 << 10
+	blockSize     = 16 << 10
+)
+
+// readBlocks reads rd to its end, like io.ReadAll, but in blocks: a first
+// one sized by length (the announced length, if any, plus one byte to see
+// the end; at most firstBlockMax), then blocks of blockSize, joined into one
+// slice of the body's exact size once the body is complete. So what a body
+// that has not fully arrived holds is the bytes its client sent plus at most
+// one block, and no garbage: io.ReadAll's growing copies held about 2.5
+// times the bytes received until the collector ran.
+func readBlocks(rd io.Reader, length int64) ([]byte, error) {
+	first := 512
+	if length >= 0 {
+		first = int(min(length+1, firstBlockMax))
+	}
+	var full [][]byte
+	b := make([]byte, 0, first)
+	for {
+		if len(b) == cap(b) {
+			full = append(full, b)
+			b = make([]byte, 0, blockSize)
+		}
+		n, err := rd.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(full) == 0 {
+		return b, nil
+	}
+	size := len(b)
+	for _, f := range full {
+		size += len(f)
+	}
+	out := make([]byte, 0, size)
+	for _, f := range full {
+		out = append(out, f...)
+	}
+	return append(out, b...), nil
 }
 
 // header returns the first value of the named header and whether it was
