@@ -117,14 +117,14 @@
 //
 // # Limits and defaults
 //
-//	MaxStreams    1024     concurrent listens; 503 over it, checked before the Source is opened
-//	MaxStreamsPerKey  off  concurrent listens per StreamKey; 429 over it
-//	RetryAfter    5 s      Retry-After of the 503 and 429 capacity refusals
-//	MaxBodyBytes  256 KiB  request body; 413 over it
-//	ReadTimeout   10 s     reading the request, up to the end of its body; 408 over it
-//	KeepAlive     15 s     idle time before a keep-alive comment
-//	WriteTimeout  10 s     per write (an event or keep-alive and its flush); idle
-//	                       streams are not affected
+//	MaxStreams        1024     concurrent listens; 503 over it, checked before the Source is opened
+//	MaxStreamsPerKey  off      concurrent listens per StreamKey; 429 over it
+//	RetryAfter        5 s      Retry-After of the 503 and 429 capacity refusals
+//	MaxBodyBytes      256 KiB  request body; 413 over it
+//	ReadTimeout       10 s     reading the request, up to the end of its body; 408 over it
+//	KeepAlive         15 s     idle time before a keep-alive comment
+//	WriteTimeout      10 s     per write (an event or keep-alive and its flush); idle
+//	                           streams are not affected
 //
 // A zero Options field means its default; a negative one is an error of New.
 // The read deadline, like the write deadline, is set with

@@ -89,10 +89,11 @@ type Options struct {
 	// once the body has been read, so it never touches an open stream. A
 	// body that has not fully arrived by then (sent slowly, one byte short of
 	// its Content-Length, or chunked without end) is refused with 408 and
-	// -32600 "Request timeout: the request body was not received in time",
-	// and net/http then closes the connection; a request refused before its
-	// body is read (405, 403, 401) keeps the deadline, which also bounds
-	// net/http's discarding of the unread body. Zero means
+	// -32600 "Request timeout: the request body was not received in time"
+	// (on HTTP/1.x its connection is then closed; on HTTP/2 its stream
+	// ends). On HTTP/1.x a request refused before its body is read (405,
+	// 403, 401) keeps the deadline, which also bounds net/http's discarding
+	// of the unread body. Zero means
 	// DefaultReadTimeout (10 s); a negative value is an error. It has no
 	// effect on a ResponseWriter that does not support read deadlines (see
 	// http.ResponseController). Unlike http.Server.ReadTimeout, which would
