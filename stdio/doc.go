@@ -141,6 +141,24 @@
 // that ends on its own (its source ended or failed) gets its terminal
 // message alone.
 //
+// # One principal per connection
+//
+// A stdio connection has one client: the process that started the server,
+// whose identity and credentials (from its environment or configuration)
+// are the connection's. There is no per-request authentication, so every
+// listen on a connection has the same principal, for as long as the
+// connection lives. When that principal's credential is revoked or
+// expires, end the connection's listens by ending the context given to
+// Serve (or Conn.Serve): a drain (see "Draining" below), in which every
+// open listen gets its notifications/cancelled and its completion result,
+// the handler calls in flight are cancelled and answered, and Serve
+// returns. Then exit: the client starts the server again, with fresh
+// credentials, and opens new listens. Server.Shutdown does the same for
+// every connection of the Server. For a credential that expires, end the
+// context at its expiry (context.WithDeadline) or when a periodic check
+// fails. This is what streamhttp.Handler.EndStreams does for the streams
+// of one principal among many.
+//
 // # Backpressure
 //
 // The connection holds a bounded amount of work, whatever the client sends:
