@@ -60,6 +60,8 @@
 //   - Serve runs on the caller's goroutine. For a stream that implements
 //     PollStream (the hub's do) it needs no other goroutine: it pulls with
 //     TryNext and waits on Ready. For any other stream it starts a Worker.
+//     A Poller (see "Many streams on a few goroutines") needs no goroutine
+//     of its own at all: its transport's goroutines take its steps.
 //   - A Worker owns one goroutine. It calls Stream.Next once per Continue,
 //     never two in flight, and sends each outcome on Outcomes, a channel it
 //     alone sends on and closes when it exits. It exits on Worker.Stop, on its
@@ -103,6 +105,28 @@
 //		}
 //	}
 //	reason := sub.CloseReason() // why it ended (Disconnected if connCtx ended)
+//
+// # Many streams on a few goroutines
+//
+// A transport that serves many streams from a few goroutines (streamhttp's
+// fast path does, for taken-over HTTP/1.x connections on Linux) uses a
+// Poller instead of Serve: Serve turned inside out, with the same rules,
+// for a stream that implements NotifyStream (the hub's do), whose readiness
+// calls a function instead of signalling a channel:
+//
+//	p, ok := sub.Poller(ctx, schedule, nil) // schedule: put this stream on a writer's list
+//	// on the writer's goroutine, each time the stream is scheduled:
+//	for {
+//		step, msg := p.Next(buf[:0])
+//		switch step {
+//		case listen.StepWrite, listen.StepFinal:
+//			p.Written(write(msg)) // without blocking; or hand the rest to a goroutine that may
+//		case listen.StepWait:
+//			return // schedule is called when there is more
+//		case listen.StepDone:
+//			return // closed: sub.CloseReason() says why
+//		}
+//	}
 //
 // # Sub-resources
 //

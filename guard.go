@@ -6,9 +6,11 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 )
 
-// guard closes a subscription's stream exactly once: on the first of an
+// guard closes a subscription's stream exactly once (the zero guard, with
+// its stream set, is ready): on the first of an
 // explicit close or the end of the owner context.
 //
 // It parks no goroutine. The owner is watched with context.AfterFunc: while
@@ -28,19 +30,29 @@ type guard struct {
 	mu     sync.Mutex
 	closed bool
 	reason error
+	// isClosed mirrors closed, so that closeReason reads an open guard
+	// without the lock (a writer loop asks once per message).
+	isClosed atomic.Bool
 	// release unregisters the owner watch; nil when there is none.
 	release func() bool
 	// closer is the goroutine running stream.Close, while it runs.
 	closer uint64
-	// closing is closed when the close begins (before stream.Close).
+	// released is set once stream.Close has returned.
+	released bool
+	// closing is closed when the close begins (before stream.Close); done
+	// after stream.Close returned. Both are made when first asked for (most
+	// subscriptions are never waited on before their close), and a channel
+	// asked for after its event is the shared closed one.
 	closing chan struct{}
-	// done is closed after stream.Close returned.
-	done chan struct{}
+	done    chan struct{}
 }
 
-func newGuard(stream Stream) *guard {
-	return &guard{stream: stream, closing: make(chan struct{}), done: make(chan struct{})}
-}
+// closedChan is a closed channel, for events that have happened.
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
 
 // handOver makes owner the guard's owner: its end closes the stream with
 // Disconnected(ErrOwnerGone wrapping the owner's cause). The previous owner,
@@ -76,18 +88,24 @@ func (g *guard) close(reason error) (first, nested bool) {
 	g.mu.Lock()
 	if g.closed {
 		nested = g.closer != 0 && g.closer == goid()
-		g.mu.Unlock()
-		if !nested {
-			<-g.done
+		if nested || g.released {
+			g.mu.Unlock()
+			return false, nested
 		}
-		return false, nested
+		done := g.doneLocked()
+		g.mu.Unlock()
+		<-done
+		return false, false
 	}
 	g.closed = true
 	g.reason = reason
+	g.isClosed.Store(true)
 	g.closer = goid()
 	release := g.release
 	g.release = nil
-	close(g.closing)
+	if g.closing != nil {
+		close(g.closing)
+	}
 	g.mu.Unlock()
 
 	if release != nil {
@@ -96,13 +114,36 @@ func (g *guard) close(reason error) (first, nested bool) {
 	closeStream(g.stream, reason)
 	g.mu.Lock()
 	g.closer = 0
+	g.released = true
+	if g.done != nil {
+		close(g.done)
+	}
 	g.mu.Unlock()
-	close(g.done)
 	return true, false
+}
+
+// doneChan returns the channel closed once stream.Close has returned.
+func (g *guard) doneChan() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.doneLocked()
+}
+
+func (g *guard) doneLocked() chan struct{} {
+	switch {
+	case g.released:
+		return closedChan
+	case g.done == nil:
+		g.done = make(chan struct{})
+	}
+	return g.done
 }
 
 // closeReason returns the reason of the first close, or nil while open.
 func (g *guard) closeReason() error {
+	if !g.isClosed.Load() {
+		return nil
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.reason
@@ -115,6 +156,9 @@ func (g *guard) closingChan() <-chan struct{} {
 	defer g.mu.Unlock()
 	if g.closed {
 		return nil
+	}
+	if g.closing == nil {
+		g.closing = make(chan struct{})
 	}
 	return g.closing
 }

@@ -72,7 +72,7 @@ func (s *Subscription) Serve(ctx context.Context, sink Sink) error {
 		st.tick = st.timer.C
 	}
 	if ps, ok := s.guard.stream.(PollStream); ok {
-		return s.servePoll(ctx, st, ps, ack)
+		return s.servePoll(ctx, st, ps)
 	}
 	return s.serveWorker(ctx, st, ack)
 }
@@ -125,38 +125,39 @@ func (s *Subscription) serveWorker(ctx context.Context, st *serveState, ack []by
 	}
 }
 
-// servePoll serves a PollStream from the calling goroutine: the same demand
-// rule as the worker (one pull after the acknowledgement, then one after
-// each written or dropped event), without a goroutine per stream.
-func (s *Subscription) servePoll(ctx context.Context, st *serveState, ps PollStream, ack []byte) error {
-	if err := st.sink.Write(ack); err != nil {
-		s.Close(Disconnected(err))
-		return s.CloseReason()
-	}
+// servePoll serves a PollStream from the calling goroutine, with no worker
+// goroutine: a Poller does the steps (the same demand rule as the worker:
+// one pull after the acknowledgement, then one after each written or
+// dropped event), and this goroutine waits on Ready between them.
+func (s *Subscription) servePoll(ctx context.Context, st *serveState, ps PollStream) error {
+	p := newPoller(s, ps, ctx, nil)
 	for {
-		o, ok := pollEvent(ps)
-		if !ok {
+		step, msg := p.Next(st.buf[:0])
+		switch step {
+		case StepWrite:
+			st.buf = msg
+			err := st.sink.Write(msg)
+			p.Written(err)
+			if err == nil && st.timer != nil {
+				st.timer.Reset(st.sink.KeepAlive)
+			}
+		case StepFinal:
+			st.buf = msg
+			p.Written(st.sink.final(msg))
+			return s.CloseReason()
+		case StepDone:
+			<-s.Closed()
+			return s.CloseReason()
+		default: // StepWait
 			select {
 			case <-ps.Ready():
 			case <-ctx.Done():
-				return s.end(ctx, st.sink)
 			case <-s.Closed():
-				return s.CloseReason()
 			case <-st.tick:
 				if done := s.ping(st); done {
 					return s.CloseReason()
 				}
 			}
-			continue
-		}
-		if ctx.Err() != nil {
-			return s.end(ctx, st.sink)
-		}
-		if s.CloseReason() != nil {
-			return s.CloseReason() // closed by someone else: write nothing more
-		}
-		if done := s.handle(st, o); done {
-			return s.CloseReason()
 		}
 	}
 }

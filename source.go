@@ -71,6 +71,24 @@ type PollStream interface {
 	Ready() <-chan struct{}
 }
 
+// NotifyStream is an optional interface of a PollStream whose readiness
+// can call a function instead of signalling a channel, so that a transport
+// can serve many streams from a few goroutines (see Subscription.Poller)
+// rather than one goroutine per stream waiting on Ready. The hub's streams
+// implement it.
+type NotifyStream interface {
+	PollStream
+	// SetNotify makes the stream call notify where it would signal Ready:
+	// when, after a TryNext that found nothing, an event may have become
+	// ready, and when the stream ends (Close, or a graceful end that a
+	// TryNext will report). notify runs on the goroutine that caused it (a
+	// publisher, a Close), possibly concurrently with itself and with
+	// TryNext, never while the stream holds a lock: it must return promptly
+	// and must not block. Extra calls are harmless. Call SetNotify before
+	// the first TryNext; Ready is not signalled afterwards.
+	SetNotify(notify func())
+}
+
 // SourceFunc adapts a function to Source.
 type SourceFunc func(ctx context.Context, req *Request, supported Filter) (Filter, Stream, error)
 

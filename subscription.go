@@ -122,7 +122,7 @@ type Subscription struct {
 	serverInfo Implementation
 	release    time.Duration
 
-	guard *guard
+	guard guard // kept in the subscription itself: one object, one cache line fewer per message
 
 	mu     sync.Mutex
 	worker *Worker
@@ -204,8 +204,8 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 		registry:   opts.Extensions,
 		serverInfo: opts.ServerInfo,
 		release:    opts.ReleaseTimeout,
-		guard:      newGuard(stream),
 	}
+	s.guard.stream = stream
 	if s.release <= 0 {
 		s.release = DefaultReleaseTimeout
 	}
@@ -369,7 +369,7 @@ func (s *Subscription) CloseReason() error { return s.guard.closeReason() }
 
 // Closed returns a channel closed once the stream has been closed and its
 // Close has returned.
-func (s *Subscription) Closed() <-chan struct{} { return s.guard.done }
+func (s *Subscription) Closed() <-chan struct{} { return s.guard.doneChan() }
 
 // canRead calls a CanRead policy, turning its panic into the internal error
 // of a failed open (as for a panic in Source.Open).

@@ -12,7 +12,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/gosdk"
+	"github.com/mcplisten/listen/jsonrpc"
 )
 
 // wantAck is the acknowledgement of a listen asking for every kind and
@@ -187,4 +189,24 @@ func TestHTTPUnsupportedVersionIsTheGoSDKs(t *testing.T) {
 		assert.Contains(t, b1, `"supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26","2024-11-05"]`)
 	}
 	assert.Equal(t, []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}, h.Bridge().Versions())
+}
+
+// The Bridge's streams stay what the hub's are (a listen.NotifyStream),
+// the resource listens it wraps included, so that streamhttp serves them on
+// its fast path.
+func TestBridgeStreamsStayNotifyStreams(t *testing.T) {
+	ctx := context.Background()
+	b, err := gosdk.NewBridge(ctx, plainServer(), gosdk.Options{})
+	require.NoError(t, err)
+	defer b.Close()
+	for _, f := range []listen.Filter{
+		{"toolsListChanged": true},
+		{"resourceSubscriptions": []any{uriA}},
+	} {
+		_, st, err := b.Source().Open(ctx, &listen.Request{ID: jsonrpc.IntID(1), ProtocolVersion: jsonrpc.ProtocolVersion}, f)
+		require.NoError(t, err)
+		_, ok := st.(listen.NotifyStream)
+		assert.True(t, ok, "%v", f)
+		st.Close(nil)
+	}
 }

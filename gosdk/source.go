@@ -20,7 +20,13 @@ func (s *source) Open(ctx context.Context, req *listen.Request, supported listen
 	if err != nil {
 		return nil, nil, err
 	}
-	f := narrowTo(supported, caps)
+	// Normally the capabilities allow the whole supported filter: the hub
+	// then keeps that very map, which the subscription shares (one copy of
+	// the filter per open listen, not three).
+	f := supported
+	if !allows(caps, supported) {
+		f = narrowTo(supported, caps)
+	}
 	uris := f.Strings(listen.KeyResourceSubscriptions)
 	if err := b.acquire(ctx, uris); err != nil {
 		return nil, nil, err
@@ -34,6 +40,9 @@ func (s *source) Open(ctx context.Context, req *listen.Request, supported listen
 		return accepted, st, nil
 	}
 	rel := func() { b.release(uris) }
+	if ns, ok := st.(listen.NotifyStream); ok {
+		return accepted, &notifyStream{pollStream: pollStream{PollStream: ns, rel: rel}, ns: ns}, nil
+	}
 	if ps, ok := st.(listen.PollStream); ok {
 		return accepted, &pollStream{PollStream: ps, rel: rel}, nil
 	}
@@ -107,6 +116,16 @@ func (s *pollStream) Close(reason error) {
 	defer s.once.Do(s.rel)
 	s.PollStream.Close(reason)
 }
+
+// notifyStream is pollStream for a listen.NotifyStream (the hub's streams
+// are), so that a transport still serves it without a goroutine of its own
+// (listen.Subscription.Poller; streamhttp's fast path).
+type notifyStream struct {
+	pollStream
+	ns listen.NotifyStream
+}
+
+func (s *notifyStream) SetNotify(notify func()) { s.ns.SetNotify(notify) }
 
 // acquire makes the observer watch every URI in uris, taking one reference
 // to each. On failure, it releases what it took.

@@ -141,8 +141,8 @@ type Hub struct {
 }
 
 var (
-	_ listen.Source     = (*Hub)(nil)
-	_ listen.PollStream = (*listener)(nil)
+	_ listen.Source       = (*Hub)(nil)
+	_ listen.NotifyStream = (*listener)(nil)
 )
 
 // New returns a hub configured by opts. It fails, with an error matching

@@ -30,7 +30,7 @@ type listener struct {
 	// pulling is true while a Next is blocked waiting for an event.
 	pulling bool
 	// polling is true after a TryNext found nothing, until the next event,
-	// Complete or Close: the puller waits on ready.
+	// Complete or Close: the puller waits to be woken (wk).
 	polling bool
 	// counted is guarded by Hub.mu, not mu: the listener is counted in
 	// Hub.closing (Complete marked it). So is folder: the listener sits in
@@ -42,10 +42,10 @@ type listener struct {
 	// handoff is the event a publisher handed straight to a blocked Next.
 	handoff *listen.Event
 	cond    sync.Cond // L is &mu; a blocked Next waits on it
-	// ready wakes a polling puller (buffer of one, never closed). It is made
-	// by the first TryNext that finds nothing, so a listener that is never
+	// wk wakes a polling puller. It is made by the first TryNext that finds
+	// nothing (or by Ready or SetNotify), so a listener that is never
 	// polled holds none.
-	ready chan struct{}
+	wk *waker
 
 	hub    *Hub
 	filter listen.Filter
@@ -87,8 +87,11 @@ func (l *listener) deliver(e *listen.Event, maxBuffer int, policy Overflow) uint
 		// A waiting poller also implies an empty queue.
 		l.handoff = e
 		l.polling = false
-		l.wake()
+		notify := l.wake()
 		l.mu.Unlock()
+		if notify != nil {
+			notify()
+		}
 		return resDelivered
 	case int(l.q.n) < maxBuffer:
 		l.q.push(e, maxBuffer)
@@ -164,8 +167,8 @@ func (l *listener) TryNext() (listen.Event, bool, error) {
 		return listen.Event{}, true, listen.ErrClosed
 	}
 	l.polling = true
-	if l.ready == nil {
-		l.ready = make(chan struct{}, 1)
+	if l.wk == nil {
+		l.wk = &waker{ready: make(chan struct{}, 1)}
 	}
 	l.mu.Unlock()
 	return listen.Event{}, false, nil
@@ -176,20 +179,51 @@ func (l *listener) TryNext() (listen.Event, bool, error) {
 func (l *listener) Ready() <-chan struct{} {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.ready == nil {
-		l.ready = make(chan struct{}, 1)
+	if l.wk == nil {
+		l.wk = &waker{}
 	}
-	return l.ready
+	if l.wk.ready == nil {
+		l.wk.ready = make(chan struct{}, 1)
+	}
+	return l.wk.ready
 }
 
-// wake signals a polling puller. l.mu is held.
-func (l *listener) wake() {
-	if l.ready != nil {
-		select {
-		case l.ready <- struct{}{}:
-		default:
-		}
+// waker is how a polling puller is woken: the channel of Ready (buffer of
+// one, never closed), or the function of SetNotify, which replaces it.
+type waker struct {
+	ready  chan struct{}
+	notify func()
+}
+
+// SetNotify makes the listener call notify instead of signalling Ready
+// (listen.NotifyStream): after an event is handed to a poller, and on
+// Complete and Close. notify runs after the listener's lock is released;
+// during Shutdown the hub's index lock is still held, so notify must not
+// call into the hub.
+func (l *listener) SetNotify(notify func()) {
+	l.mu.Lock()
+	if l.wk == nil {
+		l.wk = &waker{}
 	}
+	l.wk.notify = notify
+	l.mu.Unlock()
+}
+
+// wake signals a polling puller. l.mu is held. It returns the notify
+// function to call once l.mu is released, if one is set (the channel is
+// then not signalled).
+func (l *listener) wake() func() {
+	switch {
+	case l.wk == nil:
+		return nil
+	case l.wk.notify != nil:
+		return l.wk.notify
+	}
+	select {
+	case l.wk.ready <- struct{}{}:
+	default:
+	}
+	return nil
 }
 
 // Close closes the listener with reason: a blocked Next returns
@@ -207,8 +241,11 @@ func (l *listener) Close(reason error) {
 	l.handoff = nil
 	l.polling = false
 	l.cond.Broadcast()
-	l.wake()
+	notify := l.wake()
 	l.mu.Unlock()
+	if notify != nil {
+		notify()
+	}
 
 	h := l.hub
 	if n > 0 {
@@ -245,14 +282,18 @@ func (l *listener) Close(reason error) {
 // reports whether the listener was open.
 func (l *listener) complete() bool {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.state != stateOpen {
+		l.mu.Unlock()
 		return false
 	}
 	l.state = stateCompleting
 	l.polling = false
 	l.cond.Broadcast()
-	l.wake()
+	notify := l.wake()
+	l.mu.Unlock()
+	if notify != nil {
+		notify()
+	}
 	return true
 }
 

@@ -77,3 +77,54 @@ func TestPollingSeesComplete(t *testing.T) {
 	assert.ErrorIs(t, err, listen.ErrClosed, "a completed listener with an empty queue ends")
 	st.Close(listen.ErrComplete)
 }
+
+// A hub stream is a listen.NotifyStream: with SetNotify, a publication to a
+// waiting poller, Complete and Close call the function (after the
+// listener's lock is released: it may pull right away) instead of
+// signalling Ready; a publication to a stream that is not waiting queues
+// and calls nothing.
+func TestNotifyingAHubStream(t *testing.T) {
+	h := newHub(t, hub.Options{})
+	_, st, err := h.Open(context.Background(), nil, listen.Filter{"toolsListChanged": true})
+	require.NoError(t, err)
+	ns, ok := st.(listen.NotifyStream)
+	require.True(t, ok)
+	var got []listen.Kind
+	notified := 0
+	ns.SetNotify(func() {
+		notified++
+		// Not under the listener's lock: pulling here does not deadlock.
+		if ev, ok, err := ns.TryNext(); ok && err == nil {
+			got = append(got, ev.Kind)
+		}
+	})
+	ready := ns.Ready()
+
+	_, ok, err = ns.TryNext()
+	require.NoError(t, err)
+	require.False(t, ok)
+	assert.Equal(t, hub.Report{Matched: 1, Delivered: 1}, h.ToolsListChanged(), "a waiting poller is a delivery")
+	assert.Equal(t, 1, notified)
+	assert.Equal(t, []listen.Kind{listen.KindToolsListChanged}, got, "pulled from inside notify")
+
+	// Not waiting (the last TryNext found an event): this one queues.
+	assert.Equal(t, hub.Report{Matched: 1, Buffered: 1}, h.ToolsListChanged())
+	assert.Equal(t, 1, notified)
+	_, ok, _ = ns.TryNext()
+	require.True(t, ok)
+	_, ok, _ = ns.TryNext()
+	require.False(t, ok)
+
+	h.Complete()
+	assert.Equal(t, 2, notified, "Complete notifies")
+	_, ok, err = ns.TryNext()
+	assert.True(t, ok)
+	assert.ErrorIs(t, err, listen.ErrClosed)
+	st.Close(listen.ErrComplete)
+	assert.Equal(t, 3, notified, "Close notifies")
+	select {
+	case <-ready:
+		t.Fatal("Ready was signalled although SetNotify replaced it")
+	default:
+	}
+}

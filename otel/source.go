@@ -13,7 +13,7 @@ import (
 // listen.Transport.Kind) and kind. Give the wrapper to the transport in
 // place of src. A stream that implements listen.PollStream (a hub's do) is
 // wrapped as one, so the subscription still serves it without a worker
-// goroutine. A nil or disabled m returns src itself.
+// goroutine, and a listen.NotifyStream as one too. A nil or disabled m returns src itself.
 //
 // A notification counts once the subscription asks for the next one,
 // which it does only after the write returned (the demand rule of
@@ -44,6 +44,9 @@ func (s *source) Open(ctx context.Context, req *listen.Request, supported listen
 		kind = req.Transport.Kind
 	}
 	t := s.m.Transport(kind)
+	if ns, ok := st.(listen.NotifyStream); ok {
+		return accepted, &notifyStream{pollStream: pollStream{stream: stream{inner: st, t: t}, poll: ns}, ns: ns}, nil
+	}
 	if ps, ok := st.(listen.PollStream); ok {
 		return accepted, &pollStream{stream: stream{inner: st, t: t}, poll: ps}, nil
 	}
@@ -100,3 +103,14 @@ func (s *pollStream) TryNext() (listen.Event, bool, error) {
 
 // Ready is the inner stream's.
 func (s *pollStream) Ready() <-chan struct{} { return s.poll.Ready() }
+
+// notifyStream is pollStream for a listen.NotifyStream (a hub's streams
+// are), so that a transport still serves it without a goroutine of its own
+// (listen.Subscription.Poller; streamhttp's fast path).
+type notifyStream struct {
+	pollStream
+	ns listen.NotifyStream
+}
+
+// SetNotify is the inner stream's.
+func (s *notifyStream) SetNotify(notify func()) { s.ns.SetNotify(notify) }

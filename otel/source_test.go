@@ -94,6 +94,8 @@ func TestSourceWrapper(t *testing.T) {
 	require.NoError(t, err)
 	_, ok := st.(listen.PollStream)
 	assert.True(t, ok, "a hub stream stays a PollStream")
+	_, ok = st.(listen.NotifyStream)
+	assert.True(t, ok, "and a NotifyStream")
 	st.Close(nil)
 
 	// A stream that is not a PollStream, opened with a nil request (the

@@ -67,6 +67,14 @@ func newEnv(t *testing.T, src *testSource, opts *streamhttp.Options, cfg envConf
 	if src == nil {
 		src = newTestSource()
 	}
+	return newEnvOn(t, src, opts, cfg)
+}
+
+// newEnvOn is newEnv on any Source (env.src is set when it is a
+// *testSource).
+func newEnvOn(t *testing.T, source listen.Source, opts *streamhttp.Options, cfg envConfig) *env {
+	t.Helper()
+	src, _ := source.(*testSource)
 	e := &env{
 		src:    src,
 		served: make(chan struct{}, 1024),
@@ -93,7 +101,7 @@ func newEnv(t *testing.T, src *testSource, opts *streamhttp.Options, cfg envConf
 		}
 		e.closes <- closed{sub.ID().String(), reason}
 	}
-	e.h = newHandler(t, src, o)
+	e.h = newHandler(t, source, o)
 	var handler http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer func() { e.served <- struct{}{} }()
 		e.h.ServeHTTP(w, r)

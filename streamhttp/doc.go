@@ -150,47 +150,80 @@
 // ServeHTTP runs a listen in named steps: decode (the request checks above),
 // admit (a slot under MaxStreams), open (listen.OpenOwned on the Source),
 // serve, end. The first three, and OnOpen, run on the net/http goroutine of
-// the request on every path. Serve then runs on one of two goroutines:
+// the request on every path. The stream is then served in one of three
+// ways:
 //
 //   - HTTP/2, and HTTP/1.x with Options.NoTakeover (or a ResponseWriter that
-//     cannot be hijacked): the request's goroutine serves the stream and
-//     writes every message; ServeHTTP returns when the stream has ended,
-//     OnClose included, and net/http then ends the response.
+//     cannot be hijacked): the request's goroutine serves the stream
+//     (Subscription.Serve) and writes every message; ServeHTTP returns when
+//     the stream has ended, OnClose included, and net/http then ends the
+//     response.
 //   - HTTP/1.x by default: once the subscription is open, the Handler takes
-//     the connection over (http.Hijacker), writes the status line, the
+//     the connection over (http.Hijacker) and writes the status line, the
 //     headers and raw SSE events itself (Connection: close, no chunked
-//     encoding), and serves the stream on a goroutine of its own, with a
-//     small reader goroutine that sees the client leave. ServeHTTP returns
-//     at once, and net/http's per-connection buffers (about 12 KB) are
-//     freed. The stream's goroutine ends the stream, then closes the
-//     connection and waits for the reader; both goroutines have ended when
-//     Shutdown returns nil.
+//     encoding); ServeHTTP returns at once, and net/http's per-connection
+//     buffers (about 12 KB) and goroutine are freed.
+//   - On Linux, a taken-over stream whose subscription can be served in
+//     steps (listen.Subscription.Poller: a hub's streams can, unless their
+//     shaping asks CanRead about covered sub-resources) on a TCP or Unix
+//     socket takes the fast path: it has no goroutine while idle. Its
+//     stream calls a function when an event is ready, which puts it on the
+//     ready list of one of GOMAXPROCS writer loops; a loop's goroutine runs
+//     only while its list is not empty, and writes each message with one
+//     non-blocking write(2) straight to the socket. A write that does not
+//     fit in the socket hands that stream to a slow path of its own, a
+//     goroutine that writes with the WriteTimeout as deadline while the
+//     source queues what comes meanwhile (the hub's bounded queue and
+//     overflow policy), until it has caught up; so a client that stops
+//     reading never holds a loop, and is cut by its deadline. One epoll
+//     instance per Handler, watched by one goroutine parked in Go's poller
+//     while any fast stream is open, sees clients hang up; one keep-alive
+//     sweeper (a timer, every KeepAlive/4) marks the streams that wrote
+//     nothing for KeepAlive, which then get ": keep-alive" (so an idle
+//     stream's keep-alive comes between KeepAlive and 1.25 KeepAlive after
+//     its last write). The stream's end (OnClose, then the connection's
+//     close) runs on a goroutine of its own, so a slow OnClose holds no
+//     loop.
+//   - Elsewhere (other systems, a TLS connection, a stream that cannot be
+//     served in steps, such as a Source whose Next blocks), a taken-over
+//     stream is served on a goroutine of its own (Subscription.Serve), with
+//     a small reader goroutine that sees the client leave; the stream's
+//     goroutine ends the stream, then closes the connection and waits for
+//     the reader.
+//
+// Every goroutine of a stream, and of the fast path, has ended when
+// Shutdown returns nil. A client has nothing to send after its listen
+// request: on a taken-over connection the first byte it sends (with the
+// request, or later) ends the stream as Disconnected with cause
+// ErrUnexpectedBytes, without reading further.
 //
 // Every path ends a stream in the same order: the subscription is closed
-// (Serve has returned); the stream's slot is freed and Stats count it
-// closed; OnClose runs, on the goroutine that served the stream (a panic in
-// it is recovered and logged to the http.Server's ErrorLog); the response
-// ends (net/http ends it after ServeHTTP returns, or the taken-over
-// connection is closed); and the stream is over for Shutdown. So a client
-// that has seen its stream end, and an OnClose hook, both find the slot
-// free and Stats up to date; http.Server.Shutdown, which does not track
-// hijacked connections, waits for none of this.
+// (Serve has returned, or the Poller is done); the stream's slot is freed
+// and Stats count it closed; OnClose runs (a panic in it is recovered and
+// logged to the http.Server's ErrorLog); the response ends (net/http ends
+// it after ServeHTTP returns, or the taken-over connection is closed); and
+// the stream is over for Shutdown. So a client that has seen its stream
+// end, and an OnClose hook, both find the slot free and Stats up to date;
+// http.Server.Shutdown, which does not track hijacked connections, waits
+// for none of this.
 //
 // Serve adds no worker goroutine for a hub stream (listen.PollStream), and
 // one for any other Source. Shutdown only cancels the streams' serving
 // contexts; each stream ends on its own goroutine.
 //
-// The subscription's owner (see listen.OpenOwned) is a context that ends
-// when its stream ends, however it ends (even by a panic in a hook, which
-// then goes on up to net/http), so a subscription never outlives its
-// stream. A client disconnect is seen by Serve through the stream's serving
-// context (the request's end, or the reader of a taken-over connection), not
-// by the owner, so the stream is closed with the precise reason. Source.Open,
-// CanRead and the extension hooks get the request's context: it ends if the
-// client goes away while the listen is being opened (nothing is then written
-// or reported as an error), but not on Shutdown, so a listen being opened
-// during a shutdown still gets its acknowledgement and completion. Once
-// opened, a subscription keeps no reference to the request or its body.
+// The stream owns its subscription (it is opened without an owner
+// context): however the stream ends (even by a panic in a hook, which then
+// goes on up to net/http), a subscription still open is closed (reason
+// Disconnected, cause listen.ErrOwnerGone), so a subscription never outlives
+// its stream. A client disconnect is seen through the stream's serving
+// context (the request's end, the reader of a taken-over connection, or the
+// epoll instance), so the stream is closed with the precise reason.
+// Source.Open, CanRead and the extension hooks get the request's context:
+// it ends if the client goes away while the listen is being opened
+// (nothing is then written or reported as an error), but not on Shutdown,
+// so a listen being opened during a shutdown still gets its acknowledgement
+// and completion. Once opened, a subscription keeps no reference to the
+// request or its body.
 //
 // # Shutting down
 //

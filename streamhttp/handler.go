@@ -29,6 +29,9 @@ type Handler struct {
 	checkOrigin func(r *http.Request) error
 	// retryAfter is the Retry-After value of a capacity refusal.
 	retryAfter string
+	// fast serves taken-over hub streams without a goroutine each (nil
+	// where unsupported; see fanout).
+	fast *fanout
 
 	mu sync.Mutex
 	// streams holds the listens that hold a slot (counted by MaxStreams and
@@ -72,6 +75,7 @@ func New(src listen.Source, opts Options) (*Handler, error) {
 	h := &Handler{
 		src:     src,
 		opts:    o,
+		fast:    newFanout(o),
 		streams: make(map[*stream]struct{}),
 		pending: make(map[*stream]struct{}),
 		over:    make(chan struct{}),
@@ -252,11 +256,11 @@ func (h *Handler) unpend(st *stream) {
 
 // open opens st's subscription for req. The request's context reaches
 // Source.Open, CanRead and the extension hooks, so a slow open sees the
-// client leave; st's owner guards the subscription afterwards. Once open,
+// client leave; st owns the subscription afterwards (see stream.stop). Once open,
 // neither the request nor its body is referenced: the subscription kept
 // copies of what it serves.
 func (h *Handler) open(st *stream, r *http.Request, req *listen.Request) *refusal {
-	sub, err := listen.OpenOwned(r.Context(), st.owner, h.src, req, &h.opts.Listen)
+	sub, err := listen.OpenOwned(r.Context(), nil, h.src, req, &h.opts.Listen)
 	if err != nil {
 		if r.Context().Err() != nil {
 			// The client left while the source was opening: there is
@@ -282,7 +286,7 @@ func (h *Handler) serve(st *stream, w http.ResponseWriter, r *http.Request) {
 	}
 	if !h.opts.NoTakeover && r.ProtoMajor == 1 {
 		if t := h.takeover(st, w, r); t != nil {
-			go t.run(h)
+			t.start(h)
 			return
 		}
 	}
@@ -378,8 +382,8 @@ func (h *Handler) onClose(st *stream, reason error) {
 
 // abandonOnPanic, deferred while st is served on the request's goroutine,
 // ends st when a panic (such as one in OnOpen) unwinds it, then lets the
-// panic go on: st's owner ends, which closes the subscription (reason
-// Disconnected, cause listen.ErrOwnerGone), and st ends as usual.
+// panic go on: st.stop closes the subscription (reason Disconnected, cause
+// listen.ErrOwnerGone), and st ends as usual.
 func (h *Handler) abandonOnPanic(st *stream) {
 	v := recover()
 	if v == nil {
@@ -490,13 +494,15 @@ func (h *Handler) Shutdown(ctx context.Context) error {
 	h.mu.Unlock()
 	select {
 	case <-h.over:
-		return nil
 	default:
+		select {
+		case <-h.over:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
-	select {
-	case <-h.over:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	if h.fast != nil {
+		return h.fast.wait(ctx) // its goroutines end with its last stream
 	}
+	return nil
 }

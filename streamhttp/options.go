@@ -169,10 +169,11 @@ type Options struct {
 	// headers, then raw SSE events, the body ending when the connection
 	// closes (Connection: close, no chunked encoding). The request's
 	// goroutine and net/http's per-connection buffers (about 12 KB) are then
-	// freed for the life of the stream; the stream runs on a goroutine of the
-	// Handler's, with a small reader goroutine that sees the client leave.
-	// HTTP/2 streams, and ResponseWriters that cannot be hijacked, always
-	// stay inside net/http.
+	// freed for the life of the stream; the stream runs on the Handler's
+	// goroutines (on Linux, a hub stream has none while idle: see the
+	// package documentation, "Goroutines and ownership"). HTTP/2 streams,
+	// and ResponseWriters that cannot be hijacked, always stay inside
+	// net/http.
 	NoTakeover bool
 
 	// SupportedVersions is the "supported" list of an unsupported-version
@@ -190,7 +191,7 @@ type Options struct {
 	// opened, after its stream has ended, with the reason it was closed with
 	// (see listen.Classify): ErrComplete, ErrShutdown, a Disconnected or a
 	// Failed reason. It runs on the goroutine that served the stream: the
-	// request's (HTTP/2, NoTakeover), or the Handler's goroutine of a
+	// request's (HTTP/2, NoTakeover), or a goroutine of the Handler's for a
 	// taken-over HTTP/1.x connection. On every path the stream's slot is
 	// already free and counted in Stats when it runs, and the response ends
 	// (the client sees the end of the stream) only after it has returned;

@@ -15,17 +15,16 @@ type stream struct {
 	// through cancel, with the cause Serve acts on: listen.ErrShutdown
 	// (Shutdown: the completion is written), a Disconnected reason (the
 	// client left: the request ended, or a taken-over connection's reader
-	// saw it close), or nil once the stream has ended.
+	// saw it close), or nil once the stream has ended. A fast stream
+	// replaces both (under Handler.mu) when it starts: see fanout.start.
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	// owner owns the subscription (see listen.OpenOwned). It ends with the
-	// stream, however the stream ends (even by a panic in a hook), so a
-	// subscription never outlives its stream. It does not end on a client
-	// disconnect or a failed write: those end ctx instead, so that Serve
-	// closes the subscription with the precise reason without a race.
-	owner    context.Context
-	endOwner context.CancelFunc
-	// sub is the subscription, once opened.
+	// sub is the subscription, once opened. The stream owns it: it is
+	// opened without an owner context (listen.OpenOwned with a nil owner),
+	// and stop closes it if it is still open, however the stream ends (even
+	// by a panic in a hook), so a subscription never outlives its stream. A
+	// client disconnect or a failed write ends ctx instead, so that Serve
+	// closes the subscription with the precise reason.
 	sub *listen.Subscription
 	// auth is what Options.Authenticate returned for the request (nil
 	// without it), for EndStreams.
@@ -36,20 +35,23 @@ type stream struct {
 	keyed bool
 }
 
-// newStream returns the stream of the listen request r. Its contexts keep
-// r's context values, not its cancellation: the stream may outlive its
-// request (see takeover).
+// newStream returns the stream of the listen request r. Its context keeps
+// r's context values (CanRead gets them for a covered sub-resource; logf
+// finds the http.Server's ErrorLog there), not its cancellation: the stream
+// may outlive its request (see takeover).
 func newStream(r *http.Request) *stream {
 	base := context.WithoutCancel(r.Context())
 	st := &stream{}
 	st.ctx, st.cancel = context.WithCancelCause(base)
-	st.owner, st.endOwner = context.WithCancel(base)
 	return st
 }
 
-// stop ends st's contexts: its subscription, if still open, is closed by
-// its owner's end.
+// stop ends st: its subscription, if still open, is closed (reason
+// Disconnected with cause listen.ErrOwnerGone; normally it has been closed
+// with its own reason already), and its context ends.
 func (st *stream) stop() {
-	st.endOwner()
+	if st.sub != nil {
+		st.sub.Close(listen.Disconnected(listen.ErrOwnerGone))
+	}
 	st.cancel(nil)
 }

@@ -3,11 +3,18 @@ package streamhttp
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net"
 	"net/http"
 
 	"github.com/mcplisten/listen"
 )
+
+// ErrUnexpectedBytes is the cause (inside a listen.Disconnected reason) of
+// a taken-over stream whose client sent bytes after its listen request: a
+// listen's client has nothing more to send on that connection, so the
+// stream ends at the first such byte, which is never read further.
+var ErrUnexpectedBytes = errors.New("streamhttp: the client sent bytes after its listen request")
 
 // takenOver is an HTTP/1.x listen stream whose connection the Handler took
 // over (http.Hijacker) once the subscription was open: it writes the status
@@ -15,9 +22,12 @@ import (
 // body ends when the connection closes (Connection: close). net/http's
 // request goroutine returns and its per-connection buffers are freed.
 //
-// It owns two goroutines: run, which serves the stream and ends it, and
-// watch, which reads the connection to see the client leave. run closes the
-// connection when the stream ends, which ends watch, and waits for it.
+// On Linux, a stream whose subscription has a listen.Poller (a hub stream)
+// is served by the Handler's fanout instead, with no goroutine of its own
+// while idle (see fanout). Any other stream owns two goroutines: run, which
+// serves the stream and ends it, and watch, which reads the connection to
+// see the client leave. run closes the connection when the stream ends,
+// which ends watch, and waits for it.
 type takenOver struct {
 	conn net.Conn
 	st   *stream
@@ -40,12 +50,16 @@ func (h *Handler) takeover(st *stream, w http.ResponseWriter, r *http.Request) *
 	hdr.Del("Content-Length")
 	hdr.Del("Transfer-Encoding")
 
-	conn, _, err := http.NewResponseController(w).Hijack()
+	conn, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		return nil
 	}
-	// Bytes the client sent after its request are dropped with net/http's
-	// read buffer: a listen's client sends nothing more.
+	// A listen's client sends nothing after its request: bytes it did send
+	// already (read ahead into net/http's buffer, dropped with it) end the
+	// stream before it starts.
+	if brw.Reader.Buffered() > 0 {
+		st.cancel(listen.Disconnected(ErrUnexpectedBytes))
+	}
 	var head bytes.Buffer
 	head.WriteString("HTTP/1.1 200 OK\r\n")
 	_ = hdr.Write(&head)
@@ -65,6 +79,15 @@ func (h *Handler) takeover(st *stream, w http.ResponseWriter, r *http.Request) *
 	}
 }
 
+// start serves the stream: on the Handler's fanout when it can, else on a
+// goroutine of its own (run).
+func (t *takenOver) start(h *Handler) {
+	if h.fast != nil && h.fast.start(h, t) {
+		return
+	}
+	go t.run(h)
+}
+
 // run serves the stream to its end and ends it (see Handler.end): the
 // connection is closed, and watch waited for, after OnClose.
 func (t *takenOver) run(h *Handler) {
@@ -80,17 +103,18 @@ func (t *takenOver) letGo() {
 	<-t.watched
 }
 
-// watch reads the connection until it fails: the client left (or run closed
-// the connection), which ends the stream as Disconnected.
+// watch reads the connection until the client leaves (or run closes the
+// connection), or sends a byte: either ends the stream as Disconnected,
+// with ErrUnexpectedBytes as the cause for a byte. One read, of one byte,
+// is all a client that keeps sending costs.
 func (t *takenOver) watch() {
 	defer close(t.watched)
 	var b [1]byte
-	for {
-		if _, err := t.conn.Read(b[:]); err != nil {
-			t.st.cancel(listen.Disconnected(err))
-			return
-		}
+	n, err := t.conn.Read(b[:])
+	if n > 0 {
+		err = ErrUnexpectedBytes
 	}
+	t.st.cancel(listen.Disconnected(err))
 }
 
 // message writes msg as one SSE event.

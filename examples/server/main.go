@@ -19,8 +19,10 @@
 // github.com/mcplisten/listen/otel) in the Prometheus text format at
 // http://ADDR/metrics; -pprof adds
 // net/http/pprof at /debug/pprof/. -max-streams bounds the listen streams
-// served at once (default 20,000). SIGINT or SIGTERM drains: every open
-// listen stream gets its completion result.
+// served at once (default 20,000); -max-uri-bytes raises the longest
+// resource URI a listen may name (default 4,096 bytes; the benchmark's
+// stalled-client scenario uses 64 KiB URIs to fill socket buffers). SIGINT
+// or SIGTERM drains: every open listen stream gets its completion result.
 package main
 
 import (
@@ -56,6 +58,7 @@ func main() {
 	lifetime := flag.Duration("lifetime", 0, "drain and exit by itself after this long (0: run until signalled)")
 	quiet := flag.Bool("quiet", false, "log warnings only")
 	maxStreams := flag.Int("max-streams", 20000, "most listen streams served at once (streamhttp.Options.MaxStreams)")
+	maxURI := flag.Int("max-uri-bytes", 0, "longest resource URI a listen may name, in bytes (listen.Options.MaxURIBytes; 0: the library's default, 4,096)")
 	profile := flag.Bool("pprof", false, "serve net/http/pprof at /debug/pprof/")
 	metrics := flag.Bool("metrics", false, "serve OpenTelemetry metrics in the Prometheus text format at /metrics")
 	flag.Parse()
@@ -84,7 +87,7 @@ func main() {
 		logger.Error("metrics setup failed", "err", err)
 		os.Exit(1)
 	}
-	srv, err := newServer(logger, *maxStreams, m, hosts, origins)
+	srv, err := newServer(logger, *maxStreams, *maxURI, m, hosts, origins)
 	if err != nil {
 		logger.Error("setup failed", "err", err)
 		os.Exit(1)
@@ -149,7 +152,7 @@ type server struct {
 // listens with this library, everything else with the go-sdk. m (nil:
 // none) records the hub's, the handler's and the streams' OpenTelemetry
 // metrics.
-func newServer(logger *slog.Logger, maxStreams int, m *listenotel.Metrics, allowedHosts, allowedOrigins []string) (*server, error) {
+func newServer(logger *slog.Logger, maxStreams, maxURIBytes int, m *listenotel.Metrics, allowedHosts, allowedOrigins []string) (*server, error) {
 	// The hub's own hooks log overflows (Warn) and completions (Info); opens,
 	// closes and publications are logged below with the request id.
 	h, err := hub.New(hub.Options{Hooks: m.HubHooks(hub.SlogHooks(logger))})
@@ -178,6 +181,7 @@ func newServer(logger *slog.Logger, maxStreams int, m *listenotel.Metrics, allow
 	handler, err := gosdk.NewHandler(sdk, gosdk.HandlerOptions{
 		Options: gosdk.Options{
 			Hub:    h,
+			Listen: listen.Options{MaxURIBytes: maxURIBytes},
 			Logger: logger,
 			OnRepublish: func(method, uri string, r hub.Report) {
 				logger.Info("publish", "method", method, "uri", uri, "matched", r.Matched,

@@ -23,7 +23,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func startServer(t *testing.T) (*server, string) {
 	t.Helper()
-	srv, err := newServer(slog.New(slog.NewTextHandler(io.Discard, nil)), 100, nil, nil, nil)
+	srv, err := newServer(slog.New(slog.NewTextHandler(io.Discard, nil)), 100, 0, nil, nil, nil)
 	require.NoError(t, err)
 	ts := httptest.NewServer(srv.handler)
 	t.Cleanup(func() {

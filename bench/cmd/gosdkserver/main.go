@@ -17,6 +17,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"expvar"
 	"flag"
@@ -35,7 +36,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcplisten/listen/bench/internal/sdkfixture"
-	"github.com/mcplisten/listen/gosdk"
 )
 
 func main() {
@@ -55,11 +55,11 @@ func main() {
 	server := newServer(logger)
 
 	if *printCaps {
-		d, err := gosdk.Discover(context.Background(), server)
+		caps, err := discoverCapabilities(context.Background(), server)
 		if err != nil {
 			log.Fatal(err)
 		}
-		fmt.Println(string(d.CapabilitiesJSON))
+		fmt.Println(string(caps))
 		return
 	}
 
@@ -112,4 +112,28 @@ func main() {
 // SDK's own list-change and resource-update notifications.
 func newServer(logger *slog.Logger) *mcp.Server {
 	return sdkfixture.New(sdkfixture.Options{Name: "gosdkserver", Version: "1.8.0", Logger: logger})
+}
+
+// discoverCapabilities returns, as JSON, exactly the capabilities object
+// that server advertises in server/discover, by running server/discover over
+// an in-memory transport (go-sdk v1.8.0 has no exported
+// Server.Capabilities).
+func discoverCapabilities(ctx context.Context, server *mcp.Server) ([]byte, error) {
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := server.Connect(ctx, st, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer ss.Close()
+	client := mcp.NewClient(&mcp.Implementation{Name: "caps-probe", Version: "0"}, nil)
+	cs, err := client.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
+	if err != nil {
+		return nil, err
+	}
+	defer cs.Close()
+	res := cs.InitializeResult()
+	if res.ProtocolVersion != "2026-07-28" {
+		return nil, fmt.Errorf("negotiated %s, not 2026-07-28", res.ProtocolVersion)
+	}
+	return json.Marshal(res.Capabilities)
 }

@@ -1,0 +1,17 @@
+package streamhttp
+
+// Portable makes h serve every stream the portable way, as where the fast
+// path is not available (a goroutine per taken-over stream), so that tests
+// cover both paths.
+func Portable(h *Handler) { h.fast = nil }
+
+// FastStreams returns the number of streams h serves on its fast path.
+func FastStreams(h *Handler) int {
+	if h.fast == nil {
+		return 0
+	}
+	return h.fast.count()
+}
+
+// HasFastPath reports whether h has a fast path (Linux).
+func HasFastPath(h *Handler) bool { return h.fast != nil }

@@ -1,0 +1,684 @@
+//go:build linux
+
+package streamhttp
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/mcplisten/listen"
+)
+
+// fanout serves a Handler's fast streams: taken-over HTTP/1.x connections
+// whose subscription can be served by a listen.Poller (a stream that calls a
+// function when it has something, such as a hub stream). A fast stream has
+// no goroutine while it is idle:
+//
+//   - its stream calls notify when an event is ready (a publisher's
+//     goroutine), which puts it on the ready list of its writer loop;
+//   - the loop's goroutine, running only while its ready list is not
+//     empty, takes the Poller's steps and writes each message with one
+//     non-blocking write(2) on the raw socket;
+//   - a write that does not fit in the socket hands the stream to a slow
+//     path of its own: a goroutine that writes with the write timeout as
+//     deadline, while the stream's source queues what comes meanwhile (the
+//     hub's bounded queue), until it has caught up and gives the stream
+//     back;
+//   - one epoll instance, watched by one goroutine parked in Go's poller,
+//     notices a client that hangs up or sends bytes after its request;
+//   - one keep-alive sweeper (a timer, per fanout) marks the streams idle
+//     for KeepAlive, which then get ": keep-alive" from their loop.
+//
+// The fanout's goroutines run only while it has streams or work: the
+// watcher from the first stream to the last, a loop while its ready list is
+// not empty, a slow path while its stream is behind, the sweeper while it
+// runs. Handler.Shutdown waits for them.
+type fanout struct {
+	keepAlive    time.Duration
+	writeTimeout time.Duration
+	sweepEvery   time.Duration
+	loops        []*loop
+	next         atomic.Uint32
+	epoch        time.Time
+
+	mu      sync.Mutex
+	streams int
+	hup     *hangups    // the hang-up watcher, while streams > 0
+	sweeper *time.Timer // armed while streams > 0
+	armed   bool        // sweeper is armed (counted in running)
+	// running counts the fanout's goroutines that are running or are about
+	// to (an armed sweeper counts as one); idle is closed when it reaches
+	// zero, for wait.
+	running int
+	idle    chan struct{}
+}
+
+// newFanout returns the fanout of a Handler with options o.
+func newFanout(o Options) *fanout {
+	f := &fanout{
+		keepAlive:    o.KeepAlive,
+		writeTimeout: o.WriteTimeout,
+		sweepEvery:   max(o.KeepAlive/4, time.Millisecond),
+		epoch:        time.Now(),
+	}
+	n := runtime.GOMAXPROCS(0)
+	for range n {
+		f.loops = append(f.loops, &loop{f: f})
+	}
+	return f
+}
+
+// now is the fanout's clock: nanoseconds since its creation.
+func (f *fanout) now() int64 { return int64(time.Since(f.epoch)) }
+
+// started counts a goroutine of the fanout that is about to run.
+func (f *fanout) started() {
+	f.mu.Lock()
+	f.running++
+	f.mu.Unlock()
+}
+
+// stopped counts a goroutine of the fanout that has finished.
+func (f *fanout) stopped() {
+	f.mu.Lock()
+	f.stoppedLocked()
+	f.mu.Unlock()
+}
+
+func (f *fanout) stoppedLocked() {
+	f.running--
+	if f.running == 0 && f.idle != nil {
+		close(f.idle)
+		f.idle = nil
+	}
+}
+
+// wait returns once none of the fanout's goroutines is running, or ctx
+// ended. Handler.Shutdown calls it once every stream has ended, so that
+// no goroutine of the Handler outlives it.
+func (f *fanout) wait(ctx context.Context) error {
+	f.mu.Lock()
+	if f.running == 0 {
+		f.mu.Unlock()
+		return nil
+	}
+	if f.idle == nil {
+		f.idle = make(chan struct{})
+	}
+	idle := f.idle
+	f.mu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// count returns the number of fast streams.
+func (f *fanout) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.streams
+}
+
+// start serves the taken-over stream t as a fast stream, if it can be one:
+// its subscription has a Poller and its connection is a socket. It reports
+// false, having changed nothing, otherwise.
+//
+// A fast stream keeps the socket's descriptor only: start duplicates it and
+// closes the net.Conn, whose per-connection objects (descriptor, poller
+// registration, addresses) a stream would otherwise hold for its life. The
+// slow path makes a net.Conn again while it needs one.
+func (f *fanout) start(h *Handler, t *takenOver) bool {
+	sc, ok := t.conn.(syscall.Conn)
+	if !ok {
+		return false // such as a TLS connection
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	fs := &fastStream{f: f, h: h, st: t.st, fd: -1, head: t.head}
+	fs.l = f.loops[int(f.next.Add(1))%len(f.loops)]
+	// Owned by this goroutine until it is scheduled below: a notify that
+	// comes first only marks it pending.
+	fs.state.Store(stateLoop)
+	// A fast stream's serving context keeps only the http.Server (logf
+	// finds its ErrorLog there): nothing on the fast path reads the
+	// request's other values (the Poller declines a subscription whose
+	// shaping asks CanRead), and the request's context chain (net/http's
+	// per-connection contexts, about 700 bytes) would otherwise live as long
+	// as the stream.
+	base := context.Background()
+	if srv := t.st.ctx.Value(http.ServerContextKey); srv != nil {
+		base = context.WithValue(base, http.ServerContextKey, srv)
+	}
+	ctx, cancel := context.WithCancelCause(base)
+	p, ok := t.st.sub.Poller(ctx, fs.notify, fs.ended)
+	if !ok {
+		cancel(nil)
+		return false
+	}
+	fs.p = p
+	// From now on the stream's context is ctx, and cancelling it (Shutdown,
+	// a hang-up) also wakes the stream. Both are set under h.mu, where
+	// Shutdown reads them; an end that came before carries over.
+	old := fs.st.ctx
+	h.mu.Lock()
+	fs.st.ctx = ctx
+	fs.st.cancel = func(cause error) {
+		cancel(cause)
+		fs.cancelled.Store(true)
+		fs.notify()
+	}
+	h.mu.Unlock()
+	if old.Err() != nil {
+		fs.st.cancel(context.Cause(old))
+	}
+	var derr error
+	if err := rc.Control(func(s uintptr) { fs.fd, derr = dupCloseOnExec(int(s)) }); err != nil || derr != nil {
+		// The stream is served nonetheless: it ends at once.
+		fs.st.cancel(listen.Disconnected(errors.Join(err, derr)))
+	}
+	_ = t.conn.Close() // the duplicate keeps the socket open
+	if fs.fd >= 0 {
+		if err := f.add(fs); err != nil {
+			// Nothing would see this client leave: end the stream at once.
+			fs.st.cancel(listen.Disconnected(err))
+		}
+	}
+	fs.l.schedule(fs) // the acknowledgement
+	return true
+}
+
+// dupCloseOnExec duplicates fd (close-on-exec).
+func dupCloseOnExec(fd int) (int, error) {
+	r, _, e := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_DUPFD_CLOEXEC, 0)
+	if e != 0 {
+		return -1, os.NewSyscallError("fcntl", e)
+	}
+	return int(r), nil
+}
+
+// add registers fs with a loop, the sweeper and the hang-up watcher.
+func (f *fanout) add(fs *fastStream) error {
+	f.mu.Lock()
+	if f.streams == 0 {
+		hup, err := newHangups()
+		if err != nil {
+			f.mu.Unlock()
+			return err
+		}
+		f.hup = hup
+		f.running++ // the watcher
+		f.armSweeper()
+	}
+	f.streams++
+	fs.hup = f.hup
+	f.mu.Unlock()
+
+	fs.lastWrite.Store(f.now())
+	l := fs.l
+	l.mu.Lock()
+	fs.idx = len(l.streams)
+	l.streams = append(l.streams, fs)
+	l.mu.Unlock()
+	return fs.hup.watch(fs)
+}
+
+// remove unregisters fs (after its stream has ended; before its connection
+// is closed). The last stream stops the watcher and the sweeper.
+func (f *fanout) remove(fs *fastStream) {
+	if fs.hup == nil {
+		return // add failed before registering it
+	}
+	fs.hup.unwatch(fs)
+	l := fs.l
+	l.mu.Lock()
+	last := l.streams[len(l.streams)-1]
+	l.streams[fs.idx], last.idx = last, fs.idx
+	l.streams[len(l.streams)-1] = nil
+	l.streams = l.streams[:len(l.streams)-1]
+	if cap(l.streams) > 64 && len(l.streams) < cap(l.streams)/4 {
+		l.streams = slices.Clip(append([]*fastStream(nil), l.streams...))
+	}
+	l.mu.Unlock()
+
+	f.mu.Lock()
+	f.streams--
+	var stop *hangups
+	if f.streams == 0 {
+		stop, f.hup = f.hup, nil
+		if f.armed && f.sweeper.Stop() {
+			f.armed = false
+			f.stoppedLocked()
+		}
+	}
+	f.mu.Unlock()
+	if stop != nil {
+		stop.close()
+		f.stopped() // the watcher has returned
+	}
+}
+
+// armSweeper arms the keep-alive sweeper. f.mu is held.
+func (f *fanout) armSweeper() {
+	if f.armed {
+		return
+	}
+	f.armed = true
+	f.running++
+	if f.sweeper == nil {
+		f.sweeper = time.AfterFunc(f.sweepEvery, f.sweep)
+		return
+	}
+	f.sweeper.Reset(f.sweepEvery)
+}
+
+// sweep marks the streams that have written nothing for KeepAlive and
+// wakes them (their loop writes the keep-alive), then arms itself again
+// while streams remain.
+func (f *fanout) sweep() {
+	now := f.now()
+	var due []*fastStream
+	for _, l := range f.loops {
+		due = due[:0]
+		l.mu.Lock()
+		for _, fs := range l.streams {
+			if now-fs.lastWrite.Load() >= int64(f.keepAlive) {
+				due = append(due, fs)
+			}
+		}
+		l.mu.Unlock()
+		for _, fs := range due {
+			fs.ping.Store(true)
+			fs.notify()
+		}
+	}
+	f.mu.Lock()
+	f.armed = false
+	if f.streams > 0 {
+		f.armSweeper()
+	}
+	f.stoppedLocked()
+	f.mu.Unlock()
+}
+
+// loop is one writer loop: the streams it owns, and the ones ready to
+// write. Its goroutine (drain) runs only while some are ready.
+type loop struct {
+	f *fanout
+
+	mu      sync.Mutex
+	ready   []*fastStream // to pump, in the order they became ready
+	spare   []*fastStream // a drained ready list, kept for reuse
+	running bool          // drain is running
+	streams []*fastStream // every stream of the loop (fastStream.idx)
+
+	// Used by drain only.
+	buf []byte
+	now int64
+}
+
+// schedule puts fs on the ready list and makes sure drain runs.
+func (l *loop) schedule(fs *fastStream) {
+	l.mu.Lock()
+	l.ready = append(l.ready, fs)
+	start := !l.running
+	l.running = true
+	l.mu.Unlock()
+	if start {
+		l.f.started()
+		go l.drain()
+	}
+}
+
+// drain pumps the ready streams until there are none.
+func (l *loop) drain() {
+	defer l.f.stopped()
+	l.mu.Lock()
+	batch := l.spare
+	l.spare = nil
+	for len(l.ready) > 0 {
+		batch, l.ready = l.ready, batch[:0]
+		l.mu.Unlock()
+		l.now = l.f.now()
+		for i, fs := range batch {
+			fs.pumpOnLoop(l)
+			batch[i] = nil
+		}
+		if cap(l.buf) > maxKeptBuffer {
+			l.buf = nil
+		}
+		l.mu.Lock()
+	}
+	l.spare = batch[:0]
+	l.running = false
+	l.mu.Unlock()
+}
+
+// maxKeptBuffer is the largest frame buffer a loop keeps between messages.
+const maxKeptBuffer = 64 << 10
+
+// Who owns a fast stream (fastStream.state): nobody (idle: the next notify
+// schedules it on its loop), its loop (scheduled or being pumped), its slow
+// path, or nobody ever again (ended). statePending records a notify that
+// came while it was owned: the owner pumps once more before letting go.
+const (
+	stateIdle uint32 = iota
+	stateLoop
+	stateSlow
+	stateEnded
+	statePending uint32 = 1 << 4
+)
+
+// fastStream is one fast stream. Its Poller, head, slow and the
+// connection's writes belong to its owner (see state); idx to its loop's
+// lock.
+type fastStream struct {
+	f    *fanout
+	h    *Handler
+	st   *stream
+	fd   int      // the socket (a duplicate of the taken-over connection's)
+	conn net.Conn // the slow path's connection on fd, while it needs one
+	l    *loop
+	hup  *hangups
+	gen  uint32        // its registration with hup
+	p    listen.Poller // kept here: one object per stream to touch per message
+	head []byte        // the status line and headers, written with the first frame
+
+	state     atomic.Uint32
+	lastWrite atomic.Int64 // fanout clock of the last write
+	ping      atomic.Bool  // the sweeper asks for a keep-alive
+	cancelled atomic.Bool  // st.ctx has ended (set by st.cancel)
+	idx       int
+}
+
+// ended reports the end of the stream's serving context (listen.Poller).
+func (fs *fastStream) ended() error {
+	if !fs.cancelled.Load() {
+		return nil
+	}
+	return context.Cause(fs.st.ctx)
+}
+
+// notify wakes fs: an event may be ready, it may have ended, or a
+// keep-alive is due. It never blocks.
+func (fs *fastStream) notify() {
+	for {
+		s := fs.state.Load()
+		switch {
+		case s == stateIdle:
+			if fs.state.CompareAndSwap(s, stateLoop) {
+				fs.l.schedule(fs)
+				return
+			}
+		case s == stateEnded || s&statePending != 0:
+			return
+		default:
+			if fs.state.CompareAndSwap(s, s|statePending) {
+				return
+			}
+		}
+	}
+}
+
+// release gives up ownership (owner is stateLoop or stateSlow) once
+// nothing is pending. It reports false when a notify came meanwhile: the
+// owner keeps the stream and pumps it again.
+func (fs *fastStream) release(owner uint32) bool {
+	if fs.state.CompareAndSwap(owner, stateIdle) {
+		return true
+	}
+	fs.state.Store(owner) // clear the pending mark
+	return false
+}
+
+// pumpOnLoop takes fs's steps on its loop with non-blocking writes, until
+// nothing is ready, a write does not fit (the slow path takes over) or the
+// stream ended.
+func (fs *fastStream) pumpOnLoop(l *loop) {
+	fs.state.Store(stateLoop) // clear the pending mark: this pump sees it
+	for {
+		buf := append(l.buf[:0], fs.head...)
+		buf = append(buf, eventPrefix...)
+		start := len(buf)
+		step, buf := fs.p.Next(buf)
+		l.buf = buf
+		switch step {
+		case listen.StepWait:
+			if fs.ping.Load() {
+				fs.ping.Store(false)
+				if l.now-fs.lastWrite.Load() >= int64(fs.f.keepAlive) {
+					if !fs.pingOnLoop(l) {
+						return // slow path
+					}
+					continue
+				}
+			}
+			if fs.release(stateLoop) {
+				return
+			}
+			continue
+		case listen.StepDone:
+			fs.end()
+			return
+		}
+		oneLine(buf[start:])
+		buf = append(buf, eventSuffix...)
+		l.buf = buf
+		n, err := writeRaw(fs.fd, buf)
+		switch {
+		case n == len(buf):
+			fs.head = nil
+			fs.lastWrite.Store(l.now)
+			fs.p.Written(nil)
+		case err != nil && err != syscall.EAGAIN:
+			fs.head = nil
+			fs.p.Written(err)
+		default: // the socket is full
+			fs.toSlow(buf[max(n, 0):], true)
+			return
+		}
+	}
+}
+
+// pingOnLoop writes a keep-alive with a non-blocking write. It reports
+// false when the slow path took the rest.
+func (fs *fastStream) pingOnLoop(l *loop) bool {
+	n, err := writeRaw(fs.fd, keepAliveFrame)
+	switch {
+	case n == len(keepAliveFrame):
+		fs.lastWrite.Store(l.now)
+		fs.keptAlive()
+	case err != nil && err != syscall.EAGAIN:
+		fs.st.sub.Close(listen.Disconnected(err))
+	default:
+		fs.toSlow(keepAliveFrame[max(n, 0):], false)
+		return false
+	}
+	return true
+}
+
+// writeRaw is one non-blocking write(2), retried only when interrupted. The
+// socket stays open while its stream's owner writes (it is closed only
+// after the stream ended), so its descriptor is valid. It is a raw system
+// call: a non-blocking write never blocks, so the scheduler need not be
+// told (entersyscall and exitsyscall cost a few percent at this rate).
+func writeRaw(fd int, b []byte) (int, error) {
+	for {
+		n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)))
+		switch e {
+		case 0:
+			return int(n), nil
+		case syscall.EINTR:
+			continue
+		}
+		return -1, e
+	}
+}
+
+// toSlow hands fs from its loop to a slow path of its own, which first
+// writes rest (the part of a frame the socket did not take); message tells
+// whether that frame was the Poller's message (else a keep-alive).
+func (fs *fastStream) toSlow(rest []byte, message bool) {
+	fs.head = nil
+	rest = slices.Clone(rest)
+	for {
+		s := fs.state.Load()
+		if fs.state.CompareAndSwap(s, stateSlow|s&statePending) {
+			break
+		}
+	}
+	fs.f.started()
+	go fs.slow(rest, message)
+}
+
+// slow is the slow path: blocking writes, each with the write timeout as
+// deadline, until nothing is ready; the stream then goes back to its loop.
+// Meanwhile the stream's source queues what is published (the hub's
+// bounded queue and its overflow policy), so the loops never wait for this
+// client.
+func (fs *fastStream) slow(rest []byte, message bool) {
+	defer fs.f.stopped()
+	err := fs.writeBlocking(rest)
+	switch {
+	case message:
+		fs.p.Written(err)
+	case err != nil:
+		fs.st.sub.Close(listen.Disconnected(err))
+	default:
+		fs.keptAlive()
+	}
+	var buf []byte
+	for {
+		fs.state.Store(stateSlow) // clear the pending mark
+		buf = append(buf[:0], eventPrefix...)
+		step, msg := fs.p.Next(buf)
+		buf = msg
+		switch step {
+		case listen.StepWait:
+			if fs.ping.Swap(false) && fs.f.now()-fs.lastWrite.Load() >= int64(fs.f.keepAlive) {
+				if err := fs.writeBlocking(keepAliveFrame); err != nil {
+					fs.st.sub.Close(listen.Disconnected(err))
+				} else {
+					fs.keptAlive()
+				}
+				continue
+			}
+			// Caught up: the connection goes before the stream does (once
+			// released, the loop may hand it to a new slow path at once).
+			fs.closeConn()
+			if fs.release(stateSlow) {
+				return
+			}
+			continue
+		case listen.StepDone:
+			fs.closeConn()
+			fs.end()
+			return
+		}
+		oneLine(buf[len(eventPrefix):])
+		buf = append(buf, eventSuffix...)
+		fs.p.Written(fs.writeBlocking(buf))
+		if cap(buf) > maxKeptBuffer {
+			buf = nil
+		}
+	}
+}
+
+// closeConn closes the slow path's connection, if it has one (fs.fd keeps
+// the socket open).
+func (fs *fastStream) closeConn() {
+	if fs.conn != nil {
+		_ = fs.conn.Close()
+		fs.conn = nil
+	}
+}
+
+// pollerConn returns a net.Conn on a duplicate of fd, so that the slow path
+// can wait for the socket with a deadline in Go's poller.
+func pollerConn(fd int) (net.Conn, error) {
+	dup, err := dupCloseOnExec(fd)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(dup), "streamhttp-slow")
+	defer f.Close()
+	return net.FileConn(f) // duplicates it again
+}
+
+// keptAlive reports a keep-alive written to Options.OnKeepAlive, if set (a
+// panic in it is recovered and ignored).
+func (fs *fastStream) keptAlive() {
+	hook := fs.h.opts.OnKeepAlive
+	if hook == nil {
+		return
+	}
+	defer func() { _ = recover() }()
+	hook(fs.st.sub)
+}
+
+// writeBlocking writes b within the write timeout, in Go's poller (on a
+// net.Conn of the socket, made when first needed).
+func (fs *fastStream) writeBlocking(b []byte) error {
+	if fs.conn == nil {
+		conn, err := pollerConn(fs.fd)
+		if err != nil {
+			return err
+		}
+		fs.conn = conn
+	}
+	if err := fs.conn.SetWriteDeadline(time.Now().Add(fs.f.writeTimeout)); err != nil {
+		return err
+	}
+	_, err := fs.conn.Write(b)
+	if err == nil {
+		fs.lastWrite.Store(fs.f.now())
+	}
+	return err
+}
+
+// end ends fs once its Poller is done: its owner lets it go for good, and
+// a goroutine of its own ends the stream (Handler.end: the slot, OnClose,
+// then the connection), so that a slow OnClose holds no loop.
+func (fs *fastStream) end() {
+	fs.state.Store(stateEnded)
+	go fs.finish()
+}
+
+func (fs *fastStream) finish() {
+	<-fs.st.sub.Closed()
+	fs.h.end(fs.st, fs.st.sub.CloseReason(), fs.letGo)
+}
+
+// letGo unregisters fs and closes its socket.
+func (fs *fastStream) letGo() {
+	if fs.fd < 0 {
+		return
+	}
+	fs.f.remove(fs)
+	_ = syscall.Close(fs.fd)
+}
+
+// hangUp ends fs because its client hung up or sent bytes after its
+// request.
+func (fs *fastStream) hangUp(cause error) {
+	fs.st.cancel(listen.Disconnected(cause))
+	fs.notify()
+}
+
+// errConnError is the cause of a stream whose connection reported an
+// error (EPOLLERR) while idle.
+var errConnError = errors.New("streamhttp: connection error")
