@@ -55,7 +55,7 @@ type countCloses struct {
 
 func (c countCloses) OnClose(hub.CloseInfo) { c.n.Add(1) }
 
-func newHubEnv(t *testing.T, portable bool, hopts hub.Options, opts streamhttp.Options, sendBuffer int) *hubEnv {
+func newHubEnv(t testing.TB, portable bool, hopts hub.Options, opts streamhttp.Options, sendBuffer int) *hubEnv {
 	t.Helper()
 	e := &hubEnv{closes: make(chan closed, 4096)}
 	hopts.Hooks = countCloses{n: &e.hubCloses}
@@ -101,7 +101,7 @@ type rawListen struct {
 // dial opens a listen with id (a JSON token) and filter on a new raw
 // connection, with extra bytes sent right after the request, and reads the
 // response head. rcvBuf, if positive, is the connection's receive buffer.
-func (e *hubEnv) dial(t *testing.T, id, filter, extra string, rcvBuf int) *rawListen {
+func (e *hubEnv) dial(t testing.TB, id, filter, extra string, rcvBuf int) *rawListen {
 	t.Helper()
 	conn, err := net.Dial("tcp", e.ts.Listener.Addr().String())
 	require.NoError(t, err)
@@ -119,7 +119,7 @@ func (e *hubEnv) dial(t *testing.T, id, filter, extra string, rcvBuf int) *rawLi
 }
 
 // open reads the response head and the acknowledgement.
-func (c *rawListen) open(t *testing.T) *rawListen {
+func (c *rawListen) open(t testing.TB) *rawListen {
 	t.Helper()
 	c.br = bufio.NewReader(c.conn)
 	resp, err := http.ReadResponse(c.br, nil)
@@ -132,7 +132,7 @@ func (c *rawListen) open(t *testing.T) *rawListen {
 }
 
 // data reads the next message's raw data, skipping comments.
-func (c *rawListen) data(t *testing.T) string {
+func (c *rawListen) data(t testing.TB) string {
 	t.Helper()
 	for {
 		f, err := c.s.frame()
