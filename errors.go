@@ -59,17 +59,17 @@ func (e *CancelledError) Error() string {
 // Is makes errors.Is(err, ErrCancelled) true.
 func (e *CancelledError) Is(target error) bool { return target == ErrCancelled }
 
-// DisconnectedError is the reason a transport went away. Cause says how: a
-// socket error, a write deadline, or ErrOwnerGone.
-type DisconnectedError struct {
+// disconnectedError is the reason a transport went away. Cause says how (a
+// socket error, a write deadline, ErrOwnerGone); errors.Unwrap returns it.
+type disconnectedError struct {
 	Cause error
 }
 
 // Disconnected returns the reason for a lost transport with its cause, which
-// may be nil.
-func Disconnected(cause error) error { return &DisconnectedError{Cause: cause} }
+// may be nil. It matches ErrDisconnected; errors.Unwrap returns the cause.
+func Disconnected(cause error) error { return &disconnectedError{Cause: cause} }
 
-func (e *DisconnectedError) Error() string {
+func (e *disconnectedError) Error() string {
 	if e.Cause == nil {
 		return ErrDisconnected.Error()
 	}
@@ -77,21 +77,22 @@ func (e *DisconnectedError) Error() string {
 }
 
 // Is makes errors.Is(err, ErrDisconnected) true.
-func (e *DisconnectedError) Is(target error) bool { return target == ErrDisconnected }
+func (e *disconnectedError) Is(target error) bool { return target == ErrDisconnected }
 
 // Unwrap returns the cause.
-func (e *DisconnectedError) Unwrap() error { return e.Cause }
+func (e *disconnectedError) Unwrap() error { return e.Cause }
 
-// FailedError is the reason a subscription ended in failure. Err is the
-// source's error or the shaping error.
-type FailedError struct {
+// failedError is the reason a subscription ended in failure. Err is the
+// source's error or the shaping error; errors.Unwrap returns it.
+type failedError struct {
 	Err error
 }
 
-// Failed returns the reason for a failed subscription.
-func Failed(err error) error { return &FailedError{Err: err} }
+// Failed returns the reason for a failed subscription. It matches
+// ErrFailed; errors.Unwrap returns err.
+func Failed(err error) error { return &failedError{Err: err} }
 
-func (e *FailedError) Error() string {
+func (e *failedError) Error() string {
 	if e.Err == nil {
 		return ErrFailed.Error()
 	}
@@ -99,10 +100,10 @@ func (e *FailedError) Error() string {
 }
 
 // Is makes errors.Is(err, ErrFailed) true.
-func (e *FailedError) Is(target error) bool { return target == ErrFailed }
+func (e *failedError) Is(target error) bool { return target == ErrFailed }
 
 // Unwrap returns the underlying error.
-func (e *FailedError) Unwrap() error { return e.Err }
+func (e *failedError) Unwrap() error { return e.Err }
 
 // Reason classes returned by Classify.
 const (

@@ -12,6 +12,10 @@ type CollisionError = collisionError
 
 type EventError = eventError
 
+type DisconnectedError = disconnectedError
+
+type FailedError = failedError
+
 // Exact event validation messages.
 const (
 	MsgEventParams        = msgEventParams

@@ -26,21 +26,6 @@ const (
 	StepDone
 )
 
-// String returns the step's name, such as "write".
-func (s Step) String() string {
-	switch s {
-	case StepWait:
-		return "wait"
-	case StepWrite:
-		return "write"
-	case StepFinal:
-		return "final"
-	case StepDone:
-		return "done"
-	}
-	return "invalid"
-}
-
 // Poller serves a subscription in steps, without a goroutine of its own and
 // without blocking, for a transport that serves many streams from a few
 // goroutines (streamhttp serves hub streams of taken-over HTTP/1.x

@@ -257,14 +257,6 @@ func TestPollerChangesOwner(t *testing.T) {
 	r.sub.Close(nil)
 }
 
-func TestStepString(t *testing.T) {
-	for step, want := range map[listen.Step]string{
-		listen.StepWait: "wait", listen.StepWrite: "write", listen.StepFinal: "final", listen.StepDone: "done", 9: "invalid",
-	} {
-		assert.Equal(t, want, step.String())
-	}
-}
-
 // A subscription whose shaping may ask CanRead about a covered sub-resource
 // is served by Serve (a Poller's one goroutine serves many streams, which a
 // slow policy would hold); without SubResources, or without CanRead, a hub

@@ -19,18 +19,6 @@ const (
 	OutcomeError
 )
 
-func (k OutcomeKind) String() string {
-	switch k {
-	case OutcomeEvent:
-		return "event"
-	case OutcomeClosed:
-		return "closed"
-	case OutcomeError:
-		return "error"
-	}
-	return "invalid"
-}
-
 // Outcome is the result of one pull: an event, a graceful close, or an error.
 type Outcome struct {
 	Kind  OutcomeKind

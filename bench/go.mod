@@ -1,6 +1,6 @@
 module github.com/mcplisten/listen/bench
 
-go 1.25.0
+go 1.26.0
 
 require (
 	github.com/modelcontextprotocol/go-sdk v1.8.0

@@ -48,9 +48,10 @@
 // probe that reads the capabilities with server/discover. See Bridge.
 // NewHandler routes listens to a streamhttp.Handler on the Bridge's Source
 // and the rest to the go-sdk's StreamableHTTPHandler (stateless). Serve
-// reads the stdio connection, hands listens and cancellations to a
-// stdio.Server on the Bridge's Source and the rest to the go-sdk server over
-// a transport of this package, and writes both on one line-locked writer.
+// shares one stdio.Conn between a stdio.Server on the Bridge's Source, which
+// serves the listens and their cancellations, and the go-sdk server,
+// connected over a transport on the Conn, which gets everything else; both
+// write through the Conn's one writer.
 // Servers not built on the go-sdk use streamhttp.Front and their own
 // capabilities instead (see the README).
 //
@@ -62,10 +63,10 @@
 // (with ServerOptions.KeepAlive), which ends once answered or closed. A
 // change is republished on the go-sdk goroutine that notifies it: its
 // debounce timer for a list change, the caller of Server.ResourceUpdated for
-// an update; the hub never blocks it. Serve owns its reader, the
-// multiplexer's Serve and a waiter for the go-sdk session, and returns after
-// all of them (but a Read of os.Stdin that cannot be interrupted, see
-// Serve).
+// an update; the hub never blocks it. Serve runs the stdio.Conn (its
+// goroutines are the stdio package's) and the go-sdk session, and returns
+// after all of them (but a Read or Write the stdio package could not
+// interrupt; see stdio.Server.Serve).
 //
 // # Delay from a go-sdk change to the listen's notification
 //

@@ -1,7 +1,6 @@
 package gosdk_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net/http"
@@ -11,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcplisten/listen/gosdk"
+	"github.com/mcplisten/listen/listentest"
 )
 
 // A plain go-sdk server behind NewHandler: the listen is acknowledged with
@@ -43,14 +43,13 @@ func ExampleNewHandler() {
 		return
 	}
 	defer resp.Body.Close()
-	events := bufio.NewScanner(resp.Body)
+	events := listentest.NewSSEReader(resp.Body)
 	next := func() string {
-		for events.Scan() {
-			if data, ok := strings.CutPrefix(events.Text(), "data: "); ok {
-				return data
-			}
+		data, err := events.Data()
+		if err != nil {
+			return err.Error()
 		}
-		return ""
+		return string(data)
 	}
 	fmt.Println(next()) // the acknowledgement: no prompts are registered
 

@@ -1,19 +1,20 @@
 package gosdk_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"strings"
 	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcplisten/listen/listentest"
 )
 
 const (
@@ -118,12 +119,17 @@ func readMessages(t testing.TB, r io.Reader) []json.RawMessage {
 		return []json.RawMessage{bytes.TrimSpace(b)}
 	}
 	var out []json.RawMessage
-	for line := range strings.Lines(string(b)) {
-		if d, ok := strings.CutPrefix(strings.TrimRight(line, "\r\n"), "data: "); ok {
-			out = append(out, json.RawMessage(d))
+	sse := listentest.NewSSEReader(bytes.NewReader(b))
+	for {
+		d, err := sse.Data()
+		if errors.Is(err, io.EOF) {
+			return out
 		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, d)
 	}
-	return out
 }
 
 // stream is one open listen over HTTP.
@@ -161,14 +167,14 @@ func openListen(t testing.TB, endpoint string, id any, notifications map[string]
 	go func() {
 		defer close(s.done)
 		defer close(s.msgs)
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			d, ok := strings.CutPrefix(sc.Text(), "data: ")
-			if !ok {
-				continue
+		r := listentest.NewSSEReader(resp.Body)
+		for {
+			d, err := r.Data()
+			if err != nil {
+				return // the end of the stream
 			}
 			var m msg
-			if err := json.Unmarshal([]byte(d), &m); err != nil {
+			if err := json.Unmarshal(d, &m); err != nil {
 				panic(fmt.Sprintf("bad message %q: %v", d, err))
 			}
 			s.msgs <- m

@@ -1,14 +1,15 @@
 package gosdk
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,14 +25,16 @@ type StdioOptions struct {
 	// Options configure the Bridge: the hub, listen.Options (Extensions,
 	// CanRead), the logger.
 	Options
-	// Stdio configures the listen multiplexer (limits, write timeout,
-	// hooks; see stdio.Options). Serve sets its Listen to
-	// Bridge.ListenOptions (built from Options.Listen) and its
-	// SupportedVersions to the go-sdk server's; Handler is not used (every
-	// message that is not a listen goes to the go-sdk). Its MaxLineBytes
-	// bounds every input line, the go-sdk's included: a longer line is
-	// never buffered past the limit and is answered by the multiplexer with
-	// its -32600 error; the connection goes on.
+	// Stdio configures the listen multiplexer and the connection (limits,
+	// write timeout, hooks; see stdio.Options). Serve sets its Listen to
+	// Bridge.ListenOptions (built from Options.Listen), its
+	// SupportedVersions to the go-sdk server's and ForwardOtherVersions to
+	// true; Handler is not used (every message that is not a listen goes to
+	// the go-sdk). Its bounds hold for the go-sdk's traffic too: MaxLineBytes
+	// bounds every input line (a longer one is never buffered past the limit
+	// and is answered with the multiplexer's -32600 error; the connection
+	// goes on), and MaxInFlight the requests the go-sdk is handling and the
+	// messages waiting for it.
 	Stdio stdio.Options
 	// ShutdownTimeout bounds the drain when ctx ends: every open listen is
 	// sent notifications/cancelled and its completion result (see the stdio
@@ -41,7 +44,8 @@ type StdioOptions struct {
 
 // Run serves server over the process's standard input and output: Serve
 // with os.Stdin and os.Stdout. Log to standard error only: anything else
-// written to standard output corrupts the connection.
+// written to standard output corrupts the connection (and, while Run runs,
+// a Write to os.Stdout may fail with EAGAIN: see stdio.Options.BlockingFiles).
 func Run(ctx context.Context, server *mcp.Server, opts StdioOptions) error {
 	return Serve(ctx, server, os.Stdin, os.Stdout, opts)
 }
@@ -51,38 +55,49 @@ func Run(ctx context.Context, server *mcp.Server, opts StdioOptions) error {
 // go-sdk server over stdio, with the go-sdk's own changes reaching every
 // listen that asked for them (see Bridge).
 //
-// Every subscriptions/listen request naming protocol version 2026-07-28,
-// and every notifications/cancelled, goes to this library's stdio
-// multiplexer (stdio.Server, serving many listens at once from the Bridge's
-// hub; cancelling one ends only that one). A cancellation is also handed to
-// the go-sdk, which ignores it unless it names one of its own requests
-// (request ids are unique among those in flight). Every other message,
-// including a listen naming another version (so that the -32022 answer is
-// the go-sdk's own), goes to the go-sdk server, connected with
-// Server.Connect over a transport of this package. Both write to w through
-// one lock, one whole line per Write call: messages never interleave within
-// a line, and what the go-sdk sends on its own (logging and progress
-// notifications, requests to the client) goes out as it is.
+// The connection is a stdio.Conn (see the stdio package) shared by this
+// library's listen multiplexer and the go-sdk server. Every
+// subscriptions/listen request naming protocol version 2026-07-28, and every
+// notifications/cancelled naming one of those, is served by the multiplexer
+// (a stdio.Server serving many listens at once from the Bridge's hub;
+// cancelling one ends only that one). Every other message, including a
+// listen naming another version or none (so that the -32022 answer is the
+// go-sdk's own), goes to the go-sdk server, connected with Server.Connect
+// over a transport on the Conn. Both write through the Conn's one writer,
+// one whole line per message: messages never interleave within a line, and
+// what the go-sdk sends on its own (logging and progress notifications,
+// requests to the client) goes out as it is.
 //
-// Serve returns when r ends (EOF or a read error, returned): open listens
-// are closed without a terminal message, as the stdio package does, the
-// go-sdk session ends, and the Bridge is closed; or when ctx ends: every
-// open listen is drained (see StdioOptions.ShutdownTimeout), the go-sdk
-// session is closed, and Serve returns ctx's cause. It also returns when the
-// multiplexer's Serve fails (a write timeout on w), with that error.
+// The go-sdk answers a request with the id as it decoded it (an id -0 as 0,
+// "\u0041" as "A", an integer beyond 2^53 rounded); Serve gives the answer
+// the client's own id token back. A message the go-sdk cannot decode, or
+// reads differently from the multiplexer (another method, or a request
+// taken for a response, through keys that differ in case or repeat), does
+// not reach it: a request is answered with -32600 "Invalid request: the
+// server cannot decode it" (MsgUndecodable), anything else is dropped. A
+// request whose id the go-sdk would read as that of a request it is still
+// handling ("\u0041" beside "A") is answered with -32600 "Duplicate
+// in-flight request id", as the multiplexer answers an id in flight. So,
+// while the connection is up, the go-sdk answers every request it is
+// handed, and its unit of stdio.Options.MaxInFlight comes back.
 //
-// Goroutines: Serve starts a reader (ends at r's end, or when Serve closes r
-// because ctx ended, if r is an io.Closer other than *os.File; a Read of
-// os.Stdin that cannot be interrupted is left behind and ends with the
-// process), the multiplexer's Serve, and a waiter for the go-sdk session;
-// the go-sdk session's goroutines are the go-sdk's. All but such a reader
-// have returned when Serve returns.
+// Serve returns when r ends (EOF, then nil; or a read error, returned): open
+// listens are closed without a terminal message, as the stdio package does,
+// the go-sdk ends its session once its handlers returned (it writes no more
+// answers once its input ended, as over its own stdio transport), and the
+// Bridge is closed; or when ctx ends: every open listen is drained (see
+// StdioOptions.ShutdownTimeout), the go-sdk session is closed, and Serve
+// returns ctx's cause. It also returns when writing w failed or timed out,
+// with that error (see stdio.Server.Serve).
+//
+// Goroutines: Serve runs the Conn's Serve on a goroutine of its own (with
+// its reader and writer goroutines and one per listen; see the stdio
+// package, including the Read or Write it may leave behind when it cannot
+// interrupt it) and the go-sdk session, whose goroutines are the go-sdk's;
+// all of them have returned when Serve returns.
 func Serve(ctx context.Context, server *mcp.Server, r io.Reader, w io.Writer, opts StdioOptions) error {
-	if opts.Stdio.MaxLineBytes < 0 || opts.ShutdownTimeout < 0 {
-		return errors.New("gosdk: negative Stdio.MaxLineBytes or ShutdownTimeout")
-	}
-	if opts.Stdio.MaxLineBytes == 0 {
-		opts.Stdio.MaxLineBytes = stdio.DefaultMaxLineBytes
+	if opts.ShutdownTimeout < 0 {
+		return errors.New("gosdk: negative ShutdownTimeout")
 	}
 	if opts.ShutdownTimeout == 0 {
 		opts.ShutdownTimeout = 5 * time.Second
@@ -96,233 +111,216 @@ func Serve(ctx context.Context, server *mcp.Server, r io.Reader, w io.Writer, op
 	so := opts.Stdio
 	so.Listen = b.ListenOptions()
 	so.SupportedVersions = b.Versions()
+	so.ForwardOtherVersions = true
 	so.Handler = nil
 	mux, err := stdio.New(b.Source(), so)
 	if err != nil {
-		return err
+		return fmt.Errorf("gosdk: %w", err)
 	}
-
-	out := &lineWriter{w: w}
-	peer := &peerConn{in: make(chan sdkjsonrpc.Message), out: out, done: make(chan struct{})}
-	ss, err := server.Connect(ctx, peer, nil)
+	conn := mux.NewConn(r, w)
+	ss, err := server.Connect(ctx, newSDKConn(conn, b.log), nil)
 	if err != nil {
+		_ = conn.Close()
 		return fmt.Errorf("gosdk: connecting the go-sdk server: %w", err)
 	}
-	listenR, listenW := io.Pipe()
 
 	served := make(chan error, 1)
-	go func() { served <- mux.Serve(context.WithoutCancel(ctx), listenR, out) }()
-	sdkDone := make(chan struct{})
-	go func() {
-		_ = ss.Wait()
-		close(sdkDone)
-	}()
-	readDone := make(chan error, 1)
-	go func() { readDone <- route(r, so.MaxLineBytes, listenW, peer) }()
-
+	go func() { served <- conn.Serve(context.WithoutCancel(ctx)) }()
 	var result error
 	select {
-	case rerr := <-readDone:
-		// Input ended: the multiplexer reads EOF next and closes its
-		// listens; the go-sdk reads EOF and ends its session.
-		result = <-served
-		if result == nil {
-			result = rerr
-		}
 	case result = <-served:
-		// The multiplexer failed (a write timed out): stop everything.
-		closeReader(r)
-		peer.Close()
-		_ = listenR.CloseWithError(result)
+		// The input ended (the go-sdk read io.EOF and closed the Conn once
+		// idle), or a write failed.
 	case <-ctx.Done():
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opts.ShutdownTimeout)
 		_ = mux.Shutdown(sctx)
 		cancel()
 		<-served
 		result = context.Cause(ctx)
-		closeReader(r)
-		peer.Close()
-		_ = listenR.CloseWithError(result)
 	}
 	_ = ss.Close()
-	<-sdkDone
-	peer.Close()
+	_ = ss.Wait()
 	return result
 }
 
-// closeReader closes r when that can interrupt a pending Read (not an
-// *os.File such as os.Stdin, which a stdio server must leave open).
-func closeReader(r io.Reader) {
-	if _, isFile := r.(*os.File); isFile {
-		return
-	}
-	if c, ok := r.(io.Closer); ok {
-		_ = c.Close()
-	}
-}
+// MsgUndecodable is the message of the -32600 error Serve answers a request
+// with when the go-sdk cannot decode it, or reads it differently from the
+// multiplexer.
+const MsgUndecodable = "Invalid request: the server cannot decode it"
 
-// route reads r line by line and sends each message on: listens of
-// 2026-07-28 and cancellations to the multiplexer (through listenW, whose
-// end it closes), everything else to the go-sdk (peer.in, which it closes:
-// it is the sender). A line over maxLine, and a line that is not a JSON-RPC
-// message, goes to the multiplexer, which answers it with its exact error.
-func route(r io.Reader, maxLine int, listenW *io.PipeWriter, peer *peerConn) error {
-	defer close(peer.in)
-	br := bufio.NewReaderSize(r, 64<<10)
-	var long []byte
-	keep := func(frag []byte) {
-		if len(long) <= maxLine {
-			long = append(long, frag[:min(len(frag), maxLine+1-len(long))]...)
-		}
-	}
-	for {
-		frag, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			keep(frag) // a line longer than the buffer: gathered up to maxLine+1 bytes
-			continue
-		}
-		line := frag
-		if long != nil {
-			keep(frag)
-			line, long = long, nil
-		}
-		// A line over maxLine reaches the multiplexer cut to maxLine+1
-		// bytes, which it refuses with its own error; never the go-sdk.
-		line = bytes.TrimRight(line, "\r\n")
-		if len(bytes.TrimSpace(line)) > 0 {
-			var werr error
-			if len(line) > maxLine {
-				werr = toMux(listenW, line[:maxLine+1])
-			} else {
-				werr = routeLine(line, listenW, peer)
-			}
-			if werr != nil {
-				_ = listenW.CloseWithError(werr)
-				return nil // the receiving side is gone: Serve is ending
-			}
-		}
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				_ = listenW.Close()
-				return nil
-			}
-			_ = listenW.CloseWithError(err)
-			return fmt.Errorf("gosdk: reading: %w", err)
-		}
-	}
-}
+// sdkConn is the go-sdk server's mcp.Transport and mcp.Connection on a
+// stdio.Conn: Read decodes what the Conn hands its peer, Write encodes what
+// the go-sdk sends, Close closes the Conn.
+type sdkConn struct {
+	c   *stdio.Conn
+	log *slog.Logger
 
-// head is what route reads of each message.
-type head struct {
-	Method string `json:"method"`
-	Params struct {
-		Meta struct {
-			Version string `json:"io.modelcontextprotocol/protocolVersion"`
-		} `json:"_meta"`
-	} `json:"params"`
-}
-
-// toMux writes line and its newline to the multiplexer's input, in one
-// Write.
-func toMux(listenW *io.PipeWriter, line []byte) error {
-	buf := make([]byte, 0, len(line)+1)
-	_, err := listenW.Write(append(append(buf, line...), '\n'))
-	return err
-}
-
-// routeLine sends one line (at most maxLine bytes) on.
-func routeLine(line []byte, listenW *io.PipeWriter, peer *peerConn) error {
-	var h head
-	if json.Unmarshal(line, &h) != nil {
-		return toMux(listenW, line)
-	}
-	msg, err := sdkjsonrpc.DecodeMessage(line)
-	if err != nil {
-		return toMux(listenW, line)
-	}
-	switch {
-	case h.Method == jsonrpc.MethodListen && h.Params.Meta.Version == jsonrpc.ProtocolVersion:
-		return toMux(listenW, line)
-	case h.Method == jsonrpc.MethodCancelled:
-		if err := toMux(listenW, line); err != nil {
-			return err
-		}
-	}
-	select {
-	case peer.in <- msg:
-		return nil
-	case <-peer.done:
-		return errLinkClosed
-	}
-}
-
-// lineWriter is the one writer of a stdio connection: each Write is one
-// whole line, written under the lock.
-type lineWriter struct {
 	mu sync.Mutex
-	w  io.Writer
+	// pending holds the requests the go-sdk is handling: the id as the
+	// go-sdk encodes it (echo) to the client's token for it. The two differ
+	// when the go-sdk decodes an id its own way (-0 as 0, "\u0041" as "A",
+	// an integer beyond 2^53 rounded). An entry lives until the go-sdk
+	// answers; the Conn bounds the requests in flight
+	// (stdio.Options.MaxInFlight).
+	pending map[string]json.RawMessage
 }
 
-func (l *lineWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
-// peerConn is the go-sdk server's connection on a stdio connection: it reads
-// what route sends it and writes each message as one line.
-type peerConn struct {
-	in   chan sdkjsonrpc.Message
-	out  *lineWriter
-	done chan struct{}
-	once sync.Once
+func newSDKConn(c *stdio.Conn, log *slog.Logger) *sdkConn {
+	return &sdkConn{c: c, log: log, pending: make(map[string]json.RawMessage)}
 }
 
 // Connect implements mcp.Transport.
-func (p *peerConn) Connect(context.Context) (mcp.Connection, error) { return p, nil }
+func (s *sdkConn) Connect(context.Context) (mcp.Connection, error) { return s, nil }
 
-// Read implements mcp.Connection.
-func (p *peerConn) Read(ctx context.Context) (sdkjsonrpc.Message, error) {
-	select {
-	case m, ok := <-p.in:
-		if !ok {
-			return nil, io.EOF
+// Read implements mcp.Connection: the next message the go-sdk can take.
+func (s *sdkConn) Read(ctx context.Context) (sdkjsonrpc.Message, error) {
+	for {
+		raw, err := s.c.ReadMessage(ctx)
+		if err != nil {
+			return nil, err
 		}
-		return m, nil
-	case <-p.done:
-		return nil, io.EOF
-	case <-ctx.Done():
-		return nil, ctx.Err()
+		msg, err := sdkjsonrpc.DecodeMessage(raw)
+		if err == nil {
+			err = s.take(raw, msg)
+		}
+		if err != nil {
+			s.refuse(ctx, raw, err)
+			continue
+		}
+		return msg, nil
 	}
 }
 
-// Write implements mcp.Connection: one message, one line, one Write call.
-func (p *peerConn) Write(_ context.Context, msg sdkjsonrpc.Message) error {
-	select {
-	case <-p.done:
-		return errLinkClosed
-	default:
+// errDuplicate refuses a request whose id the go-sdk reads as the id of a
+// request it is handling.
+var errDuplicate = errors.New("the id of a request in flight, as the go-sdk reads it")
+
+// take checks a message the go-sdk decoded against the multiplexer's
+// reading of raw (stdio forwarded it having read it with jsonrpc.ParseMessage,
+// which matches keys as encoding/json does; the go-sdk matches them
+// exactly), so that every request the multiplexer holds in flight is a
+// request the go-sdk answers, under its own id, and records the request.
+func (s *sdkConn) take(raw json.RawMessage, msg sdkjsonrpc.Message) error {
+	m, err := jsonrpc.ParseMessage(raw)
+	req, isReq := msg.(*sdkjsonrpc.Request)
+	switch {
+	case !isReq && err == nil:
+		return errors.New("a request the go-sdk reads as a response")
+	case !isReq:
+		return nil // a response to one of the go-sdk's requests
+	case err != nil:
+		return err
+	case m.Method != req.Method || m.HasID != req.IsCall():
+		return fmt.Errorf("read as %q by the go-sdk, %q by the multiplexer", req.Method, m.Method)
+	case req.Method == jsonrpc.MethodListen && namesProtocolVersion(req.Params):
+		// The multiplexer read another version: the go-sdk must not serve
+		// a 2026-07-28 listen itself.
+		return errors.New("a 2026-07-28 listen read differently")
+	case !m.HasID:
+		return nil
 	}
+	echo, err := encodeID(req.ID)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, dup := s.pending[echo]; dup {
+		return errDuplicate
+	}
+	s.pending[echo] = json.RawMessage(m.ID.Raw())
+	return nil
+}
+
+// encodeID returns id as the go-sdk writes it.
+func encodeID(id sdkjsonrpc.ID) (string, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(id.Raw()); err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(b.String(), "\n"), nil
+}
+
+// namesProtocolVersion reports whether params name protocol version
+// 2026-07-28 in _meta, keys matched exactly (as the go-sdk matches them).
+func namesProtocolVersion(params json.RawMessage) bool {
+	var p, meta map[string]json.RawMessage
+	var v string
+	return json.Unmarshal(params, &p) == nil && json.Unmarshal(p["_meta"], &meta) == nil &&
+		json.Unmarshal(meta[jsonrpc.MetaProtocolVersion], &v) == nil && v == jsonrpc.ProtocolVersion
+}
+
+// refuse answers a request the go-sdk cannot take, which frees its id on
+// the Conn: -32600 "Duplicate in-flight request id" when the go-sdk would
+// read its id as that of a request it is handling, -32600 MsgUndecodable
+// otherwise. Anything else is dropped.
+func (s *sdkConn) refuse(ctx context.Context, raw json.RawMessage, why error) {
+	m, err := jsonrpc.ParseMessage(raw)
+	if err != nil || !m.HasID {
+		s.log.Debug("gosdk: a message the go-sdk cannot take dropped", "err", why)
+		return
+	}
+	s.log.Debug("gosdk: a request the go-sdk cannot take refused", "id", m.ID.Raw(), "err", why)
+	msg := MsgUndecodable
+	if errors.Is(why, errDuplicate) {
+		msg = jsonrpc.MsgDuplicateID
+	}
+	answer := jsonrpc.ErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, msg))
+	if err := s.c.WriteMessage(context.WithoutCancel(ctx), answer); err != nil {
+		s.log.Debug("gosdk: refusal not written", "err", err)
+	}
+}
+
+// Write implements mcp.Connection: one message, written as one line by the
+// Conn's writer. An answer carries the client's id token.
+func (s *sdkConn) Write(ctx context.Context, msg sdkjsonrpc.Message) error {
 	b, err := sdkjsonrpc.EncodeMessage(msg)
 	if err != nil {
 		return err
 	}
-	if bytes.IndexByte(b, '\n') >= 0 { // a handler's raw JSON result may span lines
-		var c bytes.Buffer
-		if err := json.Compact(&c, b); err != nil {
-			return err
+	if resp, ok := msg.(*sdkjsonrpc.Response); ok && resp.ID.IsValid() {
+		if echo, err := encodeID(resp.ID); err == nil {
+			s.mu.Lock()
+			token, ok := s.pending[echo]
+			delete(s.pending, echo)
+			s.mu.Unlock()
+			if ok && string(token) != echo {
+				if b, err = withID(b, []byte(echo), token); err != nil {
+					return err
+				}
+			}
 		}
-		b = c.Bytes()
 	}
-	_, err = p.out.Write(append(b, '\n'))
-	return err
+	return s.c.WriteMessage(ctx, b)
 }
 
-// Close implements mcp.Connection.
-func (p *peerConn) Close() error {
-	p.once.Do(func() { close(p.done) })
-	return nil
+// withID returns b, the go-sdk's encoding of a response whose id it encodes
+// as echo, with the id token instead. The go-sdk writes the id second,
+// after "jsonrpc": that is replaced in place, anything else is re-encoded.
+func withID(b, echo []byte, token json.RawMessage) ([]byte, error) {
+	const head = `{"jsonrpc":"2.0","id":`
+	if rest, ok := bytes.CutPrefix(b, append([]byte(head), echo...)); ok && len(rest) > 0 && (rest[0] == ',' || rest[0] == '}') {
+		out := make([]byte, 0, len(head)+len(token)+len(rest))
+		return append(append(append(out, head...), token...), rest...), nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	m["id"] = token
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(m); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(out.Bytes(), []byte("\n")), nil
 }
+
+// Close implements mcp.Connection: it closes the Conn (see stdio.Conn.Close).
+func (s *sdkConn) Close() error { return s.c.Close() }
 
 // SessionID implements mcp.Connection.
-func (p *peerConn) SessionID() string { return "" }
+func (s *sdkConn) SessionID() string { return "" }

@@ -1,10 +1,13 @@
 package gosdk_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -167,4 +170,207 @@ func TestStdioPlainServer(t *testing.T) {
 
 	require.NoError(t, cs.Close())
 	require.NoError(t, <-served)
+}
+
+// rawStdio runs a go-sdk server over stdio with lines: theirs is the
+// go-sdk's own IOTransport, ours is gosdk.Serve. send writes a line, recv
+// returns the next output line, end closes the input and waits.
+type rawStdio struct {
+	t    *testing.T
+	in   *io.PipeWriter
+	out  *bufio.Scanner
+	done chan error
+}
+
+func startRaw(t *testing.T, srv *mcp.Server, ours bool, opts gosdk.StdioOptions) *rawStdio {
+	t.Helper()
+	return startRawCtx(t, context.Background(), srv, ours, opts)
+}
+
+func startRawCtx(t *testing.T, ctx context.Context, srv *mcp.Server, ours bool, opts gosdk.StdioOptions) *rawStdio {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	r := &rawStdio{t: t, in: inW, out: bufio.NewScanner(outR), done: make(chan error, 1)}
+	go func() {
+		var err error
+		if ours {
+			err = gosdk.Serve(ctx, srv, inR, outW, opts)
+		} else {
+			var ss *mcp.ServerSession
+			if ss, err = srv.Connect(ctx, &mcp.IOTransport{Reader: inR, Writer: outW}, nil); err == nil {
+				err = ss.Wait()
+			}
+		}
+		outW.Close()
+		inR.Close()
+		r.done <- err
+	}()
+	return r
+}
+
+func (r *rawStdio) send(line string) {
+	r.t.Helper()
+	_, err := io.WriteString(r.in, line+"\n")
+	require.NoError(r.t, err)
+}
+
+func (r *rawStdio) recv() string {
+	r.t.Helper()
+	require.True(r.t, r.out.Scan(), "output ended")
+	return r.out.Text()
+}
+
+// end closes the input and returns what came out after it and what Serve
+// returned.
+func (r *rawStdio) end() ([]string, error) {
+	r.t.Helper()
+	require.NoError(r.t, r.in.Close())
+	var rest []string
+	for r.out.Scan() {
+		rest = append(rest, r.out.Text())
+	}
+	return rest, <-r.done
+}
+
+func listenLine(id, version string) string {
+	meta := ""
+	if version != "" {
+		meta = fmt.Sprintf(`"_meta":{"io.modelcontextprotocol/protocolVersion":%q,"io.modelcontextprotocol/clientCapabilities":{}},`, version)
+	}
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"subscriptions/listen","params":{%s"notifications":{"toolsListChanged":true}}}`, id, meta)
+}
+
+// TestStdioOtherVersionsAreTheGoSDKs: over stdio too, a listen naming a
+// version other than 2026-07-28 (or none) is answered by the go-sdk itself,
+// byte for byte, while a 2026-07-28 listen is served by the multiplexer.
+func TestStdioOtherVersionsAreTheGoSDKs(t *testing.T) {
+	srv := plainServer()
+	lines := []string{
+		listenLine("7", "2027-01-01"),
+		listenLine(`"x"`, "2026-13-99"),
+		listenLine("8", "2025-06-18"),
+		listenLine("9", ""),
+		`{"jsonrpc":"2.0","id":10,"method":"subscriptions/listen","params":[1]}`,
+	}
+	answers := func(ours bool) []string {
+		r := startRaw(t, srv, ours, gosdk.StdioOptions{})
+		var got []string
+		for _, l := range lines {
+			r.send(l)
+			got = append(got, r.recv())
+		}
+		rest, err := r.end()
+		require.NoError(t, err)
+		require.Empty(t, rest)
+		return got
+	}
+	theirs, ours := answers(false), answers(true)
+	assert.Equal(t, theirs, ours)
+	assert.Contains(t, ours[0], `"code":-32022`)
+	assert.Contains(t, ours[0], `"supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26","2024-11-05"]`)
+
+	r := startRaw(t, srv, true, gosdk.StdioOptions{})
+	r.send(listenLine("1", "2026-07-28"))
+	assert.Contains(t, r.recv(), `"method":"notifications/subscriptions/acknowledged"`)
+	rest, err := r.end()
+	require.NoError(t, err)
+	assert.Empty(t, rest, "EOF closes a listen without a terminal message")
+}
+
+// TestStdioIDsAsSent: the go-sdk decodes ids its own way (-0 as 0, escapes
+// resolved, integers as float64); every answer carries the client's token
+// as sent, and frees it: with one request in flight allowed, each request
+// after the others still gets through.
+func TestStdioIDsAsSent(t *testing.T) {
+	r := startRaw(t, plainServer(), true, gosdk.StdioOptions{Stdio: stdio.Options{MaxInFlight: 1}})
+	for _, id := range []string{`-0`, `"\u0041"`, `"A"`, `12345678901234567890`, `9007199254740993`, `"\/"`, `1`} {
+		r.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"ping"}`)
+		require.Equal(t, `{"jsonrpc":"2.0","id":`+id+`,"result":{}}`, r.recv())
+	}
+	rest, err := r.end()
+	require.NoError(t, err)
+	assert.Empty(t, rest)
+}
+
+// TestStdioUndecodable: a request the go-sdk cannot decode, or would read
+// differently from the multiplexer, never reaches it and is answered with
+// -32600 (so its id is free again); other such messages are dropped. The
+// connection goes on.
+func TestStdioUndecodable(t *testing.T) {
+	deep := strings.Repeat("[", 1001) + strings.Repeat("]", 1001)
+	r := startRaw(t, plainServer(), true, gosdk.StdioOptions{Stdio: stdio.Options{MaxInFlight: 1}})
+	for _, line := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":` + deep + `}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list","Method":"ping"}`,
+		`{"jsonrpc":"2.0","id":3,"Method":"ping","method":"tools/list","METHOD":"ping"}`,
+		`{"jsonrpc":"2.0","id":4,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}},` +
+			`"Params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2027-01-01"}}}`,
+		`{"jsonrpc":"2.0","id":6,"Method":"ping"}`, // a response to the go-sdk
+	} {
+		id := gjsonID(t, line)
+		r.send(`{"jsonrpc":"2.0","method":"notifications/foo","Method":"ping"}`) // dropped
+		r.send(line)
+		require.Equal(t, `{"jsonrpc":"2.0","id":`+id+`,"error":{"code":-32600,"message":"`+gosdk.MsgUndecodable+`"}}`, r.recv())
+	}
+	r.send(`{"jsonrpc":"2.0","id":5,"method":"ping"}`)
+	assert.Equal(t, `{"jsonrpc":"2.0","id":5,"result":{}}`, r.recv())
+	rest, err := r.end()
+	require.NoError(t, err)
+	assert.Empty(t, rest)
+}
+
+// gjsonID returns the id token of a JSON-RPC line.
+func gjsonID(t *testing.T, line string) string {
+	var m struct {
+		ID json.RawMessage `json:"id"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(line), &m))
+	return string(m.ID)
+}
+
+// TestStdioContextDrains: when Serve's context ends, every open listen gets
+// notifications/cancelled and its completion result, the go-sdk session
+// ends, and Serve returns the context's cause without the client closing
+// its end.
+func TestStdioContextDrains(t *testing.T) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	r := startRawCtx(t, ctx, plainServer(), true, gosdk.StdioOptions{})
+	r.send(listenLine("1", "2026-07-28"))
+	require.Contains(t, r.recv(), `"method":"notifications/subscriptions/acknowledged"`)
+	r.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+	require.Equal(t, `{"jsonrpc":"2.0","id":2,"result":{}}`, r.recv())
+
+	stop := errors.New("stop")
+	cancel(stop)
+	require.Equal(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":1},"reason":"Server shutdown","requestId":1}}`, r.recv())
+	require.Equal(t, `{"jsonrpc":"2.0","id":1,"result":{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"plain","version":"1.2.3"},"io.modelcontextprotocol/subscriptionId":1},"resultType":"complete"}}`, r.recv())
+	require.False(t, r.out.Scan(), "nothing more: %s", r.out.Text())
+	require.ErrorIs(t, <-r.done, stop)
+	r.in.Close()
+}
+
+// TestStdioIDTheGoSDKReadsAsInFlight: "\u0041" and "A" are two ids to the
+// multiplexer (which matches tokens) but one to the go-sdk: while the first
+// is being handled, the second is refused as a duplicate (the go-sdk would
+// answer it without an id, and the multiplexer would hold it forever).
+func TestStdioIDTheGoSDKReadsAsInFlight(t *testing.T) {
+	srv := plainServer()
+	release := make(chan struct{})
+	mcp.AddTool(srv, &mcp.Tool{Name: "wait"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+		<-release
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil
+	})
+	r := startRaw(t, srv, true, gosdk.StdioOptions{Stdio: stdio.Options{MaxInFlight: 2}})
+	r.send(`{"jsonrpc":"2.0","id":"\u0041","method":"tools/call","params":{"name":"wait",` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)
+	r.send(`{"jsonrpc":"2.0","id":"A","method":"ping"}`)
+	require.Equal(t, `{"jsonrpc":"2.0","id":"A","error":{"code":-32600,"message":"Duplicate in-flight request id"}}`, r.recv())
+	close(release)
+	require.Contains(t, r.recv(), `{"jsonrpc":"2.0","id":"\u0041","result":`)
+	r.send(`{"jsonrpc":"2.0","id":"A","method":"ping"}`)
+	require.Equal(t, `{"jsonrpc":"2.0","id":"A","result":{}}`, r.recv())
+	rest, err := r.end()
+	require.NoError(t, err)
+	assert.Empty(t, rest)
 }

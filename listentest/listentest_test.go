@@ -49,13 +49,16 @@ func TestStreamFollowsTheStreamContract(t *testing.T) {
 		<-st.Nexts()
 		<-st.Nexts()
 		assert.Panics(t, func() { _, _ = st.Next() }, "a second Next in flight breaks the contract")
+		assert.Empty(t, src.Closed())
 		st.Close(listen.Cancelled("bye"))
 		assert.ErrorIs(t, <-got, listen.ErrClosed, "Close releases a blocked Next")
+		assert.Same(t, st, <-src.Closed(), "the first Close announces the stream")
 		st.Close(listen.ErrComplete)
 		assert.Equal(t, 2, st.Closes())
 		assert.ErrorIs(t, st.Reason(), listen.ErrCancelled, "only the first Close counts")
 		_, err = st.Next()
 		assert.ErrorIs(t, err, listen.ErrClosed, "Next after Close")
+		assert.Empty(t, src.Closed(), "only the first Close is announced")
 	})
 }
 
@@ -97,6 +100,69 @@ func TestSourceOptions(t *testing.T) {
 	close(gate)
 	_, _, err = gated.Open(context.Background(), request("c"), listen.Filter{})
 	assert.NoError(t, err)
+}
+
+// BeforeOpen runs first, with Open's context and request: its error fails
+// the open (as it is, before Gate and OpenErr), and it may block until the
+// context ends.
+func TestBeforeOpen(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := listentest.NewSource()
+		refused := errors.New("refused")
+		src.OpenErr = errors.New("not reached")
+		src.Gate = make(chan struct{}) // never opened: not reached either
+		var seen []string
+		src.BeforeOpen = func(ctx context.Context, req *listen.Request) error {
+			seen = append(seen, req.ID.String())
+			if req.ID.String() == "slow" {
+				<-ctx.Done()
+				return context.Cause(ctx)
+			}
+			return refused
+		}
+		_, st, err := src.Open(context.Background(), request("a"), listen.Filter{})
+		assert.Same(t, refused, err)
+		assert.Nil(t, st)
+
+		ctx, cancel := context.WithCancelCause(context.Background())
+		got := make(chan error, 1)
+		go func() {
+			_, _, err := src.Open(ctx, request("slow"), listen.Filter{})
+			got <- err
+		}()
+		synctest.Wait()
+		assert.Empty(t, got, "BeforeOpen blocks the Open")
+		cancel(listen.Cancelled("gone"))
+		assert.ErrorIs(t, <-got, listen.ErrCancelled)
+		assert.Equal(t, []string{"a", "slow"}, seen)
+		assert.Empty(t, src.Streams())
+		assert.Empty(t, src.Opened())
+
+		src.BeforeOpen = func(context.Context, *listen.Request) error { return nil }
+		src.Gate, src.OpenErr = nil, nil
+		_, st, err = src.Open(context.Background(), request("b"), listen.Filter{})
+		require.NoError(t, err)
+		assert.Same(t, st, <-src.Opened())
+	})
+}
+
+// RequestID keeps the id's exact token: 1 and "1" have the same string
+// form (ID), and Stream finds the later one.
+func TestRequestIDIsTheExactToken(t *testing.T) {
+	src := listentest.NewSource()
+	open := func(id jsonrpc.ID) *listentest.Stream {
+		req := request("")
+		req.ID = id
+		_, st, err := src.Open(context.Background(), req, listen.Filter{})
+		require.NoError(t, err)
+		return st.(*listentest.Stream)
+	}
+	num, str := open(jsonrpc.IntID(1)), open(jsonrpc.StringID("1"))
+	assert.Equal(t, "1", num.ID)
+	assert.Equal(t, "1", str.ID)
+	assert.Equal(t, `1`, num.RequestID.Raw())
+	assert.Equal(t, `"1"`, str.RequestID.Raw())
+	assert.Same(t, str, src.Stream(context.Background(), "1"))
 }
 
 func TestStreamWaitsForItsOpen(t *testing.T) {
@@ -149,4 +215,36 @@ func TestSSEReader(t *testing.T) {
 	assert.Error(t, err)
 }
 
+// Data is the next message event's data as sent, comments skipped; it ends
+// with io.EOF and fails on another event type.
+func TestSSEReaderData(t *testing.T) {
+	r := listentest.NewSSEReader(strings.NewReader(": keep-alive\n\nevent: message\ndata: {\"n\": 1.50}\n\n: bye\n\n"))
+	d, err := r.Data()
+	require.NoError(t, err)
+	assert.Equal(t, `{"n": 1.50}`, string(d))
+	_, err = r.Data()
+	assert.ErrorIs(t, err, io.EOF)
+	_, err = listentest.NewSSEReader(strings.NewReader("event: other\ndata: {}\n\n")).Data()
+	assert.EqualError(t, err, `listentest: SSE event "other", want message`)
+}
+
 func jsonNumber(s string) any { return json.Number(s) }
+
+// Closed tells which streams ended, in the order of their first Close.
+func TestSourceClosedInOrder(t *testing.T) {
+	src := listentest.NewSource()
+	var streams []*listentest.Stream
+	for _, id := range []string{"a", "b", "c"} {
+		_, st, err := src.Open(context.Background(), request(id), listen.Filter{})
+		require.NoError(t, err)
+		streams = append(streams, st.(*listentest.Stream))
+	}
+	streams[2].Close(listen.ErrComplete)
+	streams[0].Close(listen.Cancelled(""))
+	streams[2].Close(nil)
+	assert.Equal(t, "c", (<-src.Closed()).ID)
+	st := <-src.Closed()
+	assert.Equal(t, "a", st.ID)
+	assert.ErrorIs(t, st.Reason(), listen.ErrCancelled)
+	assert.Empty(t, src.Closed(), "b is open, c was announced once")
+}

@@ -5,21 +5,29 @@ import (
 	"sync"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
 )
 
 // Source is a listen.Source driven by a test. The zero value is not ready:
 // use NewSource. Its fields may be set before the first Open.
 type Source struct {
+	// BeforeOpen, if set, runs first in every Open, on Open's goroutine,
+	// with Open's context and request. A non-nil error fails that Open: it
+	// is returned as it is and no stream is made. It may block, to test an
+	// Open in progress (watch ctx: it ends when the open is abandoned).
+	BeforeOpen func(ctx context.Context, req *listen.Request) error
 	// Accept, if set, picks the accepted filter from the supported one; by
 	// default the supported filter is accepted as it is.
 	Accept func(supported listen.Filter) listen.Filter
-	// OpenErr, if set, is returned by Open.
+	// OpenErr, if set, is returned by Open (after BeforeOpen and Gate).
 	OpenErr error
 	// Gate, if set, makes Open wait until it is closed (or Open's context
-	// ends, which fails the open with the context's error).
+	// ends, which fails the open with the context's error), after
+	// BeforeOpen.
 	Gate <-chan struct{}
 
 	opened chan *Stream
+	closed chan *Stream
 
 	mu      sync.Mutex
 	streams []*Stream
@@ -33,14 +41,22 @@ var _ listen.Source = (*Source)(nil)
 func NewSource() *Source {
 	return &Source{
 		opened:  make(chan *Stream, 1024),
+		closed:  make(chan *Stream, 1024),
 		byID:    make(map[string]*Stream),
 		waiting: make(map[string]chan struct{}),
 	}
 }
 
 // Open implements listen.Source. It records the stream under the request
-// id's string form (jsonrpc.ID.String) and announces it on Opened.
+// id's string form (jsonrpc.ID.String; of two open listens whose ids have
+// the same string form, such as 1 and "1", Stream finds the later one) and
+// announces it on Opened.
 func (s *Source) Open(ctx context.Context, req *listen.Request, supported listen.Filter) (listen.Filter, listen.Stream, error) {
+	if s.BeforeOpen != nil {
+		if err := s.BeforeOpen(ctx, req); err != nil {
+			return nil, nil, err
+		}
+	}
 	if s.Gate != nil {
 		select {
 		case <-s.Gate:
@@ -56,6 +72,7 @@ func (s *Source) Open(ctx context.Context, req *listen.Request, supported listen
 		accepted = s.Accept(supported)
 	}
 	st := newStream(req, supported)
+	st.src = s
 	s.mu.Lock()
 	s.streams = append(s.streams, st)
 	s.byID[st.ID] = st
@@ -74,6 +91,11 @@ func (s *Source) Open(ctx context.Context, req *listen.Request, supported listen
 // Opened returns a channel that receives every stream Open creates, in
 // order (the first 1,024 unread ones are buffered).
 func (s *Source) Opened() <-chan *Stream { return s.opened }
+
+// Closed returns a channel that receives every stream of the Source as it
+// is closed (at its first Close), in order (the first 1,024 unread ones are
+// buffered): the streams that ended, whichever they are.
+func (s *Source) Closed() <-chan *Stream { return s.closed }
 
 // Streams returns the streams opened so far, in order.
 func (s *Source) Streams() []*Stream {
@@ -114,8 +136,11 @@ type item struct {
 // Stream is one stream opened by a Source. Send, End and Fail queue what
 // the next Next calls return, in order; the queue is unbounded.
 type Stream struct {
-	// ID is the listen request id's string form.
+	// ID is the listen request id's string form (jsonrpc.ID.String).
 	ID string
+	// RequestID is the listen request's id as it came: its exact JSON
+	// token, which tells 1 from "1" (RequestID.Raw()).
+	RequestID jsonrpc.ID
 	// Supported is a copy of the filter Open was given.
 	Supported listen.Filter
 	// Transport is the request's transport kind.
@@ -123,6 +148,7 @@ type Stream struct {
 	// Auth is what the transport's authentication put in the request.
 	Auth any
 
+	src    *Source
 	nexts  chan struct{}
 	closed chan struct{}
 	wake   chan struct{}
@@ -139,6 +165,7 @@ var _ listen.Stream = (*Stream)(nil)
 func newStream(req *listen.Request, supported listen.Filter) *Stream {
 	return &Stream{
 		ID:        req.ID.String(),
+		RequestID: req.ID,
 		Supported: supported.Clone(),
 		Transport: req.Transport.Kind,
 		Auth:      req.Auth,
@@ -206,7 +233,8 @@ func (st *Stream) Next() (listen.Event, error) {
 }
 
 // Close implements listen.Stream. The first call records reason, closes
-// Closed and releases a blocked Next; every call is counted.
+// Closed, releases a blocked Next and announces the stream on its Source's
+// Closed; every call is counted.
 func (st *Stream) Close(reason error) {
 	st.mu.Lock()
 	st.closes++
@@ -217,6 +245,10 @@ func (st *Stream) Close(reason error) {
 	st.mu.Unlock()
 	if first {
 		close(st.closed)
+		select {
+		case st.src.closed <- st:
+		default: // nobody reads the Source's Closed
+		}
 	}
 }
 

@@ -98,9 +98,11 @@ func (r *SSEReader) skipBlank() error {
 	return nil
 }
 
-// Message returns the next JSON-RPC message, skipping comments: the data of
-// the next "message" event, decoded with json.Number numbers.
-func (r *SSEReader) Message() (map[string]any, error) {
+// Data returns the data of the next "message" event, skipping comments: one
+// JSON-RPC message as the server sent it (for a listen), which the caller
+// owns. It fails on an event of another type, and with Next's errors
+// (io.EOF at a clean end of the body).
+func (r *SSEReader) Data() (json.RawMessage, error) {
 	for {
 		ev, err := r.Next()
 		if err != nil {
@@ -112,12 +114,22 @@ func (r *SSEReader) Message() (map[string]any, error) {
 		if ev.Event != "message" {
 			return nil, fmt.Errorf("listentest: SSE event %q, want message", ev.Event)
 		}
-		var m map[string]any
-		dec := json.NewDecoder(bytes.NewReader([]byte(ev.Data)))
-		dec.UseNumber()
-		if err := dec.Decode(&m); err != nil {
-			return nil, fmt.Errorf("listentest: SSE data %q: %w", ev.Data, err)
-		}
-		return m, nil
+		return json.RawMessage(ev.Data), nil
 	}
+}
+
+// Message returns the next JSON-RPC message, skipping comments: the Data of
+// the next "message" event, decoded with json.Number numbers.
+func (r *SSEReader) Message() (map[string]any, error) {
+	data, err := r.Data()
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("listentest: SSE data %q: %w", data, err)
+	}
+	return m, nil
 }

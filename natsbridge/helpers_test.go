@@ -1,10 +1,9 @@
 package natsbridge_test
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,6 +19,7 @@ import (
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/natsbridge"
 	"github.com/mcplisten/listen/streamhttp"
 )
@@ -256,8 +256,8 @@ func (in *instance) listen(t testing.TB, id, filter string) *stream {
 		require.FailNow(t, "listen refused", "%d %s", resp.StatusCode, body)
 	}
 	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
-	rd := bufio.NewReader(resp.Body)
-	ack, err := readMessage(rd)
+	rd := listentest.NewSSEReader(resp.Body)
+	ack, _, err := readRaw(rd)
 	if err != nil {
 		close(s.done)
 		require.NoError(t, err)
@@ -271,7 +271,7 @@ func (in *instance) listen(t testing.TB, id, filter string) *stream {
 }
 
 // read decodes notifications until the stream ends.
-func (s *stream) read(rd *bufio.Reader) {
+func (s *stream) read(rd *listentest.SSEReader) {
 	defer close(s.done)
 	for {
 		m, raw, err := readRaw(rd)
@@ -297,42 +297,20 @@ func (s *stream) read(rd *bufio.Reader) {
 	}
 }
 
-// readMessage reads one SSE event and decodes its JSON-RPC message.
-func readMessage(rd *bufio.Reader) (map[string]any, error) {
-	m, _, err := readRaw(rd)
-	return m, err
-}
-
-// readRaw reads one SSE event and returns its JSON-RPC message, decoded and
-// as sent.
-func readRaw(rd *bufio.Reader) (map[string]any, string, error) {
-	var data []string
-	for {
-		line, err := rd.ReadString('\n')
-		if err != nil {
-			return nil, "", err
-		}
-		line = strings.TrimRight(line, "\r\n")
-		switch {
-		case line == "":
-			if len(data) == 0 {
-				continue
-			}
-			var m map[string]any
-			raw := strings.Join(data, "\n")
-			dec := json.NewDecoder(strings.NewReader(raw))
-			dec.UseNumber()
-			if err := dec.Decode(&m); err != nil {
-				return nil, "", err
-			}
-			return m, raw, nil
-		case strings.HasPrefix(line, ":"), strings.HasPrefix(line, "event:"):
-		case strings.HasPrefix(line, "data:"):
-			data = append(data, strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " "))
-		default:
-			return nil, "", errors.New("unexpected SSE line " + line)
-		}
+// readRaw reads the next SSE message event and returns its JSON-RPC
+// message, decoded (json.Number numbers) and as sent.
+func readRaw(rd *listentest.SSEReader) (map[string]any, string, error) {
+	data, err := rd.Data()
+	if err != nil {
+		return nil, "", err
 	}
+	var m map[string]any
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&m); err != nil {
+		return nil, "", err
+	}
+	return m, string(data), nil
 }
 
 // next returns the stream's next notification, failing after failsafe.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
+	"github.com/mcplisten/listen/listentest"
 	listenotel "github.com/mcplisten/listen/otel"
 	"github.com/mcplisten/listen/stdio"
 	"github.com/mcplisten/listen/streamhttp"
@@ -34,13 +35,16 @@ func frames(body io.Reader) <-chan string {
 	out := make(chan string, 16)
 	go func() {
 		defer close(out)
-		sc := bufio.NewScanner(body)
-		for sc.Scan() {
-			switch line := sc.Text(); {
-			case strings.HasPrefix(line, "data: "):
-				out <- strings.TrimPrefix(line, "data: ")
-			case strings.HasPrefix(line, ":"):
+		r := listentest.NewSSEReader(body)
+		for {
+			ev, err := r.Next()
+			switch {
+			case err != nil:
+				return
+			case ev.IsComment:
 				out <- "keep-alive"
+			default:
+				out <- ev.Data
 			}
 		}
 	}()

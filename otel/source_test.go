@@ -11,34 +11,8 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
+	"github.com/mcplisten/listen/listentest"
 )
-
-// chanSource opens streams that are not PollStreams: each Next takes the
-// next event from events (ErrClosed once it is closed).
-type chanSource struct{ events chan listen.Event }
-
-func (s chanSource) Open(_ context.Context, _ *listen.Request, supported listen.Filter) (listen.Filter, listen.Stream, error) {
-	return supported, &chanStream{events: s.events, done: make(chan struct{})}, nil
-}
-
-type chanStream struct {
-	events chan listen.Event
-	done   chan struct{}
-}
-
-func (s *chanStream) Next() (listen.Event, error) {
-	select {
-	case ev, ok := <-s.events:
-		if !ok {
-			return listen.Event{}, listen.ErrClosed
-		}
-		return ev, nil
-	case <-s.done:
-		return listen.Event{}, listen.ErrClosed
-	}
-}
-
-func (s *chanStream) Close(error) { close(s.done) }
 
 func openRequest(t *testing.T, kind string) *listen.Request {
 	t.Helper()
@@ -61,8 +35,8 @@ func TestDeliveredCountsWrittenNotifications(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				m, reader := newMetrics(t)
-				events := make(chan listen.Event)
-				var src listen.Source = chanSource{events}
+				ts := listentest.NewSource() // its streams are not PollStreams
+				var src listen.Source = ts
 				var h *hub.Hub
 				if poll {
 					var err error
@@ -76,7 +50,7 @@ func TestDeliveredCountsWrittenNotifications(t *testing.T) {
 					if poll {
 						h.ToolsListChanged()
 					} else {
-						events <- listen.ToolsListChanged()
+						ts.Streams()[0].Send(listen.ToolsListChanged())
 					}
 				}
 				writes := make(chan []byte)
@@ -124,15 +98,22 @@ func TestSourceWrapper(t *testing.T) {
 	assert.True(t, ok, "and a NotifyStream")
 	st.Close(nil)
 
-	_, st, err = m.Source(chanSource{}).Open(context.Background(), nil, listen.Filter{})
+	// A stream that is not a PollStream, opened with a nil request (the
+	// inner source does not need it; the wrapper copes without a transport
+	// kind).
+	ts := listentest.NewSource()
+	inner := listen.SourceFunc(func(ctx context.Context, _ *listen.Request, f listen.Filter) (listen.Filter, listen.Stream, error) {
+		return ts.Open(ctx, openRequest(t, "test"), f)
+	})
+	_, st, err = m.Source(inner).Open(context.Background(), nil, listen.Filter{})
 	require.NoError(t, err)
 	_, ok = st.(listen.PollStream)
 	assert.False(t, ok)
+	st.Close(nil)
 
 	boom := errors.New("boom")
-	_, st, err = m.Source(listen.SourceFunc(func(context.Context, *listen.Request, listen.Filter) (listen.Filter, listen.Stream, error) {
-		return nil, nil, boom
-	})).Open(context.Background(), nil, nil)
+	ts.OpenErr = boom
+	_, st, err = m.Source(inner).Open(context.Background(), nil, nil)
 	assert.Nil(t, st)
 	assert.Same(t, boom, err)
 	assert.Nil(t, m.Source(nil))

@@ -1,7 +1,6 @@
 package reliability_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -23,6 +22,7 @@ import (
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/stdio"
 	"github.com/mcplisten/listen/streamhttp"
 )
@@ -231,7 +231,7 @@ func httpCycle(client *http.Client, url string, n int64, event bool) error {
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("status %d", resp.StatusCode)
 	}
-	r := &sseReader{rd: bufio.NewReaderSize(resp.Body, 1024)}
+	r := listentest.NewSSEReader(resp.Body)
 	m, err := nextMsg(r)
 	if err != nil {
 		return err
@@ -250,8 +250,8 @@ func httpCycle(client *http.Client, url string, n int64, event bool) error {
 	return nil
 }
 
-func nextMsg(r *sseReader) (msg, error) {
-	data, err := r.next()
+func nextMsg(r *listentest.SSEReader) (msg, error) {
+	data, err := r.Data()
 	if err != nil {
 		return msg{}, err
 	}

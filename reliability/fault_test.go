@@ -19,6 +19,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -447,8 +448,9 @@ func TestFaultClientGoneMidWrite(t *testing.T) {
 			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 			require.NoError(t, err)
 			require.Equal(t, http.StatusOK, resp.StatusCode)
-			sse := &sseReader{rd: bufio.NewReaderSize(resp.Body, 512)}
-			data, err := sse.next()
+			br := bufio.NewReaderSize(resp.Body, 512)
+			sse := listentest.NewSSEReader(br)
+			data, err := sse.Data()
 			require.NoError(t, err)
 			ack, err := parseMsg(data)
 			require.NoError(t, err)
@@ -458,7 +460,7 @@ func TestFaultClientGoneMidWrite(t *testing.T) {
 
 			feed <- big
 			await(t, bigStarted, "the large write")
-			_, err = io.ReadFull(sse.rd, make([]byte, 4<<10))
+			_, err = io.ReadFull(br, make([]byte, 4<<10))
 			require.NoError(t, err, "some of the large event arrives")
 			require.NoError(t, conn.Close())
 

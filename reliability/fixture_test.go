@@ -24,6 +24,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/stdio"
 	"github.com/mcplisten/listen/streamhttp"
 )
@@ -519,9 +520,9 @@ func readHTTP(ctx context.Context, client *http.Client, req *http.Request, cs *c
 		}
 	}
 	if resp.Header.Get("Content-Type") == "text/event-stream" {
-		r := &sseReader{rd: bufio.NewReader(resp.Body)}
+		r := listentest.NewSSEReader(resp.Body)
 		for {
-			data, err := r.next()
+			data, err := r.Data()
 			if err != nil {
 				cs.setErr(err)
 				return

@@ -1,18 +1,17 @@
 package reliability_test
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/listentest"
 )
 
 // failsafe bounds every wait: it never synchronises anything, it only turns
@@ -305,53 +304,13 @@ func pingLine(id string) string {
 
 // --- SSE ---
 
-// sseReader reads the JSON-RPC messages of an SSE body.
-type sseReader struct{ rd *bufio.Reader }
-
-// next returns the data of the next event, skipping comments. It returns
-// io.EOF at a clean end of the body.
-func (s *sseReader) next() ([]byte, error) {
-	var data []string
-	seen := false
-	for {
-		line, err := s.rd.ReadString('\n')
-		if err != nil {
-			if errors.Is(err, io.EOF) && line == "" && !seen {
-				return nil, io.EOF
-			}
-			if errors.Is(err, io.EOF) {
-				return nil, io.ErrUnexpectedEOF
-			}
-			return nil, err
-		}
-		line = strings.TrimSuffix(line, "\n")
-		switch {
-		case line == "":
-			if seen {
-				return []byte(strings.Join(data, "\n")), nil
-			}
-		case strings.HasPrefix(line, ":"):
-		case strings.HasPrefix(line, "event: "):
-			if line != "event: message" {
-				return nil, fmt.Errorf("unexpected SSE event %q", line)
-			}
-			seen = true
-		case strings.HasPrefix(line, "data: "):
-			seen = true
-			data = append(data, strings.TrimPrefix(line, "data: "))
-		default:
-			return nil, fmt.Errorf("unexpected SSE line %q", line)
-		}
-	}
-}
-
 // sseMessages parses a whole recorded SSE body, ignoring a trailing
 // incomplete event (a write cut short).
 func sseMessages(body []byte) ([]msg, error) {
-	r := &sseReader{rd: bufio.NewReader(bytes.NewReader(body))}
+	r := listentest.NewSSEReader(bytes.NewReader(body))
 	var out []msg
 	for {
-		data, err := r.next()
+		data, err := r.Data()
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			return out, nil
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/stdio"
 )
 
@@ -44,7 +45,7 @@ func TestFloodWithOutputNeverReadIsBounded(t *testing.T) {
 					calls.Add(1)
 					return json.RawMessage(`{"tools":[]}`), nil
 				})
-				srv := newServer(t, newTestSource(), stdio.Options{Handler: app, MaxInFlight: max, WriteTimeout: time.Hour})
+				srv := newServer(t, listentest.NewSource(), stdio.Options{Handler: app, MaxInFlight: max, WriteTimeout: time.Hour})
 				inR, inW := io.Pipe()
 				outR, outW := io.Pipe() // nobody reads outR
 				done := make(chan error, 1)
@@ -86,7 +87,7 @@ func TestConnFloodIsBounded(t *testing.T) {
 	for _, reads := range []bool{false, true} {
 		t.Run(fmt.Sprintf("peer reads=%v", reads), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				srv := newServer(t, newTestSource(), stdio.Options{MaxInFlight: max})
+				srv := newServer(t, listentest.NewSource(), stdio.Options{MaxInFlight: max})
 				inR, inW := io.Pipe()
 				outR, outW := io.Pipe()
 				c := srv.NewConn(inR, outW)
@@ -137,7 +138,7 @@ func (b blockingWriter) Write(p []byte) (int, error) { return b.w.Write(p) }
 // Write is still pending; Shutdown waits for that Write.
 func TestWriteTimeoutEndsServeWhenTheWriteCannotBeInterrupted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		src := newTestSource()
+		src := listentest.NewSource()
 		app := newAppHandler()
 		srv := newServer(t, src, stdio.Options{Handler: app, Listen: listen.Options{Capabilities: testCaps}, WriteTimeout: 2 * time.Second})
 		inR, inW := io.Pipe()
@@ -155,7 +156,7 @@ func TestWriteTimeoutEndsServeWhenTheWriteCannotBeInterrupted(t *testing.T) {
 		require.Equal(t, 2*time.Second, time.Since(t0))
 		require.ErrorIs(t, err, stdio.ErrWriteTimeout)
 		require.EqualError(t, err, "stdio: write timed out (after 2s); the Write is still pending: it could not be interrupted (see Serve)")
-		c := <-src.closed
+		c := nextClose(src)
 		require.ErrorIs(t, c.reason, listen.ErrDisconnected)
 		require.ErrorIs(t, c.reason, stdio.ErrWriteTimeout)
 		require.ErrorIs(t, <-app.ctxErr, stdio.ErrWriteTimeout, "handler contexts are cancelled")
@@ -193,7 +194,7 @@ func readLine(r io.Reader) ([]byte, error) {
 // error does not say the Write is pending.
 func TestWriteTimeoutInterruptsTheWrite(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv := newServer(t, newTestSource(), stdio.Options{Handler: newAppHandler(), WriteTimeout: time.Second})
+		srv := newServer(t, listentest.NewSource(), stdio.Options{Handler: newAppHandler(), WriteTimeout: time.Second})
 		inR, inW := io.Pipe()
 		outR, outW := io.Pipe() // never read; Serve closes outW
 		done := make(chan error, 1)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/stdio"
 )
 
@@ -80,7 +81,7 @@ func TestBlockingStdoutWriteTimeoutEndsServe(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			p := newOSPipes(t)
 			out := blocking(t, p.outW)
-			srv := newServer(t, newTestSource(), stdio.Options{Handler: app, WriteTimeout: 100 * time.Millisecond, BlockingFiles: blockingFiles})
+			srv := newServer(t, listentest.NewSource(), stdio.Options{Handler: app, WriteTimeout: 100 * time.Millisecond, BlockingFiles: blockingFiles})
 			done := make(chan error, 1)
 			go func() { done <- srv.Serve(context.Background(), p.inR, out) }()
 
@@ -111,7 +112,7 @@ func TestBlockingStdoutWriteTimeoutEndsServe(t *testing.T) {
 func TestBlockingStdinShutdownStopsTheRead(t *testing.T) {
 	p := newOSPipes(t)
 	in := blocking(t, p.inR)
-	src := newTestSource()
+	src := listentest.NewSource()
 	srv := newServer(t, src, stdio.Options{Listen: listen.Options{Capabilities: testCaps}})
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(context.Background(), in, p.outW) }()
@@ -127,7 +128,7 @@ func TestBlockingStdinShutdownStopsTheRead(t *testing.T) {
 	requireCompletion(t, readMsg(t, out), `1`)
 	require.ErrorIs(t, await(t, done, "the end of Serve"), stdio.ErrServerClosed)
 	require.NoError(t, await(t, shut, "the end of Shutdown"))
-	requireReason(t, <-src.closed, `1`, listen.ErrShutdown)
+	requireReason(t, nextClose(src), `1`, listen.ErrShutdown)
 	require.False(t, nonblocking(t, in), "the descriptor is back in blocking mode")
 
 	// The input is intact for whoever reads it next.

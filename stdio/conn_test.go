@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/stdio"
 )
 
@@ -124,7 +125,7 @@ func TestConnPeerWritesAnyMessageAnyTime(t *testing.T) {
 		h.send(requestLine(`1`, "tools/call"))
 		require.Equal(t, requestLine(`1`, "tools/call"), h.peerRead())
 		h.peerWrite(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p","progress":1}}`)
-		st.emit(listen.ToolsListChanged())
+		st.Send(listen.ToolsListChanged())
 		h.peerWrite("{\n  \"jsonrpc\": \"2.0\",\n  \"id\": \"s-1\",\n  \"method\": \"roots/list\"\n}")
 		h.peerWrite(`{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`)
 
@@ -162,14 +163,14 @@ func TestConnCancelOneOfTwoListens(t *testing.T) {
 		h.send(cancelLine(`"a"`, "enough"))
 		requireReason(t, h.closedReason(), `"a"`, listen.ErrCancelled)
 		for i := range 3 {
-			b.emit(listen.ToolsListChanged().WithMetadata(map[string]any{"n": i}))
+			b.Send(listen.ToolsListChanged().WithMetadata(map[string]any{"n": i}))
 			m := h.recv()
 			require.Equal(t, jsonrpc.MethodToolsListChanged, m.method())
 			require.Equal(t, `"b"`, m.subID())
-			require.Equal(t, `"b"`, <-h.src.nexts)
+			<-b.Nexts()
 		}
 		select {
-		case <-a.done:
+		case <-a.Closed():
 		default:
 			t.Fatal("a's stream is not closed")
 		}
@@ -209,6 +210,62 @@ func TestConnCancelledForwardedRequest(t *testing.T) {
 		h.peerWrite(`{"jsonrpc":"2.0","id":5,"result":{"tools":[]}}`)
 		require.Equal(t, `5`, h.recv().id())
 
+		rest, err := h.endConn(true)
+		require.NoError(t, err)
+		require.Empty(t, rest)
+	})
+}
+
+// With ForwardOtherVersions, a listen whose _meta does not name 2026-07-28
+// (another version, an older one the server speaks, none, unreadable
+// params; request or notification) goes to the peer as it was read, and the
+// peer's answer reaches the client; a listen naming 2026-07-28, even with
+// invalid params, is the Server's. Without the option, the Server answers
+// every listen (the -32022 here).
+func TestConnForwardOtherVersions(t *testing.T) {
+	forwarded := []string{
+		listenLineVersion(`1`, `{"toolsListChanged":true}`, "2027-01-01"),
+		listenLineVersion(`2`, `{}`, "2025-06-18"),
+		`{"jsonrpc":"2.0","id":3,"method":"subscriptions/listen","params":{"notifications":{}}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":20260728}}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"subscriptions/listen","params":[1]}`,
+		`{"jsonrpc":"2.0","id":6,"method":"subscriptions/listen"}`,
+		`{"jsonrpc":"2.0","method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"v9"}}}`,
+	}
+	synctest.Test(t, func(t *testing.T) {
+		h := startConn(t, t.Context(), nil, &stdio.Options{ForwardOtherVersions: true})
+		for _, m := range forwarded {
+			h.send(m)
+		}
+		for _, want := range forwarded {
+			require.Equal(t, want, h.peerRead())
+		}
+		h.peerWrite(`{"jsonrpc":"2.0","id":1,"error":{"code":-32022,"message":"the peer's words"}}`)
+		requireError(t, h.recv(), `1`, -32022, "the peer's words")
+
+		// 2026-07-28 listens are the Server's, valid or not.
+		h.openListen(`"mine"`)
+		h.send(`{"jsonrpc":"2.0","id":7,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`)
+		requireError(t, h.recv(), `7`, jsonrpc.CodeInvalidParams, jsonrpc.MsgMetaCapabilities)
+		// A forwarded id is in flight until the peer answers it.
+		h.send(listenLine(`2`, `{}`))
+		requireError(t, h.recv(), `2`, jsonrpc.CodeInvalidRequest, jsonrpc.MsgDuplicateID)
+		h.quiet()
+
+		for _, id := range []string{"2", "3", "4", "5", "6"} {
+			h.peerWrite(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32602,"message":"x"}}`)
+			require.Equal(t, id, h.recv().id())
+		}
+		rest, err := h.endConn(true)
+		require.NoError(t, err)
+		require.Empty(t, rest)
+		requireReason(t, h.closedReason(), `"mine"`, listen.ErrDisconnected)
+	})
+	synctest.Test(t, func(t *testing.T) {
+		h := startConn(t, t.Context(), nil, nil)
+		h.send(forwarded[0])
+		requireError(t, h.recv(), `1`, jsonrpc.CodeUnsupportedProtocolVersion, jsonrpc.MsgUnsupportedVersion)
+		h.quiet()
 		rest, err := h.endConn(true)
 		require.NoError(t, err)
 		require.Empty(t, rest)
@@ -289,7 +346,7 @@ func TestConnEndings(t *testing.T) {
 	})
 	t.Run("write timeout: the peer's calls fail with it", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			srv := newServer(t, newTestSource(), stdio.Options{WriteTimeout: time.Second})
+			srv := newServer(t, listentest.NewSource(), stdio.Options{WriteTimeout: time.Second})
 			inR, inW := io.Pipe()
 			outR, outW := io.Pipe() // never read
 			c := srv.NewConn(inR, outW)
@@ -311,7 +368,7 @@ func TestConnEndings(t *testing.T) {
 	})
 	t.Run("Serve after Shutdown, Serve twice", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			srv := newServer(t, newTestSource(), stdio.Options{})
+			srv := newServer(t, listentest.NewSource(), stdio.Options{})
 			require.NoError(t, srv.Shutdown(context.Background()))
 			c := srv.NewConn(strings.NewReader(""), io.Discard)
 			require.ErrorIs(t, c.Serve(t.Context()), stdio.ErrServerClosed)
@@ -319,7 +376,7 @@ func TestConnEndings(t *testing.T) {
 			require.ErrorIs(t, err, stdio.ErrServerClosed)
 			require.Error(t, c.Serve(t.Context()))
 
-			srv = newServer(t, newTestSource(), stdio.Options{})
+			srv = newServer(t, listentest.NewSource(), stdio.Options{})
 			c = srv.NewConn(strings.NewReader(""), io.Discard)
 			require.NoError(t, c.Close(), "closed before Serve")
 			require.NoError(t, c.Serve(t.Context()))
@@ -349,7 +406,7 @@ func TestConnWriteMessageErrors(t *testing.T) {
 // message writes nothing and says so.
 func TestConnWriteMessageGivesUpWithItsContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv := newServer(t, newTestSource(), stdio.Options{WriteTimeout: time.Hour})
+		srv := newServer(t, listentest.NewSource(), stdio.Options{WriteTimeout: time.Hour})
 		inR, inW := io.Pipe()
 		outR, outW := io.Pipe()
 		c := srv.NewConn(inR, outW)
@@ -388,7 +445,7 @@ func TestConnWriteMessageGivesUpWithItsContext(t *testing.T) {
 func TestConnConcurrentWritersNeverInterleave(t *testing.T) {
 	const writers, perWriter, listens, events = 8, 24, 3, 40
 	p := newOSPipes(t)
-	src := newTestSource()
+	src := listentest.NewSource()
 	srv := newServer(t, src, stdio.Options{Listen: listen.Options{Capabilities: testCaps}})
 	c := srv.NewConn(p.inR, p.outW)
 	done := make(chan error, 1)
@@ -420,12 +477,12 @@ func TestConnConcurrentWritersNeverInterleave(t *testing.T) {
 		close(lines)
 	}()
 
-	var streams []*testStream
+	var streams []*listentest.Stream
 	for i := range listens {
 		id := fmt.Sprintf(`"l%d"`, i)
 		_, err := io.WriteString(p.inW, listenLine(id, `{"toolsListChanged":true}`)+"\n")
 		require.NoError(t, err)
-		streams = append(streams, <-src.opened)
+		streams = append(streams, <-src.Opened())
 	}
 	var wg sync.WaitGroup
 	for w := range writers {
@@ -443,14 +500,10 @@ func TestConnConcurrentWritersNeverInterleave(t *testing.T) {
 	for _, st := range streams {
 		wg.Go(func() {
 			for range events {
-				st.emit(listen.ToolsListChanged())
+				st.Send(listen.ToolsListChanged())
 			}
 		})
 	}
-	go func() {
-		for range src.nexts { // the streams' demand; closed below
-		}
-	}()
 
 	next := make([]int, writers)
 	perListen := map[string]int{}
@@ -487,7 +540,7 @@ func TestConnConcurrentWritersNeverInterleave(t *testing.T) {
 
 	require.NoError(t, p.inW.Close())
 	for range listens {
-		<-src.closed
+		nextClose(src)
 	}
 	_, err := c.ReadMessage(context.Background())
 	require.ErrorIs(t, err, io.EOF)
@@ -495,7 +548,6 @@ func TestConnConcurrentWritersNeverInterleave(t *testing.T) {
 	require.NoError(t, <-done)
 	require.NoError(t, p.outW.Close())
 	require.NoError(t, <-readErr)
-	close(src.nexts)
 }
 
 func sumInts(v []int) int {

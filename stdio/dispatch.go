@@ -38,7 +38,7 @@ func (c *conn) handleLine(line []byte) {
 		return
 	}
 	switch {
-	case msg.Method == jsonrpc.MethodListen:
+	case msg.Method == jsonrpc.MethodListen && !c.forwardsListen(msg.Params):
 		c.listen(msg)
 	case c.peer:
 		c.forwardRequest(msg, line)
@@ -63,6 +63,10 @@ func (c *conn) notification(msg jsonrpc.Message, line []byte) {
 			c.srv.log.Debug("stdio: malformed cancellation ignored")
 		}
 	case jsonrpc.MethodListen:
+		if c.forwardsListen(msg.Params) {
+			c.forward(line)
+			return
+		}
 		c.srv.log.Debug("stdio: subscriptions/listen without an id ignored")
 	default:
 		if c.peer {
@@ -195,6 +199,24 @@ func (c *conn) listen(msg jsonrpc.Message) {
 	c.active++
 	c.mu.Unlock()
 	go c.runListen(e, req)
+}
+
+// forwardsListen reports whether a subscriptions/listen message with params
+// goes to the peer: on a Conn with Options.ForwardOtherVersions, when its
+// _meta does not name protocol version 2026-07-28 (read as listen.ParseParams
+// reads it).
+func (c *conn) forwardsListen(params json.RawMessage) bool {
+	if !c.peer || !c.srv.opts.ForwardOtherVersions {
+		return false
+	}
+	var p struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	var version string
+	if json.Unmarshal(params, &p) != nil || json.Unmarshal(p.Meta[jsonrpc.MetaProtocolVersion], &version) != nil {
+		return true
+	}
+	return version != jsonrpc.ProtocolVersion
 }
 
 // parseCancelled reads the params of notifications/cancelled: an object with

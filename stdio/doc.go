@@ -21,8 +21,9 @@
 //	go peer(c)            // c.ReadMessage, c.WriteMessage, then c.Close
 //	err = c.Serve(ctx)
 //
-// The Server serves every listen and every notifications/cancelled naming
-// one; everything else the client sends reaches the peer as it was read
+// The Server serves every listen (with Options.ForwardOtherVersions, every
+// listen naming 2026-07-28) and every notifications/cancelled naming one;
+// everything else the client sends reaches the peer as it was read
 // (Conn.ReadMessage), responses to the peer's own requests included, and
 // the peer writes any message at any time (Conn.WriteMessage) through the
 // connection's one writer. See Conn for the bounds and the ending.
@@ -92,6 +93,12 @@
 //
 // A listen without an id is a notification and is ignored.
 //
+// On a Conn with Options.ForwardOtherVersions, a listen (request or
+// notification) whose _meta does not name 2026-07-28 is not checked: it goes
+// to the peer as it was read, so that a peer that is an MCP server answers
+// it in its own words. Only listens naming 2026-07-28 go through the checks
+// above.
+//
 // # Endings
 //
 // EOF on the reader (the client closed its end) closes every open listen as
@@ -133,6 +140,24 @@
 // Options.OmitShutdownCancelled sends the completion result alone. A listen
 // that ends on its own (its source ended or failed) gets its terminal
 // message alone.
+//
+// # One principal per connection
+//
+// A stdio connection has one client: the process that started the server,
+// whose identity and credentials (from its environment or configuration)
+// are the connection's. There is no per-request authentication, so every
+// listen on a connection has the same principal, for as long as the
+// connection lives. When that principal's credential is revoked or
+// expires, end the connection's listens by ending the context given to
+// Serve (or Conn.Serve): a drain (see "Draining" below), in which every
+// open listen gets its notifications/cancelled and its completion result,
+// the handler calls in flight are cancelled and answered, and Serve
+// returns. Then exit: the client starts the server again, with fresh
+// credentials, and opens new listens. Server.Shutdown does the same for
+// every connection of the Server. For a credential that expires, end the
+// context at its expiry (context.WithDeadline) or when a periodic check
+// fails. This is what streamhttp.Handler.EndStreams does for the streams
+// of one principal among many.
 //
 // # Backpressure
 //

@@ -6,57 +6,52 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 
 	"go.uber.org/goleak"
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/stdio"
 )
 
-// fuzzSource needs no driving: a stream whose accepted filter holds
-// promptsListChanged waits until it is closed (so EOF or a cancellation ends
-// it); any other stream yields two tools/list_changed events (or, with
+// fuzzSource returns a listentest.Source that fails the open of the listen
+// "fail-open", and a driver for its streams, which the caller runs until
+// stop is closed: a stream whose supported filter holds promptsListChanged
+// stays idle until it is closed (so EOF or a cancellation ends it); any
+// other stream gets two tools/list_changed events (or, with
 // resourceSubscriptions, an update of the first URI) and ends.
-type fuzzSource struct{}
-
-func (fuzzSource) Open(_ context.Context, req *listen.Request, supported listen.Filter) (listen.Filter, listen.Stream, error) {
-	if req.ID.Raw() == `"fail-open"` {
-		return nil, nil, errors.New("no")
+func fuzzSource() (*listentest.Source, func(stop <-chan struct{})) {
+	src := listentest.NewSource()
+	src.BeforeOpen = func(_ context.Context, req *listen.Request) error {
+		if req.ID.Raw() == `"fail-open"` {
+			return errors.New("no")
+		}
+		return nil
 	}
-	st := &fuzzStream{done: make(chan struct{}), idle: supported.Bool(listen.KeyPromptsListChanged)}
-	if uris := supported.Strings(listen.KeyResourceSubscriptions); len(uris) > 0 {
-		st.uri = uris[0]
+	drive := func(stop <-chan struct{}) {
+		for {
+			select {
+			case st := <-src.Opened():
+				if st.Supported.Bool(listen.KeyPromptsListChanged) {
+					continue
+				}
+				for n := 1; n <= 2; n++ {
+					if uris := st.Supported.Strings(listen.KeyResourceSubscriptions); len(uris) > 0 {
+						st.Send(listen.ResourceUpdated(uris[0]))
+					} else {
+						st.Send(listen.ToolsListChanged().WithMetadata(map[string]any{"n": n}))
+					}
+				}
+				st.End()
+			case <-stop:
+				return
+			}
+		}
 	}
-	return supported, st, nil
+	return src, drive
 }
-
-type fuzzStream struct {
-	idle bool
-	uri  string
-	done chan struct{}
-	once sync.Once
-	n    int // only the worker goroutine calls Next
-}
-
-func (s *fuzzStream) Next() (listen.Event, error) {
-	if s.idle {
-		<-s.done
-		return listen.Event{}, listen.ErrClosed
-	}
-	s.n++
-	switch {
-	case s.n > 2:
-		return listen.Event{}, listen.ErrClosed
-	case s.uri != "":
-		return listen.ResourceUpdated(s.uri), nil
-	}
-	return listen.ToolsListChanged().WithMetadata(map[string]any{"n": s.n}), nil
-}
-
-func (s *fuzzStream) Close(error) { s.once.Do(func() { close(s.done) }) }
 
 // fuzzHandler echoes the params as the result (pretty-printed, so the
 // transport must compact them), fails with them as error data, or panics.
@@ -115,17 +110,35 @@ func FuzzServeInput(f *testing.F) {
 			MaxLineBytes:     512,
 			MaxSubscriptions: 3,
 			MaxInFlight:      2,
+			// Serve ignores it; the Conn below hands listens of other
+			// versions to its peer.
+			ForwardOtherVersions: true,
+		}
+		// driven starts a fuzzSource's driver and returns the source and a
+		// function that stops the driver and waits for it.
+		driven := func() (*listentest.Source, func()) {
+			src, drive := fuzzSource()
+			stop, stopped := make(chan struct{}), make(chan struct{})
+			go func() {
+				defer close(stopped)
+				drive(stop)
+			}()
+			return src, func() { close(stop); <-stopped }
 		}
 		var out bytes.Buffer
-		srv := newServer(t, fuzzSource{}, opts)
-		if err := srv.Serve(context.Background(), bytes.NewReader(data), &out); err != nil {
+		src, stopDriver := driven()
+		srv := newServer(t, src, opts)
+		err := srv.Serve(context.Background(), bytes.NewReader(data), &out)
+		stopDriver()
+		if err != nil {
 			t.Fatalf("Serve: %v", err)
 		}
 		checkOutput(t, out.Bytes())
 
 		// The same input on a Conn whose peer answers every request.
 		out.Reset()
-		c := newServer(t, fuzzSource{}, opts).NewConn(bytes.NewReader(data), &out)
+		src, stopDriver = driven()
+		c := newServer(t, src, opts).NewConn(bytes.NewReader(data), &out)
 		peerDone := make(chan struct{})
 		go func() {
 			defer close(peerDone)
@@ -152,7 +165,9 @@ func FuzzServeInput(f *testing.F) {
 				}
 			}
 		}()
-		if err := c.Serve(context.Background()); err != nil {
+		err = c.Serve(context.Background())
+		stopDriver()
+		if err != nil {
 			t.Fatalf("Conn.Serve: %v", err)
 		}
 		<-peerDone

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"reflect"
-	"sync"
 	"testing"
 	"testing/synctest"
 
@@ -17,103 +16,21 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/stdio"
 )
 
-// testSource is the stdio tests' Source: Open accepts the supported filter
-// verbatim and reports the stream on opened; every Next reports the stream's
-// id on nexts; Close records its reason on closed and releases a blocked Next.
-// Tests drive a stream with emit, complete and fail.
-type testSource struct {
-	// openHook, if set, runs in Open first; an error fails the Open.
-	openHook func(ctx context.Context, req *listen.Request) error
+// The stdio tests' Source is a listentest.Source: Open accepts the
+// supported filter; tests drive each stream (Send, End, Fail), see its
+// demand (Nexts) and the streams' ends in order (Source.Closed); a test
+// that must block or fail an Open sets BeforeOpen.
 
-	opened chan *testStream
-	nexts  chan string
-	closed chan closeCall
-
-	mu      sync.Mutex
-	streams map[string]*testStream // by the listen id's raw token; last one wins
-}
-
+// closeCall is one stream's end: the listen's id token and the reason of
+// its first Close.
 type closeCall struct {
 	id     string
 	reason error
 }
-
-var _ listen.Source = (*testSource)(nil)
-
-func newTestSource() *testSource {
-	return &testSource{
-		opened:  make(chan *testStream, 64),
-		nexts:   make(chan string, 256),
-		closed:  make(chan closeCall, 64),
-		streams: make(map[string]*testStream),
-	}
-}
-
-func (s *testSource) Open(ctx context.Context, req *listen.Request, supported listen.Filter) (listen.Filter, listen.Stream, error) {
-	if s.openHook != nil {
-		if err := s.openHook(ctx, req); err != nil {
-			return nil, nil, err
-		}
-	}
-	st := &testStream{
-		src:    s,
-		id:     req.ID.Raw(),
-		events: make(chan listen.Event),
-		end:    make(chan error),
-		done:   make(chan struct{}),
-	}
-	s.mu.Lock()
-	s.streams[st.id] = st
-	s.mu.Unlock()
-	s.opened <- st
-	return supported, st, nil
-}
-
-func (s *testSource) stream(id string) *testStream {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.streams[id]
-}
-
-type testStream struct {
-	src    *testSource
-	id     string
-	events chan listen.Event
-	end    chan error
-	done   chan struct{}
-	once   sync.Once
-}
-
-func (st *testStream) Next() (listen.Event, error) {
-	st.src.nexts <- st.id
-	select {
-	case ev := <-st.events:
-		return ev, nil
-	case err := <-st.end:
-		return listen.Event{}, err
-	case <-st.done:
-		return listen.Event{}, listen.ErrClosed
-	}
-}
-
-func (st *testStream) Close(reason error) {
-	st.once.Do(func() {
-		close(st.done)
-		st.src.closed <- closeCall{id: st.id, reason: reason}
-	})
-}
-
-// emit hands ev to the stream's pending (or next) Next.
-func (st *testStream) emit(ev listen.Event) { st.events <- ev }
-
-// complete ends the stream gracefully from the source's side.
-func (st *testStream) complete() { st.end <- listen.ErrClosed }
-
-// fail ends the stream with an error from the source's side.
-func (st *testStream) fail(err error) { st.end <- err }
 
 // testCaps are the capabilities every test server advertises.
 var testCaps = listen.Capabilities{
@@ -134,7 +51,7 @@ func newServer(t testing.TB, src listen.Source, opts stdio.Options) *stdio.Serve
 // lines to Serve, and every line Serve writes is decoded onto lines.
 type harness struct {
 	t     *testing.T
-	src   *testSource
+	src   *listentest.Source
 	srv   *stdio.Server
 	conn  *stdio.Conn // set by startConn
 	in    *io.PipeWriter
@@ -146,22 +63,22 @@ type harness struct {
 
 // start starts Serve with ctx. opts may be nil; its Listen.Capabilities
 // default to testCaps.
-func start(t *testing.T, ctx context.Context, src *testSource, opts *stdio.Options) *harness {
+func start(t *testing.T, ctx context.Context, src *listentest.Source, opts *stdio.Options) *harness {
 	t.Helper()
 	return startHarness(t, ctx, src, opts, false)
 }
 
 // startConn is start for a Conn: Conn.Serve with ctx; h.conn is the peer's
 // side.
-func startConn(t *testing.T, ctx context.Context, src *testSource, opts *stdio.Options) *harness {
+func startConn(t *testing.T, ctx context.Context, src *listentest.Source, opts *stdio.Options) *harness {
 	t.Helper()
 	return startHarness(t, ctx, src, opts, true)
 }
 
-func startHarness(t *testing.T, ctx context.Context, src *testSource, opts *stdio.Options, conn bool) *harness {
+func startHarness(t *testing.T, ctx context.Context, src *listentest.Source, opts *stdio.Options, conn bool) *harness {
 	t.Helper()
 	if src == nil {
-		src = newTestSource()
+		src = listentest.NewSource()
 	}
 	if opts == nil {
 		opts = &stdio.Options{}
@@ -225,18 +142,22 @@ func (h *harness) quiet() {
 }
 
 // nexts waits until the bubble is idle and returns the Next calls made since
-// the last call, by stream id.
+// the last call, as their streams' id tokens (stream by stream, in the order
+// the streams were opened).
 func (h *harness) nexts() []string {
 	synctest.Wait()
 	var ids []string
-	for {
-		select {
-		case id := <-h.src.nexts:
-			ids = append(ids, id)
-		default:
-			return ids
+	for _, st := range h.src.Streams() {
+		for drained := false; !drained; {
+			select {
+			case <-st.Nexts():
+				ids = append(ids, st.RequestID.Raw())
+			default:
+				drained = true
+			}
 		}
 	}
+	return ids
 }
 
 // closeInput sends EOF, waits for Serve and returns its error with the
@@ -263,10 +184,16 @@ func (h *harness) wait() (rest []msg, err error) {
 	return rest, err
 }
 
-// closedReason returns the next recorded stream close.
+// closedReason returns the next stream close of the source.
 func (h *harness) closedReason() closeCall {
 	h.t.Helper()
-	return <-h.src.closed
+	return nextClose(h.src)
+}
+
+// nextClose waits for the next stream close of src.
+func nextClose(src *listentest.Source) closeCall {
+	st := <-src.Closed()
+	return closeCall{id: st.RequestID.Raw(), reason: st.Reason()}
 }
 
 // msg is one decoded output line.
@@ -386,21 +313,21 @@ func requestLine(id, method string) string {
 }
 
 // opened waits for the source to open the stream of id.
-func (h *harness) opened(id string) *testStream {
+func (h *harness) opened(id string) *listentest.Stream {
 	h.t.Helper()
-	st := <-h.src.opened
-	require.Equal(h.t, id, st.id)
+	st := <-h.src.Opened()
+	require.Equal(h.t, id, st.RequestID.Raw())
 	return st
 }
 
 // openListen sends a listen for toolsListChanged and returns its stream once
 // its acknowledgement was read and its first Next made.
-func (h *harness) openListen(id string) *testStream {
+func (h *harness) openListen(id string) *listentest.Stream {
 	h.t.Helper()
 	h.send(listenLine(id, `{"toolsListChanged":true}`))
 	st := h.opened(id)
 	requireAck(h.t, h.recv(), id)
-	require.Equal(h.t, id, <-h.src.nexts)
+	<-st.Nexts()
 	return st
 }
 

@@ -22,7 +22,7 @@ func TestCancellationMatchesTheIDsToken(t *testing.T) {
 		c := h.closedReason()
 		requireReason(t, c, `"\udfff"`, listen.ErrCancelled)
 
-		a.emit(listen.ToolsListChanged())
+		a.Send(listen.ToolsListChanged())
 		m := h.recv()
 		require.Equal(t, "notifications/tools/list_changed", m.method())
 		require.Equal(t, `"\ud800"`, m.subID(), "the other listen is untouched and keeps its id as sent")

@@ -10,14 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
 )
-
-type idleStream struct{ done chan struct{} }
-
-func (s *idleStream) Next() (listen.Event, error) { <-s.done; return listen.Event{}, listen.ErrClosed }
-func (s *idleStream) Close(error)                 { close(s.done) }
 
 // TestShutdownNoticeShape checks the notifications/cancelled a drain writes
 // before a listen's completion result.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/stdio"
 )
 
@@ -19,8 +20,8 @@ import (
 func TestOnListenError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		errs := make(chan error, 16)
-		src := newTestSource()
-		src.openHook = func(_ context.Context, req *listen.Request) error {
+		src := listentest.NewSource()
+		src.BeforeOpen = func(_ context.Context, req *listen.Request) error {
 			if req.ID.Raw() == `"fails"` {
 				return errors.New("database down")
 			}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/stdio"
 )
 
@@ -50,7 +51,7 @@ func readMsg(t *testing.T, r *bufio.Reader) msg {
 
 func TestOSPipeRoundTrip(t *testing.T) {
 	p := newOSPipes(t)
-	src := newTestSource()
+	src := listentest.NewSource()
 	srv := newServer(t, src, stdio.Options{Listen: listen.Options{Capabilities: testCaps}})
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(context.Background(), p.inR, p.outW) }()
@@ -58,16 +59,16 @@ func TestOSPipeRoundTrip(t *testing.T) {
 
 	_, err := io.WriteString(p.inW, listenLine(`"os"`, `{"toolsListChanged":true}`)+"\n")
 	require.NoError(t, err)
-	st := <-src.opened
+	st := <-src.Opened()
 	requireAck(t, readMsg(t, out), `"os"`)
-	require.Equal(t, `"os"`, <-src.nexts)
-	st.emit(listen.ToolsListChanged())
+	<-st.Nexts()
+	st.Send(listen.ToolsListChanged())
 	require.Equal(t, jsonrpc.MethodToolsListChanged, readMsg(t, out).method())
-	require.Equal(t, `"os"`, <-src.nexts)
+	<-st.Nexts()
 
 	require.NoError(t, p.inW.Close())
 	require.NoError(t, <-done)
-	requireReason(t, <-src.closed, `"os"`, listen.ErrDisconnected)
+	requireReason(t, nextClose(src), `"os"`, listen.ErrDisconnected)
 	require.NoError(t, p.outW.Close())
 	rest, err := io.ReadAll(out)
 	require.NoError(t, err)
@@ -76,7 +77,7 @@ func TestOSPipeRoundTrip(t *testing.T) {
 
 func TestOSPipeShutdownStopsThePendingRead(t *testing.T) {
 	p := newOSPipes(t)
-	src := newTestSource()
+	src := listentest.NewSource()
 	srv := newServer(t, src, stdio.Options{Listen: listen.Options{Capabilities: testCaps}})
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(context.Background(), p.inR, p.outW) }()
@@ -91,13 +92,13 @@ func TestOSPipeShutdownStopsThePendingRead(t *testing.T) {
 	require.Equal(t, jsonrpc.MethodCancelled, readMsg(t, out).method())
 	requireCompletion(t, readMsg(t, out), `1`)
 	require.ErrorIs(t, <-done, stdio.ErrServerClosed)
-	requireReason(t, <-src.closed, `1`, listen.ErrShutdown)
+	requireReason(t, nextClose(src), `1`, listen.ErrShutdown)
 }
 
 func TestOSPipeWriteTimeout(t *testing.T) {
 	p := newOSPipes(t)
 	big := json.RawMessage(`{"blob":"` + strings.Repeat("x", 1<<20) + `"}`)
-	srv := newServer(t, newTestSource(), stdio.Options{
+	srv := newServer(t, listentest.NewSource(), stdio.Options{
 		WriteTimeout: 200 * time.Millisecond,
 		Handler: stdio.HandlerFunc(func(context.Context, jsonrpc.Message) (json.RawMessage, error) {
 			return big, nil

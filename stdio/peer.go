@@ -10,11 +10,12 @@ import (
 // Conn is a connection shared by the Server and a peer: another JSON-RPC
 // endpoint on the same stream, such as an MCP server implementation's
 // transport connection. The Server serves every subscriptions/listen
-// request and the notifications/cancelled naming one; every other message
-// the client sends goes to the peer as it was read, through ReadMessage:
-// requests (tools/call, initialize, ...), notifications (including
-// cancellations of the peer's own requests) and responses to the peer's
-// requests. The peer writes any message at any time with WriteMessage, on
+// request (with Options.ForwardOtherVersions, every one naming protocol
+// version 2026-07-28) and the notifications/cancelled naming one; every
+// other message the client sends goes to the peer as it was read, through
+// ReadMessage: requests (tools/call, initialize, ...), notifications
+// (including cancellations of the peer's own requests) and responses to the
+// peer's requests. The peer writes any message at any time with WriteMessage, on
 // the connection's one writer: its answers, its own notifications (logging,
 // progress, list changes) and its requests to the client. Options.Handler is
 // not used.
@@ -32,10 +33,13 @@ import (
 // until then). A message the peer writes waits in WriteMessage until it was
 // written.
 //
-// Wrapping a Conn as a go-sdk mcp.Connection takes one line per method:
-// Read decodes ReadMessage's bytes with jsonrpc.DecodeMessage, Write
-// encodes with jsonrpc.EncodeMessage for WriteMessage, Close is Close, and
-// SessionID is "".
+// Ids are matched by their exact token, so the peer's answer must carry the
+// id token exactly as the client sent it: a peer that decodes ids its own
+// way (the go-sdk writes -0 as 0, "\u0041" as "A", and rounds integers
+// beyond 2^53) must give its answers the client's token back, or their
+// units stay taken. The gosdk module's Serve wraps a go-sdk server this way
+// (its mcp.Connection decodes ReadMessage's bytes with the go-sdk's
+// jsonrpc.DecodeMessage and encodes for WriteMessage with EncodeMessage).
 type Conn struct {
 	c *conn
 }

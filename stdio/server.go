@@ -120,6 +120,16 @@ type Options struct {
 	// SupportedVersions is the "supported" list of the unsupported-version
 	// error (-32022). Nil means jsonrpc.SupportedProtocolVersions.
 	SupportedVersions []string
+	// ForwardOtherVersions, on a connection made with NewConn, hands the
+	// peer every subscriptions/listen message whose _meta does not name
+	// protocol version 2026-07-28 (another version, none, or params that
+	// cannot be read), as it hands it any other message, instead of
+	// answering it (see the package documentation, "Listen requests"). A
+	// peer that is an MCP server itself then answers such a listen in its
+	// own words (its -32022 error and its list of supported versions, for
+	// one), so that the connection speaks with one voice. The Server still
+	// serves every listen naming 2026-07-28. Serve's connections ignore it.
+	ForwardOtherVersions bool
 	// OmitShutdownCancelled, when set, makes a drain send only the completion
 	// result to each open listen. By default the completion result is
 	// preceded by notifications/cancelled for the listen (see the package

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/stdio"
 )
 
@@ -74,14 +75,14 @@ func TestListenAckFirstThenDemand(t *testing.T) {
 		require.Equal(t, map[string]any{"toolsListChanged": true, "promptsListChanged": true, "resourceSubscriptions": []any{"file:///a"}}, accepted)
 		require.Equal(t, []string{`"sub-1"`}, h.nexts(), "exactly one Next after the acknowledgement")
 
-		st.emit(listen.ToolsListChanged())
+		st.Send(listen.ToolsListChanged())
 		n := h.recv()
 		require.Equal(t, jsonrpc.MethodToolsListChanged, n.method())
 		require.Equal(t, `"sub-1"`, n.subID())
 		require.Empty(t, n.id())
 		require.Equal(t, []string{`"sub-1"`}, h.nexts(), "exactly one more Next per written event")
 
-		st.emit(listen.ResourceUpdated("file:///a"))
+		st.Send(listen.ResourceUpdated("file:///a"))
 		n = h.recv()
 		require.Equal(t, jsonrpc.MethodResourceUpdated, n.method())
 		var uri string
@@ -91,11 +92,11 @@ func TestListenAckFirstThenDemand(t *testing.T) {
 
 		// An event outside the accepted filter is dropped: nothing is
 		// written, and the next one is asked for at once.
-		st.emit(listen.ResourceUpdated("file:///other"))
+		st.Send(listen.ResourceUpdated("file:///other"))
 		h.quiet()
 		require.Equal(t, []string{`"sub-1"`}, h.nexts())
 
-		st.complete()
+		st.End()
 		c := h.recv()
 		requireCompletion(t, c, `"sub-1"`)
 		require.Contains(t, string(c.raw), `"io.modelcontextprotocol/serverInfo":{"name":"srv","version":"1.0"}`)
@@ -115,10 +116,10 @@ func TestTwoListensInterleaveKeepingPerIDOrder(t *testing.T) {
 
 		const n = 20
 		var wg sync.WaitGroup
-		for _, st := range []*testStream{a, b} {
+		for _, st := range []*listentest.Stream{a, b} {
 			wg.Go(func() {
 				for i := range n {
-					st.emit(listen.ToolsListChanged().WithMetadata(map[string]any{"seq": i}))
+					st.Send(listen.ToolsListChanged().WithMetadata(map[string]any{"seq": i}))
 				}
 			})
 		}
@@ -137,11 +138,11 @@ func TestTwoListensInterleaveKeepingPerIDOrder(t *testing.T) {
 		}
 		require.Equal(t, map[string][]int{`"a"`: want, `7`: want}, seqs, "each id's events in order, its id's JSON type kept")
 
-		a.complete()
+		a.End()
 		requireCompletion(t, h.recv(), `"a"`)
 		requireReason(t, h.closedReason(), `"a"`, listen.ErrComplete)
 
-		b.fail(errors.New("feed broke"))
+		b.Fail(errors.New("feed broke"))
 		requireError(t, h.recv(), `7`, jsonrpc.CodeInternalError, jsonrpc.MsgSourceFailed)
 		requireReason(t, h.closedReason(), `7`, listen.ErrFailed)
 
@@ -181,9 +182,9 @@ func TestCancelEndsListenSilentlyAndFreesID(t *testing.T) {
 
 func TestCancelWhileOpeningWritesNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		src := newTestSource()
+		src := listentest.NewSource()
 		causes := make(chan error, 1)
-		src.openHook = func(ctx context.Context, req *listen.Request) error {
+		src.BeforeOpen = func(ctx context.Context, req *listen.Request) error {
 			<-ctx.Done()
 			causes <- context.Cause(ctx)
 			return context.Cause(ctx)
@@ -231,7 +232,7 @@ func TestCancellationsThatAreIgnored(t *testing.T) {
 					requireError(t, h.recv(), "", jsonrpc.CodeInvalidRequest, `Invalid request: jsonrpc must be "2.0"`)
 				}
 				h.quiet()
-				st.emit(listen.ToolsListChanged())
+				st.Send(listen.ToolsListChanged())
 				require.Equal(t, `"1"`, h.recv().subID(), "the stream goes on")
 				require.Equal(t, []string{`"1"`}, h.nexts())
 
@@ -256,10 +257,10 @@ func TestDuplicateInFlightID(t *testing.T) {
 		requireError(t, h.recv(), `"d"`, jsonrpc.CodeInvalidRequest, jsonrpc.MsgDuplicateID)
 		h.quiet()
 		require.Empty(t, app.started, "the duplicate never reaches the handler")
-		require.Empty(t, h.src.opened, "nor the source")
+		require.Empty(t, h.src.Opened(), "nor the source")
 
 		// The open stream is untouched.
-		st.emit(listen.ToolsListChanged())
+		st.Send(listen.ToolsListChanged())
 		require.Equal(t, `"d"`, h.recv().subID())
 		require.Equal(t, []string{`"d"`}, h.nexts())
 
@@ -279,7 +280,7 @@ func TestDuplicateInFlightID(t *testing.T) {
 		h.send(requestLine(`9`, "tools/list"))
 		require.Equal(t, `9`, h.recv().id())
 		<-app.started
-		st.complete()
+		st.End()
 		requireCompletion(t, h.recv(), `"d"`)
 		h.send(requestLine(`"d"`, "tools/list"))
 		m = h.recv()
@@ -295,9 +296,9 @@ func TestDuplicateInFlightID(t *testing.T) {
 func TestEOFDisconnectsEveryListen(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		app := newAppHandler()
-		src := newTestSource()
+		src := listentest.NewSource()
 		opening := make(chan error, 1)
-		src.openHook = func(ctx context.Context, req *listen.Request) error {
+		src.BeforeOpen = func(ctx context.Context, req *listen.Request) error {
 			if req.ID.Raw() != `"opening"` {
 				return nil
 			}
@@ -344,7 +345,7 @@ func TestCapacityExhausted(t *testing.T) {
 		h.send(listenLine(`3`, `{"toolsListChanged":true}`))
 		requireError(t, h.recv(), `3`, jsonrpc.CodeInternalError, jsonrpc.MsgCapacityExhausted)
 		h.quiet()
-		require.Empty(t, h.src.opened, "the source is not opened for a refused listen")
+		require.Empty(t, h.src.Opened(), "the source is not opened for a refused listen")
 
 		// A cancellation frees its slot at once.
 		h.send(cancelLine(`1`, ""))
@@ -424,7 +425,7 @@ func TestBlockedWriterTimesOut(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				src := newTestSource()
+				src := listentest.NewSource()
 				srv := newServer(t, src, stdio.Options{
 					Listen:       listen.Options{Capabilities: testCaps},
 					WriteTimeout: tc.timeout,
@@ -447,7 +448,7 @@ func TestBlockedWriterTimesOut(t *testing.T) {
 				}
 				require.Equal(t, want, time.Since(t0), "ended by the write timeout, not earlier or later")
 				if strings.Contains(tc.send, "listen") {
-					c := <-src.closed
+					c := nextClose(src)
 					require.ErrorIs(t, c.reason, listen.ErrDisconnected)
 					require.ErrorIs(t, c.reason, stdio.ErrWriteTimeout)
 				}
@@ -469,14 +470,14 @@ func TestBlockedWriterTimesOutWithListensOpen(t *testing.T) {
 		h.send(requestLine(`3`, "slow"))
 		<-app.started
 
-		// The client stops reading: events fill the harness's buffer, then
-		// the pipe blocks.
+		// The client stops reading: events, one per Next of a's, fill the
+		// harness's buffer, then the pipe blocks.
 		go func() {
 			for {
+				a.Send(listen.ToolsListChanged())
 				select {
-				case a.events <- listen.ToolsListChanged():
-				case <-h.src.nexts:
-				case <-a.done:
+				case <-a.Nexts():
+				case <-a.Closed():
 					return
 				}
 			}
@@ -583,9 +584,9 @@ func TestContextEndDrains(t *testing.T) {
 
 func TestShutdownWaitsForOpenThenCompletes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		src := newTestSource()
+		src := listentest.NewSource()
 		proceed := make(chan struct{})
-		src.openHook = func(context.Context, *listen.Request) error {
+		src.BeforeOpen = func(context.Context, *listen.Request) error {
 			<-proceed
 			return nil
 		}
@@ -686,7 +687,7 @@ func TestListenVersionAndParamsErrors(t *testing.T) {
 				rest, err := h.closeInput()
 				require.NoError(t, err)
 				require.Empty(t, rest)
-				require.Empty(t, h.src.opened)
+				require.Empty(t, h.src.Opened())
 			})
 		})
 	}
@@ -833,8 +834,8 @@ func TestCancelHandlerCall(t *testing.T) {
 
 func TestOpenErrors(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		src := newTestSource()
-		src.openHook = func(_ context.Context, req *listen.Request) error {
+		src := listentest.NewSource()
+		src.BeforeOpen = func(_ context.Context, req *listen.Request) error {
 			switch req.ID.Raw() {
 			case `"wire"`:
 				return jsonrpc.NewError(jsonrpc.CodeMissingRequiredClientCapability, "Missing required client capability").
@@ -890,7 +891,7 @@ func TestHooks(t *testing.T) {
 }
 
 func TestNewRefusesInvalidOptions(t *testing.T) {
-	src := newTestSource()
+	src := listentest.NewSource()
 	cases := []struct {
 		name string
 		src  listen.Source
@@ -943,7 +944,7 @@ func TestReadErrorEndsLikeEOF(t *testing.T) {
 // too.
 func TestShutdownWithAReaderThatCannotBeInterrupted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		src := newTestSource()
+		src := listentest.NewSource()
 		srv := newServer(t, src, stdio.Options{Listen: listen.Options{Capabilities: testCaps}, OmitShutdownCancelled: true})
 		inR, inW := io.Pipe()
 		outR, outW := io.Pipe()
@@ -986,7 +987,7 @@ func TestShutdownWithAReaderThatCannotBeInterrupted(t *testing.T) {
 // dropped: nothing more is written for a cancelled listen.
 func TestCancelDropsAQueuedMessage(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		src := newTestSource()
+		src := listentest.NewSource()
 		srv := newServer(t, src, stdio.Options{Listen: listen.Options{Capabilities: testCaps}})
 		inR, inW := io.Pipe()
 		outR, outW := io.Pipe()
@@ -1007,24 +1008,24 @@ func TestCancelDropsAQueuedMessage(t *testing.T) {
 		}
 
 		send(listenLine(`"y"`, `{"toolsListChanged":true}`))
-		y := <-src.opened
+		y := <-src.Opened()
 		requireAck(t, read(), `"y"`)
 		send(listenLine(`"x"`, `{"toolsListChanged":true}`))
-		x := <-src.opened
+		x := <-src.Opened()
 		requireAck(t, read(), `"x"`)
 
-		y.emit(listen.ToolsListChanged())
+		y.Send(listen.ToolsListChanged())
 		synctest.Wait() // y's notification is being written: blocked, nobody reads
-		x.emit(listen.ToolsListChanged())
+		x.Send(listen.ToolsListChanged())
 		synctest.Wait() // x's is queued behind it
 		send(cancelLine(`"x"`, "stop"))
 		// x is closed at once, while the writer is still blocked.
-		c := <-src.closed
+		c := nextClose(src)
 		require.Equal(t, `"x"`, c.id)
 		require.ErrorIs(t, c.reason, listen.ErrCancelled)
 
 		require.Equal(t, `"y"`, read().subID())
-		y.emit(listen.ToolsListChanged().WithMetadata(map[string]any{"second": true}))
+		y.Send(listen.ToolsListChanged().WithMetadata(map[string]any{"second": true}))
 		// Had x's queued notification been written, it would come first.
 		m := read()
 		require.Equal(t, `"y"`, m.subID())

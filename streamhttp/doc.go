@@ -22,9 +22,10 @@
 // it could be read, and the Source is never opened:
 //
 //	method other than POST (GET, DELETE, ...)    405  -32600, Allow: POST
-//	CheckOrigin refuses (Origin, Host)           403  -32600 "Forbidden: invalid Origin or Host", no id
+//	origin check refuses (Origin, Host)          403  -32600 "Forbidden: invalid Origin or Host", no id
 //	Authenticate refuses                         401  -32600 "Unauthorized", no id (or AuthError's status, headers)
 //	body over MaxBodyBytes                       413  -32600 "Request body too large"
+//	body not received within ReadTimeout         408  -32600 "Request timeout: the request body was not received in time"
 //	malformed JSON / not a JSON-RPC request      400  -32700 "Parse error" / -32600
 //	Mcp-Method header ≠ body method              400  -32020 "Header mismatch: ..."
 //	a notification (no id), not a listen         202  accepted and ignored, no body
@@ -35,7 +36,8 @@
 //	protocol version older than 2026-07-28       404  -32601 "Method not found: subscriptions/listen"
 //	any other unsupported protocol version       400  -32022 "Unsupported protocol version", data.supported/requested
 //	shutting down                                503  -32603 "Server is shutting down"
-//	over MaxStreams                              503  -32603 "Server subscription capacity exhausted"
+//	over MaxStreamsPerKey (one client's share)   429  -32603 "Too many subscriptions open for this client", Retry-After
+//	over MaxStreams                              503  -32603 "Server subscription capacity exhausted", Retry-After
 //	listen.Open fails                            500 for -32603, 404 for -32601, else 400; the error as given
 //
 // The MCP-Protocol-Version and Mcp-Method headers are compared with the body
@@ -79,19 +81,62 @@
 //   - Shutdown: every open stream gets its completion result, then its
 //     response ends; reason listen.ErrShutdown. New listens get 503.
 //     Shutdown waits for every stream to end, or for its ctx.
+//   - EndStreams: the streams of the principals it selects get their
+//     completion result, then their responses end; reason ErrEnded (which
+//     also matches listen.ErrShutdown). See "Long-lived trust" below.
 //
 // OnOpen and OnClose observe every opened subscription, OnKeepAlive every
 // keep-alive written, OnError every refused request; Stats counts them.
 //
+// # Long-lived trust
+//
+// Authenticate runs once per listen, when it is opened, and a stream may
+// then live for days: longer than the token it was opened with, or the
+// grant behind it. To end the streams of a principal whose credential was
+// revoked, first make Authenticate refuse it, then call
+// Handler.EndStreams with a match that selects it (match gets what
+// Authenticate returned, as listen.Request.Auth):
+//
+//	revoked.Store(user, true) // Authenticate refuses user from now on
+//	listens.EndStreams(func(auth any) bool { return auth.(*Principal).User == user })
+//
+// For credentials that expire, call EndStreams on a ticker, with a match
+// that reports the expired ones. Each stream ended gets its completion
+// result, so its client may open a new listen at once, with a fresh
+// credential that Authenticate judges. EndStreams also reaches a listen
+// whose body was still being read when it was called. On stdio the whole
+// connection is one principal: see the stdio package.
+//
+// # Fair shares
+//
+// MaxStreams bounds the streams of the whole Handler; MaxStreamsPerKey, off
+// by default, bounds those of one client, so that one client cannot take
+// every slot. The key is StreamKey's (by default RemoteIP, the client's IP
+// address; key by the authenticated principal behind a reverse proxy). Both
+// refusals happen before the Source is opened and carry Retry-After
+// (RetryAfter, 5 s by default).
+//
 // # Limits and defaults
 //
-//	MaxStreams    1024   concurrent listens; 503 over it, checked before the Source is opened
-//	MaxBodyBytes  1 MiB  request body; 413 over it
-//	KeepAlive     15 s   idle time before a keep-alive comment
-//	WriteTimeout  10 s   per write (an event or keep-alive and its flush); idle
-//	                     streams are not affected
+//	MaxStreams        1024     concurrent listens; 503 over it, checked before the Source is opened
+//	MaxStreamsPerKey  off      concurrent listens per StreamKey; 429 over it
+//	RetryAfter        5 s      Retry-After of the 503 and 429 capacity refusals
+//	MaxBodyBytes      256 KiB  request body; 413 over it
+//	ReadTimeout       10 s     reading the request, up to the end of its body; 408 over it
+//	KeepAlive         15 s     idle time before a keep-alive comment
+//	WriteTimeout      10 s     per write (an event or keep-alive and its flush); idle
+//	                           streams are not affected
 //
 // A zero Options field means its default; a negative one is an error of New.
+// The read deadline, like the write deadline, is set with
+// http.ResponseController. It is set when ServeHTTP starts and cleared once
+// the body has been read, so it bounds an incomplete request (a slow body,
+// one byte short, chunked without end) and, on HTTP/1.x, net/http's
+// discarding of the body of a request refused before its body was read,
+// never a stream. The request line and headers are the http.Server's to
+// bound: set its ReadHeaderTimeout, IdleTimeout and MaxHeaderBytes (MCP
+// requests need a few KiB of headers), not its ReadTimeout, which would
+// also cut every stream served inside net/http.
 // The write deadline is set with http.ResponseController; behind a
 // middleware whose ResponseWriter hides SetWriteDeadline (no Unwrap method)
 // it has no effect, and a client that stops reading then holds its own
@@ -218,6 +263,24 @@
 //		Listen: listen.Options{Capabilities: lc, ServerInfo: listen.Implementation{Name: impl.Name, Version: impl.Version}},
 //	})
 //	http.Handle("/mcp", streamhttp.Front(listens, sdk))
+//
+// Front protects every request it routes as the Handler protects a listen
+// (MCP: servers MUST validate the Origin header of every incoming request):
+// a request for other that the Handler's CheckOrigin refuses (a
+// cross-origin browser request, a DNS-rebinding Host, a Host outside
+// AllowedHosts) is answered 403 and never reaches other. FrontWith chooses
+// another check, or none (FrontOptions.Unchecked) when other checks origins
+// itself.
+//
+// # DNS rebinding and allowed hosts
+//
+// On a loopback address, the default check refuses a Host that is not a
+// loopback name, which defeats DNS rebinding. On any other address it
+// cannot tell a rebinding attacker's name from the server's own: list the
+// names the server answers to in Options.AllowedHosts (and, for browser
+// clients served from another origin, their origins in
+// Options.AllowedOrigins). A server that binds a non-loopback address
+// without AllowedHosts answers any Host.
 //
 // The capabilities the Handler narrows against must be exactly those the
 // server advertises in server/discover: a listen is acknowledged only for

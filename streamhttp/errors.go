@@ -15,7 +15,9 @@ const (
 	MsgUnauthorized     = "Unauthorized"
 	MsgBodyTooLarge     = "Request body too large"
 	MsgBodyUnreadable   = "Invalid request: the request body could not be read"
+	MsgBodyTimeout      = "Request timeout: the request body was not received in time"
 	MsgShuttingDown     = "Server is shutting down"
+	MsgTooManyStreams   = "Too many subscriptions open for this client"
 )
 
 // Header names of MCP 2026-07-28 Streamable HTTP.
@@ -74,7 +76,9 @@ func refuse(status int, id jsonrpc.ID, err *jsonrpc.Error) *refusal {
 	return &refusal{status: status, id: id, err: err}
 }
 
-// write sends the refusal as an application/json JSON-RPC error response.
+// write sends the refusal as an application/json JSON-RPC error response,
+// reporting it to h's OnError (h may be nil: Front with another listen
+// handler).
 func (f *refusal) write(h *Handler, w http.ResponseWriter, r *http.Request) {
 	if f.status == 0 { // the client is gone: nothing to write
 		return
@@ -83,7 +87,7 @@ func (f *refusal) write(h *Handler, w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(f.status)
 		return
 	}
-	if h.opts.OnError != nil {
+	if h != nil && h.opts.OnError != nil {
 		h.opts.OnError(r, f.status, f.err)
 	}
 	body := jsonrpc.ErrorResponse(f.id, f.err)

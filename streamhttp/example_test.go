@@ -1,6 +1,7 @@
 package streamhttp_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -10,9 +11,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -153,4 +156,68 @@ func ExampleFront() {
 	// subscriptions/listen: 3 events
 	// tools/call: served by the existing server
 	// shut down
+}
+
+// Ending the streams of a revoked principal: Authenticate refuses it from
+// now on, and EndStreams ends its open streams, each with its completion
+// result. For expiring credentials, call EndStreams on a ticker.
+func ExampleHandler_EndStreams() {
+	changes, err := hub.New(hub.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	var revoked sync.Map // user -> true
+	listens, err := streamhttp.New(changes, streamhttp.Options{
+		Listen: listen.Options{Capabilities: listen.Capabilities{ToolsListChanged: true}},
+		Authenticate: func(r *http.Request) (any, error) {
+			// Stands for the verification of a real token.
+			user, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if _, gone := revoked.Load(user); !ok || gone {
+				return nil, errors.New("invalid token")
+			}
+			return user, nil
+		},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	srv := httptest.NewServer(listens)
+	defer srv.Close()
+	open := func(user string) *http.Response {
+		body := `{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{` +
+			`"notifications":{"toolsListChanged":true},` +
+			`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+user)
+		req.Header.Set("Mcp-Method", "subscriptions/listen")
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			log.Fatal(err)
+		}
+		return resp
+	}
+	resp := open("alice")
+	defer resp.Body.Close()
+	events := bufio.NewReader(resp.Body)
+	for range 3 { // the acknowledgement: its two lines and a blank one
+		events.ReadString('\n')
+	}
+
+	revoked.Store("alice", true)
+	n := listens.EndStreams(func(auth any) bool {
+		_, gone := revoked.Load(auth)
+		return gone
+	})
+	fmt.Println("streams ended:", n)
+	rest, _ := io.ReadAll(events)
+	fmt.Print(string(rest))
+	again := open("alice")
+	again.Body.Close()
+	fmt.Println("a new listen:", again.Status)
+	// Output:
+	// streams ended: 1
+	// event: message
+	// data: {"jsonrpc":"2.0","id":1,"result":{"_meta":{"io.modelcontextprotocol/subscriptionId":1},"resultType":"complete"}}
+	//
+	// a new listen: 401 Unauthorized
 }

@@ -1,8 +1,11 @@
 package streamhttp_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -62,6 +65,91 @@ func TestFrontRouting(t *testing.T) {
 	nf.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/mcp", nil))
 	assert.Equal(t, http.StatusNotFound, w.Code)
 	assert.Panics(t, func() { streamhttp.Front(nil, mark("other")) })
+}
+
+// Front protects every request it routes, not only listens: a cross-origin
+// browser request, a DNS-rebinding Host and a Host outside the listen
+// Handler's AllowedHosts are refused with 403 before the other handler sees
+// them, with the Handler's own rules (reported to its OnError); FrontWith
+// can choose another check or none. Before, only listens were checked: a
+// cross-site tools/call reached the other handler and ran.
+func TestFrontChecksEveryRequest(t *testing.T) {
+	var reached []string
+	other := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached = append(reached, r.Header.Get("X-Case"))
+		w.WriteHeader(http.StatusOK)
+	})
+	var reported []int
+	h := newHandler(t, newTestSource(), streamhttp.Options{
+		Listen:         listen.Options{Capabilities: caps()},
+		AllowedOrigins: []string{"https://app.example"},
+		OnError:        func(_ *http.Request, status int, _ error) { reported = append(reported, status) },
+	})
+	withH := streamhttp.Front(h, other)
+	hosts := streamhttp.Front(newHandler(t, newTestSource(), streamhttp.Options{AllowedHosts: []string{"mcp.example.com"}}), other)
+	wrapped := streamhttp.Front(http.HandlerFunc(h.ServeHTTP), other)
+	unchecked := streamhttp.FrontWith(h, other, streamhttp.FrontOptions{Unchecked: true})
+	custom := streamhttp.FrontWith(h, other, streamhttp.FrontOptions{CheckOrigin: func(r *http.Request) error {
+		if r.Header.Get("X-Key") != "k" {
+			return errors.New("no key")
+		}
+		return nil
+	}})
+	loopback := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}
+	tests := []struct {
+		name    string
+		f       http.Handler
+		method  string
+		host    string
+		header  http.Header
+		reaches bool
+	}{
+		{"cross-site tools/call", withH, http.MethodPost, "localhost:8080",
+			http.Header{"Mcp-Method": {"tools/call"}, "Origin": {"http://evil.example"}, "Sec-Fetch-Site": {"cross-site"}}, false},
+		{"cross-origin tools/call, no Sec-Fetch-Site", withH, http.MethodPost, "localhost:8080",
+			http.Header{"Mcp-Method": {"tools/call"}, "Origin": {"http://evil.example"}}, false},
+		{"cross-origin GET", withH, http.MethodGet, "localhost:8080", http.Header{"Origin": {"http://evil.example"}}, false},
+		{"DNS rebinding", withH, http.MethodPost, "attacker.example:8080", http.Header{"Mcp-Method": {"tools/call"}}, false},
+		{"the Handler's AllowedOrigins", withH, http.MethodPost, "localhost:8080",
+			http.Header{"Mcp-Method": {"tools/call"}, "Origin": {"https://app.example"}, "Sec-Fetch-Site": {"cross-site"}}, true},
+		{"same-origin browser", withH, http.MethodPost, "localhost:8080",
+			http.Header{"Mcp-Method": {"tools/call"}, "Origin": {"http://localhost:8080"}}, true},
+		{"non-browser client", withH, http.MethodPost, "127.0.0.1:8080", http.Header{"Mcp-Method": {"server/discover"}}, true},
+		{"the Handler's AllowedHosts", hosts, http.MethodPost, "mcp.example.com", http.Header{"Mcp-Method": {"tools/call"}}, true},
+		{"a Host outside AllowedHosts", hosts, http.MethodPost, "localhost:8080", http.Header{"Mcp-Method": {"tools/call"}}, false},
+		{"another listen handler: DefaultCheckOrigin", wrapped, http.MethodPost, "localhost:8080",
+			http.Header{"Mcp-Method": {"tools/call"}, "Sec-Fetch-Site": {"cross-site"}}, false},
+		{"unchecked", unchecked, http.MethodPost, "attacker.example:8080",
+			http.Header{"Mcp-Method": {"tools/call"}, "Origin": {"http://evil.example"}}, true},
+		{"custom check refuses", custom, http.MethodPost, "localhost:8080", http.Header{"Mcp-Method": {"tools/call"}}, false},
+		{"custom check passes", custom, http.MethodPost, "attacker.example", http.Header{"Mcp-Method": {"tools/call"}, "X-Key": {"k"}}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reached, reported = nil, nil
+			r := httptest.NewRequest(tt.method, "http://x/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call"}`))
+			r.Host = tt.host
+			r = r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, loopback))
+			for k, vs := range tt.header {
+				r.Header[k] = vs
+			}
+			r.Header.Set("X-Case", tt.name)
+			w := httptest.NewRecorder()
+			tt.f.ServeHTTP(w, r)
+			if tt.reaches {
+				assert.Equal(t, http.StatusOK, w.Code)
+				assert.Equal(t, []string{tt.name}, reached)
+				return
+			}
+			assert.Empty(t, reached, "the other handler saw the request")
+			assert.Equal(t, http.StatusForbidden, w.Code)
+			assert.Equal(t, "application/json", w.Header().Get("Content-Type"))
+			assert.JSONEq(t, `{"jsonrpc":"2.0","error":{"code":-32600,"message":"Forbidden: invalid Origin or Host"}}`, w.Body.String())
+			if tt.f == withH {
+				assert.Equal(t, []int{http.StatusForbidden}, reported, "reported to the Handler's OnError")
+			}
+		})
+	}
 }
 
 // Through Front over HTTP, a listen streams from our Handler while the other
@@ -125,6 +213,8 @@ func TestNewErrors(t *testing.T) {
 			"streamhttp: invalid options: MaxStreams must not be negative (zero means the default), got -1"},
 		{"negative MaxBodyBytes", newTestSource(), streamhttp.Options{MaxBodyBytes: -5},
 			"streamhttp: invalid options: MaxBodyBytes must not be negative (zero means the default), got -5"},
+		{"negative ReadTimeout", newTestSource(), streamhttp.Options{ReadTimeout: -time.Second},
+			"streamhttp: invalid options: ReadTimeout must not be negative (zero means the default), got -1s"},
 		{"negative KeepAlive", newTestSource(), streamhttp.Options{KeepAlive: -time.Second},
 			"streamhttp: invalid options: KeepAlive must not be negative (zero means the default), got -1s"},
 		{"negative WriteTimeout", newTestSource(), streamhttp.Options{WriteTimeout: -1},

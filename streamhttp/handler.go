@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"log"
+	"net"
 	"net/http"
 	"runtime/debug"
+	"strconv"
 	"sync"
+	"time"
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
@@ -22,6 +25,10 @@ import (
 type Handler struct {
 	src  listen.Source
 	opts Options
+	// checkOrigin is the Origin and Host check (see CheckOrigin).
+	checkOrigin func(r *http.Request) error
+	// retryAfter is the Retry-After value of a capacity refusal.
+	retryAfter string
 	// fast serves taken-over hub streams without a goroutine each (nil
 	// where unsupported; see fanout).
 	fast *fanout
@@ -31,6 +38,14 @@ type Handler struct {
 	// Stats.Active): admitted, being opened or streaming. A stream leaves it
 	// when its subscription has ended, before OnClose.
 	streams map[*stream]struct{}
+	// pending holds the streams of the authenticated requests whose body is
+	// being read (decode), so that EndStreams also ends a listen that is
+	// admitted after it was called. admit moves a stream to streams, or
+	// drops it.
+	pending map[*stream]struct{}
+	// perKey counts the streams of each MaxStreamsPerKey key (entries are
+	// deleted at zero); nil without MaxStreamsPerKey.
+	perKey map[string]int
 	// live counts the admitted listens that are not over: a stream is over
 	// after OnClose has returned and its connection is let go (see end).
 	live         int
@@ -53,14 +68,44 @@ func New(src listen.Source, opts Options) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Handler{
+	g, err := newOriginGuard(o.AllowedHosts, o.AllowedOrigins)
+	if err != nil {
+		return nil, err
+	}
+	h := &Handler{
 		src:     src,
 		opts:    o,
 		fast:    newFanout(o),
 		streams: make(map[*stream]struct{}),
+		pending: make(map[*stream]struct{}),
 		over:    make(chan struct{}),
-	}, nil
+	}
+	if o.MaxStreamsPerKey > 0 {
+		h.perKey = make(map[string]int)
+	}
+	h.retryAfter = strconv.FormatInt(int64((o.RetryAfter+time.Second-1)/time.Second), 10)
+	switch {
+	case o.CheckOrigin == nil:
+		h.checkOrigin = g.check
+	case len(g.hosts) > 0:
+		h.checkOrigin = func(r *http.Request) error {
+			if err := g.checkHost(r); err != nil {
+				return err
+			}
+			return o.CheckOrigin(r)
+		}
+	default:
+		h.checkOrigin = o.CheckOrigin
+	}
+	return h, nil
 }
+
+// CheckOrigin runs the Handler's Origin and Host check on r: AllowedHosts,
+// then Options.CheckOrigin, or by default DefaultCheckOrigin's rules with
+// AllowedOrigins trusted. It is what ServeHTTP checks first (403 on an
+// error) and what Front applies to every request it routes; use it to
+// protect other handlers of the same server the same way.
+func (h *Handler) CheckOrigin(r *http.Request) error { return h.checkOrigin(r) }
 
 var errNilSource = errors.New("streamhttp: New needs a Source, got nil")
 
@@ -73,8 +118,8 @@ type Stats struct {
 	Opened uint64
 	// Closed counts the subscriptions whose stream has ended.
 	Closed uint64
-	// Refused counts the listens refused with 503: over MaxStreams or
-	// during shutdown.
+	// Refused counts the listens refused for capacity: 503 over MaxStreams
+	// or during shutdown, 429 over MaxStreamsPerKey.
 	Refused uint64
 	// ShuttingDown reports whether Shutdown was called.
 	ShuttingDown bool
@@ -99,22 +144,30 @@ func (h *Handler) Stats() Stats {
 // goroutine of a taken-over connection) and end (the one order every
 // stream ends in). A request refused by a step is answered with a JSON-RPC
 // error response.
+//
+// Reading the request is bounded by ReadTimeout: the read deadline is set
+// first, so it bounds every read of the request, and is cleared as soon as
+// the body has been read, before the listen is admitted (on HTTP/1.x
+// net/http clears it too, when the body ends), so neither a slow
+// Source.Open nor the stream is touched by it.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	req, f := h.decode(w, r)
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(h.opts.ReadTimeout))
+	req, st, f := h.decode(w, r)
 	if f == nil {
-		f = h.admitAndServe(w, r, req)
+		_ = rc.SetReadDeadline(time.Time{})
+		f = h.admitAndServe(w, r, st, req)
 	}
 	if f != nil {
 		f.write(h, w, r)
 	}
 }
 
-// admitAndServe admits, opens and serves the decoded listen req. It returns
-// the refusal to answer when the listen is not admitted or does not open;
-// nothing is left of it then.
-func (h *Handler) admitAndServe(w http.ResponseWriter, r *http.Request, req *listen.Request) *refusal {
-	st := newStream(r)
-	if f := h.admit(st, req.ID); f != nil {
+// admitAndServe admits, opens and serves st, the stream of the decoded
+// listen req. It returns the refusal to answer when the listen is not
+// admitted or does not open; nothing is left of it then.
+func (h *Handler) admitAndServe(w http.ResponseWriter, r *http.Request, st *stream, req *listen.Request) *refusal {
+	if f := h.admit(st, r, req.ID); f != nil {
 		st.stop()
 		return f
 	}
@@ -129,24 +182,76 @@ func (h *Handler) admitAndServe(w http.ResponseWriter, r *http.Request, req *lis
 	return nil
 }
 
-// admit takes a stream slot for st, or refuses with 503 when the Handler is
-// shutting down or at MaxStreams.
-func (h *Handler) admit(st *stream, id jsonrpc.ID) *refusal {
+// admit takes a stream slot for st, the stream of request r, or refuses:
+// with 503 when the Handler is shutting down, with 429 when st's key holds
+// MaxStreamsPerKey streams, with 503 at MaxStreams. Either way st leaves
+// pending. The capacity refusals carry Retry-After.
+func (h *Handler) admit(st *stream, r *http.Request, id jsonrpc.ID) *refusal {
+	var key string
+	if h.perKey != nil {
+		key = h.streamKey(r, st.auth) // application code: not under mu
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	var err *jsonrpc.Error
+	delete(h.pending, st)
+	var f *refusal
 	switch {
 	case h.shuttingDown:
-		err = jsonrpc.NewError(jsonrpc.CodeInternalError, MsgShuttingDown).WithCause(listen.ErrShutdown)
+		f = refuse(http.StatusServiceUnavailable, id, jsonrpc.NewError(jsonrpc.CodeInternalError, MsgShuttingDown).WithCause(listen.ErrShutdown))
+	case h.perKey != nil && h.perKey[key] >= h.opts.MaxStreamsPerKey:
+		f = refuse(http.StatusTooManyRequests, id, jsonrpc.NewError(jsonrpc.CodeInternalError, MsgTooManyStreams).WithCause(listen.ErrOverloaded))
+		f.header = http.Header{"Retry-After": {h.retryAfter}}
 	case len(h.streams) >= h.opts.MaxStreams:
-		err = jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgCapacityExhausted).WithCause(listen.ErrOverloaded)
+		f = refuse(http.StatusServiceUnavailable, id, jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgCapacityExhausted).WithCause(listen.ErrOverloaded))
+		f.header = http.Header{"Retry-After": {h.retryAfter}}
 	default:
 		h.streams[st] = struct{}{}
 		h.live++
+		if h.perKey != nil {
+			h.perKey[key]++
+			st.key, st.keyed = key, true
+		}
 		return nil
 	}
 	h.refused++
-	return refuse(http.StatusServiceUnavailable, id, err)
+	return f
+}
+
+// streamKey returns the MaxStreamsPerKey key of request r: StreamKey's, or
+// by default the client's IP address.
+func (h *Handler) streamKey(r *http.Request, auth any) string {
+	if h.opts.StreamKey != nil {
+		return h.opts.StreamKey(r, auth)
+	}
+	return RemoteIP(r)
+}
+
+// RemoteIP returns the IP address of r's client, from r.RemoteAddr without
+// its port (r.RemoteAddr itself if it has none): the default
+// Options.StreamKey. Behind a reverse proxy it is the proxy's address.
+func RemoteIP(r *http.Request) string {
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		return host
+	}
+	return r.RemoteAddr
+}
+
+// pend registers the stream of the authenticated request r (whose body is
+// about to be read) for EndStreams, and returns it.
+func (h *Handler) pend(r *http.Request, auth any) *stream {
+	st := newStream(r)
+	st.auth = auth
+	h.mu.Lock()
+	h.pending[st] = struct{}{}
+	h.mu.Unlock()
+	return st
+}
+
+// unpend forgets st, a stream whose request was refused before admit.
+func (h *Handler) unpend(st *stream) {
+	h.mu.Lock()
+	delete(h.pending, st)
+	h.mu.Unlock()
 }
 
 // open opens st's subscription for req. The request's context reaches
@@ -233,6 +338,12 @@ func (h *Handler) end(st *stream, reason error, letGo func()) {
 	st.stop()
 	h.mu.Lock()
 	delete(h.streams, st)
+	if st.keyed {
+		if h.perKey[st.key]--; h.perKey[st.key] <= 0 {
+			delete(h.perKey, st.key)
+		}
+		st.keyed = false
+	}
 	if st.sub != nil {
 		h.closed++
 	}
@@ -296,6 +407,62 @@ func logf(ctx context.Context, format string, args ...any) {
 		return
 	}
 	log.Printf(format, args...)
+}
+
+// ErrEnded is the close reason of a stream ended by Handler.EndStreams
+// (OnClose gets it, and the Source's Stream.Close). It also matches
+// listen.ErrShutdown: as in a shutdown, the server ends the stream on its
+// own initiative, so the client is sent the completion result before the
+// stream ends (MCP: a server that tears a subscription down SHOULD send
+// it). Test for errors.Is(reason, ErrEnded) first to tell the two apart.
+var ErrEnded error = endedError{}
+
+type endedError struct{}
+
+func (endedError) Error() string { return "streamhttp: stream ended by the server (EndStreams)" }
+
+// Is makes errors.Is(err, listen.ErrShutdown) true.
+func (endedError) Is(target error) bool { return target == listen.ErrShutdown }
+
+// EndStreams ends the streams whose principal match selects, and returns
+// how many it ended. match is called once per stream, with what
+// Options.Authenticate returned for its request (nil without
+// Authenticate; listen.Request.Auth), on the calling goroutine and without
+// any lock held; it must not block. Each stream it selects is sent its
+// completion result, as in a shutdown, and closed with reason ErrEnded;
+// EndStreams does not wait for that (OnClose and Stats report it).
+//
+// It covers every stream from the moment its request was authenticated:
+// open streams, listens being opened (they are acknowledged, then
+// completed), and requests whose body is still being read (they are
+// admitted, acknowledged and completed). So a server that revokes a
+// credential, or sees a token expire, first makes Authenticate refuse it,
+// then calls EndStreams: no stream of that principal is left, and a client
+// that opens a new listen is judged by Authenticate. Streams live for
+// days; to re-check expiring credentials, call EndStreams on a ticker with
+// a match that reports the expired ones. A panic in match goes up to the
+// caller.
+func (h *Handler) EndStreams(match func(auth any) bool) int {
+	h.mu.Lock()
+	sts := make([]*stream, 0, len(h.streams)+len(h.pending))
+	for st := range h.streams {
+		sts = append(sts, st)
+	}
+	for st := range h.pending {
+		sts = append(sts, st)
+	}
+	h.mu.Unlock()
+	n := 0
+	for _, st := range sts {
+		if st.ctx.Err() != nil || !match(st.auth) {
+			continue
+		}
+		st.cancel(ErrEnded)
+		if context.Cause(st.ctx) == ErrEnded {
+			n++
+		}
+	}
+	return n
 }
 
 // Shutdown ends every stream gracefully and waits for them: new listens are

@@ -18,8 +18,15 @@ const (
 	// listens one Handler serves at once (the TypeScript and Python SDKs
 	// use the same figure).
 	DefaultMaxStreams = 1024
-	// DefaultMaxBodyBytes is the default Options.MaxBodyBytes (1 MiB).
-	DefaultMaxBodyBytes = 1 << 20
+	// DefaultMaxBodyBytes is the default Options.MaxBodyBytes (256 KiB):
+	// twice the largest filter the core accepts by default
+	// (listen.Options.MaxFilterBytes, 128 KiB), room for the rest of a
+	// listen request. A real listen is a few hundred bytes.
+	DefaultMaxBodyBytes = 256 << 10
+	// DefaultReadTimeout is the default Options.ReadTimeout.
+	DefaultReadTimeout = 10 * time.Second
+	// DefaultRetryAfter is the default Options.RetryAfter.
+	DefaultRetryAfter = 5 * time.Second
 	// DefaultKeepAlive is the default Options.KeepAlive.
 	DefaultKeepAlive = 15 * time.Second
 	// DefaultWriteTimeout is the default Options.WriteTimeout.
@@ -42,14 +49,58 @@ type Options struct {
 	// MaxStreams is the most listens served at once, counted from the moment
 	// a valid listen is admitted (before its Source is opened) until its
 	// response ends. A listen over the limit is refused before its Source is
-	// opened: 503 with -32603 "Server subscription capacity exhausted".
-	// Zero means DefaultMaxStreams (1024); a negative value is an error.
+	// opened: 503 with -32603 "Server subscription capacity exhausted" and
+	// Retry-After (see RetryAfter). Zero means DefaultMaxStreams (1024); a
+	// negative value is an error. See MaxStreamsPerKey for a per-client
+	// share.
 	MaxStreams int
+
+	// MaxStreamsPerKey, if positive, is the most listens served at once for
+	// one key (see StreamKey), so that one client cannot take every
+	// MaxStreams slot. A listen over it is refused before its Source is
+	// opened: 429 with -32603 "Too many subscriptions open for this client"
+	// and Retry-After. Zero means no per-key limit; a negative value is an
+	// error.
+	MaxStreamsPerKey int
+
+	// StreamKey returns the key a listen counts against under
+	// MaxStreamsPerKey: the principal, for one. It gets the request and
+	// what Authenticate returned for it (nil without Authenticate), is
+	// called once per listen before it is admitted, and must be safe for
+	// concurrent use. Nil means RemoteIP: the client's IP address, which
+	// behind a reverse proxy or a NAT is shared by many clients (key by the
+	// principal, or by a forwarded address you trust, instead).
+	StreamKey func(r *http.Request, auth any) string
+
+	// RetryAfter is the Retry-After header (in whole seconds, rounded up)
+	// of the capacity refusals: 503 over MaxStreams, 429 over
+	// MaxStreamsPerKey. Zero means DefaultRetryAfter (5 s); a negative value
+	// is an error.
+	RetryAfter time.Duration
 
 	// MaxBodyBytes bounds the request body. A larger body is refused with 413
 	// and -32600 "Request body too large". Zero means DefaultMaxBodyBytes
-	// (1 MiB); a negative value is an error.
+	// (256 KiB); a negative value is an error.
 	MaxBodyBytes int64
+
+	// ReadTimeout bounds the time to read a request: from the moment
+	// ServeHTTP starts (the headers have been read) to the end of its body.
+	// It is set with http.ResponseController.SetReadDeadline and cleared
+	// once the body has been read, so it never touches an open stream. A
+	// body that has not fully arrived by then (sent slowly, one byte short of
+	// its Content-Length, or chunked without end) is refused with 408 and
+	// -32600 "Request timeout: the request body was not received in time"
+	// (on HTTP/1.x its connection is then closed; on HTTP/2 its stream
+	// ends). On HTTP/1.x a request refused before its body is read (405,
+	// 403, 401) keeps the deadline, which also bounds net/http's discarding
+	// of the unread body. Zero means
+	// DefaultReadTimeout (10 s); a negative value is an error. It has no
+	// effect on a ResponseWriter that does not support read deadlines (see
+	// http.ResponseController). Unlike http.Server.ReadTimeout, which would
+	// also cut every stream served inside net/http, it ends with the read.
+	// The headers are the http.Server's to bound (ReadHeaderTimeout,
+	// MaxHeaderBytes).
+	ReadTimeout time.Duration
 
 	// KeepAlive is how long a stream may stay idle before the Handler writes
 	// an SSE comment (": keep-alive") to keep proxies from closing it. Zero
@@ -72,13 +123,32 @@ type Options struct {
 
 	// CheckOrigin validates the request's origin. A non-nil error refuses it
 	// with 403 and a JSON-RPC error without id (-32600 "Forbidden: invalid
-	// Origin or Host"). Nil means DefaultCheckOrigin: DNS-rebinding
-	// protection for local servers and the cross-origin checks of
-	// http.CrossOriginProtection. To trust more origins, use an
-	// http.CrossOriginProtection with AddTrustedOrigin (its Check method
-	// fits this field), combined with DefaultCheckOrigin's Host rule if the
-	// server listens on a loopback address.
+	// Origin or Host"). Nil means DefaultCheckOrigin's rules, with
+	// AllowedHosts and AllowedOrigins applied: DNS-rebinding protection and
+	// the cross-origin checks. Front applies the same check to every request
+	// it routes (see Handler.CheckOrigin).
 	CheckOrigin func(r *http.Request) error
+
+	// AllowedHosts, if not empty, lists the Host header values the server
+	// answers to, as "name" (any port, or none) or "name:port", IPv6
+	// addresses in brackets ("[::1]:8080"); names are compared without
+	// regard to case. A request naming another Host is refused with 403,
+	// whatever its Origin: the protection against DNS rebinding for a server
+	// that listens on a non-loopback address, where the default check
+	// (which refuses only a non-loopback Host on a loopback address) cannot
+	// tell a rebinding attack from a legitimate name. With AllowedHosts the
+	// loopback rule is replaced by the list. It applies before CheckOrigin,
+	// when that is set too. The TypeScript and Python SDKs have the same
+	// option.
+	AllowedHosts []string
+
+	// AllowedOrigins lists the origins ("https://app.example", scheme, host
+	// and port, no path) whose cross-origin browser requests are accepted;
+	// a same-origin request is always accepted. Every other request with an
+	// Origin, or with a Sec-Fetch-Site other than same-origin or none, is
+	// refused with 403. It is part of the default check: setting it with
+	// CheckOrigin is an error of New.
+	AllowedOrigins []string
 
 	// Authenticate, if set, authenticates every listen before its body is
 	// read. Its result is handed to the Source as listen.Request.Auth. An
@@ -180,6 +250,9 @@ func withDefaults(o Options) (Options, error) {
 	}{
 		{"MaxStreams", o.MaxStreams < 0, o.MaxStreams},
 		{"MaxBodyBytes", o.MaxBodyBytes < 0, o.MaxBodyBytes},
+		{"ReadTimeout", o.ReadTimeout < 0, o.ReadTimeout},
+		{"MaxStreamsPerKey", o.MaxStreamsPerKey < 0, o.MaxStreamsPerKey},
+		{"RetryAfter", o.RetryAfter < 0, o.RetryAfter},
 		{"KeepAlive", o.KeepAlive < 0, o.KeepAlive},
 		{"WriteTimeout", o.WriteTimeout < 0, o.WriteTimeout},
 	} {
@@ -193,15 +266,23 @@ func withDefaults(o Options) (Options, error) {
 	if o.MaxBodyBytes == 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if o.RetryAfter == 0 {
+		o.RetryAfter = DefaultRetryAfter
+	}
+	if o.ReadTimeout == 0 {
+		o.ReadTimeout = DefaultReadTimeout
+	}
 	if o.KeepAlive == 0 {
 		o.KeepAlive = DefaultKeepAlive
 	}
 	if o.WriteTimeout == 0 {
 		o.WriteTimeout = DefaultWriteTimeout
 	}
-	if o.CheckOrigin == nil {
-		o.CheckOrigin = DefaultCheckOrigin
+	if o.CheckOrigin != nil && len(o.AllowedOrigins) > 0 {
+		return Options{}, fmt.Errorf("%w: AllowedOrigins is part of the default origin check: it cannot be combined with CheckOrigin", ErrInvalidOptions)
 	}
+	o.AllowedHosts = slices.Clone(o.AllowedHosts)
+	o.AllowedOrigins = slices.Clone(o.AllowedOrigins)
 	if o.SupportedVersions == nil {
 		o.SupportedVersions = jsonrpc.SupportedProtocolVersions
 	}

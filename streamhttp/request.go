@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 
 	"github.com/mcplisten/listen"
@@ -18,9 +19,10 @@ const TransportKind = "streamable_http"
 // decoded request or the refusal to send:
 //
 //  1. method not POST: 405 (Allow: POST);
-//  2. CheckOrigin: 403;
+//  2. CheckOrigin (AllowedHosts, AllowedOrigins): 403;
 //  3. Authenticate: 401, or the AuthError's status;
-//  4. body over MaxBodyBytes: 413; unreadable body: 400;
+//  4. body over MaxBodyBytes: 413; not received within ReadTimeout: 408;
+//     unreadable body: 400;
 //  5. JSON: -32700 or -32600, 400;
 //  6. Mcp-Method header vs body method: -32020, 400;
 //  7. a notification (no id) of another method: 202, ignored; any other
@@ -32,14 +34,18 @@ const TransportKind = "streamable_http"
 //
 // The body is referenced only by the returned request; once listen.Open has
 // copied what it keeps, nothing holds it.
-func (h *Handler) decode(w http.ResponseWriter, r *http.Request) (*listen.Request, *refusal) {
+//
+// Once authenticated, the request has its stream, which EndStreams sees
+// from then on (see Handler.pending): the stream is returned with the
+// request, for admit, or forgotten with the refusal.
+func (h *Handler) decode(w http.ResponseWriter, r *http.Request) (req *listen.Request, st *stream, f *refusal) {
 	if r.Method != http.MethodPost {
 		f := refuse(http.StatusMethodNotAllowed, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, MsgMethodNotAllowed))
 		f.header = http.Header{"Allow": {http.MethodPost}}
-		return nil, f
+		return nil, nil, f
 	}
-	if err := h.opts.CheckOrigin(r); err != nil {
-		return nil, refuse(http.StatusForbidden, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, MsgForbidden).WithCause(err))
+	if err := h.checkOrigin(r); err != nil {
+		return nil, nil, refuse(http.StatusForbidden, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, MsgForbidden).WithCause(err))
 	}
 	var auth any
 	if h.opts.Authenticate != nil {
@@ -53,11 +59,23 @@ func (h *Handler) decode(w http.ResponseWriter, r *http.Request) (*listen.Reques
 				}
 				f.header = ae.Header
 			}
-			return nil, f
+			return nil, nil, f
 		}
 		auth = a
 	}
+	st = h.pend(r, auth)
+	req, f = h.decodeBody(w, r)
+	if f != nil {
+		h.unpend(st)
+		st.stop()
+		return nil, nil, f
+	}
+	req.Auth = auth
+	return req, st, nil
+}
 
+// decodeBody runs the checks of decode from the body on (4 to 10).
+func (h *Handler) decodeBody(w http.ResponseWriter, r *http.Request) (*listen.Request, *refusal) {
 	body, f := h.readBody(w, r)
 	if f != nil {
 		return nil, f
@@ -95,7 +113,6 @@ func (h *Handler) decode(w http.ResponseWriter, r *http.Request) (*listen.Reques
 		return nil, refuse(statusOf(err.Code), req.ID, err)
 	}
 	req.Transport = listen.Transport{Kind: TransportKind, RemoteAddr: r.RemoteAddr, Header: r.Header}
-	req.Auth = auth
 	return req, nil
 }
 
@@ -106,15 +123,72 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *ref
 	if r.ContentLength > h.opts.MaxBodyBytes {
 		return nil, refuse(http.StatusRequestEntityTooLarge, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, MsgBodyTooLarge))
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
+	body, err := readBlocks(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes), r.ContentLength)
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
 			return nil, refuse(http.StatusRequestEntityTooLarge, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, MsgBodyTooLarge))
 		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			// ReadTimeout: the rest of the body is not read; the connection
+			// is not reused.
+			f := refuse(http.StatusRequestTimeout, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, MsgBodyTimeout).WithCause(err))
+			if r.ProtoMajor == 1 {
+				f.header = http.Header{"Connection": {"close"}}
+			}
+			return nil, f
+		}
 		return nil, refuse(http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, MsgBodyUnreadable).WithCause(err))
 	}
 	return body, nil
+}
+
+// Block sizes of readBlocks.
+const (
+	firstBlockMax = 4 << 10
+	blockSize     = 16 << 10
+)
+
+// readBlocks reads rd to its end, like io.ReadAll, but in blocks: a first
+// one sized by length (the announced length, if any, plus one byte to see
+// the end; at most firstBlockMax), then blocks of blockSize, joined into one
+// slice of the body's exact size once the body is complete. So what a body
+// that has not fully arrived holds is the bytes its client sent plus at most
+// one block, and no garbage: io.ReadAll's growing copies held about 2.5
+// times the bytes received until the collector ran.
+func readBlocks(rd io.Reader, length int64) ([]byte, error) {
+	first := 512
+	if length >= 0 {
+		first = int(min(length+1, firstBlockMax))
+	}
+	var full [][]byte
+	b := make([]byte, 0, first)
+	for {
+		if len(b) == cap(b) {
+			full = append(full, b)
+			b = make([]byte, 0, blockSize)
+		}
+		n, err := rd.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(full) == 0 {
+		return b, nil
+	}
+	size := len(b)
+	for _, f := range full {
+		size += len(f)
+	}
+	out := make([]byte, 0, size)
+	for _, f := range full {
+		out = append(out, f...)
+	}
+	return append(out, b...), nil
 }
 
 // header returns the first value of the named header and whether it was

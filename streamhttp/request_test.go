@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -374,10 +375,19 @@ func TestDefaultCheckOrigin(t *testing.T) {
 		{"cross-origin browser", public, "mcp.example.com", http.Header{"Origin": {"https://evil.example"}}, false},
 		{"cross-site fetch", public, "mcp.example.com", http.Header{"Sec-Fetch-Site": {"cross-site"}}, false},
 		{"same-origin fetch", public, "mcp.example.com", http.Header{"Sec-Fetch-Site": {"same-origin"}, "Origin": {"https://mcp.example.com"}}, true},
+		{"cross-origin GET", public, "mcp.example.com", http.Header{"Origin": {"https://evil.example"}, "X-Method": {"GET"}}, false},
+		{"cross-site OPTIONS", public, "mcp.example.com", http.Header{"Sec-Fetch-Site": {"cross-site"}, "X-Method": {"OPTIONS"}}, false},
+		{"same-site fetch", public, "mcp.example.com", http.Header{"Sec-Fetch-Site": {"same-site"}}, false},
+		{"null origin", public, "mcp.example.com", http.Header{"Origin": {"null"}}, false},
+		{"same-origin GET", public, "mcp.example.com", http.Header{"Origin": {"https://mcp.example.com"}, "X-Method": {"GET"}}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := httptest.NewRequest(http.MethodPost, "http://"+tt.host+"/mcp", nil)
+			method := http.MethodPost
+			if m := tt.header.Get("X-Method"); m != "" {
+				method = m
+			}
+			r := httptest.NewRequest(method, "http://"+tt.host+"/mcp", nil)
 			r.Host = tt.host
 			if tt.local != nil {
 				r = r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, tt.local))
@@ -391,6 +401,129 @@ func TestDefaultCheckOrigin(t *testing.T) {
 			} else {
 				assert.Error(t, err)
 			}
+		})
+	}
+}
+
+// The default body limit (256 KiB) takes the largest listen the core
+// accepts by default (1,000 URIs, a 128 KiB filter) and refuses a body one
+// byte over it with 413.
+func TestDefaultBodyLimit(t *testing.T) {
+	e := newEnv(t, nil, nil, envConfig{})
+	uris := make([]string, listen.MaxResourceSubscriptions)
+	for i := range uris {
+		uris[i] = fmt.Sprintf("test://r/%0119d", i) // 128 bytes
+	}
+	filter := mustJSON(t, map[string]any{listen.KeyResourceSubscriptions: uris})
+	require.Greater(t, len(filter), 127<<10)
+	require.LessOrEqual(t, len(filter), 128<<10)
+	s := e.listen(t, `"largest"`, string(filter))
+	assert.Equal(t, jsonrpc.MethodAcknowledged, s.message(t)["method"])
+	e.src.stream(t, "largest").Complete()
+	s.message(t)
+	s.end(t)
+
+	small := listenBody(`"over"`, `{}`)
+	pad := strings.Repeat(" ", streamhttp.DefaultMaxBodyBytes+1-len(small))
+	resp := e.do(t, http.MethodPost, small+pad, listenHeaders())
+	assert.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
+	assert.Equal(t, streamhttp.MsgBodyTooLarge, readError(t, resp).Error.Message)
+}
+
+// AllowedHosts and AllowedOrigins, through Handler.CheckOrigin (what
+// ServeHTTP and Front apply): the Host must be listed (a bare name matches
+// any port), whatever the local address; a listed origin may make
+// cross-origin requests, others may not; a same-origin request always
+// passes. With a custom CheckOrigin, AllowedHosts still applies first.
+func TestAllowedHostsAndOrigins(t *testing.T) {
+	public := &net.TCPAddr{IP: net.IPv4(192, 0, 2, 7), Port: 443}
+	loopback := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}
+	h := newHandler(t, newTestSource(), streamhttp.Options{
+		AllowedHosts:   []string{"mcp.example.com", "LOCALHOST:8080", "[::1]:8080", "10.0.0.1"},
+		AllowedOrigins: []string{"https://App.example", "http://localhost:6274", "https://tools.example:443"},
+	})
+	tests := []struct {
+		name   string
+		local  net.Addr
+		host   string
+		origin string
+		site   string
+		ok     bool
+	}{
+		{"listed name, any port", public, "mcp.example.com:8443", "", "", true},
+		{"listed name, no port", public, "MCP.example.com", "", "", true},
+		{"rebinding to a public bind", public, "attacker.example:8443", "", "", false},
+		{"rebinding with a matching Origin", public, "attacker.example:8443", "http://attacker.example:8443", "same-origin", false},
+		{"listed name and port", loopback, "localhost:8080", "", "", true},
+		{"listed name, other port", loopback, "localhost:9090", "", "", false},
+		{"loopback IP not listed", loopback, "127.0.0.1:8080", "", "", false},
+		{"IPv6 listed", loopback, "[::1]:8080", "", "", true},
+		{"private IP listed (replaces the loopback rule)", loopback, "10.0.0.1", "", "", true},
+		{"listed origin, cross-site", public, "mcp.example.com", "https://app.example", "cross-site", true},
+		{"listed origin with its default port", public, "mcp.example.com", "https://tools.example", "cross-site", true},
+		{"listed origin on loopback", loopback, "localhost:8080", "http://localhost:6274", "same-site", true},
+		{"unlisted origin", public, "mcp.example.com", "https://evil.example", "", false},
+		{"unlisted origin, cross-site", public, "mcp.example.com", "https://evil.example", "cross-site", false},
+		{"listed origin on another scheme", public, "mcp.example.com", "http://app.example", "", false},
+		{"same origin", public, "mcp.example.com", "https://mcp.example.com", "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodPost, "http://x/mcp", nil)
+			r.Host = tt.host
+			r = r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, tt.local))
+			if tt.origin != "" {
+				r.Header.Set("Origin", tt.origin)
+			}
+			if tt.site != "" {
+				r.Header.Set("Sec-Fetch-Site", tt.site)
+			}
+			if err := h.CheckOrigin(r); tt.ok {
+				assert.NoError(t, err)
+			} else {
+				assert.Error(t, err)
+			}
+		})
+	}
+
+	custom := newHandler(t, newTestSource(), streamhttp.Options{
+		AllowedHosts: []string{"mcp.example.com"},
+		CheckOrigin:  func(r *http.Request) error { return nil },
+	})
+	r := httptest.NewRequest(http.MethodPost, "http://attacker.example/mcp", nil)
+	assert.Error(t, custom.CheckOrigin(r), "AllowedHosts applies before a custom CheckOrigin")
+	r.Host = "mcp.example.com"
+	assert.NoError(t, custom.CheckOrigin(r))
+}
+
+// New refuses malformed AllowedHosts and AllowedOrigins, and AllowedOrigins
+// with a custom CheckOrigin.
+func TestAllowListErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		opts streamhttp.Options
+		want string
+	}{
+		{"empty host", streamhttp.Options{AllowedHosts: []string{""}},
+			`streamhttp: invalid options: AllowedHosts: "" is not a host or host:port`},
+		{"URL as a host", streamhttp.Options{AllowedHosts: []string{"https://mcp.example.com"}},
+			`streamhttp: invalid options: AllowedHosts: "https://mcp.example.com" is not a host or host:port`},
+		{"bad port", streamhttp.Options{AllowedHosts: []string{"mcp.example.com:http"}},
+			`streamhttp: invalid options: AllowedHosts: "mcp.example.com:http" has an invalid port`},
+		{"host as an origin", streamhttp.Options{AllowedOrigins: []string{"app.example"}},
+			`streamhttp: invalid options: AllowedOrigins: "app.example" is not an origin (scheme://host[:port])`},
+		{"origin with a path", streamhttp.Options{AllowedOrigins: []string{"https://app.example/ui"}},
+			`streamhttp: invalid options: AllowedOrigins: "https://app.example/ui" is not an origin (scheme://host[:port])`},
+		{"AllowedOrigins with CheckOrigin", streamhttp.Options{AllowedOrigins: []string{"https://app.example"},
+			CheckOrigin: func(*http.Request) error { return nil }},
+			"streamhttp: invalid options: AllowedOrigins is part of the default origin check: it cannot be combined with CheckOrigin"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, err := streamhttp.New(newTestSource(), tt.opts)
+			assert.Nil(t, h)
+			require.EqualError(t, err, tt.want)
+			assert.ErrorIs(t, err, streamhttp.ErrInvalidOptions)
 		})
 	}
 }

@@ -3,8 +3,11 @@ package streamhttp_test
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -124,6 +127,7 @@ func TestCapacity(t *testing.T) {
 	assert.Equal(t, `"two"`, string(b.ID))
 	assert.Equal(t, -32603, b.Error.Code)
 	assert.Equal(t, jsonrpc.MsgCapacityExhausted, b.Error.Message)
+	assert.Equal(t, "5", resp.Header.Get("Retry-After"), "DefaultRetryAfter, in seconds")
 	assert.Equal(t, 1, e.src.opened(), "the refused listen never reached the source")
 	assert.Equal(t, streamhttp.Stats{Active: 1, Opened: 1, Refused: 1}, e.h.Stats())
 
@@ -137,4 +141,70 @@ func TestCapacity(t *testing.T) {
 	e.src.stream(t, "three").Complete()
 	third.message(t)
 	third.end(t)
+}
+
+// MaxStreamsPerKey bounds the listens of one key (StreamKey: here the
+// principal Authenticate returned) without touching the others': the
+// key's next listen gets 429 with Retry-After before its source is opened,
+// other keys still open theirs, and an ended stream gives its key's slot
+// back. Without it one client could take every MaxStreams slot.
+func TestMaxStreamsPerKey(t *testing.T) {
+	var mu sync.Mutex
+	var keys []any
+	e := newEnv(t, nil, &streamhttp.Options{
+		MaxStreams:       10,
+		MaxStreamsPerKey: 2,
+		RetryAfter:       1500 * time.Millisecond,
+		Authenticate:     func(r *http.Request) (any, error) { return r.Header.Get("X-User"), nil },
+		StreamKey: func(r *http.Request, auth any) string {
+			mu.Lock()
+			defer mu.Unlock()
+			keys = append(keys, auth)
+			return auth.(string)
+		},
+	}, envConfig{})
+	as := func(user string) http.Header { return headers("X-User", user) }
+	open := func(id, user string) *sse {
+		resp := e.do(t, http.MethodPost, listenBody(`"`+id+`"`, `{}`), as(user))
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		s := newSSE(resp)
+		s.message(t)
+		return s
+	}
+	a1, a2 := open("a1", "alice"), open("a2", "alice")
+	_ = a2
+
+	resp := e.do(t, http.MethodPost, listenBody(`"a3"`, `{}`), as("alice"))
+	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+	assert.Equal(t, "2", resp.Header.Get("Retry-After"), "1.5 s, rounded up")
+	b := readError(t, resp)
+	assert.Equal(t, `"a3"`, string(b.ID))
+	assert.Equal(t, jsonrpc.CodeInternalError, b.Error.Code)
+	assert.Equal(t, streamhttp.MsgTooManyStreams, b.Error.Message)
+	assert.Equal(t, 2, e.src.opened(), "the refused listen never reached the source")
+
+	open("b1", "bob") // another key is not affected
+	assert.Equal(t, streamhttp.Stats{Active: 3, Opened: 3, Refused: 1}, e.h.Stats())
+
+	// A stream's end gives its key's slot back.
+	a1.resp.Body.Close()
+	recv(t, e.closes, "OnClose of a1")
+	open("a4", "alice")
+	mu.Lock()
+	assert.Equal(t, []any{"alice", "alice", "alice", "bob", "alice"}, keys)
+	mu.Unlock()
+	require.NoError(t, e.h.Shutdown(context.Background()))
+}
+
+// The default key is the client's IP address.
+func TestRemoteIP(t *testing.T) {
+	for _, tt := range []struct{ addr, want string }{
+		{"192.0.2.7:5555", "192.0.2.7"},
+		{"[2001:db8::1]:443", "2001:db8::1"},
+		{"pipe", "pipe"},
+	} {
+		r := httptest.NewRequest(http.MethodPost, "/", nil)
+		r.RemoteAddr = tt.addr
+		assert.Equal(t, tt.want, streamhttp.RemoteIP(r))
+	}
 }

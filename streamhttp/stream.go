@@ -26,6 +26,13 @@ type stream struct {
 	// client disconnect or a failed write ends ctx instead, so that Serve
 	// closes the subscription with the precise reason.
 	sub *listen.Subscription
+	// auth is what Options.Authenticate returned for the request (nil
+	// without it), for EndStreams.
+	auth any
+	// key is the stream's MaxStreamsPerKey key; keyed reports whether the
+	// stream counts against it (set by admit, under the Handler's mu).
+	key   string
+	keyed bool
 }
 
 // newStream returns the stream of the listen request r. Its context keeps

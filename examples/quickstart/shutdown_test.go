@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"net"
 	"net/http"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
+	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -51,14 +51,14 @@ func TestShutdownCompletesEveryStream(t *testing.T) {
 			defer client.CloseIdleConnections()
 
 			const streams = 4
-			readers := make([]*bufio.Reader, streams)
+			readers := make([]*listentest.SSEReader, streams)
 			for i := range readers {
 				resp := openListen(t, client, ts.URL, i)
 				defer resp.Body.Close()
 				if h2 {
 					require.Equal(t, 2, resp.ProtoMajor)
 				}
-				readers[i] = bufio.NewReader(resp.Body)
+				readers[i] = listentest.NewSSEReader(resp.Body)
 				assert.Contains(t, event(t, readers[i]), `"method":"notifications/subscriptions/acknowledged"`)
 			}
 
@@ -93,15 +93,11 @@ func openListen(t *testing.T, client *http.Client, url string, i int) *http.Resp
 }
 
 // event returns the data of the next SSE event (keep-alives skipped).
-func event(t *testing.T, rd *bufio.Reader) string {
+func event(t *testing.T, r *listentest.SSEReader) string {
 	t.Helper()
-	for {
-		line, err := rd.ReadString('\n')
-		require.NoError(t, err, "the stream ended")
-		if data, ok := strings.CutPrefix(line, "data: "); ok {
-			return data
-		}
-	}
+	data, err := r.Data()
+	require.NoError(t, err, "the stream ended")
+	return string(data)
 }
 
 // connListener records every connection it accepts, so that cut can close

@@ -35,9 +35,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/netip"
 	"os"
 	"os/signal"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 
@@ -50,7 +52,9 @@ import (
 )
 
 func main() {
-	addr := flag.String("addr", "127.0.0.1:8080", "address to listen on (host:port)")
+	addr := flag.String("addr", "127.0.0.1:8080", "address to listen on (host:port); a non-loopback address needs -allowed-hosts")
+	allowedHosts := flag.String("allowed-hosts", "", "comma-separated Host values the server answers to (name, or name:port); required with a non-loopback -addr, against DNS rebinding")
+	allowedOrigins := flag.String("allowed-origins", "", "comma-separated browser origins (scheme://host[:port]) allowed to make cross-origin requests")
 	lifetime := flag.Duration("lifetime", 0, "drain and exit by itself after this long (0: run until signalled)")
 	quiet := flag.Bool("quiet", false, "log warnings only")
 	maxStreams := flag.Int("max-streams", 20000, "most listen streams served at once (streamhttp.Options.MaxStreams)")
@@ -58,6 +62,7 @@ func main() {
 	profile := flag.Bool("pprof", false, "serve net/http/pprof at /debug/pprof/")
 	metrics := flag.Bool("metrics", false, "serve OpenTelemetry metrics in the Prometheus text format at /metrics")
 	flag.Parse()
+	hosts, origins := splitList(*allowedHosts), splitList(*allowedOrigins)
 
 	level := slog.LevelInfo
 	if *quiet {
@@ -73,12 +78,16 @@ func main() {
 		defer cancel()
 	}
 
+	if err := checkBind(*addr, hosts); err != nil {
+		logger.Error("refusing to start", "err", err)
+		os.Exit(2)
+	}
 	m, metricsHandler, err := newMetrics(*metrics)
 	if err != nil {
 		logger.Error("metrics setup failed", "err", err)
 		os.Exit(1)
 	}
-	srv, err := newServer(logger, *maxStreams, *maxURI, m)
+	srv, err := newServer(logger, *maxStreams, *maxURI, m, hosts, origins)
 	if err != nil {
 		logger.Error("setup failed", "err", err)
 		os.Exit(1)
@@ -101,7 +110,14 @@ func main() {
 		logger.Error("listen failed", "err", err)
 		os.Exit(1)
 	}
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second, // request line and headers; the body is the listen handler's ReadTimeout
+		IdleTimeout:       60 * time.Second, // idle keep-alive connections (an open stream is not idle)
+		MaxHeaderBytes:    16 << 10,         // MCP headers plus a bearer token
+		// No ReadTimeout or WriteTimeout: they would cut listen streams
+		// served inside net/http.
+	}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	fmt.Printf("listening on http://%s/mcp\n", ln.Addr())
@@ -136,7 +152,7 @@ type server struct {
 // listens with this library, everything else with the go-sdk. m (nil:
 // none) records the hub's, the handler's and the streams' OpenTelemetry
 // metrics.
-func newServer(logger *slog.Logger, maxStreams, maxURIBytes int, m *listenotel.Metrics) (*server, error) {
+func newServer(logger *slog.Logger, maxStreams, maxURIBytes int, m *listenotel.Metrics, allowedHosts, allowedOrigins []string) (*server, error) {
 	// The hub's own hooks log overflows (Warn) and completions (Info); opens,
 	// closes and publications are logged below with the request id.
 	h, err := hub.New(hub.Options{Hooks: m.HubHooks(hub.SlogHooks(logger))})
@@ -150,7 +166,9 @@ func newServer(logger *slog.Logger, maxStreams, maxURIBytes int, m *listenotel.M
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	httpOpts := streamhttp.Options{
-		MaxStreams: maxStreams,
+		MaxStreams:     maxStreams,
+		AllowedHosts:   allowedHosts,
+		AllowedOrigins: allowedOrigins,
 		OnOpen: func(sub *listen.Subscription) {
 			b, _ := sub.Accepted().MarshalJSON()
 			logger.Info("listen opened", "id", sub.ID().Raw(), "accepted", string(b))
@@ -187,4 +205,32 @@ func (s *server) vars() any {
 		"gosdk":      s.handler.Bridge().Stats(),
 		"goroutines": runtime.NumGoroutine(),
 	}
+}
+
+// checkBind refuses a non-loopback address without an allow-list of host
+// names: a server reachable from other machines must not answer requests
+// whose Host a DNS rebinding attack chose.
+func checkBind(addr string, allowedHosts []string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("-addr %q: %w", addr, err)
+	}
+	if host == "localhost" || len(allowedHosts) > 0 {
+		return nil
+	}
+	if ip, err := netip.ParseAddr(host); err == nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("-addr %s is not a loopback address: give -allowed-hosts with the names clients reach the server by (protection against DNS rebinding)", addr)
+}
+
+// splitList splits a comma-separated flag value.
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }

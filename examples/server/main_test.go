@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"io"
@@ -17,13 +16,14 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mcplisten/listen/examples/internal/fixture"
+	"github.com/mcplisten/listen/listentest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func startServer(t *testing.T) (*server, string) {
 	t.Helper()
-	srv, err := newServer(slog.New(slog.NewTextHandler(io.Discard, nil)), 100, 0, nil)
+	srv, err := newServer(slog.New(slog.NewTextHandler(io.Discard, nil)), 100, 0, nil, nil, nil)
 	require.NoError(t, err)
 	ts := httptest.NewServer(srv.handler)
 	t.Cleanup(func() {
@@ -65,19 +65,20 @@ func post(t *testing.T, ctx context.Context, url, method, body string) *http.Res
 	return resp
 }
 
-// sseMessages reads the data lines of an SSE stream onto a channel.
+// sseMessages reads the messages of an SSE stream onto a channel.
 func sseMessages(body io.Reader) <-chan map[string]any {
 	out := make(chan map[string]any, 64)
 	go func() {
 		defer close(out)
-		sc := bufio.NewScanner(body)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-				var m map[string]any
-				if json.Unmarshal([]byte(data), &m) == nil {
-					out <- m
-				}
+		r := listentest.NewSSEReader(body)
+		for {
+			data, err := r.Data()
+			if err != nil {
+				return
+			}
+			var m map[string]any
+			if json.Unmarshal(data, &m) == nil {
+				out <- m
 			}
 		}
 	}()

@@ -61,7 +61,7 @@ func scrape(t *testing.T, url string) map[string]float64 {
 func TestMetricsScrape(t *testing.T) {
 	m, metricsHandler, err := newMetrics(true)
 	require.NoError(t, err)
-	srv, err := newServer(slog.New(slog.NewTextHandler(io.Discard, nil)), 100, 0, m)
+	srv, err := newServer(slog.New(slog.NewTextHandler(io.Discard, nil)), 100, 0, m, nil, nil)
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", srv.handler)

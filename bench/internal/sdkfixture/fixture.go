@@ -1,14 +1,13 @@
-// Package sdkfixture builds the go-sdk v1.8.0 MCP server of the benchmark's
-// go-sdk baseline (bench/cmd/gosdkserver): a resource, a prompt, an echo
-// tool, the trigger tools the benchmark and the official conformance suite
-// call, and the diagnostic tools of the conformance suite's server-stateless
-// scenario.
-//
-// It is a copy of examples/internal/fixture, which examples/server (our
-// server under benchmark) is built from: Go's internal-package rule keeps
-// the bench module from importing that package. TestSameAsExamplesFixture
-// fails when the two copies differ below their package clauses, so both
-// servers keep offering exactly the same tools and capabilities.
+// Package fixture builds the go-sdk v1.8.0 MCP server shared by the example
+// programs: a resource, a prompt, an echo tool, the trigger tools the
+// official conformance suite calls, and the diagnostic tools its
+// server-stateless scenario probes. Ours (examples/server over HTTP,
+// examples/stdio over stdin/stdout) and the benchmark's plain go-sdk server
+// (bench/cmd/gosdkserver, through its copy bench/internal/sdkfixture, which
+// a test there keeps identical) are built from it, so they offer exactly the
+// same tools and capabilities. It contains no code of this library: its
+// tools change the go-sdk server (AddTool, RemoveTools, AddPrompt,
+// RemovePrompts, ResourceUpdated) and nothing else.
 package sdkfixture
 
 import (

@@ -1,0 +1,133 @@
+package streamhttp_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"testing"
+	"testing/synctest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/streamhttp"
+)
+
+// byUser authenticates a request as its X-User header.
+func byUser(r *http.Request) (any, error) { return r.Header.Get("X-User"), nil }
+
+// EndStreams ends exactly the streams of the principals its match selects,
+// over HTTP/1.1 (taken over, and inside net/http) and HTTP/2: each gets its
+// completion result and ends, is closed with ErrEnded (which also matches
+// listen.ErrShutdown), and frees its slot; the other principals' streams go
+// on. Before, a server had no way to end the streams of a revoked
+// principal short of shutting every stream down.
+func TestEndStreams(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		opts streamhttp.Options
+		cfg  envConfig
+	}{
+		{"HTTP/1.1 taken over", streamhttp.Options{}, envConfig{}},
+		{"HTTP/1.1 inside net/http", streamhttp.Options{NoTakeover: true}, envConfig{}},
+		{"HTTP/2", streamhttp.Options{}, envConfig{http2: true}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := tt.opts
+			opts.Authenticate = byUser
+			e := newEnv(t, nil, &opts, tt.cfg)
+			open := func(id, user string) *sse {
+				resp := e.do(t, http.MethodPost, listenBody(`"`+id+`"`, `{"toolsListChanged":true}`), headers("X-User", user))
+				require.Equal(t, http.StatusOK, resp.StatusCode)
+				s := newSSE(resp)
+				assert.Equal(t, jsonrpc.MethodAcknowledged, s.message(t)["method"])
+				return s
+			}
+			a1, a2, b1 := open("a1", "alice"), open("a2", "alice"), open("b1", "bob")
+
+			var seen []any
+			n := e.h.EndStreams(func(auth any) bool {
+				seen = append(seen, auth)
+				return auth == "alice"
+			})
+			assert.Equal(t, 2, n)
+			assert.ElementsMatch(t, []any{"alice", "alice", "bob"}, seen)
+			for id, s := range map[string]*sse{"a1": a1, "a2": a2} {
+				done := s.message(t)
+				assert.Equal(t, `"`+id+`"`, subID(t, done, "result"))
+				assert.Equal(t, "complete", done["result"].(map[string]any)["resultType"])
+				s.end(t)
+				reason := e.src.stream(t, id).Reason(t)
+				assert.ErrorIs(t, reason, streamhttp.ErrEnded)
+				assert.ErrorIs(t, reason, listen.ErrShutdown)
+			}
+			for range 2 {
+				c := recv(t, e.closes, "OnClose")
+				assert.ErrorIs(t, c.reason, streamhttp.ErrEnded, "OnClose of %s", c.id)
+			}
+			assert.Equal(t, streamhttp.Stats{Active: 1, Opened: 3, Closed: 2}, e.h.Stats())
+			assert.Zero(t, e.h.EndStreams(func(auth any) bool { return auth == "alice" }), "nothing left to end")
+
+			st := e.src.stream(t, "b1")
+			st.Emit(listen.ToolsListChanged())
+			assert.Equal(t, jsonrpc.MethodToolsListChanged, b1.message(t)["method"])
+			st.Complete()
+			b1.message(t)
+			b1.end(t)
+		})
+	}
+}
+
+// A listen whose request was authenticated before EndStreams but whose body
+// was still being read is ended too: it is acknowledged, then completed, as
+// soon as it opens. So a server that makes Authenticate refuse a principal
+// and then calls EndStreams leaves none of its streams behind.
+func TestEndStreamsWhileTheBodyIsRead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newTestSource()
+		p := newPipeServer(t, src, streamhttp.Options{Authenticate: byUser}, false)
+		conn, err := p.l.dial(context.Background(), "", "")
+		require.NoError(t, err)
+		defer conn.Close()
+		body := listenBody(`"late"`, `{"toolsListChanged":true}`)
+		head := fmt.Sprintf("POST / HTTP/1.1\r\nHost: pipe\r\nX-User: alice\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", len(body))
+		// A pipe write returns once the server has read it: the second one
+		// returns once the handler reads the body, after authentication.
+		_, err = io.WriteString(conn, head+body[:10])
+		require.NoError(t, err)
+		_, err = io.WriteString(conn, body[10:11])
+		require.NoError(t, err)
+
+		// require: were it not ended, the stream would stay open, and the
+		// bubble's clock would run through its keep-alives for ever.
+		require.Equal(t, 1, p.h.EndStreams(func(auth any) bool { return auth == "alice" }))
+		assert.Zero(t, p.h.EndStreams(func(auth any) bool { return auth == "bob" }))
+
+		go func() { _, _ = io.WriteString(conn, body[11:]) }()
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		s := newSSE(resp)
+		assert.Equal(t, jsonrpc.MethodAcknowledged, s.message(t)["method"])
+		done := s.message(t)
+		assert.Equal(t, `"late"`, subID(t, done, "result"))
+		s.end(t)
+		assert.ErrorIs(t, src.stream(t, "late").Reason(t), streamhttp.ErrEnded)
+		p.close(t)
+		synctest.Wait()
+	})
+}
+
+// ErrEnded is told apart from a shutdown by errors.Is on ErrEnded; it
+// classifies like a shutdown.
+func TestErrEnded(t *testing.T) {
+	assert.ErrorIs(t, streamhttp.ErrEnded, listen.ErrShutdown)
+	assert.False(t, errors.Is(listen.ErrShutdown, streamhttp.ErrEnded))
+	assert.Equal(t, listen.ClassOther, listen.Classify(streamhttp.ErrEnded))
+	assert.Equal(t, "streamhttp: stream ended by the server (EndStreams)", streamhttp.ErrEnded.Error())
+}
