@@ -172,19 +172,25 @@ func (f *fanout) start(h *Handler, t *takenOver) bool {
 	}
 	fs.p = p
 	// From now on the stream's context is ctx, and cancelling it (Shutdown,
-	// a hang-up) also wakes the stream. Both are set under h.mu, where
-	// Shutdown reads them; an end that came before carries over.
+	// EndStreams, a hang-up) also wakes the stream. Both are set under h.mu,
+	// where Shutdown and EndStreams read them; an end of the old context
+	// carries over, whether it came before (seen here, so nothing is
+	// written) or comes later from someone who read the old cancel function
+	// before the swap (the AfterFunc; once nobody holds the old context, it
+	// and its registration are garbage).
 	old := fs.st.ctx
-	h.mu.Lock()
-	fs.st.ctx = ctx
-	fs.st.cancel = func(cause error) {
+	stCancel := func(cause error) {
 		cancel(cause)
 		fs.cancelled.Store(true)
 		fs.notify()
 	}
+	h.mu.Lock()
+	fs.st.ctx, fs.st.cancel = ctx, stCancel
 	h.mu.Unlock()
 	if old.Err() != nil {
-		fs.st.cancel(context.Cause(old))
+		stCancel(context.Cause(old))
+	} else {
+		context.AfterFunc(old, func() { stCancel(context.Cause(old)) })
 	}
 	var derr error
 	if err := rc.Control(func(s uintptr) { fs.fd, derr = dupCloseOnExec(int(s)) }); err != nil || derr != nil {

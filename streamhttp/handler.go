@@ -443,22 +443,30 @@ func (endedError) Is(target error) bool { return target == listen.ErrShutdown }
 // a match that reports the expired ones. A panic in match goes up to the
 // caller.
 func (h *Handler) EndStreams(match func(auth any) bool) int {
+	// A stream's context and cancel function are read under h.mu: a fast
+	// stream replaces them (under h.mu) when it starts, and carries an end
+	// of the old context over to the new one.
+	type target struct {
+		ctx    context.Context
+		cancel context.CancelCauseFunc
+		auth   any
+	}
 	h.mu.Lock()
-	sts := make([]*stream, 0, len(h.streams)+len(h.pending))
+	ts := make([]target, 0, len(h.streams)+len(h.pending))
 	for st := range h.streams {
-		sts = append(sts, st)
+		ts = append(ts, target{st.ctx, st.cancel, st.auth})
 	}
 	for st := range h.pending {
-		sts = append(sts, st)
+		ts = append(ts, target{st.ctx, st.cancel, st.auth})
 	}
 	h.mu.Unlock()
 	n := 0
-	for _, st := range sts {
-		if st.ctx.Err() != nil || !match(st.auth) {
+	for _, t := range ts {
+		if t.ctx.Err() != nil || !match(t.auth) {
 			continue
 		}
-		st.cancel(ErrEnded)
-		if context.Cause(st.ctx) == ErrEnded {
+		t.cancel(ErrEnded)
+		if context.Cause(t.ctx) == ErrEnded {
 			n++
 		}
 	}
