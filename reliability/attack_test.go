@@ -27,7 +27,7 @@ import (
 	"github.com/mcplisten/listen/streamhttp"
 )
 
-// Attacks (issue 10, items 3, 5, 6, 9 and 10): cheap inputs that cost the
+// Attacks (issue 10, items 1, 3, 5, 6, 9 and 10): cheap inputs that cost the
 // server more than they cost the sender, and rules looser than MCP asks,
 // tried over real loopback HTTP/1.1 and HTTP/2. Each test failed before its
 // fix.
@@ -547,4 +547,85 @@ func TestAttackRevokedPrincipal(t *testing.T) {
 			}
 		}
 	})
+}
+
+// Issue 10, item 1: bytes a client sends after its listen request on a
+// taken-over HTTP/1.1 connection (4 MiB of them, or a pipelined request
+// right behind the listen) end its stream at once, as Disconnected with
+// streamhttp.ErrUnexpectedBytes; the server reads no further (it used to
+// read them one byte per system call, 6.1 s of CPU for 4 MiB), closes the
+// connection and goes on serving. Over the Linux fast path (a hub stream)
+// and the portable one (a Source whose Next blocks).
+func TestAttackTrailingBytes(t *testing.T) {
+	for _, source := range []string{"hub", "blocking"} {
+		for _, when := range []string{"after the acknowledgement", "with the request"} {
+			t.Run(source+"/"+when, func(t *testing.T) {
+				ignore := goleak.IgnoreCurrent()
+				t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
+				closes := make(chan error, 4)
+				opts := streamhttp.Options{OnClose: func(_ *listen.Subscription, reason error) { closes <- reason }}
+				at := newAttackTarget(t, false, opts, nil)
+				if source == "blocking" {
+					src := listentest.NewSource()
+					h, err := streamhttp.New(src, streamhttp.Options{
+						Listen:  listen.Options{Capabilities: allCaps()},
+						OnClose: opts.OnClose,
+					})
+					require.NoError(t, err)
+					t.Cleanup(func() { _ = h.Shutdown(context.Background()) })
+					at.ts.Config.Handler = streamhttp.Front(h, http.NotFoundHandler())
+				}
+
+				conn, err := net.Dial("tcp", at.ts.Listener.Addr().String())
+				require.NoError(t, err)
+				defer conn.Close()
+				body := listenBody(`"t"`, `{"toolsListChanged":true}`)
+				var extra string
+				if when == "with the request" {
+					extra = "POST /mcp HTTP/1.1\r\nHost: x\r\n\r\n"
+				}
+				_, err = fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\n", conn.RemoteAddr(), len(body))
+				require.NoError(t, err)
+				require.NoError(t, listenHeaders().Write(conn))
+				_, err = io.WriteString(conn, "\r\n"+body+extra)
+				require.NoError(t, err)
+				if when == "after the acknowledgement" {
+					br := bufio.NewReader(conn)
+					for {
+						line, err := br.ReadString('\n')
+						require.NoError(t, err)
+						if strings.Contains(line, jsonrpc.MethodAcknowledged) {
+							break
+						}
+					}
+					sent := make(chan struct{})
+					go func() {
+						defer close(sent)
+						chunk := make([]byte, 64<<10)
+						for range 64 { // 4 MiB, until the server closes
+							if _, err := conn.Write(chunk); err != nil {
+								return
+							}
+						}
+					}()
+					defer func() { <-sent }()
+				}
+				reason := recv(t, closes, "the stream's end")
+				assert.ErrorIs(t, reason, listen.ErrDisconnected)
+				assert.ErrorIs(t, reason, streamhttp.ErrUnexpectedBytes)
+				// The server closed the connection: reads end (EOF, or a
+				// reset for the bytes it never read), never time out.
+				require.NoError(t, conn.SetReadDeadline(time.Now().Add(failsafe)))
+				_, err = io.Copy(io.Discard, conn)
+				var ne net.Error
+				assert.False(t, errors.As(err, &ne) && ne.Timeout(), "the connection stayed open: %v", err)
+				if source == "hub" {
+					// And the hub serves the next listen.
+					s := at.listen(t, `"next"`, listenHeaders())
+					at.hub.ToolsListChanged()
+					assert.Equal(t, jsonrpc.MethodToolsListChanged, s.next(t).method())
+				}
+			})
+		}
+	}
 }
