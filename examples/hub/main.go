@@ -36,7 +36,8 @@ func main() {
 			return a
 		},
 	}))
-	h, err := hub.New(hub.Options{MaxBuffer: 2, Hooks: hub.SlogHooks(logger)})
+	completed := make(chan struct{})
+	h, err := hub.New(hub.Options{MaxBuffer: 2, Hooks: onComplete{hub.SlogHooks(logger), completed}})
 	if err != nil {
 		panic(err)
 	}
@@ -95,10 +96,15 @@ func main() {
 		show(fmt.Sprintf("resources/updated build.log #%d", build), r, err)
 	}
 
-	slow.resume()
 	// End every stream gracefully: each client gets what is queued for it,
-	// then its completion. Shutdown returns once every stream is closed.
-	if err := h.Shutdown(context.Background()); err != nil {
+	// then its completion. Shutdown returns once every stream is closed;
+	// slow's client reads again once the hub has completed its listeners
+	// (so the completion's log line shows slow's two queued events).
+	shut := make(chan error, 1)
+	go func() { shut <- h.Shutdown(context.Background()) }()
+	<-completed
+	slow.resume()
+	if err := <-shut; err != nil {
 		panic(err)
 	}
 	for _, c := range []*client{alpha, beta, slow} {
@@ -110,6 +116,18 @@ func main() {
 	}
 	st := h.Stats()
 	fmt.Printf("\nstats: subscriptions=%d queued=%d dropped=%d\n", st.Subscriptions, st.Queued, st.Dropped)
+}
+
+// onComplete is the hub's hooks, closing done after the completion was
+// logged.
+type onComplete struct {
+	hub.Hooks
+	done chan struct{}
+}
+
+func (h onComplete) OnComplete(i hub.CompleteInfo) {
+	h.Hooks.OnComplete(i)
+	close(h.done)
 }
 
 // client is one served subscription and the messages its Sink received.
