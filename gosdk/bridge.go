@@ -71,7 +71,7 @@ const legacyVersion = "2025-11-25"
 //
 // NewHandler (HTTP) and Serve (stdio) build one; use a Bridge directly to
 // serve listens over another transport: its Source and ListenOptions are
-// what listen.Open, streamhttp.New or stdio.NewServer take.
+// what listen.Open, streamhttp.New or stdio.New take.
 //
 // # How it works
 //
