@@ -51,7 +51,7 @@ func TestTrackReplay(t *testing.T) {
 		}
 		return b
 	}
-	ok := func(b *Bridge, seq uint64) bool { _, ok := b.track("p", seq); return ok }
+	ok := func(b *Bridge, seq uint64) bool { _, _, ok := b.track("p", seq); return ok }
 
 	b := newB(true)
 	assert.True(t, ok(b, 5), "a new origin may start anywhere")

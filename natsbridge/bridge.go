@@ -448,7 +448,8 @@ func (b *Bridge) onMsg(m *nats.Msg) {
 		b.echoes.Add(1)
 		return
 	}
-	if last, ok := b.track(d.origin, d.seq); !ok {
+	last, gap, ok := b.track(d.origin, d.seq)
+	if !ok {
 		b.dReplayed.Add(1)
 		handled = true
 		b.opts.Hooks.OnDrop(DropInfo{Reason: ReasonReplayed, Count: 1, Bytes: len(data),
@@ -456,6 +457,9 @@ func (b *Bridge) onMsg(m *nats.Msg) {
 		return
 	}
 	if d.event.Kind == 0 { // a sync message
+		if gap {
+			b.requestLossResync()
+		}
 		return
 	}
 	// Counted first, so that a listener that saw the event sees it counted.
@@ -465,14 +469,19 @@ func (b *Bridge) onMsg(m *nats.Msg) {
 	}
 	handled = true
 	r, _ := b.hub.Publish(d.event) // no error: decodeEnvelope validated the event
+	if gap {
+		// Asked for after the event that revealed the gap reached the hub,
+		// so that the listeners see the event before the resync.
+		b.requestLossResync()
+	}
 	b.opts.Hooks.OnReceive(ReceiveInfo{
 		Report: r, EventKind: d.event.Kind, ExtensionID: d.event.ExtensionID,
 		Origin: d.origin, Seq: d.seq, Bytes: len(data), Stripped: d.stripped,
 	})
 }
 
-// track records a peer's sequence number and asks for a resync when
-// messages are missing. With authentication it refuses (ok false, with
+// track records a peer's sequence number and reports (gap) when messages
+// are missing: the caller then asks for a resync. With authentication it refuses (ok false, with
 // the last sequence number accepted) a sequence number that is not above
 // the peer's last: a bridge numbers its messages from 1 up and NATS does
 // not duplicate them, so that is a replay, which must neither be delivered
@@ -480,11 +489,11 @@ func (b *Bridge) onMsg(m *nats.Msg) {
 // like a gap). Without authentication anyone can forge any number, so
 // refusing would only let a forger silence a peer by sending a high one:
 // the number is taken as it comes. Delivery goroutine only.
-func (b *Bridge) track(origin string, seq uint64) (last uint64, ok bool) {
+func (b *Bridge) track(origin string, seq uint64) (last uint64, gap, ok bool) {
 	epoch := b.resetEpoch.Load()
 	p, known := b.peers[origin]
 	if known && b.verifier != nil && seq <= p.last {
-		return p.last, false
+		return p.last, false, false
 	}
 	if !known && len(b.peers) >= maxPeers {
 		clear(b.peers)
@@ -494,9 +503,9 @@ func (b *Bridge) track(origin string, seq uint64) (last uint64, ok bool) {
 	// what it published meanwhile is covered by the resync.
 	if known && p.epoch == epoch && seq > p.last+1 {
 		b.gaps.Add(seq - p.last - 1)
-		b.requestLossResync()
+		gap = true
 	}
-	return seq, true
+	return seq, gap, true
 }
 
 func (b *Bridge) requestLossResync() {
