@@ -15,7 +15,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
@@ -25,9 +24,10 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/mcplisten/listen/internal/procstat"
 
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/jsonrpc"
@@ -52,13 +52,13 @@ func main() {
 	for i := range *runs {
 		r := run(*n, *wt, *maxInFlight, *blockingFiles, *watch, *quiet)
 		fmt.Printf("run %d: peak RSS %.1f MiB, RSS at the end %.1f MiB, requests taken by the server %d of %d, %s\n",
-			i+1, mib(r.peak), mib(r.last), r.taken, *n, r.end)
-		peaks = append(peaks, mib(r.peak))
-		settled = append(settled, mib(r.last))
+			i+1, procstat.MiB(r.peak), procstat.MiB(r.last), r.taken, *n, r.end)
+		peaks = append(peaks, procstat.MiB(r.peak))
+		settled = append(settled, procstat.MiB(r.last))
 	}
 	if *runs > 1 {
 		fmt.Printf("peak RSS over %d runs: median %.1f MiB (min %.1f, max %.1f); RSS at the end: median %.1f MiB (min %.1f, max %.1f)\n",
-			*runs, median(peaks), slices.Min(peaks), slices.Max(peaks), median(settled), slices.Min(settled), slices.Max(settled))
+			*runs, procstat.Median(peaks), slices.Min(peaks), slices.Max(peaks), procstat.Median(settled), slices.Min(settled), slices.Max(settled))
 	}
 }
 
@@ -111,7 +111,7 @@ func run(n int, wt time.Duration, maxInFlight int, blockingFiles bool, watch tim
 			in.Close()
 			return r
 		case <-tick.C:
-			rss, hwm := procStatus(cmd.Process.Pid)
+			rss, hwm, _ := procstat.Memory(cmd.Process.Pid) // zero once the server exited
 			r.peak = max(r.peak, hwm)
 			if rss > 0 {
 				r.last = rss
@@ -119,7 +119,7 @@ func run(n int, wt time.Duration, maxInFlight int, blockingFiles bool, watch tim
 			el := time.Since(t0)
 			if !quiet && el-lastPrint >= time.Second {
 				lastPrint = el
-				fmt.Printf("t=%4.1fs RSS %7.1f MiB (peak %7.1f MiB), requests taken %d\n", el.Seconds(), mib(rss), mib(hwm), taken.Load())
+				fmt.Printf("t=%4.1fs RSS %7.1f MiB (peak %7.1f MiB), requests taken %d\n", el.Seconds(), procstat.MiB(rss), procstat.MiB(hwm), taken.Load())
 			}
 			if el > watch {
 				r.taken = taken.Load()
@@ -155,41 +155,6 @@ func serve(wt time.Duration, maxInFlight int, blockingFiles bool) {
 	err = srv.Serve(context.Background(), os.Stdin, os.Stdout)
 	fmt.Fprintf(os.Stderr, "server: Serve returned after %.1fs: %v\n", time.Since(t0).Seconds(), err)
 	os.Exit(0)
-}
-
-// procStatus returns the VmRSS and VmHWM of pid, in bytes.
-func procStatus(pid int) (rss, hwm int64) {
-	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return 0, 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if !ok {
-			continue
-		}
-		kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-		switch k {
-		case "VmRSS":
-			rss = kb << 10
-		case "VmHWM":
-			hwm = kb << 10
-		}
-	}
-	return rss, hwm
-}
-
-func mib(b int64) float64 { return float64(b) / (1 << 20) }
-
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 func check(err error) {

@@ -40,6 +40,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcplisten/listen/internal/procstat"
+
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/streamhttp"
@@ -66,20 +68,20 @@ func main() {
 		r := run(*kind, *n, *size, *interval, *watch)
 		fmt.Printf("run %d: %s\n", i+1, r)
 		if len(r.lives) > 0 {
-			lives = append(lives, median(r.lives))
+			lives = append(lives, procstat.Median(r.lives))
 		}
-		peaks = append(peaks, mib(r.peak))
-		ends = append(ends, mib(r.last))
+		peaks = append(peaks, procstat.MiB(r.peak))
+		ends = append(ends, procstat.MiB(r.last))
 		open = append(open, float64(r.open))
 	}
 	if *runs > 1 {
 		fmt.Printf("over %d runs (medians of the runs' figures, min-max): ", *runs)
 		if len(lives) > 0 {
-			fmt.Printf("request life %.2fs (%.2f-%.2f), ", median(lives), slices.Min(lives), slices.Max(lives))
+			fmt.Printf("request life %.2fs (%.2f-%.2f), ", procstat.Median(lives), slices.Min(lives), slices.Max(lives))
 		}
 		fmt.Printf("still open after %v %.0f (%.0f-%.0f), peak RSS %.1f MiB (%.1f-%.1f), RSS at the end %.1f MiB (%.1f-%.1f)\n",
-			*watch, median(open), slices.Min(open), slices.Max(open),
-			median(peaks), slices.Min(peaks), slices.Max(peaks), median(ends), slices.Min(ends), slices.Max(ends))
+			*watch, procstat.Median(open), slices.Min(open), slices.Max(open),
+			procstat.Median(peaks), slices.Min(peaks), slices.Max(peaks), procstat.Median(ends), slices.Min(ends), slices.Max(ends))
 	}
 }
 
@@ -98,10 +100,10 @@ func (r result) String() string {
 	fmt.Fprintf(&b, "%d %s connections: ", r.n, r.kind)
 	if len(r.lives) > 0 {
 		fmt.Fprintf(&b, "%d ended by the server after %.2fs (median; min %.2f, max %.2f), answers %v; ",
-			len(r.lives), median(r.lives), slices.Min(r.lives), slices.Max(r.lives), r.answers)
+			len(r.lives), procstat.Median(r.lives), slices.Min(r.lives), slices.Max(r.lives), r.answers)
 	}
 	fmt.Fprintf(&b, "%d still open at the end; %d failed; server peak RSS %.1f MiB, at the end %.1f MiB",
-		r.open, r.failed, mib(r.peak), mib(r.last))
+		r.open, r.failed, procstat.MiB(r.peak), procstat.MiB(r.last))
 	return b.String()
 }
 
@@ -185,7 +187,7 @@ func run(kind string, n, size int, interval, watch time.Duration) result {
 	defer tick.Stop()
 	for time.Since(t0) < watch {
 		<-tick.C
-		rss, hwm := procStatus(cmd.Process.Pid)
+		rss, hwm, _ := procstat.Memory(cmd.Process.Pid) // zero once the server exited
 		r.peak = max(r.peak, hwm)
 		if rss > 0 {
 			r.last = rss
@@ -248,41 +250,6 @@ func serve() {
 		}
 	}()
 	check((&http.Server{Handler: h}).Serve(ln))
-}
-
-// procStatus returns the VmRSS and VmHWM of pid, in bytes.
-func procStatus(pid int) (rss, hwm int64) {
-	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return 0, 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if !ok {
-			continue
-		}
-		kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-		switch k {
-		case "VmRSS":
-			rss = kb << 10
-		case "VmHWM":
-			hwm = kb << 10
-		}
-	}
-	return rss, hwm
-}
-
-func mib(b int64) float64 { return float64(b) / (1 << 20) }
-
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 func check(err error) {

@@ -29,11 +29,11 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mcplisten/listen/internal/procstat"
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
@@ -197,7 +197,7 @@ func run(pid int, addr string, i, size int, lines <-chan string) (result, error)
 			break
 		}
 	}
-	before, err := processCPU(pid)
+	before, err := procstat.CPU(pid)
 	if err != nil {
 		return result{}, err
 	}
@@ -223,34 +223,9 @@ func run(pid int, addr string, i, size int, lines <-chan string) (result, error)
 	case <-time.After(60 * time.Second):
 		return result{}, errors.New("the stream did not end")
 	}
-	after, err := processCPU(pid)
+	after, err := procstat.CPU(pid)
 	if err != nil {
 		return result{}, err
 	}
 	return result{cpu: after - before, sent: sent, reason: reason}, nil
-}
-
-// processCPU returns the CPU time of every thread of process pid.
-func processCPU(pid int) (time.Duration, error) {
-	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
-	if err != nil {
-		return 0, err
-	}
-	var total time.Duration
-	for _, t := range tasks {
-		b, err := os.ReadFile(t)
-		if err != nil {
-			continue // the thread exited
-		}
-		f := strings.Fields(string(b))
-		if len(f) == 0 {
-			continue
-		}
-		ns, err := strconv.ParseInt(f[0], 10, 64)
-		if err != nil {
-			return 0, err
-		}
-		total += time.Duration(ns)
-	}
-	return total, nil
 }
