@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -187,14 +188,23 @@ func openListen(t testing.TB, endpoint string, id any, notifications map[string]
 	return s, ack.Params.Notifications
 }
 
+// failsafe bounds a wait for something that should come, so that a
+// missing message fails the test instead of hanging it.
+const failsafe = 10 * time.Second
+
 // next returns the stream's next message.
 func (s *stream) next() msg {
 	s.t.Helper()
-	m, ok := <-s.msgs
-	if !ok {
-		s.t.Fatal("stream ended")
+	select {
+	case m, ok := <-s.msgs:
+		if !ok {
+			s.t.Fatal("stream ended")
+		}
+		return m
+	case <-time.After(failsafe):
+		s.t.Fatalf("no message within %v", failsafe)
+		return msg{}
 	}
-	return m
 }
 
 // rest reads the stream to its end and returns the methods of what came

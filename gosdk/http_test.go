@@ -210,3 +210,61 @@ func TestBridgeStreamsStayNotifyStreams(t *testing.T) {
 		st.Close(nil)
 	}
 }
+
+// TestHTTPFolderListen: with Options.Listen.SubResources, a folder listen
+// behind a go-sdk server receives the updates of the files below it and
+// nothing else. Server.ResourceUpdated reaches it for a file that some
+// listen names exactly (the go-sdk then reports the update to the bridge);
+// for any other file the update is published with Handler.Hub, as the
+// package doc says.
+func TestHTTPFolderListen(t *testing.T) {
+	const (
+		dir       = "test://dir/"
+		watched   = "test://dir/watched.txt"
+		unnamed   = "test://dir/sub/unnamed.txt"
+		outside   = "test://dirt/x.txt" // prefix, but not below the folder
+		dotdot    = "test://dir/../etc/passwd"
+		elsewhere = "test://other/dir/x.txt"
+	)
+	srv := plainServer()
+	h, err := gosdk.NewHandler(srv, gosdk.HandlerOptions{Options: gosdk.Options{
+		Listen: listen.Options{SubResources: true},
+	}})
+	require.NoError(t, err)
+	ts := httptest.NewServer(h)
+	defer ts.Close()
+	ctx := context.Background()
+
+	folder, got := openListen(t, ts.URL, "folder", map[string]any{"resourceSubscriptions": []any{dir}})
+	assert.Equal(t, map[string]any{"resourceSubscriptions": []any{dir}}, got, "the acknowledgement echoes the folder")
+	exact, _ := openListen(t, ts.URL, "exact", map[string]any{"resourceSubscriptions": []any{watched}})
+
+	updated := func(uri string) {
+		t.Helper()
+		require.NoError(t, srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri}))
+	}
+	// A file some listen names exactly: the go-sdk's own call reaches the
+	// exact listen and the folder listen.
+	updated(watched)
+	for _, s := range []*stream{exact, folder} {
+		m := s.next()
+		assert.Equal(t, "notifications/resources/updated", m.Method)
+		assert.Equal(t, watched, m.Params.URI)
+	}
+	// The folder itself.
+	updated(dir)
+	assert.Equal(t, dir, folder.next().Params.URI)
+
+	// Files nobody names exactly, and URIs that are not below the folder,
+	// published with the hub: only the files below the folder arrive.
+	for _, u := range []string{outside, dotdot, elsewhere, unnamed} {
+		_, err := h.Hub().ResourceUpdated(u)
+		require.NoError(t, err, u)
+	}
+	m := folder.next()
+	assert.Equal(t, unnamed, m.Params.URI, "the next update of the folder listen is the file below it")
+
+	require.NoError(t, h.Shutdown(ctx))
+	assert.Equal(t, []string{"result"}, folder.rest(), "nothing else reached the folder listen")
+	assert.Equal(t, []string{"result"}, exact.rest(), "nor the exact one")
+}
