@@ -56,7 +56,8 @@
 //     a gap (Stats.Gaps) means lost messages, for instance over a broken
 //     route inside a NATS cluster; also when nats.go dropped messages over
 //     the subscription's pending limits (Drops.SlowConsumer). Loss resyncs
-//     are at most one per Options.ResyncInterval;
+//     are at most one per Options.ResyncInterval, and reach the listeners
+//     after the event whose sequence number revealed the gap;
 //   - when the application calls Bridge.Resync (ResyncManual).
 //
 // After a reconnect a bridge also publishes a small sync message carrying
