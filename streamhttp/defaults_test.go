@@ -92,7 +92,7 @@ func TestDefaultTimings(t *testing.T) {
 		for i := 1; i <= 2; i++ {
 			f, err := s.frame()
 			require.NoError(t, err)
-			require.True(t, f.isComment)
+			require.True(t, f.IsComment)
 			assert.Equal(t, time.Duration(i)*streamhttp.DefaultKeepAlive, time.Since(start))
 		}
 

@@ -120,8 +120,8 @@ func TestShutdownWaitsForOnClose(t *testing.T) {
 							ended <- end{last, err}
 							return
 						}
-						if !f.isComment {
-							last = f.data
+						if !f.IsComment {
+							last = f.Data
 						}
 					}
 				}()

@@ -135,13 +135,7 @@ func (c *rawListen) open(t testing.TB) *rawListen {
 // data reads the next message's raw data, skipping comments.
 func (c *rawListen) data(t testing.TB) string {
 	t.Helper()
-	for {
-		f, err := c.s.frame()
-		require.NoError(t, err)
-		if !f.isComment {
-			return f.data
-		}
-	}
+	return c.s.event(t).Data
 }
 
 // notification is the exact wire form of a list change for subscription id.
@@ -238,8 +232,8 @@ func TestHubStreamsKeepAlive(t *testing.T) {
 			for range 3 {
 				f, err := c.s.frame()
 				require.NoError(t, err)
-				assert.True(t, f.isComment)
-				assert.Equal(t, "keep-alive", f.comment)
+				assert.True(t, f.IsComment)
+				assert.Equal(t, "keep-alive", f.Comment)
 				assert.Equal(t, `"k"`, recv(t, kept, "OnKeepAlive"))
 			}
 			e.hub.ToolsListChanged()

@@ -62,7 +62,7 @@ func TestOnKeepAlive(t *testing.T) {
 				for range 3 {
 					f, err := s.frame()
 					require.NoError(t, err)
-					require.True(t, f.isComment)
+					require.True(t, f.IsComment)
 				}
 				synctest.Wait() // the third hook call follows its write
 				mu.Lock()

@@ -74,7 +74,7 @@ func TestStalledClient(t *testing.T) {
 						Seq int `json:"seq"`
 					} `json:"params"`
 				}
-				if err := json.Unmarshal([]byte(f.data), &m); err != nil {
+				if err := json.Unmarshal([]byte(f.Data), &m); err != nil {
 					ended <- err
 					return
 				}

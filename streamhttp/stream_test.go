@@ -213,8 +213,8 @@ func TestKeepAlive(t *testing.T) {
 	for range 3 {
 		f, err := s.frame()
 		require.NoError(t, err)
-		assert.True(t, f.isComment)
-		assert.Equal(t, "keep-alive", f.comment)
+		assert.True(t, f.IsComment)
+		assert.Equal(t, "keep-alive", f.Comment)
 	}
 	st := e.src.stream(t, "k")
 	st.Emit(listen.ToolsListChanged())
@@ -252,7 +252,7 @@ func TestIdleLongerThanWriteTimeout(t *testing.T) {
 			for range 3 {
 				f, err := s.frame()
 				require.NoError(t, err)
-				require.True(t, f.isComment)
+				require.True(t, f.IsComment)
 			}
 			st := e.src.stream(t, "i")
 			st.Emit(listen.ToolsListChanged())
