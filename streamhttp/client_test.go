@@ -31,7 +31,7 @@ type closed struct {
 
 // env is a Handler on a real loopback HTTP server, with a test Source.
 type env struct {
-	src    *testSource
+	src    *listentest.Source
 	h      *streamhttp.Handler
 	ts     *httptest.Server
 	client *http.Client
@@ -63,19 +63,19 @@ func caps() listen.Capabilities {
 	}
 }
 
-func newEnv(t *testing.T, src *testSource, opts *streamhttp.Options, cfg envConfig) *env {
+func newEnv(t *testing.T, src *listentest.Source, opts *streamhttp.Options, cfg envConfig) *env {
 	t.Helper()
 	if src == nil {
-		src = newTestSource()
+		src = listentest.NewSource()
 	}
 	return newEnvOn(t, src, opts, cfg)
 }
 
 // newEnvOn is newEnv on any Source (env.src is set when it is a
-// *testSource).
+// *listentest.Source).
 func newEnvOn(t *testing.T, source listen.Source, opts *streamhttp.Options, cfg envConfig) *env {
 	t.Helper()
-	src, _ := source.(*testSource)
+	src, _ := source.(*listentest.Source)
 	e := &env{
 		src:    src,
 		served: make(chan struct{}, 1024),

@@ -23,6 +23,7 @@ import (
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -278,7 +279,7 @@ func TestTrailingBytesEndTheStream(t *testing.T) {
 				e := newHubEnv(t, p.portable, hub.Options{}, streamhttp.Options{}, 0)
 				if p.name == "blocking source" {
 					// A Source whose streams block in Next.
-					src := newTestSource()
+					src := listentest.NewSource()
 					e.h = newHandler(t, src, streamhttp.Options{
 						Listen:  listen.Options{Capabilities: caps()},
 						OnClose: func(sub *listen.Subscription, reason error) { e.closes <- closed{sub.ID().String(), reason} },
@@ -472,7 +473,7 @@ func TestFastPathOnlyForHubStreamsTakenOver(t *testing.T) {
 			if tc.src != nil {
 				h.ToolsListChanged()
 			} else {
-				e.src.stream(t, "x").Emit(listen.ToolsListChanged())
+				streamOf(t, e.src, "x").Send(listen.ToolsListChanged())
 			}
 			assert.Equal(t, jsonrpc.MethodToolsListChanged, s.message(t)["method"])
 			require.NoError(t, e.h.Shutdown(context.Background()))
