@@ -187,7 +187,7 @@ func TestStreamWaitsForItsOpen(t *testing.T) {
 func TestSSEReader(t *testing.T) {
 	body := ": keep-alive\n\n" +
 		"event: message\ndata: {\"n\":1}\n\n" +
-		"event: message\r\nid: 7\r\ndata: a\r\ndata: b\r\n\r\n" +
+		"event: message\r\nid: 7\r\nretry: 1500\r\ndata: a\r\ndata: b\r\n\r\n" +
 		"event: message\ndata: {\"n\":2}\n\n"
 	r := listentest.NewSSEReader(strings.NewReader(body))
 	ev, err := r.Next()
@@ -198,7 +198,7 @@ func TestSSEReader(t *testing.T) {
 	assert.Equal(t, map[string]any{"n": jsonNumber("1")}, m)
 	ev, err = r.Next()
 	require.NoError(t, err)
-	assert.Equal(t, listentest.SSEEvent{Event: "message", ID: "7", Data: "a\nb"}, ev)
+	assert.Equal(t, listentest.SSEEvent{Event: "message", ID: "7", Retry: "1500", Data: "a\nb"}, ev)
 	m, err = r.Message()
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{"n": jsonNumber("2")}, m)

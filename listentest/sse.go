@@ -18,6 +18,9 @@ type SSEEvent struct {
 	Data string
 	// ID is the "id" field, if any.
 	ID string
+	// Retry is the "retry" field as sent (the reconnection delay the
+	// server asks for, in milliseconds), if any.
+	Retry string
 	// Comment is the text of a comment line (":" and one space stripped);
 	// IsComment tells a comment from an event with empty fields.
 	Comment   string
@@ -73,6 +76,7 @@ func (r *SSEReader) Next() (SSEEvent, error) {
 			case "id":
 				ev.ID = value
 			case "retry":
+				ev.Retry = value
 			default:
 				return ev, fmt.Errorf("listentest: unexpected SSE field %q", name)
 			}

@@ -1,11 +1,11 @@
 package streamhttp_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net"
@@ -19,6 +19,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -30,7 +31,7 @@ type closed struct {
 
 // env is a Handler on a real loopback HTTP server, with a test Source.
 type env struct {
-	src    *testSource
+	src    *listentest.Source
 	h      *streamhttp.Handler
 	ts     *httptest.Server
 	client *http.Client
@@ -62,19 +63,19 @@ func caps() listen.Capabilities {
 	}
 }
 
-func newEnv(t *testing.T, src *testSource, opts *streamhttp.Options, cfg envConfig) *env {
+func newEnv(t *testing.T, src *listentest.Source, opts *streamhttp.Options, cfg envConfig) *env {
 	t.Helper()
 	if src == nil {
-		src = newTestSource()
+		src = listentest.NewSource()
 	}
 	return newEnvOn(t, src, opts, cfg)
 }
 
 // newEnvOn is newEnv on any Source (env.src is set when it is a
-// *testSource).
+// *listentest.Source).
 func newEnvOn(t *testing.T, source listen.Source, opts *streamhttp.Options, cfg envConfig) *env {
 	t.Helper()
-	src, _ := source.(*testSource)
+	src, _ := source.(*listentest.Source)
 	e := &env{
 		src:    src,
 		served: make(chan struct{}, 1024),
@@ -226,71 +227,39 @@ func readError(t *testing.T, resp *http.Response) errorBody {
 	return b
 }
 
-// frame is one SSE event or comment.
-type frame struct {
-	event   string
-	data    string
-	comment string
-	// isComment is set for a comment line.
-	isComment bool
-}
-
-// sse reads an SSE response.
+// sse reads a listen's SSE response with listentest.SSEReader; its
+// methods fail the test where the reader returns an error.
 type sse struct {
+	*listentest.SSEReader
 	resp *http.Response
-	rd   *bufio.Reader
 }
 
 func newSSE(resp *http.Response) *sse {
-	return &sse{resp: resp, rd: bufio.NewReader(resp.Body)}
+	return &sse{SSEReader: listentest.NewSSEReader(resp.Body), resp: resp}
 }
 
-// frame reads the next event or comment. It returns io.EOF at a clean end of
-// the response.
-func (s *sse) frame() (frame, error) {
-	var f frame
-	var data []string
-	seen := false
+// frame reads the next event or comment, as Next does, and fails on what
+// the Handler never sends: an event other than "message", one with an id
+// or retry field, or data of several lines.
+func (s *sse) frame() (listentest.SSEEvent, error) {
+	ev, err := s.Next()
+	if err != nil || ev.IsComment {
+		return ev, err
+	}
+	if ev != (listentest.SSEEvent{Event: "message", Data: ev.Data}) || strings.Contains(ev.Data, "\n") {
+		return ev, fmt.Errorf("not a message the Handler sends: %+v", ev)
+	}
+	return ev, nil
+}
+
+// event reads the next message event, skipping comments.
+func (s *sse) event(t testing.TB) listentest.SSEEvent {
+	t.Helper()
 	for {
-		line, err := s.rd.ReadString('\n')
-		if err != nil {
-			if errors.Is(err, io.EOF) && line == "" && !seen {
-				return f, io.EOF
-			}
-			if errors.Is(err, io.EOF) {
-				return f, io.ErrUnexpectedEOF
-			}
-			return f, err
-		}
-		line = strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")
-		switch {
-		case line == "":
-			if seen {
-				f.data = strings.Join(data, "\n")
-				return f, nil
-			}
-		case strings.HasPrefix(line, ":"):
-			if !seen {
-				// A comment on its own; its blank line follows.
-				f.isComment = true
-				f.comment = strings.TrimPrefix(strings.TrimPrefix(line, ":"), " ")
-				if _, err := s.rd.ReadString('\n'); err != nil {
-					return f, err
-				}
-				return f, nil
-			}
-		default:
-			seen = true
-			name, value, _ := strings.Cut(line, ":")
-			value = strings.TrimPrefix(value, " ")
-			switch name {
-			case "event":
-				f.event = value
-			case "data":
-				data = append(data, value)
-			default:
-				return f, errors.New("unexpected SSE field " + name)
-			}
+		ev, err := s.frame()
+		require.NoError(t, err)
+		if !ev.IsComment {
+			return ev
 		}
 	}
 }
@@ -298,32 +267,21 @@ func (s *sse) frame() (frame, error) {
 // message reads the next JSON-RPC message, skipping comments.
 func (s *sse) message(t testing.TB) map[string]any {
 	t.Helper()
-	for {
-		f, err := s.frame()
-		require.NoError(t, err)
-		if f.isComment {
-			continue
-		}
-		require.Equal(t, "message", f.event)
-		require.NotContains(t, f.data, "\n")
-		var m map[string]any
-		dec := json.NewDecoder(strings.NewReader(f.data))
-		dec.UseNumber()
-		require.NoError(t, dec.Decode(&m), "data %q", f.data)
-		return m
-	}
+	m, ok := jsonOf(t, s.event(t).Data).(map[string]any)
+	require.True(t, ok, "not a JSON object")
+	return m
 }
 
 // end checks that the response ends cleanly, skipping comments.
 func (s *sse) end(t testing.TB) {
 	t.Helper()
 	for {
-		f, err := s.frame()
+		ev, err := s.frame()
 		if errors.Is(err, io.EOF) {
 			return
 		}
 		require.NoError(t, err)
-		require.True(t, f.isComment, "want the end of the stream, got %+v", f)
+		require.True(t, ev.IsComment, "want the end of the stream, got %+v", ev)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -71,7 +72,7 @@ func (pipeAddr) String() string  { return "pipe" }
 // the fake clock of a synctest bubble.
 func TestDefaultTimings(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		src := newTestSource()
+		src := listentest.NewSource()
 		h := newHandler(t, src, streamhttp.Options{Listen: listen.Options{Capabilities: caps()}})
 		l := newPipeListener()
 		srv := &http.Server{Handler: h}
@@ -92,7 +93,7 @@ func TestDefaultTimings(t *testing.T) {
 		for i := 1; i <= 2; i++ {
 			f, err := s.frame()
 			require.NoError(t, err)
-			require.True(t, f.isComment)
+			require.True(t, f.IsComment)
 			assert.Equal(t, time.Duration(i)*streamhttp.DefaultKeepAlive, time.Since(start))
 		}
 
@@ -105,19 +106,19 @@ func TestDefaultTimings(t *testing.T) {
 			_, _ = fmt.Fprintf(conn, "POST / HTTP/1.1\r\nHost: pipe\r\nContent-Type: application/json\r\n"+
 				"Content-Length: %d\r\n\r\n%s", len(body), body)
 		}()
-		stalled := src.stream(t, "stalled")
+		stalled := streamOf(t, src, "stalled")
 		opened := time.Now()
-		reason := stalled.Reason(t)
+		reason := reasonOf(t, stalled)
 		assert.Equal(t, streamhttp.DefaultWriteTimeout, time.Since(opened), "cut when the ack's write deadline expired")
 		assert.ErrorIs(t, reason, listen.ErrDisconnected)
 		assert.ErrorIs(t, reason, os.ErrDeadlineExceeded)
 		conn.Close()
 
 		// The reading stream was not disturbed.
-		st := src.stream(t, "r")
-		st.Emit(listen.ToolsListChanged())
+		st := streamOf(t, src, "r")
+		st.Send(listen.ToolsListChanged())
 		assert.Equal(t, jsonrpc.MethodToolsListChanged, s.message(t)["method"])
-		st.Complete()
+		st.End()
 		s.message(t)
 		s.end(t)
 		resp.Body.Close()

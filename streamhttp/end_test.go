@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -47,9 +48,9 @@ func TestEndOrder(t *testing.T) {
 				}, envConfig{http2: p.http2})
 				s := e.listen(t, `"o"`, `{}`)
 				s.message(t)
-				st := e.src.stream(t, "o")
+				st := streamOf(t, e.src, "o")
 				if ending == "complete" {
-					st.Complete()
+					st.End()
 					assert.Equal(t, "complete", s.message(t)["result"].(map[string]any)["resultType"])
 					s.end(t)
 					select {
@@ -83,7 +84,7 @@ func TestShutdownWaitsForOnClose(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				src := newTestSource()
+				src := listentest.NewSource()
 				entered, release := make(chan struct{}), make(chan struct{})
 				h := newHandler(t, src, streamhttp.Options{
 					Listen:     listen.Options{Capabilities: caps()},
@@ -120,8 +121,8 @@ func TestShutdownWaitsForOnClose(t *testing.T) {
 							ended <- end{last, err}
 							return
 						}
-						if !f.isComment {
-							last = f.data
+						if !f.IsComment {
+							last = f.Data
 						}
 					}
 				}()
@@ -195,7 +196,7 @@ func TestOnClosePanics(t *testing.T) {
 			}, envConfig{http2: p.http2, errorLog: log.New(&logged, "", 0)})
 			s := e.listen(t, `"p"`, `{}`)
 			s.message(t)
-			e.src.stream(t, "p").Complete()
+			streamOf(t, e.src, "p").End()
 			assert.Equal(t, "complete", s.message(t)["result"].(map[string]any)["resultType"])
 			s.end(t)
 			assert.Contains(t, logged.String(), `streamhttp: panic in OnClose of listen "p": OnClose failed`)

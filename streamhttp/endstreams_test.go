@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -62,7 +63,7 @@ func TestEndStreams(t *testing.T) {
 				assert.Equal(t, `"`+id+`"`, subID(t, done, "result"))
 				assert.Equal(t, "complete", done["result"].(map[string]any)["resultType"])
 				s.end(t)
-				reason := e.src.stream(t, id).Reason(t)
+				reason := reasonOf(t, streamOf(t, e.src, id))
 				assert.ErrorIs(t, reason, streamhttp.ErrEnded)
 				assert.ErrorIs(t, reason, listen.ErrShutdown)
 			}
@@ -73,10 +74,10 @@ func TestEndStreams(t *testing.T) {
 			assert.Equal(t, streamhttp.Stats{Active: 1, Opened: 3, Closed: 2}, e.h.Stats())
 			assert.Zero(t, e.h.EndStreams(func(auth any) bool { return auth == "alice" }), "nothing left to end")
 
-			st := e.src.stream(t, "b1")
-			st.Emit(listen.ToolsListChanged())
+			st := streamOf(t, e.src, "b1")
+			st.Send(listen.ToolsListChanged())
 			assert.Equal(t, jsonrpc.MethodToolsListChanged, b1.message(t)["method"])
-			st.Complete()
+			st.End()
 			b1.message(t)
 			b1.end(t)
 		})
@@ -89,7 +90,7 @@ func TestEndStreams(t *testing.T) {
 // and then calls EndStreams leaves none of its streams behind.
 func TestEndStreamsWhileTheBodyIsRead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		src := newTestSource()
+		src := listentest.NewSource()
 		p := newPipeServer(t, src, streamhttp.Options{Authenticate: byUser}, false)
 		conn, err := p.l.dial(context.Background(), "", "")
 		require.NoError(t, err)
@@ -117,7 +118,7 @@ func TestEndStreamsWhileTheBodyIsRead(t *testing.T) {
 		done := s.message(t)
 		assert.Equal(t, `"late"`, subID(t, done, "result"))
 		s.end(t)
-		assert.ErrorIs(t, src.stream(t, "late").Reason(t), streamhttp.ErrEnded)
+		assert.ErrorIs(t, reasonOf(t, streamOf(t, src, "late")), streamhttp.ErrEnded)
 		p.close(t)
 		synctest.Wait()
 	})

@@ -23,6 +23,7 @@ import (
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -135,13 +136,7 @@ func (c *rawListen) open(t testing.TB) *rawListen {
 // data reads the next message's raw data, skipping comments.
 func (c *rawListen) data(t testing.TB) string {
 	t.Helper()
-	for {
-		f, err := c.s.frame()
-		require.NoError(t, err)
-		if !f.isComment {
-			return f.data
-		}
-	}
+	return c.s.event(t).Data
 }
 
 // notification is the exact wire form of a list change for subscription id.
@@ -238,8 +233,8 @@ func TestHubStreamsKeepAlive(t *testing.T) {
 			for range 3 {
 				f, err := c.s.frame()
 				require.NoError(t, err)
-				assert.True(t, f.isComment)
-				assert.Equal(t, "keep-alive", f.comment)
+				assert.True(t, f.IsComment)
+				assert.Equal(t, "keep-alive", f.Comment)
 				assert.Equal(t, `"k"`, recv(t, kept, "OnKeepAlive"))
 			}
 			e.hub.ToolsListChanged()
@@ -284,7 +279,7 @@ func TestTrailingBytesEndTheStream(t *testing.T) {
 				e := newHubEnv(t, p.portable, hub.Options{}, streamhttp.Options{}, 0)
 				if p.name == "blocking source" {
 					// A Source whose streams block in Next.
-					src := newTestSource()
+					src := listentest.NewSource()
 					e.h = newHandler(t, src, streamhttp.Options{
 						Listen:  listen.Options{Capabilities: caps()},
 						OnClose: func(sub *listen.Subscription, reason error) { e.closes <- closed{sub.ID().String(), reason} },
@@ -478,7 +473,7 @@ func TestFastPathOnlyForHubStreamsTakenOver(t *testing.T) {
 			if tc.src != nil {
 				h.ToolsListChanged()
 			} else {
-				e.src.stream(t, "x").Emit(listen.ToolsListChanged())
+				streamOf(t, e.src, "x").Send(listen.ToolsListChanged())
 			}
 			assert.Equal(t, jsonrpc.MethodToolsListChanged, s.message(t)["method"])
 			require.NoError(t, e.h.Shutdown(context.Background()))

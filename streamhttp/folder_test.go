@@ -1,7 +1,6 @@
 package streamhttp_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -88,13 +87,9 @@ func folderServer(t *testing.T, opts listen.Options, h2 bool) (*hub.Hub, *httpte
 	return h, ts, client
 }
 
-// folderStream is an SSE listen stream, read synchronously; its request
-// ends with the test (or after a failsafe).
-type folderStream struct {
-	rd *bufio.Reader
-}
-
-func folderListen(t *testing.T, ts *httptest.Server, client *http.Client, user string, uris ...string) *folderStream {
+// folderListen opens a listen of user's on uris and reads its
+// acknowledgement; its request ends with the test (or after a failsafe).
+func folderListen(t *testing.T, ts *httptest.Server, client *http.Client, user string, uris ...string) *sse {
 	t.Helper()
 	list, err := json.Marshal(uris)
 	require.NoError(t, err)
@@ -115,39 +110,19 @@ func folderListen(t *testing.T, ts *httptest.Server, client *http.Client, user s
 	require.NoError(t, err)
 	t.Cleanup(func() { resp.Body.Close() })
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	s := &folderStream{rd: bufio.NewReader(resp.Body)}
-	ack := s.next(t)
+	s := newSSE(resp)
+	ack := s.message(t)
 	require.Equal(t, jsonrpc.MethodAcknowledged, ack["method"])
 	return s
 }
 
-// next reads the next JSON-RPC message of the stream.
-func (s *folderStream) next(t *testing.T) map[string]any {
-	t.Helper()
-	var data string
-	for {
-		line, err := s.rd.ReadString('\n')
-		require.NoError(t, err)
-		line = strings.TrimRight(line, "\r\n")
-		if line == "" && data != "" {
-			break
-		}
-		if v, ok := strings.CutPrefix(line, "data:"); ok {
-			data += strings.TrimPrefix(v, " ")
-		}
-	}
-	var m map[string]any
-	require.NoError(t, json.Unmarshal([]byte(data), &m), data)
-	return m
-}
-
 // untilFence returns the URIs of the resources/updated notifications read
 // up to the fence (excluded).
-func (s *folderStream) untilFence(t *testing.T) []string {
+func untilFence(t *testing.T, s *sse) []string {
 	t.Helper()
 	var got []string
 	for {
-		m := s.next(t)
+		m := s.message(t)
 		require.Equal(t, jsonrpc.MethodResourceUpdated, m["method"], "%v", m)
 		uri := m["params"].(map[string]any)["uri"].(string)
 		if uri == folderFence {
@@ -188,12 +163,12 @@ func TestFolderListenOverHTTP(t *testing.T) {
 			h, ts, client := folderServer(t, listen.Options{SubResources: true}, h2)
 			s := folderListen(t, ts, client, "alice", "file:///project/", "file:///notes.txt")
 			publishFolderUpdates(t, h)
-			assert.Equal(t, wantFolder, s.untilFence(t))
+			assert.Equal(t, wantFolder, untilFence(t, s))
 
 			h, ts, client = folderServer(t, listen.Options{}, h2)
 			s = folderListen(t, ts, client, "alice", "file:///project/", "file:///notes.txt", folderFence)
 			publishFolderUpdates(t, h)
-			assert.Equal(t, wantExact, s.untilFence(t))
+			assert.Equal(t, wantExact, untilFence(t, s))
 		})
 	}
 }
@@ -213,8 +188,8 @@ func TestFolderListenCanReadOverHTTP(t *testing.T) {
 	}
 	_, err := h.ResourceUpdated(folderFence)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"file:///project/a", "file:///project/secret/key", "file:///project/secret", "file:///project/b"}, alice.untilFence(t))
-	assert.Equal(t, []string{"file:///project/a", "file:///project/b"}, bob.untilFence(t))
+	assert.Equal(t, []string{"file:///project/a", "file:///project/secret/key", "file:///project/secret", "file:///project/b"}, untilFence(t, alice))
+	assert.Equal(t, []string{"file:///project/a", "file:///project/b"}, untilFence(t, bob))
 }
 
 // A folder listen with a CanRead keeps the principal for its delivery
@@ -260,5 +235,5 @@ func TestFolderListenDoesNotRetainParams(t *testing.T) {
 	require.NoError(t, err)
 	_, err = h.ResourceUpdated(folderFence)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"file:///project/a"}, s.untilFence(t), "CanRead still sees the principal")
+	assert.Equal(t, []string{"file:///project/a"}, untilFence(t, s), "CanRead still sees the principal")
 }

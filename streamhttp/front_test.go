@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -80,13 +81,13 @@ func TestFrontChecksEveryRequest(t *testing.T) {
 		w.WriteHeader(http.StatusOK)
 	})
 	var reported []int
-	h := newHandler(t, newTestSource(), streamhttp.Options{
+	h := newHandler(t, listentest.NewSource(), streamhttp.Options{
 		Listen:         listen.Options{Capabilities: caps()},
 		AllowedOrigins: []string{"https://app.example"},
 		OnError:        func(_ *http.Request, status int, _ error) { reported = append(reported, status) },
 	})
 	withH := streamhttp.Front(h, other)
-	hosts := streamhttp.Front(newHandler(t, newTestSource(), streamhttp.Options{AllowedHosts: []string{"mcp.example.com"}}), other)
+	hosts := streamhttp.Front(newHandler(t, listentest.NewSource(), streamhttp.Options{AllowedHosts: []string{"mcp.example.com"}}), other)
 	wrapped := streamhttp.Front(http.HandlerFunc(h.ServeHTTP), other)
 	unchecked := streamhttp.FrontWith(h, other, streamhttp.FrontOptions{Unchecked: true})
 	custom := streamhttp.FrontWith(h, other, streamhttp.FrontOptions{CheckOrigin: func(r *http.Request) error {
@@ -177,7 +178,7 @@ func TestFrontOverHTTP(t *testing.T) {
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&got))
 	assert.JSONEq(t, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, string(got.Result.Echo))
 
-	e.src.stream(t, "f").Complete()
+	streamOf(t, e.src, "f").End()
 	assert.Equal(t, `"f"`, subID(t, s.message(t), "result"))
 	s.end(t)
 }
@@ -209,15 +210,15 @@ func TestNewErrors(t *testing.T) {
 		want string
 	}{
 		{"nil Source", nil, streamhttp.Options{}, "streamhttp: New needs a Source, got nil"},
-		{"negative MaxStreams", newTestSource(), streamhttp.Options{MaxStreams: -1},
+		{"negative MaxStreams", listentest.NewSource(), streamhttp.Options{MaxStreams: -1},
 			"streamhttp: invalid options: MaxStreams must not be negative (zero means the default), got -1"},
-		{"negative MaxBodyBytes", newTestSource(), streamhttp.Options{MaxBodyBytes: -5},
+		{"negative MaxBodyBytes", listentest.NewSource(), streamhttp.Options{MaxBodyBytes: -5},
 			"streamhttp: invalid options: MaxBodyBytes must not be negative (zero means the default), got -5"},
-		{"negative ReadTimeout", newTestSource(), streamhttp.Options{ReadTimeout: -time.Second},
+		{"negative ReadTimeout", listentest.NewSource(), streamhttp.Options{ReadTimeout: -time.Second},
 			"streamhttp: invalid options: ReadTimeout must not be negative (zero means the default), got -1s"},
-		{"negative KeepAlive", newTestSource(), streamhttp.Options{KeepAlive: -time.Second},
+		{"negative KeepAlive", listentest.NewSource(), streamhttp.Options{KeepAlive: -time.Second},
 			"streamhttp: invalid options: KeepAlive must not be negative (zero means the default), got -1s"},
-		{"negative WriteTimeout", newTestSource(), streamhttp.Options{WriteTimeout: -1},
+		{"negative WriteTimeout", listentest.NewSource(), streamhttp.Options{WriteTimeout: -1},
 			"streamhttp: invalid options: WriteTimeout must not be negative (zero means the default), got -1ns"},
 	}
 	for _, tt := range tests {

@@ -15,17 +15,26 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
-// fuzzSource completes every listen at once: its stream yields one event for
-// each core key of the accepted filter (and an update of each of its first
-// two URIs), then ends.
-type fuzzSource struct{}
-
-func (fuzzSource) Open(_ context.Context, _ *listen.Request, supported listen.Filter) (listen.Filter, listen.Stream, error) {
-	return supported, &fuzzStream{events: fuzzEvents(supported)}, nil
-}
+// fuzzSource completes every listen at once: its stream, a
+// listentest.Stream, has one event queued for each core key of the accepted
+// filter (and an update of each of its first two URIs), then its end. Each
+// open has a Source of its own, so that nothing is kept across fuzz inputs.
+var fuzzSource = listen.SourceFunc(func(ctx context.Context, req *listen.Request, supported listen.Filter) (listen.Filter, listen.Stream, error) {
+	accepted, s, err := listentest.NewSource().Open(ctx, req, supported)
+	if err != nil {
+		return nil, nil, err
+	}
+	st := s.(*listentest.Stream)
+	for _, ev := range fuzzEvents(accepted) {
+		st.Send(ev)
+	}
+	st.End()
+	return accepted, st, nil
+})
 
 func fuzzEvents(f listen.Filter) []listen.Event {
 	var evs []listen.Event
@@ -44,21 +53,6 @@ func fuzzEvents(f listen.Filter) []listen.Event {
 	}
 	return evs
 }
-
-type fuzzStream struct {
-	events []listen.Event // only the worker goroutine calls Next
-}
-
-func (s *fuzzStream) Next() (listen.Event, error) {
-	if len(s.events) == 0 {
-		return listen.Event{}, listen.ErrClosed
-	}
-	ev := s.events[0]
-	s.events = s.events[1:]
-	return ev, nil
-}
-
-func (s *fuzzStream) Close(error) {}
 
 // fuzzStatuses are the statuses the package documentation lists (401 needs
 // Authenticate, which the target does not set).
@@ -149,7 +143,7 @@ func FuzzServeHTTPRequest(f *testing.F) {
 		f.Add([]byte(s), uint8(0))
 		f.Add([]byte(s), uint8(i*37))
 	}
-	h := newHandler(f, fuzzSource{}, streamhttp.Options{
+	h := newHandler(f, fuzzSource, streamhttp.Options{
 		Listen: listen.Options{
 			Capabilities: caps(),
 			ServerInfo:   listen.Implementation{Name: "fuzz", Version: "1"},
@@ -247,6 +241,8 @@ func checkFuzzStream(t *testing.T, req *http.Request, res *http.Response, out []
 		} `json:"result"`
 	}
 	var msgs []wire
+	// Line by line, not with listentest.SSEReader: this checks the exact
+	// wire form (LF endings, no comment, one event and one data line).
 	rd := bufio.NewReader(bytes.NewReader(out))
 	for {
 		line, err := rd.ReadString('\n')

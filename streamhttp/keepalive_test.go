@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -29,7 +30,7 @@ func TestOnKeepAlive(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var mu sync.Mutex
 				var ids []string
-				src := newTestSource()
+				src := listentest.NewSource()
 				h, err := streamhttp.New(src, streamhttp.Options{
 					Listen:     listen.Options{Capabilities: caps()},
 					KeepAlive:  time.Second,
@@ -62,17 +63,17 @@ func TestOnKeepAlive(t *testing.T) {
 				for range 3 {
 					f, err := s.frame()
 					require.NoError(t, err)
-					require.True(t, f.isComment)
+					require.True(t, f.IsComment)
 				}
 				synctest.Wait() // the third hook call follows its write
 				mu.Lock()
 				assert.Equal(t, []string{`"k"`, `"k"`, `"k"`}, ids)
 				mu.Unlock()
 
-				st := src.stream(t, "k")
-				st.Emit(listen.ToolsListChanged())
+				st := streamOf(t, src, "k")
+				st.Send(listen.ToolsListChanged())
 				s.message(t)
-				st.Complete()
+				st.End()
 				s.message(t)
 				s.end(t)
 				resp.Body.Close()

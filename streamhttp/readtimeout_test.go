@@ -20,6 +20,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -153,7 +154,7 @@ func TestReadTimeout(t *testing.T) {
 		for _, tt := range tests {
 			t.Run(proto+"/"+tt.name, func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
-					src := newTestSource()
+					src := listentest.NewSource()
 					p := newPipeServer(t, src, streamhttp.Options{
 						Authenticate: func(r *http.Request) (any, error) {
 							if r.Header.Get("Authorization") == "Bearer bad" {
@@ -207,7 +208,7 @@ func TestReadTimeout(t *testing.T) {
 					} else {
 						assert.Equal(t, streamhttp.DefaultReadTimeout, elapsed, "cut at the read deadline")
 					}
-					assert.Zero(t, src.opened())
+					assert.Empty(t, src.Streams())
 					p.close(t)
 					synctest.Wait()
 				})
@@ -227,12 +228,13 @@ func TestReadTimeoutEndsWithTheBody(t *testing.T) {
 	}{{"HTTP/1.1 taken over", false, false}, {"HTTP/1.1 inside net/http", false, true}, {"HTTP/2", true, false}} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				src := newTestSource()
-				src.Gate = make(chan struct{})
+				src := listentest.NewSource()
+				gate := make(chan struct{})
+				src.Gate = gate
 				p := newPipeServer(t, src, streamhttp.Options{NoTakeover: tt.noTakeover, KeepAlive: time.Hour}, tt.h2)
 				go func() {
 					time.Sleep(3 * streamhttp.DefaultReadTimeout) // a slow Source.Open
-					close(src.Gate)
+					close(gate)
 				}()
 				req, err := http.NewRequest(http.MethodPost, "http://pipe/", strings.NewReader(listenBody(`"r"`, `{"toolsListChanged":true}`)))
 				require.NoError(t, err)
@@ -243,14 +245,14 @@ func TestReadTimeoutEndsWithTheBody(t *testing.T) {
 				require.Equal(t, http.StatusOK, resp.StatusCode)
 				s := newSSE(resp)
 				assert.Equal(t, jsonrpc.MethodAcknowledged, s.message(t)["method"])
-				st := src.stream(t, "r")
+				st := streamOf(t, src, "r")
 				time.Sleep(5 * streamhttp.DefaultReadTimeout) // idle
-				st.Emit(listen.ToolsListChanged())
+				st.Send(listen.ToolsListChanged())
 				assert.Equal(t, jsonrpc.MethodToolsListChanged, s.message(t)["method"])
-				st.Complete()
+				st.End()
 				s.message(t)
 				s.end(t)
-				assert.ErrorIs(t, st.Reason(t), listen.ErrComplete)
+				assert.ErrorIs(t, reasonOf(t, st), listen.ErrComplete)
 				p.close(t)
 				synctest.Wait()
 			})

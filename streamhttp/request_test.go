@@ -18,6 +18,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -157,7 +158,7 @@ func TestRequestErrors(t *testing.T) {
 			status: 404, id: `"v"`, code: -32601, message: jsonrpc.MsgMethodNotFoundListen},
 	}
 
-	src := newTestSource()
+	src := listentest.NewSource()
 	var mu sync.Mutex
 	var reported []int
 	e := newEnv(t, src, &streamhttp.Options{
@@ -210,7 +211,7 @@ func TestRequestErrors(t *testing.T) {
 			assert.Empty(t, resp.Header.Get("Mcp-Session-Id"))
 		})
 	}
-	assert.Zero(t, src.opened(), "no refused listen may open the source")
+	assert.Empty(t, src.Streams(), "no refused listen may open the source")
 	mu.Lock()
 	assert.Len(t, reported, len(tests), "OnError is called for every refusal")
 	mu.Unlock()
@@ -256,7 +257,7 @@ func TestRequireHeaders(t *testing.T) {
 	s := e.listen(t, `"ok"`, `{}`)
 	ack := s.message(t)
 	assert.Equal(t, jsonrpc.MethodAcknowledged, ack["method"])
-	e.src.stream(t, "ok").Complete()
+	streamOf(t, e.src, "ok").End()
 	s.message(t)
 	s.end(t)
 }
@@ -268,7 +269,7 @@ func TestHeadersOptional(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	s := newSSE(resp)
 	assert.Equal(t, jsonrpc.MethodAcknowledged, s.message(t)["method"])
-	e.src.stream(t, "1").Complete()
+	streamOf(t, e.src, "1").End()
 	s.message(t)
 	s.end(t)
 }
@@ -284,7 +285,7 @@ func TestNotificationAccepted(t *testing.T) {
 	raw, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	assert.Empty(t, raw)
-	assert.Zero(t, e.src.opened())
+	assert.Empty(t, e.src.Streams())
 }
 
 // Errors of listen.Open keep their code, get a matching status and echo the
@@ -311,7 +312,7 @@ func TestOpenErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			src := newTestSource()
+			src := listentest.NewSource()
 			src.OpenErr = tt.openErr
 			src.Accept = tt.accept
 			var got error
@@ -336,8 +337,8 @@ func TestOpenErrors(t *testing.T) {
 			}
 			if tt.accept != nil {
 				// The overclaiming stream was opened and is closed as failed.
-				st := recv(t, src.Opens, "the overclaiming stream")
-				assert.ErrorIs(t, st.Reason(t), listen.ErrFailed)
+				st := recv(t, src.Opened(), "the overclaiming stream")
+				assert.ErrorIs(t, reasonOf(t, st), listen.ErrFailed)
 			}
 			st := e.h.Stats()
 			assert.Zero(t, st.Active)
@@ -419,7 +420,7 @@ func TestDefaultBodyLimit(t *testing.T) {
 	require.LessOrEqual(t, len(filter), 128<<10)
 	s := e.listen(t, `"largest"`, string(filter))
 	assert.Equal(t, jsonrpc.MethodAcknowledged, s.message(t)["method"])
-	e.src.stream(t, "largest").Complete()
+	streamOf(t, e.src, "largest").End()
 	s.message(t)
 	s.end(t)
 
@@ -438,7 +439,7 @@ func TestDefaultBodyLimit(t *testing.T) {
 func TestAllowedHostsAndOrigins(t *testing.T) {
 	public := &net.TCPAddr{IP: net.IPv4(192, 0, 2, 7), Port: 443}
 	loopback := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}
-	h := newHandler(t, newTestSource(), streamhttp.Options{
+	h := newHandler(t, listentest.NewSource(), streamhttp.Options{
 		AllowedHosts:   []string{"mcp.example.com", "LOCALHOST:8080", "[::1]:8080", "10.0.0.1"},
 		AllowedOrigins: []string{"https://App.example", "http://localhost:6274", "https://tools.example:443"},
 	})
@@ -486,7 +487,7 @@ func TestAllowedHostsAndOrigins(t *testing.T) {
 		})
 	}
 
-	custom := newHandler(t, newTestSource(), streamhttp.Options{
+	custom := newHandler(t, listentest.NewSource(), streamhttp.Options{
 		AllowedHosts: []string{"mcp.example.com"},
 		CheckOrigin:  func(r *http.Request) error { return nil },
 	})
@@ -520,7 +521,7 @@ func TestAllowListErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h, err := streamhttp.New(newTestSource(), tt.opts)
+			h, err := streamhttp.New(listentest.NewSource(), tt.opts)
 			assert.Nil(t, h)
 			require.EqualError(t, err, tt.want)
 			assert.ErrorIs(t, err, streamhttp.ErrInvalidOptions)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -28,17 +29,17 @@ func TestShutdown(t *testing.T) {
 			b := e.listen(t, `7`, `{"promptsListChanged":true}`)
 			a.message(t)
 			b.message(t)
-			sa, sb := e.src.stream(t, "a"), e.src.stream(t, "7")
-			sa.next(t)
-			sb.next(t)
+			sa, sb := streamOf(t, e.src, "a"), streamOf(t, e.src, "7")
+			pulled(t, sa)
+			pulled(t, sb)
 
 			require.NoError(t, e.h.Shutdown(context.Background()))
 			for range 2 {
 				c := recv(t, e.closes, "OnClose")
 				assert.ErrorIs(t, c.reason, listen.ErrShutdown, "OnClose ran before Shutdown returned")
 			}
-			assert.ErrorIs(t, sa.Reason(t), listen.ErrShutdown)
-			assert.ErrorIs(t, sb.Reason(t), listen.ErrShutdown)
+			assert.ErrorIs(t, reasonOf(t, sa), listen.ErrShutdown)
+			assert.ErrorIs(t, reasonOf(t, sb), listen.ErrShutdown)
 			ca := a.message(t)
 			assert.Equal(t, jsonOf(t, `{"jsonrpc":"2.0","id":"a","result":{"resultType":"complete","_meta":{"io.modelcontextprotocol/subscriptionId":"a"}}}`), any(ca))
 			a.end(t)
@@ -53,7 +54,7 @@ func TestShutdown(t *testing.T) {
 			assert.Equal(t, `"late"`, string(eb.ID))
 			assert.Equal(t, -32603, eb.Error.Code)
 			assert.Equal(t, streamhttp.MsgShuttingDown, eb.Error.Message)
-			assert.Equal(t, 2, e.src.opened())
+			assert.Len(t, e.src.Streams(), 2)
 
 			assert.Equal(t, streamhttp.Stats{Opened: 2, Closed: 2, Refused: 1, ShuttingDown: true}, e.h.Stats())
 			require.NoError(t, e.h.Shutdown(context.Background()), "Shutdown is idempotent")
@@ -63,7 +64,7 @@ func TestShutdown(t *testing.T) {
 
 // Shutdown with nothing open returns at once, and refuses what comes next.
 func TestShutdownIdle(t *testing.T) {
-	h := newHandler(t, newTestSource(), streamhttp.Options{})
+	h := newHandler(t, listentest.NewSource(), streamhttp.Options{})
 	require.NoError(t, h.Shutdown(context.Background()))
 	assert.Equal(t, streamhttp.Stats{ShuttingDown: true}, h.Stats())
 	require.NoError(t, h.Shutdown(context.Background()))
@@ -73,9 +74,13 @@ func TestShutdownIdle(t *testing.T) {
 // context's error if it ends first; that listen, once open, is acknowledged
 // and completed.
 func TestShutdownDuringOpen(t *testing.T) {
-	src := newTestSource()
-	src.Entered = make(chan *listen.Request, 1)
-	src.Gate = make(chan struct{})
+	src := listentest.NewSource()
+	entered, gate := make(chan struct{}, 1), make(chan struct{})
+	src.BeforeOpen = func(context.Context, *listen.Request) error {
+		entered <- struct{}{}
+		return nil
+	}
+	src.Gate = gate
 	e := newEnv(t, src, nil, envConfig{})
 
 	type result struct {
@@ -93,14 +98,14 @@ func TestShutdownDuringOpen(t *testing.T) {
 		resp, err := e.client.Do(req)
 		got <- result{resp, err}
 	}()
-	recv(t, src.Entered, "Source.Open")
+	recv(t, entered, "Source.Open")
 	assert.Equal(t, 1, e.h.Stats().Active)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	assert.ErrorIs(t, e.h.Shutdown(ctx), context.Canceled, "the opening listen holds Shutdown")
 
-	close(src.Gate)
+	close(gate)
 	r := recv(t, got, "the response")
 	require.NoError(t, r.err)
 	defer r.resp.Body.Close()
@@ -109,7 +114,7 @@ func TestShutdownDuringOpen(t *testing.T) {
 	assert.Equal(t, jsonrpc.MethodAcknowledged, s.message(t)["method"])
 	assert.Equal(t, `"slow"`, subID(t, s.message(t), "result"))
 	s.end(t)
-	assert.ErrorIs(t, recv(t, src.Opens, "the stream").Reason(t), listen.ErrShutdown)
+	assert.ErrorIs(t, reasonOf(t, recv(t, src.Opened(), "the stream")), listen.ErrShutdown)
 	require.NoError(t, e.h.Shutdown(context.Background()))
 }
 
@@ -119,7 +124,7 @@ func TestCapacity(t *testing.T) {
 	e := newEnv(t, nil, &streamhttp.Options{MaxStreams: 1}, envConfig{})
 	first := e.listen(t, `"one"`, `{}`)
 	first.message(t)
-	st := e.src.stream(t, "one")
+	st := streamOf(t, e.src, "one")
 
 	resp := e.do(t, http.MethodPost, listenBody(`"two"`, `{}`), listenHeaders())
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
@@ -128,17 +133,17 @@ func TestCapacity(t *testing.T) {
 	assert.Equal(t, -32603, b.Error.Code)
 	assert.Equal(t, jsonrpc.MsgCapacityExhausted, b.Error.Message)
 	assert.Equal(t, "5", resp.Header.Get("Retry-After"), "DefaultRetryAfter, in seconds")
-	assert.Equal(t, 1, e.src.opened(), "the refused listen never reached the source")
+	assert.Len(t, e.src.Streams(), 1, "the refused listen never reached the source")
 	assert.Equal(t, streamhttp.Stats{Active: 1, Opened: 1, Refused: 1}, e.h.Stats())
 
 	// A disconnect frees the slot (before OnClose runs).
 	first.resp.Body.Close()
-	assert.ErrorIs(t, st.Reason(t), listen.ErrDisconnected)
+	assert.ErrorIs(t, reasonOf(t, st), listen.ErrDisconnected)
 	assert.ErrorIs(t, recv(t, e.closes, "OnClose of the first listen").reason, listen.ErrDisconnected)
 
 	third := e.listen(t, `"three"`, `{}`)
 	assert.Equal(t, jsonrpc.MethodAcknowledged, third.message(t)["method"])
-	e.src.stream(t, "three").Complete()
+	streamOf(t, e.src, "three").End()
 	third.message(t)
 	third.end(t)
 }
@@ -181,7 +186,7 @@ func TestMaxStreamsPerKey(t *testing.T) {
 	assert.Equal(t, `"a3"`, string(b.ID))
 	assert.Equal(t, jsonrpc.CodeInternalError, b.Error.Code)
 	assert.Equal(t, streamhttp.MsgTooManyStreams, b.Error.Message)
-	assert.Equal(t, 2, e.src.opened(), "the refused listen never reached the source")
+	assert.Len(t, e.src.Streams(), 2, "the refused listen never reached the source")
 
 	open("b1", "bob") // another key is not affected
 	assert.Equal(t, streamhttp.Stats{Active: 3, Opened: 3, Refused: 1}, e.h.Stats())

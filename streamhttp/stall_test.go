@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -45,7 +46,7 @@ func TestStalledClient(t *testing.T) {
 		"Mcp-Method: subscriptions/listen\r\nContent-Length: %d\r\n\r\n%s",
 		e.ts.Listener.Addr(), len(body), body)
 	require.NoError(t, err)
-	stalled := e.src.stream(t, "stalled")
+	stalled := streamOf(t, e.src, "stalled")
 
 	// The reading clients each report the seq of every notification.
 	type got struct {
@@ -53,13 +54,13 @@ func TestStalledClient(t *testing.T) {
 		seq    int
 	}
 	seqs := make(chan got, readers*(stallRounds+afterCut))
-	streams := make([]*testStream, readers)
+	streams := make([]*listentest.Stream, readers)
 	ended := make(chan error, readers)
 	for i := range readers {
 		id := fmt.Sprintf("r%d", i)
 		s := e.listen(t, `"`+id+`"`, `{"toolsListChanged":true}`)
 		s.message(t)
-		streams[i] = e.src.stream(t, id)
+		streams[i] = streamOf(t, e.src, id)
 		go func() {
 			for {
 				f, err := s.frame()
@@ -74,7 +75,7 @@ func TestStalledClient(t *testing.T) {
 						Seq int `json:"seq"`
 					} `json:"params"`
 				}
-				if err := json.Unmarshal([]byte(f.data), &m); err != nil {
+				if err := json.Unmarshal([]byte(f.Data), &m); err != nil {
 					ended <- err
 					return
 				}
@@ -94,10 +95,10 @@ func TestStalledClient(t *testing.T) {
 		ev := listen.ToolsListChanged().WithParams(map[string]any{"seq": seq, "pad": pad})
 		start := time.Now()
 		for _, st := range streams {
-			st.Emit(ev)
+			st.Send(ev)
 		}
 		if toStalled {
-			stalled.Emit(ev)
+			stalled.Send(ev)
 		}
 		for range readers {
 			g := recv(t, seqs, fmt.Sprintf("round %d", seq))
@@ -113,17 +114,17 @@ func TestStalledClient(t *testing.T) {
 	for seq := range stallRounds {
 		round(seq, true)
 		select {
-		case <-stalled.Closed:
+		case <-stalled.Closed():
 		default:
-			if pulled := len(stalled.Nexts) - 1; pulled < seq {
+			if pulls := len(stalled.Nexts()) - 1; pulls < seq {
 				duringStall++
 			}
 		}
 	}
-	reason := stalled.Reason(t)
+	reason := reasonOf(t, stalled)
 	assert.ErrorIs(t, reason, listen.ErrDisconnected)
 	assert.ErrorIs(t, reason, os.ErrDeadlineExceeded, "cut by its write deadline")
-	assert.Less(t, len(stalled.Nexts), stallRounds+1, "a write to the stalled client blocked")
+	assert.Less(t, len(stalled.Nexts()), stallRounds+1, "a write to the stalled client blocked")
 	assert.Positive(t, duringStall, "readers were served while the stalled write was pending")
 	// And after it was cut.
 	for seq := stallRounds; seq < stallRounds+afterCut; seq++ {
@@ -131,15 +132,15 @@ func TestStalledClient(t *testing.T) {
 	}
 	assert.Less(t, slowest, writeTimeout, "no reader waited for the stalled client")
 	t.Logf("slowest round %v; %d of %d rounds delivered during the stall; the stalled stream pulled %d events",
-		slowest, duringStall, stallRounds, len(stalled.Nexts)-1)
+		slowest, duringStall, stallRounds, len(stalled.Nexts())-1)
 
 	for _, st := range streams {
-		st.Complete()
+		st.End()
 	}
 	for range readers {
 		assert.ErrorIs(t, recv(t, ended, "a reader's end"), io.EOF)
 	}
 	for _, st := range streams {
-		assert.ErrorIs(t, st.Reason(t), listen.ErrComplete)
+		assert.ErrorIs(t, reasonOf(t, st), listen.ErrComplete)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -68,34 +69,34 @@ func TestStreamLifecycle(t *testing.T) {
 	assert.Equal(t, jsonOf(t, `{"toolsListChanged":true,"resourceSubscriptions":["test://a"]}`),
 		ack["params"].(map[string]any)["notifications"])
 
-	st := e.src.stream(t, "listen-1")
-	assert.Equal(t, streamhttp.TransportKind, st.Kind)
+	st := streamOf(t, e.src, "listen-1")
+	assert.Equal(t, streamhttp.TransportKind, st.Transport)
 	assert.Equal(t, "alice", st.Auth, "Authenticate's result reaches Source.Open")
 	assert.Equal(t, "listen-1", recv(t, e.opens, "OnOpen"))
-	st.next(t) // the first Next follows the ack
+	pulled(t, st) // the first Next follows the ack
 
-	st.Emit(listen.ToolsListChanged())
+	st.Send(listen.ToolsListChanged())
 	m := s.message(t)
 	assert.Equal(t, jsonrpc.MethodToolsListChanged, m["method"])
 	assert.Equal(t, `"listen-1"`, subID(t, m, "params"))
-	st.next(t)
+	pulled(t, st)
 
-	st.Emit(listen.ResourceUpdated("test://other")) // not watched: dropped
-	st.next(t)
-	st.Emit(listen.ResourceUpdated("test://a"))
+	st.Send(listen.ResourceUpdated("test://other")) // not watched: dropped
+	pulled(t, st)
+	st.Send(listen.ResourceUpdated("test://a"))
 	m = s.message(t)
 	assert.Equal(t, jsonrpc.MethodResourceUpdated, m["method"])
 	assert.Equal(t, "test://a", m["params"].(map[string]any)["uri"])
-	st.next(t)
+	pulled(t, st)
 
-	st.Complete()
+	st.End()
 	done := s.message(t)
 	assert.Equal(t, jsonOf(t, `{"jsonrpc":"2.0","id":"listen-1","result":{"resultType":"complete","_meta":{`+
 		`"io.modelcontextprotocol/subscriptionId":"listen-1",`+
 		`"io.modelcontextprotocol/serverInfo":{"name":"srv","version":"1.2.3"}}}}`), any(done))
 	s.end(t)
 
-	assert.ErrorIs(t, st.Reason(t), listen.ErrComplete)
+	assert.ErrorIs(t, reasonOf(t, st), listen.ErrComplete)
 	c := recv(t, e.closes, "OnClose")
 	assert.Equal(t, "listen-1", c.id)
 	assert.ErrorIs(t, c.reason, listen.ErrComplete)
@@ -108,10 +109,10 @@ func TestIntegerID(t *testing.T) {
 	e := newEnv(t, nil, nil, envConfig{})
 	s := e.listen(t, `42`, `{"promptsListChanged":true}`)
 	assert.Equal(t, `42`, subID(t, s.message(t), "params"))
-	st := e.src.stream(t, "42")
-	st.Emit(listen.PromptsListChanged())
+	st := streamOf(t, e.src, "42")
+	st.Send(listen.PromptsListChanged())
 	assert.Equal(t, `42`, subID(t, s.message(t), "params"))
-	st.Complete()
+	st.End()
 	done := s.message(t)
 	assert.Equal(t, json.Number("42"), done["id"])
 	assert.Equal(t, `42`, subID(t, done, "result"))
@@ -133,10 +134,10 @@ func TestCanReadNarrowsResources(t *testing.T) {
 	ack := s.message(t)
 	assert.Equal(t, jsonOf(t, `{"resourceSubscriptions":["test://static/readme","test://unregistered/one"]}`),
 		ack["params"].(map[string]any)["notifications"])
-	st := e.src.stream(t, "r")
+	st := streamOf(t, e.src, "r")
 	assert.Equal(t, jsonOf(t, `["test://static/readme","test://unregistered/one"]`),
 		jsonOf(t, string(mustJSON(t, st.Supported[listen.KeyResourceSubscriptions]))))
-	st.Complete()
+	st.End()
 	s.message(t)
 	s.end(t)
 }
@@ -146,13 +147,13 @@ func TestSourceFailure(t *testing.T) {
 	e := newEnv(t, nil, nil, envConfig{})
 	s := e.listen(t, `"f"`, `{"toolsListChanged":true}`)
 	s.message(t)
-	st := e.src.stream(t, "f")
+	st := streamOf(t, e.src, "f")
 	boom := errors.New("feed broke")
 	st.Fail(boom)
 	m := s.message(t)
 	assert.Equal(t, jsonOf(t, `{"jsonrpc":"2.0","id":"f","error":{"code":-32603,"message":"Subscription source failed"}}`), any(m))
 	s.end(t)
-	reason := st.Reason(t)
+	reason := reasonOf(t, st)
 	assert.ErrorIs(t, reason, listen.ErrFailed)
 	assert.ErrorIs(t, reason, boom)
 	c := recv(t, e.closes, "OnClose")
@@ -186,20 +187,20 @@ func TestClientDisconnect(t *testing.T) {
 			}
 			s := newSSE(resp)
 			s.message(t)
-			st := e.src.stream(t, "d")
-			st.next(t)
+			st := streamOf(t, e.src, "d")
+			pulled(t, st)
 			if tt.viaContext {
 				cancel()
 			}
 			resp.Body.Close()
 
-			reason := st.Reason(t)
+			reason := reasonOf(t, st)
 			assert.ErrorIs(t, reason, listen.ErrDisconnected)
 			assert.Equal(t, listen.ClassDisconnected, listen.Classify(reason))
 			c := recv(t, e.closes, "OnClose")
 			assert.ErrorIs(t, c.reason, listen.ErrDisconnected)
 			// Events after the disconnect go nowhere and nothing is pulled.
-			st.Emit(listen.ToolsListChanged())
+			st.Send(listen.ToolsListChanged())
 			assert.Equal(t, streamhttp.Stats{Opened: 1, Closed: 1}, e.h.Stats(), "counted before OnClose ran")
 		})
 	}
@@ -213,13 +214,13 @@ func TestKeepAlive(t *testing.T) {
 	for range 3 {
 		f, err := s.frame()
 		require.NoError(t, err)
-		assert.True(t, f.isComment)
-		assert.Equal(t, "keep-alive", f.comment)
+		assert.True(t, f.IsComment)
+		assert.Equal(t, "keep-alive", f.Comment)
 	}
-	st := e.src.stream(t, "k")
-	st.Emit(listen.ToolsListChanged())
+	st := streamOf(t, e.src, "k")
+	st.Send(listen.ToolsListChanged())
 	assert.Equal(t, jsonrpc.MethodToolsListChanged, s.message(t)["method"])
-	st.Complete()
+	st.End()
 	s.message(t)
 	s.end(t)
 }
@@ -252,15 +253,15 @@ func TestIdleLongerThanWriteTimeout(t *testing.T) {
 			for range 3 {
 				f, err := s.frame()
 				require.NoError(t, err)
-				require.True(t, f.isComment)
+				require.True(t, f.IsComment)
 			}
-			st := e.src.stream(t, "i")
-			st.Emit(listen.ToolsListChanged())
+			st := streamOf(t, e.src, "i")
+			st.Send(listen.ToolsListChanged())
 			assert.Equal(t, jsonrpc.MethodToolsListChanged, s.message(t)["method"])
-			st.Complete()
+			st.End()
 			s.message(t)
 			s.end(t)
-			assert.ErrorIs(t, st.Reason(t), listen.ErrComplete)
+			assert.ErrorIs(t, reasonOf(t, st), listen.ErrComplete)
 		})
 	}
 }
@@ -272,17 +273,17 @@ func TestConcurrentStreams(t *testing.T) {
 	b := e.listen(t, `"b"`, `{"toolsListChanged":true,"promptsListChanged":true}`)
 	assert.Equal(t, `"a"`, subID(t, a.message(t), "params"))
 	assert.Equal(t, `"b"`, subID(t, b.message(t), "params"))
-	sa, sb := e.src.stream(t, "a"), e.src.stream(t, "b")
-	sb.Emit(listen.PromptsListChanged())
-	sa.Emit(listen.ToolsListChanged())
+	sa, sb := streamOf(t, e.src, "a"), streamOf(t, e.src, "b")
+	sb.Send(listen.PromptsListChanged())
+	sa.Send(listen.ToolsListChanged())
 	ma, mb := a.message(t), b.message(t)
 	assert.Equal(t, jsonrpc.MethodToolsListChanged, ma["method"])
 	assert.Equal(t, `"a"`, subID(t, ma, "params"))
 	assert.Equal(t, jsonrpc.MethodPromptsListChanged, mb["method"])
 	assert.Equal(t, `"b"`, subID(t, mb, "params"))
 	assert.Equal(t, 2, e.h.Stats().Active)
-	sa.Complete()
-	sb.Complete()
+	sa.End()
+	sb.End()
 	assert.Equal(t, `"a"`, subID(t, a.message(t), "result"))
 	assert.Equal(t, `"b"`, subID(t, b.message(t), "result"))
 	a.end(t)
@@ -292,7 +293,7 @@ func TestConcurrentStreams(t *testing.T) {
 // Options are copied by New: later changes to the caller's value, even to
 // its capabilities map, have no effect.
 func TestOptionsCopied(t *testing.T) {
-	src := newTestSource()
+	src := listentest.NewSource()
 	c := caps()
 	opts := &streamhttp.Options{Listen: listen.Options{Capabilities: c}}
 	e := newEnv(t, src, opts, envConfig{})
@@ -301,7 +302,7 @@ func TestOptionsCopied(t *testing.T) {
 	s := e.listen(t, `"c"`, `{"toolsListChanged":true}`)
 	ack := s.message(t)
 	assert.Equal(t, jsonOf(t, `{"toolsListChanged":true}`), ack["params"].(map[string]any)["notifications"])
-	e.src.stream(t, "c").Complete()
+	streamOf(t, e.src, "c").End()
 	s.message(t)
 	s.end(t)
 }
@@ -319,8 +320,8 @@ func TestPanickingHookClosesSubscription(t *testing.T) {
 	if err == nil {
 		resp.Body.Close()
 	}
-	st := e.src.stream(t, "p")
-	reason := st.Reason(t)
+	st := streamOf(t, e.src, "p")
+	reason := reasonOf(t, st)
 	assert.ErrorIs(t, reason, listen.ErrDisconnected)
 	assert.ErrorIs(t, reason, listen.ErrOwnerGone)
 	c := recv(t, e.closes, "OnClose")
@@ -332,9 +333,12 @@ func TestPanickingHookClosesSubscription(t *testing.T) {
 // An open stream does not retain a large unused request param: once the
 // subscription is open, nothing holds the request's params (checklist 40).
 func TestLargeParamNotRetained(t *testing.T) {
-	src := newTestSource()
+	src := listentest.NewSource()
 	var params weak.Pointer[byte]
-	src.Inspect = func(req *listen.Request) { params = weak.Make(&req.Params[0]) }
+	src.BeforeOpen = func(_ context.Context, req *listen.Request) error {
+		params = weak.Make(&req.Params[0])
+		return nil
+	}
 	e := newEnv(t, src, &streamhttp.Options{MaxBodyBytes: 4 << 20}, envConfig{})
 
 	pad := strings.Repeat("x", 1900_000)
@@ -344,16 +348,16 @@ func TestLargeParamNotRetained(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	s := newSSE(resp)
 	s.message(t)
-	st := e.src.stream(t, "big")
-	st.next(t) // the stream is being served
+	st := streamOf(t, e.src, "big")
+	pulled(t, st) // the stream is being served
 	for i := 0; i < 10 && params.Value() != nil; i++ {
 		runtime.GC()
 	}
 	assert.Nil(t, params.Value(), "the request's params are still reachable")
 
-	st.Emit(listen.ToolsListChanged())
+	st.Send(listen.ToolsListChanged())
 	assert.Equal(t, jsonrpc.MethodToolsListChanged, s.message(t)["method"])
-	st.Complete()
+	st.End()
 	s.message(t)
 	s.end(t)
 }

@@ -37,10 +37,10 @@ func TestTakeover(t *testing.T) {
 			}
 			s := newSSE(resp)
 			assert.Equal(t, jsonrpc.MethodAcknowledged, s.message(t)["method"])
-			st := e.src.stream(t, "t")
-			st.Emit(listen.ToolsListChanged())
+			st := streamOf(t, e.src, "t")
+			st.Send(listen.ToolsListChanged())
 			assert.Equal(t, jsonrpc.MethodToolsListChanged, s.message(t)["method"])
-			st.Complete()
+			st.End()
 			assert.Equal(t, "complete", s.message(t)["result"].(map[string]any)["resultType"])
 			s.end(t)
 		})
