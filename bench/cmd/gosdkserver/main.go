@@ -91,21 +91,29 @@ func main() {
 		ctx, cancel = context.WithTimeout(ctx, *lifetime)
 		defer cancel()
 	}
+	fmt.Printf("listening on http://%s/mcp\n", ln.Addr())
+	if err := serve(ctx, hs, ln, 2*time.Second); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// serve serves hs on ln until ctx ends, then shuts hs down: listen streams
+// never finish by themselves, so ordinary requests get grace to finish,
+// then whatever is still open is dropped.
+func serve(ctx context.Context, hs *http.Server, ln net.Listener, grace time.Duration) error {
 	go func() {
 		<-ctx.Done()
-		// Listen streams never finish by themselves; give ordinary requests a
-		// moment, then drop whatever is still open.
-		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		sctx, cancel := context.WithTimeout(context.Background(), grace)
 		defer cancel()
 		if err := hs.Shutdown(sctx); err != nil {
 			hs.Close()
 		}
 	}()
 
-	fmt.Printf("listening on http://%s/mcp\n", ln.Addr())
 	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		log.Fatal(err)
+		return err
 	}
+	return nil
 }
 
 // newServer builds the plain go-sdk server: the shared fixture, with the
