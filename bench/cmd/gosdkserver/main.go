@@ -99,9 +99,15 @@ func main() {
 
 // serve serves hs on ln until ctx ends, then shuts hs down: listen streams
 // never finish by themselves, so ordinary requests get grace to finish,
-// then whatever is still open is dropped.
+// then whatever is still open is dropped. It returns once that shutdown
+// has (hs.Serve returns as soon as it begins), or, after shutting hs down
+// all the same, with the error that ended Serve.
 func serve(ctx context.Context, hs *http.Server, ln net.Listener, grace time.Duration) error {
-	go func() {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	shut := make(chan struct{})
+	go func() { // ends once hs is shut down; serve waits for it
+		defer close(shut)
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), grace)
 		defer cancel()
@@ -110,10 +116,13 @@ func serve(ctx context.Context, hs *http.Server, ln net.Listener, grace time.Dur
 		}
 	}()
 
-	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
+	err := hs.Serve(ln)
+	cancel() // if Serve failed by itself
+	<-shut
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
 	}
-	return nil
+	return err
 }
 
 // newServer builds the plain go-sdk server: the shared fixture, with the
