@@ -108,8 +108,9 @@ const legacyVersion = "2025-11-25"
 // NewBridge connects both sessions and reads the server's versions and
 // server info; Close ends them (idempotent, waits). Close does not end the
 // listens served from the hub: end them with your transport's Shutdown
-// first (or Hub.Complete). A Bridge starts no goroutine of its own: the
-// sessions' goroutines belong to the go-sdk and end with Close.
+// first (or Hub.Complete). A Bridge starts no goroutine of its own but one
+// per keep-alive ping a session sends it, until answered: the sessions'
+// goroutines belong to the go-sdk, and all end with Close.
 type Bridge struct {
 	server  *mcp.Server
 	hub     *hub.Hub

@@ -60,10 +60,10 @@
 // NewHandler (and NewBridge) connect the two in-process sessions; their
 // goroutines are the go-sdk's, and end with Handler.Shutdown (Bridge.Close).
 // The Bridge starts none of its own, but one per ping the go-sdk sends it
-// (with ServerOptions.KeepAlive), which ends once answered or closed. A
-// change is republished on the go-sdk goroutine that notifies it: its
-// debounce timer for a list change, the caller of Server.ResourceUpdated for
-// an update; the hub never blocks it. Serve runs the stdio.Conn (its
+// (with ServerOptions.KeepAlive), which ends once answered or closed, and
+// which Bridge.Close waits for. A change is republished on the go-sdk
+// goroutine that notifies it: its debounce timer for a list change, the
+// caller of Server.ResourceUpdated for an update; the hub never blocks it. Serve runs the stdio.Conn (its
 // goroutines are the stdio package's) and the go-sdk session, and returns
 // after all of them (but a Read or Write the stdio package could not
 // interrupt; see stdio.Server.Serve).

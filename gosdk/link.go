@@ -27,13 +27,17 @@ import (
 //
 // A link starts no goroutine of its own but one per request the server sends
 // it (a keep-alive ping), which ends once the answer is taken or the link is
-// closed. Close is idempotent; the server session's Close closes it too.
+// closed; Close waits for them. Close is idempotent; the server session's
+// Close closes it too.
 type link struct {
 	notify func(method string, params json.RawMessage)
 
 	toServer chan sdkjsonrpc.Message
 	done     chan struct{}
 	once     sync.Once
+	// answers counts the goroutines answering the server's requests (Add
+	// under mu while done is open, so that none is added once Close waits).
+	answers sync.WaitGroup
 
 	mu      sync.Mutex
 	nextID  int64
@@ -100,7 +104,19 @@ func (l *link) Write(_ context.Context, msg sdkjsonrpc.Message) error {
 		} else {
 			resp = &sdkjsonrpc.Response{ID: m.ID, Error: &sdkjsonrpc.Error{Code: sdkjsonrpc.CodeMethodNotFound, Message: "method not found: " + m.Method}}
 		}
+		l.mu.Lock()
+		select {
+		case <-l.done:
+			l.mu.Unlock()
+			return errLinkClosed
+		default:
+		}
+		l.answers.Add(1)
+		l.mu.Unlock()
+		// Ends once the session's reader took the answer, or on Close,
+		// which waits for it.
 		go func() {
+			defer l.answers.Done()
 			select {
 			case l.toServer <- resp:
 			case <-l.done:
@@ -110,9 +126,13 @@ func (l *link) Write(_ context.Context, msg sdkjsonrpc.Message) error {
 	return nil
 }
 
-// Close implements mcp.Connection. It fails every call in flight.
+// Close implements mcp.Connection. It fails every call in flight, and
+// returns once the goroutines answering the server's requests have ended.
 func (l *link) Close() error {
+	l.mu.Lock()
 	l.once.Do(func() { close(l.done) })
+	l.mu.Unlock()
+	l.answers.Wait()
 	return nil
 }
 

@@ -8,4 +8,6 @@
 // subscriptions, and the streamhttp and stdio packages are the transports.
 // Write a transport of your own, or match the errors Open returns
 // (errors.Is(err, jsonrpc.ErrInvalidParams)), with it.
+//
+// The package starts no goroutine: everything runs on its caller's.
 package jsonrpc

@@ -190,6 +190,9 @@ func (f *fanout) start(h *Handler, t *takenOver) bool {
 	if old.Err() != nil {
 		stCancel(context.Cause(old))
 	} else {
+		// Never stopped: the callback runs only if the old cancel is
+		// called, and then only cancels and notifies (an ended stream
+		// ignores it), so nothing waits for it.
 		context.AfterFunc(old, func() { stCancel(context.Cause(old)) })
 	}
 	var derr error
@@ -346,7 +349,7 @@ func (l *loop) schedule(fs *fastStream) {
 	l.mu.Unlock()
 	if start {
 		l.f.started()
-		go l.drain()
+		go l.drain() // ends once the ready list is empty; counted for wait
 	}
 }
 
@@ -548,7 +551,7 @@ func (fs *fastStream) toSlow(rest []byte, message bool) {
 		}
 	}
 	fs.f.started()
-	go fs.slow(rest, message)
+	go fs.slow(rest, message) // ends once caught up or done; counted for wait
 }
 
 // slow is the slow path: blocking writes, each with the write timeout as
@@ -658,7 +661,9 @@ func (fs *fastStream) writeBlocking(b []byte) error {
 
 // end ends fs once its Poller is done: its owner lets it go for good, and
 // a goroutine of its own ends the stream (Handler.end: the slot, OnClose,
-// then the connection), so that a slow OnClose holds no loop.
+// then the connection), so that a slow OnClose holds no loop. That
+// goroutine ends with Handler.end, whose last step tells Shutdown the
+// stream is over.
 func (fs *fastStream) end() {
 	fs.state.Store(stateEnded)
 	go fs.finish()

@@ -297,6 +297,9 @@ func (h *Handler) serve(st *stream, w http.ResponseWriter, r *http.Request) {
 // serveInline serves st inside net/http: the response is the SSE stream.
 // The request's end (the client leaving) ends st's serving context.
 func (h *Handler) serveInline(st *stream, w http.ResponseWriter, r *http.Request) error {
+	// The callback runs (in a goroutine of the runtime's) only if the
+	// request ends while the stream is served here; it only cancels
+	// st.ctx, so one that stop finds already started is not waited for.
 	stop := context.AfterFunc(r.Context(), func() {
 		st.cancel(listen.Disconnected(context.Cause(r.Context())))
 	})

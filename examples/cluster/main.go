@@ -138,6 +138,8 @@ func run(ctx context.Context) error {
 		}
 		fmt.Fprintf(out, "client %s: listening on instance %s with %s\n", in.name, in.name, filters[in.name])
 		running++
+		// Ends when the stream does (drain, in run's deferred function,
+		// which then receives from clients).
 		go func() {
 			defer func() { clients <- struct{}{} }()
 			defer body.Close()
@@ -205,7 +207,7 @@ func start(name, natsURL string, key []byte) (*instance, error) {
 		return nil, err
 	}
 	srv := &http.Server{Handler: lh, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
+	go func() { _ = srv.Serve(ln) }() // ends on drain's srv.Shutdown, which waits for it
 	return &instance{name: name, hub: h, bridge: br, h: lh, srv: srv, url: "http://" + ln.Addr().String() + "/mcp"}, nil
 }
 

@@ -155,6 +155,8 @@ func serve(ctx context.Context, h *hub.Hub, opts *listen.Options, id, filter str
 		panic(err)
 	}
 	c := &client{name: id, written: make(chan struct{}, 64), gate: make(chan struct{}), stall: stall, done: make(chan error, 1)}
+	// Ends when the subscription does (here, at the hub's Shutdown); wait
+	// receives what it returned.
 	go func() { c.done <- sub.Serve(ctx, listen.Sink{Write: c.write}) }()
 	return c
 }

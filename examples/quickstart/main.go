@@ -38,7 +38,7 @@ func main() {
 		log.Fatal(err)
 	}
 
-	go func() {
+	go func() { // for the life of the process
 		for range time.Tick(10 * time.Second) {
 			r := changes.ToolsListChanged() // every stream that asked for toolsListChanged
 			log.Printf("tools changed: %d listeners", r.Matched)
@@ -47,7 +47,7 @@ func main() {
 
 	srv := &http.Server{Addr: "127.0.0.1:8080", Handler: listens}
 	stopped := make(chan error, 1)
-	go func() { stopped <- srv.ListenAndServe() }()
+	go func() { stopped <- srv.ListenAndServe() }() // ends on srv.Shutdown, which waits for it
 
 	signalled, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -119,6 +119,8 @@ func main() {
 		// served inside net/http.
 	}
 	served := make(chan error, 1)
+	// Ends when hs.Shutdown (or Close) below closes the listener; both wait
+	// for Serve to return.
 	go func() { served <- hs.Serve(ln) }()
 	fmt.Printf("listening on http://%s/mcp\n", ln.Addr())
 

@@ -91,21 +91,38 @@ func main() {
 		ctx, cancel = context.WithTimeout(ctx, *lifetime)
 		defer cancel()
 	}
-	go func() {
+	fmt.Printf("listening on http://%s/mcp\n", ln.Addr())
+	if err := serve(ctx, hs, ln, 2*time.Second); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// serve serves hs on ln until ctx ends, then shuts hs down: listen streams
+// never finish by themselves, so ordinary requests get grace to finish,
+// then whatever is still open is dropped. It returns once that shutdown
+// has (hs.Serve returns as soon as it begins), or, after shutting hs down
+// all the same, with the error that ended Serve.
+func serve(ctx context.Context, hs *http.Server, ln net.Listener, grace time.Duration) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	shut := make(chan struct{})
+	go func() { // ends once hs is shut down; serve waits for it
+		defer close(shut)
 		<-ctx.Done()
-		// Listen streams never finish by themselves; give ordinary requests a
-		// moment, then drop whatever is still open.
-		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		sctx, cancel := context.WithTimeout(context.Background(), grace)
 		defer cancel()
 		if err := hs.Shutdown(sctx); err != nil {
 			hs.Close()
 		}
 	}()
 
-	fmt.Printf("listening on http://%s/mcp\n", ln.Addr())
-	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		log.Fatal(err)
+	err := hs.Serve(ln)
+	cancel() // if Serve failed by itself
+	<-shut
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
 	}
+	return err
 }
 
 // newServer builds the plain go-sdk server: the shared fixture, with the

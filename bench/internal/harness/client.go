@@ -258,7 +258,7 @@ func (s *streams) open(i int, filter map[string]any) error {
 		return fmt.Errorf("listen %d: first message is not the acknowledgement: %q %v", i, trunc(d), err)
 	}
 	s.wg.Add(1)
-	go s.read(i, resp.Body, lr)
+	go s.read(i, resp.Body, lr) // ends at the body's end; close cancels and waits
 	return nil
 }
 

@@ -221,6 +221,9 @@ func (r *FanoutRun) profile(ctx context.Context, cfg *Config, client *http.Clien
 		err  error
 	}
 	done := make(chan result, 1)
+	// Ends when the profile's request does (done has room for its one
+	// result). An early return below does not wait for it: the caller's
+	// deferred kill of the server ends the request.
 	go func() {
 		pctx, cancel := context.WithTimeout(ctx, time.Duration(secs)*time.Second+30*time.Second)
 		defer cancel()

@@ -118,6 +118,8 @@ func start(ctx context.Context, b *serverBin, tmp string) (*process, error) {
 	}
 	p := &process{bin: b, cmd: cmd, pid: cmd.Process.Pid, stderr: stderr, exited: make(chan struct{})}
 	ready := make(chan string, 1)
+	// Ends once the process has exited (its stdout closed); kill and stop
+	// wait for it through p.exited.
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {

@@ -320,7 +320,7 @@ type watchResult struct {
 func watchSocket(serverAddr, clientAddr string) *sockWatch {
 	w := &sockWatch{serverAddr: hexAddr(serverAddr), clientAddr: hexAddr(clientAddr),
 		done: make(chan struct{}), finished: make(chan struct{})}
-	go w.loop()
+	go w.loop() // ends on stop, which waits for it
 	return w
 }
 

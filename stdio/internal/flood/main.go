@@ -87,6 +87,8 @@ func run(n int, wt time.Duration, maxInFlight int, blockingFiles bool, watch tim
 	// The client: one Write per request, so that the count is what the
 	// server's reader took (give or take the pipe's 64 KiB buffer).
 	var taken atomic.Int64
+	// Ends after n requests, or at the first failed write: both returns
+	// below close in.
 	go func() {
 		for i := range n {
 			if _, err := fmt.Fprintf(in, `{"jsonrpc":"2.0","id":%d,"method":"tools/list","params":{}}`+"\n", i+1); err != nil {
@@ -96,7 +98,7 @@ func run(n int, wt time.Duration, maxInFlight int, blockingFiles bool, watch tim
 		}
 	}()
 	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	go func() { exited <- cmd.Wait() }() // both returns below receive from exited
 
 	var r result
 	t0 := time.Now()
@@ -143,7 +145,7 @@ func serve(wt time.Duration, maxInFlight int, blockingFiles bool) {
 	})
 	srv, err := stdio.New(h, stdio.Options{Handler: app, WriteTimeout: wt, MaxInFlight: maxInFlight, BlockingFiles: blockingFiles})
 	check(err)
-	go func() {
+	go func() { // for the life of the server process
 		var ms runtime.MemStats
 		for range time.Tick(time.Second) {
 			runtime.ReadMemStats(&ms)

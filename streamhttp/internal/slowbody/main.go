@@ -158,6 +158,9 @@ func run(kind string, n, size int, interval, watch time.Duration) result {
 				return
 			}
 			defer conn.Close()
+			// send ends on stop or a failed write, the reader when the
+			// connection ends (closed on return, at the latest); neither
+			// is waited for: the program exits after printing the result.
 			go send(conn, kind, body, interval, stop)
 			// The connection lives until the server answers or closes it.
 			ended := make(chan string, 1)
@@ -242,7 +245,7 @@ func serve() {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	check(err)
 	fmt.Println(ln.Addr())
-	go func() {
+	go func() { // for the life of the server process
 		var ms runtime.MemStats
 		for range time.Tick(5 * time.Second) {
 			runtime.ReadMemStats(&ms)

@@ -86,7 +86,7 @@ func serve(source string) {
 		panic(err)
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
+	go func() { _ = srv.Serve(ln) }() // ends on srv.Shutdown below, which waits for it
 	fmt.Println("listening", ln.Addr())
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -149,6 +149,8 @@ func measure(source string, size, runs int) error {
 		return fmt.Errorf("unexpected server output %q", out.Text())
 	}
 	lines := make(chan string, 16)
+	// Ends when the server's stdout does: it exits once stdin is closed
+	// (deferred above), and cmd.Wait closes the pipe.
 	go func() {
 		for out.Scan() {
 			lines <- out.Text()

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// serve returns only once the shutdown it started has: a request in flight
+// when ctx ends is given its grace before the process (main) goes on to
+// exit. In the bubble, synctest.Wait returns once every goroutine is
+// blocked: the handler on release, and serve either waiting for its
+// shutdown (which waits for the handler) or already returned.
+func TestServeWaitsForShutdown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		started, release := make(chan struct{}), make(chan struct{})
+		hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			close(started)
+			<-release
+			_, _ = io.WriteString(w, "done")
+		})}
+		ln := newPipeListener()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		returned := make(chan error, 1)
+		go func() { returned <- serve(ctx, hs, ln, time.Hour) }()
+
+		tr := &http.Transport{DialContext: ln.dial}
+		defer tr.CloseIdleConnections()
+		got := make(chan string, 1)
+		go func() {
+			resp, err := (&http.Client{Transport: tr}).Get("http://pipe/")
+			if err != nil {
+				got <- err.Error()
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			got <- string(b)
+		}()
+
+		<-started
+		cancel()
+		synctest.Wait()
+		select {
+		case err := <-returned:
+			t.Errorf("serve returned (%v) with a request in flight, before its shutdown did", err)
+			returned <- err
+		default:
+		}
+		close(release)
+		if s := <-got; s != "done" {
+			t.Errorf("the request in flight got %q, want done", s)
+		}
+		if err := <-returned; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+}
+
+// pipeListener is an in-memory net.Listener, whose connections dial makes.
+type pipeListener struct {
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+func newPipeListener() *pipeListener {
+	return &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *pipeListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
+
+func (l *pipeListener) dial(ctx context.Context, _, _ string) (net.Conn, error) {
+	client, server := net.Pipe()
+	select {
+	case l.conns <- server:
+		return client, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+type pipeAddr struct{}
+
+func (pipeAddr) Network() string { return "pipe" }
+func (pipeAddr) String() string  { return "pipe" }
