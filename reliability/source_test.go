@@ -168,15 +168,23 @@ var _ listen.Stream = (*faultStream)(nil)
 func (st *faultStream) Next() (listen.Event, error) {
 	n := int(st.nextCalls.Add(1))
 	defer st.nextsOut.Add(1)
-	select {
-	case st.nexts <- n:
-	default:
+	// The call is announced (waitNext) only after the check for a close
+	// that came first: a test that saw call n announced and then closes
+	// the stream knows that call n goes on to its plan (a gate that
+	// ignores Close blocks it), rather than returning at this check.
+	announce := func() {
+		select {
+		case st.nexts <- n:
+		default:
+		}
 	}
 	select {
 	case <-st.done:
+		announce()
 		return listen.Event{}, listen.ErrClosed
 	default:
 	}
+	announce()
 	p := st.p
 	if p.nextPanicAt == n {
 		panic("reliability: Stream.Next panics")
