@@ -2,8 +2,9 @@
 // listen, in the manner of net/http/httptest: a channel-backed Source whose
 // streams the test drives (Send, End, Fail) and inspects (Nexts, Closed,
 // Reason; the Source's Opened and Closed tell which streams opened and
-// ended, in order), and an SSE reader for the messages of a listen served over
-// Streamable HTTP.
+// ended, in order), an SSE reader for the messages of a listen served over
+// Streamable HTTP, and a PipeListener that carries HTTP over net.Pipe, so
+// that a server and its clients run inside a testing/synctest bubble.
 //
 // The Source keeps every contract of listen.Source and listen.Stream: Open
 // accepts the supported filter (or what Accept picks), unless the test makes
@@ -13,5 +14,7 @@
 // are recorded but change nothing).
 //
 // The package starts no goroutine: Open, Next and Close run on their
-// callers' goroutines, and the test's calls (Send, End, Fail) never block.
+// callers' goroutines, and the test's calls (Send, End, Fail) never block;
+// PipeListener's Accept and Dial block until they meet (or Close, or the
+// Dial's context).
 package listentest

@@ -3,8 +3,6 @@ package otel_test
 import (
 	"context"
 	"fmt"
-	"net"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -81,49 +79,3 @@ func histogram(t testing.TB, reader *sdkmetric.ManualReader, name string, attrs 
 	t.Fatalf("no %s%v", name, attrs)
 	return metricdata.HistogramDataPoint[float64]{}
 }
-
-// pipeListener is an in-memory net.Listener of net.Pipe connections, so
-// that an HTTP server and its clients run inside a synctest bubble. A pipe
-// has no buffer: a client that does not read stalls the server's next
-// write.
-type pipeListener struct {
-	conns  chan net.Conn
-	closed chan struct{}
-	once   sync.Once
-}
-
-func newPipeListener() *pipeListener {
-	return &pipeListener{conns: make(chan net.Conn), closed: make(chan struct{})}
-}
-
-func (l *pipeListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.closed:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *pipeListener) Close() error {
-	l.once.Do(func() { close(l.closed) })
-	return nil
-}
-
-func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
-
-// dial connects a new client end.
-func (l *pipeListener) dial(context.Context, string, string) (net.Conn, error) {
-	client, server := net.Pipe()
-	select {
-	case l.conns <- server:
-		return client, nil
-	case <-l.closed:
-		return nil, net.ErrClosed
-	}
-}
-
-type pipeAddr struct{}
-
-func (pipeAddr) Network() string { return "pipe" }
-func (pipeAddr) String() string  { return "pipe" }

@@ -86,11 +86,11 @@ func TestScriptHTTP(t *testing.T) {
 		m.InstrumentHTTP(&opts)
 		lh, err := streamhttp.New(m.Source(h), opts)
 		require.NoError(t, err)
-		l := newPipeListener()
+		l := listentest.NewPipeListener()
 		srv := &http.Server{Handler: lh}
 		served := make(chan error, 1)
 		go func() { served <- srv.Serve(l) }()
-		tr := &http.Transport{DialContext: l.dial}
+		tr := &http.Transport{DialContext: l.Dial}
 		client := &http.Client{Transport: tr}
 		post := func(body string, hdr ...string) *http.Response {
 			t.Helper()
@@ -121,7 +121,7 @@ func TestScriptHTTP(t *testing.T) {
 		assert.Equal(t, want, series(t, reader))
 
 		// ... and a client that sends its listen and never reads.
-		stalled, err := l.dial(context.Background(), "", "")
+		stalled, err := l.Dial(context.Background(), "", "")
 		require.NoError(t, err)
 		body := listenBody(`"stalled"`, `{"toolsListChanged":true}`)
 		_, err = fmt.Fprintf(stalled, "POST /mcp HTTP/1.1\r\nHost: pipe\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)

@@ -3,11 +3,9 @@ package streamhttp_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -21,52 +19,6 @@ import (
 	"github.com/mcplisten/listen/streamhttp"
 )
 
-// pipeListener is an in-memory net.Listener whose connections are net.Pipe
-// ends, so that a whole HTTP server and its clients can run in a synctest
-// bubble. A pipe has no buffer: a client that does not read stalls the
-// server's very next write.
-type pipeListener struct {
-	conns  chan net.Conn
-	closed chan struct{}
-	once   sync.Once
-}
-
-func newPipeListener() *pipeListener {
-	return &pipeListener{conns: make(chan net.Conn), closed: make(chan struct{})}
-}
-
-func (l *pipeListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.closed:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *pipeListener) Close() error {
-	l.once.Do(func() { close(l.closed) })
-	return nil
-}
-
-func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
-
-// dial connects a new client end.
-func (l *pipeListener) dial(context.Context, string, string) (net.Conn, error) {
-	client, server := net.Pipe()
-	select {
-	case l.conns <- server:
-		return client, nil
-	case <-l.closed:
-		return nil, net.ErrClosed
-	}
-}
-
-type pipeAddr struct{}
-
-func (pipeAddr) Network() string { return "pipe" }
-func (pipeAddr) String() string  { return "pipe" }
-
 // With the default options, an idle stream gets a keep-alive after exactly
 // 15 s, and a client that stops reading is cut off after exactly 10 s, on
 // the fake clock of a synctest bubble.
@@ -74,11 +26,11 @@ func TestDefaultTimings(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := listentest.NewSource()
 		h := newHandler(t, src, streamhttp.Options{Listen: listen.Options{Capabilities: caps()}})
-		l := newPipeListener()
+		l := listentest.NewPipeListener()
 		srv := &http.Server{Handler: h}
 		served := make(chan error, 1)
 		go func() { served <- srv.Serve(l) }()
-		tr := &http.Transport{DialContext: l.dial}
+		tr := &http.Transport{DialContext: l.Dial}
 		client := &http.Client{Transport: tr}
 
 		// A reading client: keep-alives every 15 s of idleness.
@@ -98,7 +50,7 @@ func TestDefaultTimings(t *testing.T) {
 		}
 
 		// A stalled client: sends its POST, never reads.
-		conn, err := l.dial(context.Background(), "", "")
+		conn, err := l.Dial(context.Background(), "", "")
 		require.NoError(t, err)
 		body := listenBody(`"stalled"`, `{}`)
 		go func() {

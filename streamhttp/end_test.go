@@ -94,11 +94,11 @@ func TestShutdownWaitsForOnClose(t *testing.T) {
 						<-release
 					},
 				})
-				l := newPipeListener()
+				l := listentest.NewPipeListener()
 				srv := &http.Server{Handler: h}
 				served := make(chan error, 1)
 				go func() { served <- srv.Serve(l) }()
-				tr := &http.Transport{DialContext: l.dial}
+				tr := &http.Transport{DialContext: l.Dial}
 				req, err := http.NewRequest(http.MethodPost, "http://pipe/", strings.NewReader(listenBody(`"w"`, `{}`)))
 				require.NoError(t, err)
 				req.Header = listenHeaders()

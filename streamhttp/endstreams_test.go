@@ -92,7 +92,7 @@ func TestEndStreamsWhileTheBodyIsRead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := listentest.NewSource()
 		p := newPipeServer(t, src, streamhttp.Options{Authenticate: byUser}, false)
-		conn, err := p.l.dial(context.Background(), "", "")
+		conn, err := p.l.Dial(context.Background(), "", "")
 		require.NoError(t, err)
 		defer conn.Close()
 		body := listenBody(`"late"`, `{"toolsListChanged":true}`)

@@ -46,11 +46,11 @@ func TestOnKeepAlive(t *testing.T) {
 					},
 				})
 				require.NoError(t, err)
-				l := newPipeListener()
+				l := listentest.NewPipeListener()
 				srv := &http.Server{Handler: h}
 				served := make(chan error, 1)
 				go func() { served <- srv.Serve(l) }()
-				tr := &http.Transport{DialContext: l.dial}
+				tr := &http.Transport{DialContext: l.Dial}
 				client := &http.Client{Transport: tr}
 
 				req, err := http.NewRequest(http.MethodPost, "http://pipe/", strings.NewReader(listenBody(`"k"`, `{"toolsListChanged":true}`)))

@@ -28,7 +28,7 @@ import (
 // tests in a synctest bubble, over HTTP/1.1 or unencrypted HTTP/2.
 type pipeServer struct {
 	h      *streamhttp.Handler
-	l      *pipeListener
+	l      *listentest.PipeListener
 	srv    *http.Server
 	tr     *http.Transport
 	served chan error
@@ -39,9 +39,9 @@ func newPipeServer(t *testing.T, src listen.Source, opts streamhttp.Options, h2 
 	if reflect.ValueOf(opts.Listen.Capabilities).IsZero() {
 		opts.Listen.Capabilities = caps()
 	}
-	p := &pipeServer{h: newHandler(t, src, opts), l: newPipeListener(), served: make(chan error, 1)}
+	p := &pipeServer{h: newHandler(t, src, opts), l: listentest.NewPipeListener(), served: make(chan error, 1)}
 	p.srv = &http.Server{Handler: p.h}
-	p.tr = &http.Transport{DialContext: p.l.dial}
+	p.tr = &http.Transport{DialContext: p.l.Dial}
 	if h2 {
 		p.srv.Protocols = new(http.Protocols)
 		p.srv.Protocols.SetUnencryptedHTTP2(true)
@@ -181,7 +181,7 @@ func TestReadTimeout(t *testing.T) {
 						// On a connection of its own: the Transport may
 						// report the failed write of the body rather than
 						// the response.
-						conn, err := p.l.dial(context.Background(), "", "")
+						conn, err := p.l.Dial(context.Background(), "", "")
 						require.NoError(t, err)
 						defer conn.Close()
 						go sendHTTP1(conn, tt.method, hdr, tt.length, ab)

@@ -3,12 +3,12 @@ package main
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/mcplisten/listen/listentest"
 )
 
 // serve returns only once the shutdown it started has: a request in flight
@@ -24,13 +24,13 @@ func TestServeWaitsForShutdown(t *testing.T) {
 			<-release
 			_, _ = io.WriteString(w, "done")
 		})}
-		ln := newPipeListener()
+		ln := listentest.NewPipeListener()
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		returned := make(chan error, 1)
 		go func() { returned <- serve(ctx, hs, ln, time.Hour) }()
 
-		tr := &http.Transport{DialContext: ln.dial}
+		tr := &http.Transport{DialContext: ln.Dial}
 		defer tr.CloseIdleConnections()
 		got := make(chan string, 1)
 		go func() {
@@ -62,47 +62,3 @@ func TestServeWaitsForShutdown(t *testing.T) {
 		}
 	})
 }
-
-// pipeListener is an in-memory net.Listener, whose connections dial makes.
-type pipeListener struct {
-	conns chan net.Conn
-	done  chan struct{}
-	once  sync.Once
-}
-
-func newPipeListener() *pipeListener {
-	return &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
-}
-
-func (l *pipeListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *pipeListener) Close() error {
-	l.once.Do(func() { close(l.done) })
-	return nil
-}
-
-func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
-
-func (l *pipeListener) dial(ctx context.Context, _, _ string) (net.Conn, error) {
-	client, server := net.Pipe()
-	select {
-	case l.conns <- server:
-		return client, nil
-	case <-l.done:
-		return nil, net.ErrClosed
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-type pipeAddr struct{}
-
-func (pipeAddr) Network() string { return "pipe" }
-func (pipeAddr) String() string  { return "pipe" }
