@@ -611,7 +611,7 @@ func TestFaultMalformedRequests(t *testing.T) {
 						continue
 					}
 					if hf, ok := fx.(*httpFixture); ok && w.mayReset {
-						m, status := postMayReset(t, hf, tt.body)
+						m, status := postMayReset(t, hf, "may-reset "+tt.name, tt.body)
 						assert.Equal(t, w.status, status, tt.name)
 						requireError(t, m, "", w.code, w.message)
 						continue
@@ -638,10 +638,10 @@ func TestFaultMalformedRequests(t *testing.T) {
 
 // postMayReset posts body and returns the server's answer: read by the
 // client, or, when the client saw its connection reset while still sending
-// the body, from the server's transcript.
-func postMayReset(t *testing.T, fx *httpFixture, body string) (msg, int) {
+// the body, from the server's transcript. id labels the exchange
+// (X-Test-Id) and must be unique: the transcript is kept per id.
+func postMayReset(t *testing.T, fx *httpFixture, id, body string) (msg, int) {
 	t.Helper()
-	id := "may-reset"
 	cs := fx.post(t, id, body, listenHeaders())
 	status := recv(t, cs.status, "the status")
 	if status != 0 {
