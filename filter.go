@@ -654,8 +654,6 @@ func appendFloat(b []byte, f float64, bits int) ([]byte, bool) {
 	return b, true
 }
 
-func appendInt(b []byte, n int64) []byte { return jsonenc.AppendInt(b, n) }
-
 func appendString(b []byte, s string) []byte { return jsonenc.AppendString(b, s) }
 
 func validNumber(s string) bool { return jsonenc.ValidNumber(s) }
