@@ -217,6 +217,10 @@ func (h *Hub) Open(ctx context.Context, req *listen.Request, supported listen.Fi
 	l.memb = make([]membership, 0, n)
 
 	h.mu.Lock()
+	if h.shut { // Shutdown began since the check above: it would not complete l
+		h.mu.Unlock()
+		return nil, nil, ErrShutdown
+	}
 	l.join(&h.all)
 	if tools {
 		l.join(&h.tools)

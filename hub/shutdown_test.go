@@ -2,8 +2,10 @@ package hub_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -66,4 +68,49 @@ func TestShutdownBoundedByItsContext(t *testing.T) {
 		assert.ErrorIs(t, err, listen.ErrClosed)
 		s.Close(listen.ErrComplete)
 	})
+}
+
+// An Open racing Shutdown either is refused or gets a listener that
+// Shutdown completes: no stream opened during a Shutdown stays open after
+// it (its Next ends instead of blocking).
+func TestShutdownRacingOpen(t *testing.T) {
+	for range 200 {
+		h := newHub(t, hub.Options{})
+		var (
+			mu      sync.Mutex
+			streams []listen.Stream
+			wg      sync.WaitGroup
+		)
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					_, st, err := h.Open(context.Background(), request("r"), listen.Filter{"toolsListChanged": true})
+					if err != nil {
+						assert.ErrorIs(t, err, hub.ErrShutdown)
+						return
+					}
+					mu.Lock()
+					streams = append(streams, st)
+					mu.Unlock()
+				}
+			}()
+		}
+		shut := make(chan error, 1)
+		go func() { shut <- h.Shutdown(context.Background()) }()
+		wg.Wait()
+		for _, st := range streams {
+			next := make(chan error, 1)
+			go func() { _, err := st.Next(); next <- err }()
+			select {
+			case err := <-next:
+				assert.ErrorIs(t, err, listen.ErrClosed)
+			case <-time.After(10 * time.Second): // failsafe
+				t.Fatal("a stream opened during Shutdown was not completed: its Next blocks")
+			}
+			st.Close(listen.ErrComplete)
+		}
+		require.NoError(t, <-shut)
+	}
 }
