@@ -97,7 +97,7 @@
 //
 // A stream's Close (called by the subscription's guard, exactly once)
 // releases a blocked Next with [listen.ErrClosed], frees the queue and
-// removes the listener from every index. Complete ends every listener
+// removes the listener from every index. Shutdown ends every listener
 // gracefully: each hands out what it has queued, then answers
 // [listen.ErrClosed], so its subscription writes the completion result and
 // closes.
@@ -113,7 +113,7 @@
 //     takes each target's own lock for a few instructions to hand over,
 //     queue or drop. A listener that never pulls costs Publish the same as
 //     one that does; its queue stays at most MaxBuffer events.
-//   - Open, Close and Complete take the index's write lock briefly. No lock
+//   - Open, Close and Shutdown take the index's write lock briefly. No lock
 //     is held while a hook runs, so hooks may call back into the hub.
 //   - Order: publications ordered by happens-before (for example, made one
 //     after another by one goroutine) reach every listener in that order.

@@ -10,7 +10,7 @@ import (
 )
 
 // Hooks instruments a hub. The hub calls them synchronously, in the
-// goroutine of the operation that caused them (Open, Publish, Complete, a
+// goroutine of the operation that caused them (Open, Publish, Shutdown, a
 // stream's Close), after that operation has updated the hub and released
 // every lock: a hook may call back into the hub. Hooks must be safe for
 // concurrent use and should be quick, since Publish waits for them.
@@ -27,7 +27,7 @@ type Hooks interface {
 	OnPublish(PublishInfo)
 	// OnOverflow: a publication dropped events (after its OnPublish).
 	OnOverflow(OverflowInfo)
-	// OnComplete: Complete ran.
+	// OnComplete: Shutdown completed the listeners.
 	OnComplete(CompleteInfo)
 	// OnClose: a listener was closed (once per listener).
 	OnClose(CloseInfo)
@@ -76,7 +76,7 @@ type OverflowInfo struct {
 	Policy Overflow
 }
 
-// CompleteInfo describes a Complete.
+// CompleteInfo describes the completion of the listeners by Shutdown.
 type CompleteInfo struct {
 	// Subscriptions counts the listeners (all now completing).
 	Subscriptions int

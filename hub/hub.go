@@ -88,7 +88,7 @@ type Report struct {
 type Stats struct {
 	// Subscriptions counts the open listeners, completing ones included.
 	Subscriptions int
-	// Closing counts the listeners marked by Complete and not yet closed.
+	// Closing counts the listeners marked by Shutdown and not yet closed.
 	Closing int
 	// Queued is the number of events queued across all listeners.
 	Queued int

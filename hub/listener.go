@@ -9,7 +9,7 @@ import (
 // Listener states, guarded by listener.mu.
 const (
 	stateOpen uint8 = iota
-	// stateCompleting: Complete marked the listener; Next hands out what is
+	// stateCompleting: Shutdown marked the listener; Next hands out what is
 	// queued, then answers ErrClosed. Publishing skips it.
 	stateCompleting
 	// stateClosed: Close ran; Next answers ErrClosed.
@@ -30,10 +30,10 @@ type listener struct {
 	// pulling is true while a Next is blocked waiting for an event.
 	pulling bool
 	// polling is true after a TryNext found nothing, until the next event,
-	// Complete or Close: the puller waits to be woken (wk).
+	// Shutdown or Close: the puller waits to be woken (wk).
 	polling bool
 	// counted is guarded by Hub.mu, not mu: the listener is counted in
-	// Hub.closing (Complete marked it). So is folder: the listener sits in
+	// Hub.closing (Shutdown marked it). So is folder: the listener sits in
 	// the folder index (opened with listen.Options.SubResources) and is
 	// counted in Hub.nfolder.
 	counted bool
@@ -197,7 +197,7 @@ type waker struct {
 
 // SetNotify makes the listener call notify instead of signalling Ready
 // (listen.NotifyStream): after an event is handed to a poller, and on
-// Complete and Close. notify runs after the listener's lock is released;
+// Shutdown and Close. notify runs after the listener's lock is released;
 // during Shutdown the hub's index lock is still held, so notify must not
 // call into the hub.
 func (l *listener) SetNotify(notify func()) {

@@ -377,9 +377,6 @@ func (l *loop) drain() {
 	l.mu.Unlock()
 }
 
-// maxKeptBuffer is the largest frame buffer a loop keeps between messages.
-const maxKeptBuffer = 64 << 10
-
 // Who owns a fast stream (fastStream.state): nobody (idle: the next notify
 // schedules it on its loop), its loop (scheduled or being pumped), its slow
 // path, or nobody ever again (ended). statePending records a notify that

@@ -278,8 +278,10 @@ func (h *Handler) open(st *stream, r *http.Request, req *listen.Request) *refusa
 }
 
 // serve reports the open stream to OnOpen and serves it: an HTTP/1.x
-// stream on a goroutine of its own once its connection is taken over (this
-// goroutine then returns at once), any other here.
+// stream, once its connection is taken over, on the Handler's fanout (on
+// Linux, a stream with a listen.Poller: no goroutine while idle; see
+// takenOver.start) or on a goroutine of its own (this goroutine then
+// returns at once); any other here.
 func (h *Handler) serve(st *stream, w http.ResponseWriter, r *http.Request) {
 	if h.opts.OnOpen != nil {
 		h.opts.OnOpen(st.sub)

@@ -208,7 +208,9 @@ type Options struct {
 
 	// OnKeepAlive, if set, is called after each keep-alive comment was
 	// written to a stream (see KeepAlive), on the goroutine that serves the
-	// stream. A panic in it is recovered and ignored.
+	// stream: on Linux, for a taken-over hub stream, that is a writer loop
+	// shared by many streams, so it must return quickly. A panic in it is
+	// recovered and ignored.
 	OnKeepAlive func(sub *listen.Subscription)
 }
 

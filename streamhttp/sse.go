@@ -145,3 +145,7 @@ func oneLine(b []byte) {
 
 // errBroken is returned by writes after a failed one.
 var errBroken = errors.New("streamhttp: response already failed")
+
+// maxKeptBuffer is the largest frame buffer a stream or a writer loop keeps
+// between messages: a larger one, grown for a large event, is dropped.
+const maxKeptBuffer = 64 << 10

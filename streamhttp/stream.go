@@ -9,7 +9,8 @@ import (
 
 // stream is one admitted listen, from its admission to its end (see
 // Handler.end). It is created on the request's goroutine, and served there
-// or, once its connection is taken over, on a goroutine of its own.
+// or, once its connection is taken over, on a goroutine of its own or on
+// the Handler's fanout (Linux, a stream with a listen.Poller).
 type stream struct {
 	// ctx is the serving context given to Subscription.Serve. It ends
 	// through cancel, with the cause Serve acts on: listen.ErrShutdown

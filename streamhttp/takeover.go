@@ -125,7 +125,7 @@ func (t *takenOver) message(msg []byte) error {
 	oneLine(t.buf[start:])
 	t.buf = append(t.buf, eventSuffix...)
 	err := t.write(t.buf)
-	if cap(t.buf) > 64<<10 {
+	if cap(t.buf) > maxKeptBuffer {
 		t.buf = nil // keep no large buffer after a large event
 	}
 	return err
