@@ -549,12 +549,16 @@ func (h *Hub) Shutdown(ctx context.Context) error {
 
 // complete ends every listener gracefully (see Shutdown).
 func (h *Hub) complete() {
+	var notify []func() // called once h.mu is released
 	h.mu.Lock()
 	for _, m := range h.all.items {
 		l := m.l
-		if l.complete() {
+		if ok, n := l.complete(); ok {
 			l.counted = true
 			h.closing++
+			if n != nil {
+				notify = append(notify, n)
+			}
 		}
 		// Keep only the membership of h.all; the other sets are reset below.
 		clear(l.memb[1:])
@@ -570,6 +574,9 @@ func (h *Hub) complete() {
 	h.keys = make(map[string]*set)
 	subs := len(h.all.items)
 	h.mu.Unlock()
+	for _, n := range notify {
+		n()
+	}
 
 	if h.hooks != nil {
 		h.hooks.OnComplete(CompleteInfo{Subscriptions: subs, Queued: h.queuedNow()})

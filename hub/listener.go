@@ -197,9 +197,8 @@ type waker struct {
 
 // SetNotify makes the listener call notify instead of signalling Ready
 // (listen.NotifyStream): after an event is handed to a poller, and on
-// Shutdown and Close. notify runs after the listener's lock is released;
-// during Shutdown the hub's index lock is still held, so notify must not
-// call into the hub.
+// Shutdown and Close. notify runs with no lock of the listener or the hub
+// held.
 func (l *listener) SetNotify(notify func()) {
 	l.mu.Lock()
 	if l.wk == nil {
@@ -279,22 +278,18 @@ func (l *listener) Close(reason error) {
 }
 
 // complete marks an open listener completing and wakes a blocked Next. It
-// reports whether the listener was open.
-func (l *listener) complete() bool {
+// reports whether the listener was open and returns its notify function,
+// if one is set, for the caller to call once it holds no lock.
+func (l *listener) complete() (ok bool, notify func()) {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.state != stateOpen {
-		l.mu.Unlock()
-		return false
+		return false, nil
 	}
 	l.state = stateCompleting
 	l.polling = false
 	l.cond.Broadcast()
-	notify := l.wake()
-	l.mu.Unlock()
-	if notify != nil {
-		notify()
-	}
-	return true
+	return true, l.wake()
 }
 
 // ring is a FIFO of events, allocated on the first push and grown on demand

@@ -114,3 +114,26 @@ func TestShutdownRacingOpen(t *testing.T) {
 		require.NoError(t, <-shut)
 	}
 }
+
+// Shutdown calls a stream's notify function with no lock of the hub held:
+// notify may read the hub (here, its Stats).
+func TestShutdownNotifiesWithoutTheHubLock(t *testing.T) {
+	h := newHub(t, hub.Options{})
+	_, st, err := h.Open(context.Background(), request("n"), listen.Filter{"toolsListChanged": true})
+	require.NoError(t, err)
+	ns, ok := st.(listen.NotifyStream)
+	require.True(t, ok, "a hub stream is a listen.NotifyStream")
+	notified := make(chan hub.Stats, 1)
+	ns.SetNotify(func() { notified <- h.Stats() })
+
+	done := make(chan error, 1)
+	go func() { done <- h.Shutdown(context.Background()) }()
+	select {
+	case s := <-notified:
+		assert.Equal(t, 1, s.Closing, "notified once the listener was marked")
+	case <-time.After(10 * time.Second): // failsafe
+		t.Fatal("notify did not return: Shutdown called it under the hub's lock")
+	}
+	st.Close(listen.ErrComplete)
+	require.NoError(t, <-done)
+}
