@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	_ "embed"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -29,15 +28,15 @@ const (
 	// schemaURL is the URL the embedded schema is registered under; a
 	// definition is schemaURL + "#/$defs/<Name>".
 	schemaURL = "mcp-2026-07-28.json"
-	// schemaSHA256 pins the embedded copy, so that an edit shows up even
-	// where the shared copy is absent.
+	// schemaSHA256 pins the embedded copy, so that an edit shows up.
 	schemaSHA256 = "ef70b61f99b6d2e5e3b46863822eab08dff6a45bedc7a08914e0e5b133f40203"
 	// schemaDefs is how many $defs the 2026-07-28 schema has.
 	schemaDefs = 155
-	// sharedSpec is the shared copy of the specification files, relative
-	// to this module (it is not part of the repository; tests that need
-	// it skip when it is absent).
-	sharedSpec = "../../shared/spec"
+	// examplesDir holds the official examples (testdata/README.md): one
+	// folder per $defs entry, named after it.
+	examplesDir = "testdata/examples"
+	// examplesSHA256 pins them (see examplesDigest).
+	examplesSHA256 = "5758524f04588983e9aa52c210bab77451694154ab2a988d4f2cfa8156ec07f3"
 )
 
 // stats counts what the suite validated; TestMain prints it.
@@ -174,31 +173,37 @@ func TestEmbeddedSchemaIsPinned(t *testing.T) {
 		"testdata/schema.json is not the schema of commit b0f60ba5409db7a6582440a7b473cc0398890f15")
 }
 
-func TestEmbeddedSchemaMatchesShared(t *testing.T) {
-	tests := []struct {
-		name   string
-		copy   string
-		shared string
-	}{
-		{"schema", "testdata/schema.json", filepath.Join(sharedSpec, "2026-07-28", "schema.json")},
-		{"license", "testdata/SCHEMA-LICENSE", filepath.Join(sharedSpec, "LICENSE")},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			shared, err := os.ReadFile(tt.shared)
-			if errors.Is(err, fs.ErrNotExist) {
-				t.Skipf("%s is absent", tt.shared)
-			}
-			require.NoError(t, err)
-			local, err := os.ReadFile(tt.copy)
-			require.NoError(t, err)
-			require.True(t, bytes.Equal(shared, local), "%s differs from %s", tt.copy, tt.shared)
-		})
-	}
-	shared, err := os.ReadFile(filepath.Join(sharedSpec, "2026-07-28", "schema.json"))
-	if err == nil {
-		require.True(t, bytes.Equal(shared, schemaJSON), "the embedded schema differs from the shared copy")
-	}
+// TestExamplesArePinned: the official examples are the ones of commit
+// b0f60ba5409db7a6582440a7b473cc0398890f15, unchanged.
+func TestExamplesArePinned(t *testing.T) {
+	sum, err := examplesDigest(examplesDir)
+	require.NoError(t, err)
+	require.Equal(t, examplesSHA256, sum,
+		"%s are not the examples of commit b0f60ba5409db7a6582440a7b473cc0398890f15", examplesDir)
+}
+
+// examplesDigest is the SHA-256 of every file under dir, in lexical order
+// of their slash-separated paths, each as its path, a NUL, its length in
+// decimal, a NUL and its bytes.
+func examplesDigest(dir string) (string, error) {
+	h := sha256.New()
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, path)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", filepath.ToSlash(rel), len(b))
+		h.Write(b)
+		return nil
+	})
+	return hex.EncodeToString(h.Sum(nil)), err
 }
 
 func TestSchemaCompilesEveryDef(t *testing.T) {
@@ -235,11 +240,8 @@ var bareErrorExamples = []string{"InternalError", "InvalidParamsError", "MethodN
 // they are named after: proof that the harness accepts what the
 // specification's own tooling accepts.
 func TestOfficialExamples(t *testing.T) {
-	dir := filepath.Join(sharedSpec, "2026-07-28", "examples")
+	dir := examplesDir
 	folders, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		t.Skipf("%s is absent", dir)
-	}
 	require.NoError(t, err)
 	n := 0
 	for _, folder := range folders {

@@ -27,10 +27,9 @@ import (
 	"github.com/mcplisten/listen/streamhttp"
 )
 
-// Attacks (issue 10, items 1, 3, 5, 6, 9 and 10): cheap inputs that cost the
-// server more than they cost the sender, and rules looser than MCP asks,
-// tried over real loopback HTTP/1.1 and HTTP/2. Each test failed before its
-// fix.
+// Attacks: cheap inputs that cost the server more than they cost the
+// sender, and rules looser than MCP asks, tried over real loopback HTTP/1.1
+// and HTTP/2. Each test failed before its fix.
 
 // attackTarget is a hub served by a streamhttp.Handler behind Front, next to
 // a stand-in for the rest of an MCP server (such as the go-sdk's handler)
@@ -201,7 +200,7 @@ func wantRefusal(t *testing.T, resp *http.Response, status, code int, message st
 
 const toolsCall = `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"delete_everything","arguments":{}}}`
 
-// Item 3: requests that never finish arriving. 20 connections of each kind
+// Requests that never finish arriving. 20 connections of each kind
 // (a body sent one byte every 100 ms, a body one byte short of its
 // Content-Length, a chunked body, or HTTP/2 DATA frames, without end) are
 // each cut by the Handler's ReadTimeout (here 300 ms): answered 408 -32600,
@@ -358,7 +357,7 @@ func (c chunked) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Item 5: a cross-origin browser request through Front. A tools/call (or a
+// A cross-origin browser request through Front. A tools/call (or a
 // GET) from http://evil.example is refused with 403 before the rest of the
 // server sees it, as a listen is; a non-browser client and a same-origin
 // page are served. Before, Front checked only listens: the cross-site
@@ -411,7 +410,7 @@ func (publicAddrConn) LocalAddr() net.Addr {
 	return &net.TCPAddr{IP: net.IPv4(192, 0, 2, 10), Port: 8080}
 }
 
-// Item 6: DNS rebinding against a server on a non-loopback address. A page
+// DNS rebinding against a server on a non-loopback address. A page
 // of attacker.example whose name now resolves to the server sends a listen
 // and a tools/call with Host and Origin both attacker.example (same-origin,
 // to the browser). With AllowedHosts both are refused with 403; the names
@@ -449,7 +448,7 @@ func TestAttackDNSRebindingOnAPublicBind(t *testing.T) {
 	})
 }
 
-// Item 9: one client tries to take every slot. With MaxStreams 20 and
+// One client tries to take every slot. With MaxStreams 20 and
 // MaxStreamsPerKey 5, keyed by the principal, the greedy client gets 5
 // streams, then 429 with Retry-After; 15 other clients each still open
 // theirs, and once the Handler is full the next listen gets 503 with
@@ -495,7 +494,7 @@ func TestAttackOneClientTakesEverySlot(t *testing.T) {
 	})
 }
 
-// Item 10: a principal's credential is revoked while its streams are open.
+// A principal's credential is revoked while its streams are open.
 // The server makes Authenticate refuse it and calls EndStreams: each of its
 // three streams gets its completion result and ends (reason ErrEnded), a
 // new listen with the revoked credential gets 401, and another principal's
@@ -549,7 +548,7 @@ func TestAttackRevokedPrincipal(t *testing.T) {
 	})
 }
 
-// Issue 10, item 1: bytes a client sends after its listen request on a
+// Bytes a client sends after its listen request on a
 // taken-over HTTP/1.1 connection (4 MiB of them, or a pipelined request
 // right behind the listen) end its stream at once, as Disconnected with
 // streamhttp.ErrUnexpectedBytes; the server reads no further (it used to

@@ -266,8 +266,8 @@ func TestHubStreamsHangUp(t *testing.T) {
 // Bytes a client sends after its listen request end the stream at once, as
 // Disconnected with ErrUnexpectedBytes, whether they come with the request
 // or later; the server reads no more of them and closes the connection
-// (issue 10, item 1: it used to read them one byte per system call for as
-// long as they came).
+// (it used to read them one byte per system call for as long as they
+// came).
 func TestTrailingBytesEndTheStream(t *testing.T) {
 	paths := append(hubPaths[:len(hubPaths):len(hubPaths)], struct {
 		name     string

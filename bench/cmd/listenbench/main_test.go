@@ -34,7 +34,7 @@ func TestQuick(t *testing.T) {
 	}
 	for _, want := range []string{
 		"go run ./bench/cmd/listenbench -quick -out-dir",
-		"## Machine", "## Headline", "## Goals (issue 12)", "## Results", "## Stalled client",
+		"## Machine", "## Headline", "## Goals", "## Results", "## Stalled client",
 		"ours (examples/server)", "floor (bench/cmd/floorserver)", "go-sdk v1.8.0 (bench/cmd/gosdkserver)",
 		"| ours | floor | go-sdk | ours ÷ floor | ours ÷ go-sdk | ours ÷ (go-sdk − 10ms) |",
 		"Every fan-out figure is the median of **1 run** per server and N",

@@ -269,7 +269,8 @@ func (rp *report) headline(w writef) {
 	w("\n")
 }
 
-// goals checks issue 12's goals at the largest N.
+// goals checks the fan-out, CPU, memory and stalled-client goals at the
+// largest N.
 func (rp *report) goals(w writef) {
 	cfg := rp.cfg
 	if rp.ours < 0 || rp.floor < 0 {
@@ -277,7 +278,7 @@ func (rp *report) goals(w writef) {
 	}
 	k := slices.Index(cfg.Ns, slices.Max(cfg.Ns))
 	n := cfg.Ns[k]
-	w("## Goals (issue 12)\n\n| Goal | ours | floor | ours ÷ floor (paired) | Target | Met? |\n|---|---|---|---|---|---|\n")
+	w("## Goals\n\n| Goal | ours | floor | ours ÷ floor (paired) | Target | Met? |\n|---|---|---|---|---|---|\n")
 	met := func(s Summary, limit float64) string {
 		if !s.ok() {
 			return "**not measured**"
