@@ -1,9 +1,8 @@
 //go:build linux
 
-// Command trailing measures what a client that keeps sending bytes after
-// its listen request costs the server (issue 10, item 1): before the fix, a
-// taken-over connection's watcher read them one byte per system call, and
-// 4 MiB cost 6.1 s of server CPU.
+// Command trailingbytes measures what a client that keeps sending bytes
+// after its listen request costs the server, which should end the stream
+// at once, however much more the client sends.
 //
 // It starts itself as the server (a streamhttp.Handler on loopback, serving
 // a hub.Hub, or with -source blocking a Source whose streams block in Next,
@@ -15,7 +14,7 @@
 // trailing byte until the connection is closed, how many bytes the server
 // took, and how the stream ended. Linux only. From the repository root:
 //
-//	go run ./streamhttp/internal/trailing [-bytes 4194304] [-runs 5] [-source hub|blocking]
+//	go run ./bench/cmd/trailingbytes [-bytes 4194304] [-runs 5] [-source hub|blocking]
 package main
 
 import (
@@ -33,7 +32,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcplisten/listen/internal/procstat"
+	"github.com/mcplisten/listen/bench/internal/procstat"
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"

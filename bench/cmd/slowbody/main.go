@@ -1,6 +1,5 @@
 // Command slowbody measures how long incomplete listen requests live in a
-// streamhttp server process, and its memory while they do (issue 10,
-// item 3).
+// streamhttp server process, and its memory while they do.
 //
 // It starts itself as the server (a streamhttp.Handler with the default
 // Options on a hub, served by a plain http.Server on 127.0.0.1), opens -n
@@ -17,7 +16,7 @@
 // (VmRSS, VmHWM from /proc) every 100 ms, for -watch. Linux only. From the
 // repository root:
 //
-//	go run ./streamhttp/internal/slowbody [-kind slow] [-n 2000] [-watch 30s] [-runs 3]
+//	go run ./bench/cmd/slowbody [-kind slow] [-n 2000] [-watch 30s] [-runs 3]
 //
 // It builds against any version of the package that has New and
 // DefaultMaxBodyBytes, so the same program measures before and after a
@@ -40,7 +39,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcplisten/listen/internal/procstat"
+	"github.com/mcplisten/listen/bench/internal/procstat"
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"

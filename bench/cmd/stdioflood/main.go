@@ -1,5 +1,5 @@
-// Command flood measures a stdio server process under a request flood from a
-// client that never reads the server's standard output (issue 10, item 4).
+// Command stdioflood measures a stdio server process under a request flood
+// from a client that never reads the server's standard output.
 //
 // It starts itself as the server (a stdio.Server on its inherited, blocking
 // standard input and output pipes, answering every request at once), writes
@@ -8,7 +8,7 @@
 // from /proc) every 100 ms. The server reports its heap and goroutines, and
 // when Serve returned with what error. Linux only. From the repository root:
 //
-//	go run ./stdio/internal/flood [-n 200000] [-write-timeout 5s] [-watch 15s] [-runs 5]
+//	go run ./bench/cmd/stdioflood [-n 200000] [-write-timeout 5s] [-watch 15s] [-runs 5]
 //
 // With the default write timeout Serve ends after it; -write-timeout 1m
 // keeps the flood going for the whole watch to show where memory settles.
@@ -27,7 +27,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mcplisten/listen/internal/procstat"
+	"github.com/mcplisten/listen/bench/internal/procstat"
 
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/jsonrpc"

@@ -1,7 +1,7 @@
 // Package procstat reads a Linux process's memory and CPU time from /proc
-// and summarises samples, for the repository's measurement programs
-// (stdio/internal/flood, streamhttp/internal/slowbody and
-// streamhttp/internal/trailing).
+// and summarises samples, for the measurement programs that watch a server
+// process from outside (bench/cmd/stdioflood, bench/cmd/slowbody and
+// bench/cmd/trailingbytes).
 package procstat
 
 import (
