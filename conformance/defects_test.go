@@ -10,28 +10,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Known core defects. A row marked with one of these documents a message
-// the core shapes that fails the schema or a stream rule. The row is
-// skipped with the exact failure while the defect reproduces, and fails as
-// soon as it no longer does, so that the mark is removed once the core is
-// fixed and the row becomes an ordinary conformance check. Both defects
-// below were found by this module and fixed in the core; their rows are
-// ordinary checks now, and the marks stay for any future regression report.
-const (
-	// defectLenientURI: listen.AbsoluteURI (used by Event.Validate and
-	// ValidateNotifications) accepts strings that are not RFC 3986 URIs
-	// (bad percent-encoding, an unclosed IPv6 literal, a non-numeric port).
-	// A client can subscribe to one, and the resources/updated the core
-	// then shapes fails ResourceUpdatedNotification (params.uri has
-	// "format": "uri").
-	defectLenientURI = "lenient-uri"
-	// defectExtensionMethod: the core does not check the method an
-	// extension shapes, so an extension can put a core notification
-	// (a second acknowledgement, a resources/updated without uri, a list
-	// change that was not acknowledged) or a request-scoped one
-	// (notifications/progress, notifications/message) on the stream.
-	defectExtensionMethod = "extension-method"
-)
+// Known core defects. A table row may name one (a short name, such as
+// "lenient-uri") to document a message the core shapes that fails the
+// schema or a stream rule. The row is skipped with the exact failure while
+// the defect reproduces, and fails as soon as it no longer does, so that the
+// mark is removed once the core is fixed and the row becomes an ordinary
+// conformance check. No row is marked today.
 
 // xfail checks err (nil: the row conforms). A row marked with a known
 // defect is skipped while err reproduces it.

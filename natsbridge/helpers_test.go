@@ -334,20 +334,6 @@ func (s *stream) next(t testing.TB) note {
 	return note{}
 }
 
-// until reads notifications up to and including the one with test id
-// fence, and returns them all.
-func (s *stream) until(t testing.TB, fence string) []note {
-	t.Helper()
-	var got []note
-	for {
-		n := s.next(t)
-		got = append(got, n)
-		if n.id == fence {
-			return got
-		}
-	}
-}
-
 // tagged returns ev tagged with the test id.
 func tagged(ev listen.Event, id string) listen.Event {
 	return ev.WithMetadata(map[string]any{idKey: id})

@@ -103,8 +103,6 @@ type isoStream struct {
 	accepted map[string]any
 	msgs     <-chan msg
 	cs       *clientStream // HTTP only
-	next     int           // index in its expected list
-	expected []isoEvent
 }
 
 // selects reports whether the stream's accepted filter selects ev.

@@ -183,23 +183,6 @@ func TestFrontOverHTTP(t *testing.T) {
 	s.end(t)
 }
 
-// serverCaps mirrors the shape of the go-sdk's *mcp.ServerCapabilities.
-type serverCaps struct {
-	Experimental map[string]any `json:"experimental,omitempty"`
-	Extensions   map[string]any `json:"extensions,omitempty"`
-	Logging      *struct{}      `json:"logging,omitempty"`
-	Prompts      *struct {
-		ListChanged bool `json:"listChanged,omitempty"`
-	} `json:"prompts,omitempty"`
-	Resources *struct {
-		ListChanged bool `json:"listChanged,omitempty"`
-		Subscribe   bool `json:"subscribe,omitempty"`
-	} `json:"resources,omitempty"`
-	Tools *struct {
-		ListChanged bool `json:"listChanged,omitempty"`
-	} `json:"tools,omitempty"`
-}
-
 // New refuses a nil Source and invalid options with an error that names
 // what is wrong.
 func TestNewErrors(t *testing.T) {

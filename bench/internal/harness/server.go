@@ -169,16 +169,6 @@ func (p *process) kill() {
 	os.Remove(p.stderr.Name())
 }
 
-// stop asks the process to end (SIGTERM), then kills it after grace.
-func (p *process) stop(grace time.Duration) {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(grace):
-	}
-	p.kill()
-}
-
 // alive reports whether the process is still running.
 func (p *process) alive() bool {
 	select {

@@ -49,11 +49,3 @@ func millis[T any](items []T, f func(T) time.Duration) []float64 {
 	}
 	return out
 }
-
-func micros[T any](items []T, f func(T) float64) []float64 {
-	out := make([]float64, len(items))
-	for i, it := range items {
-		out[i] = f(it)
-	}
-	return out
-}
