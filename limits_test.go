@@ -2,6 +2,8 @@ package listen_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -68,5 +70,40 @@ func TestListenSizeLimits(t *testing.T) {
 			assert.Equal(t, tt.wantMsg, we.Message)
 			assert.Empty(t, src.opened, "the source is not opened")
 		})
+	}
+}
+
+// MaxFilterBytes counts the filter as its compact JSON: a filter of exactly
+// the bound is accepted, one byte more is refused, whatever its shape.
+func TestMaxFilterBytesIsExact(t *testing.T) {
+	filters := []struct {
+		name   string
+		filter listen.Filter
+	}{
+		{"flags", listen.Filter{"toolsListChanged": true, "promptsListChanged": false}},
+		{"a list of URIs", listen.Filter{"resourceSubscriptions": []any{"file:///a", "file:///bb", "file:///ccc"}}},
+		{"a []string list", listen.Filter{"resourceSubscriptions": []string{"file:///a", "file:///b"}}},
+		{"an empty list and an empty object", listen.Filter{"resourceSubscriptions": []any{}, "x": map[string]any{}}},
+		{"nested extension values", listen.Filter{"taskIds": []any{"t1", "t2"},
+			"ext": map[string]any{"a": []any{map[string]any{"b": nil, "c": "d"}}, "e": true}}},
+	}
+	for _, tt := range filters {
+		raw, err := json.Marshal(tt.filter)
+		require.NoError(t, err)
+		n := len(raw)
+		for _, bound := range []int{n, n - 1} {
+			t.Run(fmt.Sprintf("%s, %d bytes, bound %d", tt.name, n, bound), func(t *testing.T) {
+				opts := listen.Options{Capabilities: allCaps, MaxFilterBytes: bound}
+				sub, err := listen.Open(context.Background(), newTestSource(), request(jsonrpc.IntID(1), tt.filter), &opts)
+				if bound == n {
+					require.NoError(t, err, "a filter of exactly the bound is accepted")
+					sub.Close(nil)
+					return
+				}
+				var we *jsonrpc.Error
+				require.ErrorAs(t, err, &we, "one byte over the bound is refused")
+				assert.Equal(t, fmt.Sprintf("subscriptions/listen notifications must be at most %d bytes", bound), we.Message)
+			})
+		}
 	}
 }

@@ -436,25 +436,25 @@ func jsonSize(v any, depth, limit int) int {
 	case json.Number:
 		return len(x)
 	case []string:
-		n := 2
+		n := 2 + max(len(x)-1, 0) // brackets, commas between elements
 		for _, s := range x {
-			if n += len(s) + 3; n > limit {
+			if n += len(s) + 2; n > limit {
 				return n
 			}
 		}
 		return n
 	case []any:
-		n := 2
+		n := 2 + max(len(x)-1, 0)
 		for _, e := range x {
-			if n += jsonSize(e, depth+1, limit) + 1; n > limit {
+			if n += jsonSize(e, depth+1, limit); n > limit {
 				return n
 			}
 		}
 		return n
 	case map[string]any:
-		n := 2
+		n := 2 + max(len(x)-1, 0) // braces, commas between members
 		for k, e := range x {
-			if n += len(k) + 4 + jsonSize(e, depth+1, limit); n > limit {
+			if n += len(k) + 3 + jsonSize(e, depth+1, limit); n > limit { // "k":
 				return n
 			}
 		}
