@@ -135,7 +135,7 @@
 //
 // # Instrumentation
 //
-// [Options.Hooks] receives opens, publications, overflows, completions and
+// [Options.Hooks] receives opens, publications, overflows, shutdowns and
 // closes, each with its measurements, and each
 // publication with the duration of its fan-out (PublishInfo.Duration).
 // [SlogHooks] adapts them to log/slog; [NopHooks] is the embeddable no-op.

@@ -92,7 +92,7 @@ type recorder struct {
 	opens     []hub.OpenInfo
 	publishes []hub.PublishInfo
 	overflows []hub.OverflowInfo
-	completes []hub.CompleteInfo
+	completes []hub.ShutdownInfo
 	closes    []hub.CloseInfo
 }
 
@@ -107,7 +107,7 @@ func (r *recorder) OnOverflow(i hub.OverflowInfo) {
 	r.overflows = append(r.overflows, i)
 	r.mu.Unlock()
 }
-func (r *recorder) OnComplete(i hub.CompleteInfo) {
+func (r *recorder) OnShutdown(i hub.ShutdownInfo) {
 	r.mu.Lock()
 	r.completes = append(r.completes, i)
 	r.mu.Unlock()

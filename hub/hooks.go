@@ -27,8 +27,9 @@ type Hooks interface {
 	OnPublish(PublishInfo)
 	// OnOverflow: a publication dropped events (after its OnPublish).
 	OnOverflow(OverflowInfo)
-	// OnComplete: Shutdown completed the listeners.
-	OnComplete(CompleteInfo)
+	// OnShutdown: a Shutdown call completed the open listeners (each then
+	// hands out what it has queued and ends).
+	OnShutdown(ShutdownInfo)
 	// OnClose: a listener was closed (once per listener).
 	OnClose(CloseInfo)
 }
@@ -76,8 +77,8 @@ type OverflowInfo struct {
 	Policy Overflow
 }
 
-// CompleteInfo describes the completion of the listeners by Shutdown.
-type CompleteInfo struct {
+// ShutdownInfo describes the completion of the listeners by Shutdown.
+type ShutdownInfo struct {
 	// Subscriptions counts the listeners (all now completing).
 	Subscriptions int
 	// Queued is the hub's queued total, still to be handed out.
@@ -108,8 +109,8 @@ func (NopHooks) OnPublish(PublishInfo) {}
 // OnOverflow does nothing.
 func (NopHooks) OnOverflow(OverflowInfo) {}
 
-// OnComplete does nothing.
-func (NopHooks) OnComplete(CompleteInfo) {}
+// OnShutdown does nothing.
+func (NopHooks) OnShutdown(ShutdownInfo) {}
 
 // OnClose does nothing.
 func (NopHooks) OnClose(CloseInfo) {}
@@ -117,7 +118,7 @@ func (NopHooks) OnClose(CloseInfo) {}
 var _ Hooks = NopHooks{}
 
 // SlogHooks returns Hooks that log to logger (slog.Default() when nil):
-// opens, publications and closes at Debug, overflows at Warn, completions
+// opens, publications and closes at Debug, overflows at Warn, shutdowns
 // at Info, with these attributes:
 // subscriptions, filter_keys, request_id, transport, matched, delivered,
 // buffered, dropped, queued, event_kind, extension_id, policy, reason.
@@ -183,12 +184,12 @@ func (s slogHooks) OnOverflow(i OverflowInfo) {
 	s.l.LogAttrs(context.Background(), slog.LevelWarn, "subscription hub overflow", attrs...)
 }
 
-// OnComplete logs at Info.
-func (s slogHooks) OnComplete(i CompleteInfo) {
+// OnShutdown logs at Info.
+func (s slogHooks) OnShutdown(i ShutdownInfo) {
 	if !s.enabled(slog.LevelInfo) {
 		return
 	}
-	s.l.LogAttrs(context.Background(), slog.LevelInfo, "subscription hub complete",
+	s.l.LogAttrs(context.Background(), slog.LevelInfo, "subscription hub shutdown",
 		slog.Int("subscriptions", i.Subscriptions),
 		slog.Int("queued", i.Queued))
 }

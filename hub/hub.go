@@ -579,7 +579,7 @@ func (h *Hub) complete() {
 	}
 
 	if h.hooks != nil {
-		h.hooks.OnComplete(CompleteInfo{Subscriptions: subs, Queued: h.queuedNow()})
+		h.hooks.OnShutdown(ShutdownInfo{Subscriptions: subs, Queued: h.queuedNow()})
 	}
 }
 

@@ -453,7 +453,7 @@ func TestInstrumentsEveryOperation(t *testing.T) {
 	}, rec.overflows[0])
 
 	h.Complete()
-	assert.Equal(t, []hub.CompleteInfo{{Subscriptions: 1, Queued: 1}}, rec.completes)
+	assert.Equal(t, []hub.ShutdownInfo{{Subscriptions: 1, Queued: 1}}, rec.completes)
 
 	s.Close(listen.Cancelled("done"))
 	require.Len(t, rec.closes, 1)
@@ -486,7 +486,7 @@ func TestSlogHooks(t *testing.T) {
 		{"level": "DEBUG", "msg": "subscription hub publish", "matched": 1.0, "delivered": 0.0, "buffered": 1.0, "dropped": 0.0, "queued": 1.0, "event_kind": "tools_list_changed"},
 		{"level": "DEBUG", "msg": "subscription hub publish", "matched": 1.0, "delivered": 0.0, "buffered": 0.0, "dropped": 1.0, "queued": 1.0, "event_kind": "extension", "extension_id": tasksID},
 		{"level": "WARN", "msg": "subscription hub overflow", "dropped": 1.0, "queued": 1.0, "event_kind": "extension", "extension_id": tasksID, "policy": "drop_newest"},
-		{"level": "INFO", "msg": "subscription hub complete", "subscriptions": 1.0, "queued": 1.0},
+		{"level": "INFO", "msg": "subscription hub shutdown", "subscriptions": 1.0, "queued": 1.0},
 		{"level": "DEBUG", "msg": "subscription hub close", "subscriptions": 0.0, "reason": "disconnected"},
 	}
 	assert.Equal(t, want, recs)
@@ -546,7 +546,7 @@ func (r *reentrant) touch() {
 func (r *reentrant) OnOpen(hub.OpenInfo)         { r.touch() }
 func (r *reentrant) OnPublish(hub.PublishInfo)   { r.touch() }
 func (r *reentrant) OnOverflow(hub.OverflowInfo) { r.touch() }
-func (r *reentrant) OnComplete(hub.CompleteInfo) { r.touch() }
+func (r *reentrant) OnShutdown(hub.ShutdownInfo) { r.touch() }
 func (r *reentrant) OnClose(hub.CloseInfo)       { r.touch() }
 
 // A panicking OnOpen closes the listener it was told about; through

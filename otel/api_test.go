@@ -193,7 +193,7 @@ func TestHubHooksChain(t *testing.T) {
 	end()
 	_ = h.Shutdown(ended) // completes every listener now, waits for nothing
 	st.Close(nil)
-	assert.Equal(t, []string{"open", "publish", "publish", "overflow", "publish", "overflow", "publish", "complete", "close"}, rec.calls)
+	assert.Equal(t, []string{"open", "publish", "publish", "overflow", "publish", "overflow", "publish", "shutdown", "close"}, rec.calls)
 	const upd, pr = "mcp.listen.notification.kind=resource_updated", "mcp.listen.notification.kind=prompts_list_changed"
 	assert.Equal(t, map[string]int64{
 		"mcp.listen.notifications.published{" + upd + "}": 3,
@@ -209,5 +209,5 @@ type hubRecorder struct{ calls []string }
 func (r *hubRecorder) OnOpen(hub.OpenInfo)         { r.calls = append(r.calls, "open") }
 func (r *hubRecorder) OnPublish(hub.PublishInfo)   { r.calls = append(r.calls, "publish") }
 func (r *hubRecorder) OnOverflow(hub.OverflowInfo) { r.calls = append(r.calls, "overflow") }
-func (r *hubRecorder) OnComplete(hub.CompleteInfo) { r.calls = append(r.calls, "complete") }
+func (r *hubRecorder) OnShutdown(hub.ShutdownInfo) { r.calls = append(r.calls, "shutdown") }
 func (r *hubRecorder) OnClose(hub.CloseInfo)       { r.calls = append(r.calls, "close") }

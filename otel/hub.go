@@ -40,8 +40,8 @@ func (h *hubHooks) OnOverflow(i hub.OverflowInfo) {
 	h.next.OnOverflow(i)
 }
 
-// OnComplete calls next.
-func (h *hubHooks) OnComplete(i hub.CompleteInfo) { h.next.OnComplete(i) }
+// OnShutdown calls next.
+func (h *hubHooks) OnShutdown(i hub.ShutdownInfo) { h.next.OnShutdown(i) }
 
 // OnClose calls next.
 func (h *hubHooks) OnClose(i hub.CloseInfo) { h.next.OnClose(i) }

@@ -37,7 +37,7 @@ func main() {
 		},
 	}))
 	completed := make(chan struct{})
-	h, err := hub.New(hub.Options{MaxBuffer: 2, Hooks: onComplete{hub.SlogHooks(logger), completed}})
+	h, err := hub.New(hub.Options{MaxBuffer: 2, Hooks: onShutdown{hub.SlogHooks(logger), completed}})
 	if err != nil {
 		panic(err)
 	}
@@ -118,15 +118,15 @@ func main() {
 	fmt.Printf("\nstats: subscriptions=%d queued=%d dropped=%d\n", st.Subscriptions, st.Queued, st.Dropped)
 }
 
-// onComplete is the hub's hooks, closing done after the completion was
+// onShutdown is the hub's hooks, closing done after the completion was
 // logged.
-type onComplete struct {
+type onShutdown struct {
 	hub.Hooks
 	done chan struct{}
 }
 
-func (h onComplete) OnComplete(i hub.CompleteInfo) {
-	h.Hooks.OnComplete(i)
+func (h onShutdown) OnShutdown(i hub.ShutdownInfo) {
+	h.Hooks.OnShutdown(i)
 	close(h.done)
 }
 

@@ -23,7 +23,7 @@ func Example() {
 	// publish resources/updated build.log #2   matched=1 dropped=0
 	// level=WARN msg="subscription hub overflow" dropped=1 queued=2 event_kind=resource_updated policy=drop_oldest
 	// publish resources/updated build.log #3   matched=1 dropped=1
-	// level=INFO msg="subscription hub complete" subscriptions=3 queued=2
+	// level=INFO msg="subscription hub shutdown" subscriptions=3 queued=2
 	//
 	// alpha (ended: complete)
 	//   {"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"alpha"},"notifications":{"promptsListChanged":true,"toolsListChanged":true}}}
