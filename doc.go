@@ -87,7 +87,7 @@
 //		case listen.OutcomeEvent:
 //			msg, err := sub.Notification(o.Event)
 //			if err != nil { // an invalid event fails the stream
-//				write(sub.Failure(err))
+//				write(sub.Failure())
 //				sub.Close(listen.Failed(err))
 //				continue
 //			}
@@ -96,11 +96,10 @@
 //			}
 //			w.Continue()
 //		case listen.OutcomeClosed:
-//			done, _ := sub.Completion()
-//			write(done)
+//			write(sub.Completion())
 //			sub.Close(listen.ErrComplete)
 //		case listen.OutcomeError:
-//			write(sub.Failure(o.Err))
+//			write(sub.Failure())
 //			sub.Close(listen.Failed(o.Err))
 //		}
 //	}

@@ -106,7 +106,7 @@ func ExampleSubscription_StartWorker() {
 		case listen.OutcomeEvent:
 			msg, err := sub.Notification(o.Event)
 			if err != nil { // an invalid event: the stream fails
-				write(sub.Failure(err))
+				write(sub.Failure())
 				sub.Close(listen.Failed(err))
 				continue
 			}
@@ -115,11 +115,10 @@ func ExampleSubscription_StartWorker() {
 			}
 			w.Continue()
 		case listen.OutcomeClosed:
-			done, _ := sub.Completion()
-			write(done)
+			write(sub.Completion())
 			sub.Close(listen.ErrComplete)
 		case listen.OutcomeError:
-			write(sub.Failure(o.Err))
+			write(sub.Failure())
 			sub.Close(listen.Failed(o.Err))
 		}
 	}

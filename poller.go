@@ -168,11 +168,7 @@ func (p *Poller) Next(dst []byte) (Step, []byte) {
 			p.state = pollWriting
 			return StepWrite, out
 		case OutcomeClosed:
-			msg, err := s.Completion()
-			if err != nil {
-				return p.fail(dst, err)
-			}
-			return p.terminal(dst, msg, ErrComplete, true)
+			return p.terminal(dst, s.Completion(), ErrComplete, true)
 		default:
 			return p.fail(dst, o.Err)
 		}
@@ -211,9 +207,7 @@ func (p *Poller) end(dst []byte, cause error) (Step, []byte) {
 	switch {
 	case errors.Is(cause, ErrShutdown):
 		if s.CloseReason() == nil {
-			if msg, err := s.Completion(); err == nil {
-				return p.terminal(dst, msg, cause, true)
-			}
+			return p.terminal(dst, s.Completion(), cause, true)
 		}
 		s.Close(cause)
 	case errors.Is(cause, ErrCancelled), errors.Is(cause, ErrDisconnected):
@@ -228,7 +222,7 @@ func (p *Poller) end(dst []byte, cause error) (Step, []byte) {
 // fail ends the stream with the failure response and reason Failed(err).
 func (p *Poller) fail(dst []byte, err error) (Step, []byte) {
 	if p.s.CloseReason() == nil {
-		return p.terminal(dst, p.s.Failure(err), Failed(err), false)
+		return p.terminal(dst, p.s.Failure(), Failed(err), false)
 	}
 	p.s.Close(Failed(err))
 	p.state = pollDone

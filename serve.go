@@ -185,12 +185,7 @@ func (s *Subscription) handle(st *serveState, o Outcome) bool {
 		}
 		return false
 	case OutcomeClosed:
-		msg, err := s.Completion()
-		if err != nil {
-			s.fail(st.sink, err)
-			return true
-		}
-		if err := st.sink.final(msg); err != nil {
+		if err := st.sink.final(s.Completion()); err != nil {
 			s.Close(Disconnected(err))
 		}
 		s.Close(ErrComplete)
@@ -217,10 +212,8 @@ func (s *Subscription) end(ctx context.Context, sink Sink) error {
 	switch {
 	case errors.Is(cause, ErrShutdown):
 		if s.CloseReason() == nil {
-			if msg, err := s.Completion(); err == nil {
-				if err := sink.final(msg); err != nil {
-					cause = Disconnected(err) // the client never got it
-				}
+			if err := sink.final(s.Completion()); err != nil {
+				cause = Disconnected(err) // the client never got it
 			}
 		}
 		s.Close(cause)
@@ -235,7 +228,7 @@ func (s *Subscription) end(ctx context.Context, sink Sink) error {
 // fail writes the failure response and closes with Failed(err).
 func (s *Subscription) fail(sink Sink, err error) error {
 	if s.CloseReason() == nil {
-		_ = sink.final(s.Failure(err))
+		_ = sink.final(s.Failure())
 	}
 	s.Close(Failed(err))
 	return s.CloseReason()

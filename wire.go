@@ -216,7 +216,7 @@ func (s *Subscription) appendNotificationMessage(dst []byte, method string, para
 // Completion returns the graceful end of the stream: the JSON-RPC result of
 // the listen request, with resultType "complete", the subscription id and
 // (when Options.ServerInfo named the server) the server info in _meta.
-func (s *Subscription) Completion() ([]byte, error) {
+func (s *Subscription) Completion() []byte {
 	b := make([]byte, 0, 160+2*len(s.id.Raw())+len(s.serverInfo.Name)+len(s.serverInfo.Version))
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = append(b, s.id.Raw()...)
@@ -236,14 +236,12 @@ func (s *Subscription) Completion() ([]byte, error) {
 	b = appendString(b, jsonrpc.MetaSubscriptionID)
 	b = append(b, ':')
 	b = append(b, s.id.Raw()...)
-	b = append(b, `},"resultType":"complete"}}`...)
-	return b, nil
+	return append(b, `},"resultType":"complete"}}`...)
 }
 
-// Failure returns the terminal JSON-RPC error of a failed stream:
-// -32603 "Subscription source failed", whatever reason is. The reason is the
-// server's business and is never sent; internal errors carry no data.
-func (s *Subscription) Failure(reason error) []byte {
-	_ = reason
+// Failure returns the terminal JSON-RPC error of a failed stream, always
+// -32603 "Subscription source failed" with no data: why the stream failed is
+// the server's business (it is the Failed close reason) and never sent.
+func (s *Subscription) Failure() []byte {
 	return jsonrpc.ErrorResponse(s.id, jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgSourceFailed))
 }

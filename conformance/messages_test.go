@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/mcplisten/listen"
@@ -256,8 +257,7 @@ func TestCompletionConforms(t *testing.T) {
 		for _, tt := range tests {
 			t.Run(id.name+"/"+tt.name, func(t *testing.T) {
 				sub := open(t, listenRequest(id.token, allCore, clientPlain), serverOptions(t, serverCaps, tt.info), idleSource())
-				msg, err := sub.Completion()
-				require.NoError(t, err)
+				msg := sub.Completion()
 
 				conformsMessage(t, msg)
 				require.NoError(t, checkCompletion(msg, []byte(id.token)))
@@ -277,17 +277,28 @@ func TestCompletionConforms(t *testing.T) {
 func TestFailureConforms(t *testing.T) {
 	reasons := []struct {
 		name   string
-		reason error
+		reason error // what the source's Next fails with
 	}{
 		{"source error", errors.New("database unavailable")},
 		{"wire error with data", jsonrpc.NewError(jsonrpc.CodeInvalidParams, "bad").WithData(map[string]any{"secret": "x"})},
-		{"nil reason", nil},
 	}
 	for _, id := range ids {
-		sub := open(t, listenRequest(id.token, allCore, clientPlain), serverOptions(t, serverCaps, serverInfo), idleSource())
 		for _, r := range reasons {
 			t.Run(id.name+"/"+r.name, func(t *testing.T) {
-				msg := sub.Failure(r.reason)
+				events := make(chan listen.Event)
+				close(events)
+				src := &testSource{events: events, end: r.reason}
+				sub := open(t, listenRequest(id.token, allCore, clientPlain), serverOptions(t, serverCaps, serverInfo), src.source())
+				var msgs [][]byte
+				reason := sub.Serve(context.Background(), listen.Sink{Write: func(m []byte) error {
+					msgs = append(msgs, slices.Clone(m))
+					return nil
+				}})
+				require.ErrorIs(t, reason, listen.ErrFailed)
+				require.ErrorIs(t, reason, r.reason, "the reason is the server's")
+				require.Len(t, msgs, 2, "the acknowledgement, then the failure")
+				msg := msgs[1]
+				assert.Equal(t, sub.Failure(), msg)
 				conformsMessage(t, msg)
 				require.NoError(t, checkErrorResponse(msg, []byte(id.token), jsonrpc.CodeInternalError))
 				e, _ := member(msg, "error")
