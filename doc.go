@@ -58,8 +58,9 @@
 //     context.AfterFunc registration, whose function the runtime runs in its
 //     own goroutine only when the owner ends, and which Close unregisters.
 //   - Serve runs on the caller's goroutine. For a stream that implements
-//     PollStream (the hub's do) it needs no other goroutine: it pulls with
-//     TryNext and waits on Ready. For any other stream it starts a Worker.
+//     NotifyStream (the hub's do) it needs no other goroutine: it pulls with
+//     TryNext and waits for the stream's notify. For any other stream it
+//     starts a Worker, and waits for it before it returns.
 //     A Poller (see "Many streams on a few goroutines") needs no goroutine
 //     of its own at all: its transport's goroutines take its steps.
 //   - A Worker owns one goroutine. It calls Stream.Next once per Continue,

@@ -1,10 +1,7 @@
 package listen
 
 import (
-	"bytes"
 	"context"
-	"runtime"
-	"strconv"
 	"sync"
 	"sync/atomic"
 )
@@ -20,10 +17,12 @@ import (
 // owner releases the previous watch. close releases the watch, so a closed
 // guard holds no registration.
 //
-// Every caller of close returns only after the stream's Close has returned,
-// whoever ran it ("closed" always means "released"), except a close made
-// from inside the stream's own Close, which returns at once instead of
-// waiting on itself.
+// The close that runs the stream's Close returns after it; a close that
+// finds the stream released already returns at once, and so does a close
+// that finds another one running the stream's Close: it cannot tell whether
+// it was made from inside that Close (a stream that ends its own
+// subscription), where waiting would wait on itself. Whoever must know that
+// the stream is released waits on doneChan.
 type guard struct {
 	stream Stream
 
@@ -35,8 +34,6 @@ type guard struct {
 	isClosed atomic.Bool
 	// release unregisters the owner watch; nil when there is none.
 	release func() bool
-	// closer is the goroutine running stream.Close, while it runs.
-	closer uint64
 	// released is set once stream.Close has returned.
 	released bool
 	// closing is closed when the close begins (before stream.Close); done
@@ -80,27 +77,20 @@ func (g *guard) handOver(owner context.Context) {
 	})
 }
 
-// close closes the stream with reason if it is the first close, and waits
-// until the stream's Close has returned either way. It reports whether this
-// call closed the stream, and whether it was made from inside the stream's
-// Close (nested: it then returned without waiting).
-func (g *guard) close(reason error) (first, nested bool) {
+// close closes the stream with reason if it is the first close. It
+// reports whether the stream is released when it returns: true after it ran
+// the stream's Close, or when an earlier close had finished; false while
+// another close is running the stream's Close.
+func (g *guard) close(reason error) (released bool) {
 	g.mu.Lock()
 	if g.closed {
-		nested = g.closer != 0 && g.closer == goid()
-		if nested || g.released {
-			g.mu.Unlock()
-			return false, nested
-		}
-		done := g.doneLocked()
+		released = g.released
 		g.mu.Unlock()
-		<-done
-		return false, false
+		return released
 	}
 	g.closed = true
 	g.reason = reason
 	g.isClosed.Store(true)
-	g.closer = goid()
 	release := g.release
 	g.release = nil
 	if g.closing != nil {
@@ -113,13 +103,12 @@ func (g *guard) close(reason error) (first, nested bool) {
 	}
 	closeStream(g.stream, reason)
 	g.mu.Lock()
-	g.closer = 0
 	g.released = true
 	if g.done != nil {
 		close(g.done)
 	}
 	g.mu.Unlock()
-	return true, false
+	return true
 }
 
 // doneChan returns the channel closed once stream.Close has returned.
@@ -161,20 +150,6 @@ func (g *guard) closingChan() <-chan struct{} {
 		g.closing = make(chan struct{})
 	}
 	return g.closing
-}
-
-// goid returns the calling goroutine's id, read from the first line of its
-// stack trace ("goroutine 18 [running]:"). It is only used to recognise a
-// close made from inside the stream's Close.
-func goid() uint64 {
-	var buf [64]byte
-	b := buf[:runtime.Stack(buf[:], false)]
-	b = bytes.TrimPrefix(b, []byte("goroutine "))
-	if i := bytes.IndexByte(b, ' '); i > 0 {
-		b = b[:i]
-	}
-	id, _ := strconv.ParseUint(string(b), 10, 64)
-	return id
 }
 
 // ownerGoneError is the cause of the reason a guard uses when an owner ends:

@@ -70,14 +70,18 @@ func TestStartWorkerHandsOwnershipOver(t *testing.T) {
 	}
 }
 
-// StartWorker(nil) keeps the Open context as the owner.
-func TestStartWorkerWithoutOwnerKeepsTheOpenOwner(t *testing.T) {
+// StartWorker given the Open context again keeps it the owner; a nil owner
+// is a programming error.
+func TestStartWorkerWithTheOpenContextKeepsTheOwner(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := newTestSource()
 		ctx, cancel := context.WithCancel(context.Background())
 		sub, err := listen.Open(ctx, src, request(jsonrpc.IntID(1), listen.Filter{}), nil)
 		require.NoError(t, err)
-		w, err := sub.StartWorker(nil)
+		//lint:ignore SA1012 the nil owner is the misuse under test
+		assert.PanicsWithValue(t, "listen: StartWorker with a nil owner context (pass context.Background() for no owner)",
+			func() { _, _ = sub.StartWorker(nil) })
+		w, err := sub.StartWorker(ctx)
 		require.NoError(t, err)
 		cancel()
 		synctest.Wait()
@@ -163,7 +167,7 @@ func TestNestedCloseDoesNotDeadlock(t *testing.T) {
 				var err error
 				sub, err = listen.Open(ctx, src, request(jsonrpc.IntID(1), listen.Filter{}), nil)
 				require.NoError(t, err)
-				w, err := sub.StartWorker(nil)
+				w, err := sub.StartWorker(ctx)
 				require.NoError(t, err)
 				w.Continue()
 				synctest.Wait() // Next is blocked

@@ -5,6 +5,40 @@ import (
 	"errors"
 )
 
+// This file is the serving state machine: the one place where the rules of
+// a listen stream live. Serve, streamhttp's fast path and any transport
+// that serves many streams from a few goroutines drive it; they only write
+// what it hands out and wait when it says so.
+//
+// The states, in Poller.state:
+//
+//	pollStart --ack--> pollWriting --Written(nil)--> pollRun --pull--> ...
+//
+//   - pollStart: Next hands out the acknowledgement (StepWrite), unless the
+//     transport's side has ended with a cause other than ErrShutdown
+//     (then nothing is written: see end).
+//   - pollRun: Next first consults the transport's side (ended) and the
+//     subscription (closed by someone else: StepDone), then pulls once. No
+//     outcome: StepWait. An event: shaped; a drop pulls again, a
+//     notification is handed out (StepWrite, pollWriting). The stream's
+//     graceful end: the completion (StepFinal, pollFinal). A failure, or an
+//     event that fails to shape: the failure (StepFinal, pollFailing). The
+//     ended check is made again after the pull, so the transport's end wins
+//     over an outcome ready at the same moment.
+//   - pollWriting: Written(nil) goes back to pollRun (the next Next pulls
+//     again: one pull after each written or dropped event, never two in
+//     flight); Written(err) closes with Disconnected(err).
+//   - pollFinal, pollFailing: Written closes the subscription with the
+//     reason the terminal message stands for (ErrComplete, ErrShutdown,
+//     Failed(err)); a completion whose write failed closes with
+//     Disconnected(err) instead.
+//   - pollDone: closed; Next answers StepDone.
+//
+// The transport's end (see end), by its cause: ErrShutdown writes the
+// completion first (if the subscription is still open) and closes with
+// ErrShutdown; a Cancelled or Disconnected reason closes with itself; any
+// other cause closes with Disconnected(cause). Nothing else is written.
+
 // Step is what a Poller asks its transport to do next.
 type Step uint8
 
@@ -27,13 +61,13 @@ const (
 )
 
 // Poller serves a subscription in steps, without a goroutine of its own and
-// without blocking, for a transport that serves many streams from a few
-// goroutines (streamhttp serves hub streams of taken-over HTTP/1.x
-// connections this way). It is Serve turned inside out: Serve uses it for a
-// PollStream, and it keeps every rule of Serve (the acknowledgement first;
-// one pull after the acknowledgement and one after each written or dropped
-// event; the end of the transport's side first; the terminal message; one
-// close, with the reasons Serve closes with).
+// without blocking: it is the serving state machine, which Serve drives for
+// every stream and a transport that serves many streams from a few
+// goroutines drives itself (streamhttp serves hub streams of taken-over
+// HTTP/1.x connections this way). It keeps every rule of a listen stream:
+// the acknowledgement first; one pull after the acknowledgement and one
+// after each written or dropped event; the end of the transport's side
+// first; the terminal message; one close, with its reason.
 //
 // The transport calls Next and does what the step says, then calls Next
 // again: after StepWrite and StepFinal it first reports the write with
@@ -47,17 +81,20 @@ const (
 // per message, not two); call its methods through a pointer to it, and do
 // not copy it once used. The zero Poller is not usable.
 type Poller struct {
-	s     *Subscription
-	ps    PollStream
+	s *Subscription
+	// ns is pulled with TryNext; w, when ns is nil, is the notify worker
+	// that pulls a stream that blocks (Serve's).
+	ns NotifyStream
+	w  *Worker
+	// ctx is the serving context: CanRead's for a covered sub-resource, and
+	// the transport's end when ended is nil.
 	ctx   context.Context
 	ended func() error
 
 	state pollState
 	// final is the reason the subscription is closed with once the terminal
-	// message was written; finalOnErr whether a failed write makes it
-	// Disconnected instead (it does for a completion, not for a failure).
-	final      error
-	finalOnErr bool
+	// message was written.
+	final error
 }
 
 type pollState uint8
@@ -66,27 +103,28 @@ const (
 	pollStart   pollState = iota // the acknowledgement is still to be written
 	pollRun                      // pulling
 	pollWriting                  // a StepWrite message is being written
-	pollFinal                    // the terminal message is being written
+	pollFinal                    // the completion is being written
+	pollFailing                  // the failure is being written
 	pollDone                     // closed
 )
 
 // Poller returns a Poller that serves s, for a transport that serves it
 // instead of calling Serve (call one of them, once). It reports false, and
-// registers nothing, when s's stream is not a NotifyStream, or when
+// registers nothing, when serving s would need a goroutine or could hold
+// the transport's goroutine: when s's stream is not a NotifyStream, or when
 // shaping an event may call a policy that can take its time (Options.CanRead
-// for a covered sub-resource, with Options.SubResources): a Poller's
-// transport serves many streams from one goroutine, which such a call
-// would hold. Serve it with Serve then.
+// for a covered sub-resource, with Options.SubResources). Serve it with
+// Serve then.
 //
-// ctx is the transport's serving context, as Serve's ctx: CanRead gets it
-// for a covered sub-resource, and its end, by its cause (ErrShutdown, a
-// Cancelled or Disconnected reason, or any other error), ends the stream
-// with the effects Serve gives it. Next consults it before and after each
-// pull, so it takes precedence over an outcome that is ready at the same
-// moment; once it has ended, call notify (or Next) so that the Poller sees
-// it. ended, if not nil, replaces ctx.Err for that check (a transport may
-// know sooner and more cheaply): it returns nil while the stream goes on,
-// and then the cause.
+// ctx is the transport's serving context, as Serve's ctx: its end, by its
+// cause (ErrShutdown, a Cancelled or Disconnected reason, or any other
+// error), ends the stream with the effects Serve gives it. Next consults it
+// before and after each pull, so it takes precedence over an outcome that
+// is ready at the same moment; once it has ended, call notify (or Next) so
+// that the Poller sees it. ended, if not nil, replaces ctx for that check
+// (a transport may know sooner and more cheaply, and ctx may then be
+// context.Background()): it returns nil while the stream goes on, and then
+// the cause.
 //
 // notify is registered with the stream (NotifyStream.SetNotify): it is
 // called on the goroutine of a publisher or of a Close, never under a lock
@@ -98,19 +136,41 @@ func (s *Subscription) Poller(ctx context.Context, notify func(), ended func() e
 		return Poller{}, false
 	}
 	ns.SetNotify(notify)
-	return newPoller(s, ns, ctx, ended), true
+	return Poller{s: s, ns: ns, ctx: ctx, ended: ended}, true
 }
 
-func newPoller(s *Subscription, ps PollStream, ctx context.Context, ended func() error) Poller {
-	if ended == nil {
-		ended = func() error {
-			if ctx.Err() != nil {
-				return context.Cause(ctx)
-			}
-			return nil
-		}
+// servePoller returns the Poller Serve drives: on a NotifyStream, pulled
+// with TryNext; on any other stream, through a worker goroutine that calls
+// notify with each outcome (keeping the subscription's owner).
+func (s *Subscription) servePoller(ctx context.Context, notify func()) (Poller, error) {
+	p := Poller{s: s, ctx: ctx}
+	if ns, ok := s.guard.stream.(NotifyStream); ok {
+		ns.SetNotify(notify)
+		p.ns = ns
+		return p, nil
 	}
-	return Poller{s: s, ps: ps, ctx: ctx, ended: ended}
+	w, err := s.startWorker(nil, notify)
+	p.w = w
+	return p, err
+}
+
+// endCause returns the cause the transport's side ended with, or nil.
+func (p *Poller) endCause() error {
+	if p.ended != nil {
+		return p.ended()
+	}
+	if p.ctx != nil && p.ctx.Err() != nil {
+		return context.Cause(p.ctx)
+	}
+	return nil
+}
+
+// pull pulls the stream once, without blocking.
+func (p *Poller) pull() (Outcome, bool) {
+	if p.ns != nil {
+		return pollEvent(p.ns)
+	}
+	return p.w.take()
 }
 
 // Next returns the next step. For StepWrite and StepFinal it appends the
@@ -121,14 +181,14 @@ func (p *Poller) Next(dst []byte) (Step, []byte) {
 	switch p.state {
 	case pollDone:
 		return StepDone, dst
-	case pollWriting, pollFinal:
+	case pollWriting, pollFinal, pollFailing:
 		panic("listen: Poller.Next called before Written")
 	case pollStart:
 		ack, err := s.Acknowledgement()
 		if err != nil {
 			return p.fail(dst, err)
 		}
-		if cause := p.ended(); cause != nil && !errors.Is(cause, ErrShutdown) {
+		if cause := p.endCause(); cause != nil && !errors.Is(cause, ErrShutdown) {
 			// Ended before the stream started: a cancelled or lost request
 			// gets nothing; a drain still gets the acknowledgement (it must
 			// be the first message), then the completion.
@@ -138,23 +198,15 @@ func (p *Poller) Next(dst []byte) (Step, []byte) {
 		return StepWrite, append(dst, ack...)
 	}
 	for {
-		if cause := p.ended(); cause != nil {
-			return p.end(dst, cause)
+		if step, out, done := p.check(dst); done {
+			return step, out
 		}
-		if s.CloseReason() != nil {
-			p.state = pollDone // closed by someone else: write nothing more
-			return StepDone, dst
-		}
-		o, ok := pollEvent(p.ps)
+		o, ok := p.pull()
 		if !ok {
 			return StepWait, dst
 		}
-		if cause := p.ended(); cause != nil {
-			return p.end(dst, cause)
-		}
-		if s.CloseReason() != nil {
-			p.state = pollDone
-			return StepDone, dst
+		if step, out, done := p.check(dst); done {
+			return step, out
 		}
 		switch o.Kind {
 		case OutcomeEvent:
@@ -168,11 +220,33 @@ func (p *Poller) Next(dst []byte) (Step, []byte) {
 			p.state = pollWriting
 			return StepWrite, out
 		case OutcomeClosed:
-			return p.terminal(dst, s.Completion(), ErrComplete, true)
+			return p.terminal(dst, s.Completion(), ErrComplete, pollFinal)
+		case outcomeExited:
+			// The worker stopped without an outcome: its owner ended, or
+			// the close began (the owner's close may not have begun yet).
+			s.Close(Disconnected(ErrOwnerGone))
+			p.state = pollDone
+			return StepDone, dst
 		default:
 			return p.fail(dst, o.Err)
 		}
 	}
+}
+
+// check ends the stream when the transport's side has ended (end), or
+// reports StepDone when the subscription was closed by someone else (a
+// Close, its owner's end): nothing more is written then. done is false
+// while the stream goes on.
+func (p *Poller) check(dst []byte) (step Step, out []byte, done bool) {
+	if cause := p.endCause(); cause != nil {
+		step, out = p.end(dst, cause)
+		return step, out, true
+	}
+	if p.s.CloseReason() != nil {
+		p.state = pollDone
+		return StepDone, dst, true
+	}
+	return 0, dst, false
 }
 
 // Written reports the result of writing the message of the last StepWrite
@@ -189,8 +263,8 @@ func (p *Poller) Written(err error) {
 			return
 		}
 		p.state = pollRun
-	case pollFinal:
-		if err != nil && p.finalOnErr {
+	case pollFinal, pollFailing:
+		if err != nil && p.state == pollFinal {
 			s.Close(Disconnected(err)) // the client never got it
 		}
 		s.Close(p.final)
@@ -200,14 +274,13 @@ func (p *Poller) Written(err error) {
 	}
 }
 
-// end ends the stream because the transport's side ended with cause (see
-// Serve).
+// end ends the stream because the transport's side ended with cause.
 func (p *Poller) end(dst []byte, cause error) (Step, []byte) {
 	s := p.s
 	switch {
 	case errors.Is(cause, ErrShutdown):
 		if s.CloseReason() == nil {
-			return p.terminal(dst, s.Completion(), cause, true)
+			return p.terminal(dst, s.Completion(), cause, pollFinal)
 		}
 		s.Close(cause)
 	case errors.Is(cause, ErrCancelled), errors.Is(cause, ErrDisconnected):
@@ -222,7 +295,7 @@ func (p *Poller) end(dst []byte, cause error) (Step, []byte) {
 // fail ends the stream with the failure response and reason Failed(err).
 func (p *Poller) fail(dst []byte, err error) (Step, []byte) {
 	if p.s.CloseReason() == nil {
-		return p.terminal(dst, p.s.Failure(), Failed(err), false)
+		return p.terminal(dst, p.s.Failure(), Failed(err), pollFailing)
 	}
 	p.s.Close(Failed(err))
 	p.state = pollDone
@@ -231,9 +304,8 @@ func (p *Poller) fail(dst []byte, err error) (Step, []byte) {
 
 // terminal hands out the terminal message msg; the subscription is closed
 // with reason once it is written.
-func (p *Poller) terminal(dst, msg []byte, reason error, disconnectOnErr bool) (Step, []byte) {
-	p.state = pollFinal
+func (p *Poller) terminal(dst, msg []byte, reason error, state pollState) (Step, []byte) {
+	p.state = state
 	p.final = reason
-	p.finalOnErr = disconnectOnErr
 	return StepFinal, append(dst, msg...)
 }

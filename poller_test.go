@@ -16,31 +16,13 @@ import (
 	"github.com/mcplisten/listen/jsonrpc"
 )
 
-// notifyStream is a pollStream that calls a function instead of signalling
-// its channel (listen.NotifyStream).
+// notifyStream is a pollStream whose notify calls are counted.
 type notifyStream struct {
 	pollStream
-	notify   func()
 	notified atomic.Int32
 }
 
-func newNotifyStream() *notifyStream {
-	return &notifyStream{pollStream: pollStream{ready: make(chan struct{}, 1)}}
-}
-
-func (n *notifyStream) SetNotify(f func()) { n.notify = f }
-
-func (n *notifyStream) push(it item) {
-	n.mu.Lock()
-	n.items = append(n.items, it)
-	n.mu.Unlock()
-	n.notify()
-}
-
-func (n *notifyStream) Close(reason error) {
-	n.pollStream.Close(reason)
-	n.notify()
-}
+func newNotifyStream() *notifyStream { return &notifyStream{} }
 
 var _ listen.NotifyStream = (*notifyStream)(nil)
 
@@ -214,19 +196,12 @@ func TestPollerEndWinsOverAReadyOutcome(t *testing.T) {
 	assert.Equal(t, listen.ClassCancelled, listen.Classify(r.sub.CloseReason()))
 }
 
-// A stream that cannot call a function is served by Serve: Poller refuses
-// it and registers nothing.
+// A stream that blocks is served by Serve: Poller refuses it.
 func TestPollerNeedsANotifyStream(t *testing.T) {
-	p := &pollStream{ready: make(chan struct{}, 1)}
-	sub := openSub(t, p, jsonrpc.IntID(1), listen.Filter{"toolsListChanged": true})
-	defer sub.Close(nil)
-	_, ok := sub.Poller(context.Background(), func() {}, nil)
-	assert.False(t, ok)
-
 	src := newTestSource()
 	sub2 := openSub(t, src, jsonrpc.IntID(2), listen.Filter{"toolsListChanged": true})
 	defer sub2.Close(nil)
-	_, ok = sub2.Poller(context.Background(), func() {}, nil)
+	_, ok := sub2.Poller(context.Background(), func() {}, nil)
 	assert.False(t, ok)
 }
 

@@ -2,7 +2,6 @@ package listen
 
 import (
 	"context"
-	"errors"
 	"time"
 )
 
@@ -25,11 +24,13 @@ type Sink struct {
 }
 
 // Serve runs an opened subscription to its end and returns the reason it was
-// closed with. It writes the acknowledgement, starts the worker, and then,
-// for each outcome: writes the notification and continues (a dropped event
-// writes nothing and continues); on a graceful end writes the completion
-// and closes with ErrComplete; on a failure, or an event that fails
-// validation, writes the failure and closes with Failed(err).
+// closed with. It drives the subscription's Poller (see Poller for the
+// rules) on the calling goroutine, and waits there between steps: it writes
+// the acknowledgement, then each selected notification (a dropped event
+// writes nothing), and on a graceful end the completion (reason
+// ErrComplete), on a failure, or an event that fails validation, the
+// failure (reason Failed(err)). A stream that is not a NotifyStream is
+// pulled by a worker goroutine, which Serve starts and waits for.
 //
 // ctx ends the stream from the transport's side, by its cause
 // (context.WithCancelCause):
@@ -45,192 +46,69 @@ type Sink struct {
 // or, for ErrShutdown, the acknowledgement and the completion. If the
 // subscription is closed meanwhile by someone else (Close, or its owner's
 // end), Serve writes nothing more and returns that reason. Serve
-// returns only after the subscription is closed and its worker has exited.
-// Call it at most once per subscription, from the goroutine that owns the
-// transport's writes.
+// returns only after the subscription is closed, its stream released and
+// its worker exited. Call it at most once per subscription, from the
+// goroutine that owns the transport's writes.
 func (s *Subscription) Serve(ctx context.Context, sink Sink) error {
-	ack, err := s.Acknowledgement()
-	if err != nil {
-		return s.fail(sink, err)
-	}
-	if ctx.Err() != nil {
-		// Ended before the stream started: a cancelled or lost request gets
-		// nothing; a drain still sends the acknowledgement (it must be the
-		// first message of the subscription) and then the completion.
-		if errors.Is(context.Cause(ctx), ErrShutdown) {
-			if err := sink.Write(ack); err != nil {
-				s.Close(Disconnected(err))
-				return s.CloseReason()
-			}
+	wake := make(chan struct{}, 1)
+	p, err := s.servePoller(ctx, func() {
+		select {
+		case wake <- struct{}{}:
+		default:
 		}
-		return s.end(ctx, sink)
-	}
-	st := &serveState{ctx: ctx, sink: sink}
-	if sink.KeepAlive > 0 && sink.Ping != nil {
-		st.timer = time.NewTimer(sink.KeepAlive)
-		defer st.timer.Stop()
-		st.tick = st.timer.C
-	}
-	if ps, ok := s.guard.stream.(PollStream); ok {
-		return s.servePoll(ctx, st, ps)
-	}
-	return s.serveWorker(ctx, st, ack)
-}
-
-// serveState is what one Serve call carries between outcomes.
-type serveState struct {
-	ctx   context.Context // CanRead's, for a covered sub-resource
-	sink  Sink
-	buf   []byte // reused for every notification
-	timer *time.Timer
-	tick  <-chan time.Time
-}
-
-// serveWorker serves any stream through a worker goroutine.
-func (s *Subscription) serveWorker(ctx context.Context, st *serveState, ack []byte) error {
-	w, err := s.StartWorker(nil)
+	})
 	if err != nil {
 		s.Close(Failed(err))
 		return s.CloseReason()
 	}
-	if err := st.sink.Write(ack); err != nil {
-		s.Close(Disconnected(err))
-		return s.CloseReason()
+	var timer *time.Timer
+	var tick <-chan time.Time
+	if sink.KeepAlive > 0 && sink.Ping != nil {
+		timer = time.NewTimer(sink.KeepAlive)
+		defer timer.Stop()
+		tick = timer.C
 	}
-	w.Continue()
+	var buf []byte // reused for every message
 	for {
-		select {
-		case o, ok := <-w.Outcomes():
-			if ctx.Err() != nil {
-				return s.end(ctx, st.sink)
-			}
-			if !ok || s.CloseReason() != nil {
-				s.Close(Disconnected(ErrOwnerGone))
-				return s.CloseReason()
-			}
-			if done := s.handle(st, o); done {
-				return s.CloseReason()
-			}
-			w.Continue()
-		case <-ctx.Done():
-			return s.end(ctx, st.sink)
-		case <-s.Closed():
-			s.Close(nil) // stops the worker and waits for it
-			return s.CloseReason()
-		case <-st.tick:
-			if done := s.ping(st); done {
-				return s.CloseReason()
-			}
-		}
-	}
-}
-
-// servePoll serves a PollStream from the calling goroutine, with no worker
-// goroutine: a Poller does the steps (the same demand rule as the worker:
-// one pull after the acknowledgement, then one after each written or
-// dropped event), and this goroutine waits on Ready between them.
-func (s *Subscription) servePoll(ctx context.Context, st *serveState, ps PollStream) error {
-	p := newPoller(s, ps, ctx, nil)
-	for {
-		step, msg := p.Next(st.buf[:0])
+		step, msg := p.Next(buf[:0])
 		switch step {
 		case StepWrite:
-			st.buf = msg
-			err := st.sink.Write(msg)
+			buf = msg
+			err := sink.Write(msg)
 			p.Written(err)
-			if err == nil && st.timer != nil {
-				st.timer.Reset(st.sink.KeepAlive)
+			if err == nil && timer != nil {
+				timer.Reset(sink.KeepAlive)
 			}
 		case StepFinal:
-			st.buf = msg
-			p.Written(st.sink.final(msg))
-			return s.CloseReason()
+			buf = msg
+			p.Written(sink.final(msg))
+			return s.served(&p)
 		case StepDone:
-			<-s.Closed()
-			return s.CloseReason()
+			return s.served(&p)
 		default: // StepWait
 			select {
-			case <-ps.Ready():
+			case <-wake:
 			case <-ctx.Done():
 			case <-s.Closed():
-			case <-st.tick:
-				if done := s.ping(st); done {
-					return s.CloseReason()
+			case <-tick:
+				if err := sink.Ping(); err != nil {
+					s.Close(Disconnected(err))
+				} else {
+					timer.Reset(sink.KeepAlive)
 				}
 			}
 		}
 	}
 }
 
-// handle writes what one outcome calls for. It reports whether the stream
-// ended (the subscription is then closed).
-func (s *Subscription) handle(st *serveState, o Outcome) bool {
-	switch o.Kind {
-	case OutcomeEvent:
-		var send bool
-		var err error
-		st.buf, send, err = s.appendNotification(st.ctx, st.buf[:0], o.Event)
-		if err != nil {
-			s.fail(st.sink, err)
-			return true
-		}
-		if send {
-			if err := st.sink.Write(st.buf); err != nil {
-				s.Close(Disconnected(err))
-				return true
-			}
-			if st.timer != nil {
-				st.timer.Reset(st.sink.KeepAlive)
-			}
-		}
-		return false
-	case OutcomeClosed:
-		if err := st.sink.final(s.Completion()); err != nil {
-			s.Close(Disconnected(err))
-		}
-		s.Close(ErrComplete)
-		return true
-	default:
-		s.fail(st.sink, o.Err)
-		return true
+// served waits until the stream Serve served is released and its worker,
+// if any, has exited, and returns the close reason.
+func (s *Subscription) served(p *Poller) error {
+	<-s.Closed()
+	if p.w != nil {
+		p.w.Stop()
+		s.waitWorker(p.w)
 	}
-}
-
-// ping writes a keep-alive. It reports whether the stream ended.
-func (s *Subscription) ping(st *serveState) bool {
-	if err := st.sink.Ping(); err != nil {
-		s.Close(Disconnected(err))
-		return true
-	}
-	st.timer.Reset(st.sink.KeepAlive)
-	return false
-}
-
-// end closes the subscription because ctx ended, by its cause (see Serve).
-func (s *Subscription) end(ctx context.Context, sink Sink) error {
-	cause := context.Cause(ctx)
-	switch {
-	case errors.Is(cause, ErrShutdown):
-		if s.CloseReason() == nil {
-			if err := sink.final(s.Completion()); err != nil {
-				cause = Disconnected(err) // the client never got it
-			}
-		}
-		s.Close(cause)
-	case errors.Is(cause, ErrCancelled), errors.Is(cause, ErrDisconnected):
-		s.Close(cause)
-	default:
-		s.Close(Disconnected(cause))
-	}
-	return s.CloseReason()
-}
-
-// fail writes the failure response and closes with Failed(err).
-func (s *Subscription) fail(sink Sink, err error) error {
-	if s.CloseReason() == nil {
-		_ = sink.final(s.Failure())
-	}
-	s.Close(Failed(err))
 	return s.CloseReason()
 }
 

@@ -281,13 +281,13 @@ func TestServeWritesTerminalMessagesThroughFinal(t *testing.T) {
 	})
 }
 
-// pollStream is a PollStream fed by emit: TryNext never blocks, and Ready is
-// armed by a TryNext that found nothing.
+// pollStream is a NotifyStream fed by push: TryNext never blocks, and the
+// function given to SetNotify is called after each push and on Close.
 type pollStream struct {
 	mu     sync.Mutex
 	items  []item
 	closed bool
-	ready  chan struct{}
+	wake   func()
 	tries  int
 	closes []error
 	panics bool
@@ -297,7 +297,9 @@ func (p *pollStream) Open(context.Context, *listen.Request, listen.Filter) (list
 	return listen.Filter{"toolsListChanged": true}, p, nil
 }
 
-func (p *pollStream) Next() (listen.Event, error) { panic("Serve must not call Next on a PollStream") }
+func (p *pollStream) Next() (listen.Event, error) {
+	panic("Serve must not call Next on a NotifyStream")
+}
 
 func (p *pollStream) TryNext() (listen.Event, bool, error) {
 	p.mu.Lock()
@@ -317,16 +319,26 @@ func (p *pollStream) TryNext() (listen.Event, bool, error) {
 	return listen.Event{}, false, nil
 }
 
-func (p *pollStream) Ready() <-chan struct{} { return p.ready }
+func (p *pollStream) SetNotify(f func()) {
+	p.mu.Lock()
+	p.wake = f
+	p.mu.Unlock()
+}
+
+func (p *pollStream) notifyNow() {
+	p.mu.Lock()
+	f := p.wake
+	p.mu.Unlock()
+	if f != nil {
+		f()
+	}
+}
 
 func (p *pollStream) push(it item) {
 	p.mu.Lock()
 	p.items = append(p.items, it)
 	p.mu.Unlock()
-	select {
-	case p.ready <- struct{}{}:
-	default:
-	}
+	p.notifyNow()
 }
 
 func (p *pollStream) Close(reason error) {
@@ -334,17 +346,14 @@ func (p *pollStream) Close(reason error) {
 	p.closed = true
 	p.closes = append(p.closes, reason)
 	p.mu.Unlock()
-	select {
-	case p.ready <- struct{}{}:
-	default:
-	}
+	p.notifyNow()
 }
 
-var _ listen.PollStream = (*pollStream)(nil)
+var _ listen.NotifyStream = (*pollStream)(nil)
 
-func TestServePollStreamWithoutAWorker(t *testing.T) {
+func TestServeNotifyStreamWithoutAWorker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := &pollStream{ready: make(chan struct{}, 1)}
+		p := &pollStream{}
 		sub := openSub(t, p, jsonrpc.IntID(1), listen.Filter{"toolsListChanged": true})
 		col := newCollector()
 		done := make(chan error, 1)
@@ -364,7 +373,7 @@ func TestServePollStreamWithoutAWorker(t *testing.T) {
 	})
 }
 
-func TestServePollStreamEndings(t *testing.T) {
+func TestServeNotifyStreamEndings(t *testing.T) {
 	tests := []struct {
 		name    string
 		end     func(p *pollStream, sub *listen.Subscription, cancel context.CancelCauseFunc)
@@ -399,7 +408,7 @@ func TestServePollStreamEndings(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				ctx, cancel := context.WithCancelCause(t.Context())
 				defer cancel(nil)
-				p := &pollStream{ready: make(chan struct{}, 1)}
+				p := &pollStream{}
 				sub := openSub(t, p, jsonrpc.IntID(1), listen.Filter{"toolsListChanged": true})
 				col := newCollector()
 				done := make(chan error, 1)

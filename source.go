@@ -38,54 +38,48 @@ type Source interface {
 //
 // Next returns the next event, blocking until one exists. It returns an error
 // matching ErrClosed (or io.EOF) when the stream ended gracefully, and any
-// other error when it failed. The subscription's worker calls Next from a
-// single goroutine and never has two calls in flight; it calls Next again only
-// after the previous event was written or dropped.
+// other error when it failed. The subscription calls Next from a single
+// goroutine (its worker) and never has two calls in flight; it calls Next
+// again only after the previous event was written or dropped.
 //
 // Close releases the stream. It is called exactly once, with the reason (see
 // Classify), possibly concurrently with a Next that is blocked: Close must
 // make that Next return promptly (ErrClosed is the natural answer). Next may
 // also be called after Close; it should then return ErrClosed. Close should
 // return promptly; its panics are recovered and ignored.
+//
+// A stream that can also be pulled without blocking implements NotifyStream,
+// and is then served with no goroutine of its own. A wrapper of a stream (to
+// count, to release something on Close) should be made with WrapStream, which
+// keeps that ability.
 type Stream interface {
 	Next() (Event, error)
 	Close(reason error)
 }
 
-// PollStream is an optional interface of a Stream that can be pulled
-// without blocking. Serve pulls such a stream from its own goroutine, with
-// no worker goroutine: one goroutine and two goroutine switches per event
-// fewer. The hub's streams implement it. The demand rule is unchanged: one
-// pull after the acknowledgement, then one after each written or dropped
-// event.
-type PollStream interface {
+// NotifyStream is the optional interface of a Stream that can be pulled
+// without blocking and that calls a function when it has something to
+// pull. Serve pulls such a stream from its own goroutine, with no worker
+// goroutine, and a transport can serve many of them from a few goroutines
+// (Subscription.Poller; streamhttp's fast path). The hub's streams
+// implement it. The demand rule is Next's: one pull after the
+// acknowledgement, then one after each written or dropped event; Next is
+// not called once SetNotify has been.
+type NotifyStream interface {
 	Stream
 	// TryNext is Next without blocking: ok is false (and err nil) when no
 	// event is ready yet. Otherwise it returns what Next would: an event, an
 	// error matching ErrClosed for the end, or another error.
 	TryNext() (ev Event, ok bool, err error)
-	// Ready returns a channel that receives a value when, after a TryNext that
-	// found nothing, an event may have become ready or the stream ended. A
-	// stream must arm it inside that TryNext (no wake-up may be lost between
-	// the two calls). Extra wake-ups are harmless.
-	Ready() <-chan struct{}
-}
-
-// NotifyStream is an optional interface of a PollStream whose readiness
-// can call a function instead of signalling a channel, so that a transport
-// can serve many streams from a few goroutines (see Subscription.Poller)
-// rather than one goroutine per stream waiting on Ready. The hub's streams
-// implement it.
-type NotifyStream interface {
-	PollStream
-	// SetNotify makes the stream call notify where it would signal Ready:
-	// when, after a TryNext that found nothing, an event may have become
-	// ready, and when the stream ends (Close, or a graceful end that a
-	// TryNext will report). notify runs on the goroutine that caused it (a
-	// publisher, a Close), possibly concurrently with itself and with
-	// TryNext, never while the stream holds a lock: it must return promptly
-	// and must not block. Extra calls are harmless. Call SetNotify before
-	// the first TryNext; Ready is not signalled afterwards.
+	// SetNotify makes the stream call notify when, after a TryNext that
+	// found nothing, an event may have become ready, and when the stream
+	// ends (Close, or a graceful end that a TryNext will report). A stream
+	// must arm it inside that TryNext: no wake-up may be lost between the
+	// two calls. notify runs on the goroutine that caused it (a publisher,
+	// a Close), possibly concurrently with itself and with TryNext, never
+	// while the stream holds a lock: it returns promptly and does not
+	// block. Extra calls are harmless. SetNotify is called once, before
+	// the first TryNext.
 	SetNotify(notify func())
 }
 
@@ -133,7 +127,26 @@ func nextEvent(stream Stream) (out Outcome) {
 			out = Outcome{Kind: OutcomeError, Err: newPanicError("Stream.Next", v)}
 		}
 	}()
-	ev, err := stream.Next()
+	return outcomeOf(stream.Next())
+}
+
+// pollEvent calls stream.TryNext with panic recovery. ok is false when no
+// event is ready.
+func pollEvent(stream NotifyStream) (out Outcome, ok bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			out, ok = Outcome{Kind: OutcomeError, Err: newPanicError("Stream.TryNext", v)}, true
+		}
+	}()
+	ev, ready, err := stream.TryNext()
+	if err == nil && !ready {
+		return Outcome{}, false
+	}
+	return outcomeOf(ev, err), true
+}
+
+// outcomeOf turns what a pull returned into its outcome.
+func outcomeOf(ev Event, err error) Outcome {
 	switch {
 	case err == nil && ev.Kind == 0:
 		return Outcome{Kind: OutcomeError, Err: ErrInvalidNext}
@@ -143,29 +156,6 @@ func nextEvent(stream Stream) (out Outcome) {
 		return Outcome{Kind: OutcomeClosed}
 	default:
 		return Outcome{Kind: OutcomeError, Err: err}
-	}
-}
-
-// pollEvent calls stream.TryNext with panic recovery. ok is false when no
-// event is ready.
-func pollEvent(stream PollStream) (out Outcome, ok bool) {
-	defer func() {
-		if v := recover(); v != nil {
-			out, ok = Outcome{Kind: OutcomeError, Err: newPanicError("Stream.TryNext", v)}, true
-		}
-	}()
-	ev, ready, err := stream.TryNext()
-	switch {
-	case err == nil && !ready:
-		return Outcome{}, false
-	case err == nil && ev.Kind == 0:
-		return Outcome{Kind: OutcomeError, Err: ErrInvalidNext}, true
-	case err == nil:
-		return Outcome{Kind: OutcomeEvent, Event: ev}, true
-	case errors.Is(err, ErrClosed) || errors.Is(err, io.EOF):
-		return Outcome{Kind: OutcomeClosed}, true
-	default:
-		return Outcome{Kind: OutcomeError, Err: err}, true
 	}
 }
 

@@ -297,15 +297,18 @@ func (s *Subscription) Accepted() Filter { return s.accepted }
 var ErrWorkerRunning = errors.New("listen: the subscription's worker is still running")
 
 // StartWorker starts the subscription's worker and hands the subscription to
-// owner.
+// owner, for a transport that writes the stream's messages itself (see the
+// package documentation, Driving a subscription by hand).
 //
-// A non-nil owner becomes the subscription's only owner: the watch on the
-// previous owner (the ctx given to Open) is released, so that context may
-// end without closing the stream, and owner's end now closes it (reason
-// Disconnected with cause ErrOwnerGone). An owner that can never end, such
-// as context.Background(), leaves the subscription without an owner: only
-// Close ends it. A nil owner keeps the current owner. The worker stops when
-// its owner ends, on Stop, or when the subscription is closed.
+// owner becomes the subscription's only owner: the watch on the previous
+// owner (the ctx given to Open, or the owner given to OpenOwned) is
+// released, so that context may end without closing the stream, and
+// owner's end now closes it (reason Disconnected with cause ErrOwnerGone).
+// To keep the owner, pass it again. An owner that can never end, such as
+// context.Background(), leaves the subscription without an owner: only
+// Close ends it. A nil owner is a programming error (StartWorker panics).
+// The worker stops when its owner ends, on Stop, or when the subscription
+// is closed.
 //
 // A subscription has one worker at a time: StartWorker returns
 // ErrWorkerRunning until the previous worker's goroutine has exited (see
@@ -313,6 +316,16 @@ var ErrWorkerRunning = errors.New("listen: the subscription's worker is still ru
 // still works: its pulls answer whatever the closed stream's Next answers
 // (ErrClosed, by the Stream contract), so the owner sees OutcomeClosed.
 func (s *Subscription) StartWorker(owner context.Context) (*Worker, error) {
+	if owner == nil {
+		panic("listen: StartWorker with a nil owner context (pass context.Background() for no owner)")
+	}
+	return s.startWorker(owner, nil)
+}
+
+// startWorker starts a worker: with owner, handing the subscription over
+// (nil keeps the current owner); with notify, one that hands its outcomes
+// over through notify (Serve's).
+func (s *Subscription) startWorker(owner context.Context, notify func()) (*Worker, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.worker != nil {
@@ -323,22 +336,28 @@ func (s *Subscription) StartWorker(owner context.Context) (*Worker, error) {
 		}
 	}
 	s.guard.handOver(owner)
-	s.worker = startWorker(s.guard.stream, owner, s.guard.closingChan())
+	s.worker = startWorker(s.guard.stream, owner, s.guard.closingChan(), notify)
 	return s.worker, nil
 }
 
-// Close closes the subscription with reason (see Classify): the stream is
-// closed exactly once, whether by this call, an earlier one or the owner's
-// end, and the worker is stopped. Close returns after the stream's Close has
-// returned and the worker goroutine has exited (or ReleaseTimeout passed, for
-// a Next that ignores the stream's Close). A nil reason is ErrComplete. A
-// Close called from inside the stream's own Close (directly or through
-// other code) returns at once without waiting.
+// Close closes the subscription with reason (see Classify), if it is still
+// open: the stream is closed exactly once, whether by this call, an earlier
+// one or the owner's end, and the worker is stopped. A nil reason is
+// ErrComplete.
+//
+// The Close that closes the stream returns after the stream's Close has
+// returned and the worker goroutine has exited (or ReleaseTimeout passed,
+// for a Next that ignores the stream's Close); so does a Close made after
+// that. A Close made while another one is running the stream's Close
+// returns at once, without waiting: it may be made from inside the
+// stream's Close (a source that ends its subscriptions in one place), where
+// waiting would wait on itself. Receive from Closed to wait for the
+// release.
 func (s *Subscription) Close(reason error) {
 	if reason == nil {
 		reason = ErrComplete
 	}
-	_, nested := s.guard.close(reason)
+	released := s.guard.close(reason)
 	s.mu.Lock()
 	w := s.worker
 	s.mu.Unlock()
@@ -346,11 +365,13 @@ func (s *Subscription) Close(reason error) {
 		return
 	}
 	w.Stop()
-	if nested {
-		// Called from inside the stream's Close: the worker's Next returns
-		// only once that Close has, so waiting here would wait on itself.
-		return
+	if released {
+		s.waitWorker(w)
 	}
+}
+
+// waitWorker waits for w's goroutine to exit, at most ReleaseTimeout.
+func (s *Subscription) waitWorker(w *Worker) {
 	select {
 	case <-w.done:
 	default:

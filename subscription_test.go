@@ -376,7 +376,8 @@ func TestGuardClosesExactlyOnceUnderRaces(t *testing.T) {
 		go func() { defer wg.Done(); <-start; sub.Close(listen.ErrComplete) }()
 		close(start)
 		wg.Wait()
-		sub.Close(listen.ErrShutdown)
+		sub.Close(listen.ErrShutdown) // may return at once: another close may still be running
+		<-sub.Closed()
 		<-w.Done()
 
 		require.Equal(t, 1, st.closeCount(), "iteration %d", i)

@@ -17,6 +17,10 @@ const (
 	// OutcomeError means the stream failed (an error from Next, a panic, or
 	// an invalid Next result): write the failure and close with Failed(Err).
 	OutcomeError
+
+	// outcomeExited is a notify worker's answer once it has exited without
+	// an outcome (see Worker.take).
+	outcomeExited OutcomeKind = 255
 )
 
 // Outcome is the result of one pull: an event, a graceful close, or an error.
@@ -50,10 +54,15 @@ type Worker struct {
 	// (nil for a worker started after it, which pulls the closed stream).
 	closing <-chan struct{}
 
-	// out carries outcomes to the owner. Its buffer of one means a pull's
-	// outcome never waits for the owner to be ready. The worker goroutine is
-	// its only sender and closes it when it exits.
+	// out carries outcomes to the owner (a worker of StartWorker). Its
+	// buffer of one means a pull's outcome never waits for the owner to be
+	// ready. The worker goroutine is its only sender and closes it when it
+	// exits. It is nil for a worker that hands its outcomes over through
+	// notify instead (Serve's, see take).
 	out chan Outcome
+	// notify, for a worker without out, is called after each outcome is put
+	// in slot and when the goroutine exits.
+	notify func()
 	// wake is signalled (buffer of one, never closed) when demand rises.
 	wake chan struct{}
 	// stop is closed by the first Stop.
@@ -64,21 +73,31 @@ type Worker struct {
 
 	mu     sync.Mutex
 	demand int
+	// slot, full, asked and exited are a notify worker's hand-over: the
+	// outcome not yet taken, whether a pull was asked for and not yet
+	// taken, and whether the goroutine has exited.
+	slot   Outcome
+	full   bool
+	asked  bool
+	exited bool
 }
 
-func startWorker(stream Stream, owner context.Context, closing <-chan struct{}) *Worker {
+func startWorker(stream Stream, owner context.Context, closing <-chan struct{}, notify func()) *Worker {
 	w := &Worker{
 		stream:  stream,
 		closing: closing,
-		out:     make(chan Outcome, 1),
+		notify:  notify,
 		wake:    make(chan struct{}, 1),
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
 	}
+	if notify == nil {
+		w.out = make(chan Outcome, 1)
+	}
 	if owner != nil {
 		w.owner = owner.Done()
 	}
-	go w.run()
+	go w.run() // ends on Stop, the owner's end or the close; Subscription.Close waits for it
 	return w
 }
 
@@ -112,7 +131,7 @@ func (w *Worker) Done() <-chan struct{} { return w.done }
 
 func (w *Worker) run() {
 	defer close(w.done)
-	defer close(w.out)
+	defer w.exit()
 	for {
 		select {
 		case <-w.wake:
@@ -123,7 +142,7 @@ func (w *Worker) run() {
 		case <-w.closing:
 			return
 		}
-		for w.take() {
+		for w.use() {
 			if w.ended() {
 				return
 			}
@@ -133,17 +152,44 @@ func (w *Worker) run() {
 			if w.ended() {
 				return
 			}
-			select {
-			case w.out <- o:
-			case <-w.stop:
-				return
-			case <-w.owner:
-				return
-			case <-w.closing:
+			if !w.deliver(o) {
 				return
 			}
 		}
 	}
+}
+
+// deliver hands o to the owner. It reports false when the worker ended
+// meanwhile.
+func (w *Worker) deliver(o Outcome) bool {
+	if w.out == nil {
+		w.mu.Lock()
+		w.slot, w.full = o, true
+		w.mu.Unlock()
+		w.notify()
+		return true
+	}
+	select {
+	case w.out <- o:
+		return true
+	case <-w.stop:
+	case <-w.owner:
+	case <-w.closing:
+	}
+	return false
+}
+
+// exit tells the owner that the goroutine is exiting: out is closed, or
+// notify called.
+func (w *Worker) exit() {
+	if w.out != nil {
+		close(w.out)
+		return
+	}
+	w.mu.Lock()
+	w.exited = true
+	w.mu.Unlock()
+	w.notify()
 }
 
 // ended reports whether the worker was stopped, its owner ended or the
@@ -161,8 +207,8 @@ func (w *Worker) ended() bool {
 	}
 }
 
-// take consumes one unit of demand.
-func (w *Worker) take() bool {
+// use consumes one unit of demand.
+func (w *Worker) use() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.demand == 0 {
@@ -170,4 +216,29 @@ func (w *Worker) take() bool {
 	}
 	w.demand--
 	return true
+}
+
+// take is a notify worker's pull, for the Poller that serves a stream that
+// blocks: it asks the worker for one pull (once) and returns its outcome
+// once it has come (ok false until then; the worker calls notify when it
+// comes). An exited worker answers outcomeExited.
+func (w *Worker) take() (Outcome, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case w.full:
+		o := w.slot
+		w.slot, w.full, w.asked = Outcome{}, false, false
+		return o, true
+	case w.exited:
+		return Outcome{Kind: outcomeExited}, true
+	case !w.asked:
+		w.asked = true
+		w.demand++
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+	}
+	return Outcome{}, false
 }

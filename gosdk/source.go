@@ -3,7 +3,6 @@ package gosdk
 import (
 	"context"
 	"errors"
-	"sync"
 
 	"github.com/mcplisten/listen"
 )
@@ -39,14 +38,7 @@ func (s *source) Open(ctx context.Context, req *listen.Request, supported listen
 	if len(uris) == 0 {
 		return accepted, st, nil
 	}
-	rel := func() { b.release(uris) }
-	if ns, ok := st.(listen.NotifyStream); ok {
-		return accepted, &notifyStream{pollStream: pollStream{PollStream: ns, rel: rel}, ns: ns}, nil
-	}
-	if ps, ok := st.(listen.PollStream); ok {
-		return accepted, &pollStream{PollStream: ps, rel: rel}, nil
-	}
-	return accepted, &stream{Stream: st, rel: rel}, nil
+	return accepted, listen.WrapStream(st, listen.StreamHooks{Close: func(error) { b.release(uris) }}), nil
 }
 
 // narrowTo keeps the core keys of f that caps allow, and every other key
@@ -91,41 +83,6 @@ func allows(caps listen.Capabilities, f listen.Filter) bool {
 	}
 	return true
 }
-
-// stream releases the listen's URI watches when it is closed.
-type stream struct {
-	listen.Stream
-	once sync.Once
-	rel  func()
-}
-
-func (s *stream) Close(reason error) {
-	defer s.once.Do(s.rel)
-	s.Stream.Close(reason)
-}
-
-// pollStream is stream for a listen.PollStream (the hub's streams), so that
-// the core still serves it without a worker goroutine.
-type pollStream struct {
-	listen.PollStream
-	once sync.Once
-	rel  func()
-}
-
-func (s *pollStream) Close(reason error) {
-	defer s.once.Do(s.rel)
-	s.PollStream.Close(reason)
-}
-
-// notifyStream is pollStream for a listen.NotifyStream (the hub's streams
-// are), so that a transport still serves it without a goroutine of its own
-// (listen.Subscription.Poller; streamhttp's fast path).
-type notifyStream struct {
-	pollStream
-	ns listen.NotifyStream
-}
-
-func (s *notifyStream) SetNotify(notify func()) { s.ns.SetNotify(notify) }
 
 // acquire makes the observer watch every URI in uris, taking one reference
 // to each. On failure, it releases what it took.

@@ -123,13 +123,11 @@
 //     ErrPullPending. Close may run concurrently with a blocked Next and
 //     releases it. Close is idempotent; Next after Close returns
 //     [listen.ErrClosed].
-//   - A stream is a [listen.PollStream] (Serve pulls it without a worker
-//     goroutine) and a [listen.NotifyStream]: with SetNotify, the function
-//     is called, in the goroutine of the Publish, Shutdown or Close that
-//     made an event ready or ended the stream, after the listener's own
-//     lock is released (during Shutdown the index lock is still held, so it
-//     must not call into the hub). streamhttp's fast path uses it to serve
-//     idle streams without any goroutine.
+//   - A stream is a [listen.NotifyStream] (Serve pulls it without a worker
+//     goroutine; streamhttp's fast path serves idle streams without any):
+//     the function of SetNotify is called, in the goroutine of the Publish,
+//     Shutdown or Close that made an event ready or ended the stream, with
+//     no lock of the listener or the hub held.
 //   - Events are shared, not copied, between listeners: the maps in a
 //     published Event must not be modified afterwards.
 //

@@ -124,7 +124,7 @@ func folderTree(n int, seed uint64) []string {
 // drainPoll empties every queue without blocking.
 func drainPoll(streams []listen.Stream) {
 	for _, s := range streams {
-		ps := s.(listen.PollStream)
+		ps := s.(listen.NotifyStream)
 		for {
 			if _, ok, _ := ps.TryNext(); !ok {
 				break

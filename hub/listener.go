@@ -30,7 +30,7 @@ type listener struct {
 	// pulling is true while a Next is blocked waiting for an event.
 	pulling bool
 	// polling is true after a TryNext found nothing, until the next event,
-	// Shutdown or Close: the puller waits to be woken (wk).
+	// Shutdown or Close: the puller waits to be woken (notify).
 	polling bool
 	// counted is guarded by Hub.mu, not mu: the listener is counted in
 	// Hub.closing (Shutdown marked it). So is folder: the listener sits in
@@ -42,10 +42,8 @@ type listener struct {
 	// handoff is the event a publisher handed straight to a blocked Next.
 	handoff *listen.Event
 	cond    sync.Cond // L is &mu; a blocked Next waits on it
-	// wk wakes a polling puller. It is made by the first TryNext that finds
-	// nothing (or by Ready or SetNotify), so a listener that is never
-	// polled holds none.
-	wk *waker
+	// notify wakes a polling puller (listen.NotifyStream.SetNotify).
+	notify func()
 
 	hub    *Hub
 	filter listen.Filter
@@ -143,8 +141,9 @@ func (l *listener) Next() (listen.Event, error) {
 	return *e, nil
 }
 
-// TryNext is Next without blocking (listen.PollStream): ok is false when no
-// event is queued yet, and Ready then wakes the caller when one is.
+// TryNext is Next without blocking (listen.NotifyStream): ok is false when
+// no event is queued yet, and the notify function of SetNotify is then
+// called when one is.
 func (l *listener) TryNext() (listen.Event, bool, error) {
 	l.mu.Lock()
 	if l.pulling {
@@ -167,63 +166,22 @@ func (l *listener) TryNext() (listen.Event, bool, error) {
 		return listen.Event{}, true, listen.ErrClosed
 	}
 	l.polling = true
-	if l.wk == nil {
-		l.wk = &waker{ready: make(chan struct{}, 1)}
-	}
 	l.mu.Unlock()
 	return listen.Event{}, false, nil
 }
 
-// Ready returns the channel that wakes a poller after a TryNext that found
-// nothing (listen.PollStream).
-func (l *listener) Ready() <-chan struct{} {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.wk == nil {
-		l.wk = &waker{}
-	}
-	if l.wk.ready == nil {
-		l.wk.ready = make(chan struct{}, 1)
-	}
-	return l.wk.ready
-}
-
-// waker is how a polling puller is woken: the channel of Ready (buffer of
-// one, never closed), or the function of SetNotify, which replaces it.
-type waker struct {
-	ready  chan struct{}
-	notify func()
-}
-
-// SetNotify makes the listener call notify instead of signalling Ready
-// (listen.NotifyStream): after an event is handed to a poller, and on
-// Shutdown and Close. notify runs with no lock of the listener or the hub
-// held.
+// SetNotify makes the listener call notify (listen.NotifyStream): after an
+// event is handed to a poller, and on Shutdown and Close. notify runs with
+// no lock of the listener or the hub held.
 func (l *listener) SetNotify(notify func()) {
 	l.mu.Lock()
-	if l.wk == nil {
-		l.wk = &waker{}
-	}
-	l.wk.notify = notify
+	l.notify = notify
 	l.mu.Unlock()
 }
 
-// wake signals a polling puller. l.mu is held. It returns the notify
-// function to call once l.mu is released, if one is set (the channel is
-// then not signalled).
-func (l *listener) wake() func() {
-	switch {
-	case l.wk == nil:
-		return nil
-	case l.wk.notify != nil:
-		return l.wk.notify
-	}
-	select {
-	case l.wk.ready <- struct{}{}:
-	default:
-	}
-	return nil
-}
+// wake returns the function that wakes a polling puller, for the caller to
+// call once l.mu is released (nil when none is set). l.mu is held.
+func (l *listener) wake() func() { return l.notify }
 
 // Close closes the listener with reason: a blocked Next returns
 // listen.ErrClosed, the queue is freed, and the listener leaves every index

@@ -11,20 +11,32 @@ import (
 	"github.com/mcplisten/listen/hub"
 )
 
-// A hub stream is a listen.PollStream: Serve pulls it without a worker
+// readyChan makes ns signal a channel where it calls its notify function.
+func readyChan(ns listen.NotifyStream) <-chan struct{} {
+	ready := make(chan struct{}, 1)
+	ns.SetNotify(func() {
+		select {
+		case ready <- struct{}{}:
+		default:
+		}
+	})
+	return ready
+}
+
+// A hub stream is a listen.NotifyStream: Serve pulls it without a worker
 // goroutine. A waiting poller counts as a delivery, like a blocked Next.
 func TestPollingAHubStream(t *testing.T) {
 	h, err := hub.New(hub.Options{})
 	require.NoError(t, err)
 	_, st, err := h.Open(context.Background(), nil, listen.Filter{"toolsListChanged": true})
 	require.NoError(t, err)
-	ps, ok := st.(listen.PollStream)
+	ps, ok := st.(listen.NotifyStream)
 	require.True(t, ok)
+	ready := readyChan(ps)
 
 	_, ok, err = ps.TryNext()
 	require.NoError(t, err)
 	assert.False(t, ok, "nothing queued yet")
-	ready := ps.Ready()
 	select {
 	case <-ready:
 		t.Fatal("woken before any event")
@@ -64,14 +76,15 @@ func TestPollingSeesComplete(t *testing.T) {
 	h, _ := hub.New(hub.Options{})
 	_, st, err := h.Open(context.Background(), nil, listen.Filter{"toolsListChanged": true})
 	require.NoError(t, err)
-	ps := st.(listen.PollStream)
+	ps := st.(listen.NotifyStream)
+	ready := readyChan(ps)
 	h.ToolsListChanged()
 	_, ok, _ := ps.TryNext()
 	require.True(t, ok)
 	_, ok, _ = ps.TryNext()
 	require.False(t, ok)
 	h.Complete()
-	<-ps.Ready()
+	<-ready
 	_, ok, err = ps.TryNext()
 	assert.True(t, ok)
 	assert.ErrorIs(t, err, listen.ErrClosed, "a completed listener with an empty queue ends")
@@ -80,9 +93,8 @@ func TestPollingSeesComplete(t *testing.T) {
 
 // A hub stream is a listen.NotifyStream: with SetNotify, a publication to a
 // waiting poller, Complete and Close call the function (after the
-// listener's lock is released: it may pull right away) instead of
-// signalling Ready; a publication to a stream that is not waiting queues
-// and calls nothing.
+// listener's lock is released: it may pull right away); a publication to a
+// stream that is not waiting queues and calls nothing.
 func TestNotifyingAHubStream(t *testing.T) {
 	h := newHub(t, hub.Options{})
 	_, st, err := h.Open(context.Background(), nil, listen.Filter{"toolsListChanged": true})
@@ -98,7 +110,6 @@ func TestNotifyingAHubStream(t *testing.T) {
 			got = append(got, ev.Kind)
 		}
 	})
-	ready := ns.Ready()
 
 	_, ok, err = ns.TryNext()
 	require.NoError(t, err)
@@ -122,9 +133,4 @@ func TestNotifyingAHubStream(t *testing.T) {
 	assert.ErrorIs(t, err, listen.ErrClosed)
 	st.Close(listen.ErrComplete)
 	assert.Equal(t, 3, notified, "Close notifies")
-	select {
-	case <-ready:
-		t.Fatal("Ready was signalled although SetNotify replaced it")
-	default:
-	}
 }

@@ -58,13 +58,13 @@ func BenchmarkHubPublish(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				streams := make([]listen.PollStream, n)
+				streams := make([]listen.NotifyStream, n)
 				for i := range streams {
 					_, s, err := h.Open(context.Background(), nil, listen.Filter{listen.KeyToolsListChanged: true})
 					if err != nil {
 						b.Fatal(err)
 					}
-					streams[i] = s.(listen.PollStream)
+					streams[i] = s.(listen.NotifyStream)
 					defer s.Close(nil)
 				}
 				ev := listen.ToolsListChanged()

@@ -11,16 +11,16 @@ import (
 // to a subscription, and the subscription then writes, is counted in
 // mcp.listen.notifications.delivered, by transport (the request's
 // listen.Transport.Kind) and kind. Give the wrapper to the transport in
-// place of src. A stream that implements listen.PollStream (a hub's do) is
-// wrapped as one, so the subscription still serves it without a worker
-// goroutine, and a listen.NotifyStream as one too. A nil or disabled m returns src itself.
+// place of src. Its streams are wrapped with listen.WrapStream, so they
+// keep what the source's streams can do: a hub stream is still served
+// without a goroutine of its own. A nil or disabled m returns src itself.
 //
 // A notification counts once the subscription asks for the next one,
 // which it does only after the write returned (the demand rule of
 // listen.Stream): one whose write failed, or that was pulled while the
 // stream was ending and never written, is not counted. With a stream that
-// is not a PollStream, the worker's next pull races the stream's close, so
-// the last notification written before a close may go uncounted.
+// is not a listen.NotifyStream, the worker's next pull races the stream's
+// close, so the last notification written before a close may go uncounted.
 func (m *Metrics) Source(src listen.Source) listen.Source {
 	if m == nil || src == nil {
 		return src
@@ -43,74 +43,25 @@ func (s *source) Open(ctx context.Context, req *listen.Request, supported listen
 	if req != nil {
 		kind = req.Transport.Kind
 	}
-	t := s.m.Transport(kind)
-	if ns, ok := st.(listen.NotifyStream); ok {
-		return accepted, &notifyStream{pollStream: pollStream{stream: stream{inner: st, t: t}, poll: ns}, ns: ns}, nil
-	}
-	if ps, ok := st.(listen.PollStream); ok {
-		return accepted, &pollStream{stream: stream{inner: st, t: t}, poll: ps}, nil
-	}
-	return accepted, &stream{inner: st, t: t}, nil
+	c := &counter{t: s.m.Transport(kind)}
+	return accepted, listen.WrapStream(st, listen.StreamHooks{Pull: c.confirm, Event: c.event, Close: c.forget}), nil
 }
 
-// stream counts the events its subscription wrote. pending holds the kind
-// of the event last handed out until the next pull confirms it was written
-// (or dropped by the subscription's own filter); Close forgets it.
-type stream struct {
-	inner   listen.Stream
+// counter counts the events its stream's subscription wrote. pending holds
+// the kind of the event last handed out until the next pull confirms it was
+// written (or dropped by the subscription's own filter); the close forgets
+// it.
+type counter struct {
 	t       *Transport
 	pending atomic.Uint32
 }
 
-func (s *stream) confirm() {
-	if k := s.pending.Swap(0); k != 0 {
-		s.t.m.delivered.Add(ctx, 1, s.t.delivered[kindIndex(listen.Kind(k))]...)
+func (c *counter) confirm() {
+	if k := c.pending.Swap(0); k != 0 {
+		c.t.m.delivered.Add(ctx, 1, c.t.delivered[kindIndex(listen.Kind(k))]...)
 	}
 }
 
-// Next confirms the previous event and pulls the next one.
-func (s *stream) Next() (listen.Event, error) {
-	s.confirm()
-	ev, err := s.inner.Next()
-	if err == nil && ev.Kind != 0 {
-		s.pending.Store(uint32(ev.Kind))
-	}
-	return ev, err
-}
+func (c *counter) event(ev listen.Event) { c.pending.Store(uint32(ev.Kind)) }
 
-// Close forgets an unconfirmed event and closes the stream.
-func (s *stream) Close(reason error) {
-	s.pending.Store(0)
-	s.inner.Close(reason)
-}
-
-// pollStream is stream for a listen.PollStream (one allocation per open
-// either way).
-type pollStream struct {
-	stream
-	poll listen.PollStream
-}
-
-// TryNext confirms the previous event and polls for the next one.
-func (s *pollStream) TryNext() (listen.Event, bool, error) {
-	s.confirm()
-	ev, ok, err := s.poll.TryNext()
-	if ok && err == nil && ev.Kind != 0 {
-		s.pending.Store(uint32(ev.Kind))
-	}
-	return ev, ok, err
-}
-
-// Ready is the inner stream's.
-func (s *pollStream) Ready() <-chan struct{} { return s.poll.Ready() }
-
-// notifyStream is pollStream for a listen.NotifyStream (a hub's streams
-// are), so that a transport still serves it without a goroutine of its own
-// (listen.Subscription.Poller; streamhttp's fast path).
-type notifyStream struct {
-	pollStream
-	ns listen.NotifyStream
-}
-
-// SetNotify is the inner stream's.
-func (s *notifyStream) SetNotify(notify func()) { s.ns.SetNotify(notify) }
+func (c *counter) forget(error) { c.pending.Store(0) }

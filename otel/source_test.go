@@ -35,7 +35,7 @@ func TestDeliveredCountsWrittenNotifications(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				m, reader := newMetrics(t)
-				ts := listentest.NewSource() // its streams are not PollStreams
+				ts := listentest.NewSource() // its streams are not NotifyStreams
 				var src listen.Source = ts
 				var h *hub.Hub
 				if poll {
@@ -84,21 +84,19 @@ func TestDeliveredCountsWrittenNotifications(t *testing.T) {
 	}
 }
 
-// The wrapper keeps a hub stream a PollStream (no worker goroutine), passes
-// Open's errors through and keeps a nil source nil.
+// The wrapper keeps a hub stream a NotifyStream (no worker goroutine),
+// passes Open's errors through and keeps a nil source nil.
 func TestSourceWrapper(t *testing.T) {
 	m, _ := newMetrics(t)
 	h, err := hub.New(hub.Options{})
 	require.NoError(t, err)
 	_, st, err := m.Source(h).Open(context.Background(), openRequest(t, "test"), listen.Filter{})
 	require.NoError(t, err)
-	_, ok := st.(listen.PollStream)
-	assert.True(t, ok, "a hub stream stays a PollStream")
-	_, ok = st.(listen.NotifyStream)
-	assert.True(t, ok, "and a NotifyStream")
+	_, ok := st.(listen.NotifyStream)
+	assert.True(t, ok, "a hub stream stays a NotifyStream")
 	st.Close(nil)
 
-	// A stream that is not a PollStream, opened with a nil request (the
+	// A stream that is not a NotifyStream, opened with a nil request (the
 	// inner source does not need it; the wrapper copes without a transport
 	// kind).
 	ts := listentest.NewSource()
@@ -107,7 +105,7 @@ func TestSourceWrapper(t *testing.T) {
 	})
 	_, st, err = m.Source(inner).Open(context.Background(), nil, listen.Filter{})
 	require.NoError(t, err)
-	_, ok = st.(listen.PollStream)
+	_, ok = st.(listen.NotifyStream)
 	assert.False(t, ok)
 	st.Close(nil)
 

@@ -207,7 +207,7 @@
 // http.Server.Shutdown, which does not track hijacked connections, waits
 // for none of this.
 //
-// Serve adds no worker goroutine for a hub stream (listen.PollStream), and
+// Serve adds no worker goroutine for a hub stream (listen.NotifyStream), and
 // one for any other Source. Shutdown only cancels the streams' serving
 // contexts; each stream ends on its own goroutine.
 //
