@@ -164,7 +164,7 @@
 // file:///a?v=2 and file:///a#f cover only themselves. http://h covers
 // http://h/ and http://h/x; http://h/ does not cover http://h.
 //
-// Options.ResourceFolders replaces this rule for the updated URIs it claims,
+// SubResources.Folders replaces this rule for the updated URIs it claims,
 // for schemes whose hierarchy is not the path: given db://h/s.t.r it may
 // return db://h/s.t and db://h/s (and ok true), and those, normalised as
 // above, are the URIs that cover it besides itself.
@@ -180,11 +180,11 @@
 // Auth, which the subscription keeps while it lives (never the params, the
 // _meta, the client capabilities or the headers): decide from Auth. It runs
 // on the goroutine serving the stream, once per covered update, so keep it
-// fast. A CanRead or ResourceFolders that panics while an update is shaped
+// fast. A CanRead or SubResources.Folders that panics while an update is shaped
 // fails the stream, as an invalid event does.
 //
-// The hub applies the same rule to the listeners opened with SubResources
-// (listen.Open tells it), through a prefix index. Another Source must send
+// Open hands the rule to the Source (Request.SubResources): the hub applies
+// it to the listeners opened with it, through a prefix index. Another Source must send
 // the covered updates itself; the subscription drops what its URIs do not
 // cover either way.
 //

@@ -17,7 +17,7 @@ func ExampleOptions_subResources() {
 	h, _ := hub.New(hub.Options{})
 	opts := &listen.Options{
 		Capabilities: listen.Capabilities{ResourcesSubscribe: true},
-		SubResources: true,
+		SubResources: &listen.SubResources{},
 		CanRead: func(_ context.Context, req *listen.Request, uri string) bool {
 			return !strings.Contains(uri, "/private/") // decide from req.Auth in a real server
 		},

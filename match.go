@@ -12,6 +12,25 @@ import (
 // subscription's URIs cover, and the CanRead check of each covered update.
 // The rule itself lives in internal/resuri, shared with the hub.
 
+// SubResources is the sub-resource rule of a server's listens
+// (Options.SubResources): a URI of resourceSubscriptions covers its
+// sub-resources by the rule of the package documentation (Sub-resources),
+// or by Folders for the updated URIs it claims. Set one value once, in the
+// Options the transports serve with; Open hands it to the Source
+// (Request.SubResources), so the hub needs no setting of its own. Do not
+// modify it once listens are open with it.
+type SubResources struct {
+	// Folders, if set, replaces the built-in rule for the updated URIs it
+	// claims (ok true), for schemes whose hierarchy is not the path: it
+	// returns the URIs that cover uri besides itself (given db://h/s.t.r,
+	// say, db://h/s.t and db://h/s). With ok false the built-in rule
+	// applies. It runs when an update is shaped and, in the hub, once per
+	// published resource update; it must be fast and safe for concurrent
+	// use. A Folders that panics while an update is shaped fails the
+	// stream; in the hub's Publish it is an error.
+	Folders func(uri string) (folders []string, ok bool)
+}
+
 // resourceMatch is what a subscription opened with Options.SubResources
 // keeps to decide whether an update it does not watch exactly is covered
 // and readable.
@@ -20,7 +39,7 @@ type resourceMatch struct {
 	// without duplicates; keySet indexes them when there are many.
 	keys   []string
 	keySet map[string]struct{}
-	// folders is Options.ResourceFolders.
+	// folders is Options.SubResources.Folders.
 	folders func(uri string) (folders []string, ok bool)
 	// canRead is Options.CanRead, asked about every covered update.
 	canRead func(ctx context.Context, req *Request, uri string) bool
@@ -30,13 +49,13 @@ type resourceMatch struct {
 }
 
 // newResourceMatch returns the matcher of a subscription opened with opts
-// that accepted uris, or nil when opts.SubResources is off or there is no
+// that accepted uris, or nil when opts.SubResources is nil or there is no
 // URI to cover anything.
 func newResourceMatch(req *Request, opts *Options, uris []string) *resourceMatch {
-	if !opts.SubResources || len(uris) == 0 {
+	if opts.SubResources == nil || len(uris) == 0 {
 		return nil
 	}
-	m := &resourceMatch{folders: opts.ResourceFolders, canRead: opts.CanRead}
+	m := &resourceMatch{folders: opts.SubResources.Folders, canRead: opts.CanRead}
 	for _, u := range uris {
 		k := resuri.Canonical(u)
 		if !m.has(k) {
@@ -95,7 +114,7 @@ func (m *resourceMatch) has(key string) bool {
 
 // deliver reports whether an update of uri, which is not one of the
 // accepted URIs, is delivered: a subscribed URI covers it and CanRead, if
-// set, allows it. A panic in ResourceFolders or CanRead is an error (the
+// set, allows it. A panic in SubResources.Folders or CanRead is an error (the
 // stream fails).
 func (m *resourceMatch) deliver(ctx context.Context, uri string) (bool, error) {
 	ok, err := m.covers(uri)
@@ -140,7 +159,7 @@ func (m *resourceMatch) covers(uri string) (bool, error) {
 func (m *resourceMatch) customFolders(uri string) (fs []string, ok bool, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			fs, ok, err = nil, false, deliveryPanic("Options.ResourceFolders", v)
+			fs, ok, err = nil, false, deliveryPanic("SubResources.Folders", v)
 		}
 	}()
 	fs, ok = m.folders(uri)
@@ -160,13 +179,4 @@ func (m *resourceMatch) readable(ctx context.Context, uri string) (ok bool, err 
 // shaped: the stream fails with "Subscription source failed".
 func deliveryPanic(op string, v any) error {
 	return jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgSourceFailed).WithCause(newPanicError(op, v))
-}
-
-// sourceContext is the context Source.Open gets: marked for the hub (and
-// any source of this module) when opts.SubResources is on.
-func sourceContext(ctx context.Context, opts *Options) context.Context {
-	if opts.SubResources && ctx != nil {
-		return resuri.WithSubResources(ctx)
-	}
-	return ctx
 }

@@ -33,7 +33,7 @@ func BenchmarkNotificationSubResources(b *testing.B) {
 		{"exact", "file:///project/", nil, true},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			sub := openSubRes(b, listen.Options{SubResources: true, CanRead: tc.canRead}, uris...)
+			sub := openSubRes(b, listen.Options{SubResources: &listen.SubResources{}, CanRead: tc.canRead}, uris...)
 			ev := listen.ResourceUpdated(tc.uri)
 			b.ReportAllocs()
 			var buf []byte

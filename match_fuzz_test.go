@@ -54,7 +54,11 @@ func FuzzSubResources(f *testing.F) {
 		f.Add(seed[0], seed[1])
 	}
 	opts := func(sub bool, canRead func(context.Context, *listen.Request, string) bool) *listen.Options {
-		return &listen.Options{Capabilities: listen.Capabilities{ResourcesSubscribe: true}, SubResources: sub, CanRead: canRead}
+		o := &listen.Options{Capabilities: listen.Capabilities{ResourcesSubscribe: true}, CanRead: canRead}
+		if sub {
+			o.SubResources = &listen.SubResources{}
+		}
+		return o
 	}
 	noX := func(_ context.Context, _ *listen.Request, uri string) bool { return !strings.Contains(uri, "x") }
 	f.Fuzz(func(t *testing.T, s, u string) {

@@ -19,7 +19,7 @@ import (
 )
 
 // Tests of Options.SubResources in the core: which updates a subscription
-// shapes, CanRead on delivery, ResourceFolders, and what it keeps. The
+// shapes, CanRead on delivery, SubResources.Folders, and what it keeps. The
 // subscriptions are opened on a hub, but shaped directly (Notification), so
 // that what is tested is the core's own decision.
 
@@ -121,7 +121,7 @@ func TestSubResourcesShaping(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, tc.exact, got, "exact mode: %s", tc.uri)
 
-		tree := openSubRes(t, listen.Options{SubResources: true}, subscribed...)
+		tree := openSubRes(t, listen.Options{SubResources: &listen.SubResources{}}, subscribed...)
 		got, err = shaped(t, tree, tc.uri)
 		require.NoError(t, err)
 		assert.Equal(t, tc.tree, got, "SubResources: %s", tc.uri)
@@ -134,7 +134,7 @@ func TestSubResourcesAcknowledgementUnchanged(t *testing.T) {
 	uris := []string{"file:///p/", "file:///q"}
 	a, err := openSubRes(t, listen.Options{}, uris...).Acknowledgement()
 	require.NoError(t, err)
-	b, err := openSubRes(t, listen.Options{SubResources: true}, uris...).Acknowledgement()
+	b, err := openSubRes(t, listen.Options{SubResources: &listen.SubResources{}}, uris...).Acknowledgement()
 	require.NoError(t, err)
 	assert.Equal(t, string(a), string(b))
 	assert.Contains(t, string(b), `"resourceSubscriptions":["file:///p/","file:///q"]`)
@@ -142,7 +142,7 @@ func TestSubResourcesAcknowledgementUnchanged(t *testing.T) {
 
 // Other kinds are shaped as without SubResources.
 func TestSubResourcesOtherKinds(t *testing.T) {
-	sub := openSubRes(t, listen.Options{SubResources: true}, "file:///p/")
+	sub := openSubRes(t, listen.Options{SubResources: &listen.SubResources{}}, "file:///p/")
 	msg, err := sub.Notification(listen.ToolsListChanged())
 	require.NoError(t, err)
 	assert.Nil(t, msg, "not requested")
@@ -179,7 +179,7 @@ func (c *canReadRecorder) reset() {
 // covered sub-resource; a refused one is never delivered.
 func TestSubResourcesCanReadPerDelivery(t *testing.T) {
 	pol := &canReadRecorder{denied: "file:///p/secret"}
-	sub := openSubRes(t, listen.Options{SubResources: true, CanRead: pol.canRead},
+	sub := openSubRes(t, listen.Options{SubResources: &listen.SubResources{}, CanRead: pol.canRead},
 		"file:///p/", "file:///p/secret/", "file:///p/open.txt")
 	assert.Equal(t, []string{"file:///p/", "file:///p/secret/", "file:///p/open.txt"}, pol.calls, "Open asks about each URI")
 	assert.Equal(t, []string{"file:///p/", "file:///p/open.txt"}, sub.Accepted().Strings(listen.KeyResourceSubscriptions))
@@ -250,7 +250,7 @@ func TestSubResourcesCanReadGetsServeContext(t *testing.T) {
 	seen := make(chan any, 4)
 	opts := &listen.Options{
 		Capabilities: listen.Capabilities{ResourcesSubscribe: true},
-		SubResources: true,
+		SubResources: &listen.SubResources{},
 		CanRead: func(ctx context.Context, _ *listen.Request, uri string) bool {
 			if uri != "file:///p/" {
 				seen <- ctx.Value(ctxKey{})
@@ -278,17 +278,19 @@ func TestSubResourcesCanReadGetsServeContext(t *testing.T) {
 	assert.ErrorIs(t, within(t, done), listen.ErrDisconnected)
 }
 
-// A CanRead or ResourceFolders that panics while an update is shaped fails
-// the stream, as an invalid event does; the host keeps running.
+// A CanRead or SubResources.Folders that panics while an update is shaped fails
+// the stream, as an invalid event does; the host keeps running. (The hub
+// applies Folders too, before the subscription does: its Publish reports
+// the panic.)
 func TestSubResourcesPolicyPanicFailsTheStream(t *testing.T) {
 	for name, opts := range map[string]listen.Options{
-		"CanRead": {SubResources: true, CanRead: func(_ context.Context, _ *listen.Request, uri string) bool {
+		"Options.CanRead": {SubResources: &listen.SubResources{}, CanRead: func(_ context.Context, _ *listen.Request, uri string) bool {
 			if uri != "file:///p/" {
 				panic("boom")
 			}
 			return true
 		}},
-		"ResourceFolders": {SubResources: true, ResourceFolders: func(string) ([]string, bool) { panic("boom") }},
+		"SubResources.Folders": {SubResources: &listen.SubResources{Folders: func(string) ([]string, bool) { panic("boom") }}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			sub := openSubRes(t, opts, "file:///p/")
@@ -298,7 +300,7 @@ func TestSubResourcesPolicyPanicFailsTheStream(t *testing.T) {
 			_, err = shaped(t, sub, "file:///p/a")
 			var pe *listen.PanicError
 			require.ErrorAs(t, err, &pe)
-			assert.Equal(t, "Options."+name, pe.Op)
+			assert.Equal(t, name, pe.Op)
 			var we *jsonrpc.Error
 			require.ErrorAs(t, err, &we)
 			assert.Equal(t, jsonrpc.MsgSourceFailed, we.Message)
@@ -315,14 +317,23 @@ func TestSubResourcesPolicyPanicFailsTheStream(t *testing.T) {
 				done <- sub.Serve(context.Background(), listen.Sink{Write: func(b []byte) error { msgs <- string(b); return nil }})
 			}()
 			within(t, msgs)
-			_, _ = h.ResourceUpdated("file:///p/a")
+			_, perr := h.ResourceUpdated("file:///p/a")
+			if opts.SubResources.Folders != nil {
+				// The hub applies the same rule first: Publish reports the
+				// panic and publishes nothing; the stream goes on.
+				require.ErrorAs(t, perr, &pe)
+				assert.Equal(t, name, pe.Op)
+				sub.Close(nil)
+				assert.ErrorIs(t, within(t, done), listen.ErrComplete)
+				return
+			}
 			assert.Contains(t, within(t, msgs), `"message":"Subscription source failed"`)
 			assert.ErrorIs(t, within(t, done), listen.ErrFailed)
 		})
 	}
 }
 
-// ResourceFolders gives the hierarchy of a scheme whose path is not it; the
+// SubResources.Folders gives the hierarchy of a scheme whose path is not it; the
 // built-in rule still applies to the URIs it does not claim.
 func TestSubResourcesCustomFolders(t *testing.T) {
 	folders := func(uri string) ([]string, bool) {
@@ -338,7 +349,7 @@ func TestSubResourcesCustomFolders(t *testing.T) {
 		}
 		return out, true
 	}
-	sub := openSubRes(t, listen.Options{SubResources: true, ResourceFolders: folders}, "db://h/s.t", "DB://H/x", "file:///p/")
+	sub := openSubRes(t, listen.Options{SubResources: &listen.SubResources{Folders: folders}}, "db://h/s.t", "DB://H/x", "file:///p/")
 	for uri, want := range map[string]bool{
 		"db://h/s.t":     true,
 		"db://h/s.t.r":   true,
@@ -379,7 +390,7 @@ func TestSubResourcesDoNotRetainTheRequest(t *testing.T) {
 	weakAuth := weak.Make(auth)
 	sub, err := listen.Open(context.Background(), h, req, &listen.Options{
 		Capabilities: listen.Capabilities{ResourcesSubscribe: true},
-		SubResources: true,
+		SubResources: &listen.SubResources{},
 		CanRead: func(_ context.Context, r *listen.Request, _ string) bool {
 			p, ok := r.Auth.(*principal)
 			return ok && p.name == "alice"
@@ -401,7 +412,7 @@ func TestSubResourcesDoNotRetainTheRequest(t *testing.T) {
 
 // An error from shaping is not a drop.
 func TestSubResourcesErrorIsNotADrop(t *testing.T) {
-	sub := openSubRes(t, listen.Options{SubResources: true, CanRead: func(_ context.Context, _ *listen.Request, u string) bool {
+	sub := openSubRes(t, listen.Options{SubResources: &listen.SubResources{}, CanRead: func(_ context.Context, _ *listen.Request, u string) bool {
 		if u == "file:///p/x" {
 			panic(errors.New("policy bug"))
 		}
@@ -412,4 +423,29 @@ func TestSubResourcesErrorIsNotADrop(t *testing.T) {
 	assert.False(t, ok)
 	require.Error(t, err)
 	assert.Equal(t, "prefix", string(out))
+}
+
+// Open hands the server's sub-resource rule to any Source, in the request:
+// a source that selects resource updates itself sees it, with no context
+// value and no setting of its own.
+func TestSourceSeesTheSubResourceRule(t *testing.T) {
+	rule := &listen.SubResources{}
+	for _, tc := range []struct {
+		name string
+		rule *listen.SubResources
+	}{{"with a rule", rule}, {"without", nil}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var seen *listen.SubResources
+			inner := newTestSource()
+			src := listen.SourceFunc(func(ctx context.Context, req *listen.Request, f listen.Filter) (listen.Filter, listen.Stream, error) {
+				seen = req.SubResources
+				return inner.Open(ctx, req, f)
+			})
+			opts := &listen.Options{Capabilities: listen.Capabilities{ResourcesSubscribe: true}, SubResources: tc.rule}
+			sub, err := listen.Open(context.Background(), src, subResRequest("s", "file:///p/"), opts)
+			require.NoError(t, err)
+			defer sub.Close(nil)
+			assert.Same(t, tc.rule, seen)
+		})
+	}
 }

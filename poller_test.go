@@ -247,8 +247,8 @@ func TestPollerNotForDeliveryPolicies(t *testing.T) {
 		want bool
 	}{
 		{"exact URIs with CanRead", listen.Options{CanRead: canRead}, true},
-		{"sub-resources without CanRead", listen.Options{SubResources: true}, true},
-		{"sub-resources with CanRead", listen.Options{SubResources: true, CanRead: canRead}, false},
+		{"sub-resources without CanRead", listen.Options{SubResources: &listen.SubResources{}}, true},
+		{"sub-resources with CanRead", listen.Options{SubResources: &listen.SubResources{}, CanRead: canRead}, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.opts.Capabilities = listen.Capabilities{ResourcesSubscribe: true}

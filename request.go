@@ -125,6 +125,11 @@ type Request struct {
 	// Auth is what the transport's authentication hook produced for this
 	// request (a principal, a token's claims); nil when there is none.
 	Auth any
+	// SubResources is the server's sub-resource rule for this listen
+	// (Options.SubResources), set by Open before it calls Source.Open: nil
+	// when its URIs cover only themselves. A source that selects resource
+	// updates itself applies it, as the hub does.
+	SubResources *SubResources
 }
 
 // ClientExtension reports whether the client declared the extension id in

@@ -24,6 +24,13 @@ type Options struct {
 	// server/discover (see CapabilitiesFrom). The requested filter is
 	// narrowed against them.
 	Capabilities Capabilities
+	// CapabilitiesFor, if set, replaces Capabilities: Open calls it once per
+	// listen, with Open's context and the request, and narrows against what
+	// it returns, for a server whose capabilities change while it runs (an
+	// adapter states what the server advertises now). An *jsonrpc.Error it
+	// returns goes to the client unchanged; any other error, or a panic,
+	// becomes the internal error "Subscription source failed to open".
+	CapabilitiesFor func(ctx context.Context, req *Request) (Capabilities, error)
 	// ServerInfo goes into the completion result's _meta
 	// (io.modelcontextprotocol/serverInfo) when its Name is set.
 	ServerInfo Implementation
@@ -53,17 +60,14 @@ type Options struct {
 	// shared with a source that accepts the supported filter as it is (the
 	// hub does), so this also bounds what one open listen holds.
 	MaxFilterBytes int
-	// SubResources makes every URI of resourceSubscriptions also cover its
-	// sub-resources (file:///a/ covers file:///a/b/c): a resources/updated
-	// for a covered URI is delivered too. Off, the default, a URI covers
-	// only itself, byte for byte. The acknowledgement is the same either
-	// way. The rule is in the package documentation, Sub-resources.
-	SubResources bool
-	// ResourceFolders, if set, replaces the built-in rule of SubResources
-	// for the updated URIs it claims (ok true): it returns the URIs that
-	// cover uri besides itself. With ok false the built-in rule applies.
-	// See the package documentation, Sub-resources.
-	ResourceFolders func(uri string) (folders []string, ok bool)
+	// SubResources, if set, makes every URI of resourceSubscriptions also
+	// cover its sub-resources (file:///a/ covers file:///a/b/c): a
+	// resources/updated for a covered URI is delivered too. Nil, the
+	// default, a URI covers only itself, byte for byte. The acknowledgement
+	// is the same either way. Open hands it to the Source as
+	// Request.SubResources (the hub indexes such listens by folder). The
+	// rule is in the package documentation, Sub-resources.
+	SubResources *SubResources
 	// ReleaseTimeout bounds how long Close waits for a worker whose Next is
 	// still blocked after the stream was closed (a source that breaks the
 	// Stream contract). Zero means DefaultReleaseTimeout. After it, Close returns and the
@@ -133,7 +137,7 @@ type Subscription struct {
 // It validates req (validateNotifications; a protocol version without
 // subscriptions/listen is the internal error "Protocol does not implement
 // subscription wire shaping"), narrows the requested filter against
-// opts.Capabilities and opts.CanRead, merges in the extensions' filters, and
+// opts.Capabilities (or opts.CapabilitiesFor's) and opts.CanRead, merges in the extensions' filters, and
 // calls src.Open with that supported filter. If the source accepts
 // notifications that were not supported, the new stream is closed with a
 // Failed reason and Open returns the internal error "Subscription source
@@ -162,6 +166,7 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 	if req == nil || !req.ID.Valid() {
 		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Invalid request: subscriptions/listen requires an id")
 	}
+	req.SubResources = opts.SubResources
 	if !jsonrpc.HasListen(req.ProtocolVersion) {
 		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgNoShaping)
 	}
@@ -171,12 +176,16 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 	if err := checkSize(req.Notifications, opts); err != nil {
 		return nil, err
 	}
-	core, err := narrow(ctx, req, opts)
+	caps, err := capabilities(ctx, req, opts)
+	if err != nil {
+		return nil, err
+	}
+	core, err := narrow(ctx, req, caps, opts.CanRead)
 	if err != nil {
 		return nil, err
 	}
 	supported := core
-	extMerged, contributions, err := opts.Extensions.subscriptionFilters(ctx, req, opts.Capabilities)
+	extMerged, contributions, err := opts.Extensions.subscriptionFilters(ctx, req, caps)
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +197,7 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 	}
 	supported = supported.Clone()
 
-	accepted, stream, err := openSource(sourceContext(ctx, opts), src, req, supported)
+	accepted, stream, err := openSource(ctx, src, req, supported)
 	if err != nil {
 		return nil, err
 	}
@@ -244,11 +253,30 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 	return s, nil
 }
 
+// capabilities returns the capabilities to narrow req against:
+// opts.CapabilitiesFor's, or opts.Capabilities.
+func capabilities(ctx context.Context, req *Request, opts *Options) (caps Capabilities, err error) {
+	if opts.CapabilitiesFor == nil {
+		return opts.Capabilities, nil
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			caps, err = Capabilities{}, jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgSourceFailedToOpen).
+				WithCause(newPanicError("Options.CapabilitiesFor", v))
+		}
+	}()
+	caps, err = opts.CapabilitiesFor(ctx, req)
+	if err != nil {
+		return Capabilities{}, jsonrpc.AsError(err, jsonrpc.MsgSourceFailedToOpen)
+	}
+	return caps, nil
+}
+
 // narrow builds the core filter: the requested core keys the server's
-// capabilities allow, with requested false never carried forward.
-func narrow(ctx context.Context, req *Request, opts *Options) (Filter, error) {
+// capabilities allow, with requested false never carried forward, and the
+// URIs canRead (if set) allows.
+func narrow(ctx context.Context, req *Request, caps Capabilities, canReadFn func(context.Context, *Request, string) bool) (Filter, error) {
 	f := Filter{}
-	caps := opts.Capabilities
 	want := req.Notifications
 	if want.Bool(KeyToolsListChanged) && caps.ToolsListChanged {
 		f[KeyToolsListChanged] = true
@@ -262,10 +290,10 @@ func narrow(ctx context.Context, req *Request, opts *Options) (Filter, error) {
 	if v, ok := want[KeyResourceSubscriptions]; ok && caps.ResourcesSubscribe {
 		if _, isList := asList(v); isList {
 			uris := want.Strings(KeyResourceSubscriptions)
-			if opts.CanRead != nil {
+			if canReadFn != nil {
 				kept := make([]string, 0, len(uris))
 				for _, u := range uris {
-					ok, err := canRead(ctx, opts.CanRead, req, u)
+					ok, err := canRead(ctx, canReadFn, req, u)
 					if err != nil {
 						return nil, err
 					}

@@ -147,13 +147,63 @@ func TestNarrowingAgainstCapabilities(t *testing.T) {
 		},
 	}
 	for _, tt := range tests {
+		for _, asFunc := range []bool{false, true} {
+			name := tt.name
+			opts := &listen.Options{Capabilities: tt.caps}
+			var asked []*listen.Request
+			if asFunc {
+				// The same capabilities stated by a function of the request
+				// (Options.Capabilities then plays no part).
+				name += " (CapabilitiesFor)"
+				opts = &listen.Options{Capabilities: allCaps, CapabilitiesFor: func(_ context.Context, req *listen.Request) (listen.Capabilities, error) {
+					asked = append(asked, req)
+					return tt.caps, nil
+				}}
+			}
+			t.Run(name, func(t *testing.T) {
+				src := newTestSource()
+				req := request(jsonrpc.IntID(1), tt.req)
+				sub, err := listen.Open(context.Background(), src, req, opts)
+				require.NoError(t, err)
+				defer sub.Close(listen.ErrComplete)
+				assert.Equal(t, tt.want, <-src.opened, "supported filter given to the source")
+				assert.Equal(t, tt.want, sub.Accepted())
+				if asFunc {
+					assert.Equal(t, []*listen.Request{req}, asked, "asked once, about this request")
+				}
+			})
+		}
+	}
+}
+
+// CapabilitiesFor's failures refuse the listen: its own *jsonrpc.Error as
+// it is, any other error or a panic as the internal "failed to open"; the
+// source is not opened.
+func TestCapabilitiesForFailures(t *testing.T) {
+	refuse := jsonrpc.NewError(jsonrpc.CodeMissingRequiredClientCapability, "no")
+	for _, tt := range []struct {
+		name string
+		fn   func(context.Context, *listen.Request) (listen.Capabilities, error)
+		want *jsonrpc.Error
+	}{
+		{"wire error", func(context.Context, *listen.Request) (listen.Capabilities, error) {
+			return listen.Capabilities{}, refuse
+		}, refuse},
+		{"other error", func(context.Context, *listen.Request) (listen.Capabilities, error) {
+			return listen.Capabilities{}, errors.New("discover failed")
+		}, jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgSourceFailedToOpen)},
+		{"panic", func(context.Context, *listen.Request) (listen.Capabilities, error) { panic("boom") },
+			jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgSourceFailedToOpen)},
+	} {
 		t.Run(tt.name, func(t *testing.T) {
 			src := newTestSource()
-			sub, err := listen.Open(context.Background(), src, request(jsonrpc.IntID(1), tt.req), &listen.Options{Capabilities: tt.caps})
-			require.NoError(t, err)
-			defer sub.Close(listen.ErrComplete)
-			assert.Equal(t, tt.want, <-src.opened, "supported filter given to the source")
-			assert.Equal(t, tt.want, sub.Accepted())
+			_, err := listen.Open(context.Background(), src, request(jsonrpc.IntID(1), listen.Filter{"toolsListChanged": true}),
+				&listen.Options{CapabilitiesFor: tt.fn})
+			var we *jsonrpc.Error
+			require.ErrorAs(t, err, &we)
+			assert.Equal(t, tt.want.Code, we.Code)
+			assert.Equal(t, tt.want.Message, we.Message)
+			assert.Empty(t, src.opened)
 		})
 	}
 }

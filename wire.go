@@ -72,7 +72,7 @@ func (s *Subscription) Notification(ev Event) ([]byte, error) {
 // A list change is selected when its filter key is true; a resource update
 // when its URI is in resourceSubscriptions (or, with Options.SubResources,
 // covered by one of them and readable: see the package documentation,
-// Sub-resources; a CanRead or ResourceFolders that panics is an error, as
+// Sub-resources; a CanRead or SubResources.Folders that panics is an error, as
 // for an invalid event); an extension event when its
 // extension owns a part of the accepted filter that contains the event's
 // selector and the extension was negotiated with this client (otherwise it

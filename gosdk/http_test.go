@@ -228,7 +228,7 @@ func TestHTTPFolderListen(t *testing.T) {
 	)
 	srv := plainServer()
 	h, err := gosdk.NewHandler(srv, gosdk.HandlerOptions{Options: gosdk.Options{
-		Listen: listen.Options{SubResources: true},
+		Listen: listen.Options{SubResources: &listen.SubResources{}},
 	}})
 	require.NoError(t, err)
 	ts := httptest.NewServer(h)

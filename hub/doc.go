@@ -38,13 +38,13 @@
 //
 // # Folder listeners
 //
-// A listener whose subscription was opened by [listen.Open] with
-// [listen.Options.SubResources] is a folder listener: its URIs also cover
-// their sub-resources, by the rule of the listen package documentation
-// (Sub-resources), so one on file:///project/ receives
-// file:///project/src/main.go. listen.Open tells the hub; nothing is set on
-// the hub, and the listeners opened without SubResources match exactly, as
-// before, on the same hub.
+// A listener whose request names a sub-resource rule
+// ([listen.Request.SubResources], which [listen.Open] sets from
+// [listen.Options.SubResources]) is a folder listener: its URIs also cover
+// their sub-resources, by that rule (the listen package documentation,
+// Sub-resources), so one on file:///project/ receives
+// file:///project/src/main.go. Nothing is set on the hub, and the listeners
+// opened without a rule match exactly, on the same hub.
 //
 // Folder listeners sit in a prefix index: a map from the normal form of each
 // of their URIs (scheme and host lower-cased, percent-encodings
@@ -58,10 +58,10 @@
 // others covers, so it receives an update once. The exact-match path costs
 // nothing more while no folder listener is open (one atomic load).
 //
-// [Options.ResourceFolders] plugs in the same custom rule as
-// [listen.Options.ResourceFolders] (give both the same function): for the
-// URIs it claims, the hub looks up what it returns instead of the path's
-// prefixes, and removes duplicate targets.
+// A rule with a Folders function ([listen.SubResources].Folders) has an
+// index of its own (one per rule value): for the URIs it claims, the hub
+// looks up what it returns instead of the path's prefixes, and removes
+// duplicate targets.
 //
 // The event delivered is the one published: its URI is not normalised. The
 // subscription shapes it and applies its CanRead to it (a folder listener

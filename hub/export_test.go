@@ -56,17 +56,30 @@ func (h *Hub) CheckIndex() string {
 	for _, s := range h.uris {
 		sets = append(sets, s)
 	}
-	for _, s := range h.folders {
-		sets = append(sets, s)
+	indexes := append([]*folderIndex{&h.folders}, h.custom...)
+	for _, idx := range indexes {
+		for _, s := range idx.sets {
+			sets = append(sets, s)
+		}
 	}
 	folders := 0
+	perIndex := map[*folderIndex]int{}
 	for _, m := range h.all.items {
-		if m.l.folder {
+		if m.l.folder != nil {
 			folders++
+			perIndex[m.l.folder]++
 		}
 	}
 	if int64(folders) != h.nfolder.Load() {
 		return "nfolder does not count the folder listeners"
+	}
+	for _, idx := range indexes {
+		if perIndex[idx] != idx.n {
+			return "a folder index does not count its listeners"
+		}
+		if idx.rule != nil && idx.n == 0 {
+			return "an empty custom folder index is kept"
+		}
 	}
 	for _, s := range h.keys {
 		sets = append(sets, s)
@@ -105,8 +118,8 @@ func (h *Hub) Complete() { h.complete() }
 func (h *Hub) FolderWatchers(key string) (watchers, keys int) {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	if s := h.folders[key]; s != nil {
+	if s := h.folders.sets[key]; s != nil {
 		watchers = len(s.items)
 	}
-	return watchers, len(h.folders)
+	return watchers, len(h.folders.sets)
 }

@@ -21,9 +21,49 @@ import (
 // URIs form a chain (each covers the longer ones), and a listener is
 // indexed only under its URIs that no other of its URIs covers (coverKeys),
 // so it sits in at most one of the sets an update selects: no listener
-// receives an update twice, with no deduplication at publish time. A custom
-// Options.ResourceFolders gives no such guarantee: those targets are
-// deduplicated.
+// receives an update twice, with no deduplication at publish time.
+//
+// A rule with a Folders function (listen.SubResources.Folders) has an
+// index of its own, Hub.custom, one per rule value (the listens opened with
+// the same listen.Options share one): for the updated URIs it claims,
+// Publish looks up what it returns instead of the path's prefixes. It
+// gives no such guarantee: those targets are deduplicated.
+
+// folderIndex is the index of the folder listeners of one sub-resource
+// rule. Its fields are guarded by Hub.mu.
+type folderIndex struct {
+	rule *listen.SubResources // nil for the built-in rule
+	sets map[string]*set      // normal form of a URI -> listeners
+	n    int                  // listeners indexed here
+}
+
+// folderIndexLocked returns the index of rule's folder listeners, creating
+// a custom one when needed. h.mu is held for writing.
+func (h *Hub) folderIndexLocked(rule *listen.SubResources) *folderIndex {
+	if rule.Folders == nil {
+		return &h.folders
+	}
+	for _, idx := range h.custom {
+		if idx.rule == rule {
+			return idx
+		}
+	}
+	idx := &folderIndex{rule: rule, sets: make(map[string]*set)}
+	// Copied on write: Publish reads h.custom's slice after releasing h.mu.
+	h.custom = append(slices.Clip(h.custom), idx)
+	return idx
+}
+
+// leaveFolderIndexLocked counts a folder listener of idx out, dropping a
+// custom index that has none left. h.mu is held for writing.
+func (h *Hub) leaveFolderIndexLocked(idx *folderIndex) {
+	idx.n--
+	if idx.n == 0 && idx.rule != nil {
+		if i := slices.Index(h.custom, idx); i >= 0 {
+			h.custom = slices.Delete(slices.Clone(h.custom), i, i+1)
+		}
+	}
+}
 
 // stackSets is how many folder sets Publish collects without allocating:
 // enough for a path of depth 14.
@@ -59,23 +99,29 @@ func coverKeys(uris uriList, reduce bool) []string {
 
 // publishFolders is Publish of a resource update while folder listeners
 // are open: the listeners watching its URI exactly, plus the folder
-// listeners one of whose URIs covers it.
+// listeners one of whose URIs covers it, by their rule.
 func (h *Hub) publishFolders(ev listen.Event, start time.Time) (Report, error) {
 	c := resuri.Canonical(ev.URI)
-	// A custom rule runs before the lock: it is the application's code.
-	var custom []string
-	claimed := false
-	if h.folderFn != nil {
-		fs, ok, err := callFolders(h.folderFn, ev.URI)
+	// The custom rules run before the lock: they are the application's
+	// code. claims[i] is what custom[i] claims (nil: the built-in rule).
+	h.mu.RLock()
+	custom := h.custom
+	h.mu.RUnlock()
+	var claims [][]string
+	for i, idx := range custom {
+		fs, ok, err := callFolders(idx.rule.Folders, ev.URI)
 		if err != nil {
 			return Report{}, err
 		}
 		if ok {
-			claimed = true
-			custom = make([]string, len(fs))
-			for i, f := range fs {
-				custom[i] = resuri.Canonical(f)
+			if claims == nil {
+				claims = make([][]string, len(custom))
 			}
+			keys := make([]string, len(fs))
+			for j, f := range fs {
+				keys[j] = resuri.Canonical(f)
+			}
+			claims[i] = keys
 		}
 	}
 
@@ -86,22 +132,14 @@ func (h *Hub) publishFolders(ev listen.Event, start time.Time) (Report, error) {
 		sets = append(sets, s)
 	}
 	exact := len(sets)
-	if s := h.folders[c]; s != nil {
-		sets = append(sets, s)
-	}
-	if claimed {
-		for _, f := range custom {
-			if s := h.folders[f]; s != nil {
-				sets = append(sets, s)
-			}
+	sets = h.folders.covering(sets, c, nil)
+	builtin := len(sets)
+	for i, idx := range custom {
+		var claimed []string
+		if claims != nil {
+			claimed = claims[i]
 		}
-	} else {
-		resuri.Folders(c, func(f string) bool {
-			if s := h.folders[f]; s != nil {
-				sets = append(sets, s)
-			}
-			return true
-		})
+		sets = idx.covering(sets, c, claimed)
 	}
 	n := 0
 	for _, s := range sets {
@@ -120,7 +158,7 @@ func (h *Hub) publishFolders(ev listen.Event, start time.Time) (Report, error) {
 	}
 	h.mu.RUnlock()
 
-	if h.folderFn != nil && len(sets)-exact > 1 {
+	if len(sets) > builtin && len(sets)-exact > 1 {
 		targets = dedupeListeners(targets)
 	}
 	r := h.offer(ev, targets)
@@ -133,13 +171,41 @@ func (h *Hub) publishFolders(ev listen.Event, start time.Time) (Report, error) {
 	return r, nil
 }
 
-// callFolders runs Options.ResourceFolders, turning its panic into a
+// covering appends to sets those of idx under which a listener covers the
+// update whose normal form is c: c itself, and its folders (resuri.Folders),
+// or the normal forms claimed by a custom rule (claimed non-nil). h.mu is
+// held.
+func (idx *folderIndex) covering(sets []*set, c string, claimed []string) []*set {
+	if idx.n == 0 {
+		return sets
+	}
+	if s := idx.sets[c]; s != nil {
+		sets = append(sets, s)
+	}
+	if claimed != nil {
+		for _, f := range claimed {
+			if s := idx.sets[f]; s != nil {
+				sets = append(sets, s)
+			}
+		}
+		return sets
+	}
+	resuri.Folders(c, func(f string) bool {
+		if s := idx.sets[f]; s != nil {
+			sets = append(sets, s)
+		}
+		return true
+	})
+	return sets
+}
+
+// callFolders runs a rule's Folders function, turning its panic into a
 // *listen.PanicError.
 func callFolders(f func(string) ([]string, bool), uri string) (fs []string, ok bool, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			fs, ok = nil, false
-			err = &listen.PanicError{Op: "hub.Options.ResourceFolders", Value: v, Stack: debug.Stack()}
+			err = &listen.PanicError{Op: "SubResources.Folders", Value: v, Stack: debug.Stack()}
 		}
 	}()
 	fs, ok = f(uri)

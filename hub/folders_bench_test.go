@@ -9,7 +9,6 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
-	"github.com/mcplisten/listen/internal/resuri"
 )
 
 // BenchmarkPublishResourceUpdatedFolders publishes one resource update to a
@@ -36,11 +35,12 @@ func BenchmarkPublishResourceUpdatedFolders(b *testing.B) {
 		for _, mode := range []string{"hit", "miss", "exact"} {
 			b.Run(fmt.Sprintf("listeners=%d/folders=%d/%s", n, len(folders), mode), func(b *testing.B) {
 				h := newHub(b, hub.Options{})
-				ctx := resuri.WithSubResources(context.Background())
+				folderReq := request("bench")
+				folderReq.SubResources = &listen.SubResources{}
 				req := request("bench")
 				streams := make([]listen.Stream, 0, n+1)
 				for i := range n {
-					_, s, err := h.Open(ctx, req, listen.Filter{listen.KeyResourceSubscriptions: []any{folders[i%len(folders)]}})
+					_, s, err := h.Open(context.Background(), folderReq, listen.Filter{listen.KeyResourceSubscriptions: []any{folders[i%len(folders)]}})
 					if err != nil {
 						b.Fatal(err)
 					}

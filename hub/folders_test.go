@@ -30,14 +30,28 @@ func folderRequest(id string, uris ...string) *listen.Request {
 	}
 }
 
+// builtin is the built-in sub-resource rule.
+var builtin = &listen.SubResources{}
+
 // openFolder opens a subscription on h with SubResources (or without) and
 // returns it with its hub stream (the subscription is closed with the
 // test).
 func openFolder(t testing.TB, h *hub.Hub, sub bool, id string, uris ...string) *listen.Subscription {
 	t.Helper()
+	var rule *listen.SubResources
+	if sub {
+		rule = builtin
+	}
+	return openRule(t, h, rule, id, uris...)
+}
+
+// openRule opens a subscription on h with the sub-resource rule (nil: exact
+// URIs).
+func openRule(t testing.TB, h *hub.Hub, rule *listen.SubResources, id string, uris ...string) *listen.Subscription {
+	t.Helper()
 	s, err := listen.Open(context.Background(), h, folderRequest(id, uris...), &listen.Options{
 		Capabilities: listen.Capabilities{ResourcesSubscribe: true},
-		SubResources: sub,
+		SubResources: rule,
 	})
 	require.NoError(t, err)
 	t.Cleanup(func() { s.Close(nil) })
@@ -161,8 +175,8 @@ func TestFolderIndexLeftOnCloseAndComplete(t *testing.T) {
 	require.Empty(t, h.CheckIndex())
 }
 
-// Hub.Open called directly, without listen.Open's mark, opens an exact
-// listener.
+// Hub.Open called directly, with a request that names no sub-resource rule,
+// opens an exact listener.
 func TestDirectOpenIsExact(t *testing.T) {
 	h := newHub(t, hub.Options{})
 	openStream(t, h, "d", listen.Filter{listen.KeyResourceSubscriptions: []any{"file:///p/"}})
@@ -188,9 +202,10 @@ func dbFolders(uri string) ([]string, bool) {
 }
 
 func TestCustomResourceFolders(t *testing.T) {
-	h := newHub(t, hub.Options{ResourceFolders: dbFolders})
-	openFolder(t, h, true, "a", "db://h/s", "db://h/s.t", "file:///p/")
-	openFolder(t, h, true, "b", "DB://H/s.t")
+	h := newHub(t, hub.Options{})
+	rule := &listen.SubResources{Folders: dbFolders}
+	openRule(t, h, rule, "a", "db://h/s", "db://h/s.t", "file:///p/")
+	openRule(t, h, rule, "b", "DB://H/s.t")
 	for uri, want := range map[string]int{
 		"db://h/s.t.r": 2,
 		"db://h/s.t":   2,
@@ -206,17 +221,39 @@ func TestCustomResourceFolders(t *testing.T) {
 	}
 }
 
+// The listens of different rules share a hub and each is matched by its
+// own rule: the custom rule's listener hears db://h/s.t.r and not
+// db://h/s/x (it claims every db://h/ URI: no path rule for them), the
+// built-in rule's listener the other way round. When the last listener of a
+// custom rule closes, its index goes.
+func TestFolderRulesApartOnOneHub(t *testing.T) {
+	h := newHub(t, hub.Options{})
+	custom := openRule(t, h, &listen.SubResources{Folders: dbFolders}, "custom", "db://h/s")
+	openRule(t, h, &listen.SubResources{}, "builtin", "db://h/s")
+	for uri, want := range map[string]int{"db://h/s.t.r": 1, "db://h/s/x": 1, "db://h/s": 2} {
+		r, err := h.ResourceUpdated(uri)
+		require.NoError(t, err)
+		assert.Equal(t, want, r.Matched, uri)
+	}
+	require.Empty(t, h.CheckIndex())
+	custom.Close(nil)
+	require.Empty(t, h.CheckIndex(), "the custom rule's index is dropped with its last listener")
+	r, _ := h.ResourceUpdated("db://h/s.t.r")
+	assert.Zero(t, r.Matched)
+}
+
 func TestPanickingResourceFolders(t *testing.T) {
-	h := newHub(t, hub.Options{ResourceFolders: func(string) ([]string, bool) { panic("boom") }})
+	h := newHub(t, hub.Options{})
+	rule := &listen.SubResources{Folders: func(string) ([]string, bool) { panic("boom") }}
 	openFolder(t, h, false, "exact", "file:///p/a")
 	r, err := h.ResourceUpdated("file:///p/a")
 	require.NoError(t, err, "no folder listener: the function is not called")
 	assert.Equal(t, 1, r.Matched)
-	openFolder(t, h, true, "folder", "file:///p/")
+	openRule(t, h, rule, "folder", "file:///p/")
 	r, err = h.ResourceUpdated("file:///p/a")
 	var pe *listen.PanicError
 	require.ErrorAs(t, err, &pe)
-	assert.Equal(t, "hub.Options.ResourceFolders", pe.Op)
+	assert.Equal(t, "SubResources.Folders", pe.Op)
 	assert.Zero(t, r.Matched, "nothing is published")
 	r, err = h.ResourceUpdated("not a uri")
 	assert.ErrorIs(t, err, listen.ErrInvalidEvent, "validation comes first")

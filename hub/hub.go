@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/mcplisten/listen"
-	"github.com/mcplisten/listen/internal/resuri"
 )
 
 // DefaultMaxBuffer is the per-listener queue bound used when
@@ -59,13 +58,6 @@ type Options struct {
 	// Hooks, if set, is told about opens, publications, overflows,
 	// completions and closes. Nil means no instrumentation. See Hooks.
 	Hooks Hooks
-	// ResourceFolders, if set, replaces the built-in sub-resource rule for
-	// the folder listeners (those opened with listen.Options.SubResources),
-	// for the updated URIs it claims: it must be the function given as
-	// listen.Options.ResourceFolders (see the listen package
-	// documentation, Sub-resources). Publish calls it once per resource
-	// update, outside any lock, as long as folder listeners are open.
-	ResourceFolders func(uri string) (folders []string, ok bool)
 }
 
 // Report says what one publication did. Counts are per listener: an event
@@ -124,17 +116,14 @@ type Hub struct {
 	closing   int
 	shut      bool          // Shutdown was called: Open refuses
 	idle      chan struct{} // closed when closing reaches 0 (Shutdown waits on it)
-	// folders indexes the folder listeners (opened with
-	// listen.Options.SubResources): the normal form of each of their URIs
-	// (resuri.Canonical) -> listeners. An update looks up its own normal
-	// form and each of its folders (resuri.Folders): O(path depth) lookups.
-	folders map[string]*set
-
-	// folderFn is Options.ResourceFolders; nfolder counts the open folder
-	// listeners (written under mu), so that Publish calls folderFn only
-	// when one may be selected.
-	folderFn func(uri string) (folders []string, ok bool)
-	nfolder  atomic.Int64
+	// folders indexes the folder listeners of the built-in sub-resource
+	// rule (listen.SubResources without Folders); custom holds one index
+	// per rule with a Folders function (see folders.go). nfolder counts
+	// every open folder listener (written under mu), so that Publish takes
+	// the folder path only when one may be selected.
+	folders folderIndex
+	custom  []*folderIndex
+	nfolder atomic.Int64
 
 	queued  atomic.Int64
 	dropped atomic.Uint64
@@ -161,9 +150,8 @@ func New(opts Options) (*Hub, error) {
 		overflow:  opts.Overflow,
 		hooks:     opts.Hooks,
 		uris:      make(map[string]*set),
-		folders:   make(map[string]*set),
+		folders:   folderIndex{sets: make(map[string]*set)},
 		keys:      make(map[string]*set),
-		folderFn:  opts.ResourceFolders,
 	}
 	if h.maxBuffer == 0 {
 		h.maxBuffer = DefaultMaxBuffer
@@ -176,9 +164,10 @@ func New(opts Options) (*Hub, error) {
 // hub keeps the filter (it must not be modified afterwards; listen.Open
 // hands over a private copy). An invalid filter (see listen.Filter.Valid)
 // fails with ErrInvalidFilter, which listen.Open reports as "Subscription
-// source failed to open". ctx is read only for the mark listen.Open puts
-// there when its Options.SubResources is on: the listener is then a folder
-// listener. The subscription's guard owns the stream's lifetime.
+// source failed to open". A request whose SubResources is set (listen.Open
+// sets it from listen.Options.SubResources) opens a folder listener, whose
+// URIs also cover their sub-resources by that rule. The subscription's
+// guard owns the stream's lifetime.
 //
 // The listener is indexed under toolsListChanged, promptsListChanged and
 // resourcesListChanged when they are true, under each distinct string of
@@ -199,9 +188,11 @@ func (h *Hub) Open(ctx context.Context, req *listen.Request, supported listen.Fi
 		supported = listen.Filter{}
 	}
 	uris := resourceURIs(supported)
+	var rule *listen.SubResources
 	var folderKeys []string
-	if uris.len() > 0 && resuri.SubResources(ctx) {
-		folderKeys = coverKeys(uris, h.folderFn == nil)
+	if req != nil && req.SubResources != nil && uris.len() > 0 {
+		rule = req.SubResources
+		folderKeys = coverKeys(uris, rule.Folders == nil)
 	}
 	tools := supported.Bool(listen.KeyToolsListChanged)
 	prompts := supported.Bool(listen.KeyPromptsListChanged)
@@ -235,10 +226,12 @@ func (h *Hub) Open(ctx context.Context, req *listen.Request, supported listen.Fi
 		l.join(setIn(h.keys, k))
 	}
 	if folderKeys != nil {
+		idx := h.folderIndexLocked(rule)
 		for _, k := range folderKeys {
-			l.join(setIn(h.folders, k))
+			l.join(setIn(idx.sets, k))
 		}
-		l.folder = true
+		l.folder = idx
+		idx.n++
 		h.nfolder.Add(1)
 	} else {
 		uris.each(func(u string) { l.join(setIn(h.uris, u)) })
@@ -353,9 +346,10 @@ const stackTargets = 8
 //
 // Each target receives the event in its blocked Next, or queues it, or
 // applies the overflow policy; Publish never waits for a listener. Maps in
-// ev are shared by every receiver: do not modify them afterwards. If
-// Options.ResourceFolders panics, Publish returns the panic as a
-// *listen.PanicError and publishes nothing.
+// ev are shared by every receiver: do not modify them afterwards. If the
+// Folders function of a folder listener's rule (listen.SubResources)
+// panics, Publish returns the panic as a *listen.PanicError and publishes
+// nothing.
 //
 // Report.Matched counts the listeners selected; a folder listener's
 // subscription may still drop the update when its CanRead refuses it.
@@ -563,14 +557,15 @@ func (h *Hub) complete() {
 		// Keep only the membership of h.all; the other sets are reset below.
 		clear(l.memb[1:])
 		l.memb = l.memb[:1]
-		l.folder = false
+		l.folder = nil
 	}
 	h.nfolder.Store(0)
+	h.custom = nil
 	h.tools = set{}
 	h.prompts = set{}
 	h.resources = set{}
 	h.uris = make(map[string]*set)
-	h.folders = make(map[string]*set)
+	h.folders = folderIndex{sets: make(map[string]*set)}
 	h.keys = make(map[string]*set)
 	subs := len(h.all.items)
 	h.mu.Unlock()

@@ -33,11 +33,11 @@ type listener struct {
 	// Shutdown or Close: the puller waits to be woken (notify).
 	polling bool
 	// counted is guarded by Hub.mu, not mu: the listener is counted in
-	// Hub.closing (Shutdown marked it). So is folder: the listener sits in
-	// the folder index (opened with listen.Options.SubResources) and is
-	// counted in Hub.nfolder.
+	// Hub.closing (Shutdown marked it). So is folder: the folder index the
+	// listener sits in (opened with listen.Options.SubResources; it is
+	// counted in Hub.nfolder), nil for an exact listener.
 	counted bool
-	folder  bool
+	folder  *folderIndex
 	q       ring
 	// handoff is the event a publisher handed straight to a blocked Next.
 	handoff *listen.Event
@@ -211,8 +211,9 @@ func (l *listener) Close(reason error) {
 	h.mu.Lock()
 	l.leave(0)
 	l.memb = nil
-	if l.folder {
-		l.folder = false
+	if l.folder != nil {
+		h.leaveFolderIndexLocked(l.folder)
+		l.folder = nil
 		h.nfolder.Add(-1)
 	}
 	if l.counted {

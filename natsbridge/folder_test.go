@@ -56,10 +56,11 @@ func (in *folderInstance) serveFolder(t *testing.T, sub bool, id string, uris ..
 		Notifications:      listen.Filter{listen.KeyResourceSubscriptions: list},
 		ClientCapabilities: map[string]any{},
 	}
-	s, err := listen.Open(context.Background(), in.hub, req, &listen.Options{
-		Capabilities: listen.Capabilities{ResourcesSubscribe: true},
-		SubResources: sub,
-	})
+	opts := &listen.Options{Capabilities: listen.Capabilities{ResourcesSubscribe: true}}
+	if sub {
+		opts.SubResources = &listen.SubResources{}
+	}
+	s, err := listen.Open(context.Background(), in.hub, req, opts)
 	require.NoError(t, err)
 	msgs := make(chan map[string]any, 1024)
 	ctx, cancel := context.WithCancelCause(context.Background())

@@ -165,7 +165,7 @@ func TestFolderListenOverStdio(t *testing.T) {
 			wantExact = append(wantExact, u.uri)
 		}
 	}
-	h, c := stdioFolderServe(t, listen.Options{SubResources: true})
+	h, c := stdioFolderServe(t, listen.Options{SubResources: &listen.SubResources{}})
 	c.listen(t, "folder", "file:///project/", "file:///notes.txt")
 	publishStdioFolderUpdates(t, h, all)
 	assert.Equal(t, wantFolder, c.untilFences(t, "folder")["folder"])
@@ -183,7 +183,7 @@ func TestFolderListenCanReadOverStdio(t *testing.T) {
 	canRead := func(_ context.Context, req *listen.Request, uri string) bool {
 		return req.ClientInfo != nil && req.ClientInfo.Name == "alice" || !strings.HasPrefix(uri, "file:///project/secret")
 	}
-	h, c := stdioFolderServe(t, listen.Options{SubResources: true, CanRead: canRead})
+	h, c := stdioFolderServe(t, listen.Options{SubResources: &listen.SubResources{}, CanRead: canRead})
 	c.listen(t, "alice", "file:///project/")
 	c.listen(t, "bob", "file:///project/")
 	updates := []string{"file:///project/a", "file:///project/secret/key", "file:///project/secret", "file:///project/b"}

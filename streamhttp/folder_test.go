@@ -160,7 +160,7 @@ func TestFolderListenOverHTTP(t *testing.T) {
 					wantExact = append(wantExact, u.uri)
 				}
 			}
-			h, ts, client := folderServer(t, listen.Options{SubResources: true}, h2)
+			h, ts, client := folderServer(t, listen.Options{SubResources: &listen.SubResources{}}, h2)
 			s := folderListen(t, ts, client, "alice", "file:///project/", "file:///notes.txt")
 			publishFolderUpdates(t, h)
 			assert.Equal(t, wantFolder, untilFence(t, s))
@@ -179,7 +179,7 @@ func TestFolderListenCanReadOverHTTP(t *testing.T) {
 	canRead := func(_ context.Context, req *listen.Request, uri string) bool {
 		return req.Auth == "alice" || !strings.HasPrefix(uri, "file:///project/secret")
 	}
-	h, ts, client := folderServer(t, listen.Options{SubResources: true, CanRead: canRead}, false)
+	h, ts, client := folderServer(t, listen.Options{SubResources: &listen.SubResources{}, CanRead: canRead}, false)
 	alice := folderListen(t, ts, client, "alice", "file:///project/")
 	bob := folderListen(t, ts, client, "bob", "file:///project/")
 	for _, u := range []string{"file:///project/a", "file:///project/secret/key", "file:///project/secret", "file:///project/b"} {
@@ -206,7 +206,7 @@ func TestFolderListenDoesNotRetainParams(t *testing.T) {
 	handler, err := streamhttp.New(src, streamhttp.Options{
 		Listen: listen.Options{
 			Capabilities:   listen.Capabilities{ResourcesSubscribe: true},
-			SubResources:   true,
+			SubResources:   &listen.SubResources{},
 			CanRead:        func(_ context.Context, req *listen.Request, _ string) bool { return req.Auth == "alice" },
 			MaxURIBytes:    2 << 20, // the padding below
 			MaxFilterBytes: 4 << 20,

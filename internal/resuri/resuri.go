@@ -9,8 +9,6 @@
 // rule for users (listen.Options.SubResources).
 package resuri
 
-import "context"
-
 // Canonical returns the syntax-based normal form of u (RFC 3986 section
 // 6.2.2): the scheme and the host lower-cased (ASCII letters only), the hex
 // digits of a percent-encoding upper-cased (6.2.2.1), and a percent-encoded
@@ -218,24 +216,4 @@ func unhex(c byte) byte {
 // unreserved reports whether c is an unreserved character of RFC 3986.
 func unreserved(c byte) bool {
 	return isAlpha(c) || isDigit(c) || c == '-' || c == '.' || c == '_' || c == '~'
-}
-
-// ctxKey marks the context listen.Open passes to Source.Open for a
-// subscription opened with Options.SubResources.
-type ctxKey struct{}
-
-// WithSubResources returns ctx marked for a subscription whose URIs cover
-// their sub-resources.
-func WithSubResources(ctx context.Context) context.Context {
-	return context.WithValue(ctx, ctxKey{}, true)
-}
-
-// SubResources reports whether ctx was marked by WithSubResources. A nil
-// ctx is not.
-func SubResources(ctx context.Context) bool {
-	if ctx == nil {
-		return false
-	}
-	v, _ := ctx.Value(ctxKey{}).(bool)
-	return v
 }

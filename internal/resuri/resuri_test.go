@@ -1,7 +1,6 @@
 package resuri_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -111,10 +110,4 @@ func TestCovers(t *testing.T) {
 	} {
 		assert.Equal(t, tc.want, resuri.Covers(tc.sub, tc.upd), "%s covers %s", tc.sub, tc.upd)
 	}
-}
-
-func TestContextMark(t *testing.T) {
-	assert.False(t, resuri.SubResources(nil)) //nolint:staticcheck // a nil context is tolerated
-	assert.False(t, resuri.SubResources(context.Background()))
-	assert.True(t, resuri.SubResources(resuri.WithSubResources(context.Background())))
 }
