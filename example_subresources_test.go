@@ -8,6 +8,7 @@ import (
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/spec"
 )
 
 // A listen on a folder, with SubResources: the updates of the files inside
@@ -24,7 +25,7 @@ func ExampleOptions_subResources() {
 	}
 	req := &listen.Request{
 		ID:                 jsonrpc.StringID("l1"),
-		ProtocolVersion:    jsonrpc.ProtocolVersion,
+		ProtocolVersion:    spec.ProtocolVersion,
 		Notifications:      listen.Filter{listen.KeyResourceSubscriptions: []any{"file:///project/"}},
 		ClientCapabilities: map[string]any{},
 	}

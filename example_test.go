@@ -7,6 +7,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/spec"
 )
 
 // sliceSource serves a fixed list of events, then ends the stream.
@@ -82,7 +83,7 @@ func ExampleOpen() {
 func ExampleSubscription_StartWorker() {
 	req := &listen.Request{
 		ID:              jsonrpc.IntID(7),
-		ProtocolVersion: jsonrpc.ProtocolVersion,
+		ProtocolVersion: spec.ProtocolVersion,
 		Notifications:   listen.Filter{"promptsListChanged": true},
 	}
 	caps := listen.Capabilities{PromptsListChanged: true, ToolsListChanged: true}

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/spec"
 )
 
 // Extension is an MCP extension known to the server, such as the tasks
@@ -119,7 +120,7 @@ func (r *ExtensionRegistry) subscriptionFilters(ctx context.Context, req *Reques
 		}
 		m, err := merge(merged, contrib)
 		if err != nil {
-			return nil, nil, jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgExtFiltersCollide).
+			return nil, nil, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgExtFiltersCollide).
 				WithCause(fmt.Errorf("extension %s: %w", e.ID(), err))
 		}
 		merged = m
@@ -134,7 +135,7 @@ func (r *ExtensionRegistry) subscriptionFilters(ctx context.Context, req *Reques
 func callFilterHook(ctx context.Context, e SubscriptionExtension, req *Request) (f Filter, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			f, err = nil, jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgExtCallbackPanicked).
+			f, err = nil, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgExtCallbackPanicked).
 				WithCause(newPanicError(e.ID()+".SubscriptionFilter", v))
 		}
 	}()
@@ -144,13 +145,13 @@ func callFilterHook(ctx context.Context, e SubscriptionExtension, req *Request) 
 		if errors.As(err, &we) {
 			return nil, we
 		}
-		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgExtInvalidFilter).WithCause(err)
+		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgExtInvalidFilter).WithCause(err)
 	}
 	if !f.Valid() {
-		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgExtNonJSONFilter)
+		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgExtNonJSONFilter)
 	}
 	if !f.SubsetOf(req.Notifications) {
-		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgExtUnrequested)
+		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgExtUnrequested)
 	}
 	return f, nil
 }
@@ -166,7 +167,7 @@ func (s *Subscription) shapeExtensionEvent(dst []byte, ev Event) ([]byte, bool, 
 		return dst, false, nil
 	}
 	ext, ok := s.registry.Lookup(ev.ExtensionID)
-	if !ok || !ext.SupportsProtocol(jsonrpc.ProtocolVersion) {
+	if !ok || !ext.SupportsProtocol(spec.ProtocolVersion) {
 		return dst, false, nil
 	}
 	sh, ok := ext.(shapeHook)
@@ -178,15 +179,15 @@ func (s *Subscription) shapeExtensionEvent(dst []byte, ev Event) ([]byte, bool, 
 		return dst, false, err
 	}
 	if !extensionMethod(method) {
-		return dst, false, jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgExtInvalidEvent).
+		return dst, false, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgExtInvalidEvent).
 			WithCause(fmt.Errorf("extension %s shaped method %q", ext.ID(), method))
 	}
 	if !objectValid(params) {
-		return dst, false, jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgExtNonJSONEvent)
+		return dst, false, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgExtNonJSONEvent)
 	}
 	out, ok := s.appendNotificationMessage(dst, method, params, ev.Metadata, "")
 	if !ok {
-		return dst, false, jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgExtNonJSONEvent)
+		return dst, false, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgExtNonJSONEvent)
 	}
 	return out, true, nil
 }
@@ -195,12 +196,12 @@ func (s *Subscription) shapeExtensionEvent(dst []byte, ev Event) ([]byte, bool, 
 // stream: the core's own (their shapes and filters belong to the core) and the
 // request-scoped ones that never go on a listen stream.
 var reservedMethods = map[string]bool{
-	jsonrpc.MethodAcknowledged:         true,
-	jsonrpc.MethodToolsListChanged:     true,
-	jsonrpc.MethodPromptsListChanged:   true,
-	jsonrpc.MethodResourcesListChanged: true,
-	jsonrpc.MethodResourceUpdated:      true,
-	jsonrpc.MethodCancelled:            true,
+	spec.MethodAcknowledged:            true,
+	spec.MethodToolsListChanged:        true,
+	spec.MethodPromptsListChanged:      true,
+	spec.MethodResourcesListChanged:    true,
+	spec.MethodResourceUpdated:         true,
+	spec.MethodCancelled:               true,
 	"notifications/progress":           true,
 	"notifications/message":            true,
 	"notifications/initialized":        true,
@@ -217,13 +218,13 @@ func extensionMethod(method string) bool {
 func callShapeHook(sh shapeHook, id string, ev Event, owned, settings Filter) (method string, params map[string]any, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			err = jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgExtCallbackPanicked).
+			err = jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgExtCallbackPanicked).
 				WithCause(newPanicError(id+".ShapeSubscriptionEvent", v))
 		}
 	}()
 	method, params, err = sh.ShapeSubscriptionEvent(ev, owned, settings.Clone())
 	if err != nil {
-		return "", nil, jsonrpc.AsError(err, jsonrpc.MsgExtInvalidEvent)
+		return "", nil, jsonrpc.AsError(err, spec.MsgExtInvalidEvent)
 	}
 	return method, params, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/spec"
 )
 
 // testSource is the test double of the reference's TestSubscriptionHub: Open
@@ -114,7 +115,7 @@ var allCaps = listen.Capabilities{
 func request(id jsonrpc.ID, f listen.Filter) *listen.Request {
 	return &listen.Request{
 		ID:                 id,
-		ProtocolVersion:    jsonrpc.ProtocolVersion,
+		ProtocolVersion:    spec.ProtocolVersion,
 		Notifications:      f,
 		ClientCapabilities: map[string]any{},
 		Transport:          listen.Transport{Kind: "direct"},

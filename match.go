@@ -6,6 +6,7 @@ import (
 
 	"github.com/mcplisten/listen/internal/resuri"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/spec"
 )
 
 // This file holds the shaping side of Options.SubResources: which updates a
@@ -178,5 +179,5 @@ func (m *resourceMatch) readable(ctx context.Context, uri string) (ok bool, err 
 // deliveryPanic is the error of a policy that panicked while an update was
 // shaped: the stream fails with "Subscription source failed".
 func deliveryPanic(op string, v any) error {
-	return jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgSourceFailed).WithCause(newPanicError(op, v))
+	return jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgSourceFailed).WithCause(newPanicError(op, v))
 }

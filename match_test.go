@@ -16,6 +16,7 @@ import (
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/spec"
 )
 
 // Tests of Options.SubResources in the core: which updates a subscription
@@ -47,7 +48,7 @@ func subResRequest(id string, uris ...string) *listen.Request {
 	}
 	return &listen.Request{
 		ID:                 jsonrpc.StringID(id),
-		ProtocolVersion:    jsonrpc.ProtocolVersion,
+		ProtocolVersion:    spec.ProtocolVersion,
 		Notifications:      listen.Filter{listen.KeyResourceSubscriptions: list},
 		ClientCapabilities: map[string]any{},
 		ClientInfo:         &listen.Implementation{Name: "client", Version: "1"},
@@ -219,7 +220,7 @@ func TestSubResourcesCanReadPerDelivery(t *testing.T) {
 	r := pol.reqs[0]
 	assert.Equal(t, "alice", r.Auth)
 	assert.Equal(t, `"s"`, r.ID.Raw())
-	assert.Equal(t, jsonrpc.ProtocolVersion, r.ProtocolVersion)
+	assert.Equal(t, spec.ProtocolVersion, r.ProtocolVersion)
 	assert.Equal(t, &listen.Implementation{Name: "client", Version: "1"}, r.ClientInfo)
 	assert.Equal(t, listen.Transport{Kind: "direct", RemoteAddr: "127.0.0.1:1"}, r.Transport)
 	assert.Nil(t, r.Notifications)
@@ -266,7 +267,7 @@ func TestSubResourcesCanReadGetsServeContext(t *testing.T) {
 	go func() {
 		done <- sub.Serve(ctx, listen.Sink{Write: func(b []byte) error { msgs <- string(b); return nil }})
 	}()
-	assert.Contains(t, within(t, msgs), jsonrpc.MethodAcknowledged)
+	assert.Contains(t, within(t, msgs), spec.MethodAcknowledged)
 	_, err = h.ResourceUpdated("file:///p/denied")
 	require.NoError(t, err)
 	_, err = h.ResourceUpdated("file:///p/ok")
@@ -303,7 +304,7 @@ func TestSubResourcesPolicyPanicFailsTheStream(t *testing.T) {
 			assert.Equal(t, name, pe.Op)
 			var we *jsonrpc.Error
 			require.ErrorAs(t, err, &we)
-			assert.Equal(t, jsonrpc.MsgSourceFailed, we.Message)
+			assert.Equal(t, spec.MsgSourceFailed, we.Message)
 
 			// Served, the stream ends with the failure.
 			h, herr := hub.New(hub.Options{})

@@ -14,6 +14,7 @@ import (
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/spec"
 )
 
 // notifyStream is a pollStream whose notify calls are counted.
@@ -89,7 +90,7 @@ func (r *polled) end(cause error) { r.cause.Store(&cause) }
 func TestPollerWholeStream(t *testing.T) {
 	r := newPolled(t)
 	assert.Equal(t, listen.StepWait, r.run(t, nil))
-	assert.Equal(t, []string{jsonrpc.MethodAcknowledged}, r.methods(t), "the acknowledgement first")
+	assert.Equal(t, []string{spec.MethodAcknowledged}, r.methods(t), "the acknowledgement first")
 	assert.Equal(t, 1, r.st.tries, "one pull after the acknowledgement")
 
 	r.st.push(item{ev: listen.PromptsListChanged()}) // dropped
@@ -100,7 +101,7 @@ func TestPollerWholeStream(t *testing.T) {
 
 	r.st.push(item{err: listen.ErrClosed})
 	assert.Equal(t, listen.StepDone, r.run(t, nil))
-	assert.Equal(t, []string{jsonrpc.MethodAcknowledged, jsonrpc.MethodToolsListChanged, "result:complete"}, r.methods(t))
+	assert.Equal(t, []string{spec.MethodAcknowledged, spec.MethodToolsListChanged, "result:complete"}, r.methods(t))
 	assert.Equal(t, listen.ErrComplete, r.sub.CloseReason())
 	assert.Equal(t, []error{listen.ErrComplete}, r.st.closes, "closed once")
 	step, msg := r.p.Next([]byte("x"))
@@ -121,37 +122,37 @@ func TestPollerEndings(t *testing.T) {
 		methods []string
 	}{
 		{name: "source failure", end: func(r *polled) { r.st.push(item{err: boom}) },
-			class: listen.ClassError, is: boom, methods: []string{jsonrpc.MethodAcknowledged, "error:Subscription source failed"}},
+			class: listen.ClassError, is: boom, methods: []string{spec.MethodAcknowledged, "error:Subscription source failed"}},
 		{name: "invalid event", end: func(r *polled) {
 			r.st.push(item{ev: listen.Event{Kind: listen.KindResourceUpdated, URI: "not absolute"}})
 		},
-			class: listen.ClassError, is: listen.ErrInvalidEvent, methods: []string{jsonrpc.MethodAcknowledged, "error:Subscription source failed"}},
+			class: listen.ClassError, is: listen.ErrInvalidEvent, methods: []string{spec.MethodAcknowledged, "error:Subscription source failed"}},
 		{name: "cancellation", end: func(r *polled) { r.end(listen.Cancelled("done")) },
-			class: listen.ClassCancelled, methods: []string{jsonrpc.MethodAcknowledged}},
+			class: listen.ClassCancelled, methods: []string{spec.MethodAcknowledged}},
 		{name: "disconnect", end: func(r *polled) { r.end(listen.Disconnected(boom)) },
-			class: listen.ClassDisconnected, is: boom, methods: []string{jsonrpc.MethodAcknowledged}},
+			class: listen.ClassDisconnected, is: boom, methods: []string{spec.MethodAcknowledged}},
 		{name: "other cause", end: func(r *polled) { r.end(boom) },
-			class: listen.ClassDisconnected, is: boom, methods: []string{jsonrpc.MethodAcknowledged}},
+			class: listen.ClassDisconnected, is: boom, methods: []string{spec.MethodAcknowledged}},
 		{name: "drain", end: func(r *polled) { r.end(listen.ErrShutdown) },
-			class: listen.ClassOther, is: listen.ErrShutdown, methods: []string{jsonrpc.MethodAcknowledged, "result:complete"}},
+			class: listen.ClassOther, is: listen.ErrShutdown, methods: []string{spec.MethodAcknowledged, "result:complete"}},
 		{name: "drain before the start", before: true, end: func(r *polled) { r.end(listen.ErrShutdown) },
-			class: listen.ClassOther, is: listen.ErrShutdown, methods: []string{jsonrpc.MethodAcknowledged, "result:complete"}},
+			class: listen.ClassOther, is: listen.ErrShutdown, methods: []string{spec.MethodAcknowledged, "result:complete"}},
 		{name: "cancelled before the start", before: true, end: func(r *polled) { r.end(listen.Cancelled("")) },
 			class: listen.ClassCancelled, methods: nil},
 		{name: "external close", end: func(r *polled) { r.sub.Close(listen.Disconnected(nil)) },
-			class: listen.ClassDisconnected, methods: []string{jsonrpc.MethodAcknowledged}},
+			class: listen.ClassDisconnected, methods: []string{spec.MethodAcknowledged}},
 		{name: "failed write", end: func(r *polled) { r.st.push(item{ev: listen.ToolsListChanged()}) },
-			write: failOn(jsonrpc.MethodToolsListChanged, boom),
-			class: listen.ClassDisconnected, is: boom, methods: []string{jsonrpc.MethodAcknowledged}},
+			write: failOn(spec.MethodToolsListChanged, boom),
+			class: listen.ClassDisconnected, is: boom, methods: []string{spec.MethodAcknowledged}},
 		{name: "failed completion write", end: func(r *polled) { r.st.push(item{err: listen.ErrClosed}) },
 			write: failOn(`"complete"`, boom),
-			class: listen.ClassDisconnected, is: boom, methods: []string{jsonrpc.MethodAcknowledged}},
+			class: listen.ClassDisconnected, is: boom, methods: []string{spec.MethodAcknowledged}},
 		{name: "failed failure write", end: func(r *polled) { r.st.push(item{err: errors.New("x")}) },
 			write: failOn(`"error"`, boom),
-			class: listen.ClassError, methods: []string{jsonrpc.MethodAcknowledged}},
+			class: listen.ClassError, methods: []string{spec.MethodAcknowledged}},
 		{name: "failed drain write", end: func(r *polled) { r.end(listen.ErrShutdown) },
 			write: failOn(`"complete"`, boom),
-			class: listen.ClassDisconnected, is: boom, methods: []string{jsonrpc.MethodAcknowledged}},
+			class: listen.ClassDisconnected, is: boom, methods: []string{spec.MethodAcknowledged}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -192,7 +193,7 @@ func TestPollerEndWinsOverAReadyOutcome(t *testing.T) {
 	r.st.push(item{ev: listen.ToolsListChanged()})
 	r.end(listen.Cancelled(""))
 	require.Equal(t, listen.StepDone, r.run(t, nil))
-	assert.Equal(t, []string{jsonrpc.MethodAcknowledged}, r.methods(t))
+	assert.Equal(t, []string{spec.MethodAcknowledged}, r.methods(t))
 	assert.Equal(t, listen.ClassCancelled, listen.Classify(r.sub.CloseReason()))
 }
 
@@ -228,7 +229,7 @@ func TestPollerChangesOwner(t *testing.T) {
 	wg.Wait()
 	r.st.push(item{ev: listen.ToolsListChanged()})
 	assert.Equal(t, listen.StepWait, r.run(t, nil))
-	assert.Equal(t, []string{jsonrpc.MethodAcknowledged, jsonrpc.MethodToolsListChanged}, r.methods(t))
+	assert.Equal(t, []string{spec.MethodAcknowledged, spec.MethodToolsListChanged}, r.methods(t))
 	r.sub.Close(nil)
 }
 

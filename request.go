@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/spec"
 )
 
 // Implementation names a server or client (name and version are required).
@@ -161,10 +162,10 @@ const MaxResourceSubscriptions = 1000
 // Filter is "missing".
 func validateNotifications(f Filter) error {
 	if f == nil {
-		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, jsonrpc.MsgNotificationsObject)
+		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgNotificationsObject)
 	}
 	if !f.Valid() {
-		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, jsonrpc.MsgNotificationsJSON)
+		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgNotificationsJSON)
 	}
 	for _, k := range [...]string{KeyToolsListChanged, KeyPromptsListChanged, KeyResourcesListChanged} {
 		if v, ok := f[k]; ok {
@@ -179,10 +180,10 @@ func validateNotifications(f Filter) error {
 	}
 	l, isList := asList(v)
 	if !isList {
-		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, jsonrpc.MsgURIsList)
+		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgURIsList)
 	}
 	if l.len() > MaxResourceSubscriptions {
-		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, jsonrpc.MsgURIsTooMany)
+		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgURIsTooMany)
 	}
 	for i := range l.len() {
 		var s string
@@ -191,10 +192,10 @@ func validateNotifications(f Filter) error {
 		} else if str, ok := l.anys[i].(string); ok {
 			s = str
 		} else {
-			return jsonrpc.NewError(jsonrpc.CodeInvalidParams, jsonrpc.MsgURIsAbsolute)
+			return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgURIsAbsolute)
 		}
 		if !isAbsoluteURI(s) {
-			return jsonrpc.NewError(jsonrpc.CodeInvalidParams, jsonrpc.MsgURIsAbsolute)
+			return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgURIsAbsolute)
 		}
 	}
 	return nil
@@ -214,7 +215,7 @@ type listenParams struct {
 func ParseParams(params json.RawMessage, req *Request) error {
 	trimmed := bytes.TrimSpace(params)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, jsonrpc.MsgParamsObject)
+		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgParamsObject)
 	}
 	var p listenParams
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
@@ -222,20 +223,20 @@ func ParseParams(params json.RawMessage, req *Request) error {
 	if err := dec.Decode(&p); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field == "_meta" {
-			return jsonrpc.NewError(jsonrpc.CodeInvalidParams, jsonrpc.MsgMetaObject)
+			return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgMetaObject)
 		}
-		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, jsonrpc.MsgParamsObject).WithCause(err)
+		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgParamsObject).WithCause(err)
 	}
 	if p.Meta == nil {
-		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, jsonrpc.MsgMetaObject)
+		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgMetaObject)
 	}
-	pv, ok := p.Meta[jsonrpc.MetaProtocolVersion].(string)
+	pv, ok := p.Meta[spec.MetaProtocolVersion].(string)
 	if !ok {
-		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, jsonrpc.MsgMetaProtocolVersion)
+		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgMetaProtocolVersion)
 	}
-	caps, ok := p.Meta[jsonrpc.MetaClientCapabilities].(map[string]any)
+	caps, ok := p.Meta[spec.MetaClientCapabilities].(map[string]any)
 	if !ok {
-		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, jsonrpc.MsgMetaCapabilities)
+		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgMetaCapabilities)
 	}
 	notif, _ := p.Notifications.(map[string]any)
 	if err := validateNotifications(Filter(notif)); err != nil {
@@ -246,7 +247,7 @@ func ParseParams(params json.RawMessage, req *Request) error {
 	req.Params = params
 	req.Meta = p.Meta
 	req.ClientCapabilities = caps
-	if ci, ok := p.Meta[jsonrpc.MetaClientInfo].(map[string]any); ok {
+	if ci, ok := p.Meta[spec.MetaClientInfo].(map[string]any); ok {
 		name, _ := ci["name"].(string)
 		version, _ := ci["version"].(string)
 		title, _ := ci["title"].(string)
@@ -265,7 +266,7 @@ func ParseRequest(data []byte) (*Request, error) {
 	if err != nil {
 		return req, err
 	}
-	if m.Method != jsonrpc.MethodListen {
+	if m.Method != spec.MethodListen {
 		return req, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "Method not found: "+m.Method)
 	}
 	if !m.HasID {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/spec"
 )
 
 // collector is a Sink that records every message and keep-alive.
@@ -102,7 +103,7 @@ func TestServeWholeStream(t *testing.T) {
 		reason := <-r.done
 		assert.Equal(t, listen.ErrComplete, reason)
 		assert.Equal(t, []string{
-			jsonrpc.MethodAcknowledged, jsonrpc.MethodToolsListChanged, jsonrpc.MethodResourceUpdated, "result:complete",
+			spec.MethodAcknowledged, spec.MethodToolsListChanged, spec.MethodResourceUpdated, "result:complete",
 		}, r.col.methods(t))
 		assert.Equal(t, listen.ErrComplete, <-r.st.closes)
 		assert.Equal(t, 1, r.st.closeCount())
@@ -122,13 +123,13 @@ func TestServeEndings(t *testing.T) {
 				assert.ErrorIs(t, reason, boom)
 				assert.ErrorIs(t, reason, listen.ErrFailed)
 			},
-			[]string{jsonrpc.MethodAcknowledged, "error:Subscription source failed"}},
+			[]string{spec.MethodAcknowledged, "error:Subscription source failed"}},
 		{"invalid event writes the failure", func(r *serveRun, _ context.CancelCauseFunc) { r.st.emit(listen.ResourceUpdated("nope")) },
 			func(t *testing.T, reason error) { assert.ErrorIs(t, reason, listen.ErrInvalidEvent) },
-			[]string{jsonrpc.MethodAcknowledged, "error:Subscription source failed"}},
+			[]string{spec.MethodAcknowledged, "error:Subscription source failed"}},
 		{"shutdown writes the completion", func(_ *serveRun, cancel context.CancelCauseFunc) { cancel(listen.ErrShutdown) },
 			func(t *testing.T, reason error) { assert.Equal(t, listen.ErrShutdown, reason) },
-			[]string{jsonrpc.MethodAcknowledged, "result:complete"}},
+			[]string{spec.MethodAcknowledged, "result:complete"}},
 		{"shutdown whose completion cannot be written is a disconnect", func(r *serveRun, cancel context.CancelCauseFunc) {
 			r.col.mu.Lock()
 			r.col.fail = boom
@@ -138,17 +139,17 @@ func TestServeEndings(t *testing.T) {
 			assert.ErrorIs(t, reason, listen.ErrDisconnected)
 			assert.ErrorIs(t, reason, boom)
 		},
-			[]string{jsonrpc.MethodAcknowledged}},
+			[]string{spec.MethodAcknowledged}},
 		{"client cancellation writes nothing", func(_ *serveRun, cancel context.CancelCauseFunc) { cancel(listen.Cancelled("client done")) },
 			func(t *testing.T, reason error) {
 				var ce *listen.CancelledError
 				require.ErrorAs(t, reason, &ce)
 				assert.Equal(t, "client done", ce.Reason)
 			},
-			[]string{jsonrpc.MethodAcknowledged}},
+			[]string{spec.MethodAcknowledged}},
 		{"plain context end is a disconnect", func(_ *serveRun, cancel context.CancelCauseFunc) { cancel(nil) },
 			func(t *testing.T, reason error) { assert.ErrorIs(t, reason, listen.ErrDisconnected) },
-			[]string{jsonrpc.MethodAcknowledged}},
+			[]string{spec.MethodAcknowledged}},
 		{"failed write is a disconnect", func(r *serveRun, _ context.CancelCauseFunc) {
 			r.col.mu.Lock()
 			r.col.fail = boom
@@ -158,10 +159,10 @@ func TestServeEndings(t *testing.T) {
 			assert.ErrorIs(t, reason, listen.ErrDisconnected)
 			assert.ErrorIs(t, reason, boom)
 		},
-			[]string{jsonrpc.MethodAcknowledged}},
+			[]string{spec.MethodAcknowledged}},
 		{"an external Close ends Serve silently", func(r *serveRun, _ context.CancelCauseFunc) { r.sub.Close(listen.Cancelled("")) },
 			func(t *testing.T, reason error) { assert.ErrorIs(t, reason, listen.ErrCancelled) },
-			[]string{jsonrpc.MethodAcknowledged}},
+			[]string{spec.MethodAcknowledged}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -210,7 +211,7 @@ func TestServeOwnerEnd(t *testing.T) {
 		cancel()
 		reason := <-done
 		assert.ErrorIs(t, reason, listen.ErrOwnerGone)
-		assert.Equal(t, []string{jsonrpc.MethodAcknowledged}, col.methods(t), "nothing written after the owner went away")
+		assert.Equal(t, []string{spec.MethodAcknowledged}, col.methods(t), "nothing written after the owner went away")
 	})
 }
 
@@ -222,7 +223,7 @@ func TestServeWithAnEndedContext(t *testing.T) {
 		class   string
 	}{
 		{"cancelled before the stream started writes nothing", listen.Cancelled("bye"), nil, listen.ClassCancelled},
-		{"a drain before the stream started still acknowledges first", listen.ErrShutdown, []string{jsonrpc.MethodAcknowledged, "result:complete"}, listen.ClassOther},
+		{"a drain before the stream started still acknowledges first", listen.ErrShutdown, []string{spec.MethodAcknowledged, "result:complete"}, listen.ClassOther},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -255,7 +256,7 @@ func TestServeContextEndWinsOverAReadyOutcome(t *testing.T) {
 			var ce *listen.CancelledError
 			require.ErrorAs(t, reason, &ce)
 			assert.NotErrorIs(t, reason, listen.ErrDisconnected)
-			assert.Equal(t, []string{jsonrpc.MethodAcknowledged}, r.col.methods(t))
+			assert.Equal(t, []string{spec.MethodAcknowledged}, r.col.methods(t))
 		})
 	}
 }
@@ -277,7 +278,7 @@ func TestServeWritesTerminalMessagesThroughFinal(t *testing.T) {
 		<-done
 		require.Len(t, final, 1)
 		assert.Contains(t, final[0], `"resultType":"complete"`)
-		assert.Equal(t, []string{jsonrpc.MethodAcknowledged, jsonrpc.MethodToolsListChanged}, col.methods(t))
+		assert.Equal(t, []string{spec.MethodAcknowledged, spec.MethodToolsListChanged}, col.methods(t))
 	})
 }
 
@@ -368,7 +369,7 @@ func TestServeNotifyStreamWithoutAWorker(t *testing.T) {
 		<-col.got
 		p.push(item{err: listen.ErrClosed})
 		assert.Equal(t, listen.ErrComplete, <-done)
-		assert.Equal(t, []string{jsonrpc.MethodAcknowledged, jsonrpc.MethodToolsListChanged, "result:complete"}, col.methods(t))
+		assert.Equal(t, []string{spec.MethodAcknowledged, spec.MethodToolsListChanged, "result:complete"}, col.methods(t))
 		assert.Equal(t, []error{listen.ErrComplete}, p.closes)
 	})
 }
@@ -383,25 +384,25 @@ func TestServeNotifyStreamEndings(t *testing.T) {
 		{"failure", func(p *pollStream, _ *listen.Subscription, _ context.CancelCauseFunc) {
 			p.push(item{err: errors.New("x")})
 		},
-			listen.ClassError, []string{jsonrpc.MethodAcknowledged, "error:Subscription source failed"}},
+			listen.ClassError, []string{spec.MethodAcknowledged, "error:Subscription source failed"}},
 		{"panic in TryNext", func(p *pollStream, _ *listen.Subscription, _ context.CancelCauseFunc) {
 			p.mu.Lock()
 			p.panics = true
 			p.mu.Unlock()
 			p.push(item{})
-		}, listen.ClassError, []string{jsonrpc.MethodAcknowledged, "error:Subscription source failed"}},
+		}, listen.ClassError, []string{spec.MethodAcknowledged, "error:Subscription source failed"}},
 		{"cancellation", func(_ *pollStream, _ *listen.Subscription, cancel context.CancelCauseFunc) {
 			cancel(listen.Cancelled(""))
 		},
-			listen.ClassCancelled, []string{jsonrpc.MethodAcknowledged}},
+			listen.ClassCancelled, []string{spec.MethodAcknowledged}},
 		{"drain", func(_ *pollStream, _ *listen.Subscription, cancel context.CancelCauseFunc) {
 			cancel(listen.ErrShutdown)
 		},
-			listen.ClassOther, []string{jsonrpc.MethodAcknowledged, "result:complete"}},
+			listen.ClassOther, []string{spec.MethodAcknowledged, "result:complete"}},
 		{"external close", func(_ *pollStream, sub *listen.Subscription, _ context.CancelCauseFunc) {
 			sub.Close(listen.Disconnected(nil))
 		},
-			listen.ClassDisconnected, []string{jsonrpc.MethodAcknowledged}},
+			listen.ClassDisconnected, []string{spec.MethodAcknowledged}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

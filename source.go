@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/spec"
 )
 
 // Source is the application boundary: it turns an opened listen request into
@@ -97,7 +98,7 @@ func openSource(ctx context.Context, src Source, req *Request, supported Filter)
 	defer func() {
 		if v := recover(); v != nil {
 			accepted, stream = nil, nil
-			err = jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgSourceFailedToOpen).WithCause(newPanicError("Source.Open", v))
+			err = jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen).WithCause(newPanicError("Source.Open", v))
 		}
 	}()
 	accepted, stream, err = src.Open(ctx, req, supported)
@@ -109,10 +110,10 @@ func openSource(ctx context.Context, src Source, req *Request, supported Filter)
 		if errors.As(err, &we) {
 			return nil, nil, we
 		}
-		return nil, nil, jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgSourceFailedToOpen).WithCause(err)
+		return nil, nil, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen).WithCause(err)
 	}
 	if stream == nil {
-		return nil, nil, jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgInvalidOpenResult)
+		return nil, nil, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgInvalidOpenResult)
 	}
 	if accepted == nil {
 		accepted = Filter{}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/spec"
 )
 
 // DefaultReleaseTimeout is Options.ReleaseTimeout's default.
@@ -167,8 +168,8 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Invalid request: subscriptions/listen requires an id")
 	}
 	req.SubResources = opts.SubResources
-	if !jsonrpc.HasListen(req.ProtocolVersion) {
-		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgNoShaping)
+	if !spec.HasListen(req.ProtocolVersion) {
+		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgNoShaping)
 	}
 	if err := validateNotifications(req.Notifications); err != nil {
 		return nil, err
@@ -192,7 +193,7 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 	if len(extMerged) > 0 {
 		supported, err = merge(core, extMerged)
 		if err != nil {
-			return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgExtCollideWithCore).WithCause(err)
+			return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgExtCollideWithCore).WithCause(err)
 		}
 	}
 	supported = supported.Clone()
@@ -202,7 +203,7 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 		return nil, err
 	}
 	if !accepted.SubsetOf(supported) {
-		werr := jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgSourceOverclaimed)
+		werr := jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgSourceOverclaimed)
 		closeStream(stream, Failed(werr))
 		return nil, werr
 	}
@@ -261,13 +262,13 @@ func capabilities(ctx context.Context, req *Request, opts *Options) (caps Capabi
 	}
 	defer func() {
 		if v := recover(); v != nil {
-			caps, err = Capabilities{}, jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgSourceFailedToOpen).
+			caps, err = Capabilities{}, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen).
 				WithCause(newPanicError("Options.CapabilitiesFor", v))
 		}
 	}()
 	caps, err = opts.CapabilitiesFor(ctx, req)
 	if err != nil {
-		return Capabilities{}, jsonrpc.AsError(err, jsonrpc.MsgSourceFailedToOpen)
+		return Capabilities{}, jsonrpc.AsError(err, spec.MsgSourceFailedToOpen)
 	}
 	return caps, nil
 }
@@ -425,7 +426,7 @@ func (s *Subscription) Closed() <-chan struct{} { return s.guard.doneChan() }
 func canRead(ctx context.Context, f func(context.Context, *Request, string) bool, req *Request, uri string) (ok bool, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			ok, err = false, jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgSourceFailedToOpen).WithCause(newPanicError("Options.CanRead", v))
+			ok, err = false, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen).WithCause(newPanicError("Options.CanRead", v))
 		}
 	}()
 	return f(ctx, req, uri), nil

@@ -19,6 +19,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/spec"
 )
 
 // --- params validation (reference §2.6, checklist 15 and 17) ---
@@ -45,23 +46,23 @@ func TestParseListenRequestParams(t *testing.T) {
 		{"empty notifications is valid", listenBody(`1`, `{}`), 0, ""},
 		{"unknown keys pass", listenBody(`"a"`, `{"taskIds":["t"],"com.example/x":{"y":1}}`), 0, ""},
 		{"1000 URIs", listenBody(`1`, `{"resourceSubscriptions":`+uriList(1000, "file:///r/")+`}`), 0, ""},
-		{"missing notifications", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`), -32602, jsonrpc.MsgNotificationsObject},
-		{"notifications is a list", listenBody(`1`, `[]`), -32602, jsonrpc.MsgNotificationsObject},
-		{"notifications is null", listenBody(`1`, `null`), -32602, jsonrpc.MsgNotificationsObject},
+		{"missing notifications", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`), -32602, spec.MsgNotificationsObject},
+		{"notifications is a list", listenBody(`1`, `[]`), -32602, spec.MsgNotificationsObject},
+		{"notifications is null", listenBody(`1`, `null`), -32602, spec.MsgNotificationsObject},
 		{"non-boolean tools flag", listenBody(`1`, `{"toolsListChanged":"yes"}`), -32602, "subscriptions/listen toolsListChanged must be a boolean"},
 		{"non-boolean prompts flag", listenBody(`1`, `{"promptsListChanged":1}`), -32602, "subscriptions/listen promptsListChanged must be a boolean"},
 		{"non-boolean resources flag", listenBody(`1`, `{"resourcesListChanged":null}`), -32602, "subscriptions/listen resourcesListChanged must be a boolean"},
-		{"resourceSubscriptions string", listenBody(`1`, `{"resourceSubscriptions":"file:///a"}`), -32602, jsonrpc.MsgURIsList},
-		{"1001 URIs", listenBody(`1`, `{"resourceSubscriptions":`+uriList(1001, "file:///r/")+`}`), -32602, jsonrpc.MsgURIsTooMany},
-		{"count is checked before elements", listenBody(`1`, `{"resourceSubscriptions":`+uriList(1001, "rel/")+`}`), -32602, jsonrpc.MsgURIsTooMany},
-		{"relative URI", listenBody(`1`, `{"resourceSubscriptions":["file:///a","b/c"]}`), -32602, jsonrpc.MsgURIsAbsolute},
-		{"non-string URI", listenBody(`1`, `{"resourceSubscriptions":[1]}`), -32602, jsonrpc.MsgURIsAbsolute},
-		{"params not an object", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":[]}`), -32602, jsonrpc.MsgParamsObject},
-		{"no params", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen"}`), -32602, jsonrpc.MsgParamsObject},
-		{"no _meta", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{}}}`), -32602, jsonrpc.MsgMetaObject},
-		{"_meta not an object", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"_meta":3,"notifications":{}}}`), -32602, jsonrpc.MsgMetaObject},
-		{"no protocol version", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{}},"notifications":{}}}`), -32602, jsonrpc.MsgMetaProtocolVersion},
-		{"no client capabilities", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"notifications":{}}}`), -32602, jsonrpc.MsgMetaCapabilities},
+		{"resourceSubscriptions string", listenBody(`1`, `{"resourceSubscriptions":"file:///a"}`), -32602, spec.MsgURIsList},
+		{"1001 URIs", listenBody(`1`, `{"resourceSubscriptions":`+uriList(1001, "file:///r/")+`}`), -32602, spec.MsgURIsTooMany},
+		{"count is checked before elements", listenBody(`1`, `{"resourceSubscriptions":`+uriList(1001, "rel/")+`}`), -32602, spec.MsgURIsTooMany},
+		{"relative URI", listenBody(`1`, `{"resourceSubscriptions":["file:///a","b/c"]}`), -32602, spec.MsgURIsAbsolute},
+		{"non-string URI", listenBody(`1`, `{"resourceSubscriptions":[1]}`), -32602, spec.MsgURIsAbsolute},
+		{"params not an object", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":[]}`), -32602, spec.MsgParamsObject},
+		{"no params", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen"}`), -32602, spec.MsgParamsObject},
+		{"no _meta", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{}}}`), -32602, spec.MsgMetaObject},
+		{"_meta not an object", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"_meta":3,"notifications":{}}}`), -32602, spec.MsgMetaObject},
+		{"no protocol version", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{}},"notifications":{}}}`), -32602, spec.MsgMetaProtocolVersion},
+		{"no client capabilities", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"notifications":{}}}`), -32602, spec.MsgMetaCapabilities},
 		{"malformed JSON", []byte(`{"jsonrpc":`), -32700, "Parse error"},
 		{"null id", listenBody(`null`, `{}`), -32600, "Invalid request: id must be a string or an integer"},
 		{"fractional id", listenBody(`1.5`, `{}`), -32600, "Invalid request: id must be a string or an integer"},
@@ -74,7 +75,7 @@ func TestParseListenRequestParams(t *testing.T) {
 			req, err := listen.ParseRequest(tt.body)
 			if tt.code == 0 {
 				require.NoError(t, err)
-				assert.Equal(t, jsonrpc.ProtocolVersion, req.ProtocolVersion)
+				assert.Equal(t, spec.ProtocolVersion, req.ProtocolVersion)
 				return
 			}
 			var we *jsonrpc.Error
@@ -91,7 +92,7 @@ func TestValidateNotificationsDirectly(t *testing.T) {
 	err = listen.ValidateNotifications(listen.Filter{"x": make(chan int)})
 	var we *jsonrpc.Error
 	require.ErrorAs(t, err, &we)
-	assert.Equal(t, jsonrpc.MsgNotificationsJSON, we.Message)
+	assert.Equal(t, spec.MsgNotificationsJSON, we.Message)
 	assert.NoError(t, listen.ValidateNotifications(listen.Filter{"resourceSubscriptions": []string{"file:///a"}}))
 }
 
@@ -191,9 +192,9 @@ func TestCapabilitiesForFailures(t *testing.T) {
 		}, refuse},
 		{"other error", func(context.Context, *listen.Request) (listen.Capabilities, error) {
 			return listen.Capabilities{}, errors.New("discover failed")
-		}, jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgSourceFailedToOpen)},
+		}, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen)},
 		{"panic", func(context.Context, *listen.Request) (listen.Capabilities, error) { panic("boom") },
-			jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgSourceFailedToOpen)},
+			jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			src := newTestSource()
@@ -291,17 +292,17 @@ func TestSourceOpenResults(t *testing.T) {
 		}), jsonrpc.CodeMissingRequiredClientCapability, "Missing required client capability", nil},
 		{"another error is internal", openFunc(func(context.Context, *listen.Request, listen.Filter) (listen.Filter, listen.Stream, error) {
 			return nil, nil, boom
-		}), jsonrpc.CodeInternalError, jsonrpc.MsgSourceFailedToOpen, boom},
+		}), jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen, boom},
 		{"a nil stream is invalid", openFunc(func(context.Context, *listen.Request, listen.Filter) (listen.Filter, listen.Stream, error) {
 			return listen.Filter{}, nil, nil
-		}), jsonrpc.CodeInternalError, jsonrpc.MsgInvalidOpenResult, nil},
+		}), jsonrpc.CodeInternalError, spec.MsgInvalidOpenResult, nil},
 		{"a panic is a failed open", openFunc(func(context.Context, *listen.Request, listen.Filter) (listen.Filter, listen.Stream, error) {
 			panic("kaboom")
-		}), jsonrpc.CodeInternalError, jsonrpc.MsgSourceFailedToOpen, nil},
+		}), jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen, nil},
 		{"an error with a stream closes the stream", openFunc(func(context.Context, *listen.Request, listen.Filter) (listen.Filter, listen.Stream, error) {
 			leaked = stream()
 			return nil, leaked, boom
-		}), jsonrpc.CodeInternalError, jsonrpc.MsgSourceFailedToOpen, boom},
+		}), jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen, boom},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -332,7 +333,7 @@ func TestOverclaimingSourceIsClosedAndRefused(t *testing.T) {
 	var we *jsonrpc.Error
 	require.ErrorAs(t, err, &we)
 	assert.Equal(t, jsonrpc.CodeInternalError, we.Code)
-	assert.Equal(t, jsonrpc.MsgSourceOverclaimed, we.Message)
+	assert.Equal(t, spec.MsgSourceOverclaimed, we.Message)
 
 	reason := <-src.last().closes
 	var fe *listen.FailedError
@@ -352,15 +353,7 @@ func TestLegacyProtocolHasNoShaping(t *testing.T) {
 	_, err := listen.Open(context.Background(), newTestSource(), req, nil)
 	var we *jsonrpc.Error
 	require.ErrorAs(t, err, &we)
-	assert.Equal(t, jsonrpc.MsgNoShaping, we.Message)
-	assert.Nil(t, jsonrpc.ListenVersionError(nil, "2026-07-28"))
-	assert.ErrorIs(t, jsonrpc.ListenVersionError(nil, "2025-11-25"), jsonrpc.ErrMethodNotFound, "an older version the server speaks")
-	for _, v := range []string{"2024-11-05", "1900-01-01", "2099-01-01", "garbage"} {
-		err := jsonrpc.ListenVersionError(nil, v)
-		assert.ErrorIs(t, err, jsonrpc.ErrUnsupportedProtocolVersion, v)
-		assert.JSONEq(t, `{"supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"],"requested":"`+v+`"}`, string(err.Data))
-	}
-	assert.ErrorIs(t, jsonrpc.ListenVersionError([]string{"2026-07-28"}, "2025-11-25"), jsonrpc.ErrUnsupportedProtocolVersion, "not spoken by this server")
+	assert.Equal(t, spec.MsgNoShaping, we.Message)
 }
 
 // --- retained context (reference §2.5, checklist 19, 20, 40) ---
@@ -737,7 +730,7 @@ func TestWireErrorsMatchByCode(t *testing.T) {
 	assert.JSONEq(t, `{"code":-32603,"message":"x"}`, string(b), "internal errors carry no data")
 
 	unsupported := jsonrpc.NewError(jsonrpc.CodeUnsupportedProtocolVersion, "Unsupported protocol version").
-		WithData(map[string]any{"supported": jsonrpc.SupportedProtocolVersions, "requested": "1900-01-01"})
+		WithData(map[string]any{"supported": spec.SupportedProtocolVersions, "requested": "1900-01-01"})
 	resp := jsonrpc.ErrorResponse(jsonrpc.IntID(1), unsupported)
 	assert.JSONEq(t, `{"jsonrpc":"2.0","id":1,"error":{"code":-32022,"message":"Unsupported protocol version",
 		"data":{"supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"],"requested":"1900-01-01"}}}`, string(resp))
@@ -803,7 +796,7 @@ func TestPanickingCanReadIsAFailedOpen(t *testing.T) {
 	_, err := listen.Open(context.Background(), src, request(jsonrpc.IntID(1), listen.Filter{"resourceSubscriptions": []any{"file:///a"}}), opts)
 	var we *jsonrpc.Error
 	require.ErrorAs(t, err, &we)
-	assert.Equal(t, jsonrpc.MsgSourceFailedToOpen, we.Message)
+	assert.Equal(t, spec.MsgSourceFailedToOpen, we.Message)
 	var pe *listen.PanicError
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, "Options.CanRead", pe.Op)

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/spec"
 )
 
 // The wire shapes below follow MCP 2026-07-28 where earlier implementations
@@ -19,19 +20,19 @@ import (
 
 const (
 	prefixNotification = `{"jsonrpc":"2.0","method":`
-	metaOpen           = `"_meta":{"` + jsonrpc.MetaSubscriptionID + `":`
+	metaOpen           = `"_meta":{"` + spec.MetaSubscriptionID + `":`
 )
 
 func methodOf(k Kind) string {
 	switch k {
 	case KindToolsListChanged:
-		return jsonrpc.MethodToolsListChanged
+		return spec.MethodToolsListChanged
 	case KindPromptsListChanged:
-		return jsonrpc.MethodPromptsListChanged
+		return spec.MethodPromptsListChanged
 	case KindResourcesListChanged:
-		return jsonrpc.MethodResourcesListChanged
+		return spec.MethodResourcesListChanged
 	case KindResourceUpdated:
-		return jsonrpc.MethodResourceUpdated
+		return spec.MethodResourceUpdated
 	}
 	return ""
 }
@@ -42,14 +43,14 @@ func methodOf(k Kind) string {
 func (s *Subscription) Acknowledgement() ([]byte, error) {
 	b := make([]byte, 0, 160+len(s.id.Raw())+32*len(s.accepted))
 	b = append(b, prefixNotification...)
-	b = appendString(b, jsonrpc.MethodAcknowledged)
+	b = appendString(b, spec.MethodAcknowledged)
 	b = append(b, `,"params":{`...)
 	b = append(b, metaOpen...)
 	b = append(b, s.id.Raw()...)
 	b = append(b, `},"notifications":`...)
 	b, ok := appendJSONValue(b, map[string]any(s.accepted), 0)
 	if !ok {
-		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgInvalidMessage)
+		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgInvalidMessage)
 	}
 	return append(b, "}}"...), nil
 }
@@ -132,7 +133,7 @@ func (s *Subscription) appendNotification(ctx context.Context, dst []byte, ev Ev
 	}
 	b, ok := s.appendNotificationMessage(dst, method, ev.Params, ev.Metadata, ev.URI)
 	if !ok {
-		return dst, false, jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgInvalidMessage)
+		return dst, false, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgInvalidMessage)
 	}
 	return b, true, nil
 }
@@ -173,7 +174,7 @@ func (s *Subscription) appendNotificationMessage(dst []byte, method string, para
 	for k, v := range metadata {
 		meta[k] = v
 	}
-	meta[jsonrpc.MetaSubscriptionID] = json.RawMessage(s.id.Raw())
+	meta[spec.MetaSubscriptionID] = json.RawMessage(s.id.Raw())
 
 	keys := make([]string, 0, len(params)+2)
 	for k := range params {
@@ -222,7 +223,7 @@ func (s *Subscription) Completion() []byte {
 	b = append(b, s.id.Raw()...)
 	b = append(b, `,"result":{"_meta":{`...)
 	if s.serverInfo.Name != "" {
-		b = appendString(b, jsonrpc.MetaServerInfo)
+		b = appendString(b, spec.MetaServerInfo)
 		b = append(b, `:{"name":`...)
 		b = appendString(b, s.serverInfo.Name)
 		if s.serverInfo.Title != "" {
@@ -233,7 +234,7 @@ func (s *Subscription) Completion() []byte {
 		b = appendString(b, s.serverInfo.Version)
 		b = append(b, "},"...)
 	}
-	b = appendString(b, jsonrpc.MetaSubscriptionID)
+	b = appendString(b, spec.MetaSubscriptionID)
 	b = append(b, ':')
 	b = append(b, s.id.Raw()...)
 	return append(b, `},"resultType":"complete"}}`...)
@@ -243,5 +244,5 @@ func (s *Subscription) Completion() []byte {
 // -32603 "Subscription source failed" with no data: why the stream failed is
 // the server's business (it is the Failed close reason) and never sent.
 func (s *Subscription) Failure() []byte {
-	return jsonrpc.ErrorResponse(s.id, jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgSourceFailed))
+	return jsonrpc.ErrorResponse(s.id, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgSourceFailed))
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/spec"
 )
 
 func TestNotificationShapes(t *testing.T) {
@@ -32,8 +33,8 @@ func TestNotificationShapes(t *testing.T) {
 			`{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"s"},"uri":"test://x?a=1&b=2"}}`},
 		{"metadata over params _meta, id last", jsonrpc.StringID("s"),
 			listen.ToolsListChanged().
-				WithParams(map[string]any{"_meta": map[string]any{"a": 1, "b": 1, jsonrpc.MetaSubscriptionID: "forged"}, "extra": []any{true}}).
-				WithMetadata(map[string]any{"b": 2, jsonrpc.MetaSubscriptionID: "forged-too"}),
+				WithParams(map[string]any{"_meta": map[string]any{"a": 1, "b": 1, spec.MetaSubscriptionID: "forged"}, "extra": []any{true}}).
+				WithMetadata(map[string]any{"b": 2, spec.MetaSubscriptionID: "forged-too"}),
 			`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"a":1,"b":2,"io.modelcontextprotocol/subscriptionId":"s"},"extra":[true]}}`},
 		{"params _meta that is not an object is ignored", jsonrpc.IntID(1),
 			listen.PromptsListChanged().WithParams(map[string]any{"_meta": "nope"}),
@@ -193,7 +194,7 @@ func TestExtensionEventsArriveWithTheExtensionsMethod(t *testing.T) {
 	assert.Nil(t, msg, "a selector outside the owned filter is dropped")
 
 	msg, err = sub.Notification(listen.ExtensionEvent(ext.id, listen.Filter{"watchIds": []any{"w1"}}, map[string]any{"state": "done"}).
-		WithMetadata(map[string]any{jsonrpc.MetaSubscriptionID: "forged"}))
+		WithMetadata(map[string]any{spec.MetaSubscriptionID: "forged"}))
 	require.NoError(t, err)
 	assert.Equal(t, `{"jsonrpc":"2.0","method":"notifications/com.example/watch","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":7},"watch":{"state":"done"}}}`, string(msg))
 
@@ -245,23 +246,23 @@ func TestExtensionFilterErrors(t *testing.T) {
 	}{
 		{"non-JSON contribution", []listen.Extension{&watchExt{id: "a", filter: func(listen.Filter) (listen.Filter, error) {
 			return listen.Filter{"watchIds": make(chan int)}, nil
-		}}}, listen.Filter{"watchIds": []any{"w"}}, jsonrpc.CodeInternalError, jsonrpc.MsgExtNonJSONFilter},
+		}}}, listen.Filter{"watchIds": []any{"w"}}, jsonrpc.CodeInternalError, spec.MsgExtNonJSONFilter},
 		{"unrequested contribution", []listen.Extension{&watchExt{id: "a", filter: func(listen.Filter) (listen.Filter, error) {
 			return listen.Filter{"watchIds": []any{"other"}}, nil
-		}}}, listen.Filter{"watchIds": []any{"w"}}, jsonrpc.CodeInternalError, jsonrpc.MsgExtUnrequested},
+		}}}, listen.Filter{"watchIds": []any{"w"}}, jsonrpc.CodeInternalError, spec.MsgExtUnrequested},
 		{"plain error", []listen.Extension{&watchExt{id: "a", filter: func(listen.Filter) (listen.Filter, error) {
 			return nil, errors.New("nope")
-		}}}, listen.Filter{}, jsonrpc.CodeInternalError, jsonrpc.MsgExtInvalidFilter},
+		}}}, listen.Filter{}, jsonrpc.CodeInternalError, spec.MsgExtInvalidFilter},
 		{"panic", []listen.Extension{&watchExt{id: "a", filter: func(listen.Filter) (listen.Filter, error) {
 			panic("x")
-		}}}, listen.Filter{}, jsonrpc.CodeInternalError, jsonrpc.MsgExtCallbackPanicked},
+		}}}, listen.Filter{}, jsonrpc.CodeInternalError, spec.MsgExtCallbackPanicked},
 		{"*Error passes through (tasks -32021)", []listen.Extension{&watchExt{id: "a", filter: func(listen.Filter) (listen.Filter, error) {
 			return nil, missing
 		}}}, listen.Filter{"taskIds": []any{"t"}}, jsonrpc.CodeMissingRequiredClientCapability, "Missing required client capability"},
 		{"extensions collide", []listen.Extension{&watchExt{id: "a", key: "k"}, &watchExt{id: "b", key: "k"}},
-			listen.Filter{"k": []any{"x"}}, jsonrpc.CodeInternalError, jsonrpc.MsgExtFiltersCollide},
+			listen.Filter{"k": []any{"x"}}, jsonrpc.CodeInternalError, spec.MsgExtFiltersCollide},
 		{"extension collides with core", []listen.Extension{&watchExt{id: "a", key: "toolsListChanged"}},
-			listen.Filter{"toolsListChanged": true}, jsonrpc.CodeInternalError, jsonrpc.MsgExtCollideWithCore},
+			listen.Filter{"toolsListChanged": true}, jsonrpc.CodeInternalError, spec.MsgExtCollideWithCore},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -292,22 +293,22 @@ func TestExtensionShapingErrors(t *testing.T) {
 		shape func(listen.Event, listen.Filter) (string, map[string]any, error)
 		msg   string
 	}{
-		{"empty method", func(listen.Event, listen.Filter) (string, map[string]any, error) { return "", nil, nil }, jsonrpc.MsgExtInvalidEvent},
-		{"a request method", func(listen.Event, listen.Filter) (string, map[string]any, error) { return "tools/list", nil, nil }, jsonrpc.MsgExtInvalidEvent},
+		{"empty method", func(listen.Event, listen.Filter) (string, map[string]any, error) { return "", nil, nil }, spec.MsgExtInvalidEvent},
+		{"a request method", func(listen.Event, listen.Filter) (string, map[string]any, error) { return "tools/list", nil, nil }, spec.MsgExtInvalidEvent},
 		{"a second acknowledgement", func(listen.Event, listen.Filter) (string, map[string]any, error) {
-			return jsonrpc.MethodAcknowledged, nil, nil
-		}, jsonrpc.MsgExtInvalidEvent},
+			return spec.MethodAcknowledged, nil, nil
+		}, spec.MsgExtInvalidEvent},
 		{"a core notification", func(listen.Event, listen.Filter) (string, map[string]any, error) {
-			return jsonrpc.MethodToolsListChanged, nil, nil
-		}, jsonrpc.MsgExtInvalidEvent},
+			return spec.MethodToolsListChanged, nil, nil
+		}, spec.MsgExtInvalidEvent},
 		{"progress", func(listen.Event, listen.Filter) (string, map[string]any, error) {
 			return "notifications/progress", nil, nil
-		}, jsonrpc.MsgExtInvalidEvent},
+		}, spec.MsgExtInvalidEvent},
 		{"non-JSON params", func(listen.Event, listen.Filter) (string, map[string]any, error) {
 			return "notifications/x", map[string]any{"f": func() {}}, nil
-		}, jsonrpc.MsgExtNonJSONEvent},
-		{"panic", func(listen.Event, listen.Filter) (string, map[string]any, error) { panic("shape") }, jsonrpc.MsgExtCallbackPanicked},
-		{"error", func(listen.Event, listen.Filter) (string, map[string]any, error) { return "", nil, fmt.Errorf("bad") }, jsonrpc.MsgExtInvalidEvent},
+		}, spec.MsgExtNonJSONEvent},
+		{"panic", func(listen.Event, listen.Filter) (string, map[string]any, error) { panic("shape") }, spec.MsgExtCallbackPanicked},
+		{"error", func(listen.Event, listen.Filter) (string, map[string]any, error) { return "", nil, fmt.Errorf("bad") }, spec.MsgExtInvalidEvent},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

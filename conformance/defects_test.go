@@ -7,6 +7,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/spec"
 	"github.com/stretchr/testify/require"
 )
 
@@ -112,9 +113,9 @@ func TestExtensionCannotShapeReservedMethods(t *testing.T) {
 		defect string
 	}{
 		{method: "notifications/com.example/changed"},
-		{method: jsonrpc.MethodAcknowledged},
-		{method: jsonrpc.MethodToolsListChanged},
-		{method: jsonrpc.MethodResourceUpdated},
+		{method: spec.MethodAcknowledged},
+		{method: spec.MethodToolsListChanged},
+		{method: spec.MethodResourceUpdated},
 		{method: "notifications/progress"},
 		{method: "notifications/message"},
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/spec"
 	"github.com/stretchr/testify/require"
 )
 
@@ -48,10 +49,10 @@ var serverInfo = listen.Implementation{Name: "listen-conformance", Version: "1.0
 func listenRequest(id, filter, caps string) []byte {
 	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"method":%q,"params":{"_meta":{`+
 		`%q:%q,%q:%s,%q:{"name":"conformance-client","version":"1.0.0"}},"notifications":%s}}`,
-		id, jsonrpc.MethodListen,
-		jsonrpc.MetaProtocolVersion, jsonrpc.ProtocolVersion,
-		jsonrpc.MetaClientCapabilities, caps,
-		jsonrpc.MetaClientInfo, filter)
+		id, spec.MethodListen,
+		spec.MetaProtocolVersion, spec.ProtocolVersion,
+		spec.MetaClientCapabilities, caps,
+		spec.MetaClientInfo, filter)
 }
 
 // serverOptions returns Options with the capabilities caps (JSON, checked
@@ -184,7 +185,7 @@ var _ listen.SubscriptionExtension = tasksExtension{}
 
 func (tasksExtension) ID() string { return tasksExtID }
 
-func (tasksExtension) SupportsProtocol(v string) bool { return v == jsonrpc.ProtocolVersion }
+func (tasksExtension) SupportsProtocol(v string) bool { return v == spec.ProtocolVersion }
 
 func (tasksExtension) SubscriptionFilter(_ context.Context, req *listen.Request, requested listen.Filter) (listen.Filter, error) {
 	ids, ok := requested["taskIds"]

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/spec"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -83,7 +84,7 @@ func TestEventCannotForgeSubscriptionID(t *testing.T) {
 		ev   func(forged any) listen.Event
 	}
 	withMeta := func(f any) map[string]any {
-		return map[string]any{jsonrpc.MetaSubscriptionID: f, "com.example/keep": "kept"}
+		return map[string]any{spec.MetaSubscriptionID: f, "com.example/keep": "kept"}
 	}
 	events := []eventCase{
 		{"list change, metadata", func(f any) listen.Event {

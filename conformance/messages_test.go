@@ -9,17 +9,18 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/spec"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 // notificationDefs maps each core notification method to its $def.
 var notificationDefs = map[string]string{
-	jsonrpc.MethodAcknowledged:         "SubscriptionsAcknowledgedNotification",
-	jsonrpc.MethodToolsListChanged:     "ToolListChangedNotification",
-	jsonrpc.MethodPromptsListChanged:   "PromptListChangedNotification",
-	jsonrpc.MethodResourcesListChanged: "ResourceListChangedNotification",
-	jsonrpc.MethodResourceUpdated:      "ResourceUpdatedNotification",
+	spec.MethodAcknowledged:         "SubscriptionsAcknowledgedNotification",
+	spec.MethodToolsListChanged:     "ToolListChangedNotification",
+	spec.MethodPromptsListChanged:   "PromptListChangedNotification",
+	spec.MethodResourcesListChanged: "ResourceListChangedNotification",
+	spec.MethodResourceUpdated:      "ResourceUpdatedNotification",
 }
 
 // errorObjectDefs maps error codes to the $def of the bare error object.
@@ -56,10 +57,10 @@ func conformsMessage(t testing.TB, msg []byte) {
 			conforms(t, msg, "JSONRPCNotification", "JSONRPCMessage")
 		}
 		switch method {
-		case jsonrpc.MethodAcknowledged:
+		case spec.MethodAcknowledged:
 			conformsAt(t, msg, []string{"params"}, "SubscriptionsAcknowledgedNotificationParams", "NotificationParams")
 			conformsAt(t, msg, []string{"params", "notifications"}, "SubscriptionFilter")
-		case jsonrpc.MethodResourceUpdated:
+		case spec.MethodResourceUpdated:
 			conformsAt(t, msg, []string{"params"}, "ResourceUpdatedNotificationParams", "NotificationParams")
 		default:
 			conformsAt(t, msg, []string{"params"}, "NotificationParams")
@@ -69,8 +70,8 @@ func conformsMessage(t testing.TB, msg []byte) {
 		conforms(t, msg, "SubscriptionsListenResultResponse", "JSONRPCResultResponse", "JSONRPCResponse", "JSONRPCMessage")
 		conformsAt(t, msg, []string{"result"}, "SubscriptionsListenResult", "Result", "ServerResult")
 		conformsAt(t, msg, []string{"result", "_meta"}, "SubscriptionsListenResultMetaObject")
-		if _, err := member(msg, "result", "_meta", jsonrpc.MetaServerInfo); err == nil {
-			conformsAt(t, msg, []string{"result", "_meta", jsonrpc.MetaServerInfo}, "Implementation")
+		if _, err := member(msg, "result", "_meta", spec.MetaServerInfo); err == nil {
+			conformsAt(t, msg, []string{"result", "_meta", spec.MetaServerInfo}, "Implementation")
 		}
 	case m["error"] != nil:
 		var e struct{ Code int }
@@ -161,21 +162,21 @@ func TestCoreNotificationsConform(t *testing.T) {
 		ev     listen.Event
 		method string
 	}{
-		{"tools list changed", listen.ToolsListChanged(), jsonrpc.MethodToolsListChanged},
-		{"prompts list changed", listen.PromptsListChanged(), jsonrpc.MethodPromptsListChanged},
-		{"resources list changed", listen.ResourcesListChanged(), jsonrpc.MethodResourcesListChanged},
-		{"resource updated", listen.ResourceUpdated(watchedURI), jsonrpc.MethodResourceUpdated},
-		{"resource updated, URI with query and fragment", listen.ResourceUpdated("https://example.com/a?b=c&d=%20e#f"), jsonrpc.MethodResourceUpdated},
-		{"tools list changed with metadata", listen.ToolsListChanged().WithMetadata(meta), jsonrpc.MethodToolsListChanged},
-		{"prompts list changed with metadata", listen.PromptsListChanged().WithMetadata(meta), jsonrpc.MethodPromptsListChanged},
-		{"resources list changed with metadata", listen.ResourcesListChanged().WithMetadata(meta), jsonrpc.MethodResourcesListChanged},
-		{"resource updated with metadata", listen.ResourceUpdated(watchedURI).WithMetadata(meta), jsonrpc.MethodResourceUpdated},
-		{"tools list changed with params", listen.ToolsListChanged().WithParams(params), jsonrpc.MethodToolsListChanged},
-		{"prompts list changed with params", listen.PromptsListChanged().WithParams(params), jsonrpc.MethodPromptsListChanged},
-		{"resources list changed with params and metadata", listen.ResourcesListChanged().WithParams(params).WithMetadata(meta), jsonrpc.MethodResourcesListChanged},
-		{"resource updated with params", listen.ResourceUpdated(watchedURI).WithParams(params), jsonrpc.MethodResourceUpdated},
-		{"resource updated with params and metadata", listen.ResourceUpdated(watchedURI).WithParams(params).WithMetadata(meta), jsonrpc.MethodResourceUpdated},
-		{"resource updated with a uri param", listen.ResourceUpdated(watchedURI).WithParams(map[string]any{"uri": "file:///elsewhere", "title": "main.rs"}), jsonrpc.MethodResourceUpdated},
+		{"tools list changed", listen.ToolsListChanged(), spec.MethodToolsListChanged},
+		{"prompts list changed", listen.PromptsListChanged(), spec.MethodPromptsListChanged},
+		{"resources list changed", listen.ResourcesListChanged(), spec.MethodResourcesListChanged},
+		{"resource updated", listen.ResourceUpdated(watchedURI), spec.MethodResourceUpdated},
+		{"resource updated, URI with query and fragment", listen.ResourceUpdated("https://example.com/a?b=c&d=%20e#f"), spec.MethodResourceUpdated},
+		{"tools list changed with metadata", listen.ToolsListChanged().WithMetadata(meta), spec.MethodToolsListChanged},
+		{"prompts list changed with metadata", listen.PromptsListChanged().WithMetadata(meta), spec.MethodPromptsListChanged},
+		{"resources list changed with metadata", listen.ResourcesListChanged().WithMetadata(meta), spec.MethodResourcesListChanged},
+		{"resource updated with metadata", listen.ResourceUpdated(watchedURI).WithMetadata(meta), spec.MethodResourceUpdated},
+		{"tools list changed with params", listen.ToolsListChanged().WithParams(params), spec.MethodToolsListChanged},
+		{"prompts list changed with params", listen.PromptsListChanged().WithParams(params), spec.MethodPromptsListChanged},
+		{"resources list changed with params and metadata", listen.ResourcesListChanged().WithParams(params).WithMetadata(meta), spec.MethodResourcesListChanged},
+		{"resource updated with params", listen.ResourceUpdated(watchedURI).WithParams(params), spec.MethodResourceUpdated},
+		{"resource updated with params and metadata", listen.ResourceUpdated(watchedURI).WithParams(params).WithMetadata(meta), spec.MethodResourceUpdated},
+		{"resource updated with a uri param", listen.ResourceUpdated(watchedURI).WithParams(map[string]any{"uri": "file:///elsewhere", "title": "main.rs"}), spec.MethodResourceUpdated},
 	}
 	for _, id := range ids {
 		req := listenRequest(id.token, allCore, clientPlain)
@@ -261,7 +262,7 @@ func TestCompletionConforms(t *testing.T) {
 
 				conformsMessage(t, msg)
 				require.NoError(t, checkCompletion(msg, []byte(id.token)))
-				si, err := member(msg, "result", "_meta", jsonrpc.MetaServerInfo)
+				si, err := member(msg, "result", "_meta", spec.MetaServerInfo)
 				if tt.info.Name == "" {
 					assert.Error(t, err, "no server info when the server did not name itself")
 					return
@@ -309,7 +310,7 @@ func TestFailureConforms(t *testing.T) {
 }
 
 func TestErrorResponsesConform(t *testing.T) {
-	unsupported := map[string]any{"supported": jsonrpc.SupportedProtocolVersions, "requested": "1999-01-01"}
+	unsupported := map[string]any{"supported": spec.SupportedProtocolVersions, "requested": "1999-01-01"}
 	missing := map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{tasksExtID: map[string]any{}}}}
 	tests := []struct {
 		name     string
@@ -318,12 +319,12 @@ func TestErrorResponsesConform(t *testing.T) {
 		code     int
 		wantData bool
 	}{
-		{"invalid params", jsonrpc.StringID("listen-1"), jsonrpc.NewError(jsonrpc.CodeInvalidParams, jsonrpc.MsgNotificationsObject), jsonrpc.CodeInvalidParams, false},
-		{"invalid params, integer id", jsonrpc.IntID(7), jsonrpc.NewError(jsonrpc.CodeInvalidParams, jsonrpc.MsgMetaObject), jsonrpc.CodeInvalidParams, false},
-		{"method not found", jsonrpc.IntID(7), jsonrpc.NewError(jsonrpc.CodeMethodNotFound, jsonrpc.MsgMethodNotFoundListen), jsonrpc.CodeMethodNotFound, false},
+		{"invalid params", jsonrpc.StringID("listen-1"), jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgNotificationsObject), jsonrpc.CodeInvalidParams, false},
+		{"invalid params, integer id", jsonrpc.IntID(7), jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgMetaObject), jsonrpc.CodeInvalidParams, false},
+		{"method not found", jsonrpc.IntID(7), jsonrpc.NewError(jsonrpc.CodeMethodNotFound, spec.MsgMethodNotFoundListen), jsonrpc.CodeMethodNotFound, false},
 		{"method not found with data", jsonrpc.StringID("x"), jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "Method not found: ping").WithData(map[string]any{"method": "ping"}), jsonrpc.CodeMethodNotFound, true},
-		{"internal error", jsonrpc.StringID("listen-1"), jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgSourceFailedToOpen), jsonrpc.CodeInternalError, false},
-		{"internal error drops data", jsonrpc.IntID(7), jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgCapacityExhausted).WithData(map[string]any{"limit": 10}), jsonrpc.CodeInternalError, false},
+		{"internal error", jsonrpc.StringID("listen-1"), jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen), jsonrpc.CodeInternalError, false},
+		{"internal error drops data", jsonrpc.IntID(7), jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgCapacityExhausted).WithData(map[string]any{"limit": 10}), jsonrpc.CodeInternalError, false},
 		{"plain Go error", jsonrpc.IntID(7), errors.New("boom"), jsonrpc.CodeInternalError, false},
 		{"wrapped wire error", jsonrpc.StringID("listen-1"), errors.Join(errors.New("ctx"), jsonrpc.NewError(jsonrpc.CodeInvalidParams, "bad")), jsonrpc.CodeInvalidParams, false},
 		{"unsupported protocol version", jsonrpc.StringID("listen-1"), jsonrpc.NewError(jsonrpc.CodeUnsupportedProtocolVersion, "Unsupported protocol version").WithData(unsupported), jsonrpc.CodeUnsupportedProtocolVersion, true},

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/spec"
 	"github.com/stretchr/testify/require"
 )
 
@@ -29,15 +30,15 @@ func TestRulesRejectWrongMessages(t *testing.T) {
 		{"notification without subscription id", func(m []byte) error { return checkNotification(m, []byte(`7`)) },
 			`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{}}}`, "ToolListChangedNotification"},
 		{"integer id became a string", func(m []byte) error { return checkNotification(m, []byte(`7`)) },
-			notif(jsonrpc.MethodToolsListChanged, `"7"`), "ToolListChangedNotification"},
+			notif(spec.MethodToolsListChanged, `"7"`), "ToolListChangedNotification"},
 		{"string id became an integer", func(m []byte) error { return checkNotification(m, []byte(`"7"`)) },
-			notif(jsonrpc.MethodToolsListChanged, `7`), "ToolListChangedNotification"},
+			notif(spec.MethodToolsListChanged, `7`), "ToolListChangedNotification"},
 		{"integer id became 7.0", func(m []byte) error { return checkNotification(m, []byte(`7`)) },
-			notif(jsonrpc.MethodToolsListChanged, `7.0`), "ToolListChangedNotification"},
+			notif(spec.MethodToolsListChanged, `7.0`), "ToolListChangedNotification"},
 		{"integer id lost precision", func(m []byte) error { return checkNotification(m, []byte(`9007199254740993`)) },
-			notif(jsonrpc.MethodToolsListChanged, `9007199254740992`), "ToolListChangedNotification"},
+			notif(spec.MethodToolsListChanged, `9007199254740992`), "ToolListChangedNotification"},
 		{"another subscription's id", func(m []byte) error { return checkNotification(m, []byte(`"listen-1"`)) },
-			notif(jsonrpc.MethodToolsListChanged, `"listen-2"`), "ToolListChangedNotification"},
+			notif(spec.MethodToolsListChanged, `"listen-2"`), "ToolListChangedNotification"},
 		{"ack not a subset: unrequested type", func(m []byte) error { return checkAck(m, []byte(`1`), []byte(req)) },
 			`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":1},"notifications":{"promptsListChanged":true}}}`,
 			"SubscriptionsAcknowledgedNotification"},

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/spec"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -177,9 +178,9 @@ func subscriptionID(msg []byte, path ...string) (json.RawMessage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("_meta: %w", err)
 	}
-	sid, ok := m[jsonrpc.MetaSubscriptionID]
+	sid, ok := m[spec.MetaSubscriptionID]
 	if !ok {
-		return nil, fmt.Errorf("no _meta %s", jsonrpc.MetaSubscriptionID)
+		return nil, fmt.Errorf("no _meta %s", spec.MetaSubscriptionID)
 	}
 	return sid, nil
 }
@@ -217,8 +218,8 @@ func checkAck(msg, id, requested []byte) error {
 		return err
 	}
 	method, _ := member(msg, "method")
-	if string(method) != `"`+jsonrpc.MethodAcknowledged+`"` {
-		return fmt.Errorf("method %s, want %s", method, jsonrpc.MethodAcknowledged)
+	if string(method) != `"`+spec.MethodAcknowledged+`"` {
+		return fmt.Errorf("method %s, want %s", method, spec.MethodAcknowledged)
 	}
 	acked, err := member(msg, "params", "notifications")
 	if err != nil {
@@ -363,9 +364,9 @@ func checkErrorResponse(msg, id []byte, code int) error {
 
 // listChangedKeys maps each list-changed method to its filter key.
 var listChangedKeys = map[string]string{
-	jsonrpc.MethodToolsListChanged:     listen.KeyToolsListChanged,
-	jsonrpc.MethodPromptsListChanged:   listen.KeyPromptsListChanged,
-	jsonrpc.MethodResourcesListChanged: listen.KeyResourcesListChanged,
+	spec.MethodToolsListChanged:     listen.KeyToolsListChanged,
+	spec.MethodPromptsListChanged:   listen.KeyPromptsListChanged,
+	spec.MethodResourcesListChanged: listen.KeyResourcesListChanged,
 }
 
 // extensionSelectors maps each extension notification the tests know to
@@ -397,13 +398,13 @@ func checkSelected(msg []byte, acked map[string]any) error {
 		return slices.Contains(l, any(value))
 	}
 	switch n.Method {
-	case jsonrpc.MethodResourceUpdated:
+	case spec.MethodResourceUpdated:
 		uri, _ := n.Params["uri"].(string)
 		if !listed(listen.KeyResourceSubscriptions, uri) {
 			return fmt.Errorf("%s for %q, which was not acknowledged", n.Method, uri)
 		}
 		return nil
-	case jsonrpc.MethodAcknowledged:
+	case spec.MethodAcknowledged:
 		return errors.New("a second acknowledgement")
 	case "notifications/progress", "notifications/message":
 		return fmt.Errorf("%s never goes on a listen stream", n.Method)
@@ -482,7 +483,7 @@ func checkStream(msgs [][]byte, id, requested []byte, end int) error {
 func TestUnsupportedVersionMatchesTheOfficialExample(t *testing.T) {
 	want, err := os.ReadFile(filepath.Join(examplesDir, "UnsupportedProtocolVersionError", "unsupported-version.json"))
 	require.NoError(t, err)
-	got := jsonrpc.ErrorResponse(jsonrpc.IntID(1), jsonrpc.ListenVersionError([]string{"2026-07-28", "2025-11-25"}, "1900-01-01"))
+	got := jsonrpc.ErrorResponse(jsonrpc.IntID(1), spec.ListenVersionError([]string{"2026-07-28", "2025-11-25"}, "1900-01-01"))
 	assert.JSONEq(t, string(want), string(got))
 	require.NoError(t, validate(t, "UnsupportedProtocolVersionError", got))
 }

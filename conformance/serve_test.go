@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/mcplisten/listen"
-	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/spec"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -48,13 +48,13 @@ func (c *collector) messages() [][]byte {
 // subscription id, then the terminal message).
 func TestServeStreamConforms(t *testing.T) {
 	const (
-		ack     = jsonrpc.MethodAcknowledged
-		tools   = jsonrpc.MethodToolsListChanged
-		prompts = jsonrpc.MethodPromptsListChanged
-		res     = jsonrpc.MethodResourcesListChanged
-		updated = jsonrpc.MethodResourceUpdated
+		ack     = spec.MethodAcknowledged
+		tools   = spec.MethodToolsListChanged
+		prompts = spec.MethodPromptsListChanged
+		res     = spec.MethodResourcesListChanged
+		updated = spec.MethodResourceUpdated
 	)
-	forged := map[string]any{jsonrpc.MetaSubscriptionID: "forged", "com.example/trace": "t-1"}
+	forged := map[string]any{spec.MetaSubscriptionID: "forged", "com.example/trace": "t-1"}
 	tests := []struct {
 		name   string
 		id     string
@@ -191,7 +191,7 @@ func TestServeStreamConforms(t *testing.T) {
 			first, _ := member(msgs[0], "method")
 			assert.Equal(t, `"`+ack+`"`, string(first))
 			if tt.wantEnd == endCompletion {
-				_, err := member(msgs[len(msgs)-1], "result", "_meta", jsonrpc.MetaServerInfo)
+				_, err := member(msgs[len(msgs)-1], "result", "_meta", spec.MetaServerInfo)
 				assert.Equal(t, tt.info.Name != "", err == nil, "server info on the completion")
 			}
 		})

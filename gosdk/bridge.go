@@ -16,6 +16,7 @@ import (
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/spec"
 )
 
 // Options configure a Bridge, and the part of NewHandler and Serve they
@@ -200,7 +201,7 @@ func NewBridge(ctx context.Context, server *mcp.Server, opts Options) (*Bridge, 
 		_ = b.Close()
 		var we *jsonrpc.Error
 		if errors.As(err, &we) && we.Code == jsonrpc.CodeUnsupportedProtocolVersion {
-			return nil, fmt.Errorf("gosdk: the go-sdk server does not serve protocol version %s, which subscriptions/listen needs (ServerOptions.SupportedProtocolVersions): %w", jsonrpc.ProtocolVersion, err)
+			return nil, fmt.Errorf("gosdk: the go-sdk server does not serve protocol version %s, which subscriptions/listen needs (ServerOptions.SupportedProtocolVersions): %w", spec.ProtocolVersion, err)
 		}
 		return nil, fmt.Errorf("gosdk: server/discover: %w", err)
 	}
@@ -274,9 +275,9 @@ func Discover(ctx context.Context, server *mcp.Server) (*Discovery, error) {
 
 func (b *Bridge) initProbeMeta() {
 	b.probeMeta = map[string]any{
-		jsonrpc.MetaProtocolVersion:    jsonrpc.ProtocolVersion,
-		jsonrpc.MetaClientCapabilities: map[string]any{},
-		jsonrpc.MetaClientInfo:         map[string]any{"name": ClientName, "version": "0"},
+		spec.MetaProtocolVersion:    spec.ProtocolVersion,
+		spec.MetaClientCapabilities: map[string]any{},
+		spec.MetaClientInfo:         map[string]any{"name": ClientName, "version": "0"},
 	}
 }
 
@@ -454,20 +455,20 @@ func (b *Bridge) onNotify(method string, params json.RawMessage) {
 		uri string
 	)
 	switch method {
-	case jsonrpc.MethodToolsListChanged, jsonrpc.MethodPromptsListChanged, jsonrpc.MethodResourcesListChanged:
+	case spec.MethodToolsListChanged, spec.MethodPromptsListChanged, spec.MethodResourcesListChanged:
 		b.stale.Store(true)
 	}
 	switch method {
-	case jsonrpc.MethodToolsListChanged:
+	case spec.MethodToolsListChanged:
 		r = b.hub.ToolsListChanged()
 		b.listChanges.Add(1)
-	case jsonrpc.MethodPromptsListChanged:
+	case spec.MethodPromptsListChanged:
 		r = b.hub.PromptsListChanged()
 		b.listChanges.Add(1)
-	case jsonrpc.MethodResourcesListChanged:
+	case spec.MethodResourcesListChanged:
 		r = b.hub.ResourcesListChanged()
 		b.listChanges.Add(1)
-	case jsonrpc.MethodResourceUpdated:
+	case spec.MethodResourceUpdated:
 		var p struct {
 			URI string `json:"uri"`
 		}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
-	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -99,7 +99,7 @@ func NewHandler(server *mcp.Server, opts HandlerOptions) (*Handler, error) {
 // ServeHTTP routes r (see Handler).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if streamhttp.IsListen(r) &&
-		strings.TrimSpace(r.Header.Get(streamhttp.HeaderProtocolVersion)) == jsonrpc.ProtocolVersion {
+		strings.TrimSpace(r.Header.Get(streamhttp.HeaderProtocolVersion)) == spec.ProtocolVersion {
 		h.listen.ServeHTTP(w, r)
 		return
 	}

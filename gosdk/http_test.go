@@ -15,6 +15,7 @@ import (
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/gosdk"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/spec"
 )
 
 // wantAck is the acknowledgement of a listen asking for every kind and
@@ -203,7 +204,7 @@ func TestBridgeStreamsStayNotifyStreams(t *testing.T) {
 		{"toolsListChanged": true},
 		{"resourceSubscriptions": []any{uriA}},
 	} {
-		_, st, err := b.Source().Open(ctx, &listen.Request{ID: jsonrpc.IntID(1), ProtocolVersion: jsonrpc.ProtocolVersion}, f)
+		_, st, err := b.Source().Open(ctx, &listen.Request{ID: jsonrpc.IntID(1), ProtocolVersion: spec.ProtocolVersion}, f)
 		require.NoError(t, err)
 		_, ok := st.(listen.NotifyStream)
 		assert.True(t, ok, "%v", f)

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/stdio"
 )
 
@@ -212,7 +213,7 @@ func (s *sdkConn) take(raw json.RawMessage, msg sdkjsonrpc.Message) error {
 		return err
 	case m.Method != req.Method || m.HasID != req.IsCall():
 		return fmt.Errorf("read as %q by the go-sdk, %q by the multiplexer", req.Method, m.Method)
-	case req.Method == jsonrpc.MethodListen && namesProtocolVersion(req.Params):
+	case req.Method == spec.MethodListen && namesProtocolVersion(req.Params):
 		// The multiplexer read another version: the go-sdk must not serve
 		// a 2026-07-28 listen itself.
 		return errors.New("a 2026-07-28 listen read differently")
@@ -249,7 +250,7 @@ func namesProtocolVersion(params json.RawMessage) bool {
 	var p, meta map[string]json.RawMessage
 	var v string
 	return json.Unmarshal(params, &p) == nil && json.Unmarshal(p["_meta"], &meta) == nil &&
-		json.Unmarshal(meta[jsonrpc.MetaProtocolVersion], &v) == nil && v == jsonrpc.ProtocolVersion
+		json.Unmarshal(meta[spec.MetaProtocolVersion], &v) == nil && v == spec.ProtocolVersion
 }
 
 // refuse answers a request the go-sdk cannot take, which frees its id on
@@ -265,7 +266,7 @@ func (s *sdkConn) refuse(ctx context.Context, raw json.RawMessage, why error) {
 	s.log.Debug("gosdk: a request the go-sdk cannot take refused", "id", m.ID.Raw(), "err", why)
 	msg := MsgUndecodable
 	if errors.Is(why, errDuplicate) {
-		msg = jsonrpc.MsgDuplicateID
+		msg = spec.MsgDuplicateID
 	}
 	answer := jsonrpc.ErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, msg))
 	if err := s.c.WriteMessage(context.WithoutCancel(ctx), answer); err != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/spec"
 )
 
 // Publishing reaches only the listeners whose filter selects the event, and
@@ -19,7 +20,7 @@ func ExampleHub_Publish() {
 		ResourcesSubscribe: true,
 	}}
 	open := func(id int64, f listen.Filter) *listen.Subscription {
-		req := &listen.Request{ID: jsonrpc.IntID(id), ProtocolVersion: jsonrpc.ProtocolVersion, Notifications: f}
+		req := &listen.Request{ID: jsonrpc.IntID(id), ProtocolVersion: spec.ProtocolVersion, Notifications: f}
 		sub, err := listen.Open(context.Background(), h, req, opts)
 		if err != nil {
 			panic(err)

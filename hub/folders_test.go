@@ -11,6 +11,7 @@ import (
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/spec"
 )
 
 // Folder listeners: the listeners opened by listen.Open with
@@ -23,7 +24,7 @@ func folderRequest(id string, uris ...string) *listen.Request {
 	}
 	return &listen.Request{
 		ID:                 jsonrpc.StringID(id),
-		ProtocolVersion:    jsonrpc.ProtocolVersion,
+		ProtocolVersion:    spec.ProtocolVersion,
 		Notifications:      listen.Filter{listen.KeyResourceSubscriptions: list},
 		ClientCapabilities: map[string]any{},
 		Transport:          listen.Transport{Kind: "direct"},
@@ -135,7 +136,7 @@ func serveOne(t *testing.T, sub *listen.Subscription) string {
 	done := make(chan error, 1)
 	go func() {
 		done <- sub.Serve(ctx, listen.Sink{Write: func(b []byte) error {
-			if !strings.Contains(string(b), jsonrpc.MethodAcknowledged) {
+			if !strings.Contains(string(b), spec.MethodAcknowledged) {
 				select {
 				case got <- string(b):
 				default:

@@ -11,6 +11,7 @@ import (
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/spec"
 )
 
 func newHub(t testing.TB, opts hub.Options) *hub.Hub {
@@ -23,7 +24,7 @@ func newHub(t testing.TB, opts hub.Options) *hub.Hub {
 func request(id string) *listen.Request {
 	return &listen.Request{
 		ID:              jsonrpc.StringID(id),
-		ProtocolVersion: jsonrpc.ProtocolVersion,
+		ProtocolVersion: spec.ProtocolVersion,
 		Transport:       listen.Transport{Kind: "direct"},
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/spec"
 )
 
 // Checklist 3: broadcasts only to matching listeners and supplies pending
@@ -563,7 +564,7 @@ func TestPanickingOnOpenClosesTheListener(t *testing.T) {
 	require.ErrorIs(t, err, jsonrpc.ErrInternal)
 	var we *jsonrpc.Error
 	require.ErrorAs(t, err, &we)
-	assert.Equal(t, jsonrpc.MsgSourceFailedToOpen, we.Message)
+	assert.Equal(t, spec.MsgSourceFailedToOpen, we.Message)
 	assert.Equal(t, 0, h.Stats().Subscriptions)
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/spec"
 )
 
 // An open listen on a hub holds one copy of its accepted filter, shared by
@@ -42,7 +43,7 @@ func TestOpenListenHoldsOneCopyOfItsFilter(t *testing.T) {
 	subs := make([]*listen.Subscription, 0, listens)
 	before := heapInUse()
 	for i, f := range filters {
-		req := &listen.Request{ID: jsonrpc.IntID(int64(i + 1)), ProtocolVersion: jsonrpc.ProtocolVersion, Notifications: f}
+		req := &listen.Request{ID: jsonrpc.IntID(int64(i + 1)), ProtocolVersion: spec.ProtocolVersion, Notifications: f}
 		sub, err := listen.Open(context.Background(), h, req, opts)
 		require.NoError(t, err)
 		subs = append(subs, sub)

@@ -1,8 +1,8 @@
-// Package jsonrpc is the JSON-RPC 2.0 and MCP plumbing of the listen
-// packages: request ids that keep their JSON type, wire errors with their
-// codes and exact messages, message parsing for transports, and the MCP
-// 2026-07-28 method names, _meta keys and protocol versions that a
-// subscriptions/listen stream uses.
+// Package jsonrpc is the JSON-RPC 2.0 layer of the listen packages: request
+// ids that keep their JSON type (ID), wire errors with their codes (Error,
+// matched with errors.Is by code), error responses, and message parsing for
+// transports (ParseMessage). The MCP vocabulary (versions, methods, _meta
+// keys, exact messages) is package spec.
 //
 // Server authors rarely need it: the root package listen opens and serves
 // subscriptions, and the streamhttp and stdio packages are the transports.

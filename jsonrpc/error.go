@@ -8,7 +8,8 @@ import (
 	"github.com/mcplisten/listen/internal/jsonenc"
 )
 
-// JSON-RPC and MCP error codes used by subscriptions/listen.
+// JSON-RPC error codes: the five of JSON-RPC 2.0, then the three MCP
+// defines in the server range for subscriptions/listen.
 const (
 	CodeParseError                      = -32700
 	CodeInvalidRequest                  = -32600
@@ -105,18 +106,6 @@ func (e *Error) appendJSON(b []byte) []byte {
 		b = append(b, e.Data...)
 	}
 	return append(b, '}')
-}
-
-// UnsupportedVersionError returns the -32022 error for a request naming a
-// protocol version the server does not speak, with data.supported and
-// data.requested (UnsupportedProtocolVersionError in the schema). A nil
-// supported list means SupportedProtocolVersions.
-func UnsupportedVersionError(supported []string, requested string) *Error {
-	if supported == nil {
-		supported = SupportedProtocolVersions
-	}
-	return NewError(CodeUnsupportedProtocolVersion, MsgUnsupportedVersion).
-		WithData(map[string]any{"supported": supported, "requested": requested})
 }
 
 // AsError returns err as a wire error. A *Error anywhere in err's chain is

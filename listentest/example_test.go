@@ -10,6 +10,7 @@ import (
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
+	"github.com/mcplisten/listen/spec"
 )
 
 // A test opens a subscription on a listentest.Source, drives its stream and
@@ -18,7 +19,7 @@ func ExampleSource() {
 	src := listentest.NewSource()
 	req := &listen.Request{
 		ID:              jsonrpc.IntID(1),
-		ProtocolVersion: jsonrpc.ProtocolVersion,
+		ProtocolVersion: spec.ProtocolVersion,
 		Notifications:   listen.Filter{"toolsListChanged": true},
 	}
 	sub, err := listen.Open(context.Background(), src, req, &listen.Options{

@@ -15,12 +15,13 @@ import (
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
+	"github.com/mcplisten/listen/spec"
 )
 
 func request(id string) *listen.Request {
 	return &listen.Request{
 		ID:              jsonrpc.StringID(id),
-		ProtocolVersion: jsonrpc.ProtocolVersion,
+		ProtocolVersion: spec.ProtocolVersion,
 		Notifications:   listen.Filter{"toolsListChanged": true},
 		Transport:       listen.Transport{Kind: "direct"},
 		Auth:            "alice",

@@ -14,8 +14,8 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
-	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/natsbridge"
+	"github.com/mcplisten/listen/spec"
 )
 
 func newHub(t testing.TB, hooks hub.Hooks) *hub.Hub {
@@ -190,10 +190,10 @@ func TestManualResyncAndURIs(t *testing.T) {
 		methods = append(methods, n.method+" "+n.uri)
 	}
 	assert.Equal(t, []string{
-		jsonrpc.MethodToolsListChanged + " ",
-		jsonrpc.MethodPromptsListChanged + " ",
-		jsonrpc.MethodResourcesListChanged + " ",
-		jsonrpc.MethodResourceUpdated + " " + watched,
+		spec.MethodToolsListChanged + " ",
+		spec.MethodPromptsListChanged + " ",
+		spec.MethodResourcesListChanged + " ",
+		spec.MethodResourceUpdated + " " + watched,
 	}, methods)
 }
 
@@ -222,7 +222,7 @@ func TestWireShapesIntact(t *testing.T) {
 	for range evs {
 		la, lb := sa.next(t), sb.next(t)
 		assert.Equal(t, la.raw, lb.raw, "the remote stream renders the event byte for byte as the local one")
-		if lb.method == jsonrpc.MethodResourceUpdated {
+		if lb.method == spec.MethodResourceUpdated {
 			assert.Contains(t, lb.raw, `"raw":{ "z": [1, 2.50] ,"a":"<&>"}`)
 			assert.Contains(t, lb.raw, `"ratio":1.0`)
 		}

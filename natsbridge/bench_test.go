@@ -14,8 +14,8 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
-	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/natsbridge"
+	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -69,8 +69,8 @@ func newBenchPair(b *testing.B, opts natsbridge.Options) *benchPair {
 	require.NoError(b, err)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", jsonrpc.ProtocolVersion)
-	req.Header.Set("Mcp-Method", jsonrpc.MethodListen)
+	req.Header.Set("MCP-Protocol-Version", spec.ProtocolVersion)
+	req.Header.Set("Mcp-Method", spec.MethodListen)
 	resp, err := client.Do(req)
 	require.NoError(b, err)
 	require.Equal(b, http.StatusOK, resp.StatusCode)

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
-	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/spec"
 )
 
 const (
@@ -120,11 +120,11 @@ func TestCrossInstanceFanOut(t *testing.T) {
 			for _, n := range notes {
 				switch kind {
 				case "tools":
-					assert.Equal(t, jsonrpc.MethodToolsListChanged, n.method)
+					assert.Equal(t, spec.MethodToolsListChanged, n.method)
 				case "prompts":
-					assert.Equal(t, jsonrpc.MethodPromptsListChanged, n.method)
+					assert.Equal(t, spec.MethodPromptsListChanged, n.method)
 				case "resource":
-					assert.Equal(t, jsonrpc.MethodResourceUpdated, n.method)
+					assert.Equal(t, spec.MethodResourceUpdated, n.method)
 					assert.Equal(t, watched, n.uri)
 				case "tasks":
 					assert.Equal(t, "notifications/tasks/status", n.method)

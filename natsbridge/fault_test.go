@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
-	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/natsbridge"
+	"github.com/mcplisten/listen/spec"
 )
 
 // TestBrokerRestart stops the NATS server mid-run and starts it again on
@@ -70,7 +70,7 @@ func TestBrokerRestart(t *testing.T) {
 	// get "during", flushed from A's reconnect buffer, at most once).
 	for i, s := range tools {
 		seen := map[string]int{}
-		for seen[jsonrpc.MethodToolsListChanged] == 0 || seen[jsonrpc.MethodPromptsListChanged] == 0 {
+		for seen[spec.MethodToolsListChanged] == 0 || seen[spec.MethodPromptsListChanged] == 0 {
 			n := s.next(t)
 			if n.id == "" {
 				seen[n.method]++
@@ -191,7 +191,7 @@ func TestGapResync(t *testing.T) {
 	assert.Equal(t, natsbridge.ResyncLoss, ri.Reason)
 	assert.Equal(t, []listen.Kind{listen.KindToolsListChanged}, ri.Kinds)
 	n := s.next(t)
-	assert.Equal(t, jsonrpc.MethodToolsListChanged, n.method)
+	assert.Equal(t, spec.MethodToolsListChanged, n.method)
 	assert.Empty(t, n.id, "the resync notification")
 	st := b.bridge.Stats()
 	assert.Equal(t, uint64(2), st.Gaps)

@@ -15,6 +15,7 @@ import (
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/natsbridge"
+	"github.com/mcplisten/listen/spec"
 )
 
 // The bridge carries sub-resource updates unchanged: a folder listener
@@ -52,7 +53,7 @@ func (in *folderInstance) serveFolder(t *testing.T, sub bool, id string, uris ..
 	}
 	req := &listen.Request{
 		ID:                 jsonrpc.StringID(id),
-		ProtocolVersion:    jsonrpc.ProtocolVersion,
+		ProtocolVersion:    spec.ProtocolVersion,
 		Notifications:      listen.Filter{listen.KeyResourceSubscriptions: list},
 		ClientCapabilities: map[string]any{},
 	}
@@ -81,7 +82,7 @@ func (in *folderInstance) serveFolder(t *testing.T, sub bool, id string, uris ..
 		<-done
 	})
 	ack := folderNext(t, msgs)
-	require.Equal(t, jsonrpc.MethodAcknowledged, ack["method"])
+	require.Equal(t, spec.MethodAcknowledged, ack["method"])
 	return msgs
 }
 
@@ -129,7 +130,7 @@ func TestBridgeCarriesSubResourceUpdates(t *testing.T) {
 	read := func(msgs <-chan map[string]any) (uris []string, seqs []any) {
 		for {
 			m := folderNext(t, msgs)
-			require.Equal(t, jsonrpc.MethodResourceUpdated, m["method"])
+			require.Equal(t, spec.MethodResourceUpdated, m["method"])
 			p := m["params"].(map[string]any)
 			uri := p["uri"].(string)
 			if uri == fence {

@@ -18,9 +18,9 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
-	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/natsbridge"
+	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -90,7 +90,7 @@ const tasksID = "com.example/tasks"
 type tasksExt struct{}
 
 func (tasksExt) ID() string                     { return tasksID }
-func (tasksExt) SupportsProtocol(v string) bool { return v == jsonrpc.ProtocolVersion }
+func (tasksExt) SupportsProtocol(v string) bool { return v == spec.ProtocolVersion }
 func (tasksExt) SubscriptionFilter(_ context.Context, _ *listen.Request, requested listen.Filter) (listen.Filter, error) {
 	if v, ok := requested["taskIds"]; ok {
 		return listen.Filter{"taskIds": v}, nil
@@ -240,8 +240,8 @@ func (in *instance) listen(t testing.TB, id, filter string) *stream {
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", jsonrpc.ProtocolVersion)
-	req.Header.Set("Mcp-Method", jsonrpc.MethodListen)
+	req.Header.Set("MCP-Protocol-Version", spec.ProtocolVersion)
+	req.Header.Set("Mcp-Method", spec.MethodListen)
 	resp, err := in.client.Do(req)
 	require.NoError(t, err)
 	s := &stream{subID: id, notes: make(chan note, 1<<16), done: make(chan struct{}), resp: resp}
@@ -262,7 +262,7 @@ func (in *instance) listen(t testing.TB, id, filter string) *stream {
 		close(s.done)
 		require.NoError(t, err)
 	}
-	if ack["method"] != jsonrpc.MethodAcknowledged {
+	if ack["method"] != spec.MethodAcknowledged {
 		close(s.done)
 		require.FailNow(t, "want the acknowledgement", "%v", ack)
 	}
@@ -282,7 +282,7 @@ func (s *stream) read(rd *listentest.SSEReader) {
 		method, _ := m["method"].(string)
 		params, _ := m["params"].(map[string]any)
 		meta, _ := params["_meta"].(map[string]any)
-		if meta[jsonrpc.MetaSubscriptionID] != s.subID {
+		if meta[spec.MetaSubscriptionID] != s.subID {
 			s.err = fmt.Errorf("message without this stream's subscription id: %v", m)
 			return
 		}

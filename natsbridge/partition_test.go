@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
-	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/natsbridge"
+	"github.com/mcplisten/listen/spec"
 )
 
 // connectVia dials through p with fast reconnects and extra options.
@@ -69,7 +69,7 @@ func TestPartitionBuffered(t *testing.T) {
 	// A's own listener got its resync; B and C lost nothing, so no resync
 	// there: their next notification is the next event.
 	n := sa.next(t)
-	assert.Equal(t, jsonrpc.MethodToolsListChanged, n.method)
+	assert.Equal(t, spec.MethodToolsListChanged, n.method)
 	assert.Empty(t, n.id)
 	_, err = a.bridge.Publish(tagged(listen.ToolsListChanged(), "next"))
 	require.NoError(t, err)
@@ -115,7 +115,7 @@ func TestPartitionLost(t *testing.T) {
 	ri := await(t, b.rec.resyncs, "B's loss resync", nil)
 	assert.Equal(t, natsbridge.ResyncLoss, ri.Reason)
 	seen := map[string]bool{}
-	for !seen[jsonrpc.MethodToolsListChanged] {
+	for !seen[spec.MethodToolsListChanged] {
 		n := sb.next(t)
 		require.Empty(t, n.id, "B must never see the lost event")
 		seen[n.method] = true

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
-	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/spec"
 )
 
 // forgedReserved is a hand-made envelope from a peer that is no bridge: a
@@ -42,19 +42,19 @@ func TestReservedMetaStripped(t *testing.T) {
 
 	n := s.next(t)
 	assert.Equal(t, "forged-1", n.id)
-	assert.Equal(t, jsonrpc.MethodResourceUpdated, n.method)
+	assert.Equal(t, spec.MethodResourceUpdated, n.method)
 	assert.NotContains(t, n.raw, "serverInfo")
 	assert.NotContains(t, n.raw, "related-task")
 	assert.NotContains(t, n.raw, "forged\"")
 	assert.NotContains(t, n.raw, "dev.mcp/")
 	assert.NotContains(t, n.raw, "IO.ModelContextProtocol/")
-	assert.Equal(t, 1, strings.Count(n.raw, jsonrpc.MetaSubscriptionID), n.raw)
+	assert.Equal(t, 1, strings.Count(n.raw, spec.MetaSubscriptionID), n.raw)
 	meta := n.params["_meta"].(map[string]any)
 	assert.Equal(t, map[string]any{
-		jsonrpc.MetaSubscriptionID: "B-res",
-		idKey:                      "forged-1",
-		"com.example/p":            "kept",
-		"com.example.mcp/z":        json.Number("3"), // not reserved: the second label is "example"
+		spec.MetaSubscriptionID: "B-res",
+		idKey:                   "forged-1",
+		"com.example/p":         "kept",
+		"com.example.mcp/z":     json.Number("3"), // not reserved: the second label is "example"
 	}, meta)
 	assert.Equal(t, json.Number("1"), n.params["extra"], "extra params are the sender's business")
 

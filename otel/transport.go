@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/stdio"
 	"github.com/mcplisten/listen/streamhttp"
 )
@@ -57,7 +58,7 @@ func classIndex(reason error) int {
 // Refusal causes (the values of AttrRefusalCause).
 const (
 	// CauseCapacity: the transport was at its stream limit
-	// (jsonrpc.MsgCapacityExhausted, listen.ErrOverloaded).
+	// (spec.MsgCapacityExhausted, listen.ErrOverloaded).
 	CauseCapacity = "capacity"
 	// CauseShutdown: the transport was draining.
 	CauseShutdown = "shutdown"
@@ -93,7 +94,7 @@ func causeIndex(err error) int {
 		return 2
 	case errors.As(err, &we):
 		switch {
-		case we.Message == jsonrpc.MsgCapacityExhausted:
+		case we.Message == spec.MsgCapacityExhausted:
 			return 0
 		case we.Message == streamhttp.MsgShuttingDown:
 			return 1

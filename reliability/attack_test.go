@@ -24,6 +24,7 @@ import (
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
+	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -146,7 +147,7 @@ func (at *attackTarget) listen(t *testing.T, id string, hdr http.Header) *stream
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	s := &stream{resp: resp, rd: listentest.NewSSEReader(resp.Body)}
 	m := s.next(t)
-	require.Equal(t, jsonrpc.MethodAcknowledged, m.method(), "%s", m)
+	require.Equal(t, spec.MethodAcknowledged, m.method(), "%s", m)
 	return s
 }
 
@@ -304,7 +305,7 @@ func TestAttackIncompleteRequests(t *testing.T) {
 
 		s := at.listen(t, `"probe"`, listenHeaders())
 		at.hub.ToolsListChanged()
-		assert.Equal(t, jsonrpc.MethodToolsListChanged, s.next(t).method())
+		assert.Equal(t, spec.MethodToolsListChanged, s.next(t).method())
 		at.close()
 	})
 }
@@ -371,7 +372,7 @@ func TestAttackCrossOriginThroughFront(t *testing.T) {
 			http.StatusForbidden, jsonrpc.CodeInvalidRequest, streamhttp.MsgForbidden)
 		wantRefusal(t, at.post(t, toolsCall, with("tools/call", "Origin", "http://evil.example")),
 			http.StatusForbidden, jsonrpc.CodeInvalidRequest, streamhttp.MsgForbidden)
-		wantRefusal(t, at.post(t, listenBody(`"x"`, `{}`), with(jsonrpc.MethodListen, evil...)),
+		wantRefusal(t, at.post(t, listenBody(`"x"`, `{}`), with(spec.MethodListen, evil...)),
 			http.StatusForbidden, jsonrpc.CodeInvalidRequest, streamhttp.MsgForbidden)
 		req, err := http.NewRequest(http.MethodGet, at.ts.URL+"/mcp", nil)
 		require.NoError(t, err)
@@ -426,14 +427,14 @@ func TestAttackDNSRebindingOnAPublicBind(t *testing.T) {
 		require.NoError(t, err)
 		attacker := "attacker.example:" + port
 		rebound := []string{"Host", attacker, "Origin", "http://" + attacker, "Sec-Fetch-Site", "same-origin"}
-		wantRefusal(t, at.post(t, listenBody(`"x"`, `{}`), with(jsonrpc.MethodListen, rebound...)),
+		wantRefusal(t, at.post(t, listenBody(`"x"`, `{}`), with(spec.MethodListen, rebound...)),
 			http.StatusForbidden, jsonrpc.CodeInvalidRequest, streamhttp.MsgForbidden)
 		wantRefusal(t, at.post(t, toolsCall, with("tools/call", rebound...)),
 			http.StatusForbidden, jsonrpc.CodeInvalidRequest, streamhttp.MsgForbidden)
 		assert.Zero(t, at.others.Load())
 
 		own := []string{"Host", "mcp.example.com:" + port}
-		at.listen(t, `"own"`, with(jsonrpc.MethodListen, own...))
+		at.listen(t, `"own"`, with(spec.MethodListen, own...))
 		assert.Equal(t, http.StatusOK, at.post(t, toolsCall, with("tools/call", own...)).StatusCode)
 		at.close()
 
@@ -442,7 +443,7 @@ func TestAttackDNSRebindingOnAPublicBind(t *testing.T) {
 		require.NoError(t, err)
 		attacker = "attacker.example:" + port
 		rebound = []string{"Host", attacker, "Origin", "http://" + attacker, "Sec-Fetch-Site", "same-origin"}
-		open.listen(t, `"rebound"`, with(jsonrpc.MethodListen, rebound...))
+		open.listen(t, `"rebound"`, with(spec.MethodListen, rebound...))
 		assert.Equal(t, http.StatusOK, open.post(t, toolsCall, with("tools/call", rebound...)).StatusCode)
 		open.close()
 	})
@@ -468,7 +469,7 @@ func TestAttackOneClientTakesEverySlot(t *testing.T) {
 			},
 			StreamKey: func(_ *http.Request, auth any) string { return auth.(string) },
 		}, nil)
-		as := func(user string) http.Header { return with(jsonrpc.MethodListen, "Authorization", "Bearer "+user) }
+		as := func(user string) http.Header { return with(spec.MethodListen, "Authorization", "Bearer "+user) }
 
 		var greedy int
 		for i := range 20 {
@@ -485,7 +486,7 @@ func TestAttackOneClientTakesEverySlot(t *testing.T) {
 			at.listen(t, `"other"`, as(fmt.Sprintf("user-%d", i)))
 		}
 		resp := at.post(t, listenBody(`"late"`, `{}`), as("late"))
-		wantRefusal(t, resp, http.StatusServiceUnavailable, jsonrpc.CodeInternalError, jsonrpc.MsgCapacityExhausted)
+		wantRefusal(t, resp, http.StatusServiceUnavailable, jsonrpc.CodeInternalError, spec.MsgCapacityExhausted)
 		assert.Equal(t, "5", resp.Header.Get("Retry-After"))
 		st := at.h.Stats()
 		assert.Equal(t, 20, st.Active)
@@ -514,7 +515,7 @@ func TestAttackRevokedPrincipal(t *testing.T) {
 			},
 			OnClose: func(sub *listen.Subscription, reason error) { closes.Store(sub.ID().String(), reason) },
 		}, nil)
-		as := func(user string) http.Header { return with(jsonrpc.MethodListen, "Authorization", "Bearer "+user) }
+		as := func(user string) http.Header { return with(spec.MethodListen, "Authorization", "Bearer "+user) }
 		var alice []*stream
 		for i := range 3 {
 			alice = append(alice, at.listen(t, strconv.Itoa(i), as("alice")))
@@ -536,7 +537,7 @@ func TestAttackRevokedPrincipal(t *testing.T) {
 			http.StatusUnauthorized, jsonrpc.CodeInvalidRequest, streamhttp.MsgUnauthorized)
 
 		at.hub.ToolsListChanged()
-		assert.Equal(t, jsonrpc.MethodToolsListChanged, bob.next(t).method())
+		assert.Equal(t, spec.MethodToolsListChanged, bob.next(t).method())
 		assert.Equal(t, 1, at.h.Stats().Active)
 		at.close()
 		for i := range 3 {
@@ -593,7 +594,7 @@ func TestAttackTrailingBytes(t *testing.T) {
 					for {
 						line, err := br.ReadString('\n')
 						require.NoError(t, err)
-						if strings.Contains(line, jsonrpc.MethodAcknowledged) {
+						if strings.Contains(line, spec.MethodAcknowledged) {
 							break
 						}
 					}
@@ -622,7 +623,7 @@ func TestAttackTrailingBytes(t *testing.T) {
 					// And the hub serves the next listen.
 					s := at.listen(t, `"next"`, listenHeaders())
 					at.hub.ToolsListChanged()
-					assert.Equal(t, jsonrpc.MethodToolsListChanged, s.next(t).method())
+					assert.Equal(t, spec.MethodToolsListChanged, s.next(t).method())
 				}
 			})
 		}

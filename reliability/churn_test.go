@@ -21,8 +21,8 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
-	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
+	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/stdio"
 	"github.com/mcplisten/listen/streamhttp"
 )
@@ -236,14 +236,14 @@ func httpCycle(client *http.Client, url string, n int64, event bool) error {
 	if err != nil {
 		return err
 	}
-	if m.method() != jsonrpc.MethodAcknowledged || m.subID() != id {
+	if m.method() != spec.MethodAcknowledged || m.subID() != id {
 		return fmt.Errorf("want the acknowledgement of %s, got %s", id, m)
 	}
 	if event {
 		if m, err = nextMsg(r); err != nil {
 			return err
 		}
-		if m.method() != jsonrpc.MethodToolsListChanged || m.subID() != id {
+		if m.method() != spec.MethodToolsListChanged || m.subID() != id {
 			return fmt.Errorf("want a tools/list_changed for %s, got %s", id, m)
 		}
 	}
@@ -281,14 +281,14 @@ func stdioCycle(c *stdioConn, timer *time.Timer, n int64, event bool) error {
 	if err != nil {
 		return err
 	}
-	if m.method() != jsonrpc.MethodAcknowledged || m.subID() != id {
+	if m.method() != spec.MethodAcknowledged || m.subID() != id {
 		return fmt.Errorf("want the acknowledgement of %s, got %s", id, m)
 	}
 	if event {
 		if m, err = next(); err != nil {
 			return err
 		}
-		if m.method() != jsonrpc.MethodToolsListChanged || m.subID() != id {
+		if m.method() != spec.MethodToolsListChanged || m.subID() != id {
 			return fmt.Errorf("want a tools/list_changed for %s, got %s", id, m)
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
+	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -94,7 +95,7 @@ func sourceCases() []sourceCase {
 		{name: "Open panics", run: func(t *testing.T, fx fixture, id string) {
 			fx.src().script(id, plan{openPanic: true})
 			cs := fx.listen(t, id, toolsFilter)
-			requireError(t, cs.recv(t), id, jsonrpc.CodeInternalError, jsonrpc.MsgSourceFailedToOpen)
+			requireError(t, cs.recv(t), id, jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen)
 			wantStatus(t, cs, http.StatusInternalServerError)
 			cs.end(t)
 			assert.Empty(t, fx.src().all(), "no stream was opened")
@@ -119,7 +120,7 @@ func sourceCases() []sourceCase {
 		{name: "Next panics after an event", run: func(t *testing.T, fx fixture, id string) {
 			fx.src().script(id, plan{events: []listen.Event{listen.ToolsListChanged()}, nextPanicAt: 2})
 			cs, st := openStream(t, fx, id, toolsFilter)
-			requireNotification(t, cs.recv(t), id, jsonrpc.MethodToolsListChanged)
+			requireNotification(t, cs.recv(t), id, spec.MethodToolsListChanged)
 			requireFailure(t, cs.recv(t), id)
 			cs.end(t)
 			var pe *listen.PanicError
@@ -131,7 +132,7 @@ func sourceCases() []sourceCase {
 		{name: "Close panics after the completion", run: func(t *testing.T, fx fixture, id string) {
 			fx.src().script(id, plan{events: []listen.Event{listen.ToolsListChanged()}, end: listen.ErrClosed, closePanic: true})
 			cs, st := openStream(t, fx, id, toolsFilter)
-			requireNotification(t, cs.recv(t), id, jsonrpc.MethodToolsListChanged)
+			requireNotification(t, cs.recv(t), id, spec.MethodToolsListChanged)
 			requireCompletion(t, cs.recv(t), id)
 			cs.end(t)
 			wantClass(t, st, listen.ClassComplete)
@@ -162,7 +163,7 @@ func sourceCases() []sourceCase {
 		{name: "Open returns a stream and an error", run: func(t *testing.T, fx fixture, id string) {
 			fx.src().script(id, plan{openErrWithStream: feedBroke})
 			cs := fx.listen(t, id, toolsFilter)
-			requireError(t, cs.recv(t), id, jsonrpc.CodeInternalError, jsonrpc.MsgSourceFailedToOpen)
+			requireError(t, cs.recv(t), id, jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen)
 			wantStatus(t, cs, http.StatusInternalServerError)
 			cs.end(t)
 			assert.ErrorIs(t, wantClass(t, fx.src().stream(t, id), listen.ClassError), feedBroke)
@@ -228,7 +229,7 @@ func sourceCases() []sourceCase {
 			fx.src().script(id, plan{events: []listen.Event{listen.ToolsListChanged()}, end: listen.ErrClosed})
 			cs2, st2 := openStream(t, fx, id, toolsFilter)
 			require.NotSame(t, st, st2)
-			requireNotification(t, cs2.recv(t), id, jsonrpc.MethodToolsListChanged)
+			requireNotification(t, cs2.recv(t), id, spec.MethodToolsListChanged)
 			requireCompletion(t, cs2.recv(t), id)
 			cs2.end(t)
 			wantClass(t, st2, listen.ClassComplete)
@@ -242,7 +243,7 @@ func sourceCases() []sourceCase {
 			slow := fx.gate()
 			fx.src().script(id, plan{events: []listen.Event{listen.ToolsListChanged()}, end: listen.ErrClosed, closeGate: slow})
 			cs, st := openStream(t, fx, id, toolsFilter)
-			requireNotification(t, cs.recv(t), id, jsonrpc.MethodToolsListChanged)
+			requireNotification(t, cs.recv(t), id, spec.MethodToolsListChanged)
 			requireCompletion(t, cs.recv(t), id) // written before Close
 			await(t, st.closeEntered, "Close")
 			fx.probe(t)
@@ -257,7 +258,7 @@ func sourceCases() []sourceCase {
 			st.waitNext(t, 1)
 			fx.shutdown(t)
 			m := cs.recv(t)
-			if m.method() == jsonrpc.MethodCancelled { // stdio sends it first
+			if m.method() == spec.MethodCancelled { // stdio sends it first
 				assert.Equal(t, id, m.subID())
 				m = cs.recv(t)
 			}
@@ -287,7 +288,7 @@ func sourceCases() []sourceCase {
 			[]listen.Event{listen.PromptsListChanged().WithParams(map[string]any{"c": make(chan int)})}, toolsFilter, nil, listen.ErrInvalidEvent)},
 		{name: "an invalid event after a valid one", run: failsAfter(
 			[]listen.Event{listen.ToolsListChanged(), listen.ResourceUpdated("")}, toolsFilter,
-			[]string{jsonrpc.MethodToolsListChanged}, listen.ErrInvalidEvent)},
+			[]string{spec.MethodToolsListChanged}, listen.ErrInvalidEvent)},
 	}
 }
 
@@ -394,7 +395,7 @@ func TestFaultClientGoneAtEveryStep(t *testing.T) {
 		{"after the first event", func(t *testing.T, fx fixture, id string) {
 			fx.src().script(id, plan{events: []listen.Event{listen.ToolsListChanged()}})
 			cs, st := openStream(t, fx, id, toolsFilter)
-			requireNotification(t, cs.recv(t), id, jsonrpc.MethodToolsListChanged)
+			requireNotification(t, cs.recv(t), id, spec.MethodToolsListChanged)
 			st.waitNext(t, 2)
 			fx.abort(t, cs)
 			wantClass(t, st, fx.ending().class())
@@ -587,8 +588,8 @@ func TestFaultMalformedRequests(t *testing.T) {
 			http:  transportWant{status: 400, key: `"u"`, code: jsonrpc.CodeHeaderMismatch},
 			stdio: transportWant{key: `"u"`, code: jsonrpc.CodeMethodNotFound}},
 		{name: "a filter nested deeper than 64", body: listenBody(`"deep"`, deepFilter),
-			http:  transportWant{status: 400, key: `"deep"`, code: jsonrpc.CodeInvalidParams, message: jsonrpc.MsgNotificationsJSON},
-			stdio: transportWant{key: `"deep"`, code: jsonrpc.CodeInvalidParams, message: jsonrpc.MsgNotificationsJSON}},
+			http:  transportWant{status: 400, key: `"deep"`, code: jsonrpc.CodeInvalidParams, message: spec.MsgNotificationsJSON},
+			stdio: transportWant{key: `"deep"`, code: jsonrpc.CodeInvalidParams, message: spec.MsgNotificationsJSON}},
 		{name: "over the size limit", body: over,
 			http:  transportWant{status: 413, mayReset: true, code: jsonrpc.CodeInvalidRequest, message: streamhttp.MsgBodyTooLarge},
 			stdio: transportWant{code: jsonrpc.CodeInvalidRequest, message: "Invalid request: message exceeds the maximum line length"}},

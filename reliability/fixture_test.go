@@ -25,6 +25,7 @@ import (
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
+	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/stdio"
 	"github.com/mcplisten/listen/streamhttp"
 )
@@ -199,7 +200,7 @@ func wantTerminal(t testing.TB, fx fixture, id, kind string) {
 		e := m.wireErr()
 		if assert.NotNil(t, e, "want a failure: %s", m) {
 			assert.Equal(t, jsonrpc.CodeInternalError, e.Code)
-			assert.Equal(t, jsonrpc.MsgSourceFailed, e.Message)
+			assert.Equal(t, spec.MsgSourceFailed, e.Message)
 		}
 	case "error":
 		assert.NotNil(t, m.wireErr(), "want an error response: %s", m)
@@ -220,7 +221,7 @@ func probeOn(t testing.TB, fx fixture, id string, listenFn func(t testing.TB, id
 	fx.src().script(id, plan{events: []listen.Event{listen.ToolsListChanged()}, end: listen.ErrClosed})
 	cs := listenFn(t, id, `{"toolsListChanged":true}`)
 	requireAck(t, cs.recv(t), id)
-	requireNotification(t, cs.recv(t), id, jsonrpc.MethodToolsListChanged)
+	requireNotification(t, cs.recv(t), id, spec.MethodToolsListChanged)
 	requireCompletion(t, cs.recv(t), id)
 	cs.end(t)
 	wantClass(t, fx.src().stream(t, id), listen.ClassComplete)
@@ -472,8 +473,8 @@ func listenHeaders() http.Header {
 	return http.Header{
 		"Content-Type":         {"application/json"},
 		"Accept":               {"application/json, text/event-stream"},
-		"Mcp-Protocol-Version": {jsonrpc.ProtocolVersion},
-		"Mcp-Method":           {jsonrpc.MethodListen},
+		"Mcp-Protocol-Version": {spec.ProtocolVersion},
+		"Mcp-Method":           {spec.MethodListen},
 	}
 }
 

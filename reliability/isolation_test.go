@@ -17,7 +17,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
-	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/stdio"
 	"github.com/mcplisten/listen/streamhttp"
 )
@@ -130,13 +130,13 @@ type isoEvent struct {
 func (e isoEvent) method() string {
 	switch e.kind {
 	case listen.KindToolsListChanged:
-		return jsonrpc.MethodToolsListChanged
+		return spec.MethodToolsListChanged
 	case listen.KindPromptsListChanged:
-		return jsonrpc.MethodPromptsListChanged
+		return spec.MethodPromptsListChanged
 	case listen.KindResourcesListChanged:
-		return jsonrpc.MethodResourcesListChanged
+		return spec.MethodResourcesListChanged
 	}
-	return jsonrpc.MethodResourceUpdated
+	return spec.MethodResourceUpdated
 }
 
 func TestIsolationRandomFilters(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/spec"
 )
 
 // Regressions: each test below failed before its bug was fixed (found by
@@ -54,7 +55,7 @@ func TestDrainDuringAContextAwareOpen(t *testing.T) {
 				requireAck(t, m, id)
 				wantStatus(t, cs, http.StatusOK)
 				m = cs.recv(t)
-				if m.method() == jsonrpc.MethodCancelled { // stdio sends it first
+				if m.method() == spec.MethodCancelled { // stdio sends it first
 					m = cs.recv(t)
 				}
 				requireCompletion(t, m, id)
@@ -163,7 +164,7 @@ func TestURIsNetURLRefusesAreRefused(t *testing.T) {
 					require.NoError(t, err)
 					cs := fx.listen(t, id, string(filter))
 					m := cs.recv(t)
-					requireError(t, m, id, jsonrpc.CodeInvalidParams, jsonrpc.MsgURIsAbsolute)
+					requireError(t, m, id, jsonrpc.CodeInvalidParams, spec.MsgURIsAbsolute)
 					wantStatus(t, cs, http.StatusBadRequest)
 					cs.end(t)
 				}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
+	"github.com/mcplisten/listen/spec"
 )
 
 // failsafe bounds every wait: it never synchronises anything, it only turns
@@ -168,7 +169,7 @@ func (m msg) subID() string {
 	for _, in := range []string{"params", "result"} {
 		var meta map[string]json.RawMessage
 		_ = json.Unmarshal(m.object(in)["_meta"], &meta)
-		if tok, ok := meta[jsonrpc.MetaSubscriptionID]; ok {
+		if tok, ok := meta[spec.MetaSubscriptionID]; ok {
 			return string(tok)
 		}
 	}
@@ -247,7 +248,7 @@ func (m msg) uri() string {
 
 func requireAck(t testing.TB, m msg, id string) {
 	t.Helper()
-	if m.method() != jsonrpc.MethodAcknowledged || m.subID() != id || m.id() != "" {
+	if m.method() != spec.MethodAcknowledged || m.subID() != id || m.id() != "" {
 		t.Fatalf("want the acknowledgement of %s, got %s", id, m)
 	}
 }
@@ -272,7 +273,7 @@ func requireError(t testing.TB, m msg, id string, code int, message string) {
 
 func requireFailure(t testing.TB, m msg, id string) {
 	t.Helper()
-	requireError(t, m, id, jsonrpc.CodeInternalError, jsonrpc.MsgSourceFailed)
+	requireError(t, m, id, jsonrpc.CodeInternalError, spec.MsgSourceFailed)
 }
 
 func requireNotification(t testing.TB, m msg, id, method string) {

@@ -18,6 +18,7 @@ import (
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
+	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/stdio"
 )
 
@@ -124,7 +125,7 @@ func TestBlockingStdinShutdownStopsTheRead(t *testing.T) {
 	// The client keeps its end open and sends nothing more.
 	shut := make(chan error, 1)
 	go func() { shut <- srv.Shutdown(context.Background()) }()
-	require.Equal(t, jsonrpc.MethodCancelled, readMsg(t, out).method())
+	require.Equal(t, spec.MethodCancelled, readMsg(t, out).method())
 	requireCompletion(t, readMsg(t, out), `1`)
 	require.ErrorIs(t, await(t, done, "the end of Serve"), stdio.ErrServerClosed)
 	require.NoError(t, await(t, shut, "the end of Shutdown"))

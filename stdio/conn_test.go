@@ -17,6 +17,7 @@ import (
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
+	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/stdio"
 )
 
@@ -165,7 +166,7 @@ func TestConnCancelOneOfTwoListens(t *testing.T) {
 		for i := range 3 {
 			b.Send(listen.ToolsListChanged().WithMetadata(map[string]any{"n": i}))
 			m := h.recv()
-			require.Equal(t, jsonrpc.MethodToolsListChanged, m.method())
+			require.Equal(t, spec.MethodToolsListChanged, m.method())
 			require.Equal(t, `"b"`, m.subID())
 			<-b.Nexts()
 		}
@@ -198,9 +199,9 @@ func TestConnCancelledForwardedRequest(t *testing.T) {
 		require.Equal(t, cancelLine(`5`, "changed my mind"), h.peerRead())
 
 		h.send(requestLine(`5`, "tools/list"))
-		requireError(t, h.recv(), `5`, jsonrpc.CodeInvalidRequest, jsonrpc.MsgDuplicateID)
+		requireError(t, h.recv(), `5`, jsonrpc.CodeInvalidRequest, spec.MsgDuplicateID)
 		h.send(listenLine(`5`, `{}`))
-		requireError(t, h.recv(), `5`, jsonrpc.CodeInvalidRequest, jsonrpc.MsgDuplicateID)
+		requireError(t, h.recv(), `5`, jsonrpc.CodeInvalidRequest, spec.MsgDuplicateID)
 
 		h.peerWrite(`{"jsonrpc":"2.0","id":5,"error":{"code":-32800,"message":"cancelled"}}`)
 		h.quiet()
@@ -246,10 +247,10 @@ func TestConnForwardOtherVersions(t *testing.T) {
 		// 2026-07-28 listens are the Server's, valid or not.
 		h.openListen(`"mine"`)
 		h.send(`{"jsonrpc":"2.0","id":7,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`)
-		requireError(t, h.recv(), `7`, jsonrpc.CodeInvalidParams, jsonrpc.MsgMetaCapabilities)
+		requireError(t, h.recv(), `7`, jsonrpc.CodeInvalidParams, spec.MsgMetaCapabilities)
 		// A forwarded id is in flight until the peer answers it.
 		h.send(listenLine(`2`, `{}`))
-		requireError(t, h.recv(), `2`, jsonrpc.CodeInvalidRequest, jsonrpc.MsgDuplicateID)
+		requireError(t, h.recv(), `2`, jsonrpc.CodeInvalidRequest, spec.MsgDuplicateID)
 		h.quiet()
 
 		for _, id := range []string{"2", "3", "4", "5", "6"} {
@@ -264,7 +265,7 @@ func TestConnForwardOtherVersions(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := startConn(t, t.Context(), nil, nil)
 		h.send(forwarded[0])
-		requireError(t, h.recv(), `1`, jsonrpc.CodeUnsupportedProtocolVersion, jsonrpc.MsgUnsupportedVersion)
+		requireError(t, h.recv(), `1`, jsonrpc.CodeUnsupportedProtocolVersion, spec.MsgUnsupportedVersion)
 		h.quiet()
 		rest, err := h.endConn(true)
 		require.NoError(t, err)
@@ -311,7 +312,7 @@ func TestConnEndings(t *testing.T) {
 			require.NoError(t, h.conn.Close())
 			require.NoError(t, h.conn.Close(), "Close is idempotent")
 			require.ErrorIs(t, <-pending, stdio.ErrConnClosed, "a pending ReadMessage returns")
-			require.Equal(t, jsonrpc.MethodCancelled, h.recv().method())
+			require.Equal(t, spec.MethodCancelled, h.recv().method())
 			requireCompletion(t, h.recv(), `"l"`)
 			requireReason(t, h.closedReason(), `"l"`, listen.ErrShutdown)
 			rest, err := h.wait()
@@ -329,7 +330,7 @@ func TestConnEndings(t *testing.T) {
 			require.Equal(t, requestLine(`1`, "tools/call"), h.peerRead())
 			shut := make(chan error, 1)
 			go func() { shut <- h.srv.Shutdown(context.Background()) }()
-			require.Equal(t, jsonrpc.MethodCancelled, h.recv().method())
+			require.Equal(t, spec.MethodCancelled, h.recv().method())
 			requireCompletion(t, h.recv(), `"l"`)
 			_, err := h.conn.ReadMessage(context.Background())
 			require.ErrorIs(t, err, io.EOF)
@@ -514,10 +515,10 @@ func TestConnConcurrentWritersNeverInterleave(t *testing.T) {
 			break
 		}
 		switch l.Method {
-		case jsonrpc.MethodAcknowledged:
+		case spec.MethodAcknowledged:
 			acks++
-		case jsonrpc.MethodToolsListChanged:
-			perListen[string(l.Params.Meta[jsonrpc.MetaSubscriptionID])]++
+		case spec.MethodToolsListChanged:
+			perListen[string(l.Params.Meta[spec.MetaSubscriptionID])]++
 		case "notifications/message":
 			require.Equal(t, next[l.Params.Writer], l.Params.Seq, "writer %d's order", l.Params.Writer)
 			require.Len(t, l.Params.Pad, (l.Params.Seq%4)*25_000)

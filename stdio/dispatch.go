@@ -7,6 +7,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/spec"
 )
 
 // handleLine routes one input message. It runs on the reader goroutine, which
@@ -30,15 +31,15 @@ func (c *conn) handleLine(line []byte) {
 		return
 	}
 	if c.inFlight(msg.ID) {
-		err := jsonrpc.NewError(jsonrpc.CodeInvalidRequest, jsonrpc.MsgDuplicateID)
-		if msg.Method == jsonrpc.MethodListen {
+		err := jsonrpc.NewError(jsonrpc.CodeInvalidRequest, spec.MsgDuplicateID)
+		if msg.Method == spec.MethodListen {
 			c.hookListenError(err)
 		}
 		c.reply(msg.ID, err)
 		return
 	}
 	switch {
-	case msg.Method == jsonrpc.MethodListen && !c.forwardsListen(msg.Params):
+	case msg.Method == spec.MethodListen && !c.forwardsListen(msg.Params):
 		c.listen(msg)
 	case c.peer:
 		c.forwardRequest(msg, line)
@@ -50,7 +51,7 @@ func (c *conn) handleLine(line []byte) {
 // notification handles a message without an id. It is never answered.
 func (c *conn) notification(msg jsonrpc.Message, line []byte) {
 	switch msg.Method {
-	case jsonrpc.MethodCancelled:
+	case spec.MethodCancelled:
 		id, reason, ok := parseCancelled(msg.Params)
 		if ok && c.cancelRequest(id, reason) {
 			return
@@ -62,7 +63,7 @@ func (c *conn) notification(msg jsonrpc.Message, line []byte) {
 		if !ok {
 			c.srv.log.Debug("stdio: malformed cancellation ignored")
 		}
-	case jsonrpc.MethodListen:
+	case spec.MethodListen:
 		if c.forwardsListen(msg.Params) {
 			c.forward(line)
 			return
@@ -163,7 +164,7 @@ func (c *conn) listen(msg jsonrpc.Message) {
 		c.reply(msg.ID, err)
 		return
 	}
-	if err := jsonrpc.ListenVersionError(c.srv.opts.SupportedVersions, req.ProtocolVersion); err != nil {
+	if err := spec.ListenVersionError(c.srv.opts.SupportedVersions, req.ProtocolVersion); err != nil {
 		c.hookListenError(err)
 		c.reply(msg.ID, err)
 		return
@@ -184,7 +185,7 @@ func (c *conn) listen(msg jsonrpc.Message) {
 		e.ownerCancel(nil)
 		e.serveCancel(nil)
 		c.srv.log.Debug("stdio: listen refused: capacity exhausted", "id", msg.ID.Raw(), "max", c.srv.opts.MaxSubscriptions)
-		err := jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgCapacityExhausted).WithCause(listen.Failed(listen.ErrOverloaded))
+		err := jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgCapacityExhausted).WithCause(listen.Failed(listen.ErrOverloaded))
 		c.hookListenError(err)
 		c.reply(msg.ID, err)
 		return
@@ -213,10 +214,10 @@ func (c *conn) forwardsListen(params json.RawMessage) bool {
 		Meta map[string]json.RawMessage `json:"_meta"`
 	}
 	var version string
-	if json.Unmarshal(params, &p) != nil || json.Unmarshal(p.Meta[jsonrpc.MetaProtocolVersion], &version) != nil {
+	if json.Unmarshal(params, &p) != nil || json.Unmarshal(p.Meta[spec.MetaProtocolVersion], &version) != nil {
 		return true
 	}
-	return version != jsonrpc.ProtocolVersion
+	return version != spec.ProtocolVersion
 }
 
 // parseCancelled reads the params of notifications/cancelled: an object with

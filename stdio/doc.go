@@ -83,10 +83,10 @@
 //     listen.ParseParams (including a missing or non-string version);
 //  2. an older protocol version the server speaks (one in
 //     Options.SupportedVersions): -32601 "Method not found:
-//     subscriptions/listen" (jsonrpc.ListenVersionError);
+//     subscriptions/listen" (spec.ListenVersionError);
 //  3. any other version but 2026-07-28: -32022 "Unsupported protocol
 //     version" with data {"supported": Options.SupportedVersions (default
-//     jsonrpc.SupportedProtocolVersions), "requested": the version};
+//     spec.SupportedProtocolVersions), "requested": the version};
 //  4. Options.MaxSubscriptions listens already open: -32603 "Server
 //     subscription capacity exhausted";
 //  5. listen.Open (with Options.Listen): its error, as the core shapes it.

@@ -14,7 +14,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
-	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/stdio"
 )
 
@@ -105,7 +105,7 @@ func (c *stdioFolderConn) listen(t *testing.T, client string, uris ...string) {
 	_, err = io.WriteString(c.in, line)
 	require.NoError(t, err)
 	m := c.next(t)
-	require.Equal(t, jsonrpc.MethodAcknowledged, m["method"], "%v", m)
+	require.Equal(t, spec.MethodAcknowledged, m["method"], "%v", m)
 }
 
 func (c *stdioFolderConn) next(t *testing.T) map[string]any {
@@ -130,9 +130,9 @@ func (c *stdioFolderConn) untilFences(t *testing.T, ids ...string) map[string][]
 	waiting := len(ids)
 	for waiting > 0 {
 		m := c.next(t)
-		require.Equal(t, jsonrpc.MethodResourceUpdated, m["method"], "%v", m)
+		require.Equal(t, spec.MethodResourceUpdated, m["method"], "%v", m)
 		params := m["params"].(map[string]any)
-		id := params["_meta"].(map[string]any)[jsonrpc.MetaSubscriptionID].(string)
+		id := params["_meta"].(map[string]any)[spec.MetaSubscriptionID].(string)
 		if uri := params["uri"].(string); uri == stdioFolderFence {
 			waiting--
 		} else {

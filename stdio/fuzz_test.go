@@ -13,6 +13,7 @@ import (
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
+	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/stdio"
 )
 
@@ -209,9 +210,9 @@ func checkOutput(t *testing.T, out []byte) {
 		if len(m.ID) > 0 {
 			t.Fatalf("a notification with an id: %q", line)
 		}
-		sub := string(m.Params.Meta[jsonrpc.MetaSubscriptionID])
+		sub := string(m.Params.Meta[spec.MetaSubscriptionID])
 		switch {
-		case m.Method == jsonrpc.MethodAcknowledged:
+		case m.Method == spec.MethodAcknowledged:
 			acked[sub] = true
 		case !acked[sub]:
 			t.Fatalf("a notification before its acknowledgement: %q", line)

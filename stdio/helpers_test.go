@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
-	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
+	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/stdio"
 )
 
@@ -226,7 +226,7 @@ func (m msg) subID() string {
 		Meta map[string]json.RawMessage `json:"_meta"`
 	}
 	_ = json.Unmarshal(m.fields["params"], &p)
-	return string(p.Meta[jsonrpc.MetaSubscriptionID])
+	return string(p.Meta[spec.MetaSubscriptionID])
 }
 
 // tag returns the id a message belongs to: its "id", or its subscription id.
@@ -264,7 +264,7 @@ func (m msg) param(key string, v any) {
 // requireAck asserts that m is the acknowledgement of id.
 func requireAck(t *testing.T, m msg, id string) {
 	t.Helper()
-	require.Equal(t, jsonrpc.MethodAcknowledged, m.method(), "%s", m.raw)
+	require.Equal(t, spec.MethodAcknowledged, m.method(), "%s", m.raw)
 	require.Equal(t, id, m.subID(), "%s", m.raw)
 	require.Empty(t, m.id(), "a notification has no id: %s", m.raw)
 }
@@ -290,18 +290,18 @@ func requireCompletion(t *testing.T, m msg, id string) {
 	}
 	require.NoError(t, json.Unmarshal(m.fields["result"], &res), "%s", m.raw)
 	require.Equal(t, "complete", res.ResultType, "%s", m.raw)
-	require.Equal(t, id, string(res.Meta[jsonrpc.MetaSubscriptionID]), "%s", m.raw)
+	require.Equal(t, id, string(res.Meta[spec.MetaSubscriptionID]), "%s", m.raw)
 }
 
 // listenLine returns a 2026-07-28 subscriptions/listen request with the id
 // token id and the notifications filter JSON.
 func listenLine(id, notifications string) string {
-	return listenLineVersion(id, notifications, jsonrpc.ProtocolVersion)
+	return listenLineVersion(id, notifications, spec.ProtocolVersion)
 }
 
 func listenLineVersion(id, notifications, version string) string {
 	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"subscriptions/listen","params":{"_meta":{%q:%q,%q:{}},"notifications":%s}}`,
-		id, jsonrpc.MetaProtocolVersion, version, jsonrpc.MetaClientCapabilities, notifications)
+		id, spec.MetaProtocolVersion, version, spec.MetaClientCapabilities, notifications)
 }
 
 func cancelLine(id, reason string) string {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/spec"
 )
 
 // TestShutdownNoticeShape checks the notifications/cancelled a drain writes
@@ -28,9 +29,9 @@ func TestShutdownNoticeShape(t *testing.T) {
 			} `json:"params"`
 		}
 		require.NoError(t, json.Unmarshal(notice, &m))
-		require.Equal(t, jsonrpc.MethodCancelled, m.Method)
+		require.Equal(t, spec.MethodCancelled, m.Method)
 		require.Equal(t, id.Raw(), string(m.Params.RequestID))
-		require.Equal(t, id.Raw(), string(m.Params.Meta[jsonrpc.MetaSubscriptionID]))
+		require.Equal(t, id.Raw(), string(m.Params.Meta[spec.MetaSubscriptionID]))
 		require.Equal(t, ShutdownReason, m.Params.Reason)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
+	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/stdio"
 )
 
@@ -46,30 +47,30 @@ func TestOnListenError(t *testing.T) {
 
 		h.openListen(`1`) // takes the only slot
 		h.send(listenLine(`1`, `{}`))
-		requireError(t, h.recv(), `1`, jsonrpc.CodeInvalidRequest, jsonrpc.MsgDuplicateID)
-		next(jsonrpc.CodeInvalidRequest, jsonrpc.MsgDuplicateID)
+		requireError(t, h.recv(), `1`, jsonrpc.CodeInvalidRequest, spec.MsgDuplicateID)
+		next(jsonrpc.CodeInvalidRequest, spec.MsgDuplicateID)
 
 		h.send(listenLine(`2`, `[]`))
-		requireError(t, h.recv(), `2`, jsonrpc.CodeInvalidParams, jsonrpc.MsgNotificationsObject)
-		next(jsonrpc.CodeInvalidParams, jsonrpc.MsgNotificationsObject)
+		requireError(t, h.recv(), `2`, jsonrpc.CodeInvalidParams, spec.MsgNotificationsObject)
+		next(jsonrpc.CodeInvalidParams, spec.MsgNotificationsObject)
 
 		h.send(listenLineVersion(`3`, `{}`, "2025-06-18"))
-		requireError(t, h.recv(), `3`, jsonrpc.CodeMethodNotFound, jsonrpc.MsgMethodNotFoundListen)
-		next(jsonrpc.CodeMethodNotFound, jsonrpc.MsgMethodNotFoundListen)
+		requireError(t, h.recv(), `3`, jsonrpc.CodeMethodNotFound, spec.MsgMethodNotFoundListen)
+		next(jsonrpc.CodeMethodNotFound, spec.MsgMethodNotFoundListen)
 
 		h.send(listenLineVersion(`4`, `{}`, "2099-01-01"))
-		requireError(t, h.recv(), `4`, jsonrpc.CodeUnsupportedProtocolVersion, jsonrpc.MsgUnsupportedVersion)
-		next(jsonrpc.CodeUnsupportedProtocolVersion, jsonrpc.MsgUnsupportedVersion)
+		requireError(t, h.recv(), `4`, jsonrpc.CodeUnsupportedProtocolVersion, spec.MsgUnsupportedVersion)
+		next(jsonrpc.CodeUnsupportedProtocolVersion, spec.MsgUnsupportedVersion)
 
 		h.send(listenLine(`5`, `{}`))
-		requireError(t, h.recv(), `5`, jsonrpc.CodeInternalError, jsonrpc.MsgCapacityExhausted)
-		require.ErrorIs(t, next(jsonrpc.CodeInternalError, jsonrpc.MsgCapacityExhausted), listen.ErrOverloaded)
+		requireError(t, h.recv(), `5`, jsonrpc.CodeInternalError, spec.MsgCapacityExhausted)
+		require.ErrorIs(t, next(jsonrpc.CodeInternalError, spec.MsgCapacityExhausted), listen.ErrOverloaded)
 
 		h.send(cancelLine(`1`, "bye")) // frees the slot
 		h.closedReason()
 		h.send(listenLine(`"fails"`, `{}`))
-		requireError(t, h.recv(), `"fails"`, jsonrpc.CodeInternalError, jsonrpc.MsgSourceFailedToOpen)
-		next(jsonrpc.CodeInternalError, jsonrpc.MsgSourceFailedToOpen)
+		requireError(t, h.recv(), `"fails"`, jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen)
+		next(jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen)
 
 		// Not listens: not reported.
 		h.send(requestLine(`6`, "tools/list"))

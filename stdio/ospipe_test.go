@@ -15,6 +15,7 @@ import (
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
+	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/stdio"
 )
 
@@ -63,7 +64,7 @@ func TestOSPipeRoundTrip(t *testing.T) {
 	requireAck(t, readMsg(t, out), `"os"`)
 	<-st.Nexts()
 	st.Send(listen.ToolsListChanged())
-	require.Equal(t, jsonrpc.MethodToolsListChanged, readMsg(t, out).method())
+	require.Equal(t, spec.MethodToolsListChanged, readMsg(t, out).method())
 	<-st.Nexts()
 
 	require.NoError(t, p.inW.Close())
@@ -89,7 +90,7 @@ func TestOSPipeShutdownStopsThePendingRead(t *testing.T) {
 
 	// The client keeps its end open: Serve's Read is stopped by a deadline.
 	require.NoError(t, srv.Shutdown(context.Background()))
-	require.Equal(t, jsonrpc.MethodCancelled, readMsg(t, out).method())
+	require.Equal(t, spec.MethodCancelled, readMsg(t, out).method())
 	requireCompletion(t, readMsg(t, out), `1`)
 	require.ErrorIs(t, <-done, stdio.ErrServerClosed)
 	requireReason(t, nextClose(src), `1`, listen.ErrShutdown)

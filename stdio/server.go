@@ -118,7 +118,7 @@ type Options struct {
 	// are.
 	BlockingFiles bool
 	// SupportedVersions is the "supported" list of the unsupported-version
-	// error (-32022). Nil means jsonrpc.SupportedProtocolVersions.
+	// error (-32022). Nil means spec.SupportedProtocolVersions.
 	SupportedVersions []string
 	// ForwardOtherVersions, on a connection made with NewConn, hands the
 	// peer every subscriptions/listen message whose _meta does not name

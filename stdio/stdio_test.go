@@ -18,6 +18,7 @@ import (
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
+	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/stdio"
 )
 
@@ -77,14 +78,14 @@ func TestListenAckFirstThenDemand(t *testing.T) {
 
 		st.Send(listen.ToolsListChanged())
 		n := h.recv()
-		require.Equal(t, jsonrpc.MethodToolsListChanged, n.method())
+		require.Equal(t, spec.MethodToolsListChanged, n.method())
 		require.Equal(t, `"sub-1"`, n.subID())
 		require.Empty(t, n.id())
 		require.Equal(t, []string{`"sub-1"`}, h.nexts(), "exactly one more Next per written event")
 
 		st.Send(listen.ResourceUpdated("file:///a"))
 		n = h.recv()
-		require.Equal(t, jsonrpc.MethodResourceUpdated, n.method())
+		require.Equal(t, spec.MethodResourceUpdated, n.method())
 		var uri string
 		n.param("uri", &uri)
 		require.Equal(t, "file:///a", uri)
@@ -127,7 +128,7 @@ func TestTwoListensInterleaveKeepingPerIDOrder(t *testing.T) {
 		seqs := map[string][]int{}
 		for range 2 * n {
 			m := h.recv()
-			require.Equal(t, jsonrpc.MethodToolsListChanged, m.method())
+			require.Equal(t, spec.MethodToolsListChanged, m.method())
 			var meta map[string]any
 			m.param("_meta", &meta)
 			seqs[m.subID()] = append(seqs[m.subID()], int(meta["seq"].(float64)))
@@ -143,7 +144,7 @@ func TestTwoListensInterleaveKeepingPerIDOrder(t *testing.T) {
 		requireReason(t, h.closedReason(), `"a"`, listen.ErrComplete)
 
 		b.Fail(errors.New("feed broke"))
-		requireError(t, h.recv(), `7`, jsonrpc.CodeInternalError, jsonrpc.MsgSourceFailed)
+		requireError(t, h.recv(), `7`, jsonrpc.CodeInternalError, spec.MsgSourceFailed)
 		requireReason(t, h.closedReason(), `7`, listen.ErrFailed)
 
 		rest, err := h.closeInput()
@@ -252,9 +253,9 @@ func TestDuplicateInFlightID(t *testing.T) {
 		st := h.openListen(`"d"`)
 
 		h.send(listenLine(`"d"`, `{"toolsListChanged":true}`))
-		requireError(t, h.recv(), `"d"`, jsonrpc.CodeInvalidRequest, jsonrpc.MsgDuplicateID)
+		requireError(t, h.recv(), `"d"`, jsonrpc.CodeInvalidRequest, spec.MsgDuplicateID)
 		h.send(requestLine(`"d"`, "tools/list"))
-		requireError(t, h.recv(), `"d"`, jsonrpc.CodeInvalidRequest, jsonrpc.MsgDuplicateID)
+		requireError(t, h.recv(), `"d"`, jsonrpc.CodeInvalidRequest, spec.MsgDuplicateID)
 		h.quiet()
 		require.Empty(t, app.started, "the duplicate never reaches the handler")
 		require.Empty(t, h.src.Opened(), "nor the source")
@@ -268,9 +269,9 @@ func TestDuplicateInFlightID(t *testing.T) {
 		h.send(requestLine(`9`, "slow"))
 		<-app.started
 		h.send(requestLine(`9`, "tools/list"))
-		requireError(t, h.recv(), `9`, jsonrpc.CodeInvalidRequest, jsonrpc.MsgDuplicateID)
+		requireError(t, h.recv(), `9`, jsonrpc.CodeInvalidRequest, spec.MsgDuplicateID)
 		h.send(listenLine(`9`, `{}`))
-		requireError(t, h.recv(), `9`, jsonrpc.CodeInvalidRequest, jsonrpc.MsgDuplicateID)
+		requireError(t, h.recv(), `9`, jsonrpc.CodeInvalidRequest, spec.MsgDuplicateID)
 		app.release <- struct{}{}
 		m := h.recv()
 		require.Equal(t, `9`, m.id())
@@ -343,7 +344,7 @@ func TestCapacityExhausted(t *testing.T) {
 		h.openListen(`2`)
 
 		h.send(listenLine(`3`, `{"toolsListChanged":true}`))
-		requireError(t, h.recv(), `3`, jsonrpc.CodeInternalError, jsonrpc.MsgCapacityExhausted)
+		requireError(t, h.recv(), `3`, jsonrpc.CodeInternalError, spec.MsgCapacityExhausted)
 		h.quiet()
 		require.Empty(t, h.src.Opened(), "the source is not opened for a refused listen")
 
@@ -352,7 +353,7 @@ func TestCapacityExhausted(t *testing.T) {
 		requireReason(t, h.closedReason(), `1`, listen.ErrCancelled)
 		h.openListen(`3`)
 		h.send(listenLine(`4`, `{"toolsListChanged":true}`))
-		requireError(t, h.recv(), `4`, jsonrpc.CodeInternalError, jsonrpc.MsgCapacityExhausted)
+		requireError(t, h.recv(), `4`, jsonrpc.CodeInternalError, spec.MsgCapacityExhausted)
 
 		rest, err := h.closeInput()
 		require.NoError(t, err)
@@ -524,7 +525,7 @@ func TestShutdownDrains(t *testing.T) {
 					require.Len(t, ms, want, id)
 					if !omit {
 						n := ms[0]
-						require.Equal(t, jsonrpc.MethodCancelled, n.method())
+						require.Equal(t, spec.MethodCancelled, n.method())
 						require.Equal(t, id, n.subID())
 						var reqID json.RawMessage
 						var reason string
@@ -600,7 +601,7 @@ func TestShutdownWaitsForOpenThenCompletes(t *testing.T) {
 		close(proceed)
 
 		requireAck(t, h.recv(), `"late"`)
-		require.Equal(t, jsonrpc.MethodCancelled, h.recv().method())
+		require.Equal(t, spec.MethodCancelled, h.recv().method())
 		requireCompletion(t, h.recv(), `"late"`)
 		require.NoError(t, <-shut)
 		rest, err := h.wait()
@@ -635,9 +636,9 @@ func TestShutdownDeadlineClosesHard(t *testing.T) {
 }
 
 func TestListenVersionAndParamsErrors(t *testing.T) {
-	const v = jsonrpc.ProtocolVersion
+	const v = spec.ProtocolVersion
 	meta := func(version string) string {
-		return fmt.Sprintf(`"_meta":{%q:%q,%q:{}}`, jsonrpc.MetaProtocolVersion, version, jsonrpc.MetaClientCapabilities)
+		return fmt.Sprintf(`"_meta":{%q:%q,%q:{}}`, spec.MetaProtocolVersion, version, spec.MetaClientCapabilities)
 	}
 	req := func(params string) string {
 		return `{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":` + params + `}`
@@ -649,28 +650,28 @@ func TestListenVersionAndParamsErrors(t *testing.T) {
 		message string
 		data    string
 	}{
-		{"legacy 2025-11-25", listenLineVersion(`"L"`, `{}`, "2025-11-25"), jsonrpc.CodeMethodNotFound, jsonrpc.MsgMethodNotFoundListen, ""},
-		{"old version the server does not speak", listenLineVersion(`"L"`, `{}`, "2024-11-05"), jsonrpc.CodeUnsupportedProtocolVersion, jsonrpc.MsgUnsupportedVersion,
+		{"legacy 2025-11-25", listenLineVersion(`"L"`, `{}`, "2025-11-25"), jsonrpc.CodeMethodNotFound, spec.MsgMethodNotFoundListen, ""},
+		{"old version the server does not speak", listenLineVersion(`"L"`, `{}`, "2024-11-05"), jsonrpc.CodeUnsupportedProtocolVersion, spec.MsgUnsupportedVersion,
 			`{"requested":"2024-11-05","supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"]}`},
-		{"1900-01-01 (the specification's example)", listenLineVersion(`"L"`, `{}`, "1900-01-01"), jsonrpc.CodeUnsupportedProtocolVersion, jsonrpc.MsgUnsupportedVersion,
+		{"1900-01-01 (the specification's example)", listenLineVersion(`"L"`, `{}`, "1900-01-01"), jsonrpc.CodeUnsupportedProtocolVersion, spec.MsgUnsupportedVersion,
 			`{"requested":"1900-01-01","supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"]}`},
-		{"bad params win over a legacy version", req(`{` + meta("2025-06-18") + `}`), jsonrpc.CodeInvalidParams, jsonrpc.MsgNotificationsObject, ""},
-		{"future version", listenLineVersion(`"L"`, `{}`, "2027-01-01"), jsonrpc.CodeUnsupportedProtocolVersion, jsonrpc.MsgUnsupportedVersion,
+		{"bad params win over a legacy version", req(`{` + meta("2025-06-18") + `}`), jsonrpc.CodeInvalidParams, spec.MsgNotificationsObject, ""},
+		{"future version", listenLineVersion(`"L"`, `{}`, "2027-01-01"), jsonrpc.CodeUnsupportedProtocolVersion, spec.MsgUnsupportedVersion,
 			`{"requested":"2027-01-01","supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"]}`},
-		{"unknown version", listenLineVersion(`"L"`, `{}`, "v999.0.0"), jsonrpc.CodeUnsupportedProtocolVersion, jsonrpc.MsgUnsupportedVersion,
+		{"unknown version", listenLineVersion(`"L"`, `{}`, "v999.0.0"), jsonrpc.CodeUnsupportedProtocolVersion, spec.MsgUnsupportedVersion,
 			`{"requested":"v999.0.0","supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"]}`},
-		{"params missing", `{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen"}`, jsonrpc.CodeInvalidParams, jsonrpc.MsgParamsObject, ""},
-		{"params an array", req(`[]`), jsonrpc.CodeInvalidParams, jsonrpc.MsgParamsObject, ""},
-		{"_meta missing", req(`{"notifications":{}}`), jsonrpc.CodeInvalidParams, jsonrpc.MsgMetaObject, ""},
-		{"_meta a string", req(`{"_meta":"x","notifications":{}}`), jsonrpc.CodeInvalidParams, jsonrpc.MsgMetaObject, ""},
-		{"version missing", req(`{"_meta":{"` + jsonrpc.MetaClientCapabilities + `":{}},"notifications":{}}`), jsonrpc.CodeInvalidParams, jsonrpc.MsgMetaProtocolVersion, ""},
-		{"version a number", req(`{"_meta":{"` + jsonrpc.MetaProtocolVersion + `":20260728,"` + jsonrpc.MetaClientCapabilities + `":{}},"notifications":{}}`), jsonrpc.CodeInvalidParams, jsonrpc.MsgMetaProtocolVersion, ""},
-		{"capabilities missing", req(`{"_meta":{"` + jsonrpc.MetaProtocolVersion + `":"` + v + `"},"notifications":{}}`), jsonrpc.CodeInvalidParams, jsonrpc.MsgMetaCapabilities, ""},
-		{"notifications missing", req(`{` + meta(v) + `}`), jsonrpc.CodeInvalidParams, jsonrpc.MsgNotificationsObject, ""},
-		{"notifications a list", req(`{` + meta(v) + `,"notifications":[]}`), jsonrpc.CodeInvalidParams, jsonrpc.MsgNotificationsObject, ""},
+		{"params missing", `{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen"}`, jsonrpc.CodeInvalidParams, spec.MsgParamsObject, ""},
+		{"params an array", req(`[]`), jsonrpc.CodeInvalidParams, spec.MsgParamsObject, ""},
+		{"_meta missing", req(`{"notifications":{}}`), jsonrpc.CodeInvalidParams, spec.MsgMetaObject, ""},
+		{"_meta a string", req(`{"_meta":"x","notifications":{}}`), jsonrpc.CodeInvalidParams, spec.MsgMetaObject, ""},
+		{"version missing", req(`{"_meta":{"` + spec.MetaClientCapabilities + `":{}},"notifications":{}}`), jsonrpc.CodeInvalidParams, spec.MsgMetaProtocolVersion, ""},
+		{"version a number", req(`{"_meta":{"` + spec.MetaProtocolVersion + `":20260728,"` + spec.MetaClientCapabilities + `":{}},"notifications":{}}`), jsonrpc.CodeInvalidParams, spec.MsgMetaProtocolVersion, ""},
+		{"capabilities missing", req(`{"_meta":{"` + spec.MetaProtocolVersion + `":"` + v + `"},"notifications":{}}`), jsonrpc.CodeInvalidParams, spec.MsgMetaCapabilities, ""},
+		{"notifications missing", req(`{` + meta(v) + `}`), jsonrpc.CodeInvalidParams, spec.MsgNotificationsObject, ""},
+		{"notifications a list", req(`{` + meta(v) + `,"notifications":[]}`), jsonrpc.CodeInvalidParams, spec.MsgNotificationsObject, ""},
 		{"flag not a boolean", listenLine(`"L"`, `{"toolsListChanged":"yes"}`), jsonrpc.CodeInvalidParams, "subscriptions/listen toolsListChanged must be a boolean", ""},
-		{"URIs not a list", listenLine(`"L"`, `{"resourceSubscriptions":"file:///a"}`), jsonrpc.CodeInvalidParams, jsonrpc.MsgURIsList, ""},
-		{"URI not absolute", listenLine(`"L"`, `{"resourceSubscriptions":["a/b"]}`), jsonrpc.CodeInvalidParams, jsonrpc.MsgURIsAbsolute, ""},
+		{"URIs not a list", listenLine(`"L"`, `{"resourceSubscriptions":"file:///a"}`), jsonrpc.CodeInvalidParams, spec.MsgURIsList, ""},
+		{"URI not absolute", listenLine(`"L"`, `{"resourceSubscriptions":["a/b"]}`), jsonrpc.CodeInvalidParams, spec.MsgURIsAbsolute, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -851,7 +852,7 @@ func TestOpenErrors(t *testing.T) {
 		requireError(t, m, `"wire"`, jsonrpc.CodeMissingRequiredClientCapability, "Missing required client capability")
 		require.JSONEq(t, `{"requiredCapabilities":{}}`, string(m.err().Data))
 		h.send(listenLine(`"plain"`, `{}`))
-		requireError(t, h.recv(), `"plain"`, jsonrpc.CodeInternalError, jsonrpc.MsgSourceFailedToOpen)
+		requireError(t, h.recv(), `"plain"`, jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen)
 		// The ids are free again.
 		h.send(requestLine(`"wire"`, "x"))
 		requireError(t, h.recv(), `"wire"`, jsonrpc.CodeMethodNotFound, "Method not found: x")
@@ -1043,10 +1044,10 @@ func TestCancelDropsAQueuedMessage(t *testing.T) {
 
 func TestSupportedVersionsOption(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := start(t, t.Context(), nil, &stdio.Options{SupportedVersions: []string{jsonrpc.ProtocolVersion}})
+		h := start(t, t.Context(), nil, &stdio.Options{SupportedVersions: []string{spec.ProtocolVersion}})
 		h.send(listenLineVersion(`1`, `{}`, "2099-01-01"))
 		m := h.recv()
-		requireError(t, m, `1`, jsonrpc.CodeUnsupportedProtocolVersion, jsonrpc.MsgUnsupportedVersion)
+		requireError(t, m, `1`, jsonrpc.CodeUnsupportedProtocolVersion, spec.MsgUnsupportedVersion)
 		require.JSONEq(t, `{"requested":"2099-01-01","supported":["2026-07-28"]}`, string(m.err().Data))
 		rest, err := h.closeInput()
 		require.NoError(t, err)

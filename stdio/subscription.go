@@ -6,6 +6,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/spec"
 )
 
 // runListen opens the subscription of e and serves it to its end. It owns
@@ -83,7 +84,7 @@ func (c *conn) subFinal(e *entry, msg []byte) error {
 // _meta, like every message of the stream.
 func shutdownCancelled(id jsonrpc.ID) []byte {
 	b := make([]byte, 0, 160+2*len(id.Raw()))
-	b = append(b, `{"jsonrpc":"2.0","method":"`+jsonrpc.MethodCancelled+`","params":{"_meta":{"`+jsonrpc.MetaSubscriptionID+`":`...)
+	b = append(b, `{"jsonrpc":"2.0","method":"`+spec.MethodCancelled+`","params":{"_meta":{"`+spec.MetaSubscriptionID+`":`...)
 	b = append(b, id.Raw()...)
 	b = append(b, `},"reason":"`+ShutdownReason+`","requestId":`...)
 	b = append(b, id.Raw()...)
@@ -129,7 +130,7 @@ func (c *conn) recoverHook(name string) {
 func openRecovered(ctx context.Context, src listen.Source, req *listen.Request, opts *listen.Options) (sub *listen.Subscription, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			sub, err = nil, jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgSourceFailedToOpen).WithCause(fmt.Errorf("stdio: panic opening a subscription: %v", v))
+			sub, err = nil, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen).WithCause(fmt.Errorf("stdio: panic opening a subscription: %v", v))
 		}
 	}()
 	return listen.Open(ctx, src, req, opts)

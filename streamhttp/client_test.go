@@ -18,8 +18,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
-	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
+	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -168,8 +168,8 @@ func listenHeaders() http.Header {
 	return http.Header{
 		"Content-Type":         {"application/json"},
 		"Accept":               {"application/json, text/event-stream"},
-		"Mcp-Protocol-Version": {jsonrpc.ProtocolVersion},
-		"Mcp-Method":           {jsonrpc.MethodListen},
+		"Mcp-Protocol-Version": {spec.ProtocolVersion},
+		"Mcp-Method":           {spec.MethodListen},
 	}
 }
 

@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
-	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
+	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -69,7 +69,7 @@ func TestDefaultTimings(t *testing.T) {
 		// The reading stream was not disturbed.
 		st := streamOf(t, src, "r")
 		st.Send(listen.ToolsListChanged())
-		assert.Equal(t, jsonrpc.MethodToolsListChanged, s.message(t)["method"])
+		assert.Equal(t, spec.MethodToolsListChanged, s.message(t)["method"])
 		st.End()
 		s.message(t)
 		s.end(t)

@@ -31,7 +31,7 @@
 //	a notification (no id), not a listen         202  accepted and ignored, no body
 //	another method                               404  -32601 "Method not found: <method>"
 //	listen without id                            400  -32600
-//	bad params (_meta, notifications)            400  -32602, the core's exact messages (listen.Msg...)
+//	bad params (_meta, notifications)            400  -32602, the core's exact messages (spec.Msg...)
 //	MCP-Protocol-Version header ≠ _meta version  400  -32020 "Header mismatch: ..."
 //	protocol version older than 2026-07-28       404  -32601 "Method not found: subscriptions/listen"
 //	any other unsupported protocol version       400  -32022 "Unsupported protocol version", data.supported/requested

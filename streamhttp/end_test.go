@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
-	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
+	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -203,7 +203,7 @@ func TestOnClosePanics(t *testing.T) {
 			assert.Equal(t, streamhttp.Stats{Opened: 1, Closed: 1}, e.h.Stats())
 
 			next := e.listen(t, `"next"`, `{}`)
-			assert.Equal(t, jsonrpc.MethodAcknowledged, next.message(t)["method"])
+			assert.Equal(t, spec.MethodAcknowledged, next.message(t)["method"])
 			require.NoError(t, e.h.Shutdown(context.Background()))
 			assert.Equal(t, "complete", next.message(t)["result"].(map[string]any)["resultType"])
 			next.end(t)

@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
-	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
+	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -46,7 +46,7 @@ func TestEndStreams(t *testing.T) {
 				resp := e.do(t, http.MethodPost, listenBody(`"`+id+`"`, `{"toolsListChanged":true}`), headers("X-User", user))
 				require.Equal(t, http.StatusOK, resp.StatusCode)
 				s := newSSE(resp)
-				assert.Equal(t, jsonrpc.MethodAcknowledged, s.message(t)["method"])
+				assert.Equal(t, spec.MethodAcknowledged, s.message(t)["method"])
 				return s
 			}
 			a1, a2, b1 := open("a1", "alice"), open("a2", "alice"), open("b1", "bob")
@@ -76,7 +76,7 @@ func TestEndStreams(t *testing.T) {
 
 			st := streamOf(t, e.src, "b1")
 			st.Send(listen.ToolsListChanged())
-			assert.Equal(t, jsonrpc.MethodToolsListChanged, b1.message(t)["method"])
+			assert.Equal(t, spec.MethodToolsListChanged, b1.message(t)["method"])
 			st.End()
 			b1.message(t)
 			b1.end(t)
@@ -114,7 +114,7 @@ func TestEndStreamsWhileTheBodyIsRead(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, http.StatusOK, resp.StatusCode)
 		s := newSSE(resp)
-		assert.Equal(t, jsonrpc.MethodAcknowledged, s.message(t)["method"])
+		assert.Equal(t, spec.MethodAcknowledged, s.message(t)["method"])
 		done := s.message(t)
 		assert.Equal(t, `"late"`, subID(t, done, "result"))
 		s.end(t)

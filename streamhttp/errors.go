@@ -8,7 +8,7 @@ import (
 )
 
 // Exact messages of the JSON-RPC errors this package writes itself. The
-// params, parse and open errors carry the core's messages (listen.Msg...).
+// params, parse and open errors carry the core's messages (spec.Msg...).
 const (
 	MsgMethodNotAllowed = "Method not allowed: subscriptions/listen is served over POST"
 	MsgForbidden        = "Forbidden: invalid Origin or Host"

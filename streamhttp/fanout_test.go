@@ -22,8 +22,8 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
-	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
+	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -129,7 +129,7 @@ func (c *rawListen) open(t testing.TB) *rawListen {
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	c.resp = resp
 	c.s = newSSE(resp)
-	assert.Equal(t, jsonrpc.MethodAcknowledged, c.s.message(t)["method"])
+	assert.Equal(t, spec.MethodAcknowledged, c.s.message(t)["method"])
 	return c
 }
 
@@ -167,8 +167,8 @@ func TestHubStreamsDeliver(t *testing.T) {
 				require.NoError(t, err)
 			}
 			for range 3 {
-				assert.Equal(t, notification(jsonrpc.MethodToolsListChanged, `"tools"`), tools.data(t))
-				assert.Equal(t, notification(jsonrpc.MethodPromptsListChanged, `7`), res.data(t))
+				assert.Equal(t, notification(spec.MethodToolsListChanged, `"tools"`), tools.data(t))
+				assert.Equal(t, notification(spec.MethodPromptsListChanged, `7`), res.data(t))
 				assert.Equal(t, `{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":7},"uri":"file:///a"}}`, res.data(t))
 			}
 			require.NoError(t, e.hub.Shutdown(context.Background()))
@@ -205,7 +205,7 @@ func TestHubStreamsIdleGoroutines(t *testing.T) {
 			}
 			e.hub.ToolsListChanged()
 			for _, c := range append(conns, warm) {
-				assert.Equal(t, jsonrpc.MethodToolsListChanged, jsonOf(t, c.data(t)).(map[string]any)["method"])
+				assert.Equal(t, spec.MethodToolsListChanged, jsonOf(t, c.data(t)).(map[string]any)["method"])
 			}
 			if p.portable {
 				assert.GreaterOrEqual(t, runtime.NumGoroutine()-base, 2*n-5, "two per stream")
@@ -238,7 +238,7 @@ func TestHubStreamsKeepAlive(t *testing.T) {
 				assert.Equal(t, `"k"`, recv(t, kept, "OnKeepAlive"))
 			}
 			e.hub.ToolsListChanged()
-			assert.Equal(t, notification(jsonrpc.MethodToolsListChanged, `"k"`), c.data(t))
+			assert.Equal(t, notification(spec.MethodToolsListChanged, `"k"`), c.data(t))
 		})
 	}
 }
@@ -258,7 +258,7 @@ func TestHubStreamsHangUp(t *testing.T) {
 			assert.EqualValues(t, 1, e.hubCloses.Load())
 			assert.Equal(t, streamhttp.Stats{Active: 1, Opened: 2, Closed: 1}, e.h.Stats())
 			e.hub.ToolsListChanged()
-			assert.Equal(t, notification(jsonrpc.MethodToolsListChanged, `"stay"`), stay.data(t))
+			assert.Equal(t, notification(spec.MethodToolsListChanged, `"stay"`), stay.data(t))
 		})
 	}
 }
@@ -398,8 +398,8 @@ func TestHubStreamsSlowReader(t *testing.T) {
 				}
 			}
 			e.hub.ToolsListChanged()
-			assert.Equal(t, notification(jsonrpc.MethodToolsListChanged, `"slow"`), slow.data(t))
-			assert.Equal(t, notification(jsonrpc.MethodToolsListChanged, `"fast"`), fast.data(t))
+			assert.Equal(t, notification(spec.MethodToolsListChanged, `"slow"`), slow.data(t))
+			assert.Equal(t, notification(spec.MethodToolsListChanged, `"fast"`), fast.data(t))
 		})
 	}
 }
@@ -475,7 +475,7 @@ func TestFastPathOnlyForHubStreamsTakenOver(t *testing.T) {
 			} else {
 				streamOf(t, e.src, "x").Send(listen.ToolsListChanged())
 			}
-			assert.Equal(t, jsonrpc.MethodToolsListChanged, s.message(t)["method"])
+			assert.Equal(t, spec.MethodToolsListChanged, s.message(t)["method"])
 			require.NoError(t, e.h.Shutdown(context.Background()))
 			assert.Contains(t, fmt.Sprint(s.message(t)["result"]), "complete")
 			s.end(t)

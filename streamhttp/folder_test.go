@@ -16,7 +16,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
-	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -103,8 +103,8 @@ func folderListen(t *testing.T, ts *httptest.Server, client *http.Client, user s
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Protocol-Version", jsonrpc.ProtocolVersion)
-	req.Header.Set("Mcp-Method", jsonrpc.MethodListen)
+	req.Header.Set("Mcp-Protocol-Version", spec.ProtocolVersion)
+	req.Header.Set("Mcp-Method", spec.MethodListen)
 	req.Header.Set("X-User", user)
 	resp, err := client.Do(req)
 	require.NoError(t, err)
@@ -112,7 +112,7 @@ func folderListen(t *testing.T, ts *httptest.Server, client *http.Client, user s
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	s := newSSE(resp)
 	ack := s.message(t)
-	require.Equal(t, jsonrpc.MethodAcknowledged, ack["method"])
+	require.Equal(t, spec.MethodAcknowledged, ack["method"])
 	return s
 }
 
@@ -123,7 +123,7 @@ func untilFence(t *testing.T, s *sse) []string {
 	var got []string
 	for {
 		m := s.message(t)
-		require.Equal(t, jsonrpc.MethodResourceUpdated, m["method"], "%v", m)
+		require.Equal(t, spec.MethodResourceUpdated, m["method"], "%v", m)
 		uri := m["params"].(map[string]any)["uri"].(string)
 		if uri == folderFence {
 			return got

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/spec"
 )
 
 // Front returns a handler for one MCP endpoint that sends every POST whose
@@ -97,5 +98,5 @@ func IsListen(r *http.Request) bool {
 		return false
 	}
 	m, ok := header(r, HeaderMethod)
-	return ok && m == jsonrpc.MethodListen
+	return ok && m == spec.MethodListen
 }

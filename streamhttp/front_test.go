@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
-	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
+	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -165,7 +165,7 @@ func TestFrontOverHTTP(t *testing.T) {
 	e := newEnv(t, nil, nil, envConfig{wrap: func(h http.Handler) http.Handler { return streamhttp.Front(h, sdk) }})
 
 	s := e.listen(t, `"f"`, `{"toolsListChanged":true}`)
-	assert.Equal(t, jsonrpc.MethodAcknowledged, s.message(t)["method"])
+	assert.Equal(t, spec.MethodAcknowledged, s.message(t)["method"])
 
 	resp := e.do(t, http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
 		http.Header{"Mcp-Method": {"tools/list"}, "Content-Type": {"application/json"}})

@@ -16,6 +16,7 @@ import (
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
+	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -81,15 +82,15 @@ func fuzzRequest(body []byte, variant uint8) *http.Request {
 	r.Header.Set("Accept", "application/json, text/event-stream")
 	switch variant & 0x3 {
 	case 0:
-		r.Header.Set(streamhttp.HeaderMethod, jsonrpc.MethodListen)
+		r.Header.Set(streamhttp.HeaderMethod, spec.MethodListen)
 	case 2:
 		r.Header.Set(streamhttp.HeaderMethod, "tools/call")
 	case 3:
-		r.Header.Set(streamhttp.HeaderMethod, "  "+jsonrpc.MethodListen+" ")
+		r.Header.Set(streamhttp.HeaderMethod, "  "+spec.MethodListen+" ")
 	}
 	switch variant >> 2 & 0x3 {
 	case 0:
-		r.Header.Set(streamhttp.HeaderProtocolVersion, jsonrpc.ProtocolVersion)
+		r.Header.Set(streamhttp.HeaderProtocolVersion, spec.ProtocolVersion)
 	case 2:
 		r.Header.Set(streamhttp.HeaderProtocolVersion, "2025-11-25")
 	case 3:
@@ -270,7 +271,7 @@ func checkFuzzStream(t *testing.T, req *http.Request, res *http.Response, out []
 		t.Fatalf("a stream of %d messages: %q", len(msgs), out)
 	}
 	ack := msgs[0]
-	if ack.Method != jsonrpc.MethodAcknowledged || ack.ID != nil || string(ack.Params.Meta[jsonrpc.MetaSubscriptionID]) != reqID {
+	if ack.Method != spec.MethodAcknowledged || ack.ID != nil || string(ack.Params.Meta[spec.MetaSubscriptionID]) != reqID {
 		t.Fatalf("the first message is not the acknowledgement of %s: %q", reqID, out)
 	}
 	notes := msgs[1 : len(msgs)-1]
@@ -278,13 +279,13 @@ func checkFuzzStream(t *testing.T, req *http.Request, res *http.Response, out []
 		t.Fatalf("%d notifications for %d events of the accepted filter: %q", len(notes), want, out)
 	}
 	for _, n := range notes {
-		if n.Method == "" || n.ID != nil || string(n.Params.Meta[jsonrpc.MetaSubscriptionID]) != reqID {
+		if n.Method == "" || n.ID != nil || string(n.Params.Meta[spec.MetaSubscriptionID]) != reqID {
 			t.Fatalf("a notification not tagged with %s: %q", reqID, out)
 		}
 	}
 	last := msgs[len(msgs)-1]
 	if last.Result == nil || last.Result.ResultType != "complete" || string(last.ID) != reqID ||
-		string(last.Result.Meta[jsonrpc.MetaSubscriptionID]) != reqID {
+		string(last.Result.Meta[spec.MetaSubscriptionID]) != reqID {
 		t.Fatalf("the last message is not the completion of %s: %q", reqID, out)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/spec"
 )
 
 // Handler serves subscriptions/listen over MCP 2026-07-28 Streamable HTTP:
@@ -202,7 +203,7 @@ func (h *Handler) admit(st *stream, r *http.Request, id jsonrpc.ID) *refusal {
 		f = refuse(http.StatusTooManyRequests, id, jsonrpc.NewError(jsonrpc.CodeInternalError, MsgTooManyStreams).WithCause(listen.ErrOverloaded))
 		f.header = http.Header{"Retry-After": {h.retryAfter}}
 	case len(h.streams) >= h.opts.MaxStreams:
-		f = refuse(http.StatusServiceUnavailable, id, jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgCapacityExhausted).WithCause(listen.ErrOverloaded))
+		f = refuse(http.StatusServiceUnavailable, id, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgCapacityExhausted).WithCause(listen.ErrOverloaded))
 		f.header = http.Header{"Retry-After": {h.retryAfter}}
 	default:
 		h.streams[st] = struct{}{}

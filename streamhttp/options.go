@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/mcplisten/listen"
-	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/spec"
 )
 
 // Defaults of Options. A zero field of Options means its default.
@@ -177,7 +177,7 @@ type Options struct {
 	NoTakeover bool
 
 	// SupportedVersions is the "supported" list of an unsupported-version
-	// error (-32022). Nil means jsonrpc.SupportedProtocolVersions.
+	// error (-32022). Nil means spec.SupportedProtocolVersions.
 	SupportedVersions []string
 
 	// OnOpen, if set, is called once a subscription is open, before its
@@ -286,7 +286,7 @@ func withDefaults(o Options) (Options, error) {
 	o.AllowedHosts = slices.Clone(o.AllowedHosts)
 	o.AllowedOrigins = slices.Clone(o.AllowedOrigins)
 	if o.SupportedVersions == nil {
-		o.SupportedVersions = jsonrpc.SupportedProtocolVersions
+		o.SupportedVersions = spec.SupportedProtocolVersions
 	}
 	o.SupportedVersions = slices.Clone(o.SupportedVersions)
 	o.Listen.Capabilities.Extensions = maps.Clone(o.Listen.Capabilities.Extensions)

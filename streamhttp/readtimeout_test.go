@@ -21,6 +21,7 @@ import (
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
+	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -244,11 +245,11 @@ func TestReadTimeoutEndsWithTheBody(t *testing.T) {
 				defer resp.Body.Close()
 				require.Equal(t, http.StatusOK, resp.StatusCode)
 				s := newSSE(resp)
-				assert.Equal(t, jsonrpc.MethodAcknowledged, s.message(t)["method"])
+				assert.Equal(t, spec.MethodAcknowledged, s.message(t)["method"])
 				st := streamOf(t, src, "r")
 				time.Sleep(5 * streamhttp.DefaultReadTimeout) // idle
 				st.Send(listen.ToolsListChanged())
-				assert.Equal(t, jsonrpc.MethodToolsListChanged, s.message(t)["method"])
+				assert.Equal(t, spec.MethodToolsListChanged, s.message(t)["method"])
 				st.End()
 				s.message(t)
 				s.end(t)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/spec"
 )
 
 // TransportKind is the listen.Transport.Kind of the requests this package
@@ -90,11 +91,11 @@ func (h *Handler) decodeBody(w http.ResponseWriter, r *http.Request) (*listen.Re
 		return nil, refuse(http.StatusBadRequest, m.ID, headerMissing(HeaderMethod))
 	}
 	switch {
-	case !m.HasID && m.Method != jsonrpc.MethodListen:
+	case !m.HasID && m.Method != spec.MethodListen:
 		// A client notification (such as notifications/cancelled, which
 		// Streamable HTTP does not use): accepted and ignored.
 		return nil, &refusal{status: http.StatusAccepted}
-	case m.Method != jsonrpc.MethodListen:
+	case m.Method != spec.MethodListen:
 		return nil, refuse(http.StatusNotFound, m.ID, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "Method not found: "+m.Method))
 	case !m.HasID:
 		return nil, refuse(http.StatusBadRequest, m.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Invalid request: subscriptions/listen requires an id"))
@@ -109,7 +110,7 @@ func (h *Handler) decodeBody(w http.ResponseWriter, r *http.Request) (*listen.Re
 	} else if !ok && h.opts.RequireHeaders {
 		return nil, refuse(http.StatusBadRequest, req.ID, headerMissing(HeaderProtocolVersion))
 	}
-	if err := jsonrpc.ListenVersionError(h.opts.SupportedVersions, req.ProtocolVersion); err != nil {
+	if err := spec.ListenVersionError(h.opts.SupportedVersions, req.ProtocolVersion); err != nil {
 		return nil, refuse(statusOf(err.Code), req.ID, err)
 	}
 	req.Transport = listen.Transport{Kind: TransportKind, RemoteAddr: r.RemoteAddr, Header: r.Header}

@@ -19,6 +19,7 @@ import (
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
+	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -102,60 +103,60 @@ func TestRequestErrors(t *testing.T) {
 			header: headers("Mcp-Method", "tools/call"),
 			status: 404, id: `7`, code: -32601, message: "Method not found: tools/call"},
 		{name: "params not an object", body: withParams(`"p"`, `[1]`), header: headers(),
-			status: 400, id: `"p"`, code: -32602, message: jsonrpc.MsgParamsObject},
+			status: 400, id: `"p"`, code: -32602, message: spec.MsgParamsObject},
 		{name: "params missing", body: `{"jsonrpc":"2.0","id":"p","method":"subscriptions/listen"}`, header: headers(),
-			status: 400, id: `"p"`, code: -32602, message: jsonrpc.MsgParamsObject},
+			status: 400, id: `"p"`, code: -32602, message: spec.MsgParamsObject},
 		{name: "_meta missing", body: withParams(`"p"`, `{"notifications":{}}`), header: headers(),
-			status: 400, id: `"p"`, code: -32602, message: jsonrpc.MsgMetaObject},
+			status: 400, id: `"p"`, code: -32602, message: spec.MsgMetaObject},
 		{name: "_meta not an object", body: withParams(`"p"`, `{"notifications":{},"_meta":[]}`), header: headers(),
-			status: 400, id: `"p"`, code: -32602, message: jsonrpc.MsgMetaObject},
+			status: 400, id: `"p"`, code: -32602, message: spec.MsgMetaObject},
 		{name: "protocolVersion missing", body: withParams(`"p"`, `{"notifications":{},"_meta":{"io.modelcontextprotocol/clientCapabilities":{}}}`),
 			header: headers(),
-			status: 400, id: `"p"`, code: -32602, message: jsonrpc.MsgMetaProtocolVersion},
+			status: 400, id: `"p"`, code: -32602, message: spec.MsgMetaProtocolVersion},
 		{name: "protocolVersion not a string", body: withParams(`"p"`, `{"notifications":{},"_meta":{"io.modelcontextprotocol/protocolVersion":20260728,"io.modelcontextprotocol/clientCapabilities":{}}}`),
 			header: headers(),
-			status: 400, id: `"p"`, code: -32602, message: jsonrpc.MsgMetaProtocolVersion},
+			status: 400, id: `"p"`, code: -32602, message: spec.MsgMetaProtocolVersion},
 		{name: "clientCapabilities missing", body: withParams(`"p"`, `{"notifications":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`),
 			header: headers(),
-			status: 400, id: `"p"`, code: -32602, message: jsonrpc.MsgMetaCapabilities},
+			status: 400, id: `"p"`, code: -32602, message: spec.MsgMetaCapabilities},
 		{name: "notifications missing", body: withParams(`9`, `{`+goodMeta+`}`), header: headers(),
-			status: 400, id: `9`, code: -32602, message: jsonrpc.MsgNotificationsObject},
+			status: 400, id: `9`, code: -32602, message: spec.MsgNotificationsObject},
 		{name: "notifications not an object", body: withParams(`9`, `{"notifications":true,`+goodMeta+`}`), header: headers(),
-			status: 400, id: `9`, code: -32602, message: jsonrpc.MsgNotificationsObject},
+			status: 400, id: `9`, code: -32602, message: spec.MsgNotificationsObject},
 		{name: "flag not a boolean", body: listenBody(`9`, `{"toolsListChanged":"yes"}`), header: headers(),
 			status: 400, id: `9`, code: -32602, message: "subscriptions/listen toolsListChanged must be a boolean"},
 		{name: "resourceSubscriptions not a list", body: listenBody(`9`, `{"resourceSubscriptions":"test://a"}`), header: headers(),
-			status: 400, id: `9`, code: -32602, message: jsonrpc.MsgURIsList},
+			status: 400, id: `9`, code: -32602, message: spec.MsgURIsList},
 		{name: "too many URIs", body: listenBody(`9`, `{"resourceSubscriptions":[`+strings.Join(manyURIs, ",")+`]}`), header: headers(),
-			status: 400, id: `9`, code: -32602, message: jsonrpc.MsgURIsTooMany},
+			status: 400, id: `9`, code: -32602, message: spec.MsgURIsTooMany},
 		{name: "relative URI", body: listenBody(`9`, `{"resourceSubscriptions":["readme"]}`), header: headers(),
-			status: 400, id: `9`, code: -32602, message: jsonrpc.MsgURIsAbsolute},
+			status: 400, id: `9`, code: -32602, message: spec.MsgURIsAbsolute},
 		{name: "MCP-Protocol-Version mismatch", body: listenBody(`"h"`, `{}`),
 			header: headers("MCP-Protocol-Version", "2025-11-25"),
 			status: 400, id: `"h"`, code: -32020,
 			message: "Header mismatch: MCP-Protocol-Version header value '2025-11-25' does not match body value '2026-07-28'"},
 		{name: "unsupported future version", body: versioned("2099-01-01"),
 			header: headers("MCP-Protocol-Version", "2099-01-01"),
-			status: 400, id: `"v"`, code: -32022, message: jsonrpc.MsgUnsupportedVersion,
+			status: 400, id: `"v"`, code: -32022, message: spec.MsgUnsupportedVersion,
 			data: `{"requested":"2099-01-01","supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"]}`},
 		{name: "unsupported malformed version", body: versioned("1.0"),
 			header: headers("MCP-Protocol-Version", "1.0"),
-			status: 400, id: `"v"`, code: -32022, message: jsonrpc.MsgUnsupportedVersion,
+			status: 400, id: `"v"`, code: -32022, message: spec.MsgUnsupportedVersion,
 			data: `{"requested":"1.0","supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"]}`},
 		{name: "old version the server does not speak", body: versioned("2024-11-05"),
 			header: headers("MCP-Protocol-Version", "2024-11-05"),
-			status: 400, id: `"v"`, code: -32022, message: jsonrpc.MsgUnsupportedVersion,
+			status: 400, id: `"v"`, code: -32022, message: spec.MsgUnsupportedVersion,
 			data: `{"requested":"2024-11-05","supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"]}`},
 		{name: "1900-01-01 (the specification's example)", body: versioned("1900-01-01"),
 			header: headers("MCP-Protocol-Version", "1900-01-01"),
-			status: 400, id: `"v"`, code: -32022, message: jsonrpc.MsgUnsupportedVersion,
+			status: 400, id: `"v"`, code: -32022, message: spec.MsgUnsupportedVersion,
 			data: `{"requested":"1900-01-01","supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"]}`},
 		{name: "legacy version", body: versioned("2025-11-25"),
 			header: headers("MCP-Protocol-Version", "2025-11-25"),
-			status: 404, id: `"v"`, code: -32601, message: jsonrpc.MsgMethodNotFoundListen},
+			status: 404, id: `"v"`, code: -32601, message: spec.MsgMethodNotFoundListen},
 		{name: "legacy version without headers", body: versioned("2025-06-18"),
 			header: headers("MCP-Protocol-Version", "", "Mcp-Method", ""),
-			status: 404, id: `"v"`, code: -32601, message: jsonrpc.MsgMethodNotFoundListen},
+			status: 404, id: `"v"`, code: -32601, message: spec.MsgMethodNotFoundListen},
 	}
 
 	src := listentest.NewSource()
@@ -256,7 +257,7 @@ func TestRequireHeaders(t *testing.T) {
 	// With both headers the listen streams.
 	s := e.listen(t, `"ok"`, `{}`)
 	ack := s.message(t)
-	assert.Equal(t, jsonrpc.MethodAcknowledged, ack["method"])
+	assert.Equal(t, spec.MethodAcknowledged, ack["method"])
 	streamOf(t, e.src, "ok").End()
 	s.message(t)
 	s.end(t)
@@ -268,7 +269,7 @@ func TestHeadersOptional(t *testing.T) {
 	resp := e.do(t, http.MethodPost, listenBody(`1`, `{}`), headers("MCP-Protocol-Version", "", "Mcp-Method", ""))
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	s := newSSE(resp)
-	assert.Equal(t, jsonrpc.MethodAcknowledged, s.message(t)["method"])
+	assert.Equal(t, spec.MethodAcknowledged, s.message(t)["method"])
 	streamOf(t, e.src, "1").End()
 	s.message(t)
 	s.end(t)
@@ -302,13 +303,13 @@ func TestOpenErrors(t *testing.T) {
 		data    string
 	}{
 		{name: "source error", openErr: boom,
-			status: 500, code: -32603, message: jsonrpc.MsgSourceFailedToOpen},
+			status: 500, code: -32603, message: spec.MsgSourceFailedToOpen},
 		{name: "source wire error", openErr: jsonrpc.NewError(jsonrpc.CodeMissingRequiredClientCapability, "Server requires the tasks capability").
 			WithData(map[string]any{"requiredCapabilities": map[string]any{"tasks": map[string]any{}}}),
 			status: 400, code: -32021, message: "Server requires the tasks capability",
 			data: `{"requiredCapabilities":{"tasks":{}}}`},
 		{name: "source overclaims", accept: func(listen.Filter) listen.Filter { return listen.Filter{"promptsListChanged": true} },
-			status: 500, code: -32603, message: jsonrpc.MsgSourceOverclaimed},
+			status: 500, code: -32603, message: spec.MsgSourceOverclaimed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -419,7 +420,7 @@ func TestDefaultBodyLimit(t *testing.T) {
 	require.Greater(t, len(filter), 127<<10)
 	require.LessOrEqual(t, len(filter), 128<<10)
 	s := e.listen(t, `"largest"`, string(filter))
-	assert.Equal(t, jsonrpc.MethodAcknowledged, s.message(t)["method"])
+	assert.Equal(t, spec.MethodAcknowledged, s.message(t)["method"])
 	streamOf(t, e.src, "largest").End()
 	s.message(t)
 	s.end(t)

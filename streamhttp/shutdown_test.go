@@ -15,6 +15,7 @@ import (
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
+	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -111,7 +112,7 @@ func TestShutdownDuringOpen(t *testing.T) {
 	defer r.resp.Body.Close()
 	require.Equal(t, http.StatusOK, r.resp.StatusCode)
 	s := newSSE(r.resp)
-	assert.Equal(t, jsonrpc.MethodAcknowledged, s.message(t)["method"])
+	assert.Equal(t, spec.MethodAcknowledged, s.message(t)["method"])
 	assert.Equal(t, `"slow"`, subID(t, s.message(t), "result"))
 	s.end(t)
 	assert.ErrorIs(t, reasonOf(t, recv(t, src.Opened(), "the stream")), listen.ErrShutdown)
@@ -131,7 +132,7 @@ func TestCapacity(t *testing.T) {
 	b := readError(t, resp)
 	assert.Equal(t, `"two"`, string(b.ID))
 	assert.Equal(t, -32603, b.Error.Code)
-	assert.Equal(t, jsonrpc.MsgCapacityExhausted, b.Error.Message)
+	assert.Equal(t, spec.MsgCapacityExhausted, b.Error.Message)
 	assert.Equal(t, "5", resp.Header.Get("Retry-After"), "DefaultRetryAfter, in seconds")
 	assert.Len(t, e.src.Streams(), 1, "the refused listen never reached the source")
 	assert.Equal(t, streamhttp.Stats{Active: 1, Opened: 1, Refused: 1}, e.h.Stats())
@@ -142,7 +143,7 @@ func TestCapacity(t *testing.T) {
 	assert.ErrorIs(t, recv(t, e.closes, "OnClose of the first listen").reason, listen.ErrDisconnected)
 
 	third := e.listen(t, `"three"`, `{}`)
-	assert.Equal(t, jsonrpc.MethodAcknowledged, third.message(t)["method"])
+	assert.Equal(t, spec.MethodAcknowledged, third.message(t)["method"])
 	streamOf(t, e.src, "three").End()
 	third.message(t)
 	third.end(t)

@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
-	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
+	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -26,7 +26,7 @@ func subID(t testing.TB, m map[string]any, in string) string {
 	require.True(t, ok, "%s: %v", in, m)
 	meta, ok := obj["_meta"].(map[string]any)
 	require.True(t, ok, "%s._meta: %v", in, m)
-	b, err := json.Marshal(meta[jsonrpc.MetaSubscriptionID])
+	b, err := json.Marshal(meta[spec.MetaSubscriptionID])
 	require.NoError(t, err)
 	return string(b)
 }
@@ -63,7 +63,7 @@ func TestStreamLifecycle(t *testing.T) {
 
 	// The acknowledgement is the first message, with the narrowed filter.
 	ack := s.message(t)
-	assert.Equal(t, jsonrpc.MethodAcknowledged, ack["method"])
+	assert.Equal(t, spec.MethodAcknowledged, ack["method"])
 	assert.NotContains(t, ack, "id")
 	assert.Equal(t, `"listen-1"`, subID(t, ack, "params"))
 	assert.Equal(t, jsonOf(t, `{"toolsListChanged":true,"resourceSubscriptions":["test://a"]}`),
@@ -77,7 +77,7 @@ func TestStreamLifecycle(t *testing.T) {
 
 	st.Send(listen.ToolsListChanged())
 	m := s.message(t)
-	assert.Equal(t, jsonrpc.MethodToolsListChanged, m["method"])
+	assert.Equal(t, spec.MethodToolsListChanged, m["method"])
 	assert.Equal(t, `"listen-1"`, subID(t, m, "params"))
 	pulled(t, st)
 
@@ -85,7 +85,7 @@ func TestStreamLifecycle(t *testing.T) {
 	pulled(t, st)
 	st.Send(listen.ResourceUpdated("test://a"))
 	m = s.message(t)
-	assert.Equal(t, jsonrpc.MethodResourceUpdated, m["method"])
+	assert.Equal(t, spec.MethodResourceUpdated, m["method"])
 	assert.Equal(t, "test://a", m["params"].(map[string]any)["uri"])
 	pulled(t, st)
 
@@ -219,7 +219,7 @@ func TestKeepAlive(t *testing.T) {
 	}
 	st := streamOf(t, e.src, "k")
 	st.Send(listen.ToolsListChanged())
-	assert.Equal(t, jsonrpc.MethodToolsListChanged, s.message(t)["method"])
+	assert.Equal(t, spec.MethodToolsListChanged, s.message(t)["method"])
 	st.End()
 	s.message(t)
 	s.end(t)
@@ -257,7 +257,7 @@ func TestIdleLongerThanWriteTimeout(t *testing.T) {
 			}
 			st := streamOf(t, e.src, "i")
 			st.Send(listen.ToolsListChanged())
-			assert.Equal(t, jsonrpc.MethodToolsListChanged, s.message(t)["method"])
+			assert.Equal(t, spec.MethodToolsListChanged, s.message(t)["method"])
 			st.End()
 			s.message(t)
 			s.end(t)
@@ -277,9 +277,9 @@ func TestConcurrentStreams(t *testing.T) {
 	sb.Send(listen.PromptsListChanged())
 	sa.Send(listen.ToolsListChanged())
 	ma, mb := a.message(t), b.message(t)
-	assert.Equal(t, jsonrpc.MethodToolsListChanged, ma["method"])
+	assert.Equal(t, spec.MethodToolsListChanged, ma["method"])
 	assert.Equal(t, `"a"`, subID(t, ma, "params"))
-	assert.Equal(t, jsonrpc.MethodPromptsListChanged, mb["method"])
+	assert.Equal(t, spec.MethodPromptsListChanged, mb["method"])
 	assert.Equal(t, `"b"`, subID(t, mb, "params"))
 	assert.Equal(t, 2, e.h.Stats().Active)
 	sa.End()
@@ -356,7 +356,7 @@ func TestLargeParamNotRetained(t *testing.T) {
 	assert.Nil(t, params.Value(), "the request's params are still reachable")
 
 	st.Send(listen.ToolsListChanged())
-	assert.Equal(t, jsonrpc.MethodToolsListChanged, s.message(t)["method"])
+	assert.Equal(t, spec.MethodToolsListChanged, s.message(t)["method"])
 	st.End()
 	s.message(t)
 	s.end(t)

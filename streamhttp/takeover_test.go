@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
-	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -36,10 +36,10 @@ func TestTakeover(t *testing.T) {
 				assert.Empty(t, resp.TransferEncoding, "raw body, delimited by the connection's close")
 			}
 			s := newSSE(resp)
-			assert.Equal(t, jsonrpc.MethodAcknowledged, s.message(t)["method"])
+			assert.Equal(t, spec.MethodAcknowledged, s.message(t)["method"])
 			st := streamOf(t, e.src, "t")
 			st.Send(listen.ToolsListChanged())
-			assert.Equal(t, jsonrpc.MethodToolsListChanged, s.message(t)["method"])
+			assert.Equal(t, spec.MethodToolsListChanged, s.message(t)["method"])
 			st.End()
 			assert.Equal(t, "complete", s.message(t)["result"].(map[string]any)["resultType"])
 			s.end(t)

@@ -30,8 +30,8 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
-	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/natsbridge"
+	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -240,8 +240,8 @@ func openListen(ctx context.Context, url, id, filter string) (io.Closer, *bufio.
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", jsonrpc.ProtocolVersion)
-	req.Header.Set("Mcp-Method", jsonrpc.MethodListen)
+	req.Header.Set("MCP-Protocol-Version", spec.ProtocolVersion)
+	req.Header.Set("Mcp-Method", spec.MethodListen)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return nil, nil, err
@@ -252,7 +252,7 @@ func openListen(ctx context.Context, url, id, filter string) (io.Closer, *bufio.
 	}
 	rd := bufio.NewReader(resp.Body)
 	ack, err := next(rd)
-	if err != nil || ack.Method != jsonrpc.MethodAcknowledged {
+	if err != nil || ack.Method != spec.MethodAcknowledged {
 		resp.Body.Close()
 		return nil, nil, fmt.Errorf("no acknowledgement (%v)", err)
 	}

@@ -1,4 +1,4 @@
-package jsonrpc
+package spec
 
 // Messages of the internal errors the core produces. They are exact: clients
 // and tests may compare them.
