@@ -119,7 +119,7 @@
 //	for {
 //		step, msg := p.Next(buf[:0])
 //		switch step {
-//		case listen.StepWrite, listen.StepFinal:
+//		case listen.StepWrite:
 //			p.Written(write(msg)) // without blocking; or hand the rest to a goroutine that may
 //		case listen.StepWait:
 //			return // schedule is called when there is more

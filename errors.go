@@ -33,9 +33,6 @@ var (
 	// ErrClosed is what Stream.Next returns when the stream ended gracefully
 	// (or was closed). Sources may also return io.EOF; both mean "closed".
 	ErrClosed = errors.New("listen: stream closed")
-	// ErrInvalidNext is wrapped in the error outcome of a Next that returned
-	// neither an event nor an error.
-	ErrInvalidNext = errors.New("listen: source returned an invalid next result")
 )
 
 // CancelledError is the reason a client cancelled a listen. Reason is the

@@ -26,7 +26,7 @@ func ExampleOptions_subResources() {
 	req := &listen.Request{
 		ID:                 jsonrpc.StringID("l1"),
 		ProtocolVersion:    spec.ProtocolVersion,
-		Notifications:      listen.Filter{listen.KeyResourceSubscriptions: []any{"file:///project/"}},
+		Notifications:      listen.Filter{spec.KeyResourceSubscriptions: []any{"file:///project/"}},
 		ClientCapabilities: map[string]any{},
 	}
 	sub, err := listen.Open(context.Background(), h, req, opts)

@@ -1,5 +1,7 @@
 package listen
 
+import "context"
+
 // Unexported helpers that the external tests exercise directly.
 var (
 	ValidateNotifications = validateNotifications
@@ -7,6 +9,14 @@ var (
 	Project               = project
 	AbsoluteURI           = isAbsoluteURI
 )
+
+// AppendNotification is Notification appending to dst, for benchmarks.
+func (s *Subscription) AppendNotification(dst []byte, ev Event) ([]byte, bool, error) {
+	return s.appendNotification(context.Background(), dst, ev)
+}
+
+// ErrWorkerRunning is StartWorker's error while a worker runs.
+var ErrWorkerRunning = errWorkerRunning
 
 type CollisionError = collisionError
 

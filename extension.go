@@ -84,8 +84,8 @@ func NewExtensionRegistry(exts ...Extension) (*ExtensionRegistry, error) {
 	return r, nil
 }
 
-// Lookup returns the registered extension with the id.
-func (r *ExtensionRegistry) Lookup(id string) (Extension, bool) {
+// lookup returns the registered extension with the id.
+func (r *ExtensionRegistry) lookup(id string) (Extension, bool) {
 	if r == nil {
 		return nil, false
 	}
@@ -166,7 +166,7 @@ func (s *Subscription) shapeExtensionEvent(dst []byte, ev Event) ([]byte, bool, 
 	if !ok {
 		return dst, false, nil
 	}
-	ext, ok := s.registry.Lookup(ev.ExtensionID)
+	ext, ok := s.registry.lookup(ev.ExtensionID)
 	if !ok || !ext.SupportsProtocol(spec.ProtocolVersion) {
 		return dst, false, nil
 	}

@@ -10,14 +10,6 @@ import (
 	"github.com/mcplisten/listen/internal/jsonenc"
 )
 
-// Core filter keys of MCP 2026-07-28.
-const (
-	KeyToolsListChanged      = "toolsListChanged"
-	KeyPromptsListChanged    = "promptsListChanged"
-	KeyResourcesListChanged  = "resourcesListChanged"
-	KeyResourceSubscriptions = "resourceSubscriptions"
-)
-
 // Filter is a subscriptions/listen notification filter: a JSON object such as
 //
 //	{"toolsListChanged": true, "resourceSubscriptions": ["file:///a"], "taskIds": ["t1"]}

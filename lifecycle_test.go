@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/listentest"
 )
 
 // Ownership is a handoff, not a union: once StartWorker is given an owner,
@@ -159,7 +160,7 @@ func TestNestedCloseDoesNotDeadlock(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var sub *listen.Subscription
 				st := &reentrantStream{sub: func() *listen.Subscription { return sub }, closed: make(chan struct{})}
-				src := listen.SourceFunc(func(context.Context, *listen.Request, listen.Filter) (listen.Filter, listen.Stream, error) {
+				src := listentest.SourceFunc(func(context.Context, *listen.Request, listen.Filter) (listen.Filter, listen.Stream, error) {
 					return nil, st, nil
 				})
 				ctx, cancel := context.WithCancel(context.Background())

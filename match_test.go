@@ -16,6 +16,7 @@ import (
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/spec"
 )
 
@@ -49,7 +50,7 @@ func subResRequest(id string, uris ...string) *listen.Request {
 	return &listen.Request{
 		ID:                 jsonrpc.StringID(id),
 		ProtocolVersion:    spec.ProtocolVersion,
-		Notifications:      listen.Filter{listen.KeyResourceSubscriptions: list},
+		Notifications:      listen.Filter{spec.KeyResourceSubscriptions: list},
 		ClientCapabilities: map[string]any{},
 		ClientInfo:         &listen.Implementation{Name: "client", Version: "1"},
 		Transport:          listen.Transport{Kind: "direct", RemoteAddr: "127.0.0.1:1", Header: map[string][]string{"X": {"y"}}},
@@ -183,7 +184,7 @@ func TestSubResourcesCanReadPerDelivery(t *testing.T) {
 	sub := openSubRes(t, listen.Options{SubResources: &listen.SubResources{}, CanRead: pol.canRead},
 		"file:///p/", "file:///p/secret/", "file:///p/open.txt")
 	assert.Equal(t, []string{"file:///p/", "file:///p/secret/", "file:///p/open.txt"}, pol.calls, "Open asks about each URI")
-	assert.Equal(t, []string{"file:///p/", "file:///p/open.txt"}, sub.Accepted().Strings(listen.KeyResourceSubscriptions))
+	assert.Equal(t, []string{"file:///p/", "file:///p/open.txt"}, sub.Accepted().Strings(spec.KeyResourceSubscriptions))
 	pol.reset()
 
 	for _, tc := range []struct {
@@ -438,7 +439,7 @@ func TestSourceSeesTheSubResourceRule(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var seen *listen.SubResources
 			inner := newTestSource()
-			src := listen.SourceFunc(func(ctx context.Context, req *listen.Request, f listen.Filter) (listen.Filter, listen.Stream, error) {
+			src := listentest.SourceFunc(func(ctx context.Context, req *listen.Request, f listen.Filter) (listen.Filter, listen.Stream, error) {
 				seen = req.SubResources
 				return inner.Open(ctx, req, f)
 			})

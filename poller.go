@@ -21,8 +21,8 @@ import (
 //     subscription (closed by someone else: StepDone), then pulls once. No
 //     outcome: StepWait. An event: shaped; a drop pulls again, a
 //     notification is handed out (StepWrite, pollWriting). The stream's
-//     graceful end: the completion (StepFinal, pollFinal). A failure, or an
-//     event that fails to shape: the failure (StepFinal, pollFailing). The
+//     graceful end: the completion (StepWrite, pollFinal). A failure, or an
+//     event that fails to shape: the failure (StepWrite, pollFailing). The
 //     ended check is made again after the pull, so the transport's end wins
 //     over an outcome ready at the same moment.
 //   - pollWriting: Written(nil) goes back to pollRun (the next Next pulls
@@ -48,13 +48,11 @@ const (
 	// may have ended (and the transport's side calls it when its ended
 	// function starts returning a cause); call Next again then.
 	StepWait Step = iota
-	// StepWrite: write the message (the acknowledgement or a
-	// notification), then report the result with Written.
+	// StepWrite: write the message (the acknowledgement, a notification,
+	// or the terminal message: the completion result or the failure), then
+	// report the result with Written. After the terminal message the
+	// subscription is closed and Next answers StepDone.
 	StepWrite
-	// StepFinal: write the terminal message (the completion result or the
-	// failure), then report the result with Written: the subscription is
-	// then closed.
-	StepFinal
 	// StepDone: the subscription is closed (CloseReason says why); there is
 	// nothing more to write.
 	StepDone
@@ -70,8 +68,7 @@ const (
 // first; the terminal message; one close, with its reason.
 //
 // The transport calls Next and does what the step says, then calls Next
-// again: after StepWrite and StepFinal it first reports the write with
-// Written. StepWait means nothing is ready: the transport calls Next again
+// again: after StepWrite it first reports the write with Written. StepWait means nothing is ready: the transport calls Next again
 // after notify was called. StepDone ends it.
 //
 // A Poller is used by one goroutine at a time (its owner, which may change
@@ -173,9 +170,9 @@ func (p *Poller) pull() (Outcome, bool) {
 	return p.w.take()
 }
 
-// Next returns the next step. For StepWrite and StepFinal it appends the
-// message to dst and returns the result (dst is not kept; nothing else is
-// appended); for StepWait and StepDone it returns dst unchanged.
+// Next returns the next step. For StepWrite it appends the message to dst
+// and returns the result (dst is not kept; nothing else is appended); for
+// StepWait and StepDone it returns dst unchanged.
 func (p *Poller) Next(dst []byte) (Step, []byte) {
 	s := p.s
 	switch p.state {
@@ -249,10 +246,10 @@ func (p *Poller) check(dst []byte) (step Step, out []byte, done bool) {
 	return 0, dst, false
 }
 
-// Written reports the result of writing the message of the last StepWrite
-// or StepFinal. A failed write closes the subscription as Disconnected(err)
-// (a failure response that could not be written still closes it as
-// Failed). After StepFinal the subscription is closed.
+// Written reports the result of writing the message of the last StepWrite.
+// A failed write closes the subscription as Disconnected(err) (a failure
+// response that could not be written still closes it as Failed). After the
+// terminal message the subscription is closed.
 func (p *Poller) Written(err error) {
 	s := p.s
 	switch p.state {
@@ -307,5 +304,9 @@ func (p *Poller) fail(dst []byte, err error) (Step, []byte) {
 func (p *Poller) terminal(dst, msg []byte, reason error, state pollState) (Step, []byte) {
 	p.state = state
 	p.final = reason
-	return StepFinal, append(dst, msg...)
+	return StepWrite, append(dst, msg...)
 }
+
+// terminalPending reports whether the message of the last StepWrite is the
+// terminal one (Serve writes it through Sink.Final).
+func (p *Poller) terminalPending() bool { return p.state == pollFinal || p.state == pollFailing }

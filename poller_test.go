@@ -14,6 +14,7 @@ import (
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/spec"
 )
 
@@ -39,7 +40,7 @@ type polled struct {
 func newPolled(t *testing.T) *polled {
 	t.Helper()
 	r := &polled{st: newNotifyStream()}
-	src := listen.SourceFunc(func(_ context.Context, _ *listen.Request, _ listen.Filter) (listen.Filter, listen.Stream, error) {
+	src := listentest.SourceFunc(func(_ context.Context, _ *listen.Request, _ listen.Filter) (listen.Filter, listen.Stream, error) {
 		return listen.Filter{"toolsListChanged": true}, r.st, nil
 	})
 	r.sub = openSub(t, src, jsonrpc.IntID(1), listen.Filter{"toolsListChanged": true})
@@ -63,7 +64,7 @@ func (r *polled) run(t *testing.T, write func(msg []byte) error) listen.Step {
 		step, msg := r.p.Next(buf[:0])
 		buf = msg
 		switch step {
-		case listen.StepWrite, listen.StepFinal:
+		case listen.StepWrite:
 			var err error
 			if write != nil {
 				err = write(msg)

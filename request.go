@@ -144,9 +144,6 @@ func (r *Request) ClientExtension(id string) bool {
 	return ok
 }
 
-// MaxResourceSubscriptions is the most URIs a listen request may name.
-const MaxResourceSubscriptions = 1000
-
 // validateNotifications runs the 2026-07-28 checks of params.notifications
 // in order and returns nil or an *jsonrpc.Error (-32602) with the exact message:
 //
@@ -167,14 +164,14 @@ func validateNotifications(f Filter) error {
 	if !f.Valid() {
 		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgNotificationsJSON)
 	}
-	for _, k := range [...]string{KeyToolsListChanged, KeyPromptsListChanged, KeyResourcesListChanged} {
+	for _, k := range [...]string{spec.KeyToolsListChanged, spec.KeyPromptsListChanged, spec.KeyResourcesListChanged} {
 		if v, ok := f[k]; ok {
 			if _, isBool := v.(bool); !isBool {
 				return jsonrpc.NewError(jsonrpc.CodeInvalidParams, "subscriptions/listen "+k+" must be a boolean")
 			}
 		}
 	}
-	v, ok := f[KeyResourceSubscriptions]
+	v, ok := f[spec.KeyResourceSubscriptions]
 	if !ok {
 		return nil
 	}
@@ -182,7 +179,7 @@ func validateNotifications(f Filter) error {
 	if !isList {
 		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgURIsList)
 	}
-	if l.len() > MaxResourceSubscriptions {
+	if l.len() > spec.MaxResourceSubscriptions {
 		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgURIsTooMany)
 	}
 	for i := range l.len() {

@@ -74,15 +74,15 @@ func (s *Subscription) Serve(ctx context.Context, sink Sink) error {
 		switch step {
 		case StepWrite:
 			buf = msg
+			if p.terminalPending() {
+				p.Written(sink.final(msg))
+				return s.served(&p)
+			}
 			err := sink.Write(msg)
 			p.Written(err)
 			if err == nil && timer != nil {
 				timer.Reset(sink.KeepAlive)
 			}
-		case StepFinal:
-			buf = msg
-			p.Written(sink.final(msg))
-			return s.served(&p)
 		case StepDone:
 			return s.served(&p)
 		default: // StepWait

@@ -84,14 +84,6 @@ type NotifyStream interface {
 	SetNotify(notify func())
 }
 
-// SourceFunc adapts a function to Source.
-type SourceFunc func(ctx context.Context, req *Request, supported Filter) (Filter, Stream, error)
-
-// Open calls f.
-func (f SourceFunc) Open(ctx context.Context, req *Request, supported Filter) (Filter, Stream, error) {
-	return f(ctx, req, supported)
-}
-
 // openSource calls src.Open with panic recovery and maps its results to the
 // errors named at Source.
 func openSource(ctx context.Context, src Source, req *Request, supported Filter) (accepted Filter, stream Stream, err error) {
@@ -149,8 +141,8 @@ func pollEvent(stream NotifyStream) (out Outcome, ok bool) {
 // outcomeOf turns what a pull returned into its outcome.
 func outcomeOf(ev Event, err error) Outcome {
 	switch {
-	case err == nil && ev.Kind == 0:
-		return Outcome{Kind: OutcomeError, Err: ErrInvalidNext}
+	case err == nil && ev.Kind == 0: // neither an event nor an error
+		return Outcome{Kind: OutcomeError, Err: errEventInvalid}
 	case err == nil:
 		return Outcome{Kind: OutcomeEvent, Event: ev}
 	case errors.Is(err, ErrClosed) || errors.Is(err, io.EOF):

@@ -15,8 +15,8 @@ import (
 	"github.com/mcplisten/listen/spec"
 )
 
-// DefaultReleaseTimeout is Options.ReleaseTimeout's default.
-const DefaultReleaseTimeout = 5 * time.Second
+// defaultReleaseTimeout is Options.ReleaseTimeout's default.
+const defaultReleaseTimeout = 5 * time.Second
 
 // Options configure Open. They describe the server, so one Options value is
 // normally shared by every Open call; Open only reads it.
@@ -71,7 +71,7 @@ type Options struct {
 	SubResources *SubResources
 	// ReleaseTimeout bounds how long Close waits for a worker whose Next is
 	// still blocked after the stream was closed (a source that breaks the
-	// Stream contract). Zero means DefaultReleaseTimeout. After it, Close returns and the
+	// Stream contract). Zero means 5 seconds. After it, Close returns and the
 	// worker goroutine exits whenever Next returns.
 	ReleaseTimeout time.Duration
 }
@@ -217,13 +217,13 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 	}
 	s.guard.stream = stream
 	if s.release <= 0 {
-		s.release = DefaultReleaseTimeout
+		s.release = defaultReleaseTimeout
 	}
-	s.tools = s.accepted.Bool(KeyToolsListChanged)
-	s.prompts = s.accepted.Bool(KeyPromptsListChanged)
-	s.resources = s.accepted.Bool(KeyResourcesListChanged)
-	if _, ok := s.accepted[KeyResourceSubscriptions]; ok {
-		s.uris = s.accepted.Strings(KeyResourceSubscriptions)
+	s.tools = s.accepted.Bool(spec.KeyToolsListChanged)
+	s.prompts = s.accepted.Bool(spec.KeyPromptsListChanged)
+	s.resources = s.accepted.Bool(spec.KeyResourcesListChanged)
+	if _, ok := s.accepted[spec.KeyResourceSubscriptions]; ok {
+		s.uris = s.accepted.Strings(spec.KeyResourceSubscriptions)
 		if len(s.uris) > smallList {
 			// Sorted for binary search: 16 bytes per URI, sharing the
 			// accepted filter's strings (a set would cost about three
@@ -279,18 +279,18 @@ func capabilities(ctx context.Context, req *Request, opts *Options) (caps Capabi
 func narrow(ctx context.Context, req *Request, caps Capabilities, canReadFn func(context.Context, *Request, string) bool) (Filter, error) {
 	f := Filter{}
 	want := req.Notifications
-	if want.Bool(KeyToolsListChanged) && caps.ToolsListChanged {
-		f[KeyToolsListChanged] = true
+	if want.Bool(spec.KeyToolsListChanged) && caps.ToolsListChanged {
+		f[spec.KeyToolsListChanged] = true
 	}
-	if want.Bool(KeyPromptsListChanged) && caps.PromptsListChanged {
-		f[KeyPromptsListChanged] = true
+	if want.Bool(spec.KeyPromptsListChanged) && caps.PromptsListChanged {
+		f[spec.KeyPromptsListChanged] = true
 	}
-	if want.Bool(KeyResourcesListChanged) && caps.ResourcesListChanged {
-		f[KeyResourcesListChanged] = true
+	if want.Bool(spec.KeyResourcesListChanged) && caps.ResourcesListChanged {
+		f[spec.KeyResourcesListChanged] = true
 	}
-	if v, ok := want[KeyResourceSubscriptions]; ok && caps.ResourcesSubscribe {
+	if v, ok := want[spec.KeyResourceSubscriptions]; ok && caps.ResourcesSubscribe {
 		if _, isList := asList(v); isList {
-			uris := want.Strings(KeyResourceSubscriptions)
+			uris := want.Strings(spec.KeyResourceSubscriptions)
 			if canReadFn != nil {
 				kept := make([]string, 0, len(uris))
 				for _, u := range uris {
@@ -308,7 +308,7 @@ func narrow(ctx context.Context, req *Request, caps Capabilities, canReadFn func
 			for i, u := range uris {
 				list[i] = u
 			}
-			f[KeyResourceSubscriptions] = list
+			f[spec.KeyResourceSubscriptions] = list
 		}
 	}
 	return f, nil
@@ -321,9 +321,9 @@ func (s *Subscription) ID() jsonrpc.ID { return s.id }
 // Treat it as read-only.
 func (s *Subscription) Accepted() Filter { return s.accepted }
 
-// ErrWorkerRunning is returned by StartWorker while the subscription's
+// errWorkerRunning is returned by StartWorker while the subscription's
 // previous worker goroutine is still running.
-var ErrWorkerRunning = errors.New("listen: the subscription's worker is still running")
+var errWorkerRunning = errors.New("listen: the subscription's worker is still running")
 
 // StartWorker starts the subscription's worker and hands the subscription to
 // owner, for a transport that writes the stream's messages itself (see the
@@ -339,8 +339,8 @@ var ErrWorkerRunning = errors.New("listen: the subscription's worker is still ru
 // The worker stops when its owner ends, on Stop, or when the subscription
 // is closed.
 //
-// A subscription has one worker at a time: StartWorker returns
-// ErrWorkerRunning until the previous worker's goroutine has exited (see
+// A subscription has one worker at a time: StartWorker returns an error
+// until the previous worker's goroutine has exited (see
 // Worker.Done), and then starts a new one. A worker started after Close
 // still works: its pulls answer whatever the closed stream's Next answers
 // (ErrClosed, by the Stream contract), so the owner sees OutcomeClosed.
@@ -361,7 +361,7 @@ func (s *Subscription) startWorker(owner context.Context, notify func()) (*Worke
 		select {
 		case <-s.worker.done:
 		default:
-			return nil, ErrWorkerRunning
+			return nil, errWorkerRunning
 		}
 	}
 	s.guard.handOver(owner)
@@ -454,7 +454,7 @@ func checkSize(f Filter, opts *Options) error {
 	if maxFilter <= 0 {
 		maxFilter = defaultMaxFilterBytes
 	}
-	for _, u := range f.Strings(KeyResourceSubscriptions) {
+	for _, u := range f.Strings(spec.KeyResourceSubscriptions) {
 		if len(u) > maxURI {
 			return jsonrpc.NewError(jsonrpc.CodeInvalidParams,
 				"subscriptions/listen resourceSubscriptions URIs must be at most "+strconv.Itoa(maxURI)+" bytes")

@@ -19,6 +19,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/spec"
 )
 
@@ -268,7 +269,7 @@ func TestDirectLifecycleShapesTheStream(t *testing.T) {
 
 // --- source open results (reference §1.2, §2.3, checklist 18) ---
 
-type openFunc = listen.SourceFunc
+type openFunc = listentest.SourceFunc
 
 func TestSourceOpenResults(t *testing.T) {
 	boom := errors.New("boom")
@@ -620,7 +621,7 @@ func TestOutcomes(t *testing.T) {
 		{"graceful end", func(st *testStream) { st.complete() }, listen.OutcomeClosed, nil},
 		{"io.EOF is a graceful end", func(st *testStream) { st.items <- item{err: fmt.Errorf("done: %w", errEOF())} }, listen.OutcomeClosed, nil},
 		{"error", func(st *testStream) { st.fail(boom) }, listen.OutcomeError, boom},
-		{"zero event with nil error", func(st *testStream) { st.items <- item{} }, listen.OutcomeError, listen.ErrInvalidNext},
+		{"zero event with nil error", func(st *testStream) { st.items <- item{} }, listen.OutcomeError, listen.ErrInvalidEvent},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -59,33 +59,29 @@ func (s *Subscription) Acknowledgement() ([]byte, error) {
 // the event is not selected by the accepted filter (a drop: write nothing and
 // continue). An event that fails Validate is an error, not a drop: the caller
 // must end the stream with Failure.
+//
+// A list change is selected when its filter key is true; a resource update
+// when its URI is in resourceSubscriptions (or, with Options.SubResources,
+// covered by one of them and readable: see the package documentation,
+// Sub-resources; a CanRead or SubResources.Folders that panics is an error,
+// as for an invalid event; CanRead gets context.Background() here); an
+// extension event when its extension owns a part of the accepted filter that
+// contains the event's selector and the extension was negotiated with this
+// client (otherwise it is dropped). Params' "_meta" is merged under the
+// event's Metadata, and the subscription id is set last, so an event can
+// never forge it. The "uri" of a resource update always comes from the
+// event.
 func (s *Subscription) Notification(ev Event) ([]byte, error) {
-	b, ok, err := s.AppendNotification(nil, ev)
+	b, ok, err := s.appendNotification(context.Background(), nil, ev)
 	if !ok {
 		return nil, err
 	}
 	return b, nil
 }
 
-// AppendNotification is Notification appending to dst. ok is false for a
-// drop or an error; dst is then returned unchanged.
-//
-// A list change is selected when its filter key is true; a resource update
-// when its URI is in resourceSubscriptions (or, with Options.SubResources,
-// covered by one of them and readable: see the package documentation,
-// Sub-resources; a CanRead or SubResources.Folders that panics is an error, as
-// for an invalid event); an extension event when its
-// extension owns a part of the accepted filter that contains the event's
-// selector and the extension was negotiated with this client (otherwise it
-// is dropped). Params' "_meta" is merged under the event's Metadata, and the
-// subscription id is set last, so an event can never forge it. The "uri" of a
-// resource update always comes from the event.
-func (s *Subscription) AppendNotification(dst []byte, ev Event) (out []byte, ok bool, err error) {
-	return s.appendNotification(context.Background(), dst, ev)
-}
-
-// appendNotification is AppendNotification with the context CanRead gets
-// for a covered sub-resource (Serve passes its own).
+// appendNotification is Notification appending to dst, with the context
+// CanRead gets for a covered sub-resource (Serve's). ok is false for a drop
+// or an error; dst is then returned unchanged.
 func (s *Subscription) appendNotification(ctx context.Context, dst []byte, ev Event) (out []byte, ok bool, err error) {
 	if err := ev.Validate(); err != nil {
 		return dst, false, err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/listentest"
 )
 
 // hookLog records the calls of StreamHooks.
@@ -35,7 +36,7 @@ func TestWrapStreamKeepsTheStreamsAbilities(t *testing.T) {
 			wrapped := listen.WrapStream(inner, log.hooks())
 			_, ok := wrapped.(listen.NotifyStream)
 			require.True(t, ok, "a wrapped NotifyStream is a NotifyStream")
-			src := listen.SourceFunc(func(context.Context, *listen.Request, listen.Filter) (listen.Filter, listen.Stream, error) {
+			src := listentest.SourceFunc(func(context.Context, *listen.Request, listen.Filter) (listen.Filter, listen.Stream, error) {
 				return listen.Filter{"toolsListChanged": true}, wrapped, nil
 			})
 			sub := openSub(t, src, jsonrpc.IntID(1), listen.Filter{"toolsListChanged": true})
@@ -55,7 +56,7 @@ func TestWrapStreamKeepsTheStreamsAbilities(t *testing.T) {
 	t.Run("Stream", func(t *testing.T) {
 		src := newTestSource()
 		var log hookLog
-		wrappedSrc := listen.SourceFunc(func(ctx context.Context, req *listen.Request, f listen.Filter) (listen.Filter, listen.Stream, error) {
+		wrappedSrc := listentest.SourceFunc(func(ctx context.Context, req *listen.Request, f listen.Filter) (listen.Filter, listen.Stream, error) {
 			acc, st, err := src.Open(ctx, req, f)
 			w := listen.WrapStream(st, log.hooks())
 			_, ok := w.(listen.NotifyStream)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/spec"
 	"github.com/stretchr/testify/require"
 )
@@ -157,7 +158,7 @@ type testSource struct {
 }
 
 func (s *testSource) source() listen.Source {
-	return listen.SourceFunc(func(_ context.Context, _ *listen.Request, supported listen.Filter) (listen.Filter, listen.Stream, error) {
+	return listentest.SourceFunc(func(_ context.Context, _ *listen.Request, supported listen.Filter) (listen.Filter, listen.Stream, error) {
 		st := &chanStream{events: s.events, end: s.end, done: make(chan struct{})}
 		s.mu.Lock()
 		s.stream = st

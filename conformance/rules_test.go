@@ -15,7 +15,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
 	"github.com/stretchr/testify/assert"
@@ -364,9 +363,9 @@ func checkErrorResponse(msg, id []byte, code int) error {
 
 // listChangedKeys maps each list-changed method to its filter key.
 var listChangedKeys = map[string]string{
-	spec.MethodToolsListChanged:     listen.KeyToolsListChanged,
-	spec.MethodPromptsListChanged:   listen.KeyPromptsListChanged,
-	spec.MethodResourcesListChanged: listen.KeyResourcesListChanged,
+	spec.MethodToolsListChanged:     spec.KeyToolsListChanged,
+	spec.MethodPromptsListChanged:   spec.KeyPromptsListChanged,
+	spec.MethodResourcesListChanged: spec.KeyResourcesListChanged,
 }
 
 // extensionSelectors maps each extension notification the tests know to
@@ -400,7 +399,7 @@ func checkSelected(msg []byte, acked map[string]any) error {
 	switch n.Method {
 	case spec.MethodResourceUpdated:
 		uri, _ := n.Params["uri"].(string)
-		if !listed(listen.KeyResourceSubscriptions, uri) {
+		if !listed(spec.KeyResourceSubscriptions, uri) {
 			return fmt.Errorf("%s for %q, which was not acknowledged", n.Method, uri)
 		}
 		return nil

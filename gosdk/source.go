@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/spec"
 )
 
 // source is a Bridge seen as a listen.Source.
@@ -26,7 +27,7 @@ func (s *source) Open(ctx context.Context, req *listen.Request, supported listen
 	if !allows(caps, supported) {
 		f = narrowTo(supported, caps)
 	}
-	uris := f.Strings(listen.KeyResourceSubscriptions)
+	uris := f.Strings(spec.KeyResourceSubscriptions)
 	if err := b.acquire(ctx, uris); err != nil {
 		return nil, nil, err
 	}
@@ -47,19 +48,19 @@ func narrowTo(f listen.Filter, caps listen.Capabilities) listen.Filter {
 	out := make(listen.Filter, len(f))
 	for k, v := range f {
 		switch k {
-		case listen.KeyToolsListChanged:
+		case spec.KeyToolsListChanged:
 			if !caps.ToolsListChanged {
 				continue
 			}
-		case listen.KeyPromptsListChanged:
+		case spec.KeyPromptsListChanged:
 			if !caps.PromptsListChanged {
 				continue
 			}
-		case listen.KeyResourcesListChanged:
+		case spec.KeyResourcesListChanged:
 			if !caps.ResourcesListChanged {
 				continue
 			}
-		case listen.KeyResourceSubscriptions:
+		case spec.KeyResourceSubscriptions:
 			if !caps.ResourcesSubscribe {
 				continue
 			}
@@ -74,10 +75,10 @@ func narrowTo(f listen.Filter, caps listen.Capabilities) listen.Filter {
 func allows(caps listen.Capabilities, f listen.Filter) bool {
 	for k := range f {
 		switch {
-		case k == listen.KeyToolsListChanged && !caps.ToolsListChanged,
-			k == listen.KeyPromptsListChanged && !caps.PromptsListChanged,
-			k == listen.KeyResourcesListChanged && !caps.ResourcesListChanged,
-			k == listen.KeyResourceSubscriptions && !caps.ResourcesSubscribe:
+		case k == spec.KeyToolsListChanged && !caps.ToolsListChanged,
+			k == spec.KeyPromptsListChanged && !caps.PromptsListChanged,
+			k == spec.KeyResourcesListChanged && !caps.ResourcesListChanged,
+			k == spec.KeyResourceSubscriptions && !caps.ResourcesSubscribe:
 			return false
 		}
 	}

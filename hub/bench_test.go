@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
+	"github.com/mcplisten/listen/spec"
 )
 
 // Benchmarks against the goals of the hub issue (2-core machine):
@@ -53,7 +54,7 @@ func closeAll(streams []listen.Stream) {
 // "overflow": every queue is full, so each listener drops its oldest event.
 func BenchmarkPublishToolsListChanged(b *testing.B) {
 	const n = 100_000
-	tools := listen.Filter{listen.KeyToolsListChanged: true}
+	tools := listen.Filter{spec.KeyToolsListChanged: true}
 	for _, mode := range []string{"buffered", "overflow"} {
 		b.Run(fmt.Sprintf("listeners=%d/%s", n, mode), func(b *testing.B) {
 			h := newHub(b, hub.Options{})
@@ -112,7 +113,7 @@ func BenchmarkPublishResourceUpdated(b *testing.B) {
 					uris[i] = uri("r", i)
 				}
 				streams := openMany(b, h, n, func(i int) listen.Filter {
-					return listen.Filter{listen.KeyResourceSubscriptions: []any{uris[i]}}
+					return listen.Filter{spec.KeyResourceSubscriptions: []any{uris[i]}}
 				})
 				// One warm-up round: every ring gets its first buffer.
 				for _, u := range uris {
@@ -153,8 +154,8 @@ func BenchmarkOpenClose(b *testing.B) {
 	filters := make([]listen.Filter, 1024)
 	for i := range filters {
 		filters[i] = listen.Filter{
-			listen.KeyToolsListChanged:      true,
-			listen.KeyResourceSubscriptions: []any{uri("oc", i)},
+			spec.KeyToolsListChanged:      true,
+			spec.KeyResourceSubscriptions: []any{uri("oc", i)},
 		}
 	}
 	for _, tc := range []struct {
@@ -169,7 +170,7 @@ func BenchmarkOpenClose(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			h := newHub(b, hub.Options{Hooks: tc.hooks})
 			openMany(b, h, tc.others, func(i int) listen.Filter {
-				return listen.Filter{listen.KeyToolsListChanged: true, listen.KeyResourceSubscriptions: []any{uri("other", i)}}
+				return listen.Filter{spec.KeyToolsListChanged: true, spec.KeyResourceSubscriptions: []any{uri("other", i)}}
 			})
 			req := request("bench")
 			ctx := context.Background()
@@ -199,16 +200,16 @@ func BenchmarkIdleListenerMemory(b *testing.B) {
 		f    func(i int) listen.Filter
 	}{
 		{"tools", func(int) listen.Filter {
-			return listen.Filter{listen.KeyToolsListChanged: true}
+			return listen.Filter{spec.KeyToolsListChanged: true}
 		}},
 		{"tools+uri", func(i int) listen.Filter {
-			return listen.Filter{listen.KeyToolsListChanged: true, listen.KeyResourceSubscriptions: []any{uri("m", i)}}
+			return listen.Filter{spec.KeyToolsListChanged: true, spec.KeyResourceSubscriptions: []any{uri("m", i)}}
 		}},
 		{"tools+uri+taskIds", func(i int) listen.Filter {
 			return listen.Filter{
-				listen.KeyToolsListChanged:      true,
-				listen.KeyResourceSubscriptions: []any{uri("m", i)},
-				"taskIds":                       []any{fmt.Sprintf("task-%d", i)},
+				spec.KeyToolsListChanged:      true,
+				spec.KeyResourceSubscriptions: []any{uri("m", i)},
+				"taskIds":                     []any{fmt.Sprintf("task-%d", i)},
 			}
 		}},
 	}
@@ -247,7 +248,7 @@ func BenchmarkIdleListenerMemory(b *testing.B) {
 			}
 			before := heapAfterGC()
 			for i := range n {
-				reqs[i].Notifications = listen.Filter{listen.KeyToolsListChanged: true, listen.KeyResourceSubscriptions: []any{uri("m", i)}}
+				reqs[i].Notifications = listen.Filter{spec.KeyToolsListChanged: true, spec.KeyResourceSubscriptions: []any{uri("m", i)}}
 				sub, err := listen.Open(context.Background(), h, reqs[i], opts)
 				if err != nil {
 					b.Fatal(err)

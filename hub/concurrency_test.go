@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
+	"github.com/mcplisten/listen/spec"
 )
 
 // Concurrent publishers, pullers, opens, closes and stats, under -race:
@@ -30,9 +31,9 @@ func TestConcurrentPublishersAndListeners(t *testing.T) {
 			const publishers, perPublisher, listeners = 4, 400, 12
 			h := newHub(t, tc.opts)
 			filters := []listen.Filter{
-				{listen.KeyToolsListChanged: true},
-				{listen.KeyResourceSubscriptions: []any{"file:///p0", "file:///p1"}},
-				{listen.KeyToolsListChanged: true, listen.KeyResourceSubscriptions: []any{"file:///p2"}},
+				{spec.KeyToolsListChanged: true},
+				{spec.KeyResourceSubscriptions: []any{"file:///p0", "file:///p1"}},
+				{spec.KeyToolsListChanged: true, spec.KeyResourceSubscriptions: []any{"file:///p2"}},
 				{"taskIds": []any{"t0", "t1", "t2", "t3"}},
 			}
 			type receipt struct{ pub, seq int }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
+	"github.com/mcplisten/listen/spec"
 )
 
 // BenchmarkPublishResourceUpdatedFolders publishes one resource update to a
@@ -40,14 +41,14 @@ func BenchmarkPublishResourceUpdatedFolders(b *testing.B) {
 				req := request("bench")
 				streams := make([]listen.Stream, 0, n+1)
 				for i := range n {
-					_, s, err := h.Open(context.Background(), folderReq, listen.Filter{listen.KeyResourceSubscriptions: []any{folders[i%len(folders)]}})
+					_, s, err := h.Open(context.Background(), folderReq, listen.Filter{spec.KeyResourceSubscriptions: []any{folders[i%len(folders)]}})
 					if err != nil {
 						b.Fatal(err)
 					}
 					streams = append(streams, s)
 				}
 				const exactURI = "file:///exact/only.txt"
-				_, s, err := h.Open(context.Background(), req, listen.Filter{listen.KeyResourceSubscriptions: []any{exactURI}})
+				_, s, err := h.Open(context.Background(), req, listen.Filter{spec.KeyResourceSubscriptions: []any{exactURI}})
 				if err != nil {
 					b.Fatal(err)
 				}

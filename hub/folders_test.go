@@ -25,7 +25,7 @@ func folderRequest(id string, uris ...string) *listen.Request {
 	return &listen.Request{
 		ID:                 jsonrpc.StringID(id),
 		ProtocolVersion:    spec.ProtocolVersion,
-		Notifications:      listen.Filter{listen.KeyResourceSubscriptions: list},
+		Notifications:      listen.Filter{spec.KeyResourceSubscriptions: list},
 		ClientCapabilities: map[string]any{},
 		Transport:          listen.Transport{Kind: "direct"},
 	}
@@ -180,7 +180,7 @@ func TestFolderIndexLeftOnCloseAndComplete(t *testing.T) {
 // opens an exact listener.
 func TestDirectOpenIsExact(t *testing.T) {
 	h := newHub(t, hub.Options{})
-	openStream(t, h, "d", listen.Filter{listen.KeyResourceSubscriptions: []any{"file:///p/"}})
+	openStream(t, h, "d", listen.Filter{spec.KeyResourceSubscriptions: []any{"file:///p/"}})
 	r, _ := h.ResourceUpdated("file:///p/a")
 	assert.Zero(t, r.Matched)
 	r, _ = h.ResourceUpdated("file:///p/")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/spec"
 )
 
 // DefaultMaxBuffer is the per-listener queue bound used when
@@ -194,9 +195,9 @@ func (h *Hub) Open(ctx context.Context, req *listen.Request, supported listen.Fi
 		rule = req.SubResources
 		folderKeys = coverKeys(uris, rule.Folders == nil)
 	}
-	tools := supported.Bool(listen.KeyToolsListChanged)
-	prompts := supported.Bool(listen.KeyPromptsListChanged)
-	resources := supported.Bool(listen.KeyResourcesListChanged)
+	tools := supported.Bool(spec.KeyToolsListChanged)
+	prompts := supported.Bool(spec.KeyPromptsListChanged)
+	resources := supported.Bool(spec.KeyResourcesListChanged)
 
 	l := newListener(h, supported)
 	n := 1 + len(supported) + uris.len()
@@ -271,7 +272,7 @@ type uriList struct {
 }
 
 func resourceURIs(f listen.Filter) uriList {
-	switch v := f[listen.KeyResourceSubscriptions].(type) {
+	switch v := f[spec.KeyResourceSubscriptions].(type) {
 	case []string:
 		return uriList{strs: v}
 	case []any:

@@ -25,8 +25,8 @@ import (
 func TestBroadcastsOnlyToMatchingListenersAndSuppliesPendingPulls(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHub(t, hub.Options{})
-		tools := openStream(t, h, "tools", listen.Filter{listen.KeyToolsListChanged: true})
-		res := openStream(t, h, "res", listen.Filter{listen.KeyResourceSubscriptions: []any{"file:///a"}})
+		tools := openStream(t, h, "tools", listen.Filter{spec.KeyToolsListChanged: true})
+		res := openStream(t, h, "res", listen.Filter{spec.KeyResourceSubscriptions: []any{"file:///a"}})
 		toolsPull, resPull := pull(tools), pull(res)
 		synctest.Wait() // both Next calls are blocked
 
@@ -64,10 +64,10 @@ func TestResourceIndexTracksListenersThroughCloseAndCompletion(t *testing.T) {
 		for j := range list {
 			list[j] = uri("unrelated", i*200+j)
 		}
-		openStream(t, h, "other", listen.Filter{listen.KeyResourceSubscriptions: list})
+		openStream(t, h, "other", listen.Filter{spec.KeyResourceSubscriptions: list})
 	}
-	first := openStream(t, h, "first", listen.Filter{listen.KeyResourceSubscriptions: []any{target}})
-	second := openStream(t, h, "second", listen.Filter{listen.KeyResourceSubscriptions: []string{"file:///x", target}})
+	first := openStream(t, h, "first", listen.Filter{spec.KeyResourceSubscriptions: []any{target}})
+	second := openStream(t, h, "second", listen.Filter{spec.KeyResourceSubscriptions: []string{"file:///x", target}})
 	assert.Equal(t, 2, h.URIWatchers(target))
 	uris, _, _, _, _ := h.IndexSizes()
 	assert.Equal(t, 30*200+2, uris)
@@ -103,7 +103,7 @@ func TestResourceIndexTracksListenersThroughCloseAndCompletion(t *testing.T) {
 // Checklist 5: bounds each queue and defaults to retaining the newest events.
 func TestBoundsQueueAndDropsOldestByDefault(t *testing.T) {
 	h := newHub(t, hub.Options{MaxBuffer: 2})
-	s := openStream(t, h, "l", listen.Filter{listen.KeyToolsListChanged: true})
+	s := openStream(t, h, "l", listen.Filter{spec.KeyToolsListChanged: true})
 	for seq, want := range []hub.Report{
 		{Matched: 1, Buffered: 1},
 		{Matched: 1, Buffered: 1},
@@ -126,7 +126,7 @@ func TestBoundsQueueAndDropsOldestByDefault(t *testing.T) {
 // publications.
 func TestDropNewestKeepsOldest(t *testing.T) {
 	h := newHub(t, hub.Options{MaxBuffer: 1, Overflow: hub.DropNewest})
-	s := openStream(t, h, "l", listen.Filter{listen.KeyToolsListChanged: true})
+	s := openStream(t, h, "l", listen.Filter{spec.KeyToolsListChanged: true})
 	r, _ := h.Publish(seqEvent(1))
 	assert.Equal(t, hub.Report{Matched: 1, Buffered: 1}, r)
 	r, _ = h.Publish(seqEvent(2))
@@ -143,7 +143,7 @@ func TestDropNewestKeepsOldest(t *testing.T) {
 func TestCompletionWakesBlockedPullAndCancellationReleasesIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHub(t, hub.Options{})
-		s := openStream(t, h, "l", listen.Filter{listen.KeyToolsListChanged: true})
+		s := openStream(t, h, "l", listen.Filter{spec.KeyToolsListChanged: true})
 		p := pull(s)
 		synctest.Wait()
 		requireBlocked(t, p)
@@ -158,7 +158,7 @@ func TestCompletionWakesBlockedPullAndCancellationReleasesIt(t *testing.T) {
 		assert.Equal(t, 0, st.Subscriptions)
 		assert.Equal(t, 0, st.Closing)
 
-		s2 := openStream(t, h, "l2", listen.Filter{listen.KeyToolsListChanged: true})
+		s2 := openStream(t, h, "l2", listen.Filter{spec.KeyToolsListChanged: true})
 		p = pull(s2)
 		synctest.Wait()
 		requireBlocked(t, p)
@@ -173,7 +173,7 @@ func TestCompletionWakesBlockedPullAndCancellationReleasesIt(t *testing.T) {
 // Complete drains: queued events are still handed out, then ErrClosed.
 func TestCompleteDrainsQueueThenCloses(t *testing.T) {
 	h := newHub(t, hub.Options{})
-	s := openStream(t, h, "l", listen.Filter{listen.KeyToolsListChanged: true})
+	s := openStream(t, h, "l", listen.Filter{spec.KeyToolsListChanged: true})
 	for i := range 3 {
 		_, err := h.Publish(seqEvent(i))
 		require.NoError(t, err)
@@ -189,7 +189,7 @@ func TestCompleteDrainsQueueThenCloses(t *testing.T) {
 	assert.Equal(t, 1, h.Stats().Closing)
 
 	// A listener opened after Complete is an ordinary one.
-	s2 := openStream(t, h, "l2", listen.Filter{listen.KeyToolsListChanged: true})
+	s2 := openStream(t, h, "l2", listen.Filter{spec.KeyToolsListChanged: true})
 	assert.Equal(t, 1, h.ToolsListChanged().Matched)
 	assert.Equal(t, listen.KindToolsListChanged, mustNext(t, s2).Kind)
 	s.Close(listen.ErrComplete)
@@ -203,14 +203,14 @@ func TestCloseFreesQueueUnindexesAndIsIdempotent(t *testing.T) {
 	rec := &recorder{}
 	h := newHub(t, hub.Options{Hooks: rec})
 	f := listen.Filter{
-		listen.KeyToolsListChanged:      true,
-		listen.KeyPromptsListChanged:    true,
-		listen.KeyResourcesListChanged:  true,
-		listen.KeyResourceSubscriptions: []any{"file:///a", "file:///b", "file:///a"},
-		"taskIds":                       []any{"t1"},
+		spec.KeyToolsListChanged:      true,
+		spec.KeyPromptsListChanged:    true,
+		spec.KeyResourcesListChanged:  true,
+		spec.KeyResourceSubscriptions: []any{"file:///a", "file:///b", "file:///a"},
+		"taskIds":                     []any{"t1"},
 	}
 	s := openStream(t, h, "l", f)
-	keep := openStream(t, h, "keep", listen.Filter{listen.KeyResourceSubscriptions: []any{"file:///b"}})
+	keep := openStream(t, h, "keep", listen.Filter{spec.KeyResourceSubscriptions: []any{"file:///b"}})
 	uris, keys, tools, prompts, resources := h.IndexSizes()
 	assert.Equal(t, []int{2, 5, 1, 1, 1}, []int{uris, keys, tools, prompts, resources})
 	assert.Equal(t, 1, h.URIWatchers("file:///a"), "a duplicated URI is indexed once")
@@ -240,7 +240,7 @@ func TestCloseFreesQueueUnindexesAndIsIdempotent(t *testing.T) {
 func TestSecondConcurrentNextIsRefused(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHub(t, hub.Options{})
-		s := openStream(t, h, "l", listen.Filter{listen.KeyToolsListChanged: true})
+		s := openStream(t, h, "l", listen.Filter{spec.KeyToolsListChanged: true})
 		p := pull(s)
 		synctest.Wait()
 		require.True(t, hub.Pulling(s))
@@ -259,7 +259,7 @@ func TestSecondConcurrentNextIsRefused(t *testing.T) {
 func TestHandoffThenQueueKeepsOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHub(t, hub.Options{})
-		s := openStream(t, h, "l", listen.Filter{listen.KeyToolsListChanged: true})
+		s := openStream(t, h, "l", listen.Filter{spec.KeyToolsListChanged: true})
 		p := pull(s)
 		synctest.Wait()
 		r1, _ := h.Publish(seqEvent(1))
@@ -279,7 +279,7 @@ func TestHandoffThenQueueKeepsOrder(t *testing.T) {
 func TestCloseAfterHandoffAnswersClosed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHub(t, hub.Options{})
-		s := openStream(t, h, "l", listen.Filter{listen.KeyToolsListChanged: true})
+		s := openStream(t, h, "l", listen.Filter{spec.KeyToolsListChanged: true})
 		// Park a Next, hand it an event and close, all before it can run:
 		// the handshake is that Pulling turns true before any publish.
 		p := pull(s)
@@ -379,9 +379,9 @@ func TestOpenRefusesInvalidFilter(t *testing.T) {
 func TestCoreHelpersAndExtensionSelectors(t *testing.T) {
 	h := newHub(t, hub.Options{})
 	s := openStream(t, h, "l", listen.Filter{
-		listen.KeyPromptsListChanged:   true,
-		listen.KeyResourcesListChanged: true,
-		"taskIds":                      []any{"task-one"},
+		spec.KeyPromptsListChanged:   true,
+		spec.KeyResourcesListChanged: true,
+		"taskIds":                    []any{"task-one"},
 	})
 	other := openStream(t, h, "other", listen.Filter{"taskIds": []any{"task-two", "task-three"}})
 
@@ -419,9 +419,9 @@ func TestInstrumentsEveryOperation(t *testing.T) {
 	req := request("listen-7")
 	req.Transport.Kind = "streamable_http"
 	_, s, err := h.Open(context.Background(), req, listen.Filter{
-		listen.KeyToolsListChanged:   true,
-		"taskIds":                    []any{"t"},
-		listen.KeyPromptsListChanged: true,
+		spec.KeyToolsListChanged:   true,
+		"taskIds":                  []any{"t"},
+		spec.KeyPromptsListChanged: true,
 	})
 	require.NoError(t, err)
 	require.Len(t, rec.opens, 1)
@@ -468,7 +468,7 @@ func TestSlogHooks(t *testing.T) {
 	var buf bytes.Buffer
 	logger := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	h := newHub(t, hub.Options{MaxBuffer: 1, Overflow: hub.DropNewest, Hooks: hub.SlogHooks(logger)})
-	s := openStream(t, h, "l1", listen.Filter{listen.KeyToolsListChanged: true, "taskIds": []any{"t"}})
+	s := openStream(t, h, "l1", listen.Filter{spec.KeyToolsListChanged: true, "taskIds": []any{"t"}})
 	h.ToolsListChanged()
 	_, err := h.Publish(listen.ExtensionEvent(tasksID, listen.Filter{"taskIds": []any{"t"}}, nil))
 	require.NoError(t, err)
@@ -495,7 +495,7 @@ func TestSlogHooks(t *testing.T) {
 	// At the default level (Info) only overflows and completions log.
 	buf.Reset()
 	h2 := newHub(t, hub.Options{MaxBuffer: 1, Hooks: hub.SlogHooks(slog.New(slog.NewTextHandler(&buf, nil)))})
-	s2 := openStream(t, h2, "l2", listen.Filter{listen.KeyToolsListChanged: true})
+	s2 := openStream(t, h2, "l2", listen.Filter{spec.KeyToolsListChanged: true})
 	h2.ToolsListChanged()
 	s2.Close(nil)
 	assert.Empty(t, buf.String())
@@ -508,7 +508,7 @@ func TestHooksMayCallBackIntoTheHub(t *testing.T) {
 	var h *hub.Hub
 	hooks := &reentrant{h: &h}
 	h = newHub(t, hub.Options{MaxBuffer: 1, Hooks: hooks})
-	s := openStream(t, h, "l", listen.Filter{listen.KeyToolsListChanged: true})
+	s := openStream(t, h, "l", listen.Filter{spec.KeyToolsListChanged: true})
 	h.ToolsListChanged()
 	h.ToolsListChanged() // overflows
 	h.Complete()
@@ -536,7 +536,7 @@ func (r *reentrant) touch() {
 	r.calls++
 	h := *r.h
 	_ = h.Stats()
-	_, s, err := h.Open(context.Background(), nil, listen.Filter{listen.KeyResourceSubscriptions: []any{"file:///hook"}})
+	_, s, err := h.Open(context.Background(), nil, listen.Filter{spec.KeyResourceSubscriptions: []any{"file:///hook"}})
 	if err != nil {
 		panic(err)
 	}
@@ -555,12 +555,12 @@ func (r *reentrant) OnClose(hub.CloseInfo)       { r.touch() }
 func TestPanickingOnOpenClosesTheListener(t *testing.T) {
 	h := newHub(t, hub.Options{Hooks: panicOnOpen{}})
 	assert.Panics(t, func() {
-		_, _, _ = h.Open(context.Background(), request("x"), listen.Filter{listen.KeyToolsListChanged: true})
+		_, _, _ = h.Open(context.Background(), request("x"), listen.Filter{spec.KeyToolsListChanged: true})
 	})
 	assert.Equal(t, 0, h.Stats().Subscriptions)
 	assert.Empty(t, h.CheckIndex())
 
-	_, err := listen.Open(context.Background(), h, listenRequest("y", listen.Filter{listen.KeyToolsListChanged: true}, false), serverOptions(nil))
+	_, err := listen.Open(context.Background(), h, listenRequest("y", listen.Filter{spec.KeyToolsListChanged: true}, false), serverOptions(nil))
 	require.ErrorIs(t, err, jsonrpc.ErrInternal)
 	var we *jsonrpc.Error
 	require.ErrorAs(t, err, &we)
@@ -581,10 +581,10 @@ func TestManyListenersOpenPublishCloseComplete(t *testing.T) {
 	streams := make([]listen.Stream, n)
 	for i := range streams {
 		streams[i] = openStream(t, h, "l", listen.Filter{
-			listen.KeyToolsListChanged: true,
+			spec.KeyToolsListChanged: true,
 			// A shared URI, a private one, a non-string element (skipped)
 			// and a duplicate.
-			listen.KeyResourceSubscriptions: []any{"file:///shared", uri("own", i), 7, "file:///shared"},
+			spec.KeyResourceSubscriptions: []any{"file:///shared", uri("own", i), 7, "file:///shared"},
 		})
 	}
 	assert.Equal(t, n, h.URIWatchers("file:///shared"))

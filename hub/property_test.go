@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
+	"github.com/mcplisten/listen/spec"
 )
 
 // The property: over random filters and random publications, each listener
@@ -80,12 +81,12 @@ func randomListener(r *rand.Rand, id int) (*modelListener, listen.Filter) {
 			f[key] = false // present but false: selects nothing
 		}
 	}
-	flag(listen.KeyToolsListChanged, &m.tools)
-	flag(listen.KeyPromptsListChanged, &m.prompts)
-	flag(listen.KeyResourcesListChanged, &m.resources)
+	flag(spec.KeyToolsListChanged, &m.tools)
+	flag(spec.KeyPromptsListChanged, &m.prompts)
+	flag(spec.KeyResourcesListChanged, &m.resources)
 	if r.IntN(10) < 6 {
 		m.uris = pick(r, propURIs, 4)
-		f[listen.KeyResourceSubscriptions] = stringList(r, m.uris)
+		f[spec.KeyResourceSubscriptions] = stringList(r, m.uris)
 	}
 	if r.IntN(2) == 0 {
 		m.hasTasks = true

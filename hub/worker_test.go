@@ -13,9 +13,10 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
+	"github.com/mcplisten/listen/spec"
 )
 
-var toolsOnly = listen.Filter{listen.KeyToolsListChanged: true}
+var toolsOnly = listen.Filter{spec.KeyToolsListChanged: true}
 
 func requireDone(t *testing.T, ch <-chan struct{}, what string) {
 	t.Helper()
@@ -165,8 +166,8 @@ func TestServeEndToEnd(t *testing.T) {
 			go func() { s.reason <- sub.Serve(ctx, s.sink.Sink()) }()
 			return s
 		}
-		a := open("a", listen.Filter{listen.KeyToolsListChanged: true, "taskIds": []any{"t1"}})
-		b := open("b", listen.Filter{listen.KeyResourceSubscriptions: []any{"file:///b"}})
+		a := open("a", listen.Filter{spec.KeyToolsListChanged: true, "taskIds": []any{"t1"}})
+		b := open("b", listen.Filter{spec.KeyResourceSubscriptions: []any{"file:///b"}})
 		synctest.Wait()
 		assert.Equal(t, []string{`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"a"},"notifications":{"taskIds":["t1"],"toolsListChanged":true}}}`}, a.sink.take())
 		assert.Equal(t, []string{`{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"b"},"notifications":{"resourceSubscriptions":["file:///b"]}}}`}, b.sink.take())

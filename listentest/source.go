@@ -8,6 +8,15 @@ import (
 	"github.com/mcplisten/listen/jsonrpc"
 )
 
+// SourceFunc adapts a function to listen.Source, for a test whose source is
+// a closure.
+type SourceFunc func(ctx context.Context, req *listen.Request, supported listen.Filter) (listen.Filter, listen.Stream, error)
+
+// Open calls f.
+func (f SourceFunc) Open(ctx context.Context, req *listen.Request, supported listen.Filter) (listen.Filter, listen.Stream, error) {
+	return f(ctx, req, supported)
+}
+
 // Source is a listen.Source driven by a test. The zero value is not ready:
 // use NewSource. Its fields may be set before the first Open.
 type Source struct {

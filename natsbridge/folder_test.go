@@ -54,7 +54,7 @@ func (in *folderInstance) serveFolder(t *testing.T, sub bool, id string, uris ..
 	req := &listen.Request{
 		ID:                 jsonrpc.StringID(id),
 		ProtocolVersion:    spec.ProtocolVersion,
-		Notifications:      listen.Filter{listen.KeyResourceSubscriptions: list},
+		Notifications:      listen.Filter{spec.KeyResourceSubscriptions: list},
 		ClientCapabilities: map[string]any{},
 	}
 	opts := &listen.Options{Capabilities: listen.Capabilities{ResourcesSubscribe: true}}

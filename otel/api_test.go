@@ -183,7 +183,7 @@ func TestHubHooksChain(t *testing.T) {
 	rec := &hubRecorder{}
 	h, err := hub.New(hub.Options{MaxBuffer: 1, Overflow: hub.DropNewest, Hooks: m.HubHooks(rec)})
 	require.NoError(t, err)
-	_, st, err := h.Open(context.Background(), nil, listen.Filter{listen.KeyResourceSubscriptions: []any{"file:///a"}})
+	_, st, err := h.Open(context.Background(), nil, listen.Filter{spec.KeyResourceSubscriptions: []any{"file:///a"}})
 	require.NoError(t, err)
 	for range 3 {
 		_, err := h.ResourceUpdated("file:///a")

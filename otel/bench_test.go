@@ -11,6 +11,7 @@ import (
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
 	listenotel "github.com/mcplisten/listen/otel"
+	"github.com/mcplisten/listen/spec"
 )
 
 // The overhead of the instruments, with an SDK provider (a manual reader,
@@ -60,7 +61,7 @@ func BenchmarkHubPublish(b *testing.B) {
 				}
 				streams := make([]listen.NotifyStream, n)
 				for i := range streams {
-					_, s, err := h.Open(context.Background(), nil, listen.Filter{listen.KeyToolsListChanged: true})
+					_, s, err := h.Open(context.Background(), nil, listen.Filter{spec.KeyToolsListChanged: true})
 					if err != nil {
 						b.Fatal(err)
 					}

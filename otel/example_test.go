@@ -10,6 +10,7 @@ import (
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
 	listenotel "github.com/mcplisten/listen/otel"
+	"github.com/mcplisten/listen/spec"
 )
 
 // A hub's publications and overflows, read back with the SDK's manual
@@ -26,7 +27,7 @@ func Example() {
 	h, _ := hub.New(hub.Options{MaxBuffer: 1, Hooks: m.HubHooks(nil)})
 
 	// One listener that never pulls: its queue holds one event.
-	_, st, _ := h.Open(context.Background(), nil, listen.Filter{listen.KeyToolsListChanged: true})
+	_, st, _ := h.Open(context.Background(), nil, listen.Filter{spec.KeyToolsListChanged: true})
 	defer st.Close(nil)
 	h.ToolsListChanged()
 	h.ToolsListChanged() // overflows the queue

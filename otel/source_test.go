@@ -100,7 +100,7 @@ func TestSourceWrapper(t *testing.T) {
 	// inner source does not need it; the wrapper copes without a transport
 	// kind).
 	ts := listentest.NewSource()
-	inner := listen.SourceFunc(func(ctx context.Context, _ *listen.Request, f listen.Filter) (listen.Filter, listen.Stream, error) {
+	inner := listentest.SourceFunc(func(ctx context.Context, _ *listen.Request, f listen.Filter) (listen.Filter, listen.Stream, error) {
 		return ts.Open(ctx, openRequest(t, "test"), f)
 	})
 	_, st, err = m.Source(inner).Open(context.Background(), nil, listen.Filter{})

@@ -271,7 +271,7 @@ func sourceCases() []sourceCase {
 		}},
 		// Events that fail validation end the stream with the failure
 		// frame, whether the filter selects them or not.
-		{name: "a zero event", run: failsAfter([]listen.Event{{}}, toolsFilter, nil, listen.ErrInvalidNext)},
+		{name: "a zero event", run: failsAfter([]listen.Event{{}}, toolsFilter, nil, listen.ErrInvalidEvent)},
 		{name: "a resource update with a relative URI", run: failsAfter(
 			[]listen.Event{listen.ResourceUpdated("relative/path")}, `{"resourceSubscriptions":["file:///a"]}`, nil, listen.ErrInvalidEvent)},
 		{name: "a list change with a URI", run: failsAfter(

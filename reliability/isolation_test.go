@@ -60,11 +60,11 @@ type isoRequest struct {
 
 func randomRequest(r *rand.Rand) isoRequest {
 	req := isoRequest{filter: map[string]any{}, want: map[string]any{}}
-	for _, key := range []string{listen.KeyToolsListChanged, listen.KeyPromptsListChanged, listen.KeyResourcesListChanged} {
+	for _, key := range []string{spec.KeyToolsListChanged, spec.KeyPromptsListChanged, spec.KeyResourcesListChanged} {
 		switch r.IntN(3) {
 		case 1:
 			req.filter[key] = true
-			if key != listen.KeyPromptsListChanged {
+			if key != spec.KeyPromptsListChanged {
 				req.want[key] = true
 			}
 		case 2:
@@ -86,8 +86,8 @@ func randomRequest(r *rand.Rand) isoRequest {
 		if kept == nil {
 			kept = []any{}
 		}
-		req.filter[listen.KeyResourceSubscriptions] = uris
-		req.want[listen.KeyResourceSubscriptions] = kept
+		req.filter[spec.KeyResourceSubscriptions] = uris
+		req.want[spec.KeyResourceSubscriptions] = kept
 	}
 	if r.IntN(4) == 0 {
 		req.filter["x-unadvertised"] = []any{"a"} // no extension: narrowed away
@@ -109,13 +109,13 @@ type isoStream struct {
 func (s *isoStream) selects(ev isoEvent) bool {
 	switch ev.kind {
 	case listen.KindToolsListChanged:
-		return s.accepted[listen.KeyToolsListChanged] == true
+		return s.accepted[spec.KeyToolsListChanged] == true
 	case listen.KindPromptsListChanged:
-		return s.accepted[listen.KeyPromptsListChanged] == true
+		return s.accepted[spec.KeyPromptsListChanged] == true
 	case listen.KindResourcesListChanged:
-		return s.accepted[listen.KeyResourcesListChanged] == true
+		return s.accepted[spec.KeyResourcesListChanged] == true
 	case listen.KindResourceUpdated:
-		uris, _ := s.accepted[listen.KeyResourceSubscriptions].([]any)
+		uris, _ := s.accepted[spec.KeyResourceSubscriptions].([]any)
 		return slices.Contains(uris, any(ev.uri))
 	}
 	return false

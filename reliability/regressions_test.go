@@ -160,7 +160,7 @@ func TestURIsNetURLRefusesAreRefused(t *testing.T) {
 				for i, u := range uris {
 					assert.Error(t, listen.ResourceUpdated(u).Validate(), "an update of %q is valid", u)
 					id := fmt.Sprintf(`"uri-%d"`, i)
-					filter, err := json.Marshal(map[string]any{listen.KeyResourceSubscriptions: []string{u}})
+					filter, err := json.Marshal(map[string]any{spec.KeyResourceSubscriptions: []string{u}})
 					require.NoError(t, err)
 					cs := fx.listen(t, id, string(filter))
 					m := cs.recv(t)

@@ -1,7 +1,7 @@
 // Package spec names the MCP 2026-07-28 vocabulary of subscriptions/listen
 // that the listen packages and their users share: the protocol versions,
-// the methods, the _meta keys, the filter keys, the server/client
-// Implementation, and the exact error messages the listen packages send.
+// the methods, the _meta keys, the filter keys, and the exact error
+// messages the listen packages send.
 //
 // Server authors rarely need it: the root package listen opens and serves
 // subscriptions. Tests and transports use it to speak of the wire without
@@ -60,10 +60,3 @@ const (
 
 // MaxResourceSubscriptions is the most URIs a listen request may name.
 const MaxResourceSubscriptions = 1000
-
-// Implementation names a server or client (name and version are required).
-type Implementation struct {
-	Name    string `json:"name"`
-	Version string `json:"version"`
-	Title   string `json:"title,omitempty"`
-}

@@ -35,11 +35,11 @@ func fuzzSource() (*listentest.Source, func(stop <-chan struct{})) {
 		for {
 			select {
 			case st := <-src.Opened():
-				if st.Supported.Bool(listen.KeyPromptsListChanged) {
+				if st.Supported.Bool(spec.KeyPromptsListChanged) {
 					continue
 				}
 				for n := 1; n <= 2; n++ {
-					if uris := st.Supported.Strings(listen.KeyResourceSubscriptions); len(uris) > 0 {
+					if uris := st.Supported.Strings(spec.KeyResourceSubscriptions); len(uris) > 0 {
 						st.Send(listen.ResourceUpdated(uris[0]))
 					} else {
 						st.Send(listen.ToolsListChanged().WithMetadata(map[string]any{"n": n}))

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
+	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/streamhttp"
 )
@@ -199,7 +200,7 @@ func TestFolderListenDoesNotRetainParams(t *testing.T) {
 	h, err := hub.New(hub.Options{})
 	require.NoError(t, err)
 	var params weak.Pointer[byte]
-	src := listen.SourceFunc(func(ctx context.Context, req *listen.Request, supported listen.Filter) (listen.Filter, listen.Stream, error) {
+	src := listentest.SourceFunc(func(ctx context.Context, req *listen.Request, supported listen.Filter) (listen.Filter, listen.Stream, error) {
 		params = weak.Make(&req.Params[0])
 		return h.Open(ctx, req, supported)
 	})

@@ -24,7 +24,7 @@ import (
 // listentest.Stream, has one event queued for each core key of the accepted
 // filter (and an update of each of its first two URIs), then its end. Each
 // open has a Source of its own, so that nothing is kept across fuzz inputs.
-var fuzzSource = listen.SourceFunc(func(ctx context.Context, req *listen.Request, supported listen.Filter) (listen.Filter, listen.Stream, error) {
+var fuzzSource = listentest.SourceFunc(func(ctx context.Context, req *listen.Request, supported listen.Filter) (listen.Filter, listen.Stream, error) {
 	accepted, s, err := listentest.NewSource().Open(ctx, req, supported)
 	if err != nil {
 		return nil, nil, err
@@ -39,16 +39,16 @@ var fuzzSource = listen.SourceFunc(func(ctx context.Context, req *listen.Request
 
 func fuzzEvents(f listen.Filter) []listen.Event {
 	var evs []listen.Event
-	if f.Bool(listen.KeyToolsListChanged) {
+	if f.Bool(spec.KeyToolsListChanged) {
 		evs = append(evs, listen.ToolsListChanged())
 	}
-	if f.Bool(listen.KeyPromptsListChanged) {
+	if f.Bool(spec.KeyPromptsListChanged) {
 		evs = append(evs, listen.PromptsListChanged())
 	}
-	if f.Bool(listen.KeyResourcesListChanged) {
+	if f.Bool(spec.KeyResourcesListChanged) {
 		evs = append(evs, listen.ResourcesListChanged())
 	}
-	uris := f.Strings(listen.KeyResourceSubscriptions)
+	uris := f.Strings(spec.KeyResourceSubscriptions)
 	for _, u := range uris[:min(len(uris), 2)] {
 		evs = append(evs, listen.ResourceUpdated(u))
 	}

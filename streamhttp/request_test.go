@@ -50,7 +50,7 @@ func headers(kv ...string) http.Header {
 }
 
 func TestRequestErrors(t *testing.T) {
-	manyURIs := make([]string, listen.MaxResourceSubscriptions+1)
+	manyURIs := make([]string, spec.MaxResourceSubscriptions+1)
 	for i := range manyURIs {
 		manyURIs[i] = `"test://r/` + strings.Repeat("x", i%3) + `"`
 	}
@@ -412,11 +412,11 @@ func TestDefaultCheckOrigin(t *testing.T) {
 // byte over it with 413.
 func TestDefaultBodyLimit(t *testing.T) {
 	e := newEnv(t, nil, nil, envConfig{})
-	uris := make([]string, listen.MaxResourceSubscriptions)
+	uris := make([]string, spec.MaxResourceSubscriptions)
 	for i := range uris {
 		uris[i] = fmt.Sprintf("test://r/%0119d", i) // 128 bytes
 	}
-	filter := mustJSON(t, map[string]any{listen.KeyResourceSubscriptions: uris})
+	filter := mustJSON(t, map[string]any{spec.KeyResourceSubscriptions: uris})
 	require.Greater(t, len(filter), 127<<10)
 	require.LessOrEqual(t, len(filter), 128<<10)
 	s := e.listen(t, `"largest"`, string(filter))

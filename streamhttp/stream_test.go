@@ -136,7 +136,7 @@ func TestCanReadNarrowsResources(t *testing.T) {
 		ack["params"].(map[string]any)["notifications"])
 	st := streamOf(t, e.src, "r")
 	assert.Equal(t, jsonOf(t, `["test://static/readme","test://unregistered/one"]`),
-		jsonOf(t, string(mustJSON(t, st.Supported[listen.KeyResourceSubscriptions]))))
+		jsonOf(t, string(mustJSON(t, st.Supported[spec.KeyResourceSubscriptions]))))
 	st.End()
 	s.message(t)
 	s.end(t)
