@@ -5,40 +5,6 @@ import (
 	"net/netip"
 )
 
-// Kind is the kind of an Event.
-type Kind uint8
-
-// Event kinds. The zero Kind is not a valid event.
-const (
-	// KindToolsListChanged becomes notifications/tools/list_changed.
-	KindToolsListChanged Kind = iota + 1
-	// KindPromptsListChanged becomes notifications/prompts/list_changed.
-	KindPromptsListChanged
-	// KindResourcesListChanged becomes notifications/resources/list_changed.
-	KindResourcesListChanged
-	// KindResourceUpdated becomes notifications/resources/updated.
-	KindResourceUpdated
-	// KindExtension is shaped by the extension named in Event.ExtensionID.
-	KindExtension
-)
-
-// String returns the kind's name, such as "tools_list_changed".
-func (k Kind) String() string {
-	switch k {
-	case KindToolsListChanged:
-		return "tools_list_changed"
-	case KindPromptsListChanged:
-		return "prompts_list_changed"
-	case KindResourcesListChanged:
-		return "resources_list_changed"
-	case KindResourceUpdated:
-		return "resource_updated"
-	case KindExtension:
-		return "extension"
-	}
-	return "invalid"
-}
-
 // Event is a protocol-neutral change a Source hands to a subscription. Build
 // it with the constructors; the zero Event is invalid.
 //
@@ -150,15 +116,15 @@ var (
 // JSON, written as they are.
 // Validate does not allocate.
 func (e Event) Validate() error {
-	switch e.Kind {
-	case KindToolsListChanged, KindPromptsListChanged, KindResourcesListChanged, KindResourceUpdated:
+	switch {
+	case e.Kind.core():
 		if !objectValid(e.Params) {
 			return errEventParams
 		}
 		if !objectValid(e.Metadata) {
 			return errEventMetadata
 		}
-		if e.Kind == KindResourceUpdated {
+		if kinds[e.Kind].uri {
 			if !isAbsoluteURI(e.URI) {
 				return errEventAbsoluteURI
 			}
@@ -169,7 +135,7 @@ func (e Event) Validate() error {
 			return errEventCoreExtFields
 		}
 		return nil
-	case KindExtension:
+	case e.Kind == KindExtension:
 		if e.ExtensionID == "" {
 			return errEventExtID
 		}

@@ -12,7 +12,7 @@ var (
 
 // AppendNotification is Notification appending to dst, for benchmarks.
 func (s *Subscription) AppendNotification(dst []byte, ev Event) ([]byte, bool, error) {
-	return s.appendNotification(context.Background(), dst, ev)
+	return s.appendNotification(context.Background(), dst, ev, false)
 }
 
 // ErrWorkerRunning is StartWorker's error while a worker runs.

@@ -185,7 +185,7 @@ func (s *Subscription) shapeExtensionEvent(dst []byte, ev Event) ([]byte, bool, 
 	if !objectValid(params) {
 		return dst, false, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgExtNonJSONEvent)
 	}
-	out, ok := s.appendNotificationMessage(dst, method, params, ev.Metadata, "")
+	out, ok := s.appendMessage(dst, method, "", params, ev.Metadata)
 	if !ok {
 		return dst, false, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgExtNonJSONEvent)
 	}
@@ -193,20 +193,25 @@ func (s *Subscription) shapeExtensionEvent(dst []byte, ev Event) ([]byte, bool, 
 }
 
 // reservedMethods are the notifications an extension may not put on a listen
-// stream: the core's own (their shapes and filters belong to the core) and the
-// request-scoped ones that never go on a listen stream.
-var reservedMethods = map[string]bool{
-	spec.MethodAcknowledged:            true,
-	spec.MethodToolsListChanged:        true,
-	spec.MethodPromptsListChanged:      true,
-	spec.MethodResourcesListChanged:    true,
-	spec.MethodResourceUpdated:         true,
-	spec.MethodCancelled:               true,
-	"notifications/progress":           true,
-	"notifications/message":            true,
-	"notifications/initialized":        true,
-	"notifications/roots/list_changed": true,
-}
+// stream: the core's own (their shapes and filters belong to the core: the
+// acknowledgement and each core kind's) and the request-scoped ones that
+// never go on a listen stream.
+var reservedMethods = func() map[string]bool {
+	m := map[string]bool{
+		spec.MethodAcknowledged:            true,
+		spec.MethodCancelled:               true,
+		"notifications/progress":           true,
+		"notifications/message":            true,
+		"notifications/initialized":        true,
+		"notifications/roots/list_changed": true,
+	}
+	for _, row := range kinds {
+		if row.method != "" {
+			m[row.method] = true
+		}
+	}
+	return m
+}()
 
 // extensionMethod reports whether an extension may send method on a listen
 // stream: a notification ("notifications/...") that is not reserved.

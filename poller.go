@@ -207,7 +207,7 @@ func (p *Poller) Next(dst []byte) (Step, []byte) {
 		}
 		switch o.Kind {
 		case OutcomeEvent:
-			out, send, err := s.appendNotification(p.ctx, dst, o.Event)
+			out, send, err := s.appendNotification(p.ctx, dst, o.Event, true)
 			if err != nil {
 				return p.fail(dst, err)
 			}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
@@ -15,84 +14,6 @@ type Implementation struct {
 	Name    string `json:"name"`
 	Version string `json:"version"`
 	Title   string `json:"title,omitempty"`
-}
-
-// Capabilities is what a server advertises in server/discover, as far as a
-// listen is concerned. The requested filter is narrowed against it: a
-// requested list change needs its flag, resourceSubscriptions needs
-// ResourcesSubscribe, and an extension's filter keys need the extension in
-// Extensions. The zero value supports nothing: every listen is acknowledged
-// with an empty filter.
-//
-// Build it with the fields, or read it from the capabilities object a server
-// already advertises with CapabilitiesFrom.
-type Capabilities struct {
-	// ToolsListChanged is capabilities.tools.listChanged.
-	ToolsListChanged bool
-	// PromptsListChanged is capabilities.prompts.listChanged.
-	PromptsListChanged bool
-	// ResourcesListChanged is capabilities.resources.listChanged.
-	ResourcesListChanged bool
-	// ResourcesSubscribe is capabilities.resources.subscribe.
-	ResourcesSubscribe bool
-	// Extensions holds the settings of each extension advertised under
-	// capabilities.extensions, keyed by extension id.
-	Extensions map[string]any
-}
-
-// CapabilitiesFrom reads Capabilities from a server/discover capabilities
-// object: v is its JSON text ([]byte, json.RawMessage or string) or any value
-// that encodes as it, such as a go-sdk *mcp.ServerCapabilities or a
-// map[string]any. Only the boolean true counts for a flag. A nil v (or JSON
-// null) gives the zero Capabilities; anything that is not a JSON object is
-// an error.
-func CapabilitiesFrom(v any) (Capabilities, error) {
-	var raw []byte
-	switch t := v.(type) {
-	case []byte:
-		raw = t
-	case json.RawMessage:
-		raw = t
-	case string:
-		raw = []byte(t)
-	default:
-		b, err := json.Marshal(v)
-		if err != nil {
-			return Capabilities{}, fmt.Errorf("listen: encoding capabilities: %w", err)
-		}
-		raw = b
-	}
-	raw = bytes.TrimSpace(raw)
-	if string(raw) == "null" {
-		return Capabilities{}, nil
-	}
-	var obj map[string]any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if len(raw) == 0 || raw[0] != '{' || dec.Decode(&obj) != nil {
-		return Capabilities{}, errors.New("listen: capabilities must be a JSON object")
-	}
-	flag := func(group, name string) bool {
-		g, _ := obj[group].(map[string]any)
-		b, _ := g[name].(bool)
-		return b
-	}
-	c := Capabilities{
-		ToolsListChanged:     flag("tools", "listChanged"),
-		PromptsListChanged:   flag("prompts", "listChanged"),
-		ResourcesListChanged: flag("resources", "listChanged"),
-		ResourcesSubscribe:   flag("resources", "subscribe"),
-	}
-	if exts, ok := obj["extensions"].(map[string]any); ok && len(exts) > 0 {
-		c.Extensions = exts
-	}
-	return c, nil
-}
-
-// hasExtension reports whether the extension id is advertised.
-func (c Capabilities) hasExtension(id string) bool {
-	_, ok := c.Extensions[id]
-	return ok
 }
 
 // Transport describes how a request arrived. The subscription keeps only
@@ -164,10 +85,12 @@ func validateNotifications(f Filter) error {
 	if !f.Valid() {
 		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgNotificationsJSON)
 	}
-	for _, k := range [...]string{spec.KeyToolsListChanged, spec.KeyPromptsListChanged, spec.KeyResourcesListChanged} {
-		if v, ok := f[k]; ok {
-			if _, isBool := v.(bool); !isBool {
-				return jsonrpc.NewError(jsonrpc.CodeInvalidParams, "subscriptions/listen "+k+" must be a boolean")
+	for k := range kinds {
+		if key := kinds[k].key; Kind(k).listChange() {
+			if v, ok := f[key]; ok {
+				if _, isBool := v.(bool); !isBool {
+					return jsonrpc.NewError(jsonrpc.CodeInvalidParams, "subscriptions/listen "+key+" must be a boolean")
+				}
 			}
 		}
 	}

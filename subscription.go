@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcplisten/listen/internal/valid"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
 )
@@ -115,11 +116,10 @@ type Options struct {
 type Subscription struct {
 	id         jsonrpc.ID
 	accepted   Filter
-	tools      bool
-	prompts    bool
-	resources  bool
+	lists      uint64 // bit k: the list change of Kind k is accepted
 	uris       []string
 	sorted     bool           // uris is sorted (and deduplicated) for binary search
+	checked    bool           // the stream's events were validated when published
 	res        *resourceMatch // Options.SubResources; nil when off
 	extFilters map[string]Filter
 	negotiated map[string]Filter // extension id -> the client's settings
@@ -216,12 +216,15 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 		release:    opts.ReleaseTimeout,
 	}
 	s.guard.stream = stream
+	s.checked = valid.Validated(stream)
 	if s.release <= 0 {
 		s.release = defaultReleaseTimeout
 	}
-	s.tools = s.accepted.Bool(spec.KeyToolsListChanged)
-	s.prompts = s.accepted.Bool(spec.KeyPromptsListChanged)
-	s.resources = s.accepted.Bool(spec.KeyResourcesListChanged)
+	for k := range kinds {
+		if Kind(k).listChange() && s.accepted.Bool(kinds[k].key) {
+			s.lists |= 1 << k
+		}
+	}
 	if _, ok := s.accepted[spec.KeyResourceSubscriptions]; ok {
 		s.uris = s.accepted.Strings(spec.KeyResourceSubscriptions)
 		if len(s.uris) > smallList {
@@ -279,39 +282,51 @@ func capabilities(ctx context.Context, req *Request, opts *Options) (caps Capabi
 func narrow(ctx context.Context, req *Request, caps Capabilities, canReadFn func(context.Context, *Request, string) bool) (Filter, error) {
 	f := Filter{}
 	want := req.Notifications
-	if want.Bool(spec.KeyToolsListChanged) && caps.ToolsListChanged {
-		f[spec.KeyToolsListChanged] = true
-	}
-	if want.Bool(spec.KeyPromptsListChanged) && caps.PromptsListChanged {
-		f[spec.KeyPromptsListChanged] = true
-	}
-	if want.Bool(spec.KeyResourcesListChanged) && caps.ResourcesListChanged {
-		f[spec.KeyResourcesListChanged] = true
-	}
-	if v, ok := want[spec.KeyResourceSubscriptions]; ok && caps.ResourcesSubscribe {
-		if _, isList := asList(v); isList {
-			uris := want.Strings(spec.KeyResourceSubscriptions)
-			if canReadFn != nil {
-				kept := make([]string, 0, len(uris))
-				for _, u := range uris {
-					ok, err := canRead(ctx, canReadFn, req, u)
-					if err != nil {
-						return nil, err
-					}
-					if ok {
-						kept = append(kept, u)
-					}
-				}
-				uris = kept
+	for k := range kinds {
+		row := &kinds[k]
+		if !Kind(k).core() || !*row.allowed(&caps) {
+			continue
+		}
+		v, ok := want[row.key]
+		switch {
+		case !ok:
+		case !row.uri:
+			if b, _ := v.(bool); b {
+				f[row.key] = true
 			}
-			list := make([]any, len(uris))
-			for i, u := range uris {
-				list[i] = u
+		default:
+			list, err := narrowURIs(ctx, req, want.Strings(row.key), v, canReadFn)
+			if err != nil {
+				return nil, err
 			}
-			f[spec.KeyResourceSubscriptions] = list
+			if list != nil {
+				f[row.key] = list
+			}
 		}
 	}
 	return f, nil
+}
+
+// narrowURIs narrows a requested list of URIs v (uris, its strings) to those
+// canRead (if set) allows, in order; nil when v is not a list.
+func narrowURIs(ctx context.Context, req *Request, uris []string, v any, canReadFn func(context.Context, *Request, string) bool) ([]any, error) {
+	if _, isList := asList(v); !isList {
+		return nil, nil
+	}
+	list := make([]any, 0, len(uris))
+	for _, u := range uris {
+		if canReadFn != nil {
+			ok, err := canRead(ctx, canReadFn, req, u)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				continue
+			}
+		}
+		list = append(list, u)
+	}
+	return list, nil
 }
 
 // ID returns the listen request's id, which is also the subscription id.

@@ -23,20 +23,6 @@ const (
 	metaOpen           = `"_meta":{"` + spec.MetaSubscriptionID + `":`
 )
 
-func methodOf(k Kind) string {
-	switch k {
-	case KindToolsListChanged:
-		return spec.MethodToolsListChanged
-	case KindPromptsListChanged:
-		return spec.MethodPromptsListChanged
-	case KindResourcesListChanged:
-		return spec.MethodResourcesListChanged
-	case KindResourceUpdated:
-		return spec.MethodResourceUpdated
-	}
-	return ""
-}
-
 // Acknowledgement returns notifications/subscriptions/acknowledged: the
 // accepted filter verbatim (extension keys included) and a _meta holding only
 // the subscription id. Write it before anything else.
@@ -72,7 +58,7 @@ func (s *Subscription) Acknowledgement() ([]byte, error) {
 // never forge it. The "uri" of a resource update always comes from the
 // event.
 func (s *Subscription) Notification(ev Event) ([]byte, error) {
-	b, ok, err := s.appendNotification(context.Background(), nil, ev)
+	b, ok, err := s.appendNotification(context.Background(), nil, ev, false)
 	if !ok {
 		return nil, err
 	}
@@ -80,54 +66,39 @@ func (s *Subscription) Notification(ev Event) ([]byte, error) {
 }
 
 // appendNotification is Notification appending to dst, with the context
-// CanRead gets for a covered sub-resource (Serve's). ok is false for a drop
-// or an error; dst is then returned unchanged.
-func (s *Subscription) appendNotification(ctx context.Context, dst []byte, ev Event) (out []byte, ok bool, err error) {
-	if err := ev.Validate(); err != nil {
-		return dst, false, err
+// CanRead gets for a covered sub-resource (Serve's). pulled tells that ev
+// was pulled from the stream: it is not validated again when the stream's
+// events were validated as they were published (the hub's). ok is false for
+// a drop or an error; dst is then returned unchanged.
+func (s *Subscription) appendNotification(ctx context.Context, dst []byte, ev Event, pulled bool) (out []byte, ok bool, err error) {
+	if !pulled || !s.checked {
+		if err := ev.Validate(); err != nil {
+			return dst, false, err
+		}
 	}
-	switch ev.Kind {
-	case KindToolsListChanged:
-		ok = s.tools
-	case KindPromptsListChanged:
-		ok = s.prompts
-	case KindResourcesListChanged:
-		ok = s.resources
-	case KindResourceUpdated:
+	switch {
+	case ev.Kind == KindExtension:
+		return s.shapeExtensionEvent(dst, ev)
+	case !ev.Kind.core():
+		return dst, false, errEventInvalid
+	case kinds[ev.Kind].uri:
 		ok = s.watches(ev.URI)
 		if !ok && s.res != nil {
 			if ok, err = s.res.deliver(ctx, ev.URI); err != nil {
 				return dst, false, err
 			}
 		}
-	case KindExtension:
-		return s.shapeExtensionEvent(dst, ev)
+	default:
+		ok = s.lists&(1<<ev.Kind) != 0
 	}
 	if !ok {
 		return dst, false, nil
 	}
-	method := methodOf(ev.Kind)
-	if len(ev.Params) == 0 && len(ev.Metadata) == 0 {
-		// Fast path: no map work, one growth of dst at most.
-		n := len(prefixNotification) + len(method) + len(metaOpen) + len(s.id.Raw()) + 32
-		if ev.Kind == KindResourceUpdated {
-			n += len(ev.URI) + 16
-		}
-		b := slices.Grow(dst, n)
-		b = append(b, prefixNotification...)
-		b = append(b, '"')
-		b = append(b, method...)
-		b = append(b, `","params":{`...)
-		b = append(b, metaOpen...)
-		b = append(b, s.id.Raw()...)
-		b = append(b, '}')
-		if ev.Kind == KindResourceUpdated {
-			b = append(b, `,"uri":`...)
-			b = appendString(b, ev.URI)
-		}
-		return append(b, "}}"...), true, nil
+	uri := ""
+	if kinds[ev.Kind].uri {
+		uri = ev.URI
 	}
-	b, ok := s.appendNotificationMessage(dst, method, ev.Params, ev.Metadata, ev.URI)
+	b, ok := s.appendMessage(dst, kinds[ev.Kind].method, uri, ev.Params, ev.Metadata)
 	if !ok {
 		return dst, false, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgInvalidMessage)
 	}
@@ -144,11 +115,27 @@ func (s *Subscription) watches(uri string) bool {
 	return slices.Contains(s.uris, uri)
 }
 
-// appendNotificationMessage writes a notification whose params are params
-// with "_meta" replaced by the merge of params["_meta"] (if an object),
-// metadata and the subscription id (last), and, when uri is set, "uri"
-// replaced by uri. Keys are sorted.
-func (s *Subscription) appendNotificationMessage(dst []byte, method string, params, metadata map[string]any, uri string) ([]byte, bool) {
+// appendMessage is the encoder of every notification of the stream: it
+// writes method with params whose "_meta" is the merge of params["_meta"]
+// (if an object), metadata and the subscription id (last, so that it cannot
+// be forged), and whose "uri", when uri is set, is uri. Members are sorted.
+// ok is false (dst returned unchanged) when a value is not JSON.
+func (s *Subscription) appendMessage(dst []byte, method, uri string, params, metadata map[string]any) ([]byte, bool) {
+	if len(params) == 0 && len(metadata) == 0 {
+		// No map work, one growth of dst at most.
+		b := slices.Grow(dst, len(prefixNotification)+len(method)+len(metaOpen)+len(s.id.Raw())+len(uri)+48)
+		b = append(b, prefixNotification...)
+		b = appendString(b, method)
+		b = append(b, `,"params":{`...)
+		b = append(b, metaOpen...)
+		b = append(b, s.id.Raw()...)
+		b = append(b, '}')
+		if uri != "" {
+			b = append(b, `,"uri":`...)
+			b = appendString(b, uri)
+		}
+		return append(b, "}}"...), true
+	}
 	meta := make(map[string]any, len(metadata)+2)
 	switch pm := params["_meta"].(type) {
 	case map[string]any:

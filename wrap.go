@@ -1,5 +1,7 @@
 package listen
 
+import "github.com/mcplisten/listen/internal/valid"
+
 // StreamHooks are the functions WrapStream calls around the methods of the
 // stream it wraps. Each is optional. They run on the goroutine that calls the
 // wrapped method and must be safe for the concurrency of the Stream
@@ -77,6 +79,10 @@ func (w *wrappedNotify) TryNext() (Event, bool, error) {
 }
 
 func (w *wrappedNotify) SetNotify(notify func()) { w.ns.SetNotify(notify) }
+
+// EventsValidated answers for inner: the hooks see the events, they cannot
+// change them.
+func (w *wrapped) EventsValidated() bool { return valid.Validated(w.inner) }
 
 var (
 	_ Stream       = (*wrapped)(nil)

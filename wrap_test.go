@@ -10,8 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/internal/valid"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
+	"github.com/mcplisten/listen/spec"
 )
 
 // hookLog records the calls of StreamHooks.
@@ -91,3 +93,57 @@ func TestWrapStreamCloseHookAfterAPanic(t *testing.T) {
 type panickyClose struct{ listen.Stream }
 
 func (panickyClose) Close(error) { panic("close") }
+
+// validatedStream is a pollStream that says its events were validated when
+// published (as the hub's do).
+type validatedStream struct{ pollStream }
+
+func (*validatedStream) EventsValidated() bool { return true }
+
+var _ valid.Stream = (*validatedStream)(nil)
+
+// An event pulled from a stream whose events were validated when published
+// (the hub validates once per Publish) is not validated again by each
+// subscription: a list change carrying a URI, which Validate refuses, is
+// shaped as it is. From any other stream, it fails the stream. Through
+// WrapStream, the wrapped stream's answer holds.
+func TestEventsValidatedOncePerPublish(t *testing.T) {
+	bad := listen.Event{Kind: listen.KindToolsListChanged, URI: "file:///not/for/a/list/change"}
+	require.ErrorIs(t, bad.Validate(), listen.ErrInvalidEvent)
+	for _, tt := range []struct {
+		name    string
+		stream  func() (listen.Stream, *pollStream)
+		methods []string
+	}{
+		{"validated", func() (listen.Stream, *pollStream) { v := &validatedStream{}; return v, &v.pollStream },
+			[]string{spec.MethodAcknowledged, spec.MethodToolsListChanged}},
+		{"validated, wrapped", func() (listen.Stream, *pollStream) {
+			v := &validatedStream{}
+			return listen.WrapStream(v, listen.StreamHooks{}), &v.pollStream
+		}, []string{spec.MethodAcknowledged, spec.MethodToolsListChanged}},
+		{"not validated", func() (listen.Stream, *pollStream) { p := &pollStream{}; return p, p },
+			[]string{spec.MethodAcknowledged, "error:Subscription source failed"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				st, inner := tt.stream()
+				src := listentest.SourceFunc(func(context.Context, *listen.Request, listen.Filter) (listen.Filter, listen.Stream, error) {
+					return listen.Filter{"toolsListChanged": true}, st, nil
+				})
+				sub := openSub(t, src, jsonrpc.IntID(1), listen.Filter{"toolsListChanged": true})
+				col := newCollector()
+				done := make(chan error, 1)
+				go func() { done <- sub.Serve(t.Context(), col.sink(0)) }()
+				<-col.got
+				synctest.Wait()
+				inner.push(item{ev: bad})
+				<-col.got
+				sub.Close(nil)
+				<-done
+				assert.Equal(t, tt.methods, col.methods(t))
+				_, err := sub.Notification(bad)
+				assert.ErrorIs(t, err, listen.ErrInvalidEvent, "an event given to Notification is always validated")
+			})
+		})
+	}
+}

@@ -1,6 +1,9 @@
 package hub
 
-import "github.com/mcplisten/listen"
+import (
+	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/spec"
+)
 
 // Test-only views of the hub's internals.
 
@@ -43,7 +46,13 @@ func (h *Hub) URIWatchers(uri string) int {
 func (h *Hub) IndexSizes() (uris, keys, tools, prompts, resources int) {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	return len(h.uris), len(h.keys), len(h.tools.items), len(h.prompts.items), len(h.resources.items)
+	size := func(key string) int {
+		if s := h.flags[key]; s != nil {
+			return len(s.items)
+		}
+		return 0
+	}
+	return len(h.uris), len(h.keys), size(spec.KeyToolsListChanged), size(spec.KeyPromptsListChanged), size(spec.KeyResourcesListChanged)
 }
 
 // CheckIndex verifies that every membership recorded by a listener points
@@ -52,7 +61,10 @@ func (h *Hub) IndexSizes() (uris, keys, tools, prompts, resources int) {
 func (h *Hub) CheckIndex() string {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	sets := []*set{&h.all, &h.tools, &h.prompts, &h.resources}
+	sets := []*set{&h.all}
+	for _, s := range h.flags {
+		sets = append(sets, s)
+	}
 	for _, s := range h.uris {
 		sets = append(sets, s)
 	}

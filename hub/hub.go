@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/internal/valid"
 	"github.com/mcplisten/listen/spec"
 )
 
@@ -107,16 +108,14 @@ type Hub struct {
 	// closing. Publish holds it for reading only while it copies its targets;
 	// no code holds it while calling hooks or taking a listener's lock for
 	// long.
-	mu        sync.RWMutex
-	all       set             // every listener not yet closed
-	tools     set             // toolsListChanged: true (open listeners)
-	prompts   set             // promptsListChanged: true
-	resources set             // resourcesListChanged: true
-	uris      map[string]*set // resource URI -> listeners watching it
-	keys      map[string]*set // filter key -> listeners whose filter has it
-	closing   int
-	shut      bool          // Shutdown was called: Open refuses
-	idle      chan struct{} // closed when closing reaches 0 (Shutdown waits on it)
+	mu      sync.RWMutex
+	all     set             // every listener not yet closed
+	flags   map[string]*set // filter key -> listeners whose filter has it true (list changes: listen.Kind.Key)
+	uris    map[string]*set // resource URI -> listeners watching it
+	keys    map[string]*set // filter key -> listeners whose filter has it
+	closing int
+	shut    bool          // Shutdown was called: Open refuses
+	idle    chan struct{} // closed when closing reaches 0 (Shutdown waits on it)
 	// folders indexes the folder listeners of the built-in sub-resource
 	// rule (listen.SubResources without Folders); custom holds one index
 	// per rule with a Folders function (see folders.go). nfolder counts
@@ -133,6 +132,7 @@ type Hub struct {
 var (
 	_ listen.Source       = (*Hub)(nil)
 	_ listen.NotifyStream = (*listener)(nil)
+	_ valid.Stream        = (*listener)(nil)
 )
 
 // New returns a hub configured by opts. It fails, with an error matching
@@ -151,6 +151,7 @@ func New(opts Options) (*Hub, error) {
 		overflow:  opts.Overflow,
 		hooks:     opts.Hooks,
 		uris:      make(map[string]*set),
+		flags:     make(map[string]*set),
 		folders:   folderIndex{sets: make(map[string]*set)},
 		keys:      make(map[string]*set),
 	}
@@ -195,14 +196,10 @@ func (h *Hub) Open(ctx context.Context, req *listen.Request, supported listen.Fi
 		rule = req.SubResources
 		folderKeys = coverKeys(uris, rule.Folders == nil)
 	}
-	tools := supported.Bool(spec.KeyToolsListChanged)
-	prompts := supported.Bool(spec.KeyPromptsListChanged)
-	resources := supported.Bool(spec.KeyResourcesListChanged)
-
 	l := newListener(h, supported)
 	n := 1 + len(supported) + uris.len()
-	for _, b := range [...]bool{tools, prompts, resources} {
-		if b {
+	for _, v := range supported {
+		if v == true {
 			n++
 		}
 	}
@@ -214,16 +211,10 @@ func (h *Hub) Open(ctx context.Context, req *listen.Request, supported listen.Fi
 		return nil, nil, ErrShutdown
 	}
 	l.join(&h.all)
-	if tools {
-		l.join(&h.tools)
-	}
-	if prompts {
-		l.join(&h.prompts)
-	}
-	if resources {
-		l.join(&h.resources)
-	}
-	for k := range supported {
+	for k, v := range supported {
+		if v == true {
+			l.join(setIn(h.flags, k))
+		}
 		l.join(setIn(h.keys, k))
 	}
 	if folderKeys != nil {
@@ -461,12 +452,6 @@ func (h *Hub) published(ev listen.Event, r Report, start time.Time) {
 // be held.
 func (h *Hub) selectSet(ev *listen.Event) *set {
 	switch ev.Kind {
-	case listen.KindToolsListChanged:
-		return &h.tools
-	case listen.KindPromptsListChanged:
-		return &h.prompts
-	case listen.KindResourcesListChanged:
-		return &h.resources
 	case listen.KindResourceUpdated:
 		return h.uris[ev.URI]
 	case listen.KindExtension:
@@ -482,7 +467,8 @@ func (h *Hub) selectSet(ev *listen.Event) *set {
 		}
 		return best
 	}
-	return nil
+	// A list change: the listeners whose filter has its key true.
+	return h.flags[ev.Kind.Key()]
 }
 
 // ToolsListChanged publishes listen.ToolsListChanged().
@@ -562,9 +548,7 @@ func (h *Hub) complete() {
 	}
 	h.nfolder.Store(0)
 	h.custom = nil
-	h.tools = set{}
-	h.prompts = set{}
-	h.resources = set{}
+	h.flags = make(map[string]*set)
 	h.uris = make(map[string]*set)
 	h.folders = folderIndex{sets: make(map[string]*set)}
 	h.keys = make(map[string]*set)

@@ -58,6 +58,11 @@ func newListener(h *Hub, filter listen.Filter) *listener {
 	return l
 }
 
+// EventsValidated reports that every event the listener hands out was
+// validated by Publish (internal/valid): its subscription does not validate
+// it again.
+func (l *listener) EventsValidated() bool { return true }
+
 // Delivery results of one publication for one listener.
 const (
 	resSkipped   uint8 = iota // closed or completing meanwhile: not matched
