@@ -81,16 +81,18 @@ func (k Kind) String() string {
 	return "invalid"
 }
 
-// Key returns the filter key that selects events of kind k: a list change's
-// boolean (toolsListChanged for KindToolsListChanged), resourceSubscriptions
-// for KindResourceUpdated, and "" for KindExtension (an extension's own
-// keys select its events) and an invalid kind. A source that selects events
-// itself, as the hub does, indexes its listeners by it.
-func (k Kind) Key() string {
-	if k.core() {
-		return kinds[k].key
+// KindOf returns the core kind that the filter key selects:
+// KindToolsListChanged for toolsListChanged (a list change is selected when
+// its key is true), and so on, KindResourceUpdated for
+// resourceSubscriptions, and 0 for any other key (an extension's). A source
+// that selects events itself, as the hub does, indexes its listeners by it.
+func KindOf(key string) Kind {
+	for k := range kinds {
+		if Kind(k).core() && kinds[k].key == key {
+			return Kind(k)
+		}
 	}
-	return ""
+	return 0
 }
 
 // Capabilities is what a server advertises in server/discover, as far as a

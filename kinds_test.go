@@ -9,8 +9,8 @@ import (
 	"github.com/mcplisten/listen/spec"
 )
 
-// Every kind has its name and the filter key that selects it; an invalid
-// kind has neither.
+// Every kind has its name, and the filter key that selects it says which
+// kind it is; an invalid kind has no name, an extension's key no kind.
 func TestKinds(t *testing.T) {
 	for _, tt := range []struct {
 		kind      listen.Kind
@@ -25,6 +25,10 @@ func TestKinds(t *testing.T) {
 		{200, "invalid", ""},
 	} {
 		assert.Equal(t, tt.name, tt.kind.String())
-		assert.Equal(t, tt.key, tt.kind.Key(), tt.name)
+		if tt.key != "" {
+			assert.Equal(t, tt.kind, listen.KindOf(tt.key), tt.key)
+		}
 	}
+	assert.Zero(t, listen.KindOf("taskIds"))
+	assert.Zero(t, listen.KindOf(""))
 }

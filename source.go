@@ -25,10 +25,10 @@ import (
 // becomes "Subscription source failed to open".
 //
 // The supported filter is the source's to keep: it is a fresh copy, detached
-// from the request. The subscription keeps the accepted filter for its whole
-// life: the very map when it is the supported filter returned as it is (so a
-// source that keeps it too, as the hub does, shares one copy), a copy
-// otherwise. Neither side may modify it after Open returns.
+// from the request. The subscription keeps what it serves of the accepted
+// filter (its flags, its URIs and its extension parts), not the map, and may
+// share their values with it: neither side may modify it after Open
+// returns.
 //
 // Open may be called concurrently for different requests.
 type Source interface {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"reflect"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -58,9 +58,9 @@ type Options struct {
 	// (128 KiB): room for the 1,000 URIs a listen may name at about 128
 	// bytes each. A larger filter is refused with -32602
 	// "subscriptions/listen notifications must be at most <N> bytes".
-	// The subscription keeps one copy of its accepted filter for its life,
-	// shared with a source that accepts the supported filter as it is (the
-	// hub does), so this also bounds what one open listen holds.
+	// The subscription keeps the values of its accepted filter for its
+	// life (shared with the hub), so this also bounds what one open listen
+	// holds.
 	MaxFilterBytes int
 	// SubResources, if set, makes every URI of resourceSubscriptions also
 	// cover its sub-resources (file:///a/ covers file:///a/b/c): a
@@ -102,9 +102,10 @@ type Options struct {
 //
 // # What it keeps
 //
-// A subscription keeps only what it serves: the request id, the protocol
-// version, the accepted filter, the extension projections, the ids and
-// settings of the extensions the client negotiated, and the server info.
+// A subscription keeps only what it serves: the request id, the accepted
+// filter's flags and URIs, the extension projections (the rest of the
+// accepted filter), the ids and settings of the extensions the client
+// negotiated, and the server info.
 // It holds no pointer to the Request, its Params, Meta, client capabilities,
 // headers or auth: Open copies the values it keeps (strings.Clone, Filter.Clone)
 // so that an open stream never keeps a request body alive. (With
@@ -114,11 +115,16 @@ type Options struct {
 //
 // All methods are safe for concurrent use. Close is idempotent and waits.
 type Subscription struct {
-	id         jsonrpc.ID
-	accepted   Filter
-	lists      uint64 // bit k: the list change of Kind k is accepted
+	id    jsonrpc.ID
+	lists uint64 // bit k: the list change of Kind k is accepted
+	// uris is the accepted resourceSubscriptions as accepted (order and
+	// duplicates kept, for the acknowledgement); hasURIs tells an accepted
+	// empty list from none; order, for more than smallList URIs, indexes
+	// uris sorted by URI, for binary search (2 bytes per URI). With
+	// extFilters, they are the accepted filter: no map of it is kept.
 	uris       []string
-	sorted     bool           // uris is sorted (and deduplicated) for binary search
+	order      []uint16
+	hasURIs    bool
 	checked    bool           // the stream's events were validated when published
 	res        *resourceMatch // Options.SubResources; nil when off
 	extFilters map[string]Filter
@@ -210,7 +216,6 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 
 	s := &Subscription{
 		id:         cloneID(req.ID),
-		accepted:   keep(accepted, supported),
 		registry:   opts.Extensions,
 		serverInfo: opts.ServerInfo,
 		release:    opts.ReleaseTimeout,
@@ -221,25 +226,30 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 		s.release = defaultReleaseTimeout
 	}
 	for k := range kinds {
-		if Kind(k).listChange() && s.accepted.Bool(kinds[k].key) {
+		if Kind(k).listChange() && accepted.Bool(kinds[k].key) {
 			s.lists |= 1 << k
 		}
 	}
-	if _, ok := s.accepted[spec.KeyResourceSubscriptions]; ok {
-		s.uris = s.accepted.Strings(spec.KeyResourceSubscriptions)
-		if len(s.uris) > smallList {
-			// Sorted for binary search: 16 bytes per URI, sharing the
-			// accepted filter's strings (a set would cost about three
-			// times that).
-			s.uris = slices.Clone(s.uris) // Strings may return the filter's own slice
-			slices.Sort(s.uris)
-			s.uris = slices.Compact(s.uris)
-			s.sorted = true
+	if _, ok := accepted[spec.KeyResourceSubscriptions]; ok {
+		s.hasURIs = true
+		if l, ok := accepted[spec.KeyResourceSubscriptions].([]string); ok {
+			s.uris = slices.Clone(l)
+		} else {
+			s.uris = accepted.Strings(spec.KeyResourceSubscriptions) // a new slice
+		}
+		if n := len(s.uris); n > smallList && n <= math.MaxUint16 {
+			s.order = make([]uint16, n)
+			for i := range s.order {
+				s.order[i] = uint16(i)
+			}
+			slices.SortFunc(s.order, func(a, b uint16) int { return strings.Compare(s.uris[a], s.uris[b]) })
 		}
 		s.res = newResourceMatch(req, opts, s.uris)
 	}
+	// Every other key of the accepted filter belongs to an extension's
+	// contribution: the projections hold them all.
 	for id, contrib := range contributions {
-		if p := project(s.accepted, contrib); len(p) > 0 {
+		if p := project(accepted, contrib); len(p) > 0 {
 			if s.extFilters == nil {
 				s.extFilters = make(map[string]Filter, len(contributions))
 			}
@@ -332,9 +342,29 @@ func narrowURIs(ctx context.Context, req *Request, uris []string, v any, canRead
 // ID returns the listen request's id, which is also the subscription id.
 func (s *Subscription) ID() jsonrpc.ID { return s.id }
 
-// Accepted returns the accepted filter, as the acknowledgement echoes it.
-// Treat it as read-only.
-func (s *Subscription) Accepted() Filter { return s.accepted }
+// Accepted returns the accepted filter, as the acknowledgement echoes it: a
+// new map on each call (the subscription keeps its parts, not the map).
+func (s *Subscription) Accepted() Filter {
+	f := make(Filter, 4+len(s.extFilters))
+	for k := range kinds {
+		if s.lists&(1<<k) != 0 {
+			f[kinds[k].key] = true
+		}
+	}
+	if s.hasURIs {
+		list := make([]any, len(s.uris))
+		for i, u := range s.uris {
+			list[i] = u
+		}
+		f[spec.KeyResourceSubscriptions] = list
+	}
+	for _, p := range s.extFilters {
+		for k, v := range p {
+			f[k] = v
+		}
+	}
+	return f
+}
 
 // errWorkerRunning is returned by StartWorker while the subscription's
 // previous worker goroutine is still running.
@@ -529,15 +559,4 @@ func jsonSize(v any, depth, limit int) int {
 	default:
 		return 24 // other numbers
 	}
-}
-
-// keep returns the accepted filter the subscription keeps for its life: the
-// supported filter itself when the source accepted it as it is (it is a
-// fresh copy that Open gave the source; the hub keeps the same map, so one
-// open listen holds one copy of its filter), or a copy of anything else.
-func keep(accepted, supported Filter) Filter {
-	if len(accepted) > 0 && reflect.ValueOf(accepted).UnsafePointer() == reflect.ValueOf(supported).UnsafePointer() {
-		return accepted
-	}
-	return accepted.Clone()
 }

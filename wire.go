@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
@@ -27,14 +28,15 @@ const (
 // accepted filter verbatim (extension keys included) and a _meta holding only
 // the subscription id. Write it before anything else.
 func (s *Subscription) Acknowledgement() ([]byte, error) {
-	b := make([]byte, 0, 160+len(s.id.Raw())+32*len(s.accepted))
+	accepted := s.Accepted()
+	b := make([]byte, 0, 160+len(s.id.Raw())+32*len(accepted))
 	b = append(b, prefixNotification...)
 	b = appendString(b, spec.MethodAcknowledged)
 	b = append(b, `,"params":{`...)
 	b = append(b, metaOpen...)
 	b = append(b, s.id.Raw()...)
 	b = append(b, `},"notifications":`...)
-	b, ok := appendJSONValue(b, map[string]any(s.accepted), 0)
+	b, ok := appendJSONValue(b, map[string]any(accepted), 0)
 	if !ok {
 		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgInvalidMessage)
 	}
@@ -108,8 +110,8 @@ func (s *Subscription) appendNotification(ctx context.Context, dst []byte, ev Ev
 // watches reports whether uri is in the accepted resourceSubscriptions,
 // byte for byte (the sub-resources of Options.SubResources are resourceMatch's).
 func (s *Subscription) watches(uri string) bool {
-	if s.sorted {
-		_, ok := slices.BinarySearch(s.uris, uri)
+	if s.order != nil {
+		_, ok := slices.BinarySearchFunc(s.order, uri, func(i uint16, uri string) int { return strings.Compare(s.uris[i], uri) })
 		return ok
 	}
 	return slices.Contains(s.uris, uri)

@@ -23,9 +23,9 @@
 //   - a resource update goes to the listeners whose resourceSubscriptions
 //     name its URI, found in a map from URI to listeners, and to the folder
 //     listeners one of whose URIs covers it (see Folder listeners);
-//   - an extension event goes to the listeners whose filter contains its
-//     selector (selector.SubsetOf(filter)); only listeners having every key
-//     of the selector are checked.
+//   - an extension event goes to the listeners whose filter's extension
+//     keys contain its selector (selector.SubsetOf); only listeners having
+//     every key of the selector are checked.
 //
 // A selected listener with a blocked Next receives the event directly
 // (Report.Delivered); otherwise the event is queued (Report.Buffered). A full

@@ -2,7 +2,6 @@ package hub
 
 import (
 	"github.com/mcplisten/listen"
-	"github.com/mcplisten/listen/spec"
 )
 
 // Test-only views of the hub's internals.
@@ -46,13 +45,13 @@ func (h *Hub) URIWatchers(uri string) int {
 func (h *Hub) IndexSizes() (uris, keys, tools, prompts, resources int) {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	size := func(key string) int {
-		if s := h.flags[key]; s != nil {
+	size := func(k listen.Kind) int {
+		if s := h.lists[k]; s != nil {
 			return len(s.items)
 		}
 		return 0
 	}
-	return len(h.uris), len(h.keys), size(spec.KeyToolsListChanged), size(spec.KeyPromptsListChanged), size(spec.KeyResourcesListChanged)
+	return len(h.uris), len(h.keys), size(listen.KindToolsListChanged), size(listen.KindPromptsListChanged), size(listen.KindResourcesListChanged)
 }
 
 // CheckIndex verifies that every membership recorded by a listener points
@@ -62,8 +61,10 @@ func (h *Hub) CheckIndex() string {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	sets := []*set{&h.all}
-	for _, s := range h.flags {
-		sets = append(sets, s)
+	for _, s := range h.lists {
+		if s != nil {
+			sets = append(sets, s)
+		}
 	}
 	for _, s := range h.uris {
 		sets = append(sets, s)

@@ -110,9 +110,9 @@ type Hub struct {
 	// long.
 	mu      sync.RWMutex
 	all     set             // every listener not yet closed
-	flags   map[string]*set // filter key -> listeners whose filter has it true (list changes: listen.Kind.Key)
+	lists   [256]*set       // a list change's Kind -> listeners whose filter has its key true (made when first needed)
 	uris    map[string]*set // resource URI -> listeners watching it
-	keys    map[string]*set // filter key -> listeners whose filter has it
+	keys    map[string]*set // extension filter key -> listeners whose filter has it
 	closing int
 	shut    bool          // Shutdown was called: Open refuses
 	idle    chan struct{} // closed when closing reaches 0 (Shutdown waits on it)
@@ -151,7 +151,6 @@ func New(opts Options) (*Hub, error) {
 		overflow:  opts.Overflow,
 		hooks:     opts.Hooks,
 		uris:      make(map[string]*set),
-		flags:     make(map[string]*set),
 		folders:   folderIndex{sets: make(map[string]*set)},
 		keys:      make(map[string]*set),
 	}
@@ -163,19 +162,20 @@ func New(opts Options) (*Hub, error) {
 
 // Open implements listen.Source. It accepts the supported filter verbatim,
 // extension keys included, and returns a new listener as the stream. The
-// hub keeps the filter (it must not be modified afterwards; listen.Open
-// hands over a private copy). An invalid filter (see listen.Filter.Valid)
+// hub keeps the filter's extension keys, and the values of the rest in its
+// index (it must not be modified afterwards; listen.Open hands over a
+// private copy). An invalid filter (see listen.Filter.Valid)
 // fails with ErrInvalidFilter, which listen.Open reports as "Subscription
 // source failed to open". A request whose SubResources is set (listen.Open
 // sets it from listen.Options.SubResources) opens a folder listener, whose
 // URIs also cover their sub-resources by that rule. The subscription's
 // guard owns the stream's lifetime.
 //
-// The listener is indexed under toolsListChanged, promptsListChanged and
-// resourcesListChanged when they are true, under each distinct string of
-// resourceSubscriptions (a folder listener: under the normal form of each,
-// leaving out those another of its URIs covers), and under each key of the
-// filter (for extension selectors).
+// The listener is indexed under the kind of each list-change key that is
+// true (listen.KindOf), under each distinct string of resourceSubscriptions
+// (a folder listener: under the normal form of each, leaving out those
+// another of its URIs covers), and under each extension key of the filter
+// (a key of no core kind, for extension selectors).
 func (h *Hub) Open(ctx context.Context, req *listen.Request, supported listen.Filter) (listen.Filter, listen.Stream, error) {
 	h.mu.RLock()
 	shut := h.shut
@@ -196,14 +196,8 @@ func (h *Hub) Open(ctx context.Context, req *listen.Request, supported listen.Fi
 		rule = req.SubResources
 		folderKeys = coverKeys(uris, rule.Folders == nil)
 	}
-	l := newListener(h, supported)
-	n := 1 + len(supported) + uris.len()
-	for _, v := range supported {
-		if v == true {
-			n++
-		}
-	}
-	l.memb = make([]membership, 0, n)
+	l := newListener(h, extensionPart(supported))
+	l.memb = make([]membership, 0, 1+len(supported)+uris.len())
 
 	h.mu.Lock()
 	if h.shut { // Shutdown began since the check above: it would not complete l
@@ -212,10 +206,15 @@ func (h *Hub) Open(ctx context.Context, req *listen.Request, supported listen.Fi
 	}
 	l.join(&h.all)
 	for k, v := range supported {
-		if v == true {
-			l.join(setIn(h.flags, k))
+		switch kind := listen.KindOf(k); {
+		case kind == 0: // an extension's key, for its selectors
+			l.join(setIn(h.keys, k))
+		case v == true: // a list change (a URI list is indexed below)
+			if h.lists[kind] == nil {
+				h.lists[kind] = &set{}
+			}
+			l.join(h.lists[kind])
 		}
-		l.join(setIn(h.keys, k))
 	}
 	if folderKeys != nil {
 		idx := h.folderIndexLocked(rule)
@@ -240,6 +239,31 @@ func (h *Hub) Open(ctx context.Context, req *listen.Request, supported listen.Fi
 		h.callOnOpen(l, info)
 	}
 	return supported, l, nil
+}
+
+// extensionPart returns the entries of f whose keys belong to no core kind:
+// what a listener keeps to match extension selectors (nil when there is
+// none; f itself when it has only those).
+func extensionPart(f listen.Filter) listen.Filter {
+	n := 0
+	for k := range f {
+		if listen.KindOf(k) == 0 {
+			n++
+		}
+	}
+	switch n {
+	case 0:
+		return nil
+	case len(f):
+		return f
+	}
+	ext := make(listen.Filter, n)
+	for k, v := range f {
+		if listen.KindOf(k) == 0 {
+			ext[k] = v
+		}
+	}
+	return ext
 }
 
 // callOnOpen runs OnOpen; if it panics, the new listener is closed before
@@ -332,9 +356,10 @@ const stackTargets = 8
 //     its URI (exact string match), and to the folder listeners one of
 //     whose URIs covers it (the rule of listen.Options.SubResources), each
 //     once;
-//   - an extension event to the listeners whose filter contains its
-//     selector (ev.Selector.SubsetOf(filter)); the candidates are the
-//     listeners that have every key of the selector.
+//   - an extension event to the listeners whose filter's extension keys
+//     contain its selector (ev.Selector.SubsetOf of them: a selector that
+//     names a core key selects nobody, no extension owns one); the
+//     candidates are the listeners that have every key of the selector.
 //
 // Each target receives the event in its blocked Next, or queues it, or
 // applies the overflow policy; Publish never waits for a listener. Maps in
@@ -468,7 +493,7 @@ func (h *Hub) selectSet(ev *listen.Event) *set {
 		return best
 	}
 	// A list change: the listeners whose filter has its key true.
-	return h.flags[ev.Kind.Key()]
+	return h.lists[ev.Kind]
 }
 
 // ToolsListChanged publishes listen.ToolsListChanged().
@@ -548,7 +573,7 @@ func (h *Hub) complete() {
 	}
 	h.nfolder.Store(0)
 	h.custom = nil
-	h.flags = make(map[string]*set)
+	h.lists = [256]*set{}
 	h.uris = make(map[string]*set)
 	h.folders = folderIndex{sets: make(map[string]*set)}
 	h.keys = make(map[string]*set)

@@ -212,7 +212,7 @@ func TestCloseFreesQueueUnindexesAndIsIdempotent(t *testing.T) {
 	s := openStream(t, h, "l", f)
 	keep := openStream(t, h, "keep", listen.Filter{spec.KeyResourceSubscriptions: []any{"file:///b"}})
 	uris, keys, tools, prompts, resources := h.IndexSizes()
-	assert.Equal(t, []int{2, 5, 1, 1, 1}, []int{uris, keys, tools, prompts, resources})
+	assert.Equal(t, []int{2, 1, 1, 1, 1}, []int{uris, keys, tools, prompts, resources}, "keys: the extension keys only")
 	assert.Equal(t, 1, h.URIWatchers("file:///a"), "a duplicated URI is indexed once")
 
 	r, _ := h.ResourceUpdated("file:///a")
@@ -226,7 +226,7 @@ func TestCloseFreesQueueUnindexesAndIsIdempotent(t *testing.T) {
 	assert.Equal(t, 0, hub.QueueLen(s))
 	assert.Equal(t, 0, hub.QueueCap(s), "the queue is freed")
 	uris, keys, tools, prompts, resources = h.IndexSizes()
-	assert.Equal(t, []int{1, 1, 0, 0, 0}, []int{uris, keys, tools, prompts, resources})
+	assert.Equal(t, []int{1, 0, 0, 0, 0}, []int{uris, keys, tools, prompts, resources})
 	assert.Equal(t, 0, h.Stats().Queued)
 	require.Len(t, rec.closeInfos(), 1, "only the first Close counts")
 	assert.Equal(t, listen.ClassCancelled, rec.closeInfos()[0].Reason)
