@@ -11,7 +11,7 @@ func QueueLen(s listen.Stream) int {
 	l := s.(*listener)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return int(l.q.n)
+	return l.q.len()
 }
 
 // QueueCap returns the capacity of a hub stream's ring buffer.
@@ -19,6 +19,9 @@ func QueueCap(s listen.Stream) int {
 	l := s.(*listener)
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.q == nil {
+		return 0
+	}
 	return len(l.q.buf)
 }
 

@@ -22,7 +22,9 @@ const (
 // Its fields split in two by lock. filter and hub never change after Open.
 // memb and counted belong to the hub's index and are guarded by Hub.mu. The
 // rest is guarded by mu, which is held only for a few instructions and never
-// while calling out of the package. The struct fits the 160-byte size class.
+// while calling out of the package. The struct fits the 112-byte size
+// class: what only some listeners need (a queue, a blocked Next's channel)
+// is made when first needed.
 type listener struct {
 	// Guarded by mu. The fields Publish touches come first, close together.
 	mu    sync.Mutex
@@ -38,10 +40,13 @@ type listener struct {
 	// counted in Hub.nfolder), nil for an exact listener.
 	counted bool
 	folder  *folderIndex
-	q       ring
+	// q is the queue, made by the first event queued (nil: empty).
+	q *ring
 	// handoff is the event a publisher handed straight to a blocked Next.
 	handoff *listen.Event
-	cond    sync.Cond // L is &mu; a blocked Next waits on it
+	// wait is closed to wake the Next blocked on it (made by that Next,
+	// closed and cleared by the publisher, Shutdown or Close that wakes it).
+	wait chan struct{}
 	// notify wakes a polling puller (listen.NotifyStream.SetNotify).
 	notify func()
 
@@ -53,9 +58,7 @@ type listener struct {
 }
 
 func newListener(h *Hub, filter listen.Filter) *listener {
-	l := &listener{hub: h, filter: filter}
-	l.cond.L = &l.mu
-	return l
+	return &listener{hub: h, filter: filter}
 }
 
 // EventsValidated reports that every event the listener hands out was
@@ -83,7 +86,7 @@ func (l *listener) deliver(e *listen.Event, maxBuffer int, policy Overflow) uint
 	case l.pulling && l.handoff == nil:
 		// A blocked Next implies an empty queue: hand over directly.
 		l.handoff = e
-		l.cond.Signal()
+		l.wakeNext()
 		l.mu.Unlock()
 		return resDelivered
 	case l.polling && l.handoff == nil:
@@ -96,7 +99,10 @@ func (l *listener) deliver(e *listen.Event, maxBuffer int, policy Overflow) uint
 			notify()
 		}
 		return resDelivered
-	case int(l.q.n) < maxBuffer:
+	case l.q.len() < maxBuffer:
+		if l.q == nil {
+			l.q = &ring{}
+		}
 		l.q.push(e, maxBuffer)
 		l.mu.Unlock()
 		return resBuffered
@@ -120,8 +126,8 @@ func (l *listener) Next() (listen.Event, error) {
 		l.mu.Unlock()
 		return listen.Event{}, ErrPullPending
 	}
-	if l.q.n > 0 {
-		e := l.q.pop()
+	if l.q.len() > 0 {
+		e := l.pop()
 		l.mu.Unlock()
 		l.hub.queued.Add(-1)
 		return *e, nil
@@ -131,11 +137,14 @@ func (l *listener) Next() (listen.Event, error) {
 		return listen.Event{}, listen.ErrClosed
 	}
 	// The queue is empty and stays empty while pulling: a publisher hands
-	// its event over instead of queueing it.
+	// its event over instead of queueing it, and closes wait; Shutdown and
+	// Close close it too.
 	l.pulling = true
-	for l.handoff == nil && l.state == stateOpen {
-		l.cond.Wait()
-	}
+	wait := make(chan struct{})
+	l.wait = wait
+	l.mu.Unlock()
+	<-wait
+	l.mu.Lock()
 	l.pulling = false
 	e := l.handoff
 	l.handoff = nil
@@ -160,8 +169,8 @@ func (l *listener) TryNext() (listen.Event, bool, error) {
 		l.mu.Unlock()
 		return *e, true, nil
 	}
-	if l.q.n > 0 {
-		e := l.q.pop()
+	if l.q.len() > 0 {
+		e := l.pop()
 		l.mu.Unlock()
 		l.hub.queued.Add(-1)
 		return *e, true, nil
@@ -198,11 +207,11 @@ func (l *listener) Close(reason error) {
 		return
 	}
 	l.state = stateClosed
-	n := int64(l.q.n)
-	l.q = ring{}
+	n := int64(l.q.len())
+	l.q = nil
 	l.handoff = nil
 	l.polling = false
-	l.cond.Broadcast()
+	l.wakeNext()
 	notify := l.wake()
 	l.mu.Unlock()
 	if notify != nil {
@@ -252,12 +261,31 @@ func (l *listener) complete() (ok bool, notify func()) {
 	}
 	l.state = stateCompleting
 	l.polling = false
-	l.cond.Broadcast()
+	l.wakeNext()
 	return true, l.wake()
+}
+
+// wakeNext wakes the blocked Next, if any. l.mu is held.
+func (l *listener) wakeNext() {
+	if l.wait != nil {
+		close(l.wait)
+		l.wait = nil
+	}
+}
+
+// pop takes the oldest queued event; a queue left empty with a large buffer
+// is released. l.mu is held and the queue is not empty.
+func (l *listener) pop() *listen.Event {
+	e := l.q.pop()
+	if l.q.n == 0 && len(l.q.buf) > keepRing {
+		l.q = nil
+	}
+	return e
 }
 
 // ring is a FIFO of events, allocated on the first push and grown on demand
 // up to the hub's MaxBuffer, so that an idle listener holds no buffer.
+// A nil ring is empty.
 type ring struct {
 	buf  []*listen.Event
 	head int32 // index of the oldest event
@@ -270,6 +298,13 @@ const (
 	minRing  = 4
 	keepRing = 16
 )
+
+func (r *ring) len() int {
+	if r == nil {
+		return 0
+	}
+	return int(r.n)
+}
 
 func (r *ring) push(e *listen.Event, maxBuffer int) {
 	if int(r.n) == len(r.buf) {
@@ -311,9 +346,6 @@ func (r *ring) pop() *listen.Event {
 	r.n--
 	if r.n == 0 {
 		r.head = 0
-		if len(r.buf) > keepRing {
-			r.buf = nil
-		}
 	}
 	return e
 }
