@@ -44,12 +44,14 @@ import (
 // not empty, a slow path while its stream is behind, the sweeper while it
 // runs. Handler.Shutdown waits for them.
 type fanout struct {
+	h            *Handler
 	keepAlive    time.Duration
 	writeTimeout time.Duration
 	sweepEvery   time.Duration
 	loops        []*loop
 	next         atomic.Uint32
 	epoch        time.Time
+	base         atomic.Pointer[baseContext] // the last baseContext
 
 	mu      sync.Mutex
 	streams int
@@ -63,9 +65,11 @@ type fanout struct {
 	idle    chan struct{}
 }
 
-// newFanout returns the fanout of a Handler with options o.
-func newFanout(o Options) *fanout {
+// newFanout returns the fanout of h (whose options are set).
+func newFanout(h *Handler) *fanout {
+	o := h.opts
 	f := &fanout{
+		h:            h,
 		keepAlive:    o.KeepAlive,
 		writeTimeout: o.WriteTimeout,
 		sweepEvery:   max(o.KeepAlive/4, time.Millisecond),
@@ -76,6 +80,28 @@ func newFanout(o Options) *fanout {
 		f.loops = append(f.loops, &loop{f: f})
 	}
 	return f
+}
+
+// baseContext returns the context a fast stream keeps in place of the
+// request's (old): only the http.Server, where logf finds its ErrorLog,
+// shared by the fanout's streams of that server.
+func (f *fanout) baseContext(old context.Context) context.Context {
+	srv := old.Value(http.ServerContextKey)
+	if b := f.base.Load(); b != nil && b.srv == srv {
+		return b.ctx
+	}
+	b := &baseContext{srv: srv, ctx: context.Background()}
+	if srv != nil {
+		b.ctx = context.WithValue(b.ctx, http.ServerContextKey, srv)
+	}
+	f.base.Store(b)
+	return b.ctx
+}
+
+// baseContext is a context of fanout.baseContext and its server.
+type baseContext struct {
+	srv any
+	ctx context.Context
 }
 
 // now is the fanout's clock: nanoseconds since its creation.
@@ -149,62 +175,45 @@ func (f *fanout) start(h *Handler, t *takenOver) bool {
 	if err != nil {
 		return false
 	}
-	fs := &fastStream{f: f, h: h, st: t.st, fd: -1, head: t.head}
+	fs := &fastStream{f: f, st: t.st, fd: -1, head: string(t.head)}
 	fs.l = f.loops[int(f.next.Add(1))%len(f.loops)]
 	// Owned by this goroutine until it is scheduled below: a notify that
 	// comes first only marks it pending.
 	fs.state.Store(stateLoop)
-	// A fast stream's serving context keeps only the http.Server (logf
-	// finds its ErrorLog there): nothing on the fast path reads the
-	// request's other values (the Poller declines a subscription whose
-	// shaping asks CanRead), and the request's context chain (net/http's
-	// per-connection contexts, about 700 bytes) would otherwise live as long
-	// as the stream.
-	base := context.Background()
-	if srv := t.st.ctx.Value(http.ServerContextKey); srv != nil {
-		base = context.WithValue(base, http.ServerContextKey, srv)
-	}
-	ctx, cancel := context.WithCancelCause(base)
-	p, ok := t.st.sub.Poller(ctx, fs.notify, fs.ended)
+	// A fast stream has no context of its own: the transport's end is its
+	// cause (fs.cancel, fs.ended), and nothing on the fast path reads the
+	// request's values (the Poller declines a subscription whose shaping
+	// asks CanRead), whose context chain (net/http's per-connection
+	// contexts, about 700 bytes) would otherwise live as long as the stream.
+	p, ok := t.st.sub.Poller(context.Background(), fs.notify, fs.ended)
 	if !ok {
-		cancel(nil)
 		return false
 	}
 	fs.p = p
-	// From now on the stream's context is ctx, and cancelling it (Shutdown,
-	// EndStreams, a hang-up) also wakes the stream. Both are set under h.mu,
-	// where Shutdown and EndStreams read them; an end of the old context
-	// carries over, whether it came before (seen here, so nothing is
-	// written) or comes later from someone who read the old cancel function
-	// before the swap (the AfterFunc; once nobody holds the old context, it
-	// and its registration are garbage).
+	// From now on the stream ends through fs.cancel (stream.end, under h.mu,
+	// where Shutdown and EndStreams call it), which also wakes it; its ctx
+	// is the Handler's shared one, for logf, and the old one is dropped
+	// (nothing else ends it: takeover ended it, if at all, before now). An
+	// end of the old context carries over: Shutdown and EndStreams end a
+	// stream under h.mu, so one that came before the swap is seen here.
 	old := fs.st.ctx
-	stCancel := func(cause error) {
-		cancel(cause)
-		fs.cancelled.Store(true)
-		fs.notify()
-	}
 	h.mu.Lock()
-	fs.st.ctx, fs.st.cancel = ctx, stCancel
+	fs.st.fast = fs
+	fs.st.ctx, fs.st.cancel = f.baseContext(old), nil
 	h.mu.Unlock()
 	if old.Err() != nil {
-		stCancel(context.Cause(old))
-	} else {
-		// Never stopped: the callback runs only if the old cancel is
-		// called, and then only cancels and notifies (an ended stream
-		// ignores it), so nothing waits for it.
-		context.AfterFunc(old, func() { stCancel(context.Cause(old)) })
+		fs.cancel(context.Cause(old))
 	}
 	var derr error
 	if err := rc.Control(func(s uintptr) { fs.fd, derr = dupCloseOnExec(int(s)) }); err != nil || derr != nil {
 		// The stream is served nonetheless: it ends at once.
-		fs.st.cancel(listen.Disconnected(errors.Join(err, derr)))
+		fs.cancel(listen.Disconnected(errors.Join(err, derr)))
 	}
 	_ = t.conn.Close() // the duplicate keeps the socket open
 	if fs.fd >= 0 {
 		if err := f.add(fs); err != nil {
 			// Nothing would see this client leave: end the stream at once.
-			fs.st.cancel(listen.Disconnected(err))
+			fs.cancel(listen.Disconnected(err))
 		}
 	}
 	fs.l.schedule(fs) // the acknowledgement
@@ -240,7 +249,7 @@ func (f *fanout) add(fs *fastStream) error {
 	fs.lastWrite.Store(f.now())
 	l := fs.l
 	l.mu.Lock()
-	fs.idx = len(l.streams)
+	fs.idx = int32(len(l.streams))
 	l.streams = append(l.streams, fs)
 	l.mu.Unlock()
 	return fs.hup.watch(fs)
@@ -394,29 +403,40 @@ const (
 // lock.
 type fastStream struct {
 	f    *fanout
-	h    *Handler
 	st   *stream
 	fd   int      // the socket (a duplicate of the taken-over connection's)
 	conn net.Conn // the slow path's connection on fd, while it needs one
 	l    *loop
 	hup  *hangups
-	gen  uint32        // its registration with hup
 	p    listen.Poller // kept here: one object per stream to touch per message
-	head []byte        // the status line and headers, written with the first frame
+	head string        // the status line and headers, written with the first frame
 
-	state     atomic.Uint32
-	lastWrite atomic.Int64 // fanout clock of the last write
-	ping      atomic.Bool  // the sweeper asks for a keep-alive
-	cancelled atomic.Bool  // st.ctx has ended (set by st.cancel)
-	idx       int
+	lastWrite atomic.Int64          // fanout clock of the last write
+	cause     atomic.Pointer[error] // the transport's end (see cancel), first one kept
+	// The 4-byte fields last, packed (the struct fits the 160-byte size
+	// class).
+	state atomic.Uint32
+	gen   uint32      // its registration with hup
+	idx   int32       // in l.streams
+	ping  atomic.Bool // the sweeper asks for a keep-alive
 }
 
-// ended reports the end of the stream's serving context (listen.Poller).
-func (fs *fastStream) ended() error {
-	if !fs.cancelled.Load() {
-		return nil
+// cancel ends the stream from the transport's side with cause (Shutdown,
+// EndStreams, a hang-up, a failed registration), the first one kept, and
+// wakes it: its Poller then ends it by that cause. It never blocks.
+func (fs *fastStream) cancel(cause error) {
+	if fs.cause.CompareAndSwap(nil, &cause) {
+		fs.notify()
 	}
-	return context.Cause(fs.st.ctx)
+}
+
+// ended returns the cause the stream was ended with, or nil (the ended
+// function of its listen.Poller).
+func (fs *fastStream) ended() error {
+	if c := fs.cause.Load(); c != nil {
+		return *c
+	}
+	return nil
 }
 
 // notify wakes fs: an event may be ready, it may have ended, or a
@@ -487,11 +507,11 @@ func (fs *fastStream) pumpOnLoop(l *loop) {
 		n, err := writeRaw(fs.fd, buf)
 		switch {
 		case n == len(buf):
-			fs.head = nil
+			fs.head = ""
 			fs.lastWrite.Store(l.now)
 			fs.p.Written(nil)
 		case err != nil && err != syscall.EAGAIN:
-			fs.head = nil
+			fs.head = ""
 			fs.p.Written(err)
 		default: // the socket is full
 			fs.toSlow(buf[max(n, 0):], true)
@@ -539,7 +559,7 @@ func writeRaw(fd int, b []byte) (int, error) {
 // writes rest (the part of a frame the socket did not take); message tells
 // whether that frame was the Poller's message (else a keep-alive).
 func (fs *fastStream) toSlow(rest []byte, message bool) {
-	fs.head = nil
+	fs.head = ""
 	rest = slices.Clone(rest)
 	for {
 		s := fs.state.Load()
@@ -628,7 +648,7 @@ func pollerConn(fd int) (net.Conn, error) {
 // keptAlive reports a keep-alive written to Options.OnKeepAlive, if set (a
 // panic in it is recovered and ignored).
 func (fs *fastStream) keptAlive() {
-	hook := fs.h.opts.OnKeepAlive
+	hook := fs.f.h.opts.OnKeepAlive
 	if hook == nil {
 		return
 	}
@@ -668,7 +688,7 @@ func (fs *fastStream) end() {
 
 func (fs *fastStream) finish() {
 	<-fs.st.sub.Closed()
-	fs.h.end(fs.st, fs.st.sub.CloseReason(), fs.letGo)
+	fs.f.h.end(fs.st, fs.st.sub.CloseReason(), fs.letGo)
 }
 
 // letGo unregisters fs and closes its socket.
@@ -683,8 +703,7 @@ func (fs *fastStream) letGo() {
 // hangUp ends fs because its client hung up or sent bytes after its
 // request.
 func (fs *fastStream) hangUp(cause error) {
-	fs.st.cancel(listen.Disconnected(cause))
-	fs.notify()
+	fs.cancel(listen.Disconnected(cause))
 }
 
 // errConnError is the cause of a stream whose connection reported an

@@ -9,10 +9,17 @@ import "context"
 // its own goroutine (takenOver.run).
 type fanout struct{}
 
-func newFanout(Options) *fanout { return nil }
+func newFanout(*Handler) *fanout { return nil }
 
 func (f *fanout) start(*Handler, *takenOver) bool { return false }
 
 func (f *fanout) wait(context.Context) error { return nil }
 
 func (f *fanout) count() int { return 0 }
+
+// fastStream is a stream on the fanout: never, here.
+type fastStream struct{}
+
+func (*fastStream) cancel(error) {}
+
+func (*fastStream) ended() error { return nil }

@@ -36,9 +36,10 @@ type Handler struct {
 
 	mu sync.Mutex
 	// streams holds the listens that hold a slot (counted by MaxStreams and
-	// Stats.Active): admitted, being opened or streaming. A stream leaves it
-	// when its subscription has ended, before OnClose.
-	streams map[*stream]struct{}
+	// Stats.Active): admitted, being opened or streaming, each at its
+	// stream.slot (a slice: 8 bytes a stream, not a map entry's ~36). A
+	// stream leaves it when its subscription has ended, before OnClose.
+	streams streamSet
 	// pending holds the streams of the authenticated requests whose body is
 	// being read (decode), so that EndStreams also ends a listen that is
 	// admitted after it was called. admit moves a stream to streams, or
@@ -76,11 +77,10 @@ func New(src listen.Source, opts Options) (*Handler, error) {
 	h := &Handler{
 		src:     src,
 		opts:    o,
-		fast:    newFanout(o),
-		streams: make(map[*stream]struct{}),
 		pending: make(map[*stream]struct{}),
 		over:    make(chan struct{}),
 	}
+	h.fast = newFanout(h)
 	if o.MaxStreamsPerKey > 0 {
 		h.perKey = make(map[string]int)
 	}
@@ -131,7 +131,7 @@ func (h *Handler) Stats() Stats {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return Stats{
-		Active:       len(h.streams),
+		Active:       len(h.streams.items),
 		Opened:       h.opened,
 		Closed:       h.closed,
 		Refused:      h.refused,
@@ -202,11 +202,11 @@ func (h *Handler) admit(st *stream, r *http.Request, id jsonrpc.ID) *refusal {
 	case h.perKey != nil && h.perKey[key] >= h.opts.MaxStreamsPerKey:
 		f = refuse(http.StatusTooManyRequests, id, jsonrpc.NewError(jsonrpc.CodeInternalError, MsgTooManyStreams).WithCause(listen.ErrOverloaded))
 		f.header = http.Header{"Retry-After": {h.retryAfter}}
-	case len(h.streams) >= h.opts.MaxStreams:
+	case len(h.streams.items) >= h.opts.MaxStreams:
 		f = refuse(http.StatusServiceUnavailable, id, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgCapacityExhausted).WithCause(listen.ErrOverloaded))
 		f.header = http.Header{"Retry-After": {h.retryAfter}}
 	default:
-		h.streams[st] = struct{}{}
+		h.streams.add(st)
 		h.live++
 		if h.perKey != nil {
 			h.perKey[key]++
@@ -343,7 +343,7 @@ func setStreamHeaders(hdr http.Header) {
 func (h *Handler) end(st *stream, reason error, letGo func()) {
 	st.stop()
 	h.mu.Lock()
-	delete(h.streams, st)
+	h.streams.remove(st)
 	if st.keyed {
 		if h.perKey[st.key]--; h.perKey[st.key] <= 0 {
 			delete(h.perKey, st.key)
@@ -449,32 +449,33 @@ func (endedError) Is(target error) bool { return target == listen.ErrShutdown }
 // a match that reports the expired ones. A panic in match goes up to the
 // caller.
 func (h *Handler) EndStreams(match func(auth any) bool) int {
-	// A stream's context and cancel function are read under h.mu: a fast
-	// stream replaces them (under h.mu) when it starts, and carries an end
-	// of the old context over to the new one.
-	type target struct {
-		ctx    context.Context
-		cancel context.CancelCauseFunc
-		auth   any
-	}
+	// match runs without h.mu (it is the application's code); a stream is
+	// ended, and its cause read, under h.mu, where a stream moves to the
+	// fanout (see stream.end).
 	h.mu.Lock()
-	ts := make([]target, 0, len(h.streams)+len(h.pending))
-	for st := range h.streams {
-		ts = append(ts, target{st.ctx, st.cancel, st.auth})
+	ts := make([]*stream, 0, len(h.streams.items)+len(h.pending))
+	for _, st := range h.streams.items {
+		if st.cause() == nil {
+			ts = append(ts, st)
+		}
 	}
 	for st := range h.pending {
-		ts = append(ts, target{st.ctx, st.cancel, st.auth})
+		if st.cause() == nil {
+			ts = append(ts, st)
+		}
 	}
 	h.mu.Unlock()
 	n := 0
-	for _, t := range ts {
-		if t.ctx.Err() != nil || !match(t.auth) {
+	for _, st := range ts {
+		if !match(st.auth) {
 			continue
 		}
-		t.cancel(ErrEnded)
-		if context.Cause(t.ctx) == ErrEnded {
+		h.mu.Lock()
+		st.end(ErrEnded)
+		if st.cause() == ErrEnded {
 			n++
 		}
+		h.mu.Unlock()
 	}
 	return n
 }
@@ -498,8 +499,8 @@ func (h *Handler) Shutdown(ctx context.Context) error {
 	h.mu.Lock()
 	if !h.shuttingDown {
 		h.shuttingDown = true
-		for st := range h.streams {
-			st.cancel(listen.ErrShutdown)
+		for _, st := range h.streams.items {
+			st.end(listen.ErrShutdown)
 		}
 		if h.live == 0 {
 			close(h.over)

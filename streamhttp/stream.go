@@ -16,10 +16,15 @@ type stream struct {
 	// through cancel, with the cause Serve acts on: listen.ErrShutdown
 	// (Shutdown: the completion is written), a Disconnected reason (the
 	// client left: the request ended, or a taken-over connection's reader
-	// saw it close), or nil once the stream has ended. A fast stream
-	// replaces both (under Handler.mu) when it starts: see fanout.start.
+	// saw it close), or nil once the stream has ended. End the stream with
+	// end, and read its cause with cause: they also serve a fast stream,
+	// which has no context of its own (see fanout.start).
 	ctx    context.Context
 	cancel context.CancelCauseFunc
+	// fast is the stream's place on the fanout, once it is there (set
+	// under Handler.mu; it then ends through fast.cancel, and ctx is only the
+	// Handler's shared context for logf).
+	fast *fastStream
 	// sub is the subscription, once opened. The stream owns it: it is
 	// opened without an owner context (listen.OpenOwned with a nil owner),
 	// and stop closes it if it is still open, however the stream ends (even
@@ -34,6 +39,35 @@ type stream struct {
 	// stream counts against it (set by admit, under the Handler's mu).
 	key   string
 	keyed bool
+	// slot is the stream's index in Handler.streams, -1 when not there
+	// (under Handler.mu).
+	slot int32
+}
+
+// streamSet is a set of streams, each at its slot: O(1) add and remove.
+type streamSet struct {
+	items []*stream
+}
+
+func (s *streamSet) add(st *stream) {
+	st.slot = int32(len(s.items))
+	s.items = append(s.items, st)
+}
+
+// remove takes st out, if it is in.
+func (s *streamSet) remove(st *stream) {
+	i := st.slot
+	if i < 0 {
+		return
+	}
+	last := s.items[len(s.items)-1]
+	s.items[i], last.slot = last, i
+	s.items[len(s.items)-1] = nil
+	s.items = s.items[:len(s.items)-1]
+	st.slot = -1
+	if cap(s.items) > 64 && len(s.items) < cap(s.items)/4 {
+		s.items = append([]*stream(nil), s.items...) // a mass close gives memory back
+	}
 }
 
 // newStream returns the stream of the listen request r. Its context keeps
@@ -42,9 +76,32 @@ type stream struct {
 // may outlive its request (see takeover).
 func newStream(r *http.Request) *stream {
 	base := context.WithoutCancel(r.Context())
-	st := &stream{}
+	st := &stream{slot: -1}
 	st.ctx, st.cancel = context.WithCancelCause(base)
 	return st
+}
+
+// end ends the stream with cause (the first cause counts), as cancel does
+// for a stream served with ctx. Call it with Handler.mu held, or on a
+// stream that cannot move to the fanout any more (fast is read).
+func (st *stream) end(cause error) {
+	if st.fast != nil {
+		st.fast.cancel(cause)
+		return
+	}
+	st.cancel(cause)
+}
+
+// cause returns the cause the stream was ended with, or nil (with
+// Handler.mu held, as for end).
+func (st *stream) cause() error {
+	if st.fast != nil {
+		return st.fast.ended()
+	}
+	if st.ctx.Err() != nil {
+		return context.Cause(st.ctx)
+	}
+	return nil
 }
 
 // stop ends st: its subscription, if still open, is closed (reason
@@ -54,5 +111,7 @@ func (st *stream) stop() {
 	if st.sub != nil {
 		st.sub.Close(listen.Disconnected(listen.ErrOwnerGone))
 	}
-	st.cancel(nil)
+	if st.cancel != nil { // nil for a fast stream, which has no context of its own
+		st.cancel(nil)
+	}
 }
