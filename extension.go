@@ -158,15 +158,18 @@ func callFilterHook(ctx context.Context, e SubscriptionExtension, req *Request) 
 
 // shapeExtensionEvent shapes an extension event for sub, or reports a drop.
 func (s *Subscription) shapeExtensionEvent(dst []byte, ev Event) ([]byte, bool, error) {
-	owned, ok := s.extFilters[ev.ExtensionID]
+	if s.ext == nil {
+		return dst, false, nil
+	}
+	owned, ok := s.ext.filters[ev.ExtensionID]
 	if !ok || !ev.Selector.SubsetOf(owned) {
 		return dst, false, nil
 	}
-	settings, ok := s.negotiated[ev.ExtensionID]
+	settings, ok := s.ext.negotiated[ev.ExtensionID]
 	if !ok {
 		return dst, false, nil
 	}
-	ext, ok := s.registry.lookup(ev.ExtensionID)
+	ext, ok := s.opts.Extensions.lookup(ev.ExtensionID)
 	if !ok || !ext.SupportsProtocol(spec.ProtocolVersion) {
 		return dst, false, nil
 	}

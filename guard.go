@@ -26,22 +26,22 @@ import (
 type guard struct {
 	stream Stream
 
-	mu     sync.Mutex
-	closed bool
-	reason error
-	// isClosed mirrors closed, so that closeReason reads an open guard
-	// without the lock (a writer loop asks once per message).
-	isClosed atomic.Bool
+	mu sync.Mutex
+	// reason is the first close's reason, set once (with closed) when the
+	// close begins, so that closeReason reads it without the lock (a
+	// writer loop asks once per message).
+	reason atomic.Pointer[error]
 	// release unregisters the owner watch; nil when there is none.
 	release func() bool
-	// released is set once stream.Close has returned.
-	released bool
 	// closing is closed when the close begins (before stream.Close); done
 	// after stream.Close returned. Both are made when first asked for (most
 	// subscriptions are never waited on before their close), and a channel
 	// asked for after its event is the shared closed one.
 	closing chan struct{}
 	done    chan struct{}
+	closed  bool
+	// released is set once stream.Close has returned.
+	released bool
 }
 
 // closedChan is a closed channel, for events that have happened.
@@ -57,12 +57,14 @@ var closedChan = func() chan struct{} {
 // changes nothing; an owner that can never end (context.Background) leaves
 // the guard without an owner.
 func (g *guard) handOver(owner context.Context) {
-	if owner == nil {
-		return
-	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.closed {
+	g.handOverLocked(owner)
+}
+
+// handOverLocked is handOver with g.mu held.
+func (g *guard) handOverLocked(owner context.Context) {
+	if owner == nil || g.closed {
 		return
 	}
 	if g.release != nil {
@@ -89,8 +91,7 @@ func (g *guard) close(reason error) (released bool) {
 		return released
 	}
 	g.closed = true
-	g.reason = reason
-	g.isClosed.Store(true)
+	g.reason.Store(&reason)
 	release := g.release
 	g.release = nil
 	if g.closing != nil {
@@ -130,19 +131,15 @@ func (g *guard) doneLocked() chan struct{} {
 
 // closeReason returns the reason of the first close, or nil while open.
 func (g *guard) closeReason() error {
-	if !g.isClosed.Load() {
-		return nil
+	if r := g.reason.Load(); r != nil {
+		return *r
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.reason
+	return nil
 }
 
-// closingChan returns the channel closed when the close begins, or nil if it
-// has begun already.
-func (g *guard) closingChan() <-chan struct{} {
-	g.mu.Lock()
-	defer g.mu.Unlock()
+// closingChanLocked returns the channel closed when the close begins, or
+// nil if it has begun already. g.mu is held.
+func (g *guard) closingChanLocked() <-chan struct{} {
 	if g.closed {
 		return nil
 	}

@@ -51,6 +51,9 @@ var kinds = [...]kindRow{
 	KindExtension: {name: "extension"},
 }
 
+// A Subscription keeps a bit per kind, below its checkedBit.
+var _ [checkedBit - len(kinds)]struct{}
+
 // kindRow is one row of kinds.
 type kindRow struct {
 	name   string // Kind.String

@@ -79,19 +79,28 @@ const (
 // not copy it once used. The zero Poller is not usable.
 type Poller struct {
 	s *Subscription
-	// ns is pulled with TryNext; w, when ns is nil, is the notify worker
-	// that pulls a stream that blocks (Serve's).
-	ns NotifyStream
-	w  *Worker
-	// ctx is the serving context: CanRead's for a covered sub-resource, and
-	// the transport's end when ended is nil.
-	ctx   context.Context
+	// ended reports the transport's end (nil: ctx's, in with).
 	ended func() error
+	// with, when not nil, holds what only some Pollers need (Serve's, or
+	// one whose end is its context's), so that a transport's per-stream
+	// Poller stays small.
+	with *pollerWith
 
 	state pollState
 	// final is the reason the subscription is closed with once the terminal
 	// message was written.
 	final error
+}
+
+// pollerWith is the part of a Poller that a transport's fast path does not
+// need.
+type pollerWith struct {
+	// ctx is the serving context: CanRead's for a covered sub-resource, and
+	// the transport's end when ended is nil.
+	ctx context.Context
+	// w is the notify worker that pulls a stream that blocks (Serve's);
+	// nil for a NotifyStream, pulled with TryNext.
+	w *Worker
 }
 
 type pollState uint8
@@ -129,25 +138,28 @@ const (
 // then schedules its next call of Next.
 func (s *Subscription) Poller(ctx context.Context, notify func(), ended func() error) (Poller, bool) {
 	ns, ok := s.guard.stream.(NotifyStream)
-	if !ok || notify == nil || (s.res != nil && s.res.canRead != nil) {
+	if !ok || notify == nil || (s.watch != nil && s.watch.res != nil && s.watch.res.canRead != nil) {
 		return Poller{}, false
 	}
 	ns.SetNotify(notify)
-	return Poller{s: s, ns: ns, ctx: ctx, ended: ended}, true
+	p := Poller{s: s, ended: ended}
+	if ended == nil {
+		p.with = &pollerWith{ctx: ctx}
+	}
+	return p, true
 }
 
 // servePoller returns the Poller Serve drives: on a NotifyStream, pulled
 // with TryNext; on any other stream, through a worker goroutine that calls
 // notify with each outcome (keeping the subscription's owner).
 func (s *Subscription) servePoller(ctx context.Context, notify func()) (Poller, error) {
-	p := Poller{s: s, ctx: ctx}
+	p := Poller{s: s, with: &pollerWith{ctx: ctx}}
 	if ns, ok := s.guard.stream.(NotifyStream); ok {
 		ns.SetNotify(notify)
-		p.ns = ns
 		return p, nil
 	}
 	w, err := s.startWorker(nil, notify)
-	p.w = w
+	p.with.w = w
 	return p, err
 }
 
@@ -156,18 +168,27 @@ func (p *Poller) endCause() error {
 	if p.ended != nil {
 		return p.ended()
 	}
-	if p.ctx != nil && p.ctx.Err() != nil {
-		return context.Cause(p.ctx)
+	if ctx := p.with.ctx; ctx != nil && ctx.Err() != nil {
+		return context.Cause(ctx)
 	}
 	return nil
 }
 
 // pull pulls the stream once, without blocking.
 func (p *Poller) pull() (Outcome, bool) {
-	if p.ns != nil {
-		return pollEvent(p.ns)
+	if p.with != nil && p.with.w != nil {
+		return p.with.w.take()
 	}
-	return p.w.take()
+	return pollEvent(p.s.guard.stream.(NotifyStream))
+}
+
+// shapeCtx is the context CanRead gets for a covered sub-resource: Serve's
+// (a Poller of Subscription.Poller has no such subscription to serve).
+func (p *Poller) shapeCtx() context.Context {
+	if p.with != nil {
+		return p.with.ctx
+	}
+	return nil
 }
 
 // Next returns the next step. For StepWrite it appends the message to dst
@@ -207,7 +228,7 @@ func (p *Poller) Next(dst []byte) (Step, []byte) {
 		}
 		switch o.Kind {
 		case OutcomeEvent:
-			out, send, err := s.appendNotification(p.ctx, dst, o.Event, true)
+			out, send, err := s.appendNotification(p.shapeCtx(), dst, o.Event, true)
 			if err != nil {
 				return p.fail(dst, err)
 			}

@@ -105,9 +105,9 @@ func (s *Subscription) Serve(ctx context.Context, sink Sink) error {
 // if any, has exited, and returns the close reason.
 func (s *Subscription) served(p *Poller) error {
 	<-s.Closed()
-	if p.w != nil {
-		p.w.Stop()
-		s.waitWorker(p.w)
+	if w := p.with.w; w != nil {
+		w.Stop()
+		s.waitWorker(w)
 	}
 	return s.CloseReason()
 }

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/mcplisten/listen/internal/valid"
@@ -20,7 +19,10 @@ import (
 const defaultReleaseTimeout = 5 * time.Second
 
 // Options configure Open. They describe the server, so one Options value is
-// normally shared by every Open call; Open only reads it.
+// normally shared by every Open call (the transports keep theirs). Open
+// reads it, and so does each subscription it opens while it lives (its
+// ServerInfo, Extensions and ReleaseTimeout): do not modify an Options
+// while listens opened with it are open.
 type Options struct {
 	// Capabilities are the server's capabilities, as it advertises them in
 	// server/discover (see CapabilitiesFrom). The requested filter is
@@ -105,7 +107,7 @@ type Options struct {
 // A subscription keeps only what it serves: the request id, the accepted
 // filter's flags and URIs, the extension projections (the rest of the
 // accepted filter), the ids and settings of the extensions the client
-// negotiated, and the server info.
+// negotiated, and the Options it was opened with.
 // It holds no pointer to the Request, its Params, Meta, client capabilities,
 // headers or auth: Open copies the values it keeps (strings.Clone, Filter.Clone)
 // so that an open stream never keeps a request body alive. (With
@@ -115,28 +117,44 @@ type Options struct {
 //
 // All methods are safe for concurrent use. Close is idempotent and waits.
 type Subscription struct {
-	id    jsonrpc.ID
+	id jsonrpc.ID
+	// opts is the Options it was opened with, read for ServerInfo,
+	// Extensions and ReleaseTimeout while it lives.
+	opts  *Options
 	lists uint64 // bit k: the list change of Kind k is accepted
-	// uris is the accepted resourceSubscriptions as accepted (order and
-	// duplicates kept, for the acknowledgement); hasURIs tells an accepted
-	// empty list from none; order, for more than smallList URIs, indexes
-	// uris sorted by URI, for binary search (2 bytes per URI). With
-	// extFilters, they are the accepted filter: no map of it is kept.
-	uris       []string
-	order      []uint16
-	hasURIs    bool
-	checked    bool           // the stream's events were validated when published
-	res        *resourceMatch // Options.SubResources; nil when off
-	extFilters map[string]Filter
-	negotiated map[string]Filter // extension id -> the client's settings
-	registry   *ExtensionRegistry
-	serverInfo Implementation
-	release    time.Duration
+	// watch is the accepted resourceSubscriptions (nil when not accepted);
+	// ext the extensions' parts (nil when none). With lists, they are the
+	// accepted filter: no map of it is kept.
+	watch *watchedURIs
+	ext   *extParts
 
 	guard guard // kept in the subscription itself: one object, one cache line fewer per message
-
-	mu     sync.Mutex
+	// worker is the last worker started (guarded by guard.mu).
 	worker *Worker
+}
+
+// checkedBit is the bit of Subscription.lists (above every kind's) that
+// tells that the stream's events were validated when they were published.
+const checkedBit = 63
+
+// checked reports whether the stream's events were validated when they were
+// published (see internal/valid).
+func (s *Subscription) checked() bool { return s.lists&(1<<checkedBit) != 0 }
+
+// watchedURIs is a subscription's accepted resourceSubscriptions.
+type watchedURIs struct {
+	// list is as accepted (order and duplicates kept, for the
+	// acknowledgement); order, for more than smallList URIs, indexes list
+	// sorted by URI, for binary search (2 bytes per URI).
+	list  []string
+	order []uint16
+	res   *resourceMatch // Options.SubResources; nil when off
+}
+
+// extParts is what a subscription keeps of the extensions it serves.
+type extParts struct {
+	filters    map[string]Filter // extension id -> its part of the accepted filter
+	negotiated map[string]Filter // extension id -> the client's settings
 }
 
 // Open opens a subscription for req on src.
@@ -214,16 +232,10 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 		return nil, werr
 	}
 
-	s := &Subscription{
-		id:         cloneID(req.ID),
-		registry:   opts.Extensions,
-		serverInfo: opts.ServerInfo,
-		release:    opts.ReleaseTimeout,
-	}
+	s := &Subscription{id: cloneID(req.ID), opts: opts}
 	s.guard.stream = stream
-	s.checked = valid.Validated(stream)
-	if s.release <= 0 {
-		s.release = defaultReleaseTimeout
+	if valid.Validated(stream) {
+		s.lists |= 1 << checkedBit
 	}
 	for k := range kinds {
 		if Kind(k).listChange() && accepted.Bool(kinds[k].key) {
@@ -231,35 +243,36 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 		}
 	}
 	if _, ok := accepted[spec.KeyResourceSubscriptions]; ok {
-		s.hasURIs = true
+		w := &watchedURIs{}
 		if l, ok := accepted[spec.KeyResourceSubscriptions].([]string); ok {
-			s.uris = slices.Clone(l)
+			w.list = slices.Clone(l)
 		} else {
-			s.uris = accepted.Strings(spec.KeyResourceSubscriptions) // a new slice
+			w.list = accepted.Strings(spec.KeyResourceSubscriptions) // a new slice
 		}
-		if n := len(s.uris); n > smallList && n <= math.MaxUint16 {
-			s.order = make([]uint16, n)
-			for i := range s.order {
-				s.order[i] = uint16(i)
+		if n := len(w.list); n > smallList && n <= math.MaxUint16 {
+			w.order = make([]uint16, n)
+			for i := range w.order {
+				w.order[i] = uint16(i)
 			}
-			slices.SortFunc(s.order, func(a, b uint16) int { return strings.Compare(s.uris[a], s.uris[b]) })
+			slices.SortFunc(w.order, func(a, b uint16) int { return strings.Compare(w.list[a], w.list[b]) })
 		}
-		s.res = newResourceMatch(req, opts, s.uris)
+		w.res = newResourceMatch(req, opts, w.list)
+		s.watch = w
 	}
 	// Every other key of the accepted filter belongs to an extension's
 	// contribution: the projections hold them all.
 	for id, contrib := range contributions {
 		if p := project(accepted, contrib); len(p) > 0 {
-			if s.extFilters == nil {
-				s.extFilters = make(map[string]Filter, len(contributions))
+			if s.ext == nil {
+				s.ext = &extParts{filters: make(map[string]Filter, len(contributions))}
 			}
-			s.extFilters[id] = p
+			s.ext.filters[id] = p
 			if req.ClientExtension(id) {
-				if s.negotiated == nil {
-					s.negotiated = make(map[string]Filter, len(contributions))
+				if s.ext.negotiated == nil {
+					s.ext.negotiated = make(map[string]Filter, len(contributions))
 				}
 				settings, _ := asObject(req.ClientCapabilities["extensions"].(map[string]any)[id])
-				s.negotiated[strings.Clone(id)] = Filter(settings).Clone()
+				s.ext.negotiated[strings.Clone(id)] = Filter(settings).Clone()
 			}
 		}
 	}
@@ -345,22 +358,24 @@ func (s *Subscription) ID() jsonrpc.ID { return s.id }
 // Accepted returns the accepted filter, as the acknowledgement echoes it: a
 // new map on each call (the subscription keeps its parts, not the map).
 func (s *Subscription) Accepted() Filter {
-	f := make(Filter, 4+len(s.extFilters))
+	f := make(Filter, 4)
 	for k := range kinds {
 		if s.lists&(1<<k) != 0 {
 			f[kinds[k].key] = true
 		}
 	}
-	if s.hasURIs {
-		list := make([]any, len(s.uris))
-		for i, u := range s.uris {
+	if w := s.watch; w != nil {
+		list := make([]any, len(w.list))
+		for i, u := range w.list {
 			list[i] = u
 		}
 		f[spec.KeyResourceSubscriptions] = list
 	}
-	for _, p := range s.extFilters {
-		for k, v := range p {
-			f[k] = v
+	if s.ext != nil {
+		for _, p := range s.ext.filters {
+			for k, v := range p {
+				f[k] = v
+			}
 		}
 	}
 	return f
@@ -400,8 +415,8 @@ func (s *Subscription) StartWorker(owner context.Context) (*Worker, error) {
 // (nil keeps the current owner); with notify, one that hands its outcomes
 // over through notify (Serve's).
 func (s *Subscription) startWorker(owner context.Context, notify func()) (*Worker, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.guard.mu.Lock()
+	defer s.guard.mu.Unlock()
 	if s.worker != nil {
 		select {
 		case <-s.worker.done:
@@ -409,8 +424,8 @@ func (s *Subscription) startWorker(owner context.Context, notify func()) (*Worke
 			return nil, errWorkerRunning
 		}
 	}
-	s.guard.handOver(owner)
-	s.worker = startWorker(s.guard.stream, owner, s.guard.closingChan(), notify)
+	s.guard.handOverLocked(owner)
+	s.worker = startWorker(s.guard.stream, owner, s.guard.closingChanLocked(), notify)
 	return s.worker, nil
 }
 
@@ -432,9 +447,9 @@ func (s *Subscription) Close(reason error) {
 		reason = ErrComplete
 	}
 	released := s.guard.close(reason)
-	s.mu.Lock()
+	s.guard.mu.Lock()
 	w := s.worker
-	s.mu.Unlock()
+	s.guard.mu.Unlock()
 	if w == nil {
 		return
 	}
@@ -449,7 +464,11 @@ func (s *Subscription) waitWorker(w *Worker) {
 	select {
 	case <-w.done:
 	default:
-		t := time.NewTimer(s.release)
+		release := s.opts.ReleaseTimeout
+		if release <= 0 {
+			release = defaultReleaseTimeout
+		}
+		t := time.NewTimer(release)
 		defer t.Stop()
 		select {
 		case <-w.done:

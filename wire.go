@@ -28,19 +28,79 @@ const (
 // accepted filter verbatim (extension keys included) and a _meta holding only
 // the subscription id. Write it before anything else.
 func (s *Subscription) Acknowledgement() ([]byte, error) {
-	accepted := s.Accepted()
-	b := make([]byte, 0, 160+len(s.id.Raw())+32*len(accepted))
+	n := 160 + len(s.id.Raw())
+	if s.watch != nil {
+		for _, u := range s.watch.list {
+			n += len(u) + 3
+		}
+	}
+	b := make([]byte, 0, n)
 	b = append(b, prefixNotification...)
 	b = appendString(b, spec.MethodAcknowledged)
 	b = append(b, `,"params":{`...)
 	b = append(b, metaOpen...)
 	b = append(b, s.id.Raw()...)
 	b = append(b, `},"notifications":`...)
-	b, ok := appendJSONValue(b, map[string]any(accepted), 0)
+	b, ok := s.appendAccepted(b)
 	if !ok {
 		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgInvalidMessage)
 	}
 	return append(b, "}}"...), nil
+}
+
+// appendAccepted appends the accepted filter as a JSON object with sorted
+// keys, as Accepted().MarshalJSON would, from its parts (no map is built
+// for a listen without extension keys).
+func (s *Subscription) appendAccepted(b []byte) ([]byte, bool) {
+	var stack [8]string
+	keys := stack[:0]
+	for k := range kinds {
+		if s.lists&(1<<k) != 0 {
+			keys = append(keys, kinds[k].key)
+		}
+	}
+	if s.watch != nil {
+		keys = append(keys, spec.KeyResourceSubscriptions)
+	}
+	var ext Filter
+	if s.ext != nil {
+		if len(s.ext.filters) == 1 {
+			for _, p := range s.ext.filters {
+				ext = p
+			}
+		} else {
+			ext = make(Filter)
+			for _, p := range s.ext.filters {
+				for k, v := range p {
+					ext[k] = v
+				}
+			}
+		}
+		for k := range ext {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, k)
+		b = append(b, ':')
+		switch v, isExt := ext[k]; {
+		case isExt:
+			var ok bool
+			if b, ok = appendJSONValue(b, v, 1); !ok {
+				return b, false
+			}
+		case k == spec.KeyResourceSubscriptions:
+			b, _ = appendJSONValue(b, s.watch.list, 1) // strings: always JSON
+		default:
+			b = append(b, "true"...)
+		}
+	}
+	return append(b, '}'), true
 }
 
 // Notification shapes ev for this subscription. It returns (nil, nil) when
@@ -73,7 +133,7 @@ func (s *Subscription) Notification(ev Event) ([]byte, error) {
 // events were validated as they were published (the hub's). ok is false for
 // a drop or an error; dst is then returned unchanged.
 func (s *Subscription) appendNotification(ctx context.Context, dst []byte, ev Event, pulled bool) (out []byte, ok bool, err error) {
-	if !pulled || !s.checked {
+	if !pulled || !s.checked() {
 		if err := ev.Validate(); err != nil {
 			return dst, false, err
 		}
@@ -85,8 +145,8 @@ func (s *Subscription) appendNotification(ctx context.Context, dst []byte, ev Ev
 		return dst, false, errEventInvalid
 	case kinds[ev.Kind].uri:
 		ok = s.watches(ev.URI)
-		if !ok && s.res != nil {
-			if ok, err = s.res.deliver(ctx, ev.URI); err != nil {
+		if !ok && s.watch != nil && s.watch.res != nil {
+			if ok, err = s.watch.res.deliver(ctx, ev.URI); err != nil {
 				return dst, false, err
 			}
 		}
@@ -110,11 +170,15 @@ func (s *Subscription) appendNotification(ctx context.Context, dst []byte, ev Ev
 // watches reports whether uri is in the accepted resourceSubscriptions,
 // byte for byte (the sub-resources of Options.SubResources are resourceMatch's).
 func (s *Subscription) watches(uri string) bool {
-	if s.order != nil {
-		_, ok := slices.BinarySearchFunc(s.order, uri, func(i uint16, uri string) int { return strings.Compare(s.uris[i], uri) })
+	w := s.watch
+	switch {
+	case w == nil:
+		return false
+	case w.order != nil:
+		_, ok := slices.BinarySearchFunc(w.order, uri, func(i uint16, uri string) int { return strings.Compare(w.list[i], uri) })
 		return ok
 	}
-	return slices.Contains(s.uris, uri)
+	return slices.Contains(w.list, uri)
 }
 
 // appendMessage is the encoder of every notification of the stream: it
@@ -203,20 +267,21 @@ func (s *Subscription) appendMessage(dst []byte, method, uri string, params, met
 // the listen request, with resultType "complete", the subscription id and
 // (when Options.ServerInfo named the server) the server info in _meta.
 func (s *Subscription) Completion() []byte {
-	b := make([]byte, 0, 160+2*len(s.id.Raw())+len(s.serverInfo.Name)+len(s.serverInfo.Version))
+	info := s.opts.ServerInfo
+	b := make([]byte, 0, 160+2*len(s.id.Raw())+len(info.Name)+len(info.Version))
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = append(b, s.id.Raw()...)
 	b = append(b, `,"result":{"_meta":{`...)
-	if s.serverInfo.Name != "" {
+	if info.Name != "" {
 		b = appendString(b, spec.MetaServerInfo)
 		b = append(b, `:{"name":`...)
-		b = appendString(b, s.serverInfo.Name)
-		if s.serverInfo.Title != "" {
+		b = appendString(b, info.Name)
+		if info.Title != "" {
 			b = append(b, `,"title":`...)
-			b = appendString(b, s.serverInfo.Title)
+			b = appendString(b, info.Title)
 		}
 		b = append(b, `,"version":`...)
-		b = appendString(b, s.serverInfo.Version)
+		b = appendString(b, info.Version)
 		b = append(b, "},"...)
 	}
 	b = appendString(b, spec.MetaSubscriptionID)

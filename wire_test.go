@@ -348,3 +348,39 @@ func TestExtensionProjections(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotNil(t, msg)
 }
+
+// The acknowledgement echoes the accepted filter exactly as
+// Accepted().MarshalJSON encodes it, whatever its parts: list changes, URIs
+// in their order with duplicates, an empty URI list, one or two
+// extensions' keys.
+func TestAckIsTheAcceptedFilter(t *testing.T) {
+	a := &watchExt{id: "com.example/a", key: "aIds"}
+	b := &watchExt{id: "com.example/b", key: "bIds"}
+	reg, err := listen.NewExtensionRegistry(a, b)
+	require.NoError(t, err)
+	opts := &listen.Options{Capabilities: extCaps(a.id, b.id), Extensions: reg}
+	for _, f := range []listen.Filter{
+		{},
+		{"toolsListChanged": true, "promptsListChanged": true, "resourcesListChanged": true},
+		{"resourceSubscriptions": []any{"file:///z", "file:///a", "file:///z"}},
+		{"resourceSubscriptions": []any{}},
+		{"aIds": []any{"x", "y"}, "toolsListChanged": true},
+		{"aIds": []any{"x"}, "bIds": map[string]any{"n": json.Number("1")}, "resourceSubscriptions": []any{"file:///a"}},
+	} {
+		sub, err := listen.Open(context.Background(), newTestSource(), extRequest(jsonrpc.IntID(1), f, a.id, b.id), opts)
+		require.NoError(t, err)
+		ack, err := sub.Acknowledgement()
+		require.NoError(t, err)
+		want, err := sub.Accepted().MarshalJSON()
+		require.NoError(t, err)
+		var msg struct {
+			Params struct {
+				Notifications json.RawMessage `json:"notifications"`
+			} `json:"params"`
+		}
+		require.NoError(t, json.Unmarshal(ack, &msg))
+		assert.Equal(t, string(want), string(msg.Params.Notifications))
+		assert.Equal(t, f, sub.Accepted(), "everything requested is accepted here")
+		sub.Close(nil)
+	}
+}

@@ -175,6 +175,9 @@ func newServer(logger *slog.Logger, maxStreams, maxURIBytes int, m *listenotel.M
 		AllowedHosts:   allowedHosts,
 		AllowedOrigins: allowedOrigins,
 		OnOpen: func(sub *listen.Subscription) {
+			if !logger.Enabled(context.Background(), slog.LevelInfo) {
+				return // Accepted builds the filter: not for nothing
+			}
 			b, _ := sub.Accepted().MarshalJSON()
 			logger.Info("listen opened", "id", sub.ID().Raw(), "accepted", string(b))
 		},
