@@ -209,18 +209,22 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 	if err != nil {
 		return nil, err
 	}
-	supported := core
 	extMerged, contributions, err := opts.Extensions.subscriptionFilters(ctx, req, caps)
 	if err != nil {
 		return nil, err
 	}
+	// The supported filter is a fresh map detached from the request: narrow
+	// copies the URIs, and the extensions' parts (which come from the
+	// request) are deep copies.
+	supported := core
 	if len(extMerged) > 0 {
-		supported, err = merge(core, extMerged)
-		if err != nil {
+		if _, err := merge(core, extMerged); err != nil {
 			return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgExtCollideWithCore).WithCause(err)
 		}
+		for k, v := range extMerged {
+			supported[strings.Clone(k)] = cloneValue(v)
+		}
 	}
-	supported = supported.Clone()
 
 	accepted, stream, err := openSource(ctx, src, req, supported)
 	if err != nil {
@@ -318,7 +322,7 @@ func narrow(ctx context.Context, req *Request, caps Capabilities, canReadFn func
 				f[row.key] = true
 			}
 		default:
-			list, err := narrowURIs(ctx, req, want.Strings(row.key), v, canReadFn)
+			list, err := narrowURIs(ctx, req, v, canReadFn)
 			if err != nil {
 				return nil, err
 			}
@@ -330,14 +334,24 @@ func narrow(ctx context.Context, req *Request, caps Capabilities, canReadFn func
 	return f, nil
 }
 
-// narrowURIs narrows a requested list of URIs v (uris, its strings) to those
-// canRead (if set) allows, in order; nil when v is not a list.
-func narrowURIs(ctx context.Context, req *Request, uris []string, v any, canReadFn func(context.Context, *Request, string) bool) ([]any, error) {
-	if _, isList := asList(v); !isList {
+// narrowURIs narrows a requested list of URIs v to those canRead (if set)
+// allows, in order, each a copy (strings.Clone: the supported filter keeps
+// nothing of the request); nil when v is not a list.
+func narrowURIs(ctx context.Context, req *Request, v any, canReadFn func(context.Context, *Request, string) bool) ([]any, error) {
+	l, isList := asList(v)
+	if !isList {
 		return nil, nil
 	}
-	list := make([]any, 0, len(uris))
-	for _, u := range uris {
+	list := make([]any, 0, l.len())
+	for i := range l.len() {
+		var u string
+		if l.isS {
+			u = l.strs[i]
+		} else if s, ok := l.anys[i].(string); ok {
+			u = s
+		} else {
+			continue
+		}
 		if canReadFn != nil {
 			ok, err := canRead(ctx, canReadFn, req, u)
 			if err != nil {
@@ -347,7 +361,7 @@ func narrowURIs(ctx context.Context, req *Request, uris []string, v any, canRead
 				continue
 			}
 		}
-		list = append(list, u)
+		list = append(list, strings.Clone(u))
 	}
 	return list, nil
 }

@@ -28,7 +28,12 @@ const (
 // accepted filter verbatim (extension keys included) and a _meta holding only
 // the subscription id. Write it before anything else.
 func (s *Subscription) Acknowledgement() ([]byte, error) {
-	n := 160 + len(s.id.Raw())
+	n := 200 + len(s.id.Raw())
+	for k := range kinds {
+		if s.lists&(1<<k) != 0 {
+			n += len(kinds[k].key) + 8
+		}
+	}
 	if s.watch != nil {
 		for _, u := range s.watch.list {
 			n += len(u) + 3

@@ -175,7 +175,7 @@ func (f *fanout) start(h *Handler, t *takenOver) bool {
 	if err != nil {
 		return false
 	}
-	fs := &fastStream{f: f, st: t.st, fd: -1, head: string(t.head)}
+	fs := &fastStream{f: f, st: t.st, fd: -1, head: t.head}
 	fs.l = f.loops[int(f.next.Add(1))%len(f.loops)]
 	// Owned by this goroutine until it is scheduled below: a notify that
 	// comes first only marks it pending.
@@ -409,11 +409,11 @@ type fastStream struct {
 	l    *loop
 	hup  *hangups
 	p    listen.Poller // kept here: one object per stream to touch per message
-	head string        // the status line and headers, written with the first frame
+	head []byte        // the status line and headers, written with the first frame (often the shared plainHead: never modified)
 
 	lastWrite atomic.Int64          // fanout clock of the last write
 	cause     atomic.Pointer[error] // the transport's end (see cancel), first one kept
-	// The 4-byte fields last, packed (the struct fits the 160-byte size
+	// The 4-byte fields last, packed (the struct is 160 bytes, a size
 	// class).
 	state atomic.Uint32
 	gen   uint32      // its registration with hup
@@ -507,11 +507,11 @@ func (fs *fastStream) pumpOnLoop(l *loop) {
 		n, err := writeRaw(fs.fd, buf)
 		switch {
 		case n == len(buf):
-			fs.head = ""
+			fs.head = nil
 			fs.lastWrite.Store(l.now)
 			fs.p.Written(nil)
 		case err != nil && err != syscall.EAGAIN:
-			fs.head = ""
+			fs.head = nil
 			fs.p.Written(err)
 		default: // the socket is full
 			fs.toSlow(buf[max(n, 0):], true)
@@ -559,7 +559,7 @@ func writeRaw(fd int, b []byte) (int, error) {
 // writes rest (the part of a frame the socket did not take); message tells
 // whether that frame was the Poller's message (else a keep-alive).
 func (fs *fastStream) toSlow(rest []byte, message bool) {
-	fs.head = ""
+	fs.head = nil
 	rest = slices.Clone(rest)
 	for {
 		s := fs.state.Load()

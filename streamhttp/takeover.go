@@ -44,11 +44,10 @@ type takenOver struct {
 // returns nil when the connection cannot be hijacked (the stream then stays
 // inside net/http).
 func (h *Handler) takeover(st *stream, w http.ResponseWriter, r *http.Request) *takenOver {
-	hdr := w.Header().Clone()
-	setStreamHeaders(hdr)
-	hdr.Set("Connection", "close")
-	hdr.Del("Content-Length")
-	hdr.Del("Transfer-Encoding")
+	head := plainHead
+	if len(w.Header()) > 0 { // headers set before the handler: a head of its own
+		head = responseHead(w.Header())
+	}
 
 	conn, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
@@ -60,11 +59,6 @@ func (h *Handler) takeover(st *stream, w http.ResponseWriter, r *http.Request) *
 	if brw.Reader.Buffered() > 0 {
 		st.cancel(listen.Disconnected(ErrUnexpectedBytes))
 	}
-	var head bytes.Buffer
-	head.WriteString("HTTP/1.1 200 OK\r\n")
-	_ = hdr.Write(&head)
-	head.WriteString("\r\n")
-
 	// From now on watch sees the client leave. If it left before (net/http
 	// then ended the request's context), the stream ends now.
 	if r.Context().Err() != nil {
@@ -73,10 +67,33 @@ func (h *Handler) takeover(st *stream, w http.ResponseWriter, r *http.Request) *
 	return &takenOver{
 		conn:     conn,
 		st:       st,
-		head:     head.Bytes(),
+		head:     head,
 		deadline: writeDeadline{conn: conn, timeout: h.opts.WriteTimeout, lazy: true},
 		watched:  make(chan struct{}),
 	}
+}
+
+// plainHead is the response head of a taken-over stream whose response had
+// no header set yet (the usual case), made once.
+var plainHead = responseHead(nil)
+
+// responseHead returns the status line and headers of a taken-over stream's
+// 200 response: base's headers with the stream's (see setStreamHeaders),
+// Connection: close, and no length or transfer coding.
+func responseHead(base http.Header) []byte {
+	hdr := base.Clone()
+	if hdr == nil {
+		hdr = http.Header{}
+	}
+	setStreamHeaders(hdr)
+	hdr.Set("Connection", "close")
+	hdr.Del("Content-Length")
+	hdr.Del("Transfer-Encoding")
+	var head bytes.Buffer
+	head.WriteString("HTTP/1.1 200 OK\r\n")
+	_ = hdr.Write(&head)
+	head.WriteString("\r\n")
+	return head.Bytes()
 }
 
 // start serves the stream: on the Handler's fanout when it can, else on a
