@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/mcplisten/listen/internal/jsonobj"
 	"github.com/mcplisten/listen/jsonrpc"
 )
 
@@ -195,59 +196,112 @@ func validateNotifications(f Filter) error {
 	return nil
 }
 
-// listenParams is the decoded params of a listen request.
-type listenParams struct {
-	Meta          map[string]any `json:"_meta"`
-	Notifications any            `json:"notifications"`
-}
-
 // ParseParams decodes and validates the params of a subscriptions/listen
 // request into req (ProtocolVersion, Notifications, Params, Meta,
 // ClientInfo, ClientCapabilities). Numbers decode as json.Number. Errors are
-// -32602 *Errors with exact messages: the _meta checks first, then those of
-// validateNotifications. It does not check the protocol version's value.
+// -32602 *Errors with exact messages, in this order:
+//
+//  1. params not a JSON object: jsonrpc.MsgParamsObject;
+//  2. a member name repeated in params, params._meta or
+//     params.notifications: jsonrpc.MsgParamsDuplicate;
+//  3. the _meta checks (jsonrpc.MsgMetaObject, MsgMetaProtocolVersion,
+//     MsgMetaCapabilities);
+//  4. those of validateNotifications;
+//  5. a resource URI whose JSON string holds a lone surrogate escape
+//     ("\ud800") or invalid UTF-8: jsonrpc.MsgURIsUnicode.
+//
+// Member names are matched exactly ("_META" is not "_meta"), as
+// jsonrpc.ParseMessage matches them. A URI is kept exactly as sent, or
+// refused: encoding/json would decode every lone surrogate, and invalid
+// UTF-8, to U+FFFD, so that "file:///\ud800", "file:///\udfff" and
+// "file:///\ufffd" would be one URI. It does not check the protocol
+// version's value.
 func ParseParams(params json.RawMessage, req *Request) error {
 	trimmed := bytes.TrimSpace(params)
-	if len(trimmed) == 0 || trimmed[0] != '{' {
+	if len(trimmed) == 0 || trimmed[0] != '{' || !json.Valid(trimmed) {
 		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, jsonrpc.MsgParamsObject)
 	}
-	var p listenParams
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	dec.UseNumber()
-	if err := dec.Decode(&p); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field == "_meta" {
-			return jsonrpc.NewError(jsonrpc.CodeInvalidParams, jsonrpc.MsgMetaObject)
+	var rawMeta, rawNotif []byte
+	var names jsonobj.Names
+	unique := true
+	jsonobj.Each(trimmed, func(m jsonobj.Member) bool {
+		switch {
+		case !names.Add(m.Name):
+			unique = false
+			return false
+		case m.Is("_meta"):
+			rawMeta = m.Value
+		case m.Is("notifications"):
+			rawNotif = m.Value
 		}
-		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, jsonrpc.MsgParamsObject).WithCause(err)
+		return true
+	})
+	if !unique || !jsonobj.UniqueNames(rawMeta) || !jsonobj.UniqueNames(rawNotif) {
+		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, jsonrpc.MsgParamsDuplicate)
 	}
-	if p.Meta == nil {
+	var meta map[string]any
+	if len(rawMeta) == 0 || rawMeta[0] != '{' || decodeNumbers(rawMeta, &meta) != nil {
 		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, jsonrpc.MsgMetaObject)
 	}
-	pv, ok := p.Meta[jsonrpc.MetaProtocolVersion].(string)
+	pv, ok := meta[jsonrpc.MetaProtocolVersion].(string)
 	if !ok {
 		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, jsonrpc.MsgMetaProtocolVersion)
 	}
-	caps, ok := p.Meta[jsonrpc.MetaClientCapabilities].(map[string]any)
+	caps, ok := meta[jsonrpc.MetaClientCapabilities].(map[string]any)
 	if !ok {
 		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, jsonrpc.MsgMetaCapabilities)
 	}
-	notif, _ := p.Notifications.(map[string]any)
+	var notif map[string]any
+	if len(rawNotif) > 0 && rawNotif[0] == '{' {
+		if err := decodeNumbers(rawNotif, &notif); err != nil {
+			return jsonrpc.NewError(jsonrpc.CodeInvalidParams, jsonrpc.MsgNotificationsObject).WithCause(err)
+		}
+	}
 	if err := validateNotifications(Filter(notif)); err != nil {
 		return err
+	}
+	if !exactURIs(rawNotif) {
+		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, jsonrpc.MsgURIsUnicode)
 	}
 	req.ProtocolVersion = pv
 	req.Notifications = Filter(notif)
 	req.Params = params
-	req.Meta = p.Meta
+	req.Meta = meta
 	req.ClientCapabilities = caps
-	if ci, ok := p.Meta[jsonrpc.MetaClientInfo].(map[string]any); ok {
+	if ci, ok := meta[jsonrpc.MetaClientInfo].(map[string]any); ok {
 		name, _ := ci["name"].(string)
 		version, _ := ci["version"].(string)
 		title, _ := ci["title"].(string)
 		req.ClientInfo = &Implementation{Name: name, Version: version, Title: title}
 	}
 	return nil
+}
+
+// decodeNumbers decodes the JSON value raw into v, numbers as json.Number.
+func decodeNumbers(raw []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	return dec.Decode(v)
+}
+
+// exactURIs reports whether every string of notifications.resourceSubscriptions
+// in rawNotif (the notifications object's JSON text) decodes to exactly the
+// text it spells (see jsonobj.ExactString).
+func exactURIs(rawNotif []byte) bool {
+	exact := true
+	jsonobj.Each(rawNotif, func(m jsonobj.Member) bool {
+		if !m.Is(KeyResourceSubscriptions) {
+			return true
+		}
+		jsonobj.Elements(m.Value, func(elem []byte) bool {
+			if elem[0] == '"' && !jsonobj.ExactString(elem) {
+				exact = false
+			}
+			return exact
+		})
+		return false
+	})
+	return exact
 }
 
 // ParseRequest decodes a whole subscriptions/listen JSON-RPC request:
