@@ -187,3 +187,12 @@ func FuzzParseMessage(f *testing.F) {
 		}
 	})
 }
+
+// The -32022 error is byte for byte the specification's example
+// (UnsupportedProtocolVersionError/unsupported-version.json, compacted):
+// data.supported before data.requested.
+func TestUnsupportedVersionErrorIsTheExample(t *testing.T) {
+	resp := jsonrpc.ErrorResponse(jsonrpc.IntID(1), jsonrpc.UnsupportedVersionError([]string{"2026-07-28", "2025-11-25"}, "1900-01-01"))
+	assert.Equal(t, `{"jsonrpc":"2.0","id":1,"error":{"code":-32022,"message":"Unsupported protocol version",`+
+		`"data":{"supported":["2026-07-28","2025-11-25"],"requested":"1900-01-01"}}}`, string(resp))
+}

@@ -88,6 +88,10 @@ type conn struct {
 	// of slots once that answer was written or dropped.
 	forwards   map[uint64]*entry
 	lastPeerID uint64
+	// forwardsIdle is closed while forwards is empty (replaced by an open
+	// channel when a request is added to it): ReadMessage's io.EOF waits
+	// for it.
+	forwardsIdle chan struct{}
 	// listens counts the listen entries, for MaxSubscriptions.
 	listens int
 	// active counts the goroutines that may still write (see conn).
@@ -177,23 +181,24 @@ func (e *entry) end(reason error) {
 
 func (s *Server) newConn(r io.Reader, w io.Writer, peer bool) *conn {
 	c := &conn{
-		srv:         s,
-		r:           r,
-		w:           w,
-		peer:        peer,
-		writes:      make(chan *writeReq),
-		stopped:     make(chan struct{}),
-		dead:        make(chan struct{}),
-		writerStop:  make(chan struct{}),
-		writerDone:  make(chan struct{}),
-		readerDone:  make(chan struct{}),
-		timeoutDone: make(chan struct{}),
-		finished:    make(chan struct{}),
-		slots:       make(chan struct{}, s.opts.MaxInFlight),
-		peerDone:    make(chan struct{}),
-		entries:     make(map[jsonrpc.ID]*entry),
-		forwards:    make(map[uint64]*entry),
-		quiet:       make(chan struct{}),
+		srv:          s,
+		r:            r,
+		w:            w,
+		peer:         peer,
+		writes:       make(chan *writeReq),
+		stopped:      make(chan struct{}),
+		dead:         make(chan struct{}),
+		writerStop:   make(chan struct{}),
+		writerDone:   make(chan struct{}),
+		readerDone:   make(chan struct{}),
+		timeoutDone:  make(chan struct{}),
+		finished:     make(chan struct{}),
+		slots:        make(chan struct{}, s.opts.MaxInFlight),
+		peerDone:     make(chan struct{}),
+		entries:      make(map[jsonrpc.ID]*entry),
+		forwards:     make(map[uint64]*entry),
+		forwardsIdle: closedChan(),
+		quiet:        make(chan struct{}),
 	}
 	if peer {
 		c.inbound = make(chan []byte, s.opts.MaxInFlight)
@@ -475,6 +480,29 @@ func (c *conn) removeEntryLocked(e *entry) bool {
 		c.listens--
 	}
 	return true
+}
+
+// addForwardLocked records e, a request handed to the peer.
+func (c *conn) addForwardLocked(e *entry) {
+	if len(c.forwards) == 0 {
+		c.forwardsIdle = make(chan struct{})
+	}
+	c.forwards[e.peerID] = e
+}
+
+// removeForwardLocked forgets the request the peer knows as peerID.
+func (c *conn) removeForwardLocked(peerID uint64) {
+	delete(c.forwards, peerID)
+	if len(c.forwards) == 0 {
+		close(c.forwardsIdle)
+	}
+}
+
+// closedChan returns a closed channel.
+func closedChan() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
 }
 
 // inFlight reports whether id is an open listen, a handler call or a

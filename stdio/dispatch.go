@@ -119,7 +119,7 @@ func (c *conn) forwardRequest(msg jsonrpc.Message) {
 	c.lastPeerID++
 	e := &entry{id: msg.ID, kind: kindForward, peerID: c.lastPeerID}
 	c.entries[e.id] = e
-	c.forwards[e.peerID] = e
+	c.addForwardLocked(e)
 	c.mu.Unlock()
 	if !c.forward(peerMessage(nil, e.peerID, msg)) {
 		// Not queued (the connection stopped taking messages). The unit
@@ -128,7 +128,7 @@ func (c *conn) forwardRequest(msg jsonrpc.Message) {
 		c.mu.Lock()
 		_, pending := c.forwards[e.peerID]
 		if pending {
-			delete(c.forwards, e.peerID)
+			c.removeForwardLocked(e.peerID)
 			c.removeEntryLocked(e)
 		}
 		c.mu.Unlock()

@@ -76,12 +76,13 @@ func (pc *Conn) Serve(ctx context.Context) error {
 }
 
 // ReadMessage returns the next message for the peer: one JSON-RPC message
-// as the client sent it (valid JSON, without surrounding space, owned by the
-// caller). It waits until there is one, and fails with:
+// (see Conn for how it is rebuilt), owned by the caller. It waits until
+// there is one, and fails with:
 //
-//   - io.EOF once the input ended or the connection was drained, and every
-//     message queued before was read: the peer should answer the requests it
-//     has, then Close;
+//   - io.EOF once the input ended or the connection was drained, every
+//     message queued before was read and every request the peer was handed
+//     was answered (so a peer may end its session on io.EOF without
+//     leaving a request unanswered): the peer should then Close;
 //   - the error Serve returns (matching ErrWriteTimeout, for example) once
 //     the connection was lost: nothing more can be written;
 //   - ErrConnClosed after Close;
@@ -110,6 +111,17 @@ func (pc *Conn) ReadMessage(ctx context.Context) (json.RawMessage, error) {
 			}
 		default:
 		}
+	case <-c.dead:
+	case <-c.peerDone:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	// The input is over: io.EOF once the peer answered what it was handed.
+	c.mu.Lock()
+	idle := c.forwardsIdle
+	c.mu.Unlock()
+	select {
+	case <-idle:
 	case <-c.dead:
 	case <-c.peerDone:
 	case <-ctx.Done():
@@ -180,7 +192,7 @@ func (c *conn) answer(ctx context.Context, line []byte, h head) error {
 		c.srv.log.Warn("stdio: the peer answered a request it was not given; answer dropped", "id", string(token))
 		return nil
 	}
-	delete(c.forwards, peerID)
+	c.removeForwardLocked(peerID)
 	cancelled := e.cancelled.Load()
 	if !cancelled {
 		c.removeEntryLocked(e) // the client's id is free from now on
