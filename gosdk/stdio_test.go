@@ -277,6 +277,8 @@ func TestStdioEveryListenIsTheLibrarys(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":11,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"old","version":"0"}}}`, ``},
 		{listenLine("12", "2025-11-25"), `{"jsonrpc":"2.0","id":12,"error":{"code":-32601,"message":"Method not found: subscriptions/listen"}}`},
 		{listenLine("13", "2024-11-05"), `{"jsonrpc":"2.0","id":13,"error":{"code":-32601,"message":"Method not found: subscriptions/listen"}}`},
+		{strings.Replace(listenLine("14", "2026-07-28"), `{"toolsListChanged":true}`, `{"resourceSubscriptions":["test://a/\ud800"]}`, 1),
+			`{"jsonrpc":"2.0","id":14,"error":{"code":-32602,"message":"` + jsonrpc.MsgURIsUnicode + `"}}`},
 	} {
 		r.send(tc.line)
 		got := r.recv()
