@@ -22,24 +22,9 @@ type Message struct {
 // repeats a member of the JSON-RPC envelope.
 const MsgDuplicateMember = "Invalid request: a JSON-RPC member is repeated"
 
-// The members of the JSON-RPC envelope, as bits of a set.
-const (
-	memberJSONRPC = 1 << iota
-	memberID
-	memberMethod
-	memberParams
-	memberResult
-	memberError
-)
-
-// envelopeMembers are the member names of a JSON-RPC message.
-var envelopeMembers = [...]struct {
-	name string
-	bit  int
-}{
-	{"jsonrpc", memberJSONRPC}, {"id", memberID}, {"method", memberMethod},
-	{"params", memberParams}, {"result", memberResult}, {"error", memberError},
-}
+// envelope lists the member names of a JSON-RPC message, in the order of
+// the values ParseMessage reads into.
+var envelope = [...]string{"jsonrpc", "id", "method", "params", "result", "error"}
 
 // ParseMessage decodes one JSON-RPC request or notification. It returns a
 // -32700 *Error for malformed JSON and a -32600 *Error for a message that is
@@ -58,33 +43,19 @@ func ParseMessage(data []byte) (Message, error) {
 	if !json.Valid(data) {
 		return Message{}, NewError(CodeParseError, "Parse error")
 	}
-	var seen int
-	var dup bool
-	var version, id, method, params []byte
+	var values [len(envelope)][]byte // jsonrpc, id, method, params, result, error
+	dup := false
 	isObject := jsonobj.Each(data, func(m jsonobj.Member) bool {
-		for _, e := range envelopeMembers {
-			if !m.Is(e.name) {
-				continue
+		for i, name := range envelope {
+			if m.Is(name) {
+				dup = values[i] != nil
+				values[i] = m.Value
+				break
 			}
-			if seen&e.bit != 0 {
-				dup = true
-				return false
-			}
-			seen |= e.bit
-			switch e.bit {
-			case memberJSONRPC:
-				version = m.Value
-			case memberID:
-				id = m.Value
-			case memberMethod:
-				method = m.Value
-			case memberParams:
-				params = m.Value
-			}
-			return true
 		}
-		return true
+		return !dup
 	})
+	version, id, method, params := values[0], values[1], values[2], values[3]
 	if !isObject && string(bytes.TrimSpace(data)) != "null" {
 		// null decodes as an empty object, missing every member.
 		return Message{}, NewError(CodeInvalidRequest, "Invalid request: expected a JSON-RPC object")

@@ -111,8 +111,9 @@
 // Server.Serve for what the caller should do).
 //
 // With a Conn, a graceful end (EOF, a drain) also waits for the peer: it
-// reads io.EOF once it has read what was queued for it, may still answer,
-// and must then Close. Conn.Close drains the connection.
+// reads io.EOF once it has read what was queued for it and answered every
+// request it was handed, and must then Close. Conn.Close drains the
+// connection.
 //
 // # Draining
 //

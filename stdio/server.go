@@ -338,8 +338,8 @@ func (s *Server) Stats() Stats {
 // listen gets its completion result (preceded by notifications/cancelled
 // unless Options.OmitShutdownCancelled) and is closed with reason
 // listen.ErrShutdown, the handler calls in flight finish and are answered,
-// and a Conn's peer reads io.EOF once it read what was queued for it, may
-// still answer, and must then Close. Shutdown returns nil once every Serve
+// and a Conn's peer reads io.EOF once it read what was queued for it and
+// answered what it was handed, and must then Close. Shutdown returns nil once every Serve
 // has returned (each returns ErrServerClosed) and every Read or Write left
 // behind by a Serve (see Serve) has returned.
 //

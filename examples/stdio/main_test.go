@@ -20,6 +20,16 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+// build builds this command into a temporary directory of t's.
+func build(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "stdio")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Stderr = os.Stderr
+	require.NoError(t, cmd.Run())
+	return bin
+}
+
 // The go-sdk v1.8.0 client drives `go run ./examples/stdio` (built once)
 // over CommandTransport: tool calls work, its automatic listen gets
 // tools/list_changed and prompts/list_changed from the trigger tools,
@@ -28,10 +38,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // through. Standard output carries the protocol only: the logs go to
 // standard error.
 func TestGoSDKClientOverStdio(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "stdio")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Stderr = os.Stderr
-	require.NoError(t, build.Run())
+	bin := build(t)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -152,10 +159,7 @@ func TestGoSDKClientOverStdio(t *testing.T) {
 // is served by the go-sdk as without this library: its resources/subscribe
 // and the go-sdk's own tools/list_changed and resources/updated.
 func TestOlderGoSDKClientOverStdio(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "stdio")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Stderr = os.Stderr
-	require.NoError(t, build.Run())
+	bin := build(t)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
