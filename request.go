@@ -221,22 +221,11 @@ func ParseParams(params json.RawMessage, req *Request) error {
 	if len(trimmed) == 0 || trimmed[0] != '{' || !json.Valid(trimmed) {
 		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, jsonrpc.MsgParamsObject)
 	}
-	var rawMeta, rawNotif []byte
-	var names jsonobj.Names
-	unique := true
-	jsonobj.Each(trimmed, func(m jsonobj.Member) bool {
-		switch {
-		case !names.Add(m.Name):
-			unique = false
-			return false
-		case m.Is("_meta"):
-			rawMeta = m.Value
-		case m.Is("notifications"):
-			rawNotif = m.Value
-		}
-		return true
-	})
-	if !unique || !jsonobj.UniqueNames(rawMeta) || !jsonobj.UniqueNames(rawNotif) {
+	top, _ := jsonobj.Members(trimmed)
+	rawMeta, rawNotif := jsonobj.Find(top, "_meta"), jsonobj.Find(top, "notifications")
+	metaMembers, _ := jsonobj.Members(rawMeta)
+	notifMembers, _ := jsonobj.Members(rawNotif)
+	if !jsonobj.Unique(top) || !jsonobj.Unique(metaMembers) || !jsonobj.Unique(notifMembers) {
 		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, jsonrpc.MsgParamsDuplicate)
 	}
 	var meta map[string]any
@@ -260,7 +249,7 @@ func ParseParams(params json.RawMessage, req *Request) error {
 	if err := validateNotifications(Filter(notif)); err != nil {
 		return err
 	}
-	if !exactURIs(rawNotif) {
+	if !exactURIs(jsonobj.Find(notifMembers, KeyResourceSubscriptions)) {
 		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, jsonrpc.MsgURIsUnicode)
 	}
 	req.ProtocolVersion = pv
@@ -284,22 +273,19 @@ func decodeNumbers(raw []byte, v any) error {
 	return dec.Decode(v)
 }
 
-// exactURIs reports whether every string of notifications.resourceSubscriptions
-// in rawNotif (the notifications object's JSON text) decodes to exactly the
-// text it spells (see jsonobj.ExactString).
-func exactURIs(rawNotif []byte) bool {
+// exactURIs reports whether every string of rawURIs, the JSON text of
+// notifications.resourceSubscriptions, decodes to exactly the text it
+// spells (see jsonobj.ExactString).
+func exactURIs(rawURIs []byte) bool {
+	if jsonobj.ExactStrings(rawURIs) {
+		return true
+	}
 	exact := true
-	jsonobj.Each(rawNotif, func(m jsonobj.Member) bool {
-		if !m.Is(KeyResourceSubscriptions) {
-			return true
+	jsonobj.Elements(rawURIs, func(elem []byte) bool {
+		if elem[0] == '"' && !jsonobj.ExactString(elem) {
+			exact = false
 		}
-		jsonobj.Elements(m.Value, func(elem []byte) bool {
-			if elem[0] == '"' && !jsonobj.ExactString(elem) {
-				exact = false
-			}
-			return exact
-		})
-		return false
+		return exact
 	})
 	return exact
 }

@@ -22,8 +22,8 @@ type Message struct {
 // repeats a member of the JSON-RPC envelope.
 const MsgDuplicateMember = "Invalid request: a JSON-RPC member is repeated"
 
-// envelope lists the member names of a JSON-RPC message, in the order of
-// the values ParseMessage reads into.
+// envelope lists the member names of a JSON-RPC message; ParseMessage
+// reads their values in this order.
 var envelope = [...]string{"jsonrpc", "id", "method", "params", "result", "error"}
 
 // ParseMessage decodes one JSON-RPC request or notification. It returns a
@@ -43,24 +43,24 @@ func ParseMessage(data []byte) (Message, error) {
 	if !json.Valid(data) {
 		return Message{}, NewError(CodeParseError, "Parse error")
 	}
-	var values [len(envelope)][]byte // jsonrpc, id, method, params, result, error
-	dup := false
+	var values [len(envelope)][]byte
+	unique := true
 	isObject := jsonobj.Each(data, func(m jsonobj.Member) bool {
 		for i, name := range envelope {
 			if m.Is(name) {
-				dup = values[i] != nil
+				unique = values[i] == nil
 				values[i] = m.Value
 				break
 			}
 		}
-		return !dup
+		return unique
 	})
 	version, id, method, params := values[0], values[1], values[2], values[3]
 	if !isObject && string(bytes.TrimSpace(data)) != "null" {
 		// null decodes as an empty object, missing every member.
 		return Message{}, NewError(CodeInvalidRequest, "Invalid request: expected a JSON-RPC object")
 	}
-	if dup {
+	if !unique {
 		return Message{}, NewError(CodeInvalidRequest, MsgDuplicateMember)
 	}
 	var m Message

@@ -204,27 +204,22 @@ func (c *conn) listen(msg jsonrpc.Message) {
 // params. Anything else is malformed (ok false): such cancellations are
 // ignored.
 func parseCancelled(params json.RawMessage) (id jsonrpc.ID, reason string, at int, ok bool) {
-	var rawID, rawReason []byte
-	dup := false
-	isObject := jsonobj.Each(params, func(m jsonobj.Member) bool {
-		switch {
-		case m.Is("requestId"):
-			dup = dup || rawID != nil
-			rawID, at = m.Value, m.Offset
-		case m.Is("reason"):
-			dup = dup || rawReason != nil
-			rawReason = m.Value
-		}
-		return !dup
-	})
-	if !isObject || dup {
+	ms, isObject := jsonobj.Members(params)
+	v, unique := jsonobj.Lookup(ms, "requestId", "reason")
+	if !isObject || !unique {
 		return jsonrpc.ID{}, "", 0, false
 	}
+	rawID, rawReason := v[0], v[1]
 	if id, ok = jsonrpc.ParseID(rawID); !ok {
 		return jsonrpc.ID{}, "", 0, false
 	}
 	if rawReason != nil && (rawReason[0] != '"' || json.Unmarshal(rawReason, &reason) != nil) {
 		return jsonrpc.ID{}, "", 0, false
+	}
+	for _, m := range ms {
+		if m.Is("requestId") {
+			at = m.Offset
+		}
 	}
 	return id, reason, at, true
 }
@@ -237,31 +232,11 @@ func parseResponse(line []byte) ([]byte, bool) {
 	if !json.Valid(line) {
 		return nil, false
 	}
-	var version, id, result, rerr []byte
-	method, dup := false, false
-	isObject := jsonobj.Each(line, func(m jsonobj.Member) bool {
-		var slot *[]byte
-		switch {
-		case m.Is("jsonrpc"):
-			slot = &version
-		case m.Is("id"):
-			slot = &id
-		case m.Is("result"):
-			slot = &result
-		case m.Is("error"):
-			slot = &rerr
-		case m.Is("method"):
-			method = true
-			return false
-		default:
-			return true
-		}
-		dup = dup || *slot != nil
-		*slot = m.Value
-		return !dup
-	})
-	var v string
-	if !isObject || dup || method || json.Unmarshal(version, &v) != nil || v != "2.0" || (result == nil) == (rerr == nil) {
+	ms, isObject := jsonobj.Members(line)
+	v, unique := jsonobj.Lookup(ms, "jsonrpc", "id", "method", "result", "error")
+	version, id, method, result, rerr := v[0], v[1], v[2], v[3], v[4]
+	var ver string
+	if !isObject || !unique || method != nil || json.Unmarshal(version, &ver) != nil || ver != "2.0" || (result == nil) == (rerr == nil) {
 		return nil, false
 	}
 	if string(id) == "null" {

@@ -250,9 +250,10 @@ type head struct {
 // parseHead reads the head of msg, valid JSON that the peer writes; false
 // if it is not an object.
 func parseHead(msg []byte) (head, bool) {
+	ms, ok := jsonobj.Members(msg)
 	var h head
 	hasID, hasMethod := false, false
-	ok := jsonobj.Each(msg, func(m jsonobj.Member) bool {
+	for _, m := range ms {
 		switch {
 		case m.Is("id"):
 			hasID = true
@@ -260,8 +261,7 @@ func parseHead(msg []byte) (head, bool) {
 		case m.Is("method"):
 			hasMethod = true
 		}
-		return true
-	})
+	}
 	h.answer = hasID && !hasMethod
 	return h, ok
 }

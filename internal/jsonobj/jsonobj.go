@@ -34,43 +34,87 @@ func (m Member) Is(name string) bool {
 	if len(tok) < 2 {
 		return false
 	}
-	if bytes.IndexByte(tok, '\\') < 0 {
+	if plain(tok) {
 		return string(tok[1:len(tok)-1]) == name
 	}
 	var s string
 	return json.Unmarshal(tok, &s) == nil && s == name
 }
 
-// Each calls fn for each member of obj in order, until fn returns false. It
-// reports whether obj is a JSON object (space around it allowed).
+// plain reports whether the string token tok decodes to the bytes between
+// its quotes: no escape, valid UTF-8.
+func plain(tok []byte) bool {
+	return bytes.IndexByte(tok, '\\') < 0 && utf8.Valid(tok)
+}
+
+// Each calls fn for each member of obj in order, until fn returns false,
+// and reports whether obj is a JSON object (space around it allowed). It
+// allocates nothing.
 func Each(obj []byte, fn func(Member) bool) bool {
 	i := skipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
 		return false
 	}
 	i = skipSpace(obj, i+1)
-	if i < len(obj) && obj[i] == '}' {
-		return true
-	}
 	for i < len(obj) && obj[i] == '"' {
 		end := skipString(obj, i)
 		name := obj[i:end]
 		i = skipSpace(obj, end)
 		if i >= len(obj) || obj[i] != ':' {
-			return true
+			break
 		}
 		i = skipSpace(obj, i+1)
 		vend := skipValue(obj, i)
 		if !fn(Member{Name: name, Value: obj[i:vend], Offset: i}) {
-			return true
+			break
 		}
 		i = skipSpace(obj, vend)
 		if i >= len(obj) || obj[i] != ',' {
-			return true
+			break
 		}
 		i = skipSpace(obj, i+1)
 	}
 	return true
+}
+
+// Members returns the members of obj in order; ok is false if obj is not
+// a JSON object.
+func Members(obj []byte) (ms []Member, ok bool) {
+	ok = Each(obj, func(m Member) bool {
+		ms = append(ms, m)
+		return true
+	})
+	return ms, ok
+}
+
+// Find returns the value of the member of ms named name (the first, if
+// more than one is), or nil.
+func Find(ms []Member, name string) []byte {
+	for _, m := range ms {
+		if m.Is(name) {
+			return m.Value
+		}
+	}
+	return nil
+}
+
+// Lookup returns the values of the members of ms named names, in the order
+// of names (nil for a missing one); ok is false if one of those names
+// appears more than once.
+func Lookup(ms []Member, names ...string) (values [][]byte, ok bool) {
+	values = make([][]byte, len(names))
+	for _, m := range ms {
+		for i, name := range names {
+			if m.Is(name) {
+				if values[i] != nil {
+					return values, false
+				}
+				values[i] = m.Value
+				break
+			}
+		}
+	}
+	return values, true
 }
 
 // Elements calls fn for each element of arr in order, until fn returns
@@ -98,61 +142,54 @@ func Elements(arr []byte, fn func(elem []byte) bool) bool {
 	return true
 }
 
-// UniqueNames reports whether no member name of obj appears twice (names
-// compared once decoded). It is true for anything that is not an object.
-func UniqueNames(obj []byte) bool {
-	var names Names
-	unique := true
-	Each(obj, func(m Member) bool {
-		unique = names.Add(m.Name)
-		return unique
-	})
-	return unique
-}
-
-// Names is a set of member names, to find a repeated one. The zero value
-// is empty.
-type Names struct {
-	small [8]string
-	n     int
-	more  map[string]struct{}
-}
-
-// Add adds the name token tok and reports whether it was new (names
-// compared once decoded).
-func (ns *Names) Add(tok []byte) bool {
-	name := decodeName(tok)
-	if ns.more == nil {
-		for _, s := range ns.small[:ns.n] {
-			if s == name {
-				return false
+// Unique reports whether no name appears twice in ms (names compared once
+// decoded).
+func Unique(ms []Member) bool {
+	if len(ms) <= 8 {
+		for i := range ms {
+			for j := range i {
+				if sameName(ms[i].Name, ms[j].Name) {
+					return false
+				}
 			}
 		}
-		if ns.n < len(ns.small) {
-			ns.small[ns.n] = name
-			ns.n++
-			return true
-		}
-		ns.more = make(map[string]struct{}, 2*ns.n)
-		for _, s := range ns.small[:ns.n] {
-			ns.more[s] = struct{}{}
-		}
+		return true
 	}
-	if _, dup := ns.more[name]; dup {
-		return false
+	seen := make(map[string]struct{}, len(ms))
+	for _, m := range ms {
+		name := decodeName(m.Name)
+		if _, dup := seen[name]; dup {
+			return false
+		}
+		seen[name] = struct{}{}
 	}
-	ns.more[name] = struct{}{}
 	return true
+}
+
+// sameName reports whether two name tokens decode alike.
+func sameName(a, b []byte) bool {
+	if plain(a) && plain(b) {
+		return bytes.Equal(a, b)
+	}
+	return decodeName(a) == decodeName(b)
 }
 
 // decodeName returns a name token's text, decoded when it holds escapes.
 func decodeName(tok []byte) string {
-	if len(tok) >= 2 && bytes.IndexByte(tok, '\\') < 0 {
+	if len(tok) >= 2 && plain(tok) {
 		return string(tok[1 : len(tok)-1])
 	}
 	var s string
 	_ = json.Unmarshal(tok, &s)
 	return s
+}
+
+// ExactStrings reports whether every JSON string in text, the JSON text
+// of a value, decodes to exactly the text it spells (see ExactString).
+// It is a quick check: false may also mean that text needs a closer look
+// (it holds an escape \u, or invalid UTF-8 outside its strings).
+func ExactStrings(text []byte) bool {
+	return bytes.Index(text, []byte(`\u`)) < 0 && utf8.Valid(text)
 }
 
 // ExactString reports whether the JSON string token tok decodes to exactly
@@ -219,13 +256,20 @@ func skipSpace(b []byte, i int) int {
 }
 
 // skipString returns the index just past the string token starting at
-// b[i] (a quote).
+// b[i] (a quote): at the first quote not escaped by an odd run of
+// backslashes.
 func skipString(b []byte, i int) int {
 	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
+		q := bytes.IndexByte(b[i:], '"')
+		if q < 0 {
+			return len(b)
+		}
+		i += q
+		n := 0
+		for j := i - 1; j >= 0 && b[j] == '\\'; j-- {
+			n++
+		}
+		if n%2 == 0 {
 			return i + 1
 		}
 	}

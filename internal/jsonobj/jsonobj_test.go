@@ -15,23 +15,44 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func TestEach(t *testing.T) {
-	in := []byte(` { "a" : 1 , "b\u0063":{"x":[1,{"y":"}"}]}, "A":"s\"}" ,"e":[] } `)
+func TestMembers(t *testing.T) {
+	in := []byte(` { "a" : 1 , "b\u0063":{"x":[1,{"y":"}"}]}, "A":"s\"}" ,"e":[], "q":"\\\\" } `)
+	ms, ok := jsonobj.Members(in)
+	assert.True(t, ok)
 	var names, values []string
-	ok := jsonobj.Each(in, func(m jsonobj.Member) bool {
+	for _, m := range ms {
 		names = append(names, string(m.Name))
 		values = append(values, string(m.Value))
 		assert.Equal(t, m.Value, in[m.Offset:m.Offset+len(m.Value)])
-		return true
-	})
-	assert.True(t, ok)
-	assert.Equal(t, []string{`"a"`, `"b\u0063"`, `"A"`, `"e"`}, names)
-	assert.Equal(t, []string{`1`, `{"x":[1,{"y":"}"}]}`, `"s\"}"`, `[]`}, values)
+	}
+	assert.Equal(t, []string{`"a"`, `"b\u0063"`, `"A"`, `"e"`, `"q"`}, names)
+	assert.Equal(t, []string{`1`, `{"x":[1,{"y":"}"}]}`, `"s\"}"`, `[]`, `"\\\\"`}, values)
+	assert.Equal(t, `{"x":[1,{"y":"}"}]}`, string(jsonobj.Find(ms, "bc")))
+	assert.Nil(t, jsonobj.Find(ms, "B"))
 
 	for _, notObject := range []string{`[1]`, `"{"`, `1`, ``, `null`} {
-		assert.False(t, jsonobj.Each([]byte(notObject), func(jsonobj.Member) bool { return true }), notObject)
+		_, ok := jsonobj.Members([]byte(notObject))
+		assert.False(t, ok, notObject)
 	}
-	assert.True(t, jsonobj.Each([]byte(`{}`), func(jsonobj.Member) bool { t.Fatal("no member"); return true }))
+	ms, ok = jsonobj.Members([]byte(`{}`))
+	assert.True(t, ok)
+	assert.Empty(t, ms)
+
+	var first []string
+	assert.True(t, jsonobj.Each(in, func(m jsonobj.Member) bool {
+		first = append(first, string(m.Name))
+		return len(first) < 2
+	}))
+	assert.Equal(t, []string{`"a"`, `"b\u0063"`}, first, "Each stops when fn returns false")
+}
+
+func TestLookup(t *testing.T) {
+	ms, _ := jsonobj.Members([]byte(`{"b":2,"a":1,"x":0,"x":0}`))
+	v, ok := jsonobj.Lookup(ms, "a", "b", "c")
+	assert.True(t, ok, "only the names looked up must not repeat")
+	assert.Equal(t, [][]byte{[]byte(`1`), []byte(`2`), nil}, v)
+	_, ok = jsonobj.Lookup(ms, "a", "x")
+	assert.False(t, ok)
 }
 
 func TestIs(t *testing.T) {
@@ -47,6 +68,7 @@ func TestIs(t *testing.T) {
 		{`"method "`, "method", false},
 		{`"meth\od"`, "method", false}, // not valid JSON: never a name
 		{`""`, "", true},
+		{"\"\xff\"", "\uFFFD", true}, // invalid UTF-8 decodes to U+FFFD
 	} {
 		assert.Equal(t, tt.is, jsonobj.Member{Name: []byte(tt.tok)}.Is(tt.name), tt.tok)
 	}
@@ -63,7 +85,7 @@ func TestElements(t *testing.T) {
 	assert.True(t, jsonobj.Elements([]byte(`[]`), func([]byte) bool { t.Fatal("no element"); return true }))
 }
 
-func TestUniqueNames(t *testing.T) {
+func TestUnique(t *testing.T) {
 	for _, tt := range []struct {
 		in     string
 		unique bool
@@ -74,11 +96,13 @@ func TestUniqueNames(t *testing.T) {
 		{`{"a":{"x":1,"x":2}}`, true}, // only the object's own members
 		{`{"1":0,"2":0,"3":0,"4":0,"5":0,"6":0,"7":0,"8":0,"9":0,"10":0}`, true},
 		{`{"1":0,"2":0,"3":0,"4":0,"5":0,"6":0,"7":0,"8":0,"9":0,"3":0}`, false},
-		{`{"1":0,"2":0,"3":0,"4":0,"5":0,"6":0,"7":0,"8":0,"9":0,"9":0}`, false},
+		{`{"1":0,"2":0,"3":0,"4":0,"5":0,"6":0,"7":0,"8":0,"9":0,"\u0039":0}`, false},
+		{"{\"\xff\":1,\"\xfe\":2}", false}, // both decode to U+FFFD
 		{`[1,1]`, true},
 		{``, true},
 	} {
-		assert.Equal(t, tt.unique, jsonobj.UniqueNames([]byte(tt.in)), tt.in)
+		ms, _ := jsonobj.Members([]byte(tt.in))
+		assert.Equal(t, tt.unique, jsonobj.Unique(ms), tt.in)
 	}
 }
 
@@ -106,6 +130,9 @@ func TestExactString(t *testing.T) {
 		{"\"\xed\xa0\x80\"", false}, // a surrogate in UTF-8 is invalid UTF-8
 	} {
 		assert.Equal(t, tt.exact, jsonobj.ExactString([]byte(tt.tok)), tt.tok)
+		if jsonobj.ExactStrings([]byte(tt.tok)) {
+			assert.True(t, tt.exact, "the quick check passes only exact strings: %s", tt.tok)
+		}
 	}
 }
 
@@ -180,10 +207,12 @@ func exactReference(tok []byte) bool {
 	return true
 }
 
-// FuzzEach: on any valid JSON, Each finds the members encoding/json's
-// tokenizer finds, with the same names (Is) and values; every string value
-// is judged by ExactString as a hand decoder judges it.
-func FuzzEach(f *testing.F) {
+// FuzzMembers: on any valid JSON, Members finds the members
+// encoding/json's tokenizer finds, with the same names (Is) and values,
+// Unique agrees with the decoded names, and every string value is judged
+// by ExactString as a hand decoder judges it (and passes ExactStrings only
+// if it is exact).
+func FuzzMembers(f *testing.F) {
 	for _, s := range []string{
 		`{"a":1,"b":[1,{"c":"d"}],"\u0041":"\ud800"}`,
 		`{ "x" : "y\\\"" , "z":null,"n":-1.5e3}`,
@@ -195,17 +224,20 @@ func FuzzEach(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if !json.Valid(data) {
 			// Anything goes but a panic.
-			jsonobj.Each(data, func(m jsonobj.Member) bool { jsonobj.Elements(m.Value, func([]byte) bool { return true }); return true })
-			jsonobj.UniqueNames(data)
+			ms, _ := jsonobj.Members(data)
+			for _, m := range ms {
+				jsonobj.Elements(m.Value, func([]byte) bool { return true })
+			}
+			jsonobj.Unique(ms)
 			return
 		}
 		names, values, isObject := reference(t, data)
-		var got []jsonobj.Member
-		if jsonobj.Each(data, func(m jsonobj.Member) bool { got = append(got, m); return true }) != isObject {
-			t.Fatalf("Each(%q) says object %v", data, !isObject)
+		got, ok := jsonobj.Members(data)
+		if ok != isObject {
+			t.Fatalf("Members(%q) says object %v", data, ok)
 		}
 		if len(got) != len(names) {
-			t.Fatalf("Each(%q): %d members, the reference %d", data, len(got), len(names))
+			t.Fatalf("Members(%q): %d members, the reference %d", data, len(got), len(names))
 		}
 		seen := map[string]bool{}
 		unique := true
@@ -217,12 +249,18 @@ func FuzzEach(f *testing.F) {
 				unique = false
 			}
 			seen[names[i]] = true
-			if m.Value[0] == '"' && jsonobj.ExactString(m.Value) != exactReference(m.Value) {
-				t.Fatalf("ExactString(%s) = %v", m.Value, !exactReference(m.Value))
+			if m.Value[0] == '"' {
+				exact := exactReference(m.Value)
+				if jsonobj.ExactString(m.Value) != exact {
+					t.Fatalf("ExactString(%s) = %v", m.Value, !exact)
+				}
+				if jsonobj.ExactStrings(m.Value) && !exact {
+					t.Fatalf("ExactStrings(%s) passes an inexact string", m.Value)
+				}
 			}
 		}
-		if isObject && jsonobj.UniqueNames(data) != unique {
-			t.Fatalf("UniqueNames(%q) = %v", data, !unique)
+		if jsonobj.Unique(got) != unique {
+			t.Fatalf("Unique(%q) = %v", data, !unique)
 		}
 	})
 }
