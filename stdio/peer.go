@@ -39,10 +39,11 @@ import (
 // with the client's id token exactly as the client sent it. A peer that
 // decodes ids its own way (as float64, or -0 as 0, or "\u0041" as "A") thus
 // answers every request correctly, and client ids it would read as one
-// ("\u0041" and "A") never meet in it. An answer under an id the peer was never given, or given and already
-// answered, is dropped (logged at Warn). The client's responses to the
-// peer's own requests carry the peer's ids and reach it unchanged, as do
-// the ids in the peer's own requests and notifications.
+// ("\u0041" and "A") never meet in it. An answer under an id the peer was
+// never given, or given and already answered, is dropped (logged at Warn).
+// The client's responses to the peer's own requests carry the peer's ids
+// and reach it unchanged, as do the ids in the peer's own requests and
+// notifications.
 //
 // Cancellations: a notifications/cancelled naming a request forwarded to
 // the peer frees the client's id at once and reaches the peer with
