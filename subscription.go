@@ -53,6 +53,16 @@ type Options struct {
 	// shared with a source that accepts the supported filter as it is (the
 	// hub does), so this also bounds what one open listen holds.
 	MaxFilterBytes int
+	// MaxSettingsBytes bounds the settings a listen's client declared for
+	// the extensions that serve part of its filter
+	// (clientCapabilities.extensions[id] of each, added up), counted as
+	// compact JSON like MaxFilterBytes. Zero means 16,384 (16 KiB): MCP
+	// extensions' settings are a few flags. Larger settings are refused
+	// with -32602 "subscriptions/listen extension settings must be at most
+	// <N> bytes", before the Source is opened. The subscription keeps one
+	// copy of them for its life, which every extension event shares (see
+	// Settings).
+	MaxSettingsBytes int
 	// SubResources makes every URI of resourceSubscriptions also cover its
 	// sub-resources (file:///a/ covers file:///a/b/c): a resources/updated
 	// for a covered URI is delivered too. Off, the default, a URI covers
@@ -186,6 +196,9 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 			return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, jsonrpc.MsgExtCollideWithCore).WithCause(err)
 		}
 	}
+	if err := checkSettings(req, contributions, opts); err != nil {
+		return nil, err
+	}
 	supported = supported.Clone()
 
 	accepted, stream, err := openSource(sourceContext(ctx, opts), src, req, supported)
@@ -235,8 +248,8 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 				if s.negotiated == nil {
 					s.negotiated = make(map[string]Filter, len(contributions))
 				}
-				settings, _ := asObject(req.ClientCapabilities["extensions"].(map[string]any)[id])
-				s.negotiated[strings.Clone(id)] = Filter(settings).Clone()
+				// The one copy of the settings: every event shares it.
+				s.negotiated[strings.Clone(id)] = clientSettings(req, id).Clone()
 			}
 		}
 	}
@@ -388,11 +401,41 @@ func cloneID(id jsonrpc.ID) jsonrpc.ID {
 	return c
 }
 
-// Default limits of Options.MaxURIBytes and Options.MaxFilterBytes.
+// Default limits of Options.MaxURIBytes, Options.MaxFilterBytes and
+// Options.MaxSettingsBytes.
 const (
-	defaultMaxURIBytes    = 4 << 10
-	defaultMaxFilterBytes = 128 << 10
+	defaultMaxURIBytes      = 4 << 10
+	defaultMaxFilterBytes   = 128 << 10
+	defaultMaxSettingsBytes = 16 << 10
 )
+
+// clientSettings returns the settings the client of req declared for the
+// extension id (nil when they are not an object).
+func clientSettings(req *Request, id string) Filter {
+	exts, _ := req.ClientCapabilities["extensions"].(map[string]any)
+	settings, _ := asObject(exts[id])
+	return settings
+}
+
+// checkSettings applies Options.MaxSettingsBytes to the settings of the
+// extensions that contributed to the listen's filter and that the client
+// declared: the ones the subscription may keep.
+func checkSettings(req *Request, contributions map[string]Filter, opts *Options) error {
+	limit := opts.MaxSettingsBytes
+	if limit <= 0 {
+		limit = defaultMaxSettingsBytes
+	}
+	n := 0
+	for id := range contributions {
+		if settings := clientSettings(req, id); settings != nil {
+			if n += jsonSize(map[string]any(settings), 0, limit-n); n > limit {
+				return jsonrpc.NewError(jsonrpc.CodeInvalidParams,
+					"subscriptions/listen extension settings must be at most "+strconv.Itoa(limit)+" bytes")
+			}
+		}
+	}
+	return nil
+}
 
 // checkSize applies Options.MaxURIBytes and Options.MaxFilterBytes to a
 // validated requested filter.
@@ -436,27 +479,30 @@ func jsonSize(v any, depth, limit int) int {
 	case json.Number:
 		return len(x)
 	case []string:
-		n := 2
+		n, sep := 2, 0
 		for _, s := range x {
-			if n += len(s) + 3; n > limit {
+			if n += sep + len(s) + 2; n > limit {
 				return n
 			}
+			sep = 1
 		}
 		return n
 	case []any:
-		n := 2
+		n, sep := 2, 0
 		for _, e := range x {
-			if n += jsonSize(e, depth+1, limit) + 1; n > limit {
+			if n += sep + jsonSize(e, depth+1, limit); n > limit {
 				return n
 			}
+			sep = 1
 		}
 		return n
 	case map[string]any:
-		n := 2
+		n, sep := 2, 0
 		for k, e := range x {
-			if n += len(k) + 4 + jsonSize(e, depth+1, limit); n > limit {
+			if n += sep + len(k) + 3 + jsonSize(e, depth+1, limit); n > limit {
 				return n
 			}
+			sep = 1
 		}
 		return n
 	case Filter:
