@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcplisten/listen/internal/resuri"
 	"github.com/mcplisten/listen/jsonrpc"
 )
 
@@ -63,6 +64,15 @@ type Options struct {
 	// copy of them for its life, which every extension event shares (see
 	// Settings).
 	MaxSettingsBytes int
+	// MaxURISegments, with SubResources, bounds the path segments of each
+	// URI of resourceSubscriptions (the '/' of its path: file:///a/b/ has
+	// 3). Zero means 128: real paths are far shallower (a 4 KiB Linux path
+	// of 2-byte names would have 2,048), and a folder URI costs its hub and
+	// every update it covers in proportion to its depth. A deeper URI is
+	// refused with -32602 "subscriptions/listen resourceSubscriptions URIs
+	// must have at most <N> path segments". Without SubResources a URI
+	// covers only itself and its segments are not counted.
+	MaxURISegments int
 	// SubResources makes every URI of resourceSubscriptions also cover its
 	// sub-resources (file:///a/ covers file:///a/b/c): a resources/updated
 	// for a covered URI is delivered too. Off, the default, a URI covers
@@ -401,12 +411,13 @@ func cloneID(id jsonrpc.ID) jsonrpc.ID {
 	return c
 }
 
-// Default limits of Options.MaxURIBytes, Options.MaxFilterBytes and
-// Options.MaxSettingsBytes.
+// Default limits of Options.MaxURIBytes, Options.MaxFilterBytes,
+// Options.MaxSettingsBytes and Options.MaxURISegments.
 const (
 	defaultMaxURIBytes      = 4 << 10
 	defaultMaxFilterBytes   = 128 << 10
 	defaultMaxSettingsBytes = 16 << 10
+	defaultMaxURISegments   = 128
 )
 
 // clientSettings returns the settings the client of req declared for the
@@ -437,20 +448,27 @@ func checkSettings(req *Request, contributions map[string]Filter, opts *Options)
 	return nil
 }
 
-// checkSize applies Options.MaxURIBytes and Options.MaxFilterBytes to a
-// validated requested filter.
+// checkSize applies Options.MaxURIBytes, Options.MaxURISegments (with
+// SubResources) and Options.MaxFilterBytes to a validated requested filter.
 func checkSize(f Filter, opts *Options) error {
-	maxURI, maxFilter := opts.MaxURIBytes, opts.MaxFilterBytes
+	maxURI, maxFilter, maxSegments := opts.MaxURIBytes, opts.MaxFilterBytes, opts.MaxURISegments
 	if maxURI <= 0 {
 		maxURI = defaultMaxURIBytes
 	}
 	if maxFilter <= 0 {
 		maxFilter = defaultMaxFilterBytes
 	}
+	if maxSegments <= 0 {
+		maxSegments = defaultMaxURISegments
+	}
 	for _, u := range f.Strings(KeyResourceSubscriptions) {
 		if len(u) > maxURI {
 			return jsonrpc.NewError(jsonrpc.CodeInvalidParams,
 				"subscriptions/listen resourceSubscriptions URIs must be at most "+strconv.Itoa(maxURI)+" bytes")
+		}
+		if opts.SubResources && resuri.Segments(u) > maxSegments {
+			return jsonrpc.NewError(jsonrpc.CodeInvalidParams,
+				"subscriptions/listen resourceSubscriptions URIs must have at most "+strconv.Itoa(maxSegments)+" path segments")
 		}
 	}
 	if jsonSize(map[string]any(f), 0, maxFilter) > maxFilter {

@@ -118,3 +118,20 @@ func TestContextMark(t *testing.T) {
 	assert.False(t, resuri.SubResources(context.Background()))
 	assert.True(t, resuri.SubResources(resuri.WithSubResources(context.Background())))
 }
+
+func TestSegments(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int
+	}{
+		{"file:///a/b/", 3},
+		{"file:///", 1},
+		{"file://", 0},
+		{"http://h/a?x/y#z/w", 1},
+		{"urn:a/b", 1},
+		{"no-scheme/a/b", 2},
+		{"file://h//", 2},
+	} {
+		assert.Equal(t, tc.want, resuri.Segments(tc.in), tc.in)
+	}
+}
