@@ -175,7 +175,10 @@
 //     goroutine that writes with the WriteTimeout as deadline while the
 //     source queues what comes meanwhile (the hub's bounded queue and
 //     overflow policy), until it has caught up; so a client that stops
-//     reading never holds a loop, and is cut by its deadline. One epoll
+//     reading never holds a loop, and is cut by its deadline. The slow path
+//     registers the socket with Go's poller on the stream's first trip and
+//     keeps it, so a client that keeps its window nearly full costs a
+//     goroutine per trip, not a dup and a registration. One epoll
 //     instance per Handler, watched by one goroutine parked in Go's poller
 //     while any fast stream is open, sees clients hang up; one keep-alive
 //     sweeper (a timer, every KeepAlive/4) marks the streams that wrote
