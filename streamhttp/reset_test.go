@@ -4,12 +4,10 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/binary"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"sync/atomic"
 	"testing"
 
@@ -18,63 +16,9 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
-	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/internal/rawh2"
 	"github.com/mcplisten/listen/streamhttp"
 )
-
-// h2Frame appends an HTTP/2 frame (RFC 9113 section 4.1).
-func h2Frame(b []byte, typ, flags byte, stream uint32, payload []byte) []byte {
-	b = append(b, byte(len(payload)>>16), byte(len(payload)>>8), byte(len(payload)), typ, flags)
-	b = binary.BigEndian.AppendUint32(b, stream)
-	return append(b, payload...)
-}
-
-// hpackLiteral appends a header field as a literal without indexing, with
-// a new name and no Huffman coding (RFC 7541 section 6.2.2).
-func hpackLiteral(b []byte, name, value string) []byte {
-	b = append(b, 0)
-	for _, s := range []string{name, value} {
-		b = hpackInt(b, len(s))
-		b = append(b, s...)
-	}
-	return b
-}
-
-// hpackInt appends n as an integer with a 7-bit prefix (RFC 7541 section
-// 5.1), the H bit clear.
-func hpackInt(b []byte, n int) []byte {
-	if n < 127 {
-		return append(b, byte(n))
-	}
-	b = append(b, 127)
-	for n -= 127; n >= 128; n >>= 7 {
-		b = append(b, byte(n&127|128))
-	}
-	return append(b, byte(n))
-}
-
-// resetListen is what a client sends to open a listen on stream and reset
-// it at once: HEADERS, the body in one DATA frame that ends the stream,
-// RST_STREAM (CANCEL). It is a few hundred bytes.
-func resetListen(scheme, authority string, stream uint32, body string) []byte {
-	var hdr []byte
-	for _, f := range [][2]string{
-		{":method", "POST"}, {":scheme", scheme}, {":path", "/"}, {":authority", authority},
-		{"content-type", "application/json"}, {"accept", "application/json, text/event-stream"},
-		{"mcp-protocol-version", jsonrpc.ProtocolVersion}, {"mcp-method", jsonrpc.MethodListen},
-		{"content-length", strconv.Itoa(len(body))},
-	} {
-		hdr = hpackLiteral(hdr, f[0], f[1])
-	}
-	const (
-		typeData, typeHeaders, typeRST = 0, 1, 3
-		endStream, endHeaders          = 1, 4
-		cancel                         = 8
-	)
-	b := h2Frame(nil, typeHeaders, endHeaders, stream, hdr)
-	b = h2Frame(b, typeData, endStream, stream, []byte(body))
-	return h2Frame(b, typeRST, 0, stream, binary.BigEndian.AppendUint32(nil, cancel))
-}
 
 // countOpens counts the calls of its Source's Open.
 type countOpens struct {
@@ -152,9 +96,8 @@ func TestResetListenIsNotOpened(t *testing.T) {
 				defer conn.Close()
 				go func() { _, _ = io.Copy(io.Discard, conn) }() // the server's SETTINGS and the like
 
-				out := []byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
-				out = h2Frame(out, 4, 0, 0, nil) // SETTINGS
-				out = append(out, resetListen(scheme, ts.Listener.Addr().String(), 1, listenBody(`"reset"`, `{"toolsListChanged":true}`))...)
+				// HEADERS, DATA and RST_STREAM, a few hundred bytes.
+				out := rawh2.ResetListen(rawh2.Preface(), scheme, ts.Listener.Addr().String(), "/", 1, listenBody(`"reset"`, `{"toolsListChanged":true}`))
 				_, err = conn.Write(out)
 				require.NoError(t, err)
 				<-served

@@ -20,7 +20,6 @@ package main
 import (
 	"bufio"
 	"crypto/tls"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -37,6 +36,7 @@ import (
 	"time"
 
 	"github.com/mcplisten/listen/bench/internal/procstat"
+	"github.com/mcplisten/listen/internal/rawh2"
 )
 
 // profile is -server-cpuprofile, passed on to every server.
@@ -132,6 +132,23 @@ func start(args ...string) (*srv, error) {
 	}
 	s.cmd, s.stdin = cmd, in
 	return &s, nil
+}
+
+// eachRun calls f with a fresh server started with args, runs times,
+// stopping each before the next starts.
+func eachRun(runs int, args []string, f func(s *srv) error) error {
+	for range runs {
+		s, err := start(args...)
+		if err != nil {
+			return err
+		}
+		err = f(s)
+		s.stop()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // stop ends the server (its standard input closes) and waits for it.
@@ -306,68 +323,61 @@ func settingsScenario(runs, maxSettings int) error {
 		var sOpen, cOpen, heap, ev summary
 		body := listenBody(1, `{"watch":true}`, settingsOf(size))
 		opened := ""
-		for range runs {
-			s, err := start(serverArgs("-max-settings", maxSettings)...)
+		err := eachRun(runs, serverArgs("-max-settings", maxSettings), func(s *srv) error {
+			before, err := s.ctl("/ctl/stats?gc=1")
 			if err != nil {
 				return err
 			}
-			err = func() error {
-				defer s.stop()
-				before, err := s.ctl("/ctl/stats?gc=1")
+			s0, c0 := s.cpu()
+			var ls []*rawListen
+			refused := ""
+			for range listens {
+				l, err := openListen("tcp", s.tcp, body)
+				var re *refusedError
+				if errors.As(err, &re) {
+					refused = re.status
+					continue
+				}
 				if err != nil {
 					return err
 				}
-				s0, c0 := s.cpu()
-				var ls []*rawListen
-				refused := ""
-				for range listens {
-					l, err := openListen("tcp", s.tcp, body)
-					var re *refusedError
-					if errors.As(err, &re) {
-						refused = re.status
-						continue
-					}
-					if err != nil {
+				ls = append(ls, l)
+			}
+			s1, c1 := s.cpu()
+			defer func() {
+				for _, l := range ls {
+					l.conn.Close()
+				}
+			}()
+			sOpen = append(sOpen, us(s1-s0, listens))
+			cOpen = append(cOpen, us(c1-c0, listens))
+			if refused != "" {
+				opened = "0 (" + refused + ")"
+				return nil
+			}
+			opened = strconv.Itoa(len(ls))
+			after, err := s.ctl("/ctl/stats?gc=1")
+			if err != nil {
+				return err
+			}
+			heap = append(heap, float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/float64(listens)/float64(len(body)))
+			s0, _ = s.cpu()
+			if _, err := s.ctl(fmt.Sprintf("/ctl/publish?kind=ext&n=%d", events)); err != nil {
+				return err
+			}
+			for _, l := range ls {
+				for range events {
+					if _, err := l.event(); err != nil {
 						return err
 					}
-					ls = append(ls, l)
 				}
-				s1, c1 := s.cpu()
-				defer func() {
-					for _, l := range ls {
-						l.conn.Close()
-					}
-				}()
-				sOpen = append(sOpen, us(s1-s0, listens))
-				cOpen = append(cOpen, us(c1-c0, listens))
-				if refused != "" {
-					opened = "0 (" + refused + ")"
-					return nil
-				}
-				opened = strconv.Itoa(len(ls))
-				after, err := s.ctl("/ctl/stats?gc=1")
-				if err != nil {
-					return err
-				}
-				heap = append(heap, float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/float64(listens)/float64(len(body)))
-				s0, _ = s.cpu()
-				if _, err := s.ctl(fmt.Sprintf("/ctl/publish?kind=ext&n=%d", events)); err != nil {
-					return err
-				}
-				for _, l := range ls {
-					for range events {
-						if _, err := l.event(); err != nil {
-							return err
-						}
-					}
-				}
-				s1, _ = s.cpu()
-				ev = append(ev, us(s1-s0, listens*events))
-				return nil
-			}()
-			if err != nil {
-				return err
 			}
+			s1, _ = s.cpu()
+			ev = append(ev, us(s1-s0, listens*events))
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 		fmt.Printf("| %d KiB | %d | %s | %s | %s | %s | %s |\n", size>>10, len(body), opened, sOpen, cOpen, heap, ev)
 	}
@@ -416,35 +426,28 @@ func foldersScenario(runs, maxSegments int) error {
 		body := listenBody(1, folderFilter(31, 4<<10, sh.fill), `{}`)
 		var sOpen, cOpen, ratio summary
 		status := "200"
-		for range runs {
-			s, err := start(append([]string{"-subresources"}, serverArgs("-max-segments", maxSegments)...)...)
-			if err != nil {
-				return err
-			}
-			err = func() error {
-				defer s.stop()
-				s0, c0 := s.cpu()
-				for range opens {
-					l, err := openListen("tcp", s.tcp, body)
-					var re *refusedError
-					if errors.As(err, &re) {
-						status = re.status
-						continue
-					}
-					if err != nil {
-						return err
-					}
-					l.conn.Close()
+		err := eachRun(runs, append([]string{"-subresources"}, serverArgs("-max-segments", maxSegments)...), func(s *srv) error {
+			s0, c0 := s.cpu()
+			for range opens {
+				l, err := openListen("tcp", s.tcp, body)
+				var re *refusedError
+				if errors.As(err, &re) {
+					status = re.status
+					continue
 				}
-				s1, c1 := s.cpu()
-				sOpen = append(sOpen, us(s1-s0, opens))
-				cOpen = append(cOpen, us(c1-c0, opens))
-				ratio = append(ratio, float64(s1-s0)/float64(c1-c0))
-				return nil
-			}()
-			if err != nil {
-				return err
+				if err != nil {
+					return err
+				}
+				l.conn.Close()
 			}
+			s1, c1 := s.cpu()
+			sOpen = append(sOpen, us(s1-s0, opens))
+			cOpen = append(cOpen, us(c1-c0, opens))
+			ratio = append(ratio, float64(s1-s0)/float64(c1-c0))
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 		fmt.Printf("| %s | %d | %s | %s | %s | %s |\n", sh.name, len(body), status, sOpen, cOpen, ratio)
 	}
@@ -452,56 +455,6 @@ func foldersScenario(runs, maxSegments int) error {
 }
 
 // ---- HTTP/2 ----
-
-// h2Frame appends an HTTP/2 frame (RFC 9113 section 4.1).
-func h2Frame(b []byte, typ, flags byte, stream uint32, payload []byte) []byte {
-	b = append(b, byte(len(payload)>>16), byte(len(payload)>>8), byte(len(payload)), typ, flags)
-	b = binary.BigEndian.AppendUint32(b, stream)
-	return append(b, payload...)
-}
-
-// hpackLiteral appends a header field as a literal without indexing, new
-// name, no Huffman coding (RFC 7541 section 6.2.2).
-func hpackLiteral(b []byte, name, value string) []byte {
-	b = append(b, 0)
-	for _, s := range []string{name, value} {
-		if len(s) < 127 {
-			b = append(b, byte(len(s)))
-		} else {
-			n := len(s) - 127
-			b = append(b, 127)
-			for ; n >= 128; n >>= 7 {
-				b = append(b, byte(n&127|128))
-			}
-			b = append(b, byte(n))
-		}
-		b = append(b, s...)
-	}
-	return b
-}
-
-// resetStreams returns what a client sends to open n streams from first on
-// (odd ids) at path and reset each right after its body: HEADERS, one DATA
-// frame ending the stream, RST_STREAM (CANCEL).
-func resetStreams(scheme, authority, path string, first uint32, n int, body string) []byte {
-	var out []byte
-	for i := range n {
-		id := first + 2*uint32(i)
-		var hdr []byte
-		for _, f := range [][2]string{
-			{":method", "POST"}, {":scheme", scheme}, {":path", path}, {":authority", authority},
-			{"content-type", "application/json"}, {"accept", "application/json, text/event-stream"},
-			{"mcp-protocol-version", "2026-07-28"}, {"mcp-method", "subscriptions/listen"},
-			{"content-length", strconv.Itoa(len(body))},
-		} {
-			hdr = hpackLiteral(hdr, f[0], f[1])
-		}
-		out = h2Frame(out, 1, 4, id, hdr)                // HEADERS, END_HEADERS
-		out = h2Frame(out, 0, 1, id, []byte(body))       // DATA, END_STREAM
-		out = h2Frame(out, 3, 0, id, []byte{0, 0, 0, 8}) // RST_STREAM CANCEL
-	}
-	return out
-}
 
 // h2resetScenario sends 2,000 listen streams reset right after their body,
 // over h2c and over TLS h2, to the listen handler and to a handler that
@@ -517,71 +470,67 @@ func h2resetScenario(runs int) error {
 		cpu := map[string]summary{}
 		for _, path := range []string{"/mcp", "/body"} {
 			var sCPU, cCPU, opened summary
-			for range runs {
-				s, err := start()
-				if err != nil {
-					return err
-				}
-				err = func() error {
-					defer s.stop()
-					var conn net.Conn
-					scheme := "http"
-					if tlsOn {
-						c, err := tls.Dial("tcp", s.tls, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
-						if err != nil {
-							return err
-						}
-						if c.ConnectionState().NegotiatedProtocol != "h2" {
-							return errors.New("TLS: h2 not negotiated")
-						}
-						conn, scheme = c, "https"
-					} else {
-						c, err := net.Dial("tcp", s.tcp)
-						if err != nil {
-							return err
-						}
-						conn = c
-					}
-					defer conn.Close()
-					go func() { _, _ = io.Copy(io.Discard, conn) }() // ends when conn closes
-					before, err := s.ctl("/ctl/stats")
+			err := eachRun(runs, nil, func(s *srv) error {
+				var conn net.Conn
+				scheme := "http"
+				if tlsOn {
+					c, err := tls.Dial("tcp", s.tls, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
 					if err != nil {
 						return err
 					}
-					s0, c0 := s.cpu()
-					out := append([]byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"), h2Frame(nil, 4, 0, 0, nil)...)
-					if _, err := conn.Write(out); err != nil {
+					if c.ConnectionState().NegotiatedProtocol != "h2" {
+						return errors.New("TLS: h2 not negotiated")
+					}
+					conn, scheme = c, "https"
+				} else {
+					c, err := net.Dial("tcp", s.tcp)
+					if err != nil {
 						return err
 					}
-					// The server's MaxConcurrentStreams is 1,000, so up to 4,000
-					// streams may wait for a handler before net/http refuses
-					// them as too many early resets: the batches need not wait.
-					for i := 0; i < streams; i += batch {
-						if _, err := conn.Write(resetStreams(scheme, "127.0.0.1", path, uint32(1+2*i), batch, body)); err != nil {
-							return err
-						}
-					}
-					var after stats
-					for {
-						if after, err = s.ctl("/ctl/stats"); err != nil {
-							return err
-						}
-						if after.Served-before.Served >= streams {
-							break
-						}
-						time.Sleep(10 * time.Millisecond)
-					}
-					s1, c1 := s.cpu()
-					// The control requests' own cost is the same for both
-					// handlers; they are counted in.
-					sCPU = append(sCPU, us(s1-s0, streams))
-					cCPU = append(cCPU, us(c1-c0, streams))
-					opened = append(opened, float64(after.Opened-before.Opened))
-					return nil
-				}()
+					conn = c
+				}
+				defer conn.Close()
+				go func() { _, _ = io.Copy(io.Discard, conn) }() // ends when conn closes
+				before, err := s.ctl("/ctl/stats")
 				if err != nil {
 					return err
 				}
+				s0, c0 := s.cpu()
+				if _, err := conn.Write(rawh2.Preface()); err != nil {
+					return err
+				}
+				// The server's MaxConcurrentStreams is 1,000, so up to 4,000
+				// streams may wait for a handler before net/http refuses
+				// them as too many early resets: the batches need not wait.
+				for i := 0; i < streams; i += batch {
+					var out []byte
+					for j := range batch {
+						out = rawh2.ResetListen(out, scheme, "127.0.0.1", path, uint32(1+2*(i+j)), body)
+					}
+					if _, err := conn.Write(out); err != nil {
+						return err
+					}
+				}
+				var after stats
+				for {
+					if after, err = s.ctl("/ctl/stats"); err != nil {
+						return err
+					}
+					if after.Served-before.Served >= streams {
+						break
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+				s1, c1 := s.cpu()
+				// The control requests' own cost is the same for both
+				// handlers; they are counted in.
+				sCPU = append(sCPU, us(s1-s0, streams))
+				cCPU = append(cCPU, us(c1-c0, streams))
+				opened = append(opened, float64(after.Opened-before.Opened))
+				return nil
+			})
+			if err != nil {
+				return err
 			}
 			cpu[path] = sCPU
 			name := map[bool]string{false: "h2c", true: "TLS h2"}[tlsOn]
@@ -606,70 +555,63 @@ func h2costScenario(runs int) error {
 	fmt.Println("|---|---|---|")
 	for _, proto := range []string{"HTTP/1.1", "h2c"} {
 		var gor, heap summary
-		for range runs {
-			s, err := start()
+		err := eachRun(runs, nil, func(s *srv) error {
+			before, err := s.ctl("/ctl/stats?gc=1")
 			if err != nil {
 				return err
 			}
-			err = func() error {
-				defer s.stop()
-				before, err := s.ctl("/ctl/stats?gc=1")
-				if err != nil {
-					return err
+			var closers []io.Closer
+			defer func() {
+				for _, c := range closers {
+					c.Close()
 				}
-				var closers []io.Closer
-				defer func() {
-					for _, c := range closers {
-						c.Close()
-					}
-				}()
-				body := listenBody(1, `{"toolsListChanged":true}`, `{}`)
-				if proto == "HTTP/1.1" {
-					for range n {
-						l, err := openListen("tcp", s.tcp, body)
-						if err != nil {
-							return err
-						}
-						closers = append(closers, l.conn)
-					}
-				} else {
-					tr := &http.Transport{Protocols: new(http.Protocols)}
-					tr.Protocols.SetUnencryptedHTTP2(true)
-					defer tr.CloseIdleConnections()
-					for range n {
-						req, _ := http.NewRequest(http.MethodPost, "http://"+s.tcp+"/mcp", strings.NewReader(body))
-						req.Header.Set("Content-Type", "application/json")
-						req.Header.Set("Accept", "application/json, text/event-stream")
-						req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-						req.Header.Set("Mcp-Method", "subscriptions/listen")
-						resp, err := tr.RoundTrip(req)
-						if err != nil {
-							return err
-						}
-						if resp.ProtoMajor != 2 || resp.StatusCode != 200 {
-							return fmt.Errorf("h2c: %s %s", resp.Proto, resp.Status)
-						}
-						l := &rawListen{br: bufio.NewReader(resp.Body)}
-						if _, err := l.event(); err != nil { // the acknowledgement
-							return err
-						}
-						closers = append(closers, resp.Body)
-					}
-				}
-				after, err := s.ctl("/ctl/stats?gc=1")
-				if err != nil {
-					return err
-				}
-				if after.Active != n {
-					return fmt.Errorf("%d listens active, want %d", after.Active, n)
-				}
-				gor = append(gor, float64(after.Goroutines-before.Goroutines)/n)
-				heap = append(heap, float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/n/1024)
-				return nil
 			}()
+			body := listenBody(1, `{"toolsListChanged":true}`, `{}`)
+			if proto == "HTTP/1.1" {
+				for range n {
+					l, err := openListen("tcp", s.tcp, body)
+					if err != nil {
+						return err
+					}
+					closers = append(closers, l.conn)
+				}
+			} else {
+				tr := &http.Transport{Protocols: new(http.Protocols)}
+				tr.Protocols.SetUnencryptedHTTP2(true)
+				defer tr.CloseIdleConnections()
+				for range n {
+					req, _ := http.NewRequest(http.MethodPost, "http://"+s.tcp+"/mcp", strings.NewReader(body))
+					req.Header.Set("Content-Type", "application/json")
+					req.Header.Set("Accept", "application/json, text/event-stream")
+					req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+					req.Header.Set("Mcp-Method", "subscriptions/listen")
+					resp, err := tr.RoundTrip(req)
+					if err != nil {
+						return err
+					}
+					if resp.ProtoMajor != 2 || resp.StatusCode != 200 {
+						return fmt.Errorf("h2c: %s %s", resp.Proto, resp.Status)
+					}
+					l := &rawListen{br: bufio.NewReader(resp.Body)}
+					if _, err := l.event(); err != nil { // the acknowledgement
+						return err
+					}
+					closers = append(closers, resp.Body)
+				}
+			}
+			after, err := s.ctl("/ctl/stats?gc=1")
 			if err != nil {
 				return err
 			}
+			if after.Active != n {
+				return fmt.Errorf("%d listens active, want %d", after.Active, n)
+			}
+			gor = append(gor, float64(after.Goroutines-before.Goroutines)/n)
+			heap = append(heap, float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/n/1024)
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 		fmt.Printf("| %s | %s | %s |\n", proto, gor, heap)
 	}
@@ -691,44 +633,37 @@ func slowpathScenario(runs int) error {
 	cpu := map[int]summary{}
 	for _, buf := range []int{1 << 20, 1} {
 		var sCPU summary
-		for range runs {
-			s, err := start("-send-buffer", strconv.Itoa(buf))
-			if err != nil {
-				return err
-			}
-			err = func() error {
-				defer s.stop()
-				var ls []*rawListen
-				defer func() {
-					for _, l := range ls {
-						l.conn.Close()
-					}
-				}()
-				for i := range listens {
-					l, err := openListen("unix", s.unix, listenBody(i, `{"toolsListChanged":true}`, `{}`))
-					if err != nil {
-						return err
-					}
-					ls = append(ls, l)
+		err := eachRun(runs, []string{"-send-buffer", strconv.Itoa(buf)}, func(s *srv) error {
+			var ls []*rawListen
+			defer func() {
+				for _, l := range ls {
+					l.conn.Close()
 				}
-				s0, _ := s.cpu()
-				for range events {
-					if _, err := s.ctl("/ctl/publish?kind=tools&n=1&pad=6144"); err != nil {
-						return err
-					}
-					for _, l := range ls {
-						if _, err := l.event(); err != nil {
-							return err
-						}
-					}
-				}
-				s1, _ := s.cpu()
-				sCPU = append(sCPU, us(s1-s0, listens*events))
-				return nil
 			}()
-			if err != nil {
-				return err
+			for i := range listens {
+				l, err := openListen("unix", s.unix, listenBody(i, `{"toolsListChanged":true}`, `{}`))
+				if err != nil {
+					return err
+				}
+				ls = append(ls, l)
 			}
+			s0, _ := s.cpu()
+			for range events {
+				if _, err := s.ctl("/ctl/publish?kind=tools&n=1&pad=6144"); err != nil {
+					return err
+				}
+				for _, l := range ls {
+					if _, err := l.event(); err != nil {
+						return err
+					}
+				}
+			}
+			s1, _ := s.cpu()
+			sCPU = append(sCPU, us(s1-s0, listens*events))
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 		cpu[buf] = sCPU
 		fmt.Printf("| %d B | %s |\n", buf, sCPU)
