@@ -136,7 +136,8 @@
 // as MCP allows ("the uri might be a sub-resource of the one that the client
 // actually subscribed to"): a client that listens on file:///project/ hears
 // about file:///project/src/main.go. The acknowledgement is the same either
-// way (it echoes the accepted URIs).
+// way (it echoes the accepted URIs). Such a URI may have at most
+// Options.MaxURISegments path segments (128 by default; -32602 beyond).
 //
 // Both URIs are first normalised as RFC 3986 section 6.2.2 says: the scheme
 // and the host lower-cased (ASCII letters only); the hex digits of a

@@ -37,21 +37,74 @@ type SubscriptionExtension interface {
 	// notification method and params. The method must be a notification
 	// ("notifications/...") other than the core's own and the request-scoped
 	// ones (progress, message, cancelled); anything else is the internal error
-	// "Extension shaped an invalid subscription event". owned is the part of the subscription's
-	// accepted filter the extension owns; settings is a copy of the settings
-	// the client declared for the extension
-	// (clientCapabilities.extensions[id]), the shaper's to keep or modify.
-	// The subscription id is added to params._meta afterwards (it cannot be
-	// overridden).
-	ShapeSubscriptionEvent(ev Event, owned, settings Filter) (method string, params map[string]any, err error)
+	// "Extension shaped an invalid subscription event". owned is the part of
+	// the subscription's accepted filter the extension owns (treat it as
+	// read-only); settings is a read-only view of the settings the client
+	// declared for the extension (clientCapabilities.extensions[id]), which
+	// the subscription keeps from its open on and shares with every event it
+	// shapes: reading it copies nothing (see Settings). The subscription id
+	// is added to params._meta afterwards (it cannot be overridden).
+	ShapeSubscriptionEvent(ev Event, owned Filter, settings Settings) (method string, params map[string]any, err error)
 }
+
+// Settings is a read-only view of the settings a client declared for an
+// extension (clientCapabilities.extensions[id]), as a subscription keeps
+// them: one copy, made at open and bounded by Options.MaxSettingsBytes,
+// shared by every event the subscription shapes. So an event costs its
+// shaper the same with settings as without: nothing is copied unless the
+// shaper asks for a copy (Value of an object or a list, Clone). Nothing it
+// returns shares memory the subscription keeps.
+//
+// The zero Settings is empty (a client that declared the extension without
+// settings, or with {}).
+type Settings struct{ f Filter }
+
+// Len returns the number of members of the settings object.
+func (s Settings) Len() int { return len(s.f) }
+
+// Bool reports whether the member key is the boolean true.
+func (s Settings) Bool(key string) bool { return s.f.Bool(key) }
+
+// String returns the member key and true when it is a JSON string.
+func (s Settings) String(key string) (string, bool) {
+	v, ok := s.f[key].(string)
+	return v, ok
+}
+
+// Value returns a copy of the member key (a JSON value: nil, bool, string,
+// json.Number, []any or map[string]any) and whether it is present. A
+// string, a number or a boolean costs nothing; an object or a list is a
+// deep copy, the caller's to keep or modify.
+func (s Settings) Value(key string) (any, bool) {
+	v, ok := s.f[key]
+	if !ok {
+		return nil, false
+	}
+	switch v.(type) {
+	case []any, []string, map[string]any, Filter:
+		return cloneValue(v), true
+	}
+	return v, true
+}
+
+// Clone returns a deep copy of the settings as a Filter, the caller's to
+// keep or modify (nil for empty settings).
+func (s Settings) Clone() Filter {
+	if len(s.f) == 0 {
+		return nil
+	}
+	return s.f.Clone()
+}
+
+// MarshalJSON encodes the settings as a JSON object with sorted keys.
+func (s Settings) MarshalJSON() ([]byte, error) { return s.f.MarshalJSON() }
 
 type filterHook interface {
 	SubscriptionFilter(ctx context.Context, req *Request, requested Filter) (Filter, error)
 }
 
 type shapeHook interface {
-	ShapeSubscriptionEvent(ev Event, owned, settings Filter) (method string, params map[string]any, err error)
+	ShapeSubscriptionEvent(ev Event, owned Filter, settings Settings) (method string, params map[string]any, err error)
 }
 
 // ExtensionRegistry holds the server's extensions in registration order.
@@ -230,7 +283,7 @@ func callShapeHook(sh shapeHook, id string, ev Event, owned, settings Filter) (m
 				WithCause(newPanicError(id+".ShapeSubscriptionEvent", v))
 		}
 	}()
-	method, params, err = sh.ShapeSubscriptionEvent(ev, owned, settings.Clone())
+	method, params, err = sh.ShapeSubscriptionEvent(ev, owned, Settings{settings})
 	if err != nil {
 		return "", nil, jsonrpc.AsError(err, spec.MsgExtInvalidEvent)
 	}

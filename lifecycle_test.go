@@ -3,7 +3,6 @@ package listen_test
 import (
 	"context"
 	"errors"
-	"maps"
 	"testing"
 	"testing/synctest"
 
@@ -223,43 +222,4 @@ func TestParamsMetaAsFilterIsMerged(t *testing.T) {
 	}))
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"com.example/trace":"t-1","io.modelcontextprotocol/subscriptionId":3}}}`, string(msg))
-}
-
-// settingsExt records the client settings its shaper is given.
-type settingsExt struct{ got []listen.Filter }
-
-func (*settingsExt) ID() string                   { return "com.example/watch" }
-func (*settingsExt) SupportsProtocol(string) bool { return true }
-func (*settingsExt) SubscriptionFilter(_ context.Context, _ *listen.Request, requested listen.Filter) (listen.Filter, error) {
-	return listen.Filter{"watch": requested["watch"]}, nil
-}
-func (e *settingsExt) ShapeSubscriptionEvent(_ listen.Event, _, settings listen.Filter) (string, map[string]any, error) {
-	e.got = append(e.got, maps.Clone(settings))
-	settings["mode"] = "scribbled" // the shaper's own copy
-	return "notifications/com.example/watch", map[string]any{}, nil
-}
-
-// Extension shapers see the settings the client negotiated for their
-// extension, as a copy.
-func TestShaperSeesTheClientsSettings(t *testing.T) {
-	ext := &settingsExt{}
-	reg, err := listen.NewExtensionRegistry(ext)
-	require.NoError(t, err)
-	caps := allCaps
-	caps.Extensions = map[string]any{ext.ID(): map[string]any{}}
-	req := request(jsonrpc.IntID(1), listen.Filter{"watch": true})
-	req.ClientCapabilities = map[string]any{"extensions": map[string]any{ext.ID(): map[string]any{"mode": "full"}}}
-	sub, err := listen.Open(context.Background(), newTestSource(), req, &listen.Options{Capabilities: caps, Extensions: reg})
-	require.NoError(t, err)
-	defer sub.Close(nil)
-	req.ClientCapabilities["extensions"].(map[string]any)[ext.ID()].(map[string]any)["mode"] = "changed after open"
-
-	ev := listen.ExtensionEvent(ext.ID(), listen.Filter{"watch": true}, nil)
-	for range 2 {
-		_, err := sub.Notification(ev)
-		require.NoError(t, err)
-	}
-	require.Len(t, ext.got, 2)
-	assert.Equal(t, listen.Filter{"mode": "full"}, ext.got[0], "what the client declared at open")
-	assert.Equal(t, listen.Filter{"mode": "full"}, ext.got[1], "each call gets a fresh copy")
 }

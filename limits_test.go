@@ -52,6 +52,16 @@ func TestListenSizeLimits(t *testing.T) {
 			filter:  listen.Filter{"toolsListChanged": true, "taskIds": []any{strings.Repeat("t", 100)}},
 			wantMsg: "subscriptions/listen notifications must be at most 100 bytes"},
 		{name: "a custom limit that fits", opts: listen.Options{MaxFilterBytes: 100}, filter: listen.Filter{"toolsListChanged": true}},
+		{name: "folder URI at the default depth", opts: listen.Options{SubResources: &listen.SubResources{}},
+			filter: listen.Filter{"resourceSubscriptions": []any{"file://" + strings.Repeat("/a", 128) + "?x/y#z/"}}},
+		{name: "folder URI over the default depth", opts: listen.Options{SubResources: &listen.SubResources{}},
+			filter:  listen.Filter{"resourceSubscriptions": []any{"file:///a", "file://" + strings.Repeat("/", 129)}},
+			wantMsg: "subscriptions/listen resourceSubscriptions URIs must have at most 128 path segments"},
+		{name: "folder URI over a custom depth", opts: listen.Options{SubResources: &listen.SubResources{}, MaxURISegments: 3},
+			filter:  listen.Filter{"resourceSubscriptions": []any{"file://host/a/b/c/"}},
+			wantMsg: "subscriptions/listen resourceSubscriptions URIs must have at most 3 path segments"},
+		{name: "depth is not counted without SubResources",
+			filter: listen.Filter{"resourceSubscriptions": []any{"file://" + strings.Repeat("/", 4000)}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

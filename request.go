@@ -3,8 +3,8 @@ package listen
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 
+	"github.com/mcplisten/listen/internal/jsonobj"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
 )
@@ -121,59 +121,98 @@ func validateNotifications(f Filter) error {
 	return nil
 }
 
-// listenParams is the decoded params of a listen request.
-type listenParams struct {
-	Meta          map[string]any `json:"_meta"`
-	Notifications any            `json:"notifications"`
-}
-
 // ParseParams decodes and validates the params of a subscriptions/listen
 // request into req (ProtocolVersion, Notifications, Params, Meta,
 // ClientInfo, ClientCapabilities). Numbers decode as json.Number. Errors are
-// -32602 *Errors with exact messages: the _meta checks first, then those of
-// validateNotifications. It does not check the protocol version's value.
+// -32602 *Errors with exact messages, in this order:
+//
+//  1. params not a JSON object: spec.MsgParamsObject;
+//  2. a member name repeated in params, params._meta or
+//     params.notifications: spec.MsgParamsDuplicate;
+//  3. the _meta checks (spec.MsgMetaObject, MsgMetaProtocolVersion,
+//     MsgMetaCapabilities);
+//  4. those of validateNotifications;
+//  5. a resource URI whose JSON string holds a lone surrogate escape
+//     ("\ud800") or invalid UTF-8: spec.MsgURIsUnicode.
+//
+// Member names are matched exactly ("_META" is not "_meta"), as
+// jsonrpc.ParseMessage matches them. A URI is kept exactly as sent, or
+// refused: encoding/json would decode every lone surrogate, and invalid
+// UTF-8, to U+FFFD, so that "file:///\ud800", "file:///\udfff" and
+// "file:///\ufffd" would be one URI. It does not check the protocol
+// version's value.
 func ParseParams(params json.RawMessage, req *Request) error {
 	trimmed := bytes.TrimSpace(params)
-	if len(trimmed) == 0 || trimmed[0] != '{' {
+	if len(trimmed) == 0 || trimmed[0] != '{' || !json.Valid(trimmed) {
 		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgParamsObject)
 	}
-	var p listenParams
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	dec.UseNumber()
-	if err := dec.Decode(&p); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field == "_meta" {
-			return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgMetaObject)
-		}
-		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgParamsObject).WithCause(err)
+	top, _ := jsonobj.Members(trimmed)
+	rawMeta, rawNotif := jsonobj.Find(top, "_meta"), jsonobj.Find(top, "notifications")
+	metaMembers, _ := jsonobj.Members(rawMeta)
+	notifMembers, _ := jsonobj.Members(rawNotif)
+	if !jsonobj.Unique(top) || !jsonobj.Unique(metaMembers) || !jsonobj.Unique(notifMembers) {
+		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgParamsDuplicate)
 	}
-	if p.Meta == nil {
+	var meta map[string]any
+	if len(rawMeta) == 0 || rawMeta[0] != '{' || decodeNumbers(rawMeta, &meta) != nil {
 		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgMetaObject)
 	}
-	pv, ok := p.Meta[spec.MetaProtocolVersion].(string)
+	pv, ok := meta[spec.MetaProtocolVersion].(string)
 	if !ok {
 		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgMetaProtocolVersion)
 	}
-	caps, ok := p.Meta[spec.MetaClientCapabilities].(map[string]any)
+	caps, ok := meta[spec.MetaClientCapabilities].(map[string]any)
 	if !ok {
 		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgMetaCapabilities)
 	}
-	notif, _ := p.Notifications.(map[string]any)
+	var notif map[string]any
+	if len(rawNotif) > 0 && rawNotif[0] == '{' {
+		if err := decodeNumbers(rawNotif, &notif); err != nil {
+			return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgNotificationsObject).WithCause(err)
+		}
+	}
 	if err := validateNotifications(Filter(notif)); err != nil {
 		return err
+	}
+	if !exactURIs(jsonobj.Find(notifMembers, spec.KeyResourceSubscriptions)) {
+		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgURIsUnicode)
 	}
 	req.ProtocolVersion = pv
 	req.Notifications = Filter(notif)
 	req.Params = params
-	req.Meta = p.Meta
+	req.Meta = meta
 	req.ClientCapabilities = caps
-	if ci, ok := p.Meta[spec.MetaClientInfo].(map[string]any); ok {
+	if ci, ok := meta[spec.MetaClientInfo].(map[string]any); ok {
 		name, _ := ci["name"].(string)
 		version, _ := ci["version"].(string)
 		title, _ := ci["title"].(string)
 		req.ClientInfo = &Implementation{Name: name, Version: version, Title: title}
 	}
 	return nil
+}
+
+// decodeNumbers decodes the JSON value raw into v, numbers as json.Number.
+func decodeNumbers(raw []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	return dec.Decode(v)
+}
+
+// exactURIs reports whether every string of rawURIs, the JSON text of
+// notifications.resourceSubscriptions, decodes to exactly the text it
+// spells (see jsonobj.ExactString).
+func exactURIs(rawURIs []byte) bool {
+	if jsonobj.ExactStrings(rawURIs) {
+		return true
+	}
+	exact := true
+	jsonobj.Elements(rawURIs, func(elem []byte) bool {
+		if elem[0] == '"' && !jsonobj.ExactString(elem) {
+			exact = false
+		}
+		return exact
+	})
+	return exact
 }
 
 // ParseRequest decodes a whole subscriptions/listen JSON-RPC request:

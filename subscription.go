@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcplisten/listen/internal/resuri"
 	"github.com/mcplisten/listen/internal/valid"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
@@ -64,6 +65,25 @@ type Options struct {
 	// life (shared with the hub), so this also bounds what one open listen
 	// holds.
 	MaxFilterBytes int
+	// MaxSettingsBytes bounds the settings a listen's client declared for
+	// the extensions that serve part of its filter
+	// (clientCapabilities.extensions[id] of each, added up), counted as
+	// compact JSON like MaxFilterBytes. Zero means 16,384 (16 KiB): MCP
+	// extensions' settings are a few flags. Larger settings are refused
+	// with -32602 "subscriptions/listen extension settings must be at most
+	// <N> bytes", before the Source is opened. The subscription keeps one
+	// copy of them for its life, which every extension event shares (see
+	// Settings).
+	MaxSettingsBytes int
+	// MaxURISegments, with SubResources, bounds the path segments of each
+	// URI of resourceSubscriptions (the '/' of its path: file:///a/b/ has
+	// 3). Zero means 128: real paths are far shallower (a 4 KiB Linux path
+	// of 2-byte names would have 2,048), and a folder URI costs its hub and
+	// every update it covers in proportion to its depth. A deeper URI is
+	// refused with -32602 "subscriptions/listen resourceSubscriptions URIs
+	// must have at most <N> path segments". Without SubResources a URI
+	// covers only itself and its segments are not counted.
+	MaxURISegments int
 	// SubResources, if set, makes every URI of resourceSubscriptions also
 	// cover its sub-resources (file:///a/ covers file:///a/b/c): a
 	// resources/updated for a covered URI is delivered too. Nil, the
@@ -225,6 +245,9 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 			supported[strings.Clone(k)] = cloneValue(v)
 		}
 	}
+	if err := checkSettings(req, contributions, opts); err != nil {
+		return nil, err
+	}
 
 	accepted, stream, err := openSource(ctx, src, req, supported)
 	if err != nil {
@@ -275,8 +298,8 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 				if s.ext.negotiated == nil {
 					s.ext.negotiated = make(map[string]Filter, len(contributions))
 				}
-				settings, _ := asObject(req.ClientCapabilities["extensions"].(map[string]any)[id])
-				s.ext.negotiated[strings.Clone(id)] = Filter(settings).Clone()
+				// The one copy of the settings: every event shares it.
+				s.ext.negotiated[strings.Clone(id)] = clientSettings(req, id).Clone()
 			}
 		}
 	}
@@ -516,26 +539,64 @@ func cloneID(id jsonrpc.ID) jsonrpc.ID {
 	return c
 }
 
-// Default limits of Options.MaxURIBytes and Options.MaxFilterBytes.
+// Default limits of Options.MaxURIBytes, Options.MaxFilterBytes,
+// Options.MaxSettingsBytes and Options.MaxURISegments.
 const (
-	defaultMaxURIBytes    = 4 << 10
-	defaultMaxFilterBytes = 128 << 10
+	defaultMaxURIBytes      = 4 << 10
+	defaultMaxFilterBytes   = 128 << 10
+	defaultMaxSettingsBytes = 16 << 10
+	defaultMaxURISegments   = 128
 )
 
-// checkSize applies Options.MaxURIBytes and Options.MaxFilterBytes to a
-// validated requested filter.
+// clientSettings returns the settings the client of req declared for the
+// extension id (nil when they are not an object).
+func clientSettings(req *Request, id string) Filter {
+	exts, _ := req.ClientCapabilities["extensions"].(map[string]any)
+	settings, _ := asObject(exts[id])
+	return settings
+}
+
+// checkSettings applies Options.MaxSettingsBytes to the settings of the
+// extensions that contributed to the listen's filter and that the client
+// declared: the ones the subscription may keep.
+func checkSettings(req *Request, contributions map[string]Filter, opts *Options) error {
+	limit := opts.MaxSettingsBytes
+	if limit <= 0 {
+		limit = defaultMaxSettingsBytes
+	}
+	n := 0
+	for id := range contributions {
+		if settings := clientSettings(req, id); settings != nil {
+			if n += jsonSize(map[string]any(settings), 0, limit-n); n > limit {
+				return jsonrpc.NewError(jsonrpc.CodeInvalidParams,
+					"subscriptions/listen extension settings must be at most "+strconv.Itoa(limit)+" bytes")
+			}
+		}
+	}
+	return nil
+}
+
+// checkSize applies Options.MaxURIBytes, Options.MaxURISegments (with
+// SubResources) and Options.MaxFilterBytes to a validated requested filter.
 func checkSize(f Filter, opts *Options) error {
-	maxURI, maxFilter := opts.MaxURIBytes, opts.MaxFilterBytes
+	maxURI, maxFilter, maxSegments := opts.MaxURIBytes, opts.MaxFilterBytes, opts.MaxURISegments
 	if maxURI <= 0 {
 		maxURI = defaultMaxURIBytes
 	}
 	if maxFilter <= 0 {
 		maxFilter = defaultMaxFilterBytes
 	}
+	if maxSegments <= 0 {
+		maxSegments = defaultMaxURISegments
+	}
 	for _, u := range f.Strings(spec.KeyResourceSubscriptions) {
 		if len(u) > maxURI {
 			return jsonrpc.NewError(jsonrpc.CodeInvalidParams,
 				"subscriptions/listen resourceSubscriptions URIs must be at most "+strconv.Itoa(maxURI)+" bytes")
+		}
+		if opts.SubResources != nil && resuri.Segments(u) > maxSegments {
+			return jsonrpc.NewError(jsonrpc.CodeInvalidParams,
+				"subscriptions/listen resourceSubscriptions URIs must have at most "+strconv.Itoa(maxSegments)+" path segments")
 		}
 	}
 	if jsonSize(map[string]any(f), 0, maxFilter) > maxFilter {
@@ -564,27 +625,30 @@ func jsonSize(v any, depth, limit int) int {
 	case json.Number:
 		return len(x)
 	case []string:
-		n := 2 + max(len(x)-1, 0) // brackets, commas between elements
+		n, sep := 2, 0
 		for _, s := range x {
-			if n += len(s) + 2; n > limit {
+			if n += sep + len(s) + 2; n > limit {
 				return n
 			}
+			sep = 1
 		}
 		return n
 	case []any:
-		n := 2 + max(len(x)-1, 0)
+		n, sep := 2, 0
 		for _, e := range x {
-			if n += jsonSize(e, depth+1, limit); n > limit {
+			if n += sep + jsonSize(e, depth+1, limit); n > limit {
 				return n
 			}
+			sep = 1
 		}
 		return n
 	case map[string]any:
-		n := 2 + max(len(x)-1, 0) // braces, commas between members
+		n, sep := 2, 0
 		for k, e := range x {
-			if n += len(k) + 3 + jsonSize(e, depth+1, limit); n > limit { // "k":
+			if n += sep + len(k) + 3 + jsonSize(e, depth+1, limit); n > limit {
 				return n
 			}
+			sep = 1
 		}
 		return n
 	case Filter:

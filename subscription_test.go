@@ -87,6 +87,74 @@ func TestParseListenRequestParams(t *testing.T) {
 	}
 }
 
+// listenParams is a listen request whose params are given whole.
+func listenParams(params string) []byte {
+	return []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":` + params + `}`)
+}
+
+const metaJSON = `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+
+// The params' member names are matched exactly, as the envelope's are, and
+// a name repeated in params, _meta or notifications is refused: another
+// parser would read one of the two copies, this one the other.
+func TestParseParamsMatchesMembersExactly(t *testing.T) {
+	tests := []struct {
+		name, params string
+		msg          string
+		tools        bool // when accepted: toolsListChanged requested
+	}{
+		{"exact", `{"_meta":` + metaJSON + `,"notifications":{"toolsListChanged":true}}`, "", true},
+		{"escaped names", `{"\u005fmeta":` + metaJSON + `,"notific\u0061tions":{"toolsListChanged":true}}`, "", true},
+		{"_META is not _meta", `{"_META":` + metaJSON + `,"notifications":{}}`, spec.MsgMetaObject, false},
+		{"Notifications is not notifications", `{"_meta":` + metaJSON + `,"Notifications":{"toolsListChanged":true}}`, spec.MsgNotificationsObject, false},
+		{"other-case keys beside the exact ones", `{"_meta":` + metaJSON + `,"notifications":{},"Notifications":{"toolsListChanged":true}}`, "", false},
+		{"notifications twice", `{"_meta":` + metaJSON + `,"notifications":{"toolsListChanged":true},"notifications":{}}`, spec.MsgParamsDuplicate, false},
+		{"_meta twice", `{"_meta":` + metaJSON + `,"_meta":{},"notifications":{}}`, spec.MsgParamsDuplicate, false},
+		{"a flag twice", `{"_meta":` + metaJSON + `,"notifications":{"toolsListChanged":false,"toolsListChanged":true}}`, spec.MsgParamsDuplicate, false},
+		{"the version twice", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25","io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+			`"io.modelcontextprotocol/clientCapabilities":{}},"notifications":{}}`, spec.MsgParamsDuplicate, false},
+		{"another params member twice", `{"_meta":` + metaJSON + `,"notifications":{},"x":1,"x":2}`, spec.MsgParamsDuplicate, false},
+		{"deeper objects may repeat", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"a":1,"a":2}},"notifications":{}}`, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, err := listen.ParseRequest(listenParams(tt.params))
+			if tt.msg != "" {
+				var we *jsonrpc.Error
+				require.ErrorAs(t, err, &we)
+				assert.Equal(t, jsonrpc.CodeInvalidParams, we.Code)
+				assert.Equal(t, tt.msg, we.Message)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, spec.ProtocolVersion, req.ProtocolVersion)
+			assert.Equal(t, tt.tools, req.Notifications[spec.KeyToolsListChanged] == true)
+		})
+	}
+}
+
+// A resource URI is kept exactly as sent or refused: a lone surrogate
+// escape or invalid UTF-8 would decode to U+FFFD, merging
+// "file:///\ud800" with "file:///\udfff" and with "file:///\ufffd".
+func TestParseParamsRefusesURIsThatDoNotDecodeExactly(t *testing.T) {
+	for _, uri := range []string{`"file:///\ud800"`, `"file:///\udfff"`, `"file:///\ud800\u0041"`, "\"file:///\xff\"", `"file:///\ude00\ud83d"`} {
+		_, err := listen.ParseRequest(listenBody(`1`, `{"resourceSubscriptions":["file:///ok",`+uri+`]}`))
+		var we *jsonrpc.Error
+		require.ErrorAs(t, err, &we, uri)
+		assert.Equal(t, jsonrpc.CodeInvalidParams, we.Code)
+		assert.Equal(t, spec.MsgURIsUnicode, we.Message, uri)
+	}
+	for uri, want := range map[string]string{
+		`"file:///\ufffd"`:       "file:///\ufffd",
+		`"file:///\ud83d\ude00"`: "file:///\U0001F600",
+		`"file:///é"`:            "file:///é",
+	} {
+		req, err := listen.ParseRequest(listenBody(`1`, `{"resourceSubscriptions":[`+uri+`]}`))
+		require.NoError(t, err, uri)
+		assert.Equal(t, []any{want}, req.Notifications[spec.KeyResourceSubscriptions], uri)
+	}
+}
+
 func TestValidateNotificationsDirectly(t *testing.T) {
 	err := listen.ValidateNotifications(nil)
 	assert.ErrorIs(t, err, jsonrpc.ErrInvalidParams)
@@ -751,6 +819,8 @@ func FuzzParseListenRequest(f *testing.F) {
 	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"_meta":[]}}`))
 	f.Add([]byte(`[1,2]`))
 	f.Add([]byte(`{"jsonrpc":"2.0","id":1e3,"method":"x"}`))
+	f.Add(listenBody(`1`, `{"resourceSubscriptions":["file:///\ud800","file:///\ud83d\ude00"],"toolsListChanged":true,"toolsListChanged":false}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"METHOD":"subscriptions/listen","method":"subscriptions/listen","params":{"_META":{},"notifications":{}}}`))
 	codes := map[int]bool{-32700: true, -32600: true, -32601: true, -32602: true}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		req, err := listen.ParseRequest(data)

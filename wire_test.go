@@ -135,7 +135,7 @@ func (w *watchExt) SubscriptionFilter(_ context.Context, _ *listen.Request, requ
 	}
 	return nil, nil
 }
-func (w *watchExt) ShapeSubscriptionEvent(ev listen.Event, owned, settings listen.Filter) (string, map[string]any, error) {
+func (w *watchExt) ShapeSubscriptionEvent(ev listen.Event, owned listen.Filter, settings listen.Settings) (string, map[string]any, error) {
 	if w.shape != nil {
 		return w.shape(ev, owned)
 	}

@@ -99,7 +99,7 @@ func (methodExtension) SubscriptionFilter(_ context.Context, _ *listen.Request, 
 	return listen.Filter{"com.example/all": requested["com.example/all"]}, nil
 }
 
-func (e methodExtension) ShapeSubscriptionEvent(listen.Event, listen.Filter, listen.Filter) (string, map[string]any, error) {
+func (e methodExtension) ShapeSubscriptionEvent(listen.Event, listen.Filter, listen.Settings) (string, map[string]any, error) {
 	return e.method, map[string]any{"com.example/n": 1}, nil
 }
 

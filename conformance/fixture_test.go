@@ -203,7 +203,7 @@ func (tasksExtension) SubscriptionFilter(_ context.Context, req *listen.Request,
 	return listen.Filter{"taskIds": ids}, nil
 }
 
-func (tasksExtension) ShapeSubscriptionEvent(ev listen.Event, _, _ listen.Filter) (string, map[string]any, error) {
+func (tasksExtension) ShapeSubscriptionEvent(ev listen.Event, _ listen.Filter, _ listen.Settings) (string, map[string]any, error) {
 	task, ok := ev.Payload.(map[string]any)
 	if !ok {
 		return "", nil, fmt.Errorf("tasks: payload %T is not a task", ev.Payload)

@@ -19,8 +19,8 @@ import (
 	"github.com/mcplisten/listen/spec"
 )
 
-// Options configure a Bridge, and the part of NewHandler and Serve they
-// share.
+// Options configure a Bridge, and the part of NewHandler and NewStdio
+// they share.
 type Options struct {
 	// Hub is where the go-sdk server's changes are published and the
 	// listens are served from. Nil means a new hub.Hub with hub.Options{}
@@ -70,7 +70,7 @@ const legacyVersion = "2025-11-25"
 // RemoveResourceTemplates (after the go-sdk's own 10 ms debounce), and
 // Server.ResourceUpdated(uri), to the listens watching that URI only.
 //
-// NewHandler (HTTP) and Serve (stdio) build one; use a Bridge directly to
+// NewHandler (HTTP) and NewStdio (stdio) build one; use a Bridge directly to
 // serve listens over another transport: its Source and ListenOptions are
 // what listen.Open, streamhttp.New or stdio.New take.
 //

@@ -12,9 +12,12 @@
 //	http.Handle("/mcp", h) // listens: this library; everything else: the go-sdk
 //	defer h.Shutdown(ctx)  // every open listen gets its completion result
 //
-// Over stdio (standard input and output):
+// Over stdio (standard input and output), in one line, or with the handle
+// that also gives Hub, Bridge, Stats and Shutdown:
 //
 //	err := gosdk.Run(ctx, server, gosdk.StdioOptions{})
+//
+//	s, err := gosdk.NewStdio(server, gosdk.StdioOptions{}) // then s.Run(ctx)
 //
 // The go-sdk server needs no listen code: AddTool, RemoveTools, AddPrompt,
 // RemovePrompts, AddResource, RemoveResources, AddResourceTemplate and
@@ -23,10 +26,11 @@
 // reaches the listens watching that URI, and no others. Listens are
 // acknowledged against exactly the capabilities server/discover advertises
 // (inferred or explicit), read from the server itself; a server that
-// advertises nothing a listen can receive is logged as a warning. On both
-// transports a listen naming a version other than 2026-07-28 is answered by
-// the go-sdk, so the endpoint's -32022 error and its list of supported
-// versions are the go-sdk's own.
+// advertises nothing a listen can receive is logged as a warning. Over
+// HTTP a listen naming a version other than 2026-07-28 is answered by the
+// go-sdk, so the endpoint's -32022 error and its list of supported
+// versions are the go-sdk's own; over stdio every listen is this
+// library's (see Stdio.Serve).
 //
 // # Sub-resources
 //
@@ -47,11 +51,12 @@
 // resources/updated, each republished into a hub.Hub; and a 2026-07-28
 // probe that reads the capabilities with server/discover. See Bridge.
 // NewHandler routes listens to a streamhttp.Handler on the Bridge's Source
-// and the rest to the go-sdk's StreamableHTTPHandler (stateless). Serve
-// shares one stdio.Conn between a stdio.Server on the Bridge's Source, which
-// serves the listens and their cancellations, and the go-sdk server,
-// connected over a transport on the Conn, which gets everything else; both
-// write through the Conn's one writer.
+// and the rest to the go-sdk's StreamableHTTPHandler (stateless).
+// Stdio.Serve shares one stdio.Conn between a stdio.Server on the Bridge's
+// Source, which serves the listens and the cancellations, and the go-sdk
+// server, connected over a transport on the Conn, which gets everything
+// else under ids of the Conn's own; both write through the Conn's one
+// writer.
 // Servers not built on the go-sdk use streamhttp.Front and their own
 // capabilities instead (see the README).
 //
@@ -63,10 +68,11 @@
 // (with ServerOptions.KeepAlive), which ends once answered or closed, and
 // which Bridge.Close waits for. A change is republished on the go-sdk
 // goroutine that notifies it: its debounce timer for a list change, the
-// caller of Server.ResourceUpdated for an update; the hub never blocks it. Serve runs the stdio.Conn (its
-// goroutines are the stdio package's) and the go-sdk session, and returns
-// after all of them (but a Read or Write the stdio package could not
-// interrupt; see stdio.Server.Serve).
+// caller of Server.ResourceUpdated for an update; the hub never blocks it.
+// Stdio.Serve runs the stdio.Conn (its goroutines are the stdio package's)
+// and the go-sdk session, and returns after all of them (but a Read or
+// Write the stdio package could not interrupt; see stdio.Server.Serve);
+// Stdio.Shutdown waits for every Serve and closes the Bridge.
 //
 // # Delay from a go-sdk change to the listen's notification
 //

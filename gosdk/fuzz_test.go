@@ -57,13 +57,8 @@ func FuzzServe(f *testing.F) {
 				overLong++
 				continue
 			}
-			var m struct {
-				ID json.RawMessage `json:"id"`
-			}
-			if json.Unmarshal([]byte(l), &m) == nil {
-				if id, ok := jsonrpc.ParseID(m.ID); ok {
-					sent[id.Raw()] = true
-				}
+			if m, _ := jsonrpc.ParseMessage([]byte(l)); m.ID.Valid() {
+				sent[m.ID.Raw()] = true
 			}
 		}
 
@@ -75,7 +70,7 @@ func FuzzServe(f *testing.F) {
 				outR, outW := io.Pipe()
 				served := make(chan error, 1)
 				go func() {
-					served <- gosdk.Serve(t.Context(), plainServer(), inR, outW, gosdk.StdioOptions{
+					served <- serveStdio(t.Context(), plainServer(), inR, outW, gosdk.StdioOptions{
 						Options: gosdk.Options{Logger: slog.New(slog.DiscardHandler)},
 						Stdio:   stdio.Options{MaxLineBytes: maxLine, MaxInFlight: inFlight},
 					})

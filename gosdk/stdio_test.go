@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -17,6 +19,8 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/gosdk"
+	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/stdio"
 )
 
@@ -49,7 +53,7 @@ func TestStdioPlainServer(t *testing.T) {
 	defer cancel()
 	served := make(chan error, 1)
 	go func() {
-		served <- gosdk.Serve(context.Background(), srv, inR, outW, gosdk.StdioOptions{
+		served <- serveStdio(context.Background(), srv, inR, outW, gosdk.StdioOptions{
 			Stdio: stdio.Options{OnClose: func(sub *listen.Subscription, _ error) { closed <- sub.ID().Raw() }},
 		})
 		outW.Close()
@@ -172,8 +176,22 @@ func TestStdioPlainServer(t *testing.T) {
 	require.NoError(t, <-served)
 }
 
+// serveStdio serves one connection with a new gosdk.Stdio, then shuts it
+// down.
+func serveStdio(ctx context.Context, srv *mcp.Server, r io.Reader, w io.Writer, opts gosdk.StdioOptions) error {
+	s, err := gosdk.NewStdio(srv, opts)
+	if err != nil {
+		return err
+	}
+	err = s.Serve(ctx, r, w)
+	if serr := s.Shutdown(context.Background()); serr != nil && err == nil {
+		err = serr
+	}
+	return err
+}
+
 // rawStdio runs a go-sdk server over stdio with lines: theirs is the
-// go-sdk's own IOTransport, ours is gosdk.Serve. send writes a line, recv
+// go-sdk's own IOTransport, ours is gosdk.Stdio.Serve. send writes a line, recv
 // returns the next output line, end closes the input and waits.
 type rawStdio struct {
 	t    *testing.T
@@ -195,7 +213,7 @@ func startRawCtx(t *testing.T, ctx context.Context, srv *mcp.Server, ours bool, 
 	go func() {
 		var err error
 		if ours {
-			err = gosdk.Serve(ctx, srv, inR, outW, opts)
+			err = serveStdio(ctx, srv, inR, outW, opts)
 		} else {
 			var ss *mcp.ServerSession
 			if ss, err = srv.Connect(ctx, &mcp.IOTransport{Reader: inR, Writer: outW}, nil); err == nil {
@@ -241,36 +259,36 @@ func listenLine(id, version string) string {
 	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"subscriptions/listen","params":{%s"notifications":{"toolsListChanged":true}}}`, id, meta)
 }
 
-// TestStdioOtherVersionsAreTheGoSDKs: over stdio too, a listen naming a
-// version other than 2026-07-28 (or none) is answered by the go-sdk itself,
-// byte for byte, while a 2026-07-28 listen is served by the multiplexer.
-func TestStdioOtherVersionsAreTheGoSDKs(t *testing.T) {
-	srv := plainServer()
-	lines := []string{
-		listenLine("7", "2027-01-01"),
-		listenLine(`"x"`, "2026-13-99"),
-		listenLine("8", "2025-06-18"),
-		listenLine("9", ""),
-		`{"jsonrpc":"2.0","id":10,"method":"subscriptions/listen","params":[1]}`,
-	}
-	answers := func(ours bool) []string {
-		r := startRaw(t, srv, ours, gosdk.StdioOptions{})
-		var got []string
-		for _, l := range lines {
-			r.send(l)
-			got = append(got, r.recv())
+// TestStdioEveryListenIsTheLibrarys: every subscriptions/listen is the
+// multiplexer's, whatever version it names, so the go-sdk's own listen code
+// never runs (it would answer these with a code-0 error, or serve a stream
+// of its own on an initialized session): an earlier version the go-sdk
+// server speaks gets -32601, any other version -32022 with the server's
+// supported versions (the shape of the specification's example), params
+// without a version -32602. Also after an initialize with 2025-11-25.
+func TestStdioEveryListenIsTheLibrarys(t *testing.T) {
+	const supported = `["2026-07-28","2025-11-25","2025-06-18","2025-03-26","2024-11-05"]`
+	r := startRaw(t, plainServer(), true, gosdk.StdioOptions{})
+	for _, tc := range []struct{ line, want string }{
+		{listenLine("7", "2027-01-01"), `{"jsonrpc":"2.0","id":7,"error":{"code":-32022,"message":"Unsupported protocol version","data":{"supported":` + supported + `,"requested":"2027-01-01"}}}`},
+		{listenLine(`"x"`, "1900-01-01"), `{"jsonrpc":"2.0","id":"x","error":{"code":-32022,"message":"Unsupported protocol version","data":{"supported":` + supported + `,"requested":"1900-01-01"}}}`},
+		{listenLine("8", "2025-06-18"), `{"jsonrpc":"2.0","id":8,"error":{"code":-32601,"message":"Method not found: subscriptions/listen"}}`},
+		{listenLine("9", ""), `{"jsonrpc":"2.0","id":9,"error":{"code":-32602,"message":"subscriptions/listen requires a _meta object"}}`},
+		{`{"jsonrpc":"2.0","id":10,"method":"subscriptions/listen","params":[1]}`, `{"jsonrpc":"2.0","id":10,"error":{"code":-32602,"message":"subscriptions/listen params must be an object"}}`},
+		{`{"jsonrpc":"2.0","id":11,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"old","version":"0"}}}`, ``},
+		{listenLine("12", "2025-11-25"), `{"jsonrpc":"2.0","id":12,"error":{"code":-32601,"message":"Method not found: subscriptions/listen"}}`},
+		{listenLine("13", "2024-11-05"), `{"jsonrpc":"2.0","id":13,"error":{"code":-32601,"message":"Method not found: subscriptions/listen"}}`},
+		{strings.Replace(listenLine("14", "2026-07-28"), `{"toolsListChanged":true}`, `{"resourceSubscriptions":["test://a/\ud800"]}`, 1),
+			`{"jsonrpc":"2.0","id":14,"error":{"code":-32602,"message":"` + spec.MsgURIsUnicode + `"}}`},
+	} {
+		r.send(tc.line)
+		got := r.recv()
+		if tc.want == "" {
+			require.Contains(t, got, `"protocolVersion":"2025-11-25"`, "the go-sdk's initialize answer")
+			continue
 		}
-		rest, err := r.end()
-		require.NoError(t, err)
-		require.Empty(t, rest)
-		return got
+		require.Equal(t, tc.want, got)
 	}
-	theirs, ours := answers(false), answers(true)
-	assert.Equal(t, theirs, ours)
-	assert.Contains(t, ours[0], `"code":-32022`)
-	assert.Contains(t, ours[0], `"supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26","2024-11-05"]`)
-
-	r := startRaw(t, srv, true, gosdk.StdioOptions{})
 	r.send(listenLine("1", "2026-07-28"))
 	assert.Contains(t, r.recv(), `"method":"notifications/subscriptions/acknowledged"`)
 	rest, err := r.end()
@@ -284,7 +302,7 @@ func TestStdioOtherVersionsAreTheGoSDKs(t *testing.T) {
 // after the others still gets through.
 func TestStdioIDsAsSent(t *testing.T) {
 	r := startRaw(t, plainServer(), true, gosdk.StdioOptions{Stdio: stdio.Options{MaxInFlight: 1}})
-	for _, id := range []string{`-0`, `"\u0041"`, `"A"`, `12345678901234567890`, `9007199254740993`, `"\/"`, `1`} {
+	for _, id := range []string{`-0`, `"\u0041"`, `"A"`, `12345678901234567890`, `9007199254740993`, `9007199254740992`, `"\/"`, `1`, `"7"`, `7`} {
 		r.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"ping"}`)
 		require.Equal(t, `{"jsonrpc":"2.0","id":`+id+`,"result":{}}`, r.recv())
 	}
@@ -293,26 +311,16 @@ func TestStdioIDsAsSent(t *testing.T) {
 	assert.Empty(t, rest)
 }
 
-// TestStdioUndecodable: a request the go-sdk cannot decode, or would read
-// differently from the multiplexer, never reaches it and is answered with
-// -32600 (so its id is free again); other such messages are dropped. The
+// TestStdioUndecodable: a request the go-sdk cannot decode (JSON nested
+// deeper than it accepts) is answered with -32600 MsgUndecodable, so its
+// unit of MaxInFlight comes back; such a notification is dropped. The
 // connection goes on.
 func TestStdioUndecodable(t *testing.T) {
 	deep := strings.Repeat("[", 1001) + strings.Repeat("]", 1001)
 	r := startRaw(t, plainServer(), true, gosdk.StdioOptions{Stdio: stdio.Options{MaxInFlight: 1}})
-	for _, line := range []string{
-		`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":` + deep + `}}`,
-		`{"jsonrpc":"2.0","id":2,"method":"tools/list","Method":"ping"}`,
-		`{"jsonrpc":"2.0","id":3,"Method":"ping","method":"tools/list","METHOD":"ping"}`,
-		`{"jsonrpc":"2.0","id":4,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}},` +
-			`"Params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2027-01-01"}}}`,
-		`{"jsonrpc":"2.0","id":6,"Method":"ping"}`, // a response to the go-sdk
-	} {
-		id := gjsonID(t, line)
-		r.send(`{"jsonrpc":"2.0","method":"notifications/foo","Method":"ping"}`) // dropped
-		r.send(line)
-		require.Equal(t, `{"jsonrpc":"2.0","id":`+id+`,"error":{"code":-32600,"message":"`+gosdk.MsgUndecodable+`"}}`, r.recv())
-	}
+	r.send(`{"jsonrpc":"2.0","method":"notifications/foo","params":{"x":` + deep + `}}`) // dropped
+	r.send(`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":` + deep + `}}`)
+	require.Equal(t, `{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"`+gosdk.MsgUndecodable+`"}}`, r.recv())
 	r.send(`{"jsonrpc":"2.0","id":5,"method":"ping"}`)
 	assert.Equal(t, `{"jsonrpc":"2.0","id":5,"result":{}}`, r.recv())
 	rest, err := r.end()
@@ -320,13 +328,28 @@ func TestStdioUndecodable(t *testing.T) {
 	assert.Empty(t, rest)
 }
 
-// gjsonID returns the id token of a JSON-RPC line.
-func gjsonID(t *testing.T, line string) string {
-	var m struct {
-		ID json.RawMessage `json:"id"`
+// TestStdioGoSDKReadsWhatTheMultiplexerRead: member names that differ in
+// case are other members to both (the go-sdk answers the exact "method"),
+// a repeated envelope member is refused before the go-sdk sees it, and a
+// message that is neither a request nor a response is refused by the
+// multiplexer (the go-sdk would take it for a response).
+func TestStdioGoSDKReadsWhatTheMultiplexerRead(t *testing.T) {
+	r := startRaw(t, plainServer(), true, gosdk.StdioOptions{Stdio: stdio.Options{MaxInFlight: 1}})
+	for _, tc := range []struct{ line, want string }{
+		{`{"jsonrpc":"2.0","id":2,"method":"ping","Method":"tools/list","METHOD":"subscriptions/listen"}`, `{"jsonrpc":"2.0","id":2,"result":{}}`},
+		{`{"jsonrpc":"2.0","id":3,"METHOD":"subscriptions/listen","PARAMS":{}}`, `{"jsonrpc":"2.0","id":3,"error":{"code":-32600,"message":"Invalid request: method must be a non-empty string"}}`},
+		{`{"jsonrpc":"2.0","id":4,"method":"tools/list","method":"ping"}`, `{"jsonrpc":"2.0","error":{"code":-32600,"message":"` + jsonrpc.MsgDuplicateMember + `"}}`},
+		{`{"jsonrpc":"2.0","id":6,"Method":"ping"}`, `{"jsonrpc":"2.0","id":6,"error":{"code":-32600,"message":"Invalid request: method must be a non-empty string"}}`},
+		{`{"jsonrpc":"2.0","id":7,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}},` +
+			`"Params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2027-01-01"}}}`, `{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"` + spec.MsgMetaCapabilities + `"}}`},
+	} {
+		r.send(`{"jsonrpc":"2.0","method":"notifications/foo","Method":"ping"}`) // a notification the go-sdk ignores
+		r.send(tc.line)
+		require.Equal(t, tc.want, r.recv(), tc.line)
 	}
-	require.NoError(t, json.Unmarshal([]byte(line), &m))
-	return string(m.ID)
+	rest, err := r.end()
+	require.NoError(t, err)
+	assert.Empty(t, rest)
 }
 
 // TestStdioContextDrains: when Serve's context ends, every open listen gets
@@ -350,11 +373,11 @@ func TestStdioContextDrains(t *testing.T) {
 	r.in.Close()
 }
 
-// TestStdioIDTheGoSDKReadsAsInFlight: "\u0041" and "A" are two ids to the
-// multiplexer (which matches tokens) but one to the go-sdk: while the first
-// is being handled, the second is refused as a duplicate (the go-sdk would
-// answer it without an id, and the multiplexer would hold it forever).
-func TestStdioIDTheGoSDKReadsAsInFlight(t *testing.T) {
+// TestStdioIDsTheGoSDKWouldMerge: "\u0041" and "A" are two ids to the
+// client and to the multiplexer but one to the go-sdk; as the go-sdk knows
+// each request by an id of the Conn's own, both are served at once and
+// each answer carries its own token.
+func TestStdioIDsTheGoSDKWouldMerge(t *testing.T) {
 	srv := plainServer()
 	release := make(chan struct{})
 	mcp.AddTool(srv, &mcp.Tool{Name: "wait"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
@@ -365,12 +388,117 @@ func TestStdioIDTheGoSDKReadsAsInFlight(t *testing.T) {
 	r.send(`{"jsonrpc":"2.0","id":"\u0041","method":"tools/call","params":{"name":"wait",` +
 		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)
 	r.send(`{"jsonrpc":"2.0","id":"A","method":"ping"}`)
-	require.Equal(t, `{"jsonrpc":"2.0","id":"A","error":{"code":-32600,"message":"Duplicate in-flight request id"}}`, r.recv())
+	require.Equal(t, `{"jsonrpc":"2.0","id":"A","result":{}}`, r.recv())
 	close(release)
 	require.Contains(t, r.recv(), `{"jsonrpc":"2.0","id":"\u0041","result":`)
-	r.send(`{"jsonrpc":"2.0","id":"A","method":"ping"}`)
-	require.Equal(t, `{"jsonrpc":"2.0","id":"A","result":{}}`, r.recv())
 	rest, err := r.end()
 	require.NoError(t, err)
 	assert.Empty(t, rest)
+}
+
+// TestStdioShutdown: Shutdown drains every connection: each open listen
+// gets notifications/cancelled and its completion result, the go-sdk
+// answers what it is handling, Serve returns stdio.ErrServerClosed, and a
+// later Serve returns it at once. Stats count it all.
+func TestStdioShutdown(t *testing.T) {
+	srv := plainServer()
+	release := make(chan struct{})
+	mcp.AddTool(srv, &mcp.Tool{Name: "wait"}, func(context.Context, *mcp.CallToolRequest, any) (*mcp.CallToolResult, any, error) {
+		<-release
+		return &mcp.CallToolResult{}, nil, nil
+	})
+	s, err := gosdk.NewStdio(srv, gosdk.StdioOptions{})
+	require.NoError(t, err)
+	require.NotNil(t, s.Hub())
+	require.NotNil(t, s.Bridge())
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	served := make(chan error, 1)
+	go func() {
+		served <- s.Serve(context.Background(), inR, outW)
+		outW.Close()
+	}()
+	out := bufio.NewScanner(outR)
+	recv := func() string {
+		t.Helper()
+		require.True(t, out.Scan(), "output ended")
+		return out.Text()
+	}
+	send := func(line string) {
+		t.Helper()
+		_, err := io.WriteString(inW, line+"\n")
+		require.NoError(t, err)
+	}
+	for _, id := range []string{"1", `"two"`} {
+		send(listenLine(id, "2026-07-28"))
+		require.Contains(t, recv(), `"method":"notifications/subscriptions/acknowledged"`)
+	}
+	send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"wait",` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)
+	send(`{"jsonrpc":"2.0","id":4,"method":"ping"}`)
+	require.Equal(t, `{"jsonrpc":"2.0","id":4,"result":{}}`, recv())
+	st := s.Stats()
+	assert.Equal(t, 1, st.Connections)
+	assert.Equal(t, 2, st.Active)
+	assert.EqualValues(t, 2, st.Opened)
+	assert.GreaterOrEqual(t, st.InFlight, 1, "the call in flight") // the ping's unit may not be back yet
+
+	shut := make(chan error, 1)
+	go func() { shut <- s.Shutdown(context.Background()) }()
+	got := map[string]bool{}
+	for range 4 {
+		got[recv()] = true
+	}
+	for _, id := range []string{"1", `"two"`} {
+		assert.True(t, got[`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":`+id+`},"reason":"Server shutdown","requestId":`+id+`}}`], "%s: %v", id, got)
+		assert.True(t, got[`{"jsonrpc":"2.0","id":`+id+`,"result":{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"plain","version":"1.2.3"},"io.modelcontextprotocol/subscriptionId":`+id+`},"resultType":"complete"}}`], "%s: %v", id, got)
+	}
+	close(release)
+	assert.Contains(t, recv(), `{"jsonrpc":"2.0","id":3,"result":`, "the call in flight is answered")
+	require.ErrorIs(t, <-served, stdio.ErrServerClosed)
+	require.NoError(t, <-shut)
+	assert.False(t, out.Scan(), "nothing more")
+	assert.Equal(t, stdio.Stats{Opened: 2, Closed: 2, ShuttingDown: true}, s.Stats())
+	require.ErrorIs(t, s.Serve(context.Background(), strings.NewReader(""), io.Discard), stdio.ErrServerClosed)
+	require.NoError(t, s.Shutdown(context.Background()), "idempotent")
+	inW.Close()
+}
+
+// TestStdioFloodWithOutputNeverReadIsBounded: a client that floods pings
+// and never reads its output: the go-sdk is handed MaxInFlight requests,
+// each holds its unit until its answer was written, and the connection
+// stops reading (the client's writes block). The write timeout then ends
+// Serve.
+func TestStdioFloodWithOutputNeverReadIsBounded(t *testing.T) {
+	const n, max = 500, 4
+	synctest.Test(t, func(t *testing.T) {
+		s, err := gosdk.NewStdio(plainServer(), gosdk.StdioOptions{
+			Options: gosdk.Options{Logger: slog.New(slog.DiscardHandler)},
+			Stdio:   stdio.Options{MaxInFlight: max, WriteTimeout: time.Hour},
+		})
+		require.NoError(t, err)
+		inR, inW := io.Pipe()
+		outR, outW := io.Pipe() // never read
+		served := make(chan error, 1)
+		go func() { served <- s.Serve(t.Context(), inR, outW) }()
+		written := 0
+		flooded := make(chan struct{})
+		go func() {
+			defer close(flooded)
+			for i := range n {
+				if _, err := fmt.Fprintf(inW, `{"jsonrpc":"2.0","id":%d,"method":"ping"}`+"\n", i); err != nil {
+					return
+				}
+				written++
+			}
+		}()
+		synctest.Wait()
+		assert.Equal(t, max+1, written, "lines taken")
+		assert.Equal(t, max, s.Stats().InFlight)
+		require.ErrorIs(t, <-served, stdio.ErrWriteTimeout)
+		<-flooded
+		require.NoError(t, s.Shutdown(context.Background()))
+		outR.Close()
+		inW.Close()
+	})
 }

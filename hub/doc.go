@@ -55,7 +55,10 @@
 // whatever the number of listeners. A URI with a "." or ".." segment looks
 // up only itself. These URIs form a chain (each covers the longer ones), and
 // a listener is indexed only under those of its URIs that none of its
-// others covers, so it receives an update once. The exact-match path costs
+// others covers, so it receives an update once; finding those takes time
+// linear in the bytes of its URIs, however many '/' they hold (a folder
+// listener's URIs have at most [listen.Options.MaxURISegments] segments,
+// 128 by default, which listen.Open checks). The exact-match path costs
 // nothing more while no folder listener is open (one atomic load).
 //
 // A rule with a Folders function ([listen.SubResources].Folders) has an

@@ -139,3 +139,7 @@ func (h *Hub) FolderWatchers(key string) (watchers, keys int) {
 	}
 	return watchers, len(h.folders.sets)
 }
+
+// CoverKeys is the folder index's key reduction under the built-in rule:
+// the normal forms of uris, without duplicates, less those another covers.
+func CoverKeys(uris []string) []string { return coverKeys(uriList{strs: uris}, true) }

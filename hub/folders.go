@@ -3,6 +3,7 @@ package hub
 import (
 	"runtime/debug"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/mcplisten/listen"
@@ -72,6 +73,14 @@ const stackSets = 32
 // coverKeys returns the normal forms of the listener's URIs, without
 // duplicates, leaving out (when reduce is set: the built-in rule) those
 // another of them covers.
+//
+// It takes time linear in the bytes of the URIs (and n log n comparisons
+// to sort them), whatever their depth: every URI that covers a key is a
+// proper prefix of it (resuri.Folders), so in sorted order the keys that
+// may cover a key are the chain of its prefixes met before it, kept on a
+// stack; each key then walks its own folders once, longest first, against
+// that chain, comparing lengths only. (Looking each folder up in a set
+// would hash every prefix: quadratic in the length of a URI full of '/'.)
 func coverKeys(uris uriList, reduce bool) []string {
 	keys := make([]string, 0, uris.len())
 	uris.each(func(u string) { keys = append(keys, resuri.Canonical(u)) })
@@ -79,22 +88,57 @@ func coverKeys(uris uriList, reduce bool) []string {
 	if !reduce || len(keys) < 2 {
 		return keys
 	}
-	set := make(map[string]struct{}, len(keys))
-	for _, k := range keys {
-		set[k] = struct{}{}
+	order := make([]int, len(keys))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(keys[a], keys[b]) })
+	covered := make([]bool, len(keys))
+	var chain []string // keys met so far that are prefixes of prev, shortest first
+	prev := ""
+	for _, i := range order {
+		k := keys[i]
+		common := commonPrefix(prev, k)
+		for len(chain) > 0 && len(chain[len(chain)-1]) > common {
+			chain = chain[:len(chain)-1]
+		}
+		// Every key of chain is now a proper prefix of k (keys are
+		// distinct), and every key that is one is in chain.
+		if len(chain) > 0 {
+			top := len(chain) - 1
+			resuri.Folders(k, func(f string) bool {
+				for top >= 0 && len(chain[top]) > len(f) {
+					top--
+				}
+				if top >= 0 && len(chain[top]) == len(f) {
+					covered[i] = true // both are prefixes of k: equal
+				}
+				return top >= 0 && !covered[i]
+			})
+		}
+		chain = append(chain, k)
+		prev = k
 	}
 	out := keys[:0]
-	for _, k := range keys {
-		covered := false
-		resuri.Folders(k, func(f string) bool {
-			_, covered = set[f]
-			return !covered
-		})
-		if !covered {
+	for i, k := range keys {
+		if !covered[i] {
 			out = append(out, k)
 		}
 	}
 	return out
+}
+
+// commonPrefix returns the length of the longest common prefix of a and b.
+func commonPrefix(a, b string) int {
+	n := min(len(a), len(b))
+	i := 0
+	for n-i >= 64 && a[i:i+64] == b[i:i+64] { // compared by the runtime's memequal
+		i += 64
+	}
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	return i
 }
 
 // publishFolders is Publish of a resource update while folder listeners

@@ -2,6 +2,8 @@ package hub_test
 
 import (
 	"context"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -10,6 +12,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
+	"github.com/mcplisten/listen/internal/resuri"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
 )
@@ -259,4 +262,38 @@ func TestPanickingResourceFolders(t *testing.T) {
 	r, err = h.ResourceUpdated("not a uri")
 	assert.ErrorIs(t, err, listen.ErrInvalidEvent, "validation comes first")
 	assert.Zero(t, r.Matched)
+}
+
+// The folder index's key reduction keeps exactly the keys no other key
+// covers, in their first order: checked against the rule itself (every
+// pair, resuri.Covers) on random sets of related URIs, including repeats,
+// trailing and doubled slashes, queries, other authorities and dot
+// segments.
+func TestCoverKeysMatchesTheRule(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 22))
+	parts := []string{"a", "b", "", "ab", ".", "..", "a?x", "b#f", "%61"}
+	bases := []string{"file://", "file://h", "FILE://H", "urn:", "http://x:1", "no-scheme"}
+	for round := range 2000 {
+		var uris []string
+		for range 1 + rng.IntN(12) {
+			var sb strings.Builder
+			sb.WriteString(bases[rng.IntN(len(bases))])
+			for range rng.IntN(5) {
+				sb.WriteByte('/')
+				sb.WriteString(parts[rng.IntN(len(parts))])
+			}
+			uris = append(uris, sb.String())
+		}
+		var want []string
+		for i, u := range uris {
+			c := resuri.Canonical(u)
+			if slices.Contains(want, c) || slices.ContainsFunc(uris[:i], func(o string) bool { return resuri.Canonical(o) == c }) {
+				continue
+			}
+			if !slices.ContainsFunc(uris, func(o string) bool { return resuri.Canonical(o) != c && resuri.Covers(o, u) }) {
+				want = append(want, c)
+			}
+		}
+		assert.Equal(t, want, hub.CoverKeys(uris), "round %d: %q", round, uris)
+	}
 }

@@ -163,7 +163,7 @@ func (tasksExt) SubscriptionFilter(_ context.Context, _ *listen.Request, request
 	}
 	return nil, nil
 }
-func (tasksExt) ShapeSubscriptionEvent(ev listen.Event, _, _ listen.Filter) (string, map[string]any, error) {
+func (tasksExt) ShapeSubscriptionEvent(ev listen.Event, _ listen.Filter, _ listen.Settings) (string, map[string]any, error) {
 	return "notifications/tasks/status", map[string]any{"taskId": ev.Payload}, nil
 }
 

@@ -1,14 +1,11 @@
 package jsonrpc
 
-import "encoding/json"
+import (
+	"bytes"
+	"encoding/json"
 
-// envelope is the JSON-RPC request as first decoded.
-type envelope struct {
-	JSONRPC *string         `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  *string         `json:"method"`
-	Params  json.RawMessage `json:"params"`
-}
+	"github.com/mcplisten/listen/internal/jsonobj"
+)
 
 // Message is one decoded JSON-RPC message, before it is known to be a
 // listen request. Transports use it to route messages.
@@ -21,34 +18,91 @@ type Message struct {
 	Params json.RawMessage
 }
 
+// MsgDuplicateMember is the message of the -32600 error for a message that
+// repeats a member of the JSON-RPC envelope.
+const MsgDuplicateMember = "Invalid request: a JSON-RPC member is repeated"
+
+// envelope lists the member names of a JSON-RPC message; ParseMessage
+// reads their values in this order.
+var envelope = [...]string{"jsonrpc", "id", "method", "params", "result", "error"}
+
 // ParseMessage decodes one JSON-RPC request or notification. It returns a
 // -32700 *Error for malformed JSON and a -32600 *Error for a message that is
 // not a valid request or notification (the returned Message then still holds
 // the id when it could be read, so the error can echo it).
+//
+// Member names are matched exactly, as JSON-RPC defines them: "METHOD" is
+// not "method" (encoding/json would take it for one), and an escaped name
+// is read decoded ("\u006dethod" is "method"). A message that repeats one
+// of the members jsonrpc, id, method, params, result or error is refused
+// with -32600 MsgDuplicateMember: JSON parsers disagree on which of the two
+// counts (most take the last, some the first), and a message read one way
+// here and another way by a gateway or an SDK behind the same endpoint
+// must not be served. Other members are ignored.
 func ParseMessage(data []byte) (Message, error) {
-	var env envelope
-	if err := json.Unmarshal(data, &env); err != nil {
-		if _, isSyntax := err.(*json.SyntaxError); isSyntax || !json.Valid(data) {
-			return Message{}, NewError(CodeParseError, "Parse error")
+	if !json.Valid(data) {
+		return Message{}, NewError(CodeParseError, "Parse error")
+	}
+	var values [len(envelope)][]byte
+	unique := true
+	isObject := jsonobj.Each(data, func(m jsonobj.Member) bool {
+		for i, name := range envelope {
+			if m.Is(name) {
+				unique = values[i] == nil
+				values[i] = m.Value
+				break
+			}
 		}
+		return unique
+	})
+	version, id, method, params := values[0], values[1], values[2], values[3]
+	if !isObject && string(bytes.TrimSpace(data)) != "null" {
+		// null decodes as an empty object, missing every member.
 		return Message{}, NewError(CodeInvalidRequest, "Invalid request: expected a JSON-RPC object")
 	}
+	if !unique {
+		return Message{}, NewError(CodeInvalidRequest, MsgDuplicateMember)
+	}
 	var m Message
-	if len(env.ID) > 0 {
+	if id != nil {
 		m.HasID = true
-		id, ok := ParseID(env.ID)
+		v, ok := ParseID(id)
 		if !ok {
 			return m, NewError(CodeInvalidRequest, "Invalid request: id must be a string or an integer")
 		}
-		m.ID = id
+		m.ID = v
 	}
-	if env.JSONRPC == nil || *env.JSONRPC != "2.0" {
+	if decodeString(version) != "2.0" {
 		return m, NewError(CodeInvalidRequest, `Invalid request: jsonrpc must be "2.0"`)
 	}
-	if env.Method == nil || *env.Method == "" {
+	if m.Method = decodeString(method); m.Method == "" {
 		return m, NewError(CodeInvalidRequest, "Invalid request: method must be a non-empty string")
 	}
-	m.Method = *env.Method
-	m.Params = env.Params
+	if params != nil {
+		m.Params = bytes.Clone(params) // the caller may reuse data
+	}
 	return m, nil
+}
+
+// decodeString returns the text of a JSON string token, or "" for anything
+// else. A token of plain ASCII without escapes is used as it is.
+func decodeString(tok []byte) string {
+	if len(tok) < 2 || tok[0] != '"' {
+		return ""
+	}
+	plain := true
+	for _, c := range tok[1 : len(tok)-1] {
+		if c == '\\' || c >= 0x80 {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return string(tok[1 : len(tok)-1])
+	}
+	var s string
+	if json.Unmarshal(tok, &s) != nil {
+		return ""
+	}
+	return s
 }

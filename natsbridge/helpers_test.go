@@ -97,7 +97,7 @@ func (tasksExt) SubscriptionFilter(_ context.Context, _ *listen.Request, request
 	}
 	return nil, nil
 }
-func (tasksExt) ShapeSubscriptionEvent(ev listen.Event, _, _ listen.Filter) (string, map[string]any, error) {
+func (tasksExt) ShapeSubscriptionEvent(ev listen.Event, _ listen.Filter, _ listen.Settings) (string, map[string]any, error) {
 	p, ok := ev.Payload.(map[string]any)
 	if !ok {
 		return "", nil, fmt.Errorf("payload %T", ev.Payload)

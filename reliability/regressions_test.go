@@ -143,6 +143,45 @@ func TestCanReadPanics(t *testing.T) {
 	}
 }
 
+// A resource URI is kept exactly or refused, on every transport: a JSON
+// string with a lone surrogate escape ("\ud800") or invalid UTF-8 decodes
+// to U+FFFD, so it would merge with every other such URI and with
+// "\ufffd" itself; it is refused with -32602 MsgURIsUnicode and the source
+// is not opened. A URI that spells U+FFFD, or a surrogate pair, is kept as
+// it decodes.
+func TestURIsWithLoneSurrogatesAreRefused(t *testing.T) {
+	refused := []string{`"file:///\ud800"`, `"file:///\udfff"`, `"file:///a\ud83d"`, "\"file:///\xff\""}
+	kept := map[string]string{`"file:///\ufffd"`: "file:///\uFFFD", `"file:///\ud83d\ude00"`: "file:///\U0001F600"}
+	for _, kind := range fixtureKinds() {
+		if strings.HasSuffix(kind.name, "-eof") {
+			continue
+		}
+		t.Run(strings.TrimSuffix(kind.name, "-cancel"), func(t *testing.T) {
+			runCase(t, kind, func(t *testing.T, fx fixture) {
+				for i, u := range refused {
+					id := fmt.Sprintf(`"lone-%d"`, i)
+					cs := fx.listen(t, id, `{"resourceSubscriptions":["file:///ok",`+u+`]}`)
+					requireError(t, cs.recv(t), id, jsonrpc.CodeInvalidParams, spec.MsgURIsUnicode)
+					wantStatus(t, cs, http.StatusBadRequest)
+					cs.end(t)
+				}
+				assert.Zero(t, fx.src().opens.Load())
+				i := 0
+				for u, want := range kept {
+					id := fmt.Sprintf(`"kept-%d"`, i)
+					i++
+					cs := fx.listen(t, id, `{"resourceSubscriptions":[`+u+`]}`)
+					ack := cs.recv(t)
+					require.Equal(t, spec.MethodAcknowledged, ack.method(), "%s", ack)
+					assert.Equal(t, []any{want}, ack.accepted()["resourceSubscriptions"], u)
+					fx.abort(t, cs)
+				}
+				fx.probe(t)
+			})
+		})
+	}
+}
+
 // A listen naming a resource URI that is not an RFC 3986 URI is refused
 // with -32602 on every transport; AbsoluteURI and net/url agree on it.
 func TestURIsNetURLRefusesAreRefused(t *testing.T) {

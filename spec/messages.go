@@ -35,4 +35,6 @@ const (
 	MsgMetaProtocolVersion = "subscriptions/listen _meta requires io.modelcontextprotocol/protocolVersion as a string"
 	MsgMetaCapabilities    = "subscriptions/listen _meta requires io.modelcontextprotocol/clientCapabilities as an object"
 	MsgParamsObject        = "subscriptions/listen params must be an object"
+	MsgParamsDuplicate     = "subscriptions/listen params, _meta and notifications must not repeat a member name"
+	MsgURIsUnicode         = "subscriptions/listen resourceSubscriptions must not contain lone surrogates or invalid UTF-8"
 )

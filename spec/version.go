@@ -33,12 +33,19 @@ func ListenVersionError(supported []string, v string) *jsonrpc.Error {
 
 // UnsupportedVersionError returns the -32022 error for a request naming a
 // protocol version the server does not speak, with data.supported and
-// data.requested (UnsupportedProtocolVersionError in the schema). A nil
-// supported list means SupportedProtocolVersions.
+// data.requested (UnsupportedProtocolVersionError in the schema), in the
+// order of the specification's example. A nil supported list means
+// SupportedProtocolVersions.
 func UnsupportedVersionError(supported []string, requested string) *jsonrpc.Error {
 	if supported == nil {
 		supported = SupportedProtocolVersions
 	}
 	return jsonrpc.NewError(jsonrpc.CodeUnsupportedProtocolVersion, MsgUnsupportedVersion).
-		WithData(map[string]any{"supported": supported, "requested": requested})
+		WithData(unsupportedVersionData{Supported: supported, Requested: requested})
+}
+
+// unsupportedVersionData is the data of UnsupportedVersionError.
+type unsupportedVersionData struct {
+	Supported []string `json:"supported"`
+	Requested string   `json:"requested"`
 }

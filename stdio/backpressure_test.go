@@ -127,6 +127,57 @@ func TestConnFloodIsBounded(t *testing.T) {
 	}
 }
 
+// A client floods requests and never reads its output, and the peer
+// answers every request at once: each request holds its unit of MaxInFlight
+// until the peer's answer is written, so the peer is handed MaxInFlight
+// requests, its answers wait for the writer, and Serve stops reading (the
+// client's writes block). The write timeout then ends Serve.
+func TestConnFloodWithOutputNeverReadIsBounded(t *testing.T) {
+	const n, max = 1000, 8
+	synctest.Test(t, func(t *testing.T) {
+		srv := newServer(t, listentest.NewSource(), stdio.Options{MaxInFlight: max, WriteTimeout: time.Hour})
+		inR, inW := io.Pipe()
+		outR, outW := io.Pipe() // nobody reads outR
+		c := srv.NewConn(inR, outW)
+		done := make(chan error, 1)
+		go func() { done <- c.Serve(t.Context()) }()
+		var handed atomic.Int64
+		peerDone := make(chan struct{})
+		go func() {
+			defer close(peerDone)
+			for {
+				m, err := c.ReadMessage(context.Background())
+				if err != nil {
+					return
+				}
+				handed.Add(1)
+				var req struct {
+					ID json.RawMessage `json:"id"`
+				}
+				_ = json.Unmarshal(m, &req)
+				go func() {
+					_ = c.WriteMessage(context.Background(), json.RawMessage(`{"jsonrpc":"2.0","id":`+string(req.ID)+`,"result":{"tools":[]}}`))
+				}()
+			}
+		}()
+		var written atomic.Int64
+		flooded := make(chan struct{})
+		go flood(inW, n, &written, flooded)
+
+		synctest.Wait() // everything is blocked: Serve has stopped reading
+		require.EqualValues(t, max, handed.Load(), "requests handed to the peer")
+		require.EqualValues(t, max+1, written.Load(), "lines Serve took")
+		require.Equal(t, max, srv.Stats().InFlight)
+
+		err := <-done
+		require.ErrorIs(t, err, stdio.ErrWriteTimeout)
+		<-flooded
+		require.NoError(t, c.Close())
+		<-peerDone
+		outR.Close()
+	})
+}
+
 // blockingWriter is a writer Serve cannot interrupt: no deadline, no Close,
 // like a blocking standard output with Options.BlockingFiles.
 type blockingWriter struct{ w *io.PipeWriter }

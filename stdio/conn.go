@@ -24,9 +24,10 @@ import (
 // from then on nothing more can be written, and Serve stops the writer.
 //
 // Bounds: slots (MaxInFlight) is taken by the reader for every handler call
-// and every request forwarded to the peer, and given back when the call
-// returns or the peer answers the request; the reader waits for one, which
-// stops the reading. inbound (capacity MaxInFlight) is the queue of messages
+// and every request forwarded to the peer, and given back once the call's
+// response, or the peer's answer, was written (or dropped); the reader
+// waits for one, which stops the reading: a client that does not read its
+// output stops being read. inbound (capacity MaxInFlight) is the queue of messages
 // for the peer; the reader waits when it is full. Output is not queued: each
 // message waits in its sender until the writer wrote it.
 type conn struct {
@@ -65,8 +66,8 @@ type conn struct {
 	timeoutDone chan struct{}
 	// finished is closed when serve returns.
 	finished chan struct{}
-	// slots holds one value per handler call running or forwarded request
-	// not yet answered (capacity MaxInFlight).
+	// slots holds one value per handler call or forwarded request whose
+	// response is not written yet (capacity MaxInFlight).
 	slots chan struct{}
 	// inbound queues the messages for the peer (capacity MaxInFlight; nil
 	// without a peer). The reader goroutine closes it as it exits.
@@ -76,10 +77,21 @@ type conn struct {
 
 	mu sync.Mutex
 	// entries holds the in-flight request ids: open (or opening) listens,
-	// handler calls and requests forwarded to the peer. A listen or a
-	// handler call leaves it before its final message is written, or when
-	// the client cancels it; a forwarded request when the peer answers it.
+	// handler calls and requests forwarded to the peer. Each leaves it
+	// before its final message (or the peer's answer) is written, or when
+	// the client cancels it.
 	entries map[jsonrpc.ID]*entry
+	// forwards holds the requests forwarded to the peer and not answered
+	// yet, by the id the peer knows them by; lastPeerID is the last such id
+	// given (ids count up from 1). A request leaves forwards when the peer
+	// answers it (or when it could not be queued), and gives back its unit
+	// of slots once that answer was written or dropped.
+	forwards   map[uint64]*entry
+	lastPeerID uint64
+	// forwardsIdle is closed while forwards is empty (replaced by an open
+	// channel when a request is added to it): ReadMessage's io.EOF waits
+	// for it.
+	forwardsIdle chan struct{}
 	// listens counts the listen entries, for MaxSubscriptions.
 	listens int
 	// active counts the goroutines that may still write (see conn).
@@ -134,6 +146,9 @@ type entry struct {
 	opened      bool  // under conn.mu: Open returned and serving began
 	abort       error // under conn.mu: the reason it ended while opening
 
+	// Requests forwarded to the peer: the id the peer knows it by.
+	peerID uint64
+
 	// shutdown: a drain ended it; its terminal message is preceded by
 	// notifications/cancelled.
 	shutdown atomic.Bool
@@ -141,7 +156,8 @@ type entry struct {
 	// (for a forwarded request: the peer's answer is dropped). cause
 	// (written before cancelled is set) is the listen.Cancelled reason.
 	// gone is closed right after cancelled is set, to release a send that
-	// waits for the writer (nil for forwarded requests).
+	// waits for the writer (nil for forwarded requests, whose answer is
+	// checked before it is sent).
 	cancelled atomic.Bool
 	cause     error
 	gone      chan struct{}
@@ -159,28 +175,30 @@ func (e *entry) end(reason error) {
 		}
 		e.serveCancel(reason)
 	}
-	// A forwarded request is the peer's: it learns of the end from
-	// ReadMessage and WriteMessage.
+	// A request forwarded to the peer is the peer's: it learns of the end
+	// from ReadMessage and WriteMessage.
 }
 
 func (s *Server) newConn(r io.Reader, w io.Writer, peer bool) *conn {
 	c := &conn{
-		srv:         s,
-		r:           r,
-		w:           w,
-		peer:        peer,
-		writes:      make(chan *writeReq),
-		stopped:     make(chan struct{}),
-		dead:        make(chan struct{}),
-		writerStop:  make(chan struct{}),
-		writerDone:  make(chan struct{}),
-		readerDone:  make(chan struct{}),
-		timeoutDone: make(chan struct{}),
-		finished:    make(chan struct{}),
-		slots:       make(chan struct{}, s.opts.MaxInFlight),
-		peerDone:    make(chan struct{}),
-		entries:     make(map[jsonrpc.ID]*entry),
-		quiet:       make(chan struct{}),
+		srv:          s,
+		r:            r,
+		w:            w,
+		peer:         peer,
+		writes:       make(chan *writeReq),
+		stopped:      make(chan struct{}),
+		dead:         make(chan struct{}),
+		writerStop:   make(chan struct{}),
+		writerDone:   make(chan struct{}),
+		readerDone:   make(chan struct{}),
+		timeoutDone:  make(chan struct{}),
+		finished:     make(chan struct{}),
+		slots:        make(chan struct{}, s.opts.MaxInFlight),
+		peerDone:     make(chan struct{}),
+		entries:      make(map[jsonrpc.ID]*entry),
+		forwards:     make(map[uint64]*entry),
+		forwardsIdle: closedChan(),
+		quiet:        make(chan struct{}),
 	}
 	if peer {
 		c.inbound = make(chan []byte, s.opts.MaxInFlight)
@@ -464,6 +482,29 @@ func (c *conn) removeEntryLocked(e *entry) bool {
 	return true
 }
 
+// addForwardLocked records e, a request handed to the peer.
+func (c *conn) addForwardLocked(e *entry) {
+	if len(c.forwards) == 0 {
+		c.forwardsIdle = make(chan struct{})
+	}
+	c.forwards[e.peerID] = e
+}
+
+// removeForwardLocked forgets the request the peer knows as peerID.
+func (c *conn) removeForwardLocked(peerID uint64) {
+	delete(c.forwards, peerID)
+	if len(c.forwards) == 0 {
+		close(c.forwardsIdle)
+	}
+}
+
+// closedChan returns a closed channel.
+func closedChan() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}
+
 // inFlight reports whether id is an open listen, a handler call or a
 // forwarded request not yet answered.
 func (c *conn) inFlight(id jsonrpc.ID) bool {
@@ -475,30 +516,28 @@ func (c *conn) inFlight(id jsonrpc.ID) bool {
 
 // cancelRequest handles notifications/cancelled for id. A listen or a
 // handler call is ended with listen.Cancelled(reason), nothing more is
-// written for it, the id is free at once, and consumed is true. A request
-// forwarded to the peer is marked so that the peer's answer is dropped (its
-// id stays in flight until that answer); the cancellation itself is for the
-// peer (consumed false), as is one for an id not in flight.
-func (c *conn) cancelRequest(id jsonrpc.ID, reason string) (consumed bool) {
+// written for it, and the id is free at once. So is the id of a request
+// forwarded to the peer: forwarded is then true and peerID is the peer's
+// id for it, for the cancellation the peer is told of; the request still
+// holds its unit of MaxInFlight until the peer answers, and that answer is
+// dropped. An id not in flight changes nothing.
+func (c *conn) cancelRequest(id jsonrpc.ID, reason string) (peerID uint64, forwarded bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.entries[id]
 	if !ok {
 		c.srv.log.Debug("stdio: cancellation of an unknown request", "id", id.Raw())
-		return false
-	}
-	cause := listen.Cancelled(reason)
-	if e.kind == kindForward {
-		e.cause = cause
-		e.cancelled.Store(true)
-		return false
+		return 0, false
 	}
 	c.removeEntryLocked(e)
-	e.cause = cause
+	e.cause = listen.Cancelled(reason)
 	e.cancelled.Store(true)
+	if e.kind == kindForward {
+		return e.peerID, true
+	}
 	close(e.gone)
-	e.end(cause)
-	return true
+	e.end(e.cause)
+	return 0, false
 }
 
 // aLongTimeAgo is a deadline in the past, to stop a pending Read or Write.

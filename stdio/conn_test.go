@@ -12,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
@@ -66,28 +67,30 @@ func (h *harness) endConn(readEOF bool) (rest []msg, err error) {
 	return h.wait()
 }
 
-// Everything but listens and the cancellations of listens goes to the peer,
-// as the client sent it and in order: requests, notifications, responses to
+// Everything but listens and cancellations goes to the peer, in order:
+// requests (under the connection's own ids), notifications and responses to
 // the peer's own requests (which a Handler would have refused with -32600),
-// and cancellations of other ids. Listens are served beside it.
+// each rebuilt from the members the connection read. Listens are served
+// beside it; cancellations of ids not in flight, or malformed, are dropped.
 func TestConnForwardsEverythingButListens(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := startConn(t, t.Context(), nil, nil)
-		forwarded := []string{
-			`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}`,
+		for _, m := range []string{
+			`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-11-25"}}`,
 			`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
 			`{"jsonrpc":"2.0","id":"srv-1","result":{"roots":[]}}`,
 			`{"jsonrpc":"2.0","id":7,"error":{"code":-1,"message":"no"}}`,
-			`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}`,
-			`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":99,"reason":"unknown to the server"}}`,
-			`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":[1]}}`,
-			`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x"}}`,
-		}
-		for _, m := range forwarded[:4] {
+		} {
 			h.send("  " + m + " \r")
 		}
 		a := h.openListen(`"a"`)
-		for _, m := range forwarded[4:] {
+		for _, m := range []string{
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}`,
+			`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":99,"reason":"unknown to the server"}}`,
+			`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":[1]}}`,
+			`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"init","requestId":"a"}}`,
+			`{"params":{"name":"x"},"jsonrpc":"2.0","method":"tools/call","id":2,"Method":"ping","x":1}`,
+		} {
 			h.send(m)
 		}
 		h.send(cancelLine(`"a"`, "done"))
@@ -97,18 +100,69 @@ func TestConnForwardsEverythingButListens(t *testing.T) {
 		requireError(t, h.recv(), "", jsonrpc.CodeParseError, "Parse error")
 		h.send(`{"jsonrpc":"2.0","id":4,"result":{},"error":{}}`)
 		requireError(t, h.recv(), `4`, jsonrpc.CodeInvalidRequest, "Invalid request: method must be a non-empty string")
+		h.send(`{"jsonrpc":"2.0","id":5,"result":{},"result":{}}`)
+		requireError(t, h.recv(), "", jsonrpc.CodeInvalidRequest, jsonrpc.MsgDuplicateMember)
 
-		for _, want := range forwarded {
+		for _, want := range []string{
+			`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}`,
+			`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+			`{"jsonrpc":"2.0","id":"srv-1","result":{"roots":[]}}`,
+			`{"jsonrpc":"2.0","id":7,"error":{"code":-1,"message":"no"}}`,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}`,
+			`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x"}}`,
+		} {
 			require.Equal(t, want, h.peerRead())
 		}
 		h.quiet()
 		msgs, end := h.peerReads()
 		synctest.Wait()
-		require.Empty(t, msgs, "listens and their cancellations are not forwarded")
+		require.Empty(t, msgs, "listens and cancellations are not forwarded")
 
 		require.NoError(t, h.in.Close())
+		synctest.Wait()
+		require.Empty(t, end, "no io.EOF before the peer answered what it was handed")
+		h.peerWrite(`{"jsonrpc":"2.0","id":2,"result":{}}`)
+		require.Equal(t, `2`, h.recv().id())
+		h.peerWrite(`{"jsonrpc":"2.0","id":1,"result":{}}`)
+		require.Equal(t, `"init"`, h.recv().id())
 		require.ErrorIs(t, <-end, io.EOF)
 		rest, err := h.endConn(false)
+		require.NoError(t, err)
+		require.Empty(t, rest)
+	})
+}
+
+// The peer knows every request by an id of the connection's own, counting
+// up from 1, and its answer reaches the client with the client's exact id
+// token, whatever that token is (ids a float64 or an int64 would round or
+// merge, escapes, the string "7" beside the integer 7), in any order. An
+// answer under an id the peer was not given, or given and answered, is
+// dropped.
+func TestConnGivesThePeerItsOwnIDs(t *testing.T) {
+	ids := []string{`9007199254740993`, `9007199254740992`, `-0`, `0`, `"\u0041"`, `"A"`, `"7"`, `7`, `12345678901234567890123`}
+	synctest.Test(t, func(t *testing.T) {
+		h := startConn(t, t.Context(), nil, &stdio.Options{MaxInFlight: len(ids)})
+		for _, id := range ids {
+			h.send(requestLine(id, "tools/list"))
+		}
+		for i := range ids {
+			require.Equal(t, requestLine(fmt.Sprint(i+1), "tools/list"), h.peerRead())
+		}
+		for i := len(ids) - 1; i >= 0; i-- {
+			h.peerWrite(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{"n":%d}}`, i+1, i))
+			require.Equal(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"n":%d}}`, ids[i], i), string(h.recv().raw))
+		}
+		// Answered once only; never given; not a peer id at all.
+		for _, id := range []string{`1`, `99`, `"1"`, `-1`, `1.0`, `null`} {
+			h.peerWrite(`{"jsonrpc":"2.0","id":` + id + `,"result":{}}`)
+		}
+		h.quiet()
+		// The ids are free again; the peer's ids are never reused.
+		h.send(requestLine(ids[0], "ping"))
+		require.Equal(t, requestLine(fmt.Sprint(len(ids)+1), "ping"), h.peerRead())
+		h.peerWrite(fmt.Sprintf(`{"id":%d,"jsonrpc":"2.0","result":{}}`, len(ids)+1))
+		require.Equal(t, `{"id":`+ids[0]+`,"jsonrpc":"2.0","result":{}}`, string(h.recv().raw))
+		rest, err := h.endConn(true)
 		require.NoError(t, err)
 		require.Empty(t, rest)
 	})
@@ -123,7 +177,7 @@ func TestConnPeerWritesAnyMessageAnyTime(t *testing.T) {
 		require.Equal(t, "notifications/message", h.recv().method())
 
 		st := h.openListen(`"l"`)
-		h.send(requestLine(`1`, "tools/call"))
+		h.send(requestLine(`"c-1"`, "tools/call"))
 		require.Equal(t, requestLine(`1`, "tools/call"), h.peerRead())
 		h.peerWrite(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p","progress":1}}`)
 		st.Send(listen.ToolsListChanged())
@@ -139,7 +193,7 @@ func TestConnPeerWritesAnyMessageAnyTime(t *testing.T) {
 			`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p","progress":1}}`,
 			`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"l"}}}`,
 			`{"jsonrpc":"2.0","id":"s-1","method":"roots/list"}`,
-			`{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`,
+			`{"jsonrpc":"2.0","id":"c-1","result":{"content":[]}}`,
 		}, got)
 
 		// The client answers the peer's request: it goes to the peer.
@@ -187,29 +241,31 @@ func TestConnCancelOneOfTwoListens(t *testing.T) {
 	})
 }
 
-// A forwarded request the client cancels: the cancellation goes to the
-// peer, the id stays in flight until the peer answers, and that answer is
-// dropped. Then the id is free again.
+// A forwarded request the client cancels: its id is free at once, the
+// cancellation reaches the peer naming the peer's id (reason and other
+// params kept), and the peer's answer is dropped. The request holds its
+// unit of MaxInFlight until that answer.
 func TestConnCancelledForwardedRequest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := startConn(t, t.Context(), nil, nil)
+		h := startConn(t, t.Context(), nil, &stdio.Options{MaxInFlight: 2})
 		h.send(requestLine(`5`, "tools/call"))
-		require.Equal(t, requestLine(`5`, "tools/call"), h.peerRead())
-		h.send(cancelLine(`5`, "changed my mind"))
-		require.Equal(t, cancelLine(`5`, "changed my mind"), h.peerRead())
+		require.Equal(t, requestLine(`1`, "tools/call"), h.peerRead())
+		h.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"reason":"changed my mind","requestId":5,"_meta":{"k":1}}}`)
+		require.Equal(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"reason":"changed my mind","requestId":1,"_meta":{"k":1}}}`, h.peerRead())
+		h.send(cancelLine(`5`, "again")) // not in flight any more: dropped
 
 		h.send(requestLine(`5`, "tools/list"))
-		requireError(t, h.recv(), `5`, jsonrpc.CodeInvalidRequest, spec.MsgDuplicateID)
-		h.send(listenLine(`5`, `{}`))
-		requireError(t, h.recv(), `5`, jsonrpc.CodeInvalidRequest, spec.MsgDuplicateID)
-
-		h.peerWrite(`{"jsonrpc":"2.0","id":5,"error":{"code":-32800,"message":"cancelled"}}`)
+		require.Equal(t, requestLine(`2`, "tools/list"), h.peerRead(), "the id is free")
+		h.send(requestLine(`6`, "ping"))
+		h.quiet() // two units taken: the third request waits
+		h.peerWrite(`{"jsonrpc":"2.0","id":1,"error":{"code":-32800,"message":"cancelled"}}`)
+		require.Equal(t, requestLine(`3`, "ping"), h.peerRead(), "the dropped answer gave its unit back")
 		h.quiet()
 
-		h.send(requestLine(`5`, "tools/list"))
-		require.Equal(t, requestLine(`5`, "tools/list"), h.peerRead())
-		h.peerWrite(`{"jsonrpc":"2.0","id":5,"result":{"tools":[]}}`)
+		h.peerWrite(`{"jsonrpc":"2.0","id":2,"result":{"tools":[]}}`)
 		require.Equal(t, `5`, h.recv().id())
+		h.peerWrite(`{"jsonrpc":"2.0","id":3,"result":{}}`)
+		require.Equal(t, `6`, h.recv().id())
 
 		rest, err := h.endConn(true)
 		require.NoError(t, err)
@@ -217,59 +273,32 @@ func TestConnCancelledForwardedRequest(t *testing.T) {
 	})
 }
 
-// With ForwardOtherVersions, a listen whose _meta does not name 2026-07-28
-// (another version, an older one the server speaks, none, unreadable
-// params; request or notification) goes to the peer as it was read, and the
-// peer's answer reaches the client; a listen naming 2026-07-28, even with
-// invalid params, is the Server's. Without the option, the Server answers
-// every listen (the -32022 here).
-func TestConnForwardOtherVersions(t *testing.T) {
-	forwarded := []string{
-		listenLineVersion(`1`, `{"toolsListChanged":true}`, "2027-01-01"),
-		listenLineVersion(`2`, `{}`, "2025-06-18"),
-		`{"jsonrpc":"2.0","id":3,"method":"subscriptions/listen","params":{"notifications":{}}}`,
-		`{"jsonrpc":"2.0","id":4,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":20260728}}}`,
-		`{"jsonrpc":"2.0","id":5,"method":"subscriptions/listen","params":[1]}`,
-		`{"jsonrpc":"2.0","id":6,"method":"subscriptions/listen"}`,
-		`{"jsonrpc":"2.0","method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"v9"}}}`,
-	}
+// Every listen on a Conn is the Server's, whatever version it names (the
+// peer, whose ids are the connection's own, could not serve one): the
+// version checks answer it, and the peer never sees it.
+func TestConnServesEveryListen(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := startConn(t, t.Context(), nil, &stdio.Options{ForwardOtherVersions: true})
-		for _, m := range forwarded {
-			h.send(m)
-		}
-		for _, want := range forwarded {
-			require.Equal(t, want, h.peerRead())
-		}
-		h.peerWrite(`{"jsonrpc":"2.0","id":1,"error":{"code":-32022,"message":"the peer's words"}}`)
-		requireError(t, h.recv(), `1`, -32022, "the peer's words")
-
-		// 2026-07-28 listens are the Server's, valid or not.
+		h := startConn(t, t.Context(), nil, nil)
+		msgs, end := h.peerReads()
+		h.send(listenLineVersion(`1`, `{"toolsListChanged":true}`, "2027-01-01"))
+		requireError(t, h.recv(), `1`, jsonrpc.CodeUnsupportedProtocolVersion, spec.MsgUnsupportedVersion)
+		h.send(listenLineVersion(`2`, `{}`, "2025-06-18"))
+		requireError(t, h.recv(), `2`, jsonrpc.CodeMethodNotFound, spec.MsgMethodNotFoundListen)
+		h.send(`{"jsonrpc":"2.0","id":3,"method":"subscriptions/listen","params":{"notifications":{}}}`)
+		requireError(t, h.recv(), `3`, jsonrpc.CodeInvalidParams, spec.MsgMetaObject)
+		h.send(`{"jsonrpc":"2.0","id":4,"method":"subscriptions/listen","params":[1]}`)
+		requireError(t, h.recv(), `4`, jsonrpc.CodeInvalidParams, spec.MsgParamsObject)
+		h.send(`{"jsonrpc":"2.0","method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"v9"}}}`)
 		h.openListen(`"mine"`)
-		h.send(`{"jsonrpc":"2.0","id":7,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`)
-		requireError(t, h.recv(), `7`, jsonrpc.CodeInvalidParams, spec.MsgMetaCapabilities)
-		// A forwarded id is in flight until the peer answers it.
-		h.send(listenLine(`2`, `{}`))
-		requireError(t, h.recv(), `2`, jsonrpc.CodeInvalidRequest, spec.MsgDuplicateID)
 		h.quiet()
-
-		for _, id := range []string{"2", "3", "4", "5", "6"} {
-			h.peerWrite(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32602,"message":"x"}}`)
-			require.Equal(t, id, h.recv().id())
-		}
-		rest, err := h.endConn(true)
+		synctest.Wait()
+		require.Empty(t, msgs)
+		require.NoError(t, h.in.Close())
+		require.ErrorIs(t, <-end, io.EOF)
+		rest, err := h.endConn(false)
 		require.NoError(t, err)
 		require.Empty(t, rest)
 		requireReason(t, h.closedReason(), `"mine"`, listen.ErrDisconnected)
-	})
-	synctest.Test(t, func(t *testing.T) {
-		h := startConn(t, t.Context(), nil, nil)
-		h.send(forwarded[0])
-		requireError(t, h.recv(), `1`, jsonrpc.CodeUnsupportedProtocolVersion, spec.MsgUnsupportedVersion)
-		h.quiet()
-		rest, err := h.endConn(true)
-		require.NoError(t, err)
-		require.Empty(t, rest)
 	})
 }
 
@@ -285,12 +314,18 @@ func TestConnEndings(t *testing.T) {
 			requireReason(t, h.closedReason(), `"l"`, listen.ErrDisconnected)
 			require.Equal(t, requestLine(`1`, "tools/call"), h.peerRead())
 			require.Equal(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, h.peerRead())
-			_, err := h.conn.ReadMessage(context.Background())
-			require.ErrorIs(t, err, io.EOF)
+			eof := make(chan error, 1)
+			go func() {
+				_, err := h.conn.ReadMessage(context.Background())
+				eof <- err
+			}()
 			synctest.Wait()
-			require.Empty(t, h.done, "Serve waits for the peer")
+			require.Empty(t, eof, "io.EOF waits for the peer's answer")
 			h.peerWrite(`{"jsonrpc":"2.0","id":1,"result":{}}`)
 			require.Equal(t, `1`, h.recv().id())
+			require.ErrorIs(t, <-eof, io.EOF)
+			synctest.Wait()
+			require.Empty(t, h.done, "Serve waits for the peer")
 			require.NoError(t, h.conn.Close())
 			rest, err := h.wait()
 			require.NoError(t, err)
@@ -332,12 +367,12 @@ func TestConnEndings(t *testing.T) {
 			go func() { shut <- h.srv.Shutdown(context.Background()) }()
 			require.Equal(t, spec.MethodCancelled, h.recv().method())
 			requireCompletion(t, h.recv(), `"l"`)
+			h.peerWrite(`{"jsonrpc":"2.0","id":1,"result":{}}`)
+			require.Equal(t, `1`, h.recv().id())
 			_, err := h.conn.ReadMessage(context.Background())
 			require.ErrorIs(t, err, io.EOF)
 			synctest.Wait()
 			require.Empty(t, shut, "Shutdown waits for the peer")
-			h.peerWrite(`{"jsonrpc":"2.0","id":1,"result":{}}`)
-			require.Equal(t, `1`, h.recv().id())
 			require.NoError(t, h.conn.Close())
 			require.NoError(t, <-shut)
 			rest, err := h.wait()
@@ -557,4 +592,85 @@ func sumInts(v []int) int {
 		n += x
 	}
 	return n
+}
+
+// Lines gives the peer's side as lines: each message it reads ends with a
+// newline, and each line it writes, whole or in pieces, by concurrent
+// writers, is one message, with the same ids as ReadMessage and
+// WriteMessage.
+func TestConnLines(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := startConn(t, t.Context(), nil, nil)
+		r, w := h.conn.Lines()
+		br := bufio.NewReaderSize(r, 16) // smaller than a message: Read in pieces
+		h.send(requestLine(`"a"`, "tools/list"))
+		h.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		line, err := br.ReadString('\n')
+		require.NoError(t, err)
+		require.Equal(t, requestLine(`1`, "tools/list")+"\n", line)
+		line, err = br.ReadString('\n')
+		require.NoError(t, err)
+		require.Equal(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n", line)
+
+		_, err = io.WriteString(w, `{"jsonrpc":"2.0","id":1,`)
+		require.NoError(t, err)
+		h.quiet() // half a line: nothing yet
+		_, err = io.WriteString(w, `"result":{}}`+"\n\n"+`{"jsonrpc":"2.0","method":"notifications/message","params":{"n":0}}`+"\n")
+		require.NoError(t, err)
+		require.Equal(t, `{"jsonrpc":"2.0","id":"a","result":{}}`, string(h.recv().raw))
+		require.Equal(t, "notifications/message", h.recv().method())
+
+		var wg sync.WaitGroup
+		for i := range 4 {
+			wg.Go(func() {
+				_, err := fmt.Fprintf(w, `{"jsonrpc":"2.0","method":"notifications/message","params":{"n":%d}}`+"\n", i+1)
+				assert.NoError(t, err)
+			})
+		}
+		seen := map[int]bool{}
+		for range 4 {
+			var n int
+			h.recv().param("n", &n)
+			seen[n] = true
+		}
+		wg.Wait()
+		require.Len(t, seen, 4)
+
+		_, err = io.WriteString(w, "not json\n")
+		require.Error(t, err)
+		require.NoError(t, h.in.Close())
+		_, err = br.ReadString('\n')
+		require.ErrorIs(t, err, io.EOF)
+		rest, err := h.endConn(false)
+		require.NoError(t, err)
+		require.Empty(t, rest)
+	})
+}
+
+// Stats counts the connections, the listens open, the units of
+// MaxInFlight taken and the subscriptions opened, closed and refused.
+func TestStats(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := startConn(t, t.Context(), nil, &stdio.Options{MaxSubscriptions: 1})
+		synctest.Wait()
+		require.Equal(t, stdio.Stats{Connections: 1}, h.srv.Stats())
+		h.openListen(`"l"`)
+		h.send(listenLine(`"over"`, `{}`))
+		requireError(t, h.recv(), `"over"`, jsonrpc.CodeInternalError, spec.MsgCapacityExhausted)
+		h.send(requestLine(`1`, "tools/list"))
+		h.peerRead()
+		synctest.Wait()
+		require.Equal(t, stdio.Stats{Connections: 1, Active: 1, InFlight: 1, Opened: 1, Refused: 1}, h.srv.Stats())
+		h.peerWrite(`{"jsonrpc":"2.0","id":1,"result":{}}`)
+		h.recv()
+		h.send(cancelLine(`"l"`, "done"))
+		h.closedReason()
+		synctest.Wait()
+		require.Equal(t, stdio.Stats{Connections: 1, Opened: 1, Closed: 1, Refused: 1}, h.srv.Stats())
+		rest, err := h.endConn(true)
+		require.NoError(t, err)
+		require.Empty(t, rest)
+		require.NoError(t, h.srv.Shutdown(context.Background()))
+		require.Equal(t, stdio.Stats{Opened: 1, Closed: 1, Refused: 1, ShuttingDown: true}, h.srv.Stats())
+	})
 }

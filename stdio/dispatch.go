@@ -1,11 +1,13 @@
 package stdio
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"strconv"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/internal/jsonenc"
+	"github.com/mcplisten/listen/internal/jsonobj"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
 )
@@ -16,10 +18,12 @@ import (
 func (c *conn) handleLine(line []byte) {
 	msg, err := jsonrpc.ParseMessage(line)
 	if err != nil {
-		if c.peer && isResponse(line) {
-			// The client's answer to a request of the peer.
-			c.forward(line)
-			return
+		if c.peer {
+			if resp, ok := parseResponse(line); ok {
+				// The client's answer to a request of the peer.
+				c.forward(resp)
+				return
+			}
 		}
 		// The id is echoed when it could be read (ParseMessage keeps it).
 		c.srv.log.Debug("stdio: malformed message", "err", err)
@@ -27,7 +31,7 @@ func (c *conn) handleLine(line []byte) {
 		return
 	}
 	if !msg.HasID {
-		c.notification(msg, line)
+		c.notification(msg)
 		return
 	}
 	if c.inFlight(msg.ID) {
@@ -39,39 +43,25 @@ func (c *conn) handleLine(line []byte) {
 		return
 	}
 	switch {
-	case msg.Method == spec.MethodListen && !c.forwardsListen(msg.Params):
+	case msg.Method == spec.MethodListen:
 		c.listen(msg)
 	case c.peer:
-		c.forwardRequest(msg, line)
+		c.forwardRequest(msg)
 	default:
 		c.request(msg)
 	}
 }
 
 // notification handles a message without an id. It is never answered.
-func (c *conn) notification(msg jsonrpc.Message, line []byte) {
+func (c *conn) notification(msg jsonrpc.Message) {
 	switch msg.Method {
 	case spec.MethodCancelled:
-		id, reason, ok := parseCancelled(msg.Params)
-		if ok && c.cancelRequest(id, reason) {
-			return
-		}
-		if c.peer {
-			c.forward(line)
-			return
-		}
-		if !ok {
-			c.srv.log.Debug("stdio: malformed cancellation ignored")
-		}
+		c.cancellation(msg.Params)
 	case spec.MethodListen:
-		if c.forwardsListen(msg.Params) {
-			c.forward(line)
-			return
-		}
 		c.srv.log.Debug("stdio: subscriptions/listen without an id ignored")
 	default:
 		if c.peer {
-			c.forward(line)
+			c.forward(peerMessage(nil, 0, msg))
 			return
 		}
 		if c.srv.opts.Handler == nil || !c.takeSlot() {
@@ -81,6 +71,22 @@ func (c *conn) notification(msg jsonrpc.Message, line []byte) {
 		c.active++
 		c.mu.Unlock()
 		go c.runHandler(nil, msg)
+	}
+}
+
+// cancellation handles notifications/cancelled. One naming a listen or a
+// handler call in flight ends it; one naming a request forwarded to the
+// peer goes to the peer, naming the id the peer knows; any other (an id not
+// in flight, or malformed) is dropped at once: it could mean nothing to the
+// peer, which knows no id of the client's.
+func (c *conn) cancellation(params json.RawMessage) {
+	id, reason, at, ok := parseCancelled(params)
+	if !ok {
+		c.srv.log.Debug("stdio: malformed cancellation ignored")
+		return
+	}
+	if peerID, forwarded := c.cancelRequest(id, reason); forwarded {
+		c.forward(cancelForPeer(params, at, len(id.Raw()), peerID))
 	}
 }
 
@@ -103,55 +109,45 @@ func (c *conn) request(msg jsonrpc.Message) {
 	go c.runHandler(e, msg)
 }
 
-// forwardRequest queues a request for the peer, once a unit of MaxInFlight
-// is free. Its id is in flight (and the unit held) until the peer answers.
-func (c *conn) forwardRequest(msg jsonrpc.Message, line []byte) {
+// forwardRequest hands a request to the peer under an id of the
+// connection's own (see Conn), once a unit of MaxInFlight is free. The
+// unit is held until the peer's answer was written, or dropped.
+func (c *conn) forwardRequest(msg jsonrpc.Message) {
 	if !c.takeSlot() {
 		return
 	}
-	e := &entry{id: msg.ID, kind: kindForward}
 	c.mu.Lock()
+	c.lastPeerID++
+	e := &entry{id: msg.ID, kind: kindForward, peerID: c.lastPeerID}
 	c.entries[e.id] = e
+	c.addForwardLocked(e)
 	c.mu.Unlock()
-	if !c.forward(line) {
+	if !c.forward(peerMessage(nil, e.peerID, msg)) {
 		// Not queued (the connection stopped taking messages). The unit
 		// goes back with the entry, unless an answer the peer wrote for
 		// this id (it never read the request) took both already.
 		c.mu.Lock()
-		removed := c.removeEntryLocked(e)
+		_, pending := c.forwards[e.peerID]
+		if pending {
+			c.removeForwardLocked(e.peerID)
+			c.removeEntryLocked(e)
+		}
 		c.mu.Unlock()
-		if removed {
+		if pending {
 			c.giveSlot()
 		}
 	}
 }
 
-// forward queues a copy of line for the peer, waiting for room; false if
-// the connection stopped taking messages meanwhile.
-func (c *conn) forward(line []byte) bool {
-	m := bytes.Clone(bytes.TrimSpace(line))
+// forward queues m for the peer, waiting for room; false if the connection
+// stopped taking messages meanwhile.
+func (c *conn) forward(m []byte) bool {
 	select {
 	case c.inbound <- m:
 		return true
 	case <-c.stopped:
 		return false
 	}
-}
-
-// answered handles an answer the peer writes for id: if it is a forwarded
-// request in flight, its id and its unit of MaxInFlight are freed, and drop
-// reports whether the client cancelled it (the answer is then not written).
-func (c *conn) answered(id jsonrpc.ID) (drop bool) {
-	c.mu.Lock()
-	e, ok := c.entries[id]
-	if !ok || e.kind != kindForward {
-		c.mu.Unlock()
-		return false
-	}
-	c.removeEntryLocked(e)
-	c.mu.Unlock()
-	c.giveSlot()
-	return e.cancelled.Load()
 }
 
 // listen validates a subscriptions/listen request and starts its goroutine.
@@ -184,6 +180,7 @@ func (c *conn) listen(msg jsonrpc.Message) {
 		c.mu.Unlock()
 		e.ownerCancel(nil)
 		e.serveCancel(nil)
+		c.srv.nRefused.Add(1)
 		c.srv.log.Debug("stdio: listen refused: capacity exhausted", "id", msg.ID.Raw(), "max", c.srv.opts.MaxSubscriptions)
 		err := jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgCapacityExhausted).WithCause(listen.Failed(listen.ErrOverloaded))
 		c.hookListenError(err)
@@ -202,93 +199,91 @@ func (c *conn) listen(msg jsonrpc.Message) {
 	go c.runListen(e, req)
 }
 
-// forwardsListen reports whether a subscriptions/listen message with params
-// goes to the peer: on a Conn with Options.ForwardOtherVersions, when its
-// _meta does not name protocol version 2026-07-28 (read as listen.ParseParams
-// reads it).
-func (c *conn) forwardsListen(params json.RawMessage) bool {
-	if !c.peer || !c.srv.opts.ForwardOtherVersions {
-		return false
-	}
-	var p struct {
-		Meta map[string]json.RawMessage `json:"_meta"`
-	}
-	var version string
-	if json.Unmarshal(params, &p) != nil || json.Unmarshal(p.Meta[spec.MetaProtocolVersion], &version) != nil {
-		return true
-	}
-	return version != spec.ProtocolVersion
-}
-
 // parseCancelled reads the params of notifications/cancelled: an object with
-// requestId (a string or an integer) and an optional string reason. Anything
-// else is malformed (ok false): such cancellations are ignored, or forwarded
-// to the peer of a Conn.
-func parseCancelled(params json.RawMessage) (id jsonrpc.ID, reason string, ok bool) {
-	var p map[string]json.RawMessage
-	if json.Unmarshal(params, &p) != nil || p == nil {
-		return jsonrpc.ID{}, "", false
+// requestId (a string or an integer) and an optional string reason, neither
+// repeated (names matched exactly). at is the index of requestId's value in
+// params. Anything else is malformed (ok false): such cancellations are
+// ignored.
+func parseCancelled(params json.RawMessage) (id jsonrpc.ID, reason string, at int, ok bool) {
+	ms, isObject := jsonobj.Members(params)
+	v, unique := jsonobj.Lookup(ms, "requestId", "reason")
+	if !isObject || !unique {
+		return jsonrpc.ID{}, "", 0, false
 	}
-	id, ok = jsonrpc.ParseID(p["requestId"])
-	if !ok {
-		return jsonrpc.ID{}, "", false
+	rawID, rawReason := v[0], v[1]
+	if id, ok = jsonrpc.ParseID(rawID); !ok {
+		return jsonrpc.ID{}, "", 0, false
 	}
-	if raw, has := p["reason"]; has {
-		raw = bytes.TrimSpace(raw)
-		if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &reason) != nil {
-			return jsonrpc.ID{}, "", false
+	if rawReason != nil && (rawReason[0] != '"' || json.Unmarshal(rawReason, &reason) != nil) {
+		return jsonrpc.ID{}, "", 0, false
+	}
+	for _, m := range ms {
+		if m.Is("requestId") {
+			at = m.Offset
 		}
 	}
-	return id, reason, true
+	return id, reason, at, true
 }
 
-// response is the shape of a JSON-RPC response, to recognise one.
-type response struct {
-	JSONRPC *string         `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  json.RawMessage `json:"method"`
-	Result  json.RawMessage `json:"result"`
-	Error   json.RawMessage `json:"error"`
+// parseResponse reads line as a JSON-RPC 2.0 response: jsonrpc "2.0", no
+// method, exactly one of result and error, and a string or integer id (or
+// a null id for an error), no member repeated (names matched exactly). It
+// returns the response rebuilt from those members, for the peer.
+func parseResponse(line []byte) ([]byte, bool) {
+	if !json.Valid(line) {
+		return nil, false
+	}
+	ms, isObject := jsonobj.Members(line)
+	v, unique := jsonobj.Lookup(ms, "jsonrpc", "id", "method", "result", "error")
+	version, id, method, result, rerr := v[0], v[1], v[2], v[3], v[4]
+	var ver string
+	if !isObject || !unique || method != nil || json.Unmarshal(version, &ver) != nil || ver != "2.0" || (result == nil) == (rerr == nil) {
+		return nil, false
+	}
+	if string(id) == "null" {
+		if rerr == nil {
+			return nil, false
+		}
+	} else if _, ok := jsonrpc.ParseID(id); !ok {
+		return nil, false
+	}
+	b := make([]byte, 0, 40+len(id)+len(result)+len(rerr))
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	if result != nil {
+		b = append(append(b, `,"result":`...), result...)
+	} else {
+		b = append(append(b, `,"error":`...), rerr...)
+	}
+	return append(b, '}'), true
 }
 
-// isResponse reports whether line is a JSON-RPC 2.0 response: no method,
-// exactly one of result and error, and a string or integer id (or a null id
-// for an error).
-func isResponse(line []byte) bool {
-	var m response
-	if json.Unmarshal(line, &m) != nil {
-		return false
+// peerMessage appends to b the request or notification msg as the peer
+// reads it: rebuilt from the members the connection read (jsonrpc, method,
+// params), with id peerID for a request (0: a notification). Other members
+// are dropped, so that the peer cannot read the message differently.
+func peerMessage(b []byte, peerID uint64, msg jsonrpc.Message) []byte {
+	b = append(b, `{"jsonrpc":"2.0",`...)
+	if peerID != 0 {
+		b = append(b, `"id":`...)
+		b = strconv.AppendUint(b, peerID, 10)
+		b = append(b, ',')
 	}
-	if m.JSONRPC == nil || *m.JSONRPC != "2.0" || m.Method != nil || (m.Result == nil) == (m.Error == nil) {
-		return false
+	b = append(b, `"method":`...)
+	b = jsonenc.AppendString(b, msg.Method)
+	if msg.Params != nil {
+		b = append(append(b, `,"params":`...), msg.Params...)
 	}
-	if string(bytes.TrimSpace(m.ID)) == "null" {
-		return m.Error != nil
-	}
-	_, ok := jsonrpc.ParseID(m.ID)
-	return ok
+	return append(b, '}')
 }
 
-// head is what the Conn needs to know of a message its peer writes.
-type head struct {
-	// answer: a response (an id and no method); id is then its id.
-	answer bool
-	id     jsonrpc.ID
-}
-
-// parseHead reads the head of a message the peer writes: it must be a JSON
-// object.
-func parseHead(msg []byte) (head, bool) {
-	var m struct {
-		ID     json.RawMessage `json:"id"`
-		Method json.RawMessage `json:"method"`
-	}
-	if json.Unmarshal(msg, &m) != nil {
-		return head{}, false
-	}
-	if m.Method != nil || len(m.ID) == 0 {
-		return head{}, true
-	}
-	id, ok := jsonrpc.ParseID(m.ID)
-	return head{answer: ok, id: id}, true
+// cancelForPeer returns the cancellation with params whose requestId (n
+// bytes at index at) names the peer's id for the request instead.
+func cancelForPeer(params []byte, at, n int, peerID uint64) []byte {
+	b := make([]byte, 0, 80+len(params))
+	b = append(b, `{"jsonrpc":"2.0","method":"`+spec.MethodCancelled+`","params":`...)
+	b = append(b, params[:at]...)
+	b = strconv.AppendUint(b, peerID, 10)
+	b = append(b, params[at+n:]...)
+	return append(b, '}')
 }

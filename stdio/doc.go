@@ -21,12 +21,13 @@
 //	go peer(c)            // c.ReadMessage, c.WriteMessage, then c.Close
 //	err = c.Serve(ctx)
 //
-// The Server serves every listen (with Options.ForwardOtherVersions, every
-// listen naming 2026-07-28) and every notifications/cancelled naming one;
-// everything else the client sends reaches the peer as it was read
-// (Conn.ReadMessage), responses to the peer's own requests included, and
-// the peer writes any message at any time (Conn.WriteMessage) through the
-// connection's one writer. See Conn for the bounds and the ending.
+// The Server serves every listen and every notifications/cancelled;
+// everything else the client sends reaches the peer (Conn.ReadMessage, or
+// Conn.Lines), responses to the peer's own requests included, each request
+// under an id of the connection's own that the peer's answer is mapped
+// back from, and the peer writes any message at any time
+// (Conn.WriteMessage) through the connection's one writer. See Conn for
+// the ids, the bounds and the ending.
 //
 // # Framing
 //
@@ -56,23 +57,23 @@
 // written and once more after each notification was written.
 //
 // A request id is in flight from the moment its request is read until its
-// terminal message or response is about to be written, or the client
-// cancels it; a request forwarded to a Conn's peer, until the peer answers
-// it (a cancellation does not free it: the peer still answers, and that
-// answer is dropped). A request (listen or not) reusing an id in flight is
-// answered with -32600 "Duplicate in-flight request id" and the request
-// holding the id is not touched.
+// terminal message or response (for a request forwarded to a Conn's peer:
+// the peer's answer) is about to be written, or the client cancels it. A
+// request (listen or not) reusing an id in flight is answered with -32600
+// "Duplicate in-flight request id" and the request holding the id is not
+// touched.
 //
 // notifications/cancelled with the requestId of an open listen closes it
 // with reason listen.Cancelled(reason) and nothing more is written for it: no
 // terminal message, and a message still queued for it is dropped. The id is
 // free as soon as the cancellation is read. The same cancellation of a
 // handler call cancels the call's context (cause listen.Cancelled) and its
-// response is not sent. Cancellations that are malformed (params not an
-// object, requestId not a string or integer, a reason that is not a string)
-// or name no listen or handler call in flight are ignored (on a Conn they
-// go to the peer, as do those of the requests forwarded to it);
-// notifications are never answered.
+// response is not sent. The cancellation of a request forwarded to a
+// Conn's peer frees its id too and goes to the peer (see Conn).
+// Cancellations that are malformed (params not an object, requestId not a
+// string or integer, a reason that is not a string, a member repeated) or
+// name no request in flight are dropped at once; notifications are never
+// answered.
 //
 // # Listen requests
 //
@@ -93,12 +94,6 @@
 //
 // A listen without an id is a notification and is ignored.
 //
-// On a Conn with Options.ForwardOtherVersions, a listen (request or
-// notification) whose _meta does not name 2026-07-28 is not checked: it goes
-// to the peer as it was read, so that a peer that is an MCP server answers
-// it in its own words. Only listens naming 2026-07-28 go through the checks
-// above.
-//
 // # Endings
 //
 // EOF on the reader (the client closed its end) closes every open listen as
@@ -116,8 +111,9 @@
 // Server.Serve for what the caller should do).
 //
 // With a Conn, a graceful end (EOF, a drain) also waits for the peer: it
-// reads io.EOF once it has read what was queued for it, may still answer,
-// and must then Close. Conn.Close drains the connection.
+// reads io.EOF once it has read what was queued for it and answered every
+// request it was handed, and must then Close. Conn.Close drains the
+// connection.
 //
 // # Draining
 //
@@ -162,9 +158,9 @@
 // # Backpressure
 //
 // The connection holds a bounded amount of work, whatever the client sends:
-// at most Options.MaxInFlight handler calls (each holds its unit until its
-// response is written) or requests forwarded to the peer and not answered,
-// at most MaxInFlight messages queued for the peer, at most
+// at most Options.MaxInFlight handler calls or requests forwarded to the
+// peer (each holds its unit until its response, or the peer's answer, is
+// written), at most MaxInFlight messages queued for the peer, at most
 // Options.MaxSubscriptions listens, and one input line of at most
 // Options.MaxLineBytes being handled. Output is not queued: each message
 // waits in the goroutine that sends it until the writer wrote it. When a

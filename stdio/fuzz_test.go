@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -98,6 +99,8 @@ func FuzzServeInput(f *testing.F) {
 		strings.Repeat("x", 600) + "\n" + requestLine(`8`, "after"),
 		strings.Repeat(listenLine(`"p"`, `{"promptsListChanged":true}`)+"\n", 5),
 		`{"jsonrpc":"2.0","id":"s","result":{}}` + "\n" + `{"jsonrpc":"2.0","id":null,"error":{"code":1,"message":"m"}}`,
+		requestLine(`-0`, "a") + "\n" + requestLine(`"\u0041"`, "b") + "\n" + requestLine(`"A"`, "c") + "\n" + cancelLine(`"A"`, "x") + "\n" + cancelLine(`1`, "x"),
+		`{"jsonrpc":"2.0","id":1,"METHOD":"subscriptions/listen","method":"tools/list","Method":"x"}`,
 		requestLine(`9`, "a") + "\n" + cancelLine(`9`, "x") + "\n" + requestLine(`9`, "b") + "\n" + requestLine(`10`, "c") + "\n" + requestLine(`11`, "d"),
 	}
 	for _, s := range seeds {
@@ -111,9 +114,6 @@ func FuzzServeInput(f *testing.F) {
 			MaxLineBytes:     512,
 			MaxSubscriptions: 3,
 			MaxInFlight:      2,
-			// Serve ignores it; the Conn below hands listens of other
-			// versions to its peer.
-			ForwardOtherVersions: true,
 		}
 		// driven starts a fuzzSource's driver and returns the source and a
 		// function that stops the driver and waits for it.
@@ -157,7 +157,13 @@ func FuzzServeInput(f *testing.F) {
 					t.Errorf("the peer got a message that is not JSON: %q", m)
 					return
 				}
+				if head.Method == spec.MethodListen || head.Method == spec.MethodCancelled && !bytes.Contains(m, []byte(`"requestId":`)) {
+					t.Errorf("the peer got a listen or a cancellation it cannot know: %q", m)
+				}
 				if head.Method != "" && len(head.ID) > 0 {
+					if n, err := strconv.ParseUint(string(head.ID), 10, 64); err != nil || n == 0 {
+						t.Errorf("the peer got a request under an id not the connection's: %q", m)
+					}
 					answer := `{"jsonrpc":"2.0","id":` + string(head.ID) + `,"result":{}}`
 					if err := c.WriteMessage(context.Background(), json.RawMessage(answer)); err != nil {
 						t.Errorf("WriteMessage: %v", err)
@@ -173,6 +179,23 @@ func FuzzServeInput(f *testing.F) {
 		}
 		<-peerDone
 		checkOutput(t, out.Bytes())
+		// Every answer carries an id token the client sent.
+		sent := map[string]bool{}
+		for line := range bytes.Lines(data) {
+			if m, _ := jsonrpc.ParseMessage(bytes.TrimSpace(line)); m.ID.Valid() {
+				sent[m.ID.Raw()] = true
+			}
+		}
+		for line := range bytes.Lines(out.Bytes()) {
+			var m struct {
+				ID     json.RawMessage `json:"id"`
+				Method *string         `json:"method"`
+			}
+			_ = json.Unmarshal(line, &m)
+			if m.Method == nil && len(m.ID) > 0 && string(m.ID) != "null" && !sent[string(m.ID)] {
+				t.Fatalf("an answer with an id the client did not send: %q", line)
+			}
+		}
 		goleak.VerifyNone(t, ignore)
 	})
 }

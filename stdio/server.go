@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcplisten/listen"
@@ -86,12 +87,13 @@ type Options struct {
 	// MaxInFlight bounds, per connection, the work read but not yet done
 	// with: the Handler calls running (requests and notifications; a call
 	// counts until its response is written) and, on a Conn, the requests
-	// forwarded to the peer and not yet answered by it. It is also the
-	// length of a Conn's queue of messages the peer has not read yet. When
-	// either is full Serve stops reading (the client's writes then block:
-	// this is the connection's backpressure) until there is room. Listens
-	// are bounded by MaxSubscriptions instead. Zero means DefaultMaxInFlight
-	// (64).
+	// forwarded to the peer (each counts until the peer's answer is written).
+	// It is also the length of a Conn's queue of messages the peer has not
+	// read yet. When either is full Serve stops reading (the client's writes
+	// then block: this is the connection's backpressure) until there is
+	// room; so a client that does not read its output is not read either.
+	// Listens are bounded by MaxSubscriptions instead. Zero means
+	// DefaultMaxInFlight (64).
 	MaxInFlight int
 	// MaxLineBytes bounds the length of one input line, newline excluded.
 	// A longer line is skipped (never buffered past the limit) and answered
@@ -120,16 +122,6 @@ type Options struct {
 	// SupportedVersions is the "supported" list of the unsupported-version
 	// error (-32022). Nil means spec.SupportedProtocolVersions.
 	SupportedVersions []string
-	// ForwardOtherVersions, on a connection made with NewConn, hands the
-	// peer every subscriptions/listen message whose _meta does not name
-	// protocol version 2026-07-28 (another version, none, or params that
-	// cannot be read), as it hands it any other message, instead of
-	// answering it (see the package documentation, "Listen requests"). A
-	// peer that is an MCP server itself then answers such a listen in its
-	// own words (its -32022 error and its list of supported versions, for
-	// one), so that the connection speaks with one voice. The Server still
-	// serves every listen naming 2026-07-28. Serve's connections ignore it.
-	ForwardOtherVersions bool
 	// OmitShutdownCancelled, when set, makes a drain send only the completion
 	// result to each open listen. By default the completion result is
 	// preceded by notifications/cancelled for the listen (see the package
@@ -166,6 +158,10 @@ type Server struct {
 	src  listen.Source
 	opts Options
 	log  *slog.Logger
+
+	// nOpened, nClosed and nRefused count the subscriptions opened and closed
+	// and the listens refused for capacity (see Stats).
+	nOpened, nClosed, nRefused atomic.Uint64
 
 	mu     sync.Mutex
 	closed bool
@@ -304,12 +300,46 @@ func (s *Server) linger(done chan struct{}) {
 	s.lingering = append(kept, done)
 }
 
+// Stats is a snapshot of a Server's counters.
+type Stats struct {
+	// Connections is the number of connections being served.
+	Connections int
+	// Active is the number of listens being opened or streaming.
+	Active int
+	// InFlight is the number of handler calls and requests forwarded to a
+	// peer whose response is not written yet: the units of MaxInFlight
+	// taken, on all connections.
+	InFlight int
+	// Opened counts the subscriptions opened since New, Closed those whose
+	// stream has ended since.
+	Opened, Closed uint64
+	// Refused counts the listens refused for capacity (MaxSubscriptions).
+	Refused uint64
+	// ShuttingDown reports whether Shutdown was called.
+	ShuttingDown bool
+}
+
+// Stats returns the Server's counters.
+func (s *Server) Stats() Stats {
+	s.mu.Lock()
+	st := Stats{Connections: len(s.conns), ShuttingDown: s.closed}
+	for c := range s.conns {
+		c.mu.Lock()
+		st.Active += c.listens
+		c.mu.Unlock()
+		st.InFlight += len(c.slots)
+	}
+	s.mu.Unlock()
+	st.Opened, st.Closed, st.Refused = s.nOpened.Load(), s.nClosed.Load(), s.nRefused.Load()
+	return st
+}
+
 // Shutdown drains every connection: each Serve stops reading, every open
 // listen gets its completion result (preceded by notifications/cancelled
 // unless Options.OmitShutdownCancelled) and is closed with reason
 // listen.ErrShutdown, the handler calls in flight finish and are answered,
-// and a Conn's peer reads io.EOF once it read what was queued for it, may
-// still answer, and must then Close. Shutdown returns nil once every Serve
+// and a Conn's peer reads io.EOF once it read what was queued for it and
+// answered what it was handed, and must then Close. Shutdown returns nil once every Serve
 // has returned (each returns ErrServerClosed) and every Read or Write left
 // behind by a Serve (see Serve) has returned.
 //

@@ -652,14 +652,14 @@ func TestListenVersionAndParamsErrors(t *testing.T) {
 	}{
 		{"legacy 2025-11-25", listenLineVersion(`"L"`, `{}`, "2025-11-25"), jsonrpc.CodeMethodNotFound, spec.MsgMethodNotFoundListen, ""},
 		{"old version the server does not speak", listenLineVersion(`"L"`, `{}`, "2024-11-05"), jsonrpc.CodeUnsupportedProtocolVersion, spec.MsgUnsupportedVersion,
-			`{"requested":"2024-11-05","supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"]}`},
+			`{"supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"],"requested":"2024-11-05"}`},
 		{"1900-01-01 (the specification's example)", listenLineVersion(`"L"`, `{}`, "1900-01-01"), jsonrpc.CodeUnsupportedProtocolVersion, spec.MsgUnsupportedVersion,
-			`{"requested":"1900-01-01","supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"]}`},
+			`{"supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"],"requested":"1900-01-01"}`},
 		{"bad params win over a legacy version", req(`{` + meta("2025-06-18") + `}`), jsonrpc.CodeInvalidParams, spec.MsgNotificationsObject, ""},
 		{"future version", listenLineVersion(`"L"`, `{}`, "2027-01-01"), jsonrpc.CodeUnsupportedProtocolVersion, spec.MsgUnsupportedVersion,
-			`{"requested":"2027-01-01","supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"]}`},
+			`{"supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"],"requested":"2027-01-01"}`},
 		{"unknown version", listenLineVersion(`"L"`, `{}`, "v999.0.0"), jsonrpc.CodeUnsupportedProtocolVersion, spec.MsgUnsupportedVersion,
-			`{"requested":"v999.0.0","supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"]}`},
+			`{"supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"],"requested":"v999.0.0"}`},
 		{"params missing", `{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen"}`, jsonrpc.CodeInvalidParams, spec.MsgParamsObject, ""},
 		{"params an array", req(`[]`), jsonrpc.CodeInvalidParams, spec.MsgParamsObject, ""},
 		{"_meta missing", req(`{"notifications":{}}`), jsonrpc.CodeInvalidParams, spec.MsgMetaObject, ""},
@@ -1048,7 +1048,7 @@ func TestSupportedVersionsOption(t *testing.T) {
 		h.send(listenLineVersion(`1`, `{}`, "2099-01-01"))
 		m := h.recv()
 		requireError(t, m, `1`, jsonrpc.CodeUnsupportedProtocolVersion, spec.MsgUnsupportedVersion)
-		require.JSONEq(t, `{"requested":"2099-01-01","supported":["2026-07-28"]}`, string(m.err().Data))
+		require.JSONEq(t, `{"supported":["2026-07-28"],"requested":"2099-01-01"}`, string(m.err().Data))
 		rest, err := h.closeInput()
 		require.NoError(t, err)
 		require.Empty(t, rest)

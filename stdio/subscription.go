@@ -45,12 +45,14 @@ func (c *conn) runListen(e *entry, req *listen.Request) {
 		return
 	}
 
+	c.srv.nOpened.Add(1)
 	c.hookOpen(sub)
 	reason := sub.Serve(e.serveCtx, listen.Sink{
 		Write: func(msg []byte) error { return c.subWrite(e, msg) },
 		Final: func(msg []byte) error { return c.subFinal(e, msg) },
 	})
 	c.removeEntry(e)
+	c.srv.nClosed.Add(1)
 	c.srv.log.Debug("stdio: subscription closed", "id", e.id.Raw(), "reason", reason, "class", listen.Classify(reason))
 	c.hookClose(sub, reason)
 }

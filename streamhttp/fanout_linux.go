@@ -5,7 +5,6 @@ package streamhttp
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"os"
 	"runtime"
@@ -33,7 +32,11 @@ import (
 //     path of its own: a goroutine that writes with the write timeout as
 //     deadline, while the stream's source queues what comes meanwhile (the
 //     hub's bounded queue), until it has caught up and gives the stream
-//     back;
+//     back; it waits for the socket in Go's poller, through an os.File on
+//     the stream's own descriptor, made the first time and kept until the
+//     stream ends, so that a stream that goes back and forth (a client
+//     that keeps its window nearly full) pays a goroutine per trip, not a
+//     dup and a registration;
 //   - one epoll instance, watched by one goroutine parked in Go's poller,
 //     notices a client that hangs up or sends bytes after its request;
 //   - one keep-alive sweeper (a timer, per fanout) marks the streams idle
@@ -52,6 +55,10 @@ type fanout struct {
 	next         atomic.Uint32
 	epoch        time.Time
 	base         atomic.Pointer[baseContext] // the last baseContext
+	// trips counts the streams handed to a slow path, files the
+	// descriptors the slow path registered with Go's poller (at most one
+	// per stream): read by tests.
+	trips, files atomic.Uint64
 
 	mu      sync.Mutex
 	streams int
@@ -165,7 +172,8 @@ func (f *fanout) count() int {
 // A fast stream keeps the socket's descriptor only: start duplicates it and
 // closes the net.Conn, whose per-connection objects (descriptor, poller
 // registration, addresses) a stream would otherwise hold for its life. The
-// slow path makes a net.Conn again while it needs one.
+// slow path registers that descriptor with Go's poller the first time it
+// needs to wait for the socket (fastStream.file), and keeps it so.
 func (f *fanout) start(h *Handler, t *takenOver) bool {
 	sc, ok := t.conn.(syscall.Conn)
 	if !ok {
@@ -402,10 +410,14 @@ const (
 // connection's writes belong to its owner (see state); idx to its loop's
 // lock.
 type fastStream struct {
-	f    *fanout
-	st   *stream
-	fd   int      // the socket (a duplicate of the taken-over connection's)
-	conn net.Conn // the slow path's connection on fd, while it needs one
+	f  *fanout
+	st *stream
+	fd int // the socket (a duplicate of the taken-over connection's)
+	// file owns fd once the slow path first needed to wait for the socket:
+	// an os.File on fd itself (no dup), registered with Go's poller once,
+	// kept until the stream ends (about 200 bytes; nil while the stream
+	// never filled its socket).
+	file *os.File
 	l    *loop
 	hup  *hangups
 	p    listen.Poller // kept here: one object per stream to touch per message
@@ -567,6 +579,7 @@ func (fs *fastStream) toSlow(rest []byte, message bool) {
 			break
 		}
 	}
+	fs.f.trips.Add(1)
 	fs.f.started()
 	go fs.slow(rest, message) // ends once caught up or done; counted for wait
 }
@@ -603,15 +616,13 @@ func (fs *fastStream) slow(rest []byte, message bool) {
 				}
 				continue
 			}
-			// Caught up: the connection goes before the stream does (once
-			// released, the loop may hand it to a new slow path at once).
-			fs.closeConn()
+			// Caught up: the stream goes back to its loop (which may hand
+			// it to a new slow path at once; fs.file stays for it).
 			if fs.release(stateSlow) {
 				return
 			}
 			continue
 		case listen.StepDone:
-			fs.closeConn()
 			fs.end()
 			return
 		}
@@ -622,27 +633,6 @@ func (fs *fastStream) slow(rest []byte, message bool) {
 			buf = nil
 		}
 	}
-}
-
-// closeConn closes the slow path's connection, if it has one (fs.fd keeps
-// the socket open).
-func (fs *fastStream) closeConn() {
-	if fs.conn != nil {
-		_ = fs.conn.Close()
-		fs.conn = nil
-	}
-}
-
-// pollerConn returns a net.Conn on a duplicate of fd, so that the slow path
-// can wait for the socket with a deadline in Go's poller.
-func pollerConn(fd int) (net.Conn, error) {
-	dup, err := dupCloseOnExec(fd)
-	if err != nil {
-		return nil, err
-	}
-	f := os.NewFile(uintptr(dup), "streamhttp-slow")
-	defer f.Close()
-	return net.FileConn(f) // duplicates it again
 }
 
 // keptAlive reports a keep-alive written to Options.OnKeepAlive, if set (a
@@ -656,20 +646,21 @@ func (fs *fastStream) keptAlive() {
 	hook(fs.st.sub)
 }
 
-// writeBlocking writes b within the write timeout, in Go's poller (on a
-// net.Conn of the socket, made when first needed).
+// writeBlocking writes b within the write timeout, in Go's poller (through
+// fs.file, made when first needed).
 func (fs *fastStream) writeBlocking(b []byte) error {
-	if fs.conn == nil {
-		conn, err := pollerConn(fs.fd)
-		if err != nil {
-			return err
-		}
-		fs.conn = conn
+	if fs.file == nil {
+		// The descriptor is non-blocking (it shares the taken-over
+		// socket's file description), so os.NewFile registers it with
+		// the poller, and the file's deadlines work. From now on the file
+		// owns it (letGo closes the file).
+		fs.file = os.NewFile(uintptr(fs.fd), "streamhttp-slow")
+		fs.f.files.Add(1)
 	}
-	if err := fs.conn.SetWriteDeadline(time.Now().Add(fs.f.writeTimeout)); err != nil {
+	if err := fs.file.SetWriteDeadline(time.Now().Add(fs.f.writeTimeout)); err != nil {
 		return err
 	}
-	_, err := fs.conn.Write(b)
+	_, err := fs.file.Write(b)
 	if err == nil {
 		fs.lastWrite.Store(fs.f.now())
 	}
@@ -697,6 +688,10 @@ func (fs *fastStream) letGo() {
 		return
 	}
 	fs.f.remove(fs)
+	if fs.file != nil {
+		_ = fs.file.Close() // its descriptor is fd
+		return
+	}
 	_ = syscall.Close(fs.fd)
 }
 

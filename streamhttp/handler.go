@@ -166,8 +166,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // admitAndServe admits, opens and serves st, the stream of the decoded
 // listen req. It returns the refusal to answer when the listen is not
-// admitted or does not open; nothing is left of it then.
+// admitted or does not open, or an empty one (nothing is written) when its
+// client has already left (see gone); nothing is left of it then.
 func (h *Handler) admitAndServe(w http.ResponseWriter, r *http.Request, st *stream, req *listen.Request) *refusal {
+	if gone(r) {
+		h.unpend(st)
+		st.stop()
+		return &refusal{}
+	}
 	if f := h.admit(st, r, req.ID); f != nil {
 		st.stop()
 		return f
@@ -218,6 +224,14 @@ func (h *Handler) admit(st *stream, r *http.Request, id jsonrpc.ID) *refusal {
 	return f
 }
 
+// gone reports whether r's client has already left: its request ended
+// after its body had arrived. On HTTP/2 that is a stream the client reset
+// (RST_STREAM) after sending its listen, which costs it a few bytes: such a
+// listen is neither admitted nor opened, and nothing is written (net/http
+// keeps a reset stream's body readable, so without this check the whole
+// open would run, and the acknowledgement be shaped, for nobody).
+func gone(r *http.Request) bool { return r.Context().Err() != nil }
+
 // streamKey returns the MaxStreamsPerKey key of request r: StreamKey's, or
 // by default the client's IP address.
 func (h *Handler) streamKey(r *http.Request, auth any) string {
@@ -261,6 +275,9 @@ func (h *Handler) unpend(st *stream) {
 // neither the request nor its body is referenced: the subscription kept
 // copies of what it serves.
 func (h *Handler) open(st *stream, r *http.Request, req *listen.Request) *refusal {
+	if gone(r) {
+		return &refusal{}
+	}
 	sub, err := listen.OpenOwned(r.Context(), nil, h.src, req, &h.opts.Listen)
 	if err != nil {
 		if r.Context().Err() != nil {

@@ -23,7 +23,8 @@ const TransportKind = "streamable_http"
 //  2. CheckOrigin (AllowedHosts, AllowedOrigins): 403;
 //  3. Authenticate: 401, or the AuthError's status;
 //  4. body over MaxBodyBytes: 413; not received within ReadTimeout: 408;
-//     unreadable body: 400;
+//     unreadable body: 400; the request ended once its body was read (an
+//     HTTP/2 stream reset after its listen): nothing is written;
 //  5. JSON: -32700 or -32600, 400;
 //  6. Mcp-Method header vs body method: -32020, 400;
 //  7. a notification (no id) of another method: 202, ignored; any other
@@ -80,6 +81,9 @@ func (h *Handler) decodeBody(w http.ResponseWriter, r *http.Request) (*listen.Re
 	body, f := h.readBody(w, r)
 	if f != nil {
 		return nil, f
+	}
+	if gone(r) {
+		return nil, &refusal{} // reset or closed once its body was sent: nobody to answer
 	}
 	m, err := jsonrpc.ParseMessage(body)
 	if err != nil {

@@ -208,7 +208,7 @@ func (tasks) SubscriptionFilter(_ context.Context, _ *listen.Request, requested 
 	return nil, nil
 }
 
-func (tasks) ShapeSubscriptionEvent(ev listen.Event, _, _ listen.Filter) (string, map[string]any, error) {
+func (tasks) ShapeSubscriptionEvent(ev listen.Event, _ listen.Filter, _ listen.Settings) (string, map[string]any, error) {
 	st := ev.Payload.(taskStatus)
 	return "notifications/tasks/status", map[string]any{"taskId": st.ID, "status": st.Status}, nil
 }

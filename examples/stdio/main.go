@@ -3,7 +3,7 @@
 // tools, prompts and resources, and this library serves
 // subscriptions/listen (many listens on the one connection, each cancelled
 // on its own) from a hub, with every change the go-sdk server notifies
-// republished to the listens that asked for it (gosdk.Run).
+// republished to the listens that asked for it (gosdk.NewStdio).
 //
 //	go run ./examples/stdio
 //
@@ -12,8 +12,9 @@
 // lists, trigger_resource_update {"uri": ...} calls its
 // Server.ResourceUpdated; none of them calls this library. It logs every
 // listen opened and closed and every republished change with log/slog on
-// standard error (standard output carries the protocol only). It ends at
-// the end of its input, or drains on SIGINT or SIGTERM.
+// standard error (standard output carries the protocol only), and the
+// counters of the handle as it stops. It ends at the end of its input, or
+// drains on SIGINT or SIGTERM.
 package main
 
 import (
@@ -40,7 +41,7 @@ func main() {
 		Version: "0.1.0",
 		Logger:  slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
-	err := gosdk.Run(ctx, server, gosdk.StdioOptions{
+	s, err := gosdk.NewStdio(server, gosdk.StdioOptions{
 		Options: gosdk.Options{
 			Logger: logger,
 			OnRepublish: func(method, uri string, r hub.Report) {
@@ -59,9 +60,18 @@ func main() {
 			},
 		},
 	})
-	if err != nil && ctx.Err() == nil {
-		logger.Error("stdio server stopped", "err", err)
+	if err != nil {
+		logger.Error("stdio server not started", "err", err)
 		os.Exit(1)
 	}
-	logger.Info("stopped")
+	// Run returns at the end of the input, or once the signal's drain is
+	// done (every open listen got its completion result).
+	err = s.Run(ctx)
+	_ = s.Shutdown(context.Background())
+	st, bs := s.Stats(), s.Bridge().Stats()
+	logger.Info("stopped", "listens_opened", st.Opened, "listens_refused", st.Refused,
+		"list_changes", bs.ListChanges, "resource_updates", bs.ResourceUpdates, "err", err)
+	if err != nil && ctx.Err() == nil {
+		os.Exit(1)
+	}
 }

@@ -20,6 +20,16 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+// build builds this command into a temporary directory of t's.
+func build(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "stdio")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Stderr = os.Stderr
+	require.NoError(t, cmd.Run())
+	return bin
+}
+
 // The go-sdk v1.8.0 client drives `go run ./examples/stdio` (built once)
 // over CommandTransport: tool calls work, its automatic listen gets
 // tools/list_changed and prompts/list_changed from the trigger tools,
@@ -28,17 +38,14 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // through. Standard output carries the protocol only: the logs go to
 // standard error.
 func TestGoSDKClientOverStdio(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "stdio")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Stderr = os.Stderr
-	require.NoError(t, build.Run())
+	bin := build(t)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.Command(bin)
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
-	closedLog := make(chan string, 10)
+	closedLog, stoppedLog := make(chan string, 10), make(chan string, 1)
 	logDone := make(chan struct{})
 	go func() {
 		defer close(logDone)
@@ -46,6 +53,9 @@ func TestGoSDKClientOverStdio(t *testing.T) {
 		for sc.Scan() {
 			if strings.Contains(sc.Text(), "listen closed") {
 				closedLog <- sc.Text()
+			}
+			if strings.Contains(sc.Text(), "msg=stopped") {
+				stoppedLog <- sc.Text()
 			}
 		}
 	}()
@@ -137,4 +147,53 @@ func TestGoSDKClientOverStdio(t *testing.T) {
 
 	require.NoError(t, cs.Close())
 	<-logDone
+	select {
+	case l := <-stoppedLog:
+		assert.Contains(t, l, "listens_opened=2", "the handle's counters, logged as it stops")
+	default:
+		t.Fatal("no stopped line")
+	}
+}
+
+// A go-sdk v1.8.0 client of protocol 2025-11-25 (initialize, no listen)
+// is served by the go-sdk as without this library: its resources/subscribe
+// and the go-sdk's own tools/list_changed and resources/updated.
+func TestOlderGoSDKClientOverStdio(t *testing.T) {
+	bin := build(t)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	type note struct{ method, uri string }
+	notes := make(chan note, 20)
+	client := mcp.NewClient(&mcp.Implementation{Name: "stdio-test-2025", Version: "0"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { notes <- note{method: "tools"} },
+		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
+			notes <- note{method: "updated", uri: r.Params.URI}
+		},
+	})
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: exec.Command(bin)}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	require.NoError(t, err)
+	require.Equal(t, "2025-11-25", cs.InitializeResult().ProtocolVersion)
+	wait := func(what string) note {
+		t.Helper()
+		select {
+		case n := <-notes:
+			return n
+		case <-ctx.Done():
+			t.Fatalf("no %s", what)
+			return note{}
+		}
+	}
+	call := func(name string, args map[string]any) {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		require.NoError(t, err, name)
+		require.False(t, res.IsError, name)
+	}
+	require.NoError(t, cs.Subscribe(ctx, &mcp.SubscribeParams{URI: fixture.ReadmeURI}))
+	call("trigger_resource_update", map[string]any{"uri": fixture.ReadmeURI})
+	assert.Equal(t, note{method: "updated", uri: fixture.ReadmeURI}, wait("resources/updated"))
+	call("test_trigger_tool_change", map[string]any{})
+	assert.Equal(t, note{method: "tools"}, wait("tools/list_changed"))
+	require.NoError(t, cs.Close())
 }

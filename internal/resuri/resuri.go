@@ -9,6 +9,8 @@
 // rule for users (listen.Options.SubResources).
 package resuri
 
+import "strings"
+
 // Canonical returns the syntax-based normal form of u (RFC 3986 section
 // 6.2.2): the scheme and the host lower-cased (ASCII letters only), the hex
 // digits of a percent-encoding upper-cased (6.2.2.1), and a percent-encoded
@@ -163,6 +165,14 @@ func Folders(c string, yield func(string) bool) {
 			return
 		}
 	}
+}
+
+// Segments returns the number of '/' in u's path (after its scheme and
+// authority, before its query or fragment): the number of its folders
+// that end with '/', about half of those Folders yields.
+func Segments(u string) int {
+	l := layoutOf(u)
+	return strings.Count(u[l.path:l.pathEnd], "/")
 }
 
 // Covers reports whether the subscribed URI covers the updated one under

@@ -111,3 +111,20 @@ func TestCovers(t *testing.T) {
 		assert.Equal(t, tc.want, resuri.Covers(tc.sub, tc.upd), "%s covers %s", tc.sub, tc.upd)
 	}
 }
+
+func TestSegments(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int
+	}{
+		{"file:///a/b/", 3},
+		{"file:///", 1},
+		{"file://", 0},
+		{"http://h/a?x/y#z/w", 1},
+		{"urn:a/b", 1},
+		{"no-scheme/a/b", 2},
+		{"file://h//", 2},
+	} {
+		assert.Equal(t, tc.want, resuri.Segments(tc.in), tc.in)
+	}
+}

@@ -1,0 +1,315 @@
+// Package jsonobj walks the members of a JSON object and the elements of a
+// JSON array without decoding their values, and matches member names
+// exactly. The listen parsers use it where encoding/json would not do:
+// encoding/json matches struct fields case-insensitively ("METHOD" fills
+// Method) and keeps the last of repeated names, so two parsers could read
+// one message two ways.
+//
+// Every function takes valid JSON (check it with json.Valid first): on
+// anything else their results are unspecified, but they never panic and
+// never read out of bounds.
+package jsonobj
+
+import (
+	"bytes"
+	"encoding/json"
+	"unicode/utf8"
+)
+
+// Member is one member of a JSON object.
+type Member struct {
+	// Name is the member name's JSON string token, quotes and escapes
+	// included.
+	Name []byte
+	// Value is the member value's JSON text, without surrounding space.
+	Value []byte
+	// Offset is the index of Value in the object's text.
+	Offset int
+}
+
+// Is reports whether the member's name is name exactly, once its escapes
+// are decoded ("\u006dethod" is "method"; "Method" is not).
+func (m Member) Is(name string) bool {
+	tok := m.Name
+	if len(tok) < 2 {
+		return false
+	}
+	if plain(tok) {
+		return string(tok[1:len(tok)-1]) == name
+	}
+	var s string
+	return json.Unmarshal(tok, &s) == nil && s == name
+}
+
+// plain reports whether the string token tok decodes to the bytes between
+// its quotes: no escape, valid UTF-8.
+func plain(tok []byte) bool {
+	return bytes.IndexByte(tok, '\\') < 0 && utf8.Valid(tok)
+}
+
+// Each calls fn for each member of obj in order, until fn returns false,
+// and reports whether obj is a JSON object (space around it allowed). It
+// allocates nothing.
+func Each(obj []byte, fn func(Member) bool) bool {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return false
+	}
+	i = skipSpace(obj, i+1)
+	for i < len(obj) && obj[i] == '"' {
+		end := skipString(obj, i)
+		name := obj[i:end]
+		i = skipSpace(obj, end)
+		if i >= len(obj) || obj[i] != ':' {
+			break
+		}
+		i = skipSpace(obj, i+1)
+		vend := skipValue(obj, i)
+		if !fn(Member{Name: name, Value: obj[i:vend], Offset: i}) {
+			break
+		}
+		i = skipSpace(obj, vend)
+		if i >= len(obj) || obj[i] != ',' {
+			break
+		}
+		i = skipSpace(obj, i+1)
+	}
+	return true
+}
+
+// Members returns the members of obj in order; ok is false if obj is not
+// a JSON object.
+func Members(obj []byte) (ms []Member, ok bool) {
+	ok = Each(obj, func(m Member) bool {
+		ms = append(ms, m)
+		return true
+	})
+	return ms, ok
+}
+
+// Find returns the value of the member of ms named name (the first, if
+// more than one is), or nil.
+func Find(ms []Member, name string) []byte {
+	for _, m := range ms {
+		if m.Is(name) {
+			return m.Value
+		}
+	}
+	return nil
+}
+
+// Lookup returns the values of the members of ms named names, in the order
+// of names (nil for a missing one); ok is false if one of those names
+// appears more than once.
+func Lookup(ms []Member, names ...string) (values [][]byte, ok bool) {
+	values = make([][]byte, len(names))
+	for _, m := range ms {
+		for i, name := range names {
+			if m.Is(name) {
+				if values[i] != nil {
+					return values, false
+				}
+				values[i] = m.Value
+				break
+			}
+		}
+	}
+	return values, true
+}
+
+// Elements calls fn for each element of arr in order, until fn returns
+// false. It reports whether arr is a JSON array.
+func Elements(arr []byte, fn func(elem []byte) bool) bool {
+	i := skipSpace(arr, 0)
+	if i >= len(arr) || arr[i] != '[' {
+		return false
+	}
+	i = skipSpace(arr, i+1)
+	if i < len(arr) && arr[i] == ']' {
+		return true
+	}
+	for i < len(arr) {
+		end := skipValue(arr, i)
+		if end == i || !fn(arr[i:end]) {
+			return true
+		}
+		i = skipSpace(arr, end)
+		if i >= len(arr) || arr[i] != ',' {
+			return true
+		}
+		i = skipSpace(arr, i+1)
+	}
+	return true
+}
+
+// Unique reports whether no name appears twice in ms (names compared once
+// decoded).
+func Unique(ms []Member) bool {
+	if len(ms) <= 8 {
+		for i := range ms {
+			for j := range i {
+				if sameName(ms[i].Name, ms[j].Name) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	seen := make(map[string]struct{}, len(ms))
+	for _, m := range ms {
+		name := decodeName(m.Name)
+		if _, dup := seen[name]; dup {
+			return false
+		}
+		seen[name] = struct{}{}
+	}
+	return true
+}
+
+// sameName reports whether two name tokens decode alike.
+func sameName(a, b []byte) bool {
+	if plain(a) && plain(b) {
+		return bytes.Equal(a, b)
+	}
+	return decodeName(a) == decodeName(b)
+}
+
+// decodeName returns a name token's text, decoded when it holds escapes.
+func decodeName(tok []byte) string {
+	if len(tok) >= 2 && plain(tok) {
+		return string(tok[1 : len(tok)-1])
+	}
+	var s string
+	_ = json.Unmarshal(tok, &s)
+	return s
+}
+
+// ExactStrings reports whether every JSON string in text, the JSON text
+// of a value, decodes to exactly the text it spells (see ExactString).
+// It is a quick check: false may also mean that text needs a closer look
+// (it holds an escape \u, or invalid UTF-8 outside its strings).
+func ExactStrings(text []byte) bool {
+	return bytes.Index(text, []byte(`\u`)) < 0 && utf8.Valid(text)
+}
+
+// ExactString reports whether the JSON string token tok decodes to exactly
+// the text it spells: valid UTF-8, and every \u escape of a UTF-16
+// surrogate part of a pair. encoding/json decodes a lone surrogate
+// ("\ud800") and invalid UTF-8 to U+FFFD, so two such strings would decode
+// alike, and alike with "\ufffd" itself.
+func ExactString(tok []byte) bool {
+	if !utf8.Valid(tok) {
+		return false
+	}
+	for i := 0; i < len(tok); i++ {
+		if tok[i] != '\\' {
+			continue
+		}
+		i++
+		if i >= len(tok) || tok[i] != 'u' {
+			continue // a one-letter escape; skip the letter
+		}
+		r, ok := hex4(tok, i+1)
+		i += 4
+		switch {
+		case !ok:
+			return false
+		case r >= 0xDC00 && r <= 0xDFFF:
+			return false // a low surrogate without its high one
+		case r >= 0xD800 && r <= 0xDBFF:
+			lo, ok := hex4(tok, i+3)
+			if i+2 >= len(tok) || tok[i+1] != '\\' || tok[i+2] != 'u' || !ok || lo < 0xDC00 || lo > 0xDFFF {
+				return false
+			}
+			i += 6
+		}
+	}
+	return true
+}
+
+// hex4 reads the four hex digits at b[i:i+4].
+func hex4(b []byte, i int) (rune, bool) {
+	if i < 0 || i+4 > len(b) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[i : i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index just past the string token starting at
+// b[i] (a quote): at the first quote not escaped by an odd run of
+// backslashes.
+func skipString(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		q := bytes.IndexByte(b[i:], '"')
+		if q < 0 {
+			return len(b)
+		}
+		i += q
+		n := 0
+		for j := i - 1; j >= 0 && b[j] == '\\'; j-- {
+			n++
+		}
+		if n%2 == 0 {
+			return i + 1
+		}
+	}
+	return len(b)
+}
+
+// skipValue returns the index just past the value starting at b[i].
+func skipValue(b []byte, i int) int {
+	if i >= len(b) {
+		return i
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for i < len(b) {
+			switch b[i] {
+			case '"':
+				i = skipString(b, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return len(b)
+	default: // a number, true, false or null
+		for i < len(b) {
+			switch b[i] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				return i
+			}
+			i++
+		}
+		return i
+	}
+}

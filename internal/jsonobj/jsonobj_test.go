@@ -1,0 +1,266 @@
+package jsonobj_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/assert"
+	"go.uber.org/goleak"
+
+	"github.com/mcplisten/listen/internal/jsonobj"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestMembers(t *testing.T) {
+	in := []byte(` { "a" : 1 , "b\u0063":{"x":[1,{"y":"}"}]}, "A":"s\"}" ,"e":[], "q":"\\\\" } `)
+	ms, ok := jsonobj.Members(in)
+	assert.True(t, ok)
+	var names, values []string
+	for _, m := range ms {
+		names = append(names, string(m.Name))
+		values = append(values, string(m.Value))
+		assert.Equal(t, m.Value, in[m.Offset:m.Offset+len(m.Value)])
+	}
+	assert.Equal(t, []string{`"a"`, `"b\u0063"`, `"A"`, `"e"`, `"q"`}, names)
+	assert.Equal(t, []string{`1`, `{"x":[1,{"y":"}"}]}`, `"s\"}"`, `[]`, `"\\\\"`}, values)
+	assert.Equal(t, `{"x":[1,{"y":"}"}]}`, string(jsonobj.Find(ms, "bc")))
+	assert.Nil(t, jsonobj.Find(ms, "B"))
+
+	for _, notObject := range []string{`[1]`, `"{"`, `1`, ``, `null`} {
+		_, ok := jsonobj.Members([]byte(notObject))
+		assert.False(t, ok, notObject)
+	}
+	ms, ok = jsonobj.Members([]byte(`{}`))
+	assert.True(t, ok)
+	assert.Empty(t, ms)
+
+	var first []string
+	assert.True(t, jsonobj.Each(in, func(m jsonobj.Member) bool {
+		first = append(first, string(m.Name))
+		return len(first) < 2
+	}))
+	assert.Equal(t, []string{`"a"`, `"b\u0063"`}, first, "Each stops when fn returns false")
+}
+
+func TestLookup(t *testing.T) {
+	ms, _ := jsonobj.Members([]byte(`{"b":2,"a":1,"x":0,"x":0}`))
+	v, ok := jsonobj.Lookup(ms, "a", "b", "c")
+	assert.True(t, ok, "only the names looked up must not repeat")
+	assert.Equal(t, [][]byte{[]byte(`1`), []byte(`2`), nil}, v)
+	_, ok = jsonobj.Lookup(ms, "a", "x")
+	assert.False(t, ok)
+}
+
+func TestIs(t *testing.T) {
+	for _, tt := range []struct {
+		tok, name string
+		is        bool
+	}{
+		{`"method"`, "method", true},
+		{`"Method"`, "method", false},
+		{`"METHOD"`, "method", false},
+		{`"\u006dethod"`, "method", true},
+		{`"\u006Dethod"`, "method", true},
+		{`"method "`, "method", false},
+		{`"meth\od"`, "method", false}, // not valid JSON: never a name
+		{`""`, "", true},
+		{"\"\xff\"", "\uFFFD", true}, // invalid UTF-8 decodes to U+FFFD
+	} {
+		assert.Equal(t, tt.is, jsonobj.Member{Name: []byte(tt.tok)}.Is(tt.name), tt.tok)
+	}
+}
+
+func TestElements(t *testing.T) {
+	var got []string
+	assert.True(t, jsonobj.Elements([]byte(` [ 1 , "a,]" , {"b":[2]} ,null,[]] `), func(e []byte) bool {
+		got = append(got, string(e))
+		return true
+	}))
+	assert.Equal(t, []string{`1`, `"a,]"`, `{"b":[2]}`, `null`, `[]`}, got)
+	assert.False(t, jsonobj.Elements([]byte(`{}`), func([]byte) bool { return true }))
+	assert.True(t, jsonobj.Elements([]byte(`[]`), func([]byte) bool { t.Fatal("no element"); return true }))
+}
+
+func TestUnique(t *testing.T) {
+	for _, tt := range []struct {
+		in     string
+		unique bool
+	}{
+		{`{"a":1,"b":2,"A":3}`, true},
+		{`{"a":1,"a":2}`, false},
+		{`{"a":1,"\u0061":2}`, false},
+		{`{"a":{"x":1,"x":2}}`, true}, // only the object's own members
+		{`{"1":0,"2":0,"3":0,"4":0,"5":0,"6":0,"7":0,"8":0,"9":0,"10":0}`, true},
+		{`{"1":0,"2":0,"3":0,"4":0,"5":0,"6":0,"7":0,"8":0,"9":0,"3":0}`, false},
+		{`{"1":0,"2":0,"3":0,"4":0,"5":0,"6":0,"7":0,"8":0,"9":0,"\u0039":0}`, false},
+		{"{\"\xff\":1,\"\xfe\":2}", false}, // both decode to U+FFFD
+		{`[1,1]`, true},
+		{``, true},
+	} {
+		ms, _ := jsonobj.Members([]byte(tt.in))
+		assert.Equal(t, tt.unique, jsonobj.Unique(ms), tt.in)
+	}
+}
+
+func TestExactString(t *testing.T) {
+	for _, tt := range []struct {
+		tok   string
+		exact bool
+	}{
+		{`"file:///a"`, true},
+		{`"é"`, true},
+		{`"\u00e9"`, true},
+		{`"\ufffd"`, true},
+		{"\"\uFFFD\"", true},
+		{`"\ud83d\ude00"`, true}, // a pair
+		{`"\uD83D\uDE00"`, true},
+		{`"\\ud800"`, true}, // an escaped backslash, then text
+		{`"\ud800"`, false},
+		{`"\udfff"`, false},
+		{`"\ud800x"`, false},
+		{`"\ud800\u0041"`, false},
+		{`"\ud800\ud800"`, false},
+		{`"\ude00\ud83d"`, false},
+		{`"a\ud800"`, false},
+		{"\"\xff\"", false},
+		{"\"\xed\xa0\x80\"", false}, // a surrogate in UTF-8 is invalid UTF-8
+	} {
+		assert.Equal(t, tt.exact, jsonobj.ExactString([]byte(tt.tok)), tt.tok)
+		if jsonobj.ExactStrings([]byte(tt.tok)) {
+			assert.True(t, tt.exact, "the quick check passes only exact strings: %s", tt.tok)
+		}
+	}
+}
+
+// reference reads the members of a JSON object with encoding/json's
+// tokenizer.
+func reference(t *testing.T, data []byte) (names, values []string, ok bool) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, nil, false
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, tok.(string))
+		values = append(values, string(v))
+	}
+	return names, values, true
+}
+
+// exactReference decodes the string token tok by hand, code unit by code
+// unit, and reports whether it is valid Unicode.
+func exactReference(tok []byte) bool {
+	var units []uint16
+	s := tok[1 : len(tok)-1]
+	for i := 0; i < len(s); {
+		if s[i] == '\\' {
+			if s[i+1] == 'u' {
+				var u uint16
+				for _, c := range s[i+2 : i+6] {
+					u <<= 4
+					switch {
+					case c <= '9':
+						u |= uint16(c - '0')
+					case c <= 'F':
+						u |= uint16(c - 'A' + 10)
+					default:
+						u |= uint16(c - 'a' + 10)
+					}
+				}
+				units = append(units, u)
+				i += 6
+			} else {
+				units = append(units, 'x')
+				i += 2
+			}
+			continue
+		}
+		r, size := utf8.DecodeRune(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			return false
+		}
+		units = append(units, utf16.Encode([]rune{r})...)
+		i += size
+	}
+	for i := 0; i < len(units); i++ {
+		switch u := units[i]; {
+		case u >= 0xD800 && u < 0xDC00:
+			if i+1 >= len(units) || units[i+1] < 0xDC00 || units[i+1] > 0xDFFF {
+				return false
+			}
+			i++
+		case u >= 0xDC00 && u <= 0xDFFF:
+			return false
+		}
+	}
+	return true
+}
+
+// FuzzMembers: on any valid JSON, Members finds the members
+// encoding/json's tokenizer finds, with the same names (Is) and values,
+// Unique agrees with the decoded names, and every string value is judged
+// by ExactString as a hand decoder judges it (and passes ExactStrings only
+// if it is exact).
+func FuzzMembers(f *testing.F) {
+	for _, s := range []string{
+		`{"a":1,"b":[1,{"c":"d"}],"\u0041":"\ud800"}`,
+		`{ "x" : "y\\\"" , "z":null,"n":-1.5e3}`,
+		`{"s":"\ud83d\ude00\ufffd\udfff"}`,
+		`[1]`, `"x"`, `{}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !json.Valid(data) {
+			// Anything goes but a panic.
+			ms, _ := jsonobj.Members(data)
+			for _, m := range ms {
+				jsonobj.Elements(m.Value, func([]byte) bool { return true })
+			}
+			jsonobj.Unique(ms)
+			return
+		}
+		names, values, isObject := reference(t, data)
+		got, ok := jsonobj.Members(data)
+		if ok != isObject {
+			t.Fatalf("Members(%q) says object %v", data, ok)
+		}
+		if len(got) != len(names) {
+			t.Fatalf("Members(%q): %d members, the reference %d", data, len(got), len(names))
+		}
+		seen := map[string]bool{}
+		unique := true
+		for i, m := range got {
+			if !m.Is(names[i]) || string(m.Value) != values[i] {
+				t.Fatalf("member %d: %s: %s, the reference %q: %s", i, m.Name, m.Value, names[i], values[i])
+			}
+			if seen[names[i]] {
+				unique = false
+			}
+			seen[names[i]] = true
+			if m.Value[0] == '"' {
+				exact := exactReference(m.Value)
+				if jsonobj.ExactString(m.Value) != exact {
+					t.Fatalf("ExactString(%s) = %v", m.Value, !exact)
+				}
+				if jsonobj.ExactStrings(m.Value) && !exact {
+					t.Fatalf("ExactStrings(%s) passes an inexact string", m.Value)
+				}
+			}
+		}
+		if jsonobj.Unique(got) != unique {
+			t.Fatalf("Unique(%q) = %v", data, !unique)
+		}
+	})
+}
