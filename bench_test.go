@@ -81,7 +81,7 @@ func BenchmarkWorkerRoundTrip(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		w.Continue()
-		if o := <-w.Outcomes(); o.Kind != listen.OutcomeEvent {
+		if o := <-w.Outcomes(); o.Err != nil {
 			b.Fatal(o)
 		}
 	}

@@ -84,8 +84,8 @@
 //	w, _ := sub.StartWorker(connCtx) // connCtx now owns the stream
 //	w.Continue()                      // exactly one Next per Continue
 //	for o := range w.Outcomes() {     // closed by the worker when it exits
-//		switch o.Kind {
-//		case listen.OutcomeEvent:
+//		switch {
+//		case o.Err == nil: // an event
 //			msg, err := sub.Notification(o.Event)
 //			if err != nil { // an invalid event fails the stream
 //				write(sub.Failure())
@@ -96,10 +96,10 @@
 //				write(msg)
 //			}
 //			w.Continue()
-//		case listen.OutcomeClosed:
+//		case errors.Is(o.Err, listen.ErrClosed): // the graceful end
 //			write(sub.Completion())
 //			sub.Close(listen.ErrComplete)
-//		case listen.OutcomeError:
+//		default: // a failure
 //			write(sub.Failure())
 //			sub.Close(listen.Failed(o.Err))
 //		}

@@ -103,8 +103,8 @@ func ExampleSubscription_StartWorker() {
 	w, _ := sub.StartWorker(ctx)
 	w.Continue()
 	for o := range w.Outcomes() {
-		switch o.Kind {
-		case listen.OutcomeEvent:
+		switch {
+		case o.Err == nil: // an event
 			msg, err := sub.Notification(o.Event)
 			if err != nil { // an invalid event: the stream fails
 				write(sub.Failure())
@@ -115,10 +115,10 @@ func ExampleSubscription_StartWorker() {
 				write(msg)
 			}
 			w.Continue()
-		case listen.OutcomeClosed:
+		case errors.Is(o.Err, listen.ErrClosed): // the graceful end
 			write(sub.Completion())
 			sub.Close(listen.ErrComplete)
-		case listen.OutcomeError:
+		default: // a failure
 			write(sub.Failure())
 			sub.Close(listen.Failed(o.Err))
 		}

@@ -59,18 +59,6 @@ type SubscriptionExtension interface {
 // settings, or with {}).
 type Settings struct{ f Filter }
 
-// Len returns the number of members of the settings object.
-func (s Settings) Len() int { return len(s.f) }
-
-// Bool reports whether the member key is the boolean true.
-func (s Settings) Bool(key string) bool { return s.f.Bool(key) }
-
-// String returns the member key and true when it is a JSON string.
-func (s Settings) String(key string) (string, bool) {
-	v, ok := s.f[key].(string)
-	return v, ok
-}
-
 // Value returns a copy of the member key (a JSON value: nil, bool, string,
 // json.Number, []any or map[string]any) and whether it is present. A
 // string, a number or a boolean costs nothing; an object or a list is a

@@ -226,8 +226,8 @@ func (p *Poller) Next(dst []byte) (Step, []byte) {
 		if step, out, done := p.check(dst); done {
 			return step, out
 		}
-		switch o.Kind {
-		case OutcomeEvent:
+		switch o.kind {
+		case outcomeEvent:
 			out, send, err := s.appendNotification(p.shapeCtx(), dst, o.Event, true)
 			if err != nil {
 				return p.fail(dst, err)
@@ -237,7 +237,7 @@ func (p *Poller) Next(dst []byte) (Step, []byte) {
 			}
 			p.state = pollWriting
 			return StepWrite, out
-		case OutcomeClosed:
+		case outcomeClosed:
 			return p.terminal(dst, s.Completion(), ErrComplete, pollFinal)
 		case outcomeExited:
 			// The worker stopped without an outcome: its owner ended, or

@@ -117,7 +117,7 @@ func openSource(ctx context.Context, src Source, req *Request, supported Filter)
 func nextEvent(stream Stream) (out Outcome) {
 	defer func() {
 		if v := recover(); v != nil {
-			out = Outcome{Kind: OutcomeError, Err: newPanicError("Stream.Next", v)}
+			out = Outcome{kind: outcomeError, Err: newPanicError("Stream.Next", v)}
 		}
 	}()
 	return outcomeOf(stream.Next())
@@ -128,7 +128,7 @@ func nextEvent(stream Stream) (out Outcome) {
 func pollEvent(stream NotifyStream) (out Outcome, ok bool) {
 	defer func() {
 		if v := recover(); v != nil {
-			out, ok = Outcome{Kind: OutcomeError, Err: newPanicError("Stream.TryNext", v)}, true
+			out, ok = Outcome{kind: outcomeError, Err: newPanicError("Stream.TryNext", v)}, true
 		}
 	}()
 	ev, ready, err := stream.TryNext()
@@ -142,13 +142,13 @@ func pollEvent(stream NotifyStream) (out Outcome, ok bool) {
 func outcomeOf(ev Event, err error) Outcome {
 	switch {
 	case err == nil && ev.Kind == 0: // neither an event nor an error
-		return Outcome{Kind: OutcomeError, Err: errEventInvalid}
+		return Outcome{kind: outcomeError, Err: errEventInvalid}
 	case err == nil:
-		return Outcome{Kind: OutcomeEvent, Event: ev}
+		return Outcome{kind: outcomeEvent, Event: ev}
 	case errors.Is(err, ErrClosed) || errors.Is(err, io.EOF):
-		return Outcome{Kind: OutcomeClosed}
+		return Outcome{kind: outcomeClosed, Err: ErrClosed}
 	default:
-		return Outcome{Kind: OutcomeError, Err: err}
+		return Outcome{kind: outcomeError, Err: err}
 	}
 }
 

@@ -108,8 +108,8 @@ type Options struct {
 // every message of the stream through a Sink. A caller driving the stream by
 // hand writes Acknowledgement, starts the worker (StartWorker), calls
 // Continue, and for each outcome writes the notification (or nothing, for a
-// drop) and calls Continue again; on OutcomeClosed it writes Completion, on
-// OutcomeError Failure. Close ends it with a reason.
+// drop) and calls Continue again; on the graceful end (ErrClosed) it writes
+// Completion, on a failure Failure. Close ends it with a reason.
 //
 // # Ownership
 //
@@ -440,7 +440,7 @@ var errWorkerRunning = errors.New("listen: the subscription's worker is still ru
 // until the previous worker's goroutine has exited (see
 // Worker.Done), and then starts a new one. A worker started after Close
 // still works: its pulls answer whatever the closed stream's Next answers
-// (ErrClosed, by the Stream contract), so the owner sees OutcomeClosed.
+// (ErrClosed, by the Stream contract), so the owner sees the graceful end.
 func (s *Subscription) StartWorker(owner context.Context) (*Worker, error) {
 	if owner == nil {
 		panic("listen: StartWorker with a nil owner context (pass context.Background() for no owner)")

@@ -568,7 +568,7 @@ func TestWorkerStartedAfterCloseSeesClosed(t *testing.T) {
 	require.NoError(t, err)
 	w.Continue()
 	o := <-w.Outcomes()
-	assert.Equal(t, listen.OutcomeClosed, o.Kind)
+	assert.Equal(t, listen.ErrClosed, o.Err)
 	w.Stop()
 	<-w.Done()
 }
@@ -614,7 +614,7 @@ func TestWorkerNeverHasTwoNextsInFlight(t *testing.T) {
 	for range 5 {
 		src.release <- struct{}{}
 		o := <-w.Outcomes()
-		assert.Equal(t, listen.OutcomeEvent, o.Kind)
+		assert.NoError(t, o.Err)
 	}
 	assert.EqualValues(t, 5, src.calls.Load(), "one Next per Continue")
 	assert.EqualValues(t, 1, src.max.Load(), "never two Nexts in flight")
@@ -682,14 +682,13 @@ func TestOutcomes(t *testing.T) {
 	tests := []struct {
 		name  string
 		drive func(st *testStream)
-		kind  listen.OutcomeKind
-		err   error
+		err   error // nil: an event; ErrClosed: the graceful end
 	}{
-		{"event", func(st *testStream) { st.emit(listen.ToolsListChanged()) }, listen.OutcomeEvent, nil},
-		{"graceful end", func(st *testStream) { st.complete() }, listen.OutcomeClosed, nil},
-		{"io.EOF is a graceful end", func(st *testStream) { st.items <- item{err: fmt.Errorf("done: %w", errEOF())} }, listen.OutcomeClosed, nil},
-		{"error", func(st *testStream) { st.fail(boom) }, listen.OutcomeError, boom},
-		{"zero event with nil error", func(st *testStream) { st.items <- item{} }, listen.OutcomeError, listen.ErrInvalidEvent},
+		{"event", func(st *testStream) { st.emit(listen.ToolsListChanged()) }, nil},
+		{"graceful end", func(st *testStream) { st.complete() }, listen.ErrClosed},
+		{"io.EOF is a graceful end", func(st *testStream) { st.items <- item{err: fmt.Errorf("done: %w", errEOF())} }, listen.ErrClosed},
+		{"error", func(st *testStream) { st.fail(boom) }, boom},
+		{"zero event with nil error", func(st *testStream) { st.items <- item{} }, listen.ErrInvalidEvent},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -701,9 +700,14 @@ func TestOutcomes(t *testing.T) {
 			tt.drive(src.last())
 			w.Continue()
 			o := <-w.Outcomes()
-			assert.Equal(t, tt.kind, o.Kind)
-			if tt.err != nil {
-				assert.ErrorIs(t, o.Err, tt.err)
+			if tt.err == nil {
+				assert.NoError(t, o.Err)
+				assert.Equal(t, listen.KindToolsListChanged, o.Event.Kind)
+				return
+			}
+			assert.ErrorIs(t, o.Err, tt.err)
+			if tt.err == listen.ErrClosed {
+				assert.Equal(t, listen.ErrClosed, o.Err, "the graceful end is ErrClosed itself")
 			}
 		})
 	}
@@ -717,7 +721,6 @@ func TestPanickingSourceNeverCrashesTheHost(t *testing.T) {
 	require.NoError(t, err)
 	w.Continue()
 	o := <-w.Outcomes()
-	require.Equal(t, listen.OutcomeError, o.Kind)
 	var pe *listen.PanicError
 	require.ErrorAs(t, o.Err, &pe)
 	assert.Equal(t, "Stream.Next", pe.Op)

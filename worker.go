@@ -5,30 +5,35 @@ import (
 	"sync"
 )
 
-// OutcomeKind tells what one pull of a stream produced.
-type OutcomeKind uint8
-
-const (
-	// OutcomeEvent carries an event to shape and write (or drop).
-	OutcomeEvent OutcomeKind = iota + 1
-	// OutcomeClosed means the stream ended gracefully: write the completion
-	// result and close with ErrComplete.
-	OutcomeClosed
-	// OutcomeError means the stream failed (an error from Next, a panic, or
-	// an invalid Next result): write the failure and close with Failed(Err).
-	OutcomeError
-
-	// outcomeExited is a notify worker's answer once it has exited without
-	// an outcome (see Worker.take).
-	outcomeExited OutcomeKind = 255
-)
-
-// Outcome is the result of one pull: an event, a graceful close, or an error.
+// Outcome is the result of one pull of a stream, read as Stream.Next's
+// contract reads it, one of three:
+//
+//   - an event (Err nil): shape it with Subscription.Notification and write
+//     it (or nothing, for a drop), then Continue;
+//   - the stream's graceful end (Err is ErrClosed, for a Next that returned
+//     an error matching ErrClosed or io.EOF): write Subscription.Completion
+//     and close with ErrComplete;
+//   - its failure (any other Err: Next's error, a *PanicError, or
+//     ErrInvalidEvent for a Next that returned neither an event nor an
+//     error): write Subscription.Failure and close with Failed(Err).
 type Outcome struct {
-	Kind  OutcomeKind
 	Event Event
 	Err   error
+	kind  outcomeKind
 }
+
+// outcomeKind is how the serving state machine reads an Outcome (a panic
+// whose value is ErrClosed is a failure, not an end).
+type outcomeKind uint8
+
+const (
+	outcomeEvent outcomeKind = iota + 1
+	outcomeClosed
+	outcomeError
+	// outcomeExited is a notify worker's answer once it has exited without
+	// an outcome (see Worker.take).
+	outcomeExited
+)
 
 // Worker pulls a subscription's stream on demand. It owns one goroutine,
 // which calls Stream.Next once per Continue, never two calls in flight, and
@@ -231,7 +236,7 @@ func (w *Worker) take() (Outcome, bool) {
 		w.slot, w.full, w.asked = Outcome{}, false, false
 		return o, true
 	case w.exited:
-		return Outcome{Kind: outcomeExited}, true
+		return Outcome{kind: outcomeExited}, true
 	case !w.asked:
 		w.asked = true
 		w.demand++

@@ -95,7 +95,7 @@ func TestCloseThenStopGivesExactlyOneClose(t *testing.T) {
 }
 
 // Checklist 10: a worker started after the handle was closed gets
-// OutcomeClosed from its first pull, and the hub keeps working.
+// the graceful end (ErrClosed) from its first pull, and the hub keeps working.
 func TestWorkerStartedAfterCloseGetsClosed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHub(t, hub.Options{})
@@ -109,7 +109,7 @@ func TestWorkerStartedAfterCloseGetsClosed(t *testing.T) {
 		require.NoError(t, err)
 		w.Continue()
 		o := <-w.Outcomes()
-		assert.Equal(t, listen.OutcomeClosed, o.Kind)
+		assert.Equal(t, listen.ErrClosed, o.Err)
 		w.Stop()
 		synctest.Wait()
 		requireDone(t, w.Done(), "worker")

@@ -30,7 +30,8 @@ func (watchExt) SubscriptionFilter(_ context.Context, _ *listen.Request, request
 }
 
 func (watchExt) ShapeSubscriptionEvent(ev listen.Event, _ listen.Filter, settings listen.Settings) (string, map[string]any, error) {
-	return "notifications/com.example/watch", map[string]any{"event": ev.Payload, "verbose": settings.Bool("verbose")}, nil
+	verbose, _ := settings.Value("verbose")
+	return "notifications/com.example/watch", map[string]any{"event": ev.Payload, "verbose": verbose == true}, nil
 }
 
 // setLimits sets the listen limits that the measured version has.
