@@ -198,13 +198,17 @@ func Open(ctx context.Context, src Source, req *Request, opts *Options) (*Subscr
 // OpenOwned is Open with the owner given apart from ctx: ctx is passed to
 // src.Open, Options.CanRead and the extension hooks (so a slow open sees the
 // request go away), while owner is what the guard watches for the life of the
-// subscription. A nil owner, or one that can never end, leaves the
-// subscription without an owner until StartWorker hands one over.
+// subscription. An owner that can never end (context.Background()) leaves
+// the subscription without an owner until StartWorker hands one over; a nil
+// owner is a programming error (OpenOwned panics).
 //
 // Transports use it when the request's context ends for reasons the stream
 // should report itself (net/http cancels a request's context on a failed
 // write, which would otherwise race the transport's own Disconnected reason).
 func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Options) (*Subscription, error) {
+	if owner == nil {
+		panic("listen: OpenOwned with a nil owner context (pass context.Background() for no owner)")
+	}
 	if opts == nil {
 		opts = &Options{}
 	}

@@ -278,7 +278,7 @@ func (h *Handler) open(st *stream, r *http.Request, req *listen.Request) *refusa
 	if gone(r) {
 		return &refusal{}
 	}
-	sub, err := listen.OpenOwned(r.Context(), nil, h.src, req, &h.opts.Listen)
+	sub, err := listen.OpenOwned(r.Context(), context.Background(), h.src, req, &h.opts.Listen)
 	if err != nil {
 		if r.Context().Err() != nil {
 			// The client left while the source was opening: there is
