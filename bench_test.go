@@ -2,7 +2,9 @@ package listen_test
 
 import (
 	"context"
+	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 
@@ -145,5 +147,31 @@ func BenchmarkSubscriptionMemory(b *testing.B) {
 		}
 		cancel()
 		b.StartTimer()
+	}
+}
+
+// BenchmarkParseRequest measures parsing a listen request as a transport
+// does (the envelope, then the params), for a tools listen and one of 100
+// URIs. Run: go test . -run '^$' -bench ParseRequest -benchmem -count 5
+func BenchmarkParseRequest(b *testing.B) {
+	uris := make([]string, 100)
+	for i := range uris {
+		uris[i] = fmt.Sprintf(`"file:///project/src/file%03d.go"`, i)
+	}
+	for _, tc := range []struct{ name, filter string }{
+		{"tools", `{"toolsListChanged":true}`},
+		{"uris=100", `{"resourceSubscriptions":[` + strings.Join(uris, ",") + `]}`},
+	} {
+		body := []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":` + tc.filter +
+			`,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},` +
+			`"io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1.0.0"}}}}`)
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := listen.ParseRequest(body); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package listen
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 
 	"github.com/mcplisten/listen/internal/jsonobj"
 	"github.com/mcplisten/listen/jsonrpc"
@@ -154,7 +155,7 @@ func ParseParams(params json.RawMessage, req *Request) error {
 		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgParamsDuplicate)
 	}
 	var meta map[string]any
-	if len(rawMeta) == 0 || rawMeta[0] != '{' || decodeNumbers(rawMeta, &meta) != nil {
+	if len(rawMeta) == 0 || rawMeta[0] != '{' || decodeObject(rawMeta, &meta) != nil {
 		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgMetaObject)
 	}
 	pv, ok := meta[spec.MetaProtocolVersion].(string)
@@ -167,7 +168,7 @@ func ParseParams(params json.RawMessage, req *Request) error {
 	}
 	var notif map[string]any
 	if len(rawNotif) > 0 && rawNotif[0] == '{' {
-		if err := decodeNumbers(rawNotif, &notif); err != nil {
+		if err := decodeObject(rawNotif, &notif); err != nil {
 			return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgNotificationsObject).WithCause(err)
 		}
 	}
@@ -191,11 +192,20 @@ func ParseParams(params json.RawMessage, req *Request) error {
 	return nil
 }
 
-// decodeNumbers decodes the JSON value raw into v, numbers as json.Number.
-func decodeNumbers(raw []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	return dec.Decode(v)
+// errTooDeep is the cause of a params member nested deeper than
+// encoding/json's limit.
+var errTooDeep = errors.New("listen: JSON nested too deep")
+
+// decodeObject decodes the JSON object raw (valid JSON: ParseParams checked
+// it) into m, as encoding/json with UseNumber would (jsonobj.Decode: no
+// reflection, no decoder).
+func decodeObject(raw []byte, m *map[string]any) error {
+	v, ok := jsonobj.Decode(raw)
+	if !ok {
+		return errTooDeep
+	}
+	*m, _ = v.(map[string]any)
+	return nil
 }
 
 // exactURIs reports whether every string of rawURIs, the JSON text of

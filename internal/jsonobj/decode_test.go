@@ -1,0 +1,82 @@
+package jsonobj_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcplisten/listen/internal/jsonobj"
+)
+
+// stdDecode is what Decode must equal: encoding/json into an any, numbers
+// as json.Number.
+func stdDecode(v []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(v))
+	dec.UseNumber()
+	var out any
+	err := dec.Decode(&out)
+	return out, err
+}
+
+// Decode reads valid JSON as encoding/json does with UseNumber: every kind
+// of value, escapes, lone surrogates, invalid UTF-8, repeated names (the
+// last wins), spaces everywhere.
+func TestDecodeIsEncodingJSON(t *testing.T) {
+	for _, in := range []string{
+		`null`, `true`, `false`, `0`, `-1.5e+10`, `"s"`, `""`, `[]`, `{}`,
+		` { "a" : [ 1 , "x" , true , null , { } , [ ] ] , "b" : { "c" : -0 } } `,
+		`{"a":1,"a":2}`,
+		`"\u00e9\n\t\"\\\/ \ud83d\ude00"`,
+		`"\ud800 lone"`, "\"bad \xff utf-8\"", `"é"`,
+		`{"\u006dethod":"x","k\"ey":"v"}`,
+		`[1e400, 12345678901234567890, 0.1]`,
+		`{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"x":{"on":true}}}}`,
+		strings.Repeat("[", 100) + strings.Repeat("]", 100),
+	} {
+		require.True(t, json.Valid([]byte(in)) || !utf8Valid(in), in)
+		want, err := stdDecode([]byte(in))
+		require.NoError(t, err, in)
+		got, ok := jsonobj.Decode([]byte(in))
+		require.True(t, ok, in)
+		assert.Equal(t, want, got, in)
+	}
+}
+
+func utf8Valid(s string) bool { return !strings.Contains(s, "\xff") }
+
+// Beyond encoding/json's nesting limit, Decode fails as encoding/json does.
+func TestDecodeDepthLimit(t *testing.T) {
+	for _, n := range []int{10000, 10001} {
+		in := []byte(strings.Repeat("[", n) + strings.Repeat("]", n))
+		_, err := stdDecode(in)
+		_, ok := jsonobj.Decode(in)
+		assert.Equal(t, err == nil, ok, "depth %d", n)
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	for _, s := range []string{`{"a":[1,"x",{"b":null}]}`, `"\ud800"`, `[true,false,-0.0]`, "\"\xc3\x28\""} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if !json.Valid(in) {
+			return
+		}
+		want, err := stdDecode(in)
+		got, ok := jsonobj.Decode(in)
+		if err != nil {
+			if ok {
+				t.Fatalf("Decode(%q) = %v, encoding/json fails: %v", in, got, err)
+			}
+			return
+		}
+		if !ok {
+			t.Fatalf("Decode(%q) failed, encoding/json gives %v", in, want)
+		}
+		assert.Equal(t, want, got)
+	})
+}
