@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/cluster"
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
@@ -108,31 +109,31 @@ func (tasksExt) ShapeSubscriptionEvent(ev listen.Event, _ listen.Filter, _ liste
 // recorder is Hooks that sends what it sees to channels, for tests to
 // wait on.
 type recorder struct {
-	natsbridge.NopSharedHooks
-	conns   chan natsbridge.ConnectionInfo
-	resyncs chan natsbridge.ResyncInfo
-	drops   chan natsbridge.DropInfo
-	recvs   chan natsbridge.ReceiveInfo
-	outs    chan natsbridge.PublishOutInfo
+	cluster.NopSharedHooks
+	conns   chan cluster.ConnectionInfo
+	resyncs chan cluster.ResyncInfo
+	drops   chan cluster.DropInfo
+	recvs   chan cluster.ReceiveInfo
+	outs    chan cluster.PublishOutInfo
 	// block, if set, is received from by OnReceive before it returns.
 	block chan struct{}
 }
 
 func newRecorder() *recorder {
 	return &recorder{
-		conns:   make(chan natsbridge.ConnectionInfo, 1024),
-		resyncs: make(chan natsbridge.ResyncInfo, 1024),
-		drops:   make(chan natsbridge.DropInfo, 1024),
-		recvs:   make(chan natsbridge.ReceiveInfo, 1<<16),
-		outs:    make(chan natsbridge.PublishOutInfo, 1<<16),
+		conns:   make(chan cluster.ConnectionInfo, 1024),
+		resyncs: make(chan cluster.ResyncInfo, 1024),
+		drops:   make(chan cluster.DropInfo, 1024),
+		recvs:   make(chan cluster.ReceiveInfo, 1<<16),
+		outs:    make(chan cluster.PublishOutInfo, 1<<16),
 	}
 }
 
-func (r *recorder) OnConnection(i natsbridge.ConnectionInfo) { r.conns <- i }
-func (r *recorder) OnResync(i natsbridge.ResyncInfo)         { r.resyncs <- i }
-func (r *recorder) OnDrop(i natsbridge.DropInfo)             { r.drops <- i }
-func (r *recorder) OnPublishOut(i natsbridge.PublishOutInfo) { r.outs <- i }
-func (r *recorder) OnReceive(i natsbridge.ReceiveInfo) {
+func (r *recorder) OnConnection(i cluster.ConnectionInfo) { r.conns <- i }
+func (r *recorder) OnResync(i cluster.ResyncInfo)         { r.resyncs <- i }
+func (r *recorder) OnDrop(i cluster.DropInfo)             { r.drops <- i }
+func (r *recorder) OnPublishOut(i cluster.PublishOutInfo) { r.outs <- i }
+func (r *recorder) OnReceive(i cluster.ReceiveInfo) {
 	if r.block != nil {
 		<-r.block
 	}

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/cluster"
 	"github.com/mcplisten/listen/jsonrpc"
-	"github.com/mcplisten/listen/natsbridge"
 )
 
 // connectVia dials through p with fast reconnects and extra options.
@@ -33,8 +33,8 @@ func connectVia(t testing.TB, url string, extra ...nats.Option) *nats.Conn {
 func partition(t *testing.T, p *proxy, a *instance) {
 	t.Helper()
 	p.cut()
-	await(t, a.rec.conns, "A losing the broker", func(c natsbridge.ConnectionInfo) bool {
-		return c.Status != nats.CONNECTED
+	await(t, a.rec.conns, "A losing the broker", func(c cluster.ConnectionInfo) bool {
+		return c.Status != cluster.Connected
 	})
 }
 
@@ -52,16 +52,16 @@ func TestPartitionBuffered(t *testing.T) {
 	sc := c.listen(t, "C-tools", `{"toolsListChanged":true}`)
 
 	partition(t, p, a)
-	r, err := a.bridge.Publish(tagged(listen.ToolsListChanged(), "buffered"))
+	r, err := a.hub.Publish(tagged(listen.ToolsListChanged(), "buffered"))
 	require.NoError(t, err)
 	assert.Equal(t, 1, r.Matched)
 	assert.Equal(t, "buffered", sa.next(t).id)
-	out := await(t, a.rec.outs, "A's publish", func(i natsbridge.PublishOutInfo) bool { return i.Report.Matched == 1 })
+	out := await(t, a.rec.outs, "A's publish", nil)
 	assert.NoError(t, out.Err, "nats.go buffers while reconnecting")
 
 	p.restore()
-	await(t, a.rec.resyncs, "A's reconnect resync", func(r natsbridge.ResyncInfo) bool {
-		return r.Reason == natsbridge.ResyncReconnect
+	await(t, a.rec.resyncs, "A's reconnect resync", func(r cluster.ResyncInfo) bool {
+		return r.Reason == cluster.ResyncReconnect
 	})
 	for _, s := range []*stream{sb, sc} {
 		assert.Equal(t, "buffered", s.next(t).id)
@@ -71,7 +71,7 @@ func TestPartitionBuffered(t *testing.T) {
 	n := sa.next(t)
 	assert.Equal(t, jsonrpc.MethodToolsListChanged, n.method)
 	assert.Empty(t, n.id)
-	_, err = a.bridge.Publish(tagged(listen.ToolsListChanged(), "next"))
+	_, err = a.hub.Publish(tagged(listen.ToolsListChanged(), "next"))
 	require.NoError(t, err)
 	for _, s := range []*stream{sa, sb, sc} {
 		assert.Equal(t, "next", s.next(t).id)
@@ -97,23 +97,23 @@ func TestPartitionLost(t *testing.T) {
 	sa := a.listen(t, "A-tools", `{"toolsListChanged":true}`)
 	sb := b.listen(t, "B-tools", `{"toolsListChanged":true}`)
 
-	_, err := a.bridge.Publish(tagged(listen.ToolsListChanged(), "first"))
+	_, err := a.hub.Publish(tagged(listen.ToolsListChanged(), "first"))
 	require.NoError(t, err)
 	assert.Equal(t, "first", sa.next(t).id)
 	assert.Equal(t, "first", sb.next(t).id)
 
 	partition(t, p, a)
-	r, err := a.bridge.Publish(tagged(listen.ToolsListChanged(), "lost"))
+	r, err := a.hub.Publish(tagged(listen.ToolsListChanged(), "lost"))
 	require.NoError(t, err, "a NATS failure is not a failure of the local delivery")
 	assert.Equal(t, 1, r.Matched)
 	assert.Equal(t, "lost", sa.next(t).id)
-	out := await(t, a.rec.outs, "A's failed publish", func(i natsbridge.PublishOutInfo) bool { return i.Err != nil })
+	out := await(t, a.rec.outs, "A's failed publish", func(i cluster.PublishOutInfo) bool { return i.Err != nil })
 	assert.ErrorIs(t, out.Err, nats.ErrReconnectBufExceeded)
 	assert.Equal(t, uint64(1), a.bridge.Stats().PublishErrors)
 
 	p.restore()
 	ri := await(t, b.rec.resyncs, "B's loss resync", nil)
-	assert.Equal(t, natsbridge.ResyncLoss, ri.Reason)
+	assert.Equal(t, cluster.ResyncLoss, ri.Reason)
 	seen := map[string]bool{}
 	for !seen[jsonrpc.MethodToolsListChanged] {
 		n := sb.next(t)

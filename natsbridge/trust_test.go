@@ -67,7 +67,7 @@ func TestReservedMetaStripped(t *testing.T) {
 
 	// An event from a bridge, without reserved keys, is not counted.
 	a := newInstance(t, "A", connect(t, ns.ClientURL()), natsOptions())
-	_, err := a.bridge.Publish(tagged(listen.ResourceUpdated(watched), "clean"))
+	_, err := a.hub.Publish(tagged(listen.ResourceUpdated(watched), "clean"))
 	require.NoError(t, err)
 	assert.Equal(t, "clean", s.next(t).id)
 	ri = await(t, b.rec.recvs, "the second reception", nil)
@@ -116,7 +116,7 @@ func TestPermissionsKeepForgersOut(t *testing.T) {
 		assert.ErrorIs(t, e, nats.ErrPermissionViolation)
 	}
 
-	_, err = a.bridge.Publish(tagged(listen.ResourceUpdated(watched), "genuine"))
+	_, err = a.hub.Publish(tagged(listen.ResourceUpdated(watched), "genuine"))
 	require.NoError(t, err)
 	assert.Equal(t, "genuine", s.next(t).id)
 	require.NoError(t, other.Flush())
