@@ -11,6 +11,7 @@ import (
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/cluster"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/listentest"
 )
 
 // connectVia dials through p with fast reconnects and extra options.
@@ -30,9 +31,9 @@ func connectVia(t testing.TB, url string, extra ...nats.Option) *nats.Conn {
 
 // partition cuts A off the broker (B and C stay connected) and waits until
 // A's bridge saw it.
-func partition(t *testing.T, p *proxy, a *instance) {
+func partition(t *testing.T, p *listentest.Proxy, a *instance) {
 	t.Helper()
-	p.cut()
+	p.Cut()
 	await(t, a.rec.conns, "A losing the broker", func(c cluster.ConnectionInfo) bool {
 		return c.Status != cluster.Connected
 	})
@@ -43,8 +44,8 @@ func partition(t *testing.T, p *proxy, a *instance) {
 // reaches the other instances once after it reconnects.
 func TestPartitionBuffered(t *testing.T) {
 	ns := startNATS(t, 0)
-	p := newProxy(t, ns.Addr().String())
-	a := newInstance(t, "A", connectVia(t, p.url()), natsOptions())
+	p := listentest.NewProxy(t, ns.Addr().String())
+	a := newInstance(t, "A", connectVia(t, "nats://"+p.Addr()), natsOptions())
 	b := newInstance(t, "B", connect(t, ns.ClientURL()), natsOptions())
 	c := newInstance(t, "C", connect(t, ns.ClientURL()), natsOptions())
 	sa := a.listen(t, "A-tools", `{"toolsListChanged":true}`)
@@ -59,7 +60,7 @@ func TestPartitionBuffered(t *testing.T) {
 	out := await(t, a.rec.outs, "A's publish", nil)
 	assert.NoError(t, out.Err, "nats.go buffers while reconnecting")
 
-	p.restore()
+	p.Restore()
 	await(t, a.rec.resyncs, "A's reconnect resync", func(r cluster.ResyncInfo) bool {
 		return r.Reason == cluster.ResyncReconnect
 	})
@@ -91,8 +92,8 @@ func TestPartitionBuffered(t *testing.T) {
 // others, which tell their listeners to refetch.
 func TestPartitionLost(t *testing.T) {
 	ns := startNATS(t, 0)
-	p := newProxy(t, ns.Addr().String())
-	a := newInstance(t, "A", connectVia(t, p.url(), nats.ReconnectBufSize(-1)), natsOptions())
+	p := listentest.NewProxy(t, ns.Addr().String())
+	a := newInstance(t, "A", connectVia(t, "nats://"+p.Addr(), nats.ReconnectBufSize(-1)), natsOptions())
 	b := newInstance(t, "B", connect(t, ns.ClientURL()), natsOptions())
 	sa := a.listen(t, "A-tools", `{"toolsListChanged":true}`)
 	sb := b.listen(t, "B-tools", `{"toolsListChanged":true}`)
@@ -111,7 +112,7 @@ func TestPartitionLost(t *testing.T) {
 	assert.ErrorIs(t, out.Err, nats.ErrReconnectBufExceeded)
 	assert.Equal(t, uint64(1), a.bridge.Stats().PublishErrors)
 
-	p.restore()
+	p.Restore()
 	ri := await(t, b.rec.resyncs, "B's loss resync", nil)
 	assert.Equal(t, cluster.ResyncLoss, ri.Reason)
 	seen := map[string]bool{}
