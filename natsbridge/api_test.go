@@ -119,7 +119,7 @@ func TestPublishErrors(t *testing.T) {
 	st := b.Stats()
 	assert.Equal(t, uint64(2), st.Rejected)
 	assert.Zero(t, st.Published)
-	assert.Empty(t, rec.outs)
+	assert.Empty(t, rec.Outs)
 
 	// The hub's helpers publish through the bridge.
 	h.ToolsListChanged()
@@ -128,7 +128,7 @@ func TestPublishErrors(t *testing.T) {
 	_, err = h.ResourceUpdated("file:///a")
 	require.NoError(t, err)
 	for i := range 4 {
-		out := await(t, rec.outs, "a publication", nil)
+		out := await(t, rec.Outs, "a publication", nil)
 		assert.NoError(t, out.Err)
 		assert.Equal(t, uint64(i+1), out.Seq)
 		assert.Positive(t, out.Bytes)
@@ -170,7 +170,7 @@ func TestCallerClosesConnection(t *testing.T) {
 	b, err := natsbridge.New(nc, newHub(t, nil), natsbridge.Options{Options: cluster.Options{Hooks: rec}})
 	require.NoError(t, err)
 	nc.Close()
-	await(t, rec.conns, "CLOSED", func(c cluster.ConnectionInfo) bool { return c.Status == cluster.Closed })
+	await(t, rec.Conns, "CLOSED", func(c cluster.ConnectionInfo) bool { return c.Status == cluster.Closed })
 	_, err = b.Hub().Publish(listen.ToolsListChanged())
 	require.NoError(t, err)
 	assert.Equal(t, uint64(1), b.Stats().PublishErrors)
@@ -184,7 +184,7 @@ func TestManualResyncAndURIs(t *testing.T) {
 	}})
 	s := in.listen(t, "A-all", `{"toolsListChanged":true,"promptsListChanged":true,"resourcesListChanged":true,"resourceSubscriptions":["`+watched+`"]}`)
 	require.NoError(t, in.bridge.Resync())
-	ri := await(t, in.rec.resyncs, "the manual resync", nil)
+	ri := await(t, in.rec.Resyncs, "the manual resync", nil)
 	assert.Equal(t, cluster.ResyncManual, ri.Reason)
 	assert.Equal(t, 2, ri.URIs)
 	var methods []string

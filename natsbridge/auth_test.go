@@ -102,7 +102,7 @@ func TestAuthForgerIgnored(t *testing.T) {
 	require.NoError(t, forger.Flush())
 	for _, in := range []*instance{a, b} {
 		for _, f := range forged {
-			d := await(t, in.rec.drops, in.name+" dropping "+f.name, nil)
+			d := await(t, in.rec.Drops, in.name+" dropping "+f.name, nil)
 			assert.Equal(t, cluster.ReasonUnauthenticated, d.Reason, "%s: %s", in.name, f.name)
 			assert.Error(t, d.Err)
 		}
@@ -122,7 +122,7 @@ func TestAuthForgerIgnored(t *testing.T) {
 	assert.Equal(t, uint64(3), st.Received)
 	assert.Zero(t, st.Gaps, "forged sequence numbers count for nothing")
 	assert.Zero(t, st.Resyncs)
-	assert.Empty(t, b.rec.resyncs)
+	assert.Empty(t, b.rec.Resyncs)
 	assert.Zero(t, a.bridge.Stats().Gaps)
 }
 
@@ -153,7 +153,7 @@ func TestAuthReplayDropped(t *testing.T) {
 	require.NotEmpty(t, e1.Header.Get(natsbridge.AuthHeader))
 	require.NoError(t, spy.PublishMsg(&nats.Msg{Subject: e1.Subject, Header: e1.Header, Data: e1.Data}))
 	require.NoError(t, spy.Flush())
-	d := await(t, b.rec.drops, "B dropping the replay", nil)
+	d := await(t, b.rec.Drops, "B dropping the replay", nil)
 	assert.Equal(t, cluster.ReasonReplayed, d.Reason)
 
 	_, err = a.hub.Publish(tagged(listen.ToolsListChanged(), "e3"))
@@ -199,7 +199,7 @@ func TestAuthReplayAfterRestart(t *testing.T) {
 	}
 	require.NoError(t, spy.Flush())
 	for range msgs {
-		d := await(t, c.rec.drops, "C dropping a replay", nil)
+		d := await(t, c.rec.Drops, "C dropping a replay", nil)
 		assert.Equal(t, cluster.ReasonReplayed, d.Reason)
 	}
 	_, err = a.hub.Publish(tagged(listen.ToolsListChanged(), "new"))
@@ -257,7 +257,7 @@ func TestAuthKeyRotation(t *testing.T) {
 				received[to]++
 				continue
 			}
-			dr := await(t, to.rec.drops, to.name+" dropping "+id, nil)
+			dr := await(t, to.rec.Drops, to.name+" dropping "+id, nil)
 			assert.Equal(t, cluster.ReasonUnauthenticated, dr.Reason, "%s to %s", from.name, to.name)
 			unauth[to]++
 		}
@@ -299,7 +299,7 @@ func TestAuthSizeLimit(t *testing.T) {
 	assert.ErrorIs(t, err, cluster.ErrTooLarge)
 	_, err = br.Hub().Publish(pad(2048 - fixed - 80)) // the header is 80 bytes
 	require.NoError(t, err)
-	out := await(t, rec.outs, "the publication", nil)
+	out := await(t, rec.Outs, "the publication", nil)
 	assert.NoError(t, out.Err)
 	assert.Zero(t, br.Stats().PublishErrors)
 }

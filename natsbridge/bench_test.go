@@ -76,7 +76,7 @@ func newBenchPair(b *testing.B, opts natsbridge.Options) *benchPair {
 	resp, err := client.Do(req)
 	require.NoError(b, err)
 	require.Equal(b, http.StatusOK, resp.StatusCode)
-	p := &benchPair{a: a, arrivals: make(chan time.Time, 1<<22), drops: rec.drops}
+	p := &benchPair{a: a, arrivals: make(chan time.Time, 1<<22), drops: rec.Drops}
 	rd := bufio.NewReaderSize(resp.Body, 64<<10)
 	done := make(chan struct{})
 	go func() { // B's HTTP listen client

@@ -42,7 +42,7 @@ func TestBrokerRestart(t *testing.T) {
 	// The broker goes away.
 	stopNATS(ns)
 	for _, in := range ins {
-		await(t, in.rec.conns, in.name+" losing the broker", func(c cluster.ConnectionInfo) bool {
+		await(t, in.rec.Conns, in.name+" losing the broker", func(c cluster.ConnectionInfo) bool {
 			return c.Status != cluster.Connected
 		})
 	}
@@ -61,7 +61,7 @@ func TestBrokerRestart(t *testing.T) {
 	// resynchronises its listeners.
 	startNATS(t, port)
 	for _, in := range ins {
-		ri := await(t, in.rec.resyncs, in.name+" resync", func(r cluster.ResyncInfo) bool {
+		ri := await(t, in.rec.Resyncs, in.name+" resync", func(r cluster.ResyncInfo) bool {
 			return r.Reason == cluster.ResyncReconnect
 		})
 		assert.Equal(t, cluster.DefaultResync, ri.Kinds)
@@ -152,7 +152,7 @@ func TestBadMessages(t *testing.T) {
 	require.NoError(t, raw.Flush())
 	for _, in := range []*instance{a, b} {
 		for _, c := range cases {
-			d := await(t, in.rec.drops, fmt.Sprintf("%s dropping %.40q", in.name, c.data), nil)
+			d := await(t, in.rec.Drops, fmt.Sprintf("%s dropping %.40q", in.name, c.data), nil)
 			assert.Equal(t, c.reason, d.Reason, "%s: %.60q", in.name, c.data)
 			assert.Equal(t, 1, d.Count)
 			assert.Equal(t, len(c.data), d.Bytes)
@@ -187,7 +187,7 @@ func TestGapResync(t *testing.T) {
 	assert.Equal(t, "one", s.next(t).id)
 	assert.Equal(t, "two", s.next(t).id)
 	assert.Equal(t, "five", s.next(t).id)
-	ri := await(t, b.rec.resyncs, "the loss resync", nil)
+	ri := await(t, b.rec.Resyncs, "the loss resync", nil)
 	assert.Equal(t, cluster.ResyncLoss, ri.Reason)
 	assert.Equal(t, []listen.Kind{listen.KindToolsListChanged}, ri.Kinds)
 	n := s.next(t)

@@ -34,7 +34,7 @@ func connectVia(t testing.TB, url string, extra ...nats.Option) *nats.Conn {
 func partition(t *testing.T, p *listentest.Proxy, a *instance) {
 	t.Helper()
 	p.Cut()
-	await(t, a.rec.conns, "A losing the broker", func(c cluster.ConnectionInfo) bool {
+	await(t, a.rec.Conns, "A losing the broker", func(c cluster.ConnectionInfo) bool {
 		return c.Status != cluster.Connected
 	})
 }
@@ -57,11 +57,11 @@ func TestPartitionBuffered(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, r.Matched)
 	assert.Equal(t, "buffered", sa.next(t).id)
-	out := await(t, a.rec.outs, "A's publish", nil)
+	out := await(t, a.rec.Outs, "A's publish", nil)
 	assert.NoError(t, out.Err, "nats.go buffers while reconnecting")
 
 	p.Restore()
-	await(t, a.rec.resyncs, "A's reconnect resync", func(r cluster.ResyncInfo) bool {
+	await(t, a.rec.Resyncs, "A's reconnect resync", func(r cluster.ResyncInfo) bool {
 		return r.Reason == cluster.ResyncReconnect
 	})
 	for _, s := range []*stream{sb, sc} {
@@ -108,12 +108,12 @@ func TestPartitionLost(t *testing.T) {
 	require.NoError(t, err, "a NATS failure is not a failure of the local delivery")
 	assert.Equal(t, 1, r.Matched)
 	assert.Equal(t, "lost", sa.next(t).id)
-	out := await(t, a.rec.outs, "A's failed publish", func(i cluster.PublishOutInfo) bool { return i.Err != nil })
+	out := await(t, a.rec.Outs, "A's failed publish", func(i cluster.PublishOutInfo) bool { return i.Err != nil })
 	assert.ErrorIs(t, out.Err, nats.ErrReconnectBufExceeded)
 	assert.Equal(t, uint64(1), a.bridge.Stats().PublishErrors)
 
 	p.Restore()
-	ri := await(t, b.rec.resyncs, "B's loss resync", nil)
+	ri := await(t, b.rec.Resyncs, "B's loss resync", nil)
 	assert.Equal(t, cluster.ResyncLoss, ri.Reason)
 	seen := map[string]bool{}
 	for !seen[jsonrpc.MethodToolsListChanged] {

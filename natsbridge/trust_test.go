@@ -58,7 +58,7 @@ func TestReservedMetaStripped(t *testing.T) {
 	}, meta)
 	assert.Equal(t, json.Number("1"), n.params["extra"], "extra params are the sender's business")
 
-	ri := await(t, b.rec.recvs, "the reception", nil)
+	ri := await(t, b.rec.Recvs, "the reception", nil)
 	assert.Equal(t, 5, ri.Stripped)
 	st := b.bridge.Stats()
 	assert.Equal(t, uint64(1), st.Received)
@@ -70,7 +70,7 @@ func TestReservedMetaStripped(t *testing.T) {
 	_, err := a.hub.Publish(tagged(listen.ResourceUpdated(watched), "clean"))
 	require.NoError(t, err)
 	assert.Equal(t, "clean", s.next(t).id)
-	ri = await(t, b.rec.recvs, "the second reception", nil)
+	ri = await(t, b.rec.Recvs, "the second reception", nil)
 	assert.Zero(t, ri.Stripped)
 	assert.Equal(t, uint64(1), b.bridge.Stats().Sanitised)
 }

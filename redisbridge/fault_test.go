@@ -38,7 +38,7 @@ func TestRedisRestart(t *testing.T) {
 
 	srv.Stop()
 	for _, in := range ins {
-		await(t, in.rec.conns, in.name+" losing Redis", func(c cluster.ConnectionInfo) bool {
+		await(t, in.rec.Conns, in.name+" losing Redis", func(c cluster.ConnectionInfo) bool {
 			return c.Status == cluster.Disconnected
 		})
 	}
@@ -50,10 +50,10 @@ func TestRedisRestart(t *testing.T) {
 
 	require.NoError(t, srv.Restart())
 	for _, in := range ins {
-		await(t, in.rec.conns, in.name+" reconnecting", func(c cluster.ConnectionInfo) bool {
+		await(t, in.rec.Conns, in.name+" reconnecting", func(c cluster.ConnectionInfo) bool {
 			return c.Status == cluster.Connected
 		})
-		ri := await(t, in.rec.resyncs, in.name+"'s reconnect resync", nil)
+		ri := await(t, in.rec.Resyncs, in.name+"'s reconnect resync", nil)
 		assert.Equal(t, cluster.ResyncReconnect, ri.Reason)
 	}
 	for _, in := range ins {
@@ -104,7 +104,7 @@ func TestPartitionCatchesUp(t *testing.T) {
 	assert.Equal(t, "seen", lb.next(t).id)
 
 	p.Cut()
-	await(t, a.rec.conns, "A losing Redis", func(c cluster.ConnectionInfo) bool { return c.Status == cluster.Disconnected })
+	await(t, a.rec.Conns, "A losing Redis", func(c cluster.ConnectionInfo) bool { return c.Status == cluster.Disconnected })
 	var missed []string
 	for i := range 50 {
 		id := fmt.Sprint("missed-", i)
@@ -143,16 +143,16 @@ func TestTrimmedResync(t *testing.T) {
 	assert.Equal(t, "seen", la.next(t).id)
 
 	p.Cut()
-	await(t, a.rec.conns, "A losing Redis", func(c cluster.ConnectionInfo) bool { return c.Status == cluster.Disconnected })
+	await(t, a.rec.Conns, "A losing Redis", func(c cluster.ConnectionInfo) bool { return c.Status == cluster.Disconnected })
 	for i := range 1000 {
 		_, err := b.hub.Publish(tagged(listen.ToolsListChanged(), fmt.Sprint("m", i)))
 		require.NoError(t, err)
 	}
 	_, err = b.hub.Publish(tagged(listen.ToolsListChanged(), "last"))
 	require.NoError(t, err)
-	await(t, b.rec.outs, "B's last publication", func(i cluster.PublishOutInfo) bool { return i.Seq == 1002 })
+	await(t, b.rec.Outs, "B's last publication", func(i cluster.PublishOutInfo) bool { return i.Seq == 1002 })
 	p.Restore()
-	ri := await(t, a.rec.resyncs, "A's resync", nil)
+	ri := await(t, a.rec.Resyncs, "A's resync", nil)
 	assert.Equal(t, cluster.ResyncReconnect, ri.Reason)
 	got := la.until(t, "last")
 	assert.Less(t, len(got), 1000, "the trimmed entries are not delivered")

@@ -12,7 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mcplisten/listen"
-	"github.com/mcplisten/listen/cluster"
+	"github.com/mcplisten/listen/cluster/clustertest"
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/redisbridge"
@@ -34,48 +34,15 @@ const idKey = "com.example/id"
 
 const watched = "file:///project/config.json"
 
-// recorder is Hooks that sends what it sees to channels, for tests to
-// wait on.
-type recorder struct {
-	cluster.NopHooks
-	conns   chan cluster.ConnectionInfo
-	resyncs chan cluster.ResyncInfo
-	drops   chan cluster.DropInfo
-	recvs   chan cluster.ReceiveInfo
-	outs    chan cluster.PublishOutInfo
-}
+// recorder records a bridge's hooks (clustertest.Recorder).
+type recorder = clustertest.Recorder
 
-func newRecorder() *recorder {
-	return &recorder{
-		conns:   make(chan cluster.ConnectionInfo, 1024),
-		resyncs: make(chan cluster.ResyncInfo, 1024),
-		drops:   make(chan cluster.DropInfo, 1024),
-		recvs:   make(chan cluster.ReceiveInfo, 1<<16),
-		outs:    make(chan cluster.PublishOutInfo, 1<<16),
-	}
-}
-
-func (r *recorder) OnConnection(i cluster.ConnectionInfo) { r.conns <- i }
-func (r *recorder) OnResync(i cluster.ResyncInfo)         { r.resyncs <- i }
-func (r *recorder) OnDrop(i cluster.DropInfo)             { r.drops <- i }
-func (r *recorder) OnReceive(i cluster.ReceiveInfo)       { r.recvs <- i }
-func (r *recorder) OnPublishOut(i cluster.PublishOutInfo) { r.outs <- i }
+func newRecorder() *recorder { return clustertest.NewRecorder() }
 
 // await receives from ch until ok accepts a value, failing after failsafe.
 func await[T any](t testing.TB, ch <-chan T, what string, ok func(T) bool) T {
 	t.Helper()
-	timer := time.NewTimer(failsafe)
-	defer timer.Stop()
-	for {
-		select {
-		case v := <-ch:
-			if ok == nil || ok(v) {
-				return v
-			}
-		case <-timer.C:
-			require.FailNow(t, "timed out waiting for "+what)
-		}
-	}
+	return clustertest.Await(t, ch, failsafe, what, ok)
 }
 
 // instance is one MCP server instance: a hub and its bridge.

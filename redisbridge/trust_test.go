@@ -96,7 +96,7 @@ func TestAuthForgerIgnored(t *testing.T) {
 	}
 	for _, in := range []*instance{a, b} {
 		for _, f := range forged {
-			d := await(t, in.rec.drops, in.name+" dropping "+f.name, nil)
+			d := await(t, in.rec.Drops, in.name+" dropping "+f.name, nil)
 			assert.Equal(t, cluster.ReasonUnauthenticated, d.Reason, "%s: %s", in.name, f.name)
 		}
 	}
@@ -139,7 +139,7 @@ func TestAuthReplay(t *testing.T) {
 	}
 	for _, in := range []*instance{b, c} {
 		for range captured {
-			d := await(t, in.rec.drops, in.name+" dropping a replay", nil)
+			d := await(t, in.rec.Drops, in.name+" dropping a replay", nil)
 			assert.Equal(t, cluster.ReasonReplayed, d.Reason)
 		}
 	}
@@ -200,7 +200,7 @@ func TestAuthKeyRotation(t *testing.T) {
 			got = append(got, ls[to].next(t).id)
 		}
 		for range refused { // the refused entries were seen, and dropped
-			d := await(t, to.rec.drops, to.name+" dropping an entry", nil)
+			d := await(t, to.rec.Drops, to.name+" dropping an entry", nil)
 			assert.Equal(t, cluster.ReasonUnauthenticated, d.Reason)
 		}
 		assert.Empty(t, ls[to].notes, "%s: nothing else", to.name)
