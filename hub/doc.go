@@ -134,6 +134,13 @@
 //   - Events are shared, not copied, between listeners: the maps in a
 //     published Event must not be modified afterwards.
 //
+// # Many instances
+//
+// A bridge over a broker (the nested modules natsbridge and redisbridge)
+// joins the hub as its [Relay] ([Hub.Join]): every Publish then reaches the
+// listeners of the other instances too, whoever calls it, and the bridge
+// delivers what they publish with [Hub.PublishLocal].
+//
 // # Instrumentation
 //
 // [Options.Hooks] receives opens, publications, overflows, shutdowns and

@@ -127,6 +127,9 @@ type Hub struct {
 
 	queued  atomic.Int64
 	dropped atomic.Uint64
+
+	// relay is the joined Relay (Join), nil when none.
+	relay atomic.Pointer[relayBox]
 }
 
 var (
@@ -370,10 +373,24 @@ const stackTargets = 8
 //
 // Report.Matched counts the listeners selected; a folder listener's
 // subscription may still drop the update when its CanRead refuses it.
+//
+// With a relay joined (Join), Publish first hands ev to it, which carries it
+// to the other instances of the server; an error of the relay is returned
+// and ev is delivered nowhere.
 func (h *Hub) Publish(ev listen.Event) (Report, error) {
 	if err := ev.Validate(); err != nil {
 		return Report{}, err
 	}
+	if b := h.relay.Load(); b != nil {
+		if err := b.r.Relay(ev); err != nil {
+			return Report{}, err
+		}
+	}
+	return h.fanOut(ev)
+}
+
+// fanOut delivers a valid event to the local listeners.
+func (h *Hub) fanOut(ev listen.Event) (Report, error) {
 	var start time.Time // read only with hooks: PublishInfo.Duration
 	if h.hooks != nil {
 		start = time.Now()

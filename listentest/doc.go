@@ -3,8 +3,11 @@
 // streams the test drives (Send, End, Fail) and inspects (Nexts, Closed,
 // Reason; the Source's Opened and Closed tell which streams opened and
 // ended, in order), an SSE reader for the messages of a listen served over
-// Streamable HTTP, and a PipeListener that carries HTTP over net.Pipe, so
-// that a server and its clients run inside a testing/synctest bubble.
+// Streamable HTTP, a PipeListener that carries HTTP over net.Pipe, so
+// that a server and its clients run inside a testing/synctest bubble, a
+// loopback TCP Proxy that a test cuts to partition the clients of a broker,
+// and ProcessCPU, the process's CPU time, for benchmarks on a shared
+// machine.
 //
 // The Source keeps every contract of listen.Source and listen.Stream: Open
 // accepts the supported filter (or what Accept picks), unless the test makes
@@ -13,8 +16,8 @@
 // Next with listen.ErrClosed, and only the first Close counts (later ones
 // are recorded but change nothing).
 //
-// The package starts no goroutine: Open, Next and Close run on their
-// callers' goroutines, and the test's calls (Send, End, Fail) never block;
-// PipeListener's Accept and Dial block until they meet (or Close, or the
-// Dial's context).
+// The package starts no goroutine but the Proxy's (see there): Open, Next
+// and Close run on their callers' goroutines, and the test's calls (Send,
+// End, Fail) never block; PipeListener's Accept and Dial block until they
+// meet (or Close, or the Dial's context).
 package listentest

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/cluster"
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/natsbridge"
 	"github.com/mcplisten/listen/spec"
@@ -34,27 +35,29 @@ func TestOptionsValidation(t *testing.T) {
 		"tail wildcard":      {Prefix: "mcp.>"},
 		"empty token":        {Prefix: "mcp..listen"},
 		"space":              {Prefix: "mcp listen"},
-		"tiny messages":      {MaxMessageBytes: 100},
-		"pending < message":  {MaxMessageBytes: 4096, PendingBytes: 1000},
-		"resync of updates":  {Resync: []listen.Kind{listen.KindResourceUpdated}},
-		"resync of ext":      {Resync: []listen.Kind{listen.KindExtension}},
-		"resync of nothing0": {Resync: []listen.Kind{0}},
-		"short key":          {AuthKeys: [][]byte{make([]byte, natsbridge.MinAuthKeyBytes-1)}},
-		"short second key":   {AuthKeys: [][]byte{make([]byte, natsbridge.MinAuthKeyBytes), []byte("password")}},
-		"nil key":            {AuthKeys: [][]byte{nil}},
-		"too many keys":      {AuthKeys: make([][]byte, natsbridge.MaxAuthKeys+1)},
+		"tiny messages":      {Options: cluster.Options{MaxMessageBytes: 100}},
+		"pending < message":  {PendingBytes: 1000, Options: cluster.Options{MaxMessageBytes: 4096}},
+		"pending < default":  {PendingBytes: 1000},
+		"resync of updates":  {Options: cluster.Options{Resync: []listen.Kind{listen.KindResourceUpdated}}},
+		"resync of ext":      {Options: cluster.Options{Resync: []listen.Kind{listen.KindExtension}}},
+		"resync of nothing0": {Options: cluster.Options{Resync: []listen.Kind{0}}},
+		"short key":          {Options: cluster.Options{AuthKeys: [][]byte{make([]byte, cluster.MinAuthKeyBytes-1)}}},
+		"short second key":   {Options: cluster.Options{AuthKeys: [][]byte{make([]byte, cluster.MinAuthKeyBytes), []byte("password")}}},
+		"nil key":            {Options: cluster.Options{AuthKeys: [][]byte{nil}}},
+		"too many keys":      {Options: cluster.Options{AuthKeys: make([][]byte, cluster.MaxAuthKeys+1)}},
+		"negative freshness": {Options: cluster.Options{Freshness: -time.Second}},
 	} {
 		_, err := natsbridge.New(nc, h, o)
-		assert.ErrorIs(t, err, natsbridge.ErrInvalidOptions, name)
+		assert.ErrorIs(t, err, cluster.ErrInvalidOptions, name)
 		_, err = natsbridge.Connect(ns.ClientURL(), h, o)
-		assert.ErrorIs(t, err, natsbridge.ErrInvalidOptions, name)
+		assert.ErrorIs(t, err, cluster.ErrInvalidOptions, name)
 	}
 	_, err := natsbridge.New(nil, h, natsbridge.Options{})
-	assert.ErrorIs(t, err, natsbridge.ErrInvalidOptions)
+	assert.ErrorIs(t, err, cluster.ErrInvalidOptions)
 	_, err = natsbridge.New(nc, nil, natsbridge.Options{})
-	assert.ErrorIs(t, err, natsbridge.ErrInvalidOptions)
+	assert.ErrorIs(t, err, cluster.ErrInvalidOptions)
 
-	b, err := natsbridge.New(nc, h, natsbridge.Options{Prefix: "acme.mcp", Resync: []listen.Kind{}})
+	b, err := natsbridge.New(nc, h, natsbridge.Options{Prefix: "acme.mcp", Options: cluster.Options{Resync: []listen.Kind{}}})
 	require.NoError(t, err)
 	assert.Equal(t, "acme.mcp.events", b.Subject())
 	assert.Len(t, b.ID(), 22)
@@ -81,9 +84,9 @@ func TestPrefixesIsolate(t *testing.T) {
 	b2 := newInstance(t, "B2", nc, natsbridge.Options{Prefix: "two"})
 	s1 := b1.listen(t, "s1", `{"toolsListChanged":true}`)
 	s2 := b2.listen(t, "s2", `{"toolsListChanged":true}`)
-	_, err := a1.bridge.Publish(tagged(listen.ToolsListChanged(), "x"))
+	_, err := a1.hub.Publish(tagged(listen.ToolsListChanged(), "x"))
 	require.NoError(t, err)
-	_, err = b2.bridge.Publish(tagged(listen.ToolsListChanged(), "fence"))
+	_, err = b2.hub.Publish(tagged(listen.ToolsListChanged(), "fence"))
 	require.NoError(t, err)
 	assert.Equal(t, "x", s1.next(t).id)
 	assert.Equal(t, "fence", s2.next(t).id, "prefix two never sees prefix one's event")
@@ -95,38 +98,37 @@ func TestPublishErrors(t *testing.T) {
 	nc := connect(t, ns.ClientURL())
 	rec := newRecorder()
 	h := newHub(t, nil)
-	b, err := natsbridge.New(nc, h, natsbridge.Options{MaxMessageBytes: 1024, Hooks: rec})
+	b, err := natsbridge.New(nc, h, natsbridge.Options{Options: cluster.Options{MaxMessageBytes: 1024, Hooks: rec}})
 	require.NoError(t, err)
 
-	// Invalid events: the core's validation error; nothing published.
-	_, err = b.Publish(listen.ResourceUpdated("relative/path"))
+	// Invalid events: the hub's validation error; nothing published.
+	_, err = h.Publish(listen.ResourceUpdated("relative/path"))
 	assert.ErrorIs(t, err, listen.ErrInvalidEvent)
-	_, err = b.ResourceUpdated("relative/path")
+	_, err = h.ResourceUpdated("relative/path")
 	assert.ErrorIs(t, err, listen.ErrInvalidEvent)
-	_, err = b.Publish(listen.Event{})
+	_, err = h.Publish(listen.Event{})
 	assert.ErrorIs(t, err, listen.ErrInvalidEvent)
-	// A payload that does not encode.
-	_, err = b.Publish(listen.ExtensionEvent(tasksID, listen.Filter{"taskIds": []any{"t1"}}, make(chan int)))
-	assert.ErrorIs(t, err, natsbridge.ErrEncode)
+	// A payload that does not encode: the bridge refuses it, so the hub
+	// publishes it nowhere.
+	_, err = h.Publish(listen.ExtensionEvent(tasksID, listen.Filter{"taskIds": []any{"t1"}}, make(chan int)))
+	assert.ErrorIs(t, err, cluster.ErrEncode)
 	// Too large.
-	_, err = b.Publish(listen.ToolsListChanged().WithMetadata(map[string]any{"pad": strings.Repeat("x", 1024)}))
-	assert.ErrorIs(t, err, natsbridge.ErrTooLarge)
+	_, err = h.Publish(listen.ToolsListChanged().WithMetadata(map[string]any{"pad": strings.Repeat("x", 1024)}))
+	assert.ErrorIs(t, err, cluster.ErrTooLarge)
 
 	st := b.Stats()
-	assert.Equal(t, uint64(5), st.Rejected)
+	assert.Equal(t, uint64(2), st.Rejected)
 	assert.Zero(t, st.Published)
-	assert.Empty(t, rec.outs)
+	assert.Empty(t, rec.Outs)
 
-	// The helpers publish.
-	for _, f := range []func() (hub.Report, error){
-		b.ToolsListChanged, b.PromptsListChanged, b.ResourcesListChanged,
-		func() (hub.Report, error) { return b.ResourceUpdated("file:///a") },
-	} {
-		_, err := f()
-		require.NoError(t, err)
-	}
+	// The hub's helpers publish through the bridge.
+	h.ToolsListChanged()
+	h.PromptsListChanged()
+	h.ResourcesListChanged()
+	_, err = h.ResourceUpdated("file:///a")
+	require.NoError(t, err)
 	for i := range 4 {
-		out := await(t, rec.outs, "a publication", nil)
+		out := await(t, rec.Outs, "a publication", nil)
 		assert.NoError(t, out.Err)
 		assert.Equal(t, uint64(i+1), out.Seq)
 		assert.Positive(t, out.Bytes)
@@ -135,16 +137,17 @@ func TestPublishErrors(t *testing.T) {
 
 	require.NoError(t, b.Close())
 	require.NoError(t, b.Close(), "Close is idempotent")
-	_, err = b.ToolsListChanged()
-	assert.ErrorIs(t, err, natsbridge.ErrClosed)
-	assert.ErrorIs(t, b.Resync(), natsbridge.ErrClosed)
+	_, err = h.Publish(listen.ToolsListChanged())
+	require.NoError(t, err, "after Close the hub publishes locally")
+	assert.Equal(t, uint64(4), b.Stats().Published)
+	assert.ErrorIs(t, b.Resync(), cluster.ErrClosed)
 	assert.True(t, nc.IsConnected(), "Close leaves the caller's connection open")
 }
 
 func TestConnectOwnsConnection(t *testing.T) {
 	ns := startNATS(t, 0)
 	rec := newRecorder()
-	b, err := natsbridge.Connect(ns.ClientURL(), newHub(t, nil), natsbridge.Options{Hooks: rec},
+	b, err := natsbridge.Connect(ns.ClientURL(), newHub(t, nil), natsbridge.Options{Options: cluster.Options{Hooks: rec}},
 		nats.ReconnectWait(50*time.Millisecond), nats.Name("custom"))
 	require.NoError(t, err)
 	nc := b.Conn()
@@ -164,11 +167,11 @@ func TestCallerClosesConnection(t *testing.T) {
 	ns := startNATS(t, 0)
 	nc := connect(t, ns.ClientURL())
 	rec := newRecorder()
-	b, err := natsbridge.New(nc, newHub(t, nil), natsbridge.Options{Hooks: rec})
+	b, err := natsbridge.New(nc, newHub(t, nil), natsbridge.Options{Options: cluster.Options{Hooks: rec}})
 	require.NoError(t, err)
 	nc.Close()
-	await(t, rec.conns, "CLOSED", func(c natsbridge.ConnectionInfo) bool { return c.Status == nats.CLOSED })
-	_, err = b.ToolsListChanged()
+	await(t, rec.Conns, "CLOSED", func(c cluster.ConnectionInfo) bool { return c.Status == cluster.Closed })
+	_, err = b.Hub().Publish(listen.ToolsListChanged())
 	require.NoError(t, err)
 	assert.Equal(t, uint64(1), b.Stats().PublishErrors)
 	require.NoError(t, b.Close())
@@ -176,13 +179,13 @@ func TestCallerClosesConnection(t *testing.T) {
 
 func TestManualResyncAndURIs(t *testing.T) {
 	ns := startNATS(t, 0)
-	in := newInstance(t, "A", connect(t, ns.ClientURL()), natsbridge.Options{
+	in := newInstance(t, "A", connect(t, ns.ClientURL()), natsbridge.Options{Options: cluster.Options{
 		ResyncURIs: func() []string { return []string{watched, "not a uri", other} },
-	})
+	}})
 	s := in.listen(t, "A-all", `{"toolsListChanged":true,"promptsListChanged":true,"resourcesListChanged":true,"resourceSubscriptions":["`+watched+`"]}`)
 	require.NoError(t, in.bridge.Resync())
-	ri := await(t, in.rec.resyncs, "the manual resync", nil)
-	assert.Equal(t, natsbridge.ResyncManual, ri.Reason)
+	ri := await(t, in.rec.Resyncs, "the manual resync", nil)
+	assert.Equal(t, cluster.ResyncManual, ri.Reason)
 	assert.Equal(t, 2, ri.URIs)
 	var methods []string
 	for range 4 {
@@ -216,7 +219,7 @@ func TestWireShapesIntact(t *testing.T) {
 			map[string]any{"status": "working", "progress": 0.25}), "e1"),
 	}
 	for _, ev := range evs {
-		_, err := a.bridge.Publish(ev)
+		_, err := a.hub.Publish(ev)
 		require.NoError(t, err)
 	}
 	for range evs {
@@ -235,22 +238,22 @@ func TestWireShapesIntact(t *testing.T) {
 func TestSlogHooks(t *testing.T) {
 	var buf bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	hooks := natsbridge.SlogHooks(logger)
+	hooks := cluster.SlogHooks(logger)
 	ns := startNATS(t, 0)
 	nc := connect(t, ns.ClientURL())
 	h := newHub(t, hooks) // the same value instruments the hub
-	b, err := natsbridge.New(nc, h, natsbridge.Options{Hooks: hooks})
+	b, err := natsbridge.New(nc, h, natsbridge.Options{Options: cluster.Options{Hooks: hooks}})
 	require.NoError(t, err)
-	_, err = b.ToolsListChanged()
+	_, err = b.Hub().Publish(listen.ToolsListChanged())
 	require.NoError(t, err)
 	require.NoError(t, b.Resync())
 	require.NoError(t, b.Close())
-	hooks.OnReceive(natsbridge.ReceiveInfo{EventKind: listen.KindToolsListChanged, Origin: "peer", Seq: 1, Stripped: 2})
+	hooks.OnReceive(cluster.ReceiveInfo{EventKind: listen.KindToolsListChanged, Origin: "peer", Seq: 1, Stripped: 2})
 	out := buf.String()
 	for _, want := range []string{
-		"subscription hub publish", "natsbridge publish", "event_kind=tools_list_changed",
-		"natsbridge resync", "reason=manual",
-		"level=WARN msg=\"natsbridge receive\"", "stripped=2",
+		"subscription hub publish", "cluster publish", "event_kind=tools_list_changed",
+		"cluster resync", "reason=manual",
+		"level=WARN msg=\"cluster receive\"", "stripped=2",
 	} {
 		assert.Contains(t, out, want)
 	}

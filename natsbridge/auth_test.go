@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
@@ -16,16 +17,19 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/cluster"
 	"github.com/mcplisten/listen/natsbridge"
 )
 
 var (
-	keyOld   = bytes.Repeat([]byte{'o'}, natsbridge.MinAuthKeyBytes)
-	keyNew   = bytes.Repeat([]byte{'n'}, natsbridge.MinAuthKeyBytes)
-	keyWrong = bytes.Repeat([]byte{'w'}, natsbridge.MinAuthKeyBytes)
+	keyOld   = bytes.Repeat([]byte{'o'}, cluster.MinAuthKeyBytes)
+	keyNew   = bytes.Repeat([]byte{'n'}, cluster.MinAuthKeyBytes)
+	keyWrong = bytes.Repeat([]byte{'w'}, cluster.MinAuthKeyBytes)
 )
 
-func authOptions(keys ...[]byte) natsbridge.Options { return natsbridge.Options{AuthKeys: keys} }
+func authOptions(keys ...[]byte) natsbridge.Options {
+	return natsbridge.Options{Options: cluster.Options{AuthKeys: keys}}
+}
 
 // signature computes the AuthHeader value as the documentation defines it,
 // independently of the bridge's code: HMAC-SHA256(key, subject "\n" data),
@@ -47,8 +51,10 @@ func publishRaw(t *testing.T, nc *nats.Conn, subject string, data []byte, sigs .
 	require.NoError(t, nc.PublishMsg(m))
 }
 
+// toolsEnvelope is a hand-made envelope, stamped now.
 func toolsEnvelope(origin string, seq uint64, id string) []byte {
-	return fmt.Appendf(nil, `{"v":1,"o":%q,"n":%d,"k":"tools","m":{%q:%q}}`, origin, seq, idKey, id)
+	return fmt.Appendf(nil, `{"v":1,"o":%q,"n":%d,"t":%d,"k":"tools","m":{%q:%q}}`,
+		origin, seq, time.Now().UnixMilli(), idKey, id)
 }
 
 // TestAuthForgerIgnored: with AuthKeys, a peer without the key (a raw NATS
@@ -65,7 +71,7 @@ func TestAuthForgerIgnored(t *testing.T) {
 	s := b.listen(t, "B-tools", `{"toolsListChanged":true}`)
 	subject := b.bridge.Subject()
 
-	_, err := a.bridge.Publish(tagged(listen.ToolsListChanged(), "first")) // B now knows A's sequence number
+	_, err := a.hub.Publish(tagged(listen.ToolsListChanged(), "first")) // B now knows A's sequence number
 	require.NoError(t, err)
 	assert.Equal(t, "first", s.next(t).id)
 
@@ -96,8 +102,8 @@ func TestAuthForgerIgnored(t *testing.T) {
 	require.NoError(t, forger.Flush())
 	for _, in := range []*instance{a, b} {
 		for _, f := range forged {
-			d := await(t, in.rec.drops, in.name+" dropping "+f.name, nil)
-			assert.Equal(t, natsbridge.ReasonUnauthenticated, d.Reason, "%s: %s", in.name, f.name)
+			d := await(t, in.rec.Drops, in.name+" dropping "+f.name, nil)
+			assert.Equal(t, cluster.ReasonUnauthenticated, d.Reason, "%s: %s", in.name, f.name)
 			assert.Error(t, d.Err)
 		}
 	}
@@ -107,7 +113,7 @@ func TestAuthForgerIgnored(t *testing.T) {
 	publishRaw(t, forger, subject, good, signature(keyOld, subject, good))
 	assert.Equal(t, "signed", s.next(t).id)
 
-	_, err = a.bridge.Publish(tagged(listen.ToolsListChanged(), "fence"))
+	_, err = a.hub.Publish(tagged(listen.ToolsListChanged(), "fence"))
 	require.NoError(t, err)
 	assert.Equal(t, "fence", s.next(t).id, "nothing forged came before the fence")
 	st := b.bridge.Stats()
@@ -116,7 +122,7 @@ func TestAuthForgerIgnored(t *testing.T) {
 	assert.Equal(t, uint64(3), st.Received)
 	assert.Zero(t, st.Gaps, "forged sequence numbers count for nothing")
 	assert.Zero(t, st.Resyncs)
-	assert.Empty(t, b.rec.resyncs)
+	assert.Empty(t, b.rec.Resyncs)
 	assert.Zero(t, a.bridge.Stats().Gaps)
 }
 
@@ -139,7 +145,7 @@ func TestAuthReplayDropped(t *testing.T) {
 	require.NoError(t, spy.Flush())
 
 	for _, id := range []string{"e1", "e2"} {
-		_, err := a.bridge.Publish(tagged(listen.ToolsListChanged(), id))
+		_, err := a.hub.Publish(tagged(listen.ToolsListChanged(), id))
 		require.NoError(t, err)
 		assert.Equal(t, id, s.next(t).id)
 	}
@@ -147,10 +153,10 @@ func TestAuthReplayDropped(t *testing.T) {
 	require.NotEmpty(t, e1.Header.Get(natsbridge.AuthHeader))
 	require.NoError(t, spy.PublishMsg(&nats.Msg{Subject: e1.Subject, Header: e1.Header, Data: e1.Data}))
 	require.NoError(t, spy.Flush())
-	d := await(t, b.rec.drops, "B dropping the replay", nil)
-	assert.Equal(t, natsbridge.ReasonReplayed, d.Reason)
+	d := await(t, b.rec.Drops, "B dropping the replay", nil)
+	assert.Equal(t, cluster.ReasonReplayed, d.Reason)
 
-	_, err = a.bridge.Publish(tagged(listen.ToolsListChanged(), "e3"))
+	_, err = a.hub.Publish(tagged(listen.ToolsListChanged(), "e3"))
 	require.NoError(t, err)
 	assert.Equal(t, "e3", s.next(t).id, "the replay was not delivered")
 	st := b.bridge.Stats()
@@ -158,6 +164,54 @@ func TestAuthReplayDropped(t *testing.T) {
 	assert.Equal(t, uint64(3), st.Received)
 	assert.Zero(t, st.Gaps)
 	assert.Zero(t, st.Resyncs)
+}
+
+// TestAuthReplayAfterRestart: a peer without the key captures five signed
+// messages, then publishes them again, verbatim, to an instance started
+// after them (a restarted instance, with the same key, that has no memory
+// of their origin): none reaches its listener. Each is dropped as replayed
+// (stamped before the instance started); the instance resynchronises its
+// listeners instead (such a message might be a genuine one from an
+// instance whose clock is behind), so the listener gets untagged hints
+// only. A genuine message published afterwards is delivered.
+func TestAuthReplayAfterRestart(t *testing.T) {
+	ns := startNATS(t, 0)
+	a := newInstance(t, "A", connect(t, ns.ClientURL()), authOptions(keyOld))
+	spy := connect(t, ns.ClientURL())
+	captured := make(chan *nats.Msg, 16)
+	sub, err := spy.ChanSubscribe(a.bridge.Subject(), captured)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	require.NoError(t, spy.Flush())
+	var msgs []*nats.Msg
+	for i := range 5 {
+		_, err := a.hub.Publish(tagged(listen.ToolsListChanged(), fmt.Sprint("old-", i)))
+		require.NoError(t, err)
+		msgs = append(msgs, await(t, captured, "a capture", nil))
+	}
+
+	// Make sure the restarted instance's clock has passed the stamps.
+	time.Sleep(2 * time.Millisecond)
+	c := newInstance(t, "C", connect(t, ns.ClientURL()), authOptions(keyOld))
+	s := c.listen(t, "C-tools", `{"toolsListChanged":true}`)
+	for _, m := range msgs {
+		require.NoError(t, spy.PublishMsg(&nats.Msg{Subject: m.Subject, Header: m.Header, Data: m.Data}))
+	}
+	require.NoError(t, spy.Flush())
+	for range msgs {
+		d := await(t, c.rec.Drops, "C dropping a replay", nil)
+		assert.Equal(t, cluster.ReasonReplayed, d.Reason)
+	}
+	_, err = a.hub.Publish(tagged(listen.ToolsListChanged(), "new"))
+	require.NoError(t, err)
+	got := s.until(t, "new")
+	for _, n := range got[:len(got)-1] {
+		assert.Empty(t, n.id, "only resync hints before the genuine event, no replayed one")
+	}
+	st := c.bridge.Stats()
+	assert.Equal(t, uint64(5), st.Dropped.Replayed)
+	assert.Equal(t, uint64(1), st.Received)
+	assert.Positive(t, st.Resyncs)
 }
 
 // TestAuthKeyRotation: instances at every step of a key rotation keep
@@ -191,7 +245,7 @@ func TestAuthKeyRotation(t *testing.T) {
 	unauth := map[*instance]uint64{}
 	for _, from := range ins {
 		id := "from-" + from.name
-		_, err := from.bridge.Publish(tagged(listen.ToolsListChanged(), id))
+		_, err := from.hub.Publish(tagged(listen.ToolsListChanged(), id))
 		require.NoError(t, err)
 		assert.Equal(t, id, streams[from].next(t).id)
 		for _, to := range ins {
@@ -203,8 +257,8 @@ func TestAuthKeyRotation(t *testing.T) {
 				received[to]++
 				continue
 			}
-			dr := await(t, to.rec.drops, to.name+" dropping "+id, nil)
-			assert.Equal(t, natsbridge.ReasonUnauthenticated, dr.Reason, "%s to %s", from.name, to.name)
+			dr := await(t, to.rec.Drops, to.name+" dropping "+id, nil)
+			assert.Equal(t, cluster.ReasonUnauthenticated, dr.Reason, "%s to %s", from.name, to.name)
 			unauth[to]++
 		}
 	}
@@ -231,21 +285,21 @@ func TestAuthSizeLimit(t *testing.T) {
 	t.Cleanup(func() { stopNATS(ns) })
 	nc := connect(t, ns.ClientURL())
 	rec := newRecorder()
-	br, err := natsbridge.New(nc, newHub(t, nil), natsbridge.Options{AuthKeys: [][]byte{keyOld}, Hooks: rec})
+	br, err := natsbridge.New(nc, newHub(t, nil), natsbridge.Options{Options: cluster.Options{AuthKeys: [][]byte{keyOld}, Hooks: rec}})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, br.Close()) })
 
-	// The envelope: {"v":1,"o":"<22>","n":<seq>,"k":"tools","m":{"pad":"..."}},
-	// counted with a 20-digit sequence number.
-	fixed := len(`{"v":1,"o":"`) + 22 + len(`","n":`) + 20 + len(`,"k":"tools","m":{"pad":""}}`)
+	// The envelope: {"v":1,"o":"<22>","n":<seq>,"t":<ms>,"k":"tools","m":{"pad":"..."}},
+	// counted with a 20-digit sequence number and a 20-digit timestamp.
+	fixed := len(`{"v":1,"o":"`) + 22 + len(`","n":`) + 20 + len(`,"t":`) + 20 + len(`,"k":"tools","m":{"pad":""}}`)
 	pad := func(n int) listen.Event {
 		return listen.ToolsListChanged().WithMetadata(map[string]any{"pad": strings.Repeat("x", n)})
 	}
-	_, err = br.Publish(pad(2048 - fixed)) // fits max_payload without the header
-	assert.ErrorIs(t, err, natsbridge.ErrTooLarge)
-	_, err = br.Publish(pad(2048 - fixed - 80)) // the header is 80 bytes
+	_, err = br.Hub().Publish(pad(2048 - fixed)) // fits max_payload without the header
+	assert.ErrorIs(t, err, cluster.ErrTooLarge)
+	_, err = br.Hub().Publish(pad(2048 - fixed - 80)) // the header is 80 bytes
 	require.NoError(t, err)
-	out := await(t, rec.outs, "the publication", nil)
+	out := await(t, rec.Outs, "the publication", nil)
 	assert.NoError(t, out.Err)
 	assert.Zero(t, br.Stats().PublishErrors)
 }

@@ -13,7 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/cluster"
 	"github.com/mcplisten/listen/hub"
+	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/natsbridge"
 	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/streamhttp"
@@ -28,7 +30,7 @@ type benchPair struct {
 	// arrivals receives the time each notification's SSE data line was read
 	// by B's HTTP client.
 	arrivals chan time.Time
-	drops    chan natsbridge.DropInfo
+	drops    chan cluster.DropInfo
 }
 
 func newBenchPair(b *testing.B, opts natsbridge.Options) *benchPair {
@@ -74,7 +76,7 @@ func newBenchPair(b *testing.B, opts natsbridge.Options) *benchPair {
 	resp, err := client.Do(req)
 	require.NoError(b, err)
 	require.Equal(b, http.StatusOK, resp.StatusCode)
-	p := &benchPair{a: a, arrivals: make(chan time.Time, 1<<22), drops: rec.drops}
+	p := &benchPair{a: a, arrivals: make(chan time.Time, 1<<22), drops: rec.Drops}
 	rd := bufio.NewReaderSize(resp.Body, 64<<10)
 	done := make(chan struct{})
 	go func() { // B's HTTP listen client
@@ -105,11 +107,11 @@ func newBenchPair(b *testing.B, opts natsbridge.Options) *benchPair {
 // dropsOnly forwards drops to a recorder and ignores the rest.
 type dropsOnly struct{ r *recorder }
 
-func (d dropsOnly) OnPublishOut(natsbridge.PublishOutInfo) {}
-func (d dropsOnly) OnReceive(natsbridge.ReceiveInfo)       {}
-func (d dropsOnly) OnDrop(i natsbridge.DropInfo)           { d.r.OnDrop(i) }
-func (d dropsOnly) OnResync(natsbridge.ResyncInfo)         {}
-func (d dropsOnly) OnConnection(natsbridge.ConnectionInfo) {}
+func (d dropsOnly) OnPublishOut(cluster.PublishOutInfo) {}
+func (d dropsOnly) OnReceive(cluster.ReceiveInfo)       {}
+func (d dropsOnly) OnDrop(i cluster.DropInfo)           { d.r.OnDrop(i) }
+func (d dropsOnly) OnResync(cluster.ResyncInfo)         {}
+func (d dropsOnly) OnConnection(cluster.ConnectionInfo) {}
 
 // arrival waits for the next arrival on B's stream.
 func (p *benchPair) arrival(b *testing.B) time.Time {
@@ -131,7 +133,7 @@ var benchModes = []struct {
 	opts natsbridge.Options
 }{
 	{"plain", natsbridge.Options{}},
-	{"auth", natsbridge.Options{AuthKeys: [][]byte{keyOld}}},
+	{"auth", natsbridge.Options{Options: cluster.Options{AuthKeys: [][]byte{keyOld}}}},
 }
 
 // BenchmarkCrossInstanceLatency measures, one event at a time, the time
@@ -147,7 +149,7 @@ func benchLatency(b *testing.B, opts natsbridge.Options) {
 	p := newBenchPair(b, opts)
 	// Warm up the connections and the stream.
 	for range 100 {
-		_, err := p.a.ToolsListChanged()
+		_, err := p.a.Hub().Publish(listen.ToolsListChanged())
 		require.NoError(b, err)
 		p.arrival(b)
 	}
@@ -155,7 +157,7 @@ func benchLatency(b *testing.B, opts natsbridge.Options) {
 	b.ReportAllocs()
 	for b.Loop() {
 		start := time.Now()
-		if _, err := p.a.ToolsListChanged(); err != nil {
+		if _, err := p.a.Hub().Publish(listen.ToolsListChanged()); err != nil {
 			b.Fatal(err)
 		}
 		lat = append(lat, p.arrival(b).Sub(start))
@@ -187,13 +189,13 @@ func BenchmarkCrossInstanceThroughput(b *testing.B) {
 func benchThroughput(b *testing.B, opts natsbridge.Options) {
 	p := newBenchPair(b, opts)
 	for range 100 {
-		_, err := p.a.ToolsListChanged()
+		_, err := p.a.Hub().Publish(listen.ToolsListChanged())
 		require.NoError(b, err)
 		p.arrival(b)
 	}
 	b.ReportAllocs()
 	start := time.Now()
-	cpu0, cpuOK := natsbridge.ProcessCPU()
+	cpu0, cpuOK := listentest.ProcessCPU()
 	sent, arrived := 0, 0
 	var last time.Time
 	for b.Loop() {
@@ -201,7 +203,7 @@ func benchThroughput(b *testing.B, opts natsbridge.Options) {
 			last = p.arrival(b)
 			arrived++
 		}
-		if _, err := p.a.ToolsListChanged(); err != nil {
+		if _, err := p.a.Hub().Publish(listen.ToolsListChanged()); err != nil {
 			b.Fatal(err)
 		}
 		sent++
@@ -219,7 +221,7 @@ func benchThroughput(b *testing.B, opts natsbridge.Options) {
 // shared machine it varies much less than the elapsed time, which counts
 // the time other programs held the cores.
 func reportCPU(b *testing.B, cpu0 time.Duration, ok bool, events int) {
-	cpu1, ok1 := natsbridge.ProcessCPU()
+	cpu1, ok1 := listentest.ProcessCPU()
 	if ok && ok1 && events > 0 {
 		b.ReportMetric(float64((cpu1-cpu0).Nanoseconds())/1e3/float64(events), "cpu-µs/event")
 	}
@@ -242,10 +244,10 @@ func BenchmarkPublish(b *testing.B) {
 			ev := listen.ResourceUpdated("file:///project/src/main.go").
 				WithMetadata(map[string]any{"com.example/rev": 42, "com.example/by": "alice@example.com"})
 			b.ReportAllocs()
-			cpu0, cpuOK := natsbridge.ProcessCPU()
+			cpu0, cpuOK := listentest.ProcessCPU()
 			n := 0
 			for b.Loop() {
-				if _, err := br.Publish(ev); err != nil {
+				if _, err := br.Hub().Publish(ev); err != nil {
 					b.Fatal(err)
 				}
 				n++

@@ -58,7 +58,7 @@ func TestCrossInstanceFanOut(t *testing.T) {
 		b := in.bridge
 		pub := func(ev listen.Event, id, kind string) {
 			t.Helper()
-			r, err := b.Publish(tagged(ev, id))
+			r, err := b.Hub().Publish(tagged(ev, id))
 			require.NoError(t, err)
 			if kind == "none" {
 				assert.Zero(t, r.Matched, "local listeners of %s", id)
@@ -87,7 +87,7 @@ func TestCrossInstanceFanOut(t *testing.T) {
 			listen.ToolsListChanged(), listen.PromptsListChanged(), listen.ResourceUpdated(watched),
 			listen.ExtensionEvent(tasksID, listen.Filter{"taskIds": []any{"t1"}}, map[string]any{"status": "fence"}),
 		} {
-			_, err := in.bridge.Publish(tagged(ev, f))
+			_, err := in.hub.Publish(tagged(ev, f))
 			require.NoError(t, err)
 		}
 	}

@@ -5,11 +5,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/cluster"
 	"github.com/mcplisten/listen/natsbridge"
 	"github.com/mcplisten/listen/spec"
 )
@@ -32,7 +32,7 @@ func TestBrokerRestart(t *testing.T) {
 		tools[i] = in.listen(t, in.name+"-tools", `{"toolsListChanged":true,"promptsListChanged":true}`)
 		res[i] = in.listen(t, in.name+"-res", `{"resourceSubscriptions":["`+watched+`"]}`)
 	}
-	a := ins[0].bridge
+	a := ins[0].hub
 	_, err := a.Publish(tagged(listen.ToolsListChanged(), "before"))
 	require.NoError(t, err)
 	for _, s := range tools {
@@ -42,8 +42,8 @@ func TestBrokerRestart(t *testing.T) {
 	// The broker goes away.
 	stopNATS(ns)
 	for _, in := range ins {
-		await(t, in.rec.conns, in.name+" losing the broker", func(c natsbridge.ConnectionInfo) bool {
-			return c.Status != nats.CONNECTED
+		await(t, in.rec.Conns, in.name+" losing the broker", func(c cluster.ConnectionInfo) bool {
+			return c.Status != cluster.Connected
 		})
 	}
 
@@ -52,7 +52,7 @@ func TestBrokerRestart(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, r.Matched)
 	assert.Equal(t, "during", tools[0].next(t).id)
-	r, err = ins[1].bridge.Publish(tagged(listen.ResourceUpdated(watched), "during-res"))
+	r, err = ins[1].hub.Publish(tagged(listen.ResourceUpdated(watched), "during-res"))
 	require.NoError(t, err)
 	assert.Equal(t, 1, r.Matched)
 	assert.Equal(t, "during-res", res[1].next(t).id)
@@ -61,10 +61,10 @@ func TestBrokerRestart(t *testing.T) {
 	// resynchronises its listeners.
 	startNATS(t, port)
 	for _, in := range ins {
-		ri := await(t, in.rec.resyncs, in.name+" resync", func(r natsbridge.ResyncInfo) bool {
-			return r.Reason == natsbridge.ResyncReconnect
+		ri := await(t, in.rec.Resyncs, in.name+" resync", func(r cluster.ResyncInfo) bool {
+			return r.Reason == cluster.ResyncReconnect
 		})
-		assert.Equal(t, natsbridge.DefaultResync, ri.Kinds)
+		assert.Equal(t, cluster.DefaultResync, ri.Kinds)
 	}
 	// Each tools+prompts listener is told both lists changed (it may also
 	// get "during", flushed from A's reconnect buffer, at most once).
@@ -83,9 +83,9 @@ func TestBrokerRestart(t *testing.T) {
 
 	// Cross-instance delivery works again, from every instance.
 	for _, in := range ins {
-		_, err := in.bridge.Publish(tagged(listen.ToolsListChanged(), "after-"+in.name))
+		_, err := in.hub.Publish(tagged(listen.ToolsListChanged(), "after-"+in.name))
 		require.NoError(t, err)
-		_, err = in.bridge.Publish(tagged(listen.ResourceUpdated(watched), "after-res-"+in.name))
+		_, err = in.hub.Publish(tagged(listen.ResourceUpdated(watched), "after-res-"+in.name))
 		require.NoError(t, err)
 	}
 	for i, in := range ins {
@@ -117,7 +117,7 @@ func TestBrokerRestart(t *testing.T) {
 // under its reason, and the bridge keeps delivering.
 func TestBadMessages(t *testing.T) {
 	ns := startNATS(t, 0)
-	opts := natsbridge.Options{MaxMessageBytes: 4096}
+	opts := natsbridge.Options{Options: cluster.Options{MaxMessageBytes: 4096}}
 	a := newInstance(t, "A", connect(t, ns.ClientURL()), opts)
 	b := newInstance(t, "B", connect(t, ns.ClientURL()), opts)
 	s := b.listen(t, "B-tools", `{"toolsListChanged":true}`)
@@ -127,24 +127,24 @@ func TestBadMessages(t *testing.T) {
 
 	cases := []struct {
 		data   string
-		reason natsbridge.DropReason
+		reason cluster.DropReason
 	}{
-		{"not json at all", natsbridge.ReasonMalformed},
-		{``, natsbridge.ReasonMalformed},
-		{`[1,2,3]`, natsbridge.ReasonMalformed},
-		{`{"o":"x","n":1,"k":"tools"}`, natsbridge.ReasonMalformed},            // no version
-		{`{"v":1,"n":1,"k":"tools"}`, natsbridge.ReasonMalformed},              // no origin
-		{`{"v":1,"o":"x","k":"tools"}`, natsbridge.ReasonMalformed},            // no sequence
-		{`{"v":1,"o":"x","n":1,"k":"bogus"}`, natsbridge.ReasonMalformed},      // unknown kind
-		{`{"v":1,"o":"x","n":1,"k":"tools"} {}`, natsbridge.ReasonMalformed},   // trailing data
-		{`{"v":1,"o":"x","n":"1","k":"tools"}`, natsbridge.ReasonMalformed},    // mistyped
-		{`{"v":2,"o":"x","n":1,"k":"tools"}`, natsbridge.ReasonUnknownVersion}, // a later version
-		{`{"v":2,"o":{"new":"layout"},"n":[1]}`, natsbridge.ReasonUnknownVersion},
-		{`{"v":"1","o":"x","n":1,"k":"tools"}`, natsbridge.ReasonUnknownVersion},
-		{`{"v":1,"o":"x","n":1,"k":"updated","u":"not a uri"}`, natsbridge.ReasonInvalidEvent},
-		{`{"v":1,"o":"x","n":2,"k":"tools","u":"file:///a"}`, natsbridge.ReasonInvalidEvent},
-		{`{"v":1,"o":"x","n":3,"k":"ext","x":"com.example/tasks","s":{}}`, natsbridge.ReasonInvalidEvent},
-		{`{"v":1,"o":"x","n":4,"k":"tools","m":{"pad":"` + strings.Repeat("x", 8192) + `"}}`, natsbridge.ReasonTooLarge},
+		{"not json at all", cluster.ReasonMalformed},
+		{``, cluster.ReasonMalformed},
+		{`[1,2,3]`, cluster.ReasonMalformed},
+		{`{"o":"x","n":1,"k":"tools"}`, cluster.ReasonMalformed},            // no version
+		{`{"v":1,"n":1,"k":"tools"}`, cluster.ReasonMalformed},              // no origin
+		{`{"v":1,"o":"x","k":"tools"}`, cluster.ReasonMalformed},            // no sequence
+		{`{"v":1,"o":"x","n":1,"k":"bogus"}`, cluster.ReasonMalformed},      // unknown kind
+		{`{"v":1,"o":"x","n":1,"k":"tools"} {}`, cluster.ReasonMalformed},   // trailing data
+		{`{"v":1,"o":"x","n":"1","k":"tools"}`, cluster.ReasonMalformed},    // mistyped
+		{`{"v":2,"o":"x","n":1,"k":"tools"}`, cluster.ReasonUnknownVersion}, // a later version
+		{`{"v":2,"o":{"new":"layout"},"n":[1]}`, cluster.ReasonUnknownVersion},
+		{`{"v":"1","o":"x","n":1,"k":"tools"}`, cluster.ReasonUnknownVersion},
+		{`{"v":1,"o":"x","n":1,"k":"updated","u":"not a uri"}`, cluster.ReasonInvalidEvent},
+		{`{"v":1,"o":"x","n":2,"k":"tools","u":"file:///a"}`, cluster.ReasonInvalidEvent},
+		{`{"v":1,"o":"x","n":3,"k":"ext","x":"com.example/tasks","s":{}}`, cluster.ReasonInvalidEvent},
+		{`{"v":1,"o":"x","n":4,"k":"tools","m":{"pad":"` + strings.Repeat("x", 8192) + `"}}`, cluster.ReasonTooLarge},
 	}
 	for _, c := range cases {
 		require.NoError(t, raw.Publish(subject, []byte(c.data)))
@@ -152,19 +152,19 @@ func TestBadMessages(t *testing.T) {
 	require.NoError(t, raw.Flush())
 	for _, in := range []*instance{a, b} {
 		for _, c := range cases {
-			d := await(t, in.rec.drops, fmt.Sprintf("%s dropping %.40q", in.name, c.data), nil)
+			d := await(t, in.rec.Drops, fmt.Sprintf("%s dropping %.40q", in.name, c.data), nil)
 			assert.Equal(t, c.reason, d.Reason, "%s: %.60q", in.name, c.data)
 			assert.Equal(t, 1, d.Count)
 			assert.Equal(t, len(c.data), d.Bytes)
 		}
 		st := in.bridge.Stats()
-		assert.Equal(t, natsbridge.Drops{TooLarge: 1, Malformed: 9, UnknownVersion: 3, InvalidEvent: 3}, st.Dropped, in.name)
+		assert.Equal(t, cluster.Drops{TooLarge: 1, Malformed: 9, UnknownVersion: 3, InvalidEvent: 3}, st.Dropped, in.name)
 		assert.Equal(t, uint64(len(cases)), st.Dropped.Total())
 		assert.Zero(t, st.Received)
 	}
 
 	// The bridges keep delivering.
-	_, err := a.bridge.Publish(tagged(listen.ToolsListChanged(), "still-alive"))
+	_, err := a.hub.Publish(tagged(listen.ToolsListChanged(), "still-alive"))
 	require.NoError(t, err)
 	n := s.next(t)
 	assert.Equal(t, "still-alive", n.id)
@@ -175,7 +175,7 @@ func TestBadMessages(t *testing.T) {
 // listeners to refetch.
 func TestGapResync(t *testing.T) {
 	ns := startNATS(t, 0)
-	b := newInstance(t, "B", connect(t, ns.ClientURL()), natsbridge.Options{Resync: []listen.Kind{listen.KindToolsListChanged}})
+	b := newInstance(t, "B", connect(t, ns.ClientURL()), natsbridge.Options{Options: cluster.Options{Resync: []listen.Kind{listen.KindToolsListChanged}}})
 	s := b.listen(t, "B-tools", `{"toolsListChanged":true}`)
 	raw := connect(t, ns.ClientURL())
 	env := func(n int, id string) []byte {
@@ -187,8 +187,8 @@ func TestGapResync(t *testing.T) {
 	assert.Equal(t, "one", s.next(t).id)
 	assert.Equal(t, "two", s.next(t).id)
 	assert.Equal(t, "five", s.next(t).id)
-	ri := await(t, b.rec.resyncs, "the loss resync", nil)
-	assert.Equal(t, natsbridge.ResyncLoss, ri.Reason)
+	ri := await(t, b.rec.Resyncs, "the loss resync", nil)
+	assert.Equal(t, cluster.ResyncLoss, ri.Reason)
 	assert.Equal(t, []listen.Kind{listen.KindToolsListChanged}, ri.Kinds)
 	n := s.next(t)
 	assert.Equal(t, spec.MethodToolsListChanged, n.method)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/cluster"
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/natsbridge"
@@ -37,7 +38,7 @@ func newFolderInstance(t *testing.T, url string) *folderInstance {
 	t.Cleanup(nc.Close)
 	h, err := hub.New(hub.Options{MaxBuffer: 1000})
 	require.NoError(t, err)
-	b, err := natsbridge.New(nc, h, natsbridge.Options{Resync: []listen.Kind{}})
+	b, err := natsbridge.New(nc, h, natsbridge.Options{Options: cluster.Options{Resync: []listen.Kind{}}})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, b.Close()) })
 	return &folderInstance{hub: h, bridge: b}
@@ -122,7 +123,7 @@ func TestBridgeCarriesSubResourceUpdates(t *testing.T) {
 		fence,
 	}
 	for i, u := range updates {
-		r, err := a.bridge.Publish(listen.ResourceUpdated(u).WithMetadata(map[string]any{"com.example/seq": i}))
+		r, err := a.hub.Publish(listen.ResourceUpdated(u).WithMetadata(map[string]any{"com.example/seq": i}))
 		require.NoError(t, err)
 		assert.Zero(t, r.Matched, "no local listener on the publishing instance")
 	}

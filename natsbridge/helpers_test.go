@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/cluster/clustertest"
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/natsbridge"
@@ -105,56 +106,15 @@ func (tasksExt) ShapeSubscriptionEvent(ev listen.Event, _ listen.Filter, _ liste
 	return "notifications/tasks/status", map[string]any{"taskId": ev.Selector.Strings("taskIds")[0], "status": p["status"]}, nil
 }
 
-// recorder is Hooks that sends what it sees to channels, for tests to
-// wait on.
-type recorder struct {
-	natsbridge.NopSharedHooks
-	conns   chan natsbridge.ConnectionInfo
-	resyncs chan natsbridge.ResyncInfo
-	drops   chan natsbridge.DropInfo
-	recvs   chan natsbridge.ReceiveInfo
-	outs    chan natsbridge.PublishOutInfo
-	// block, if set, is received from by OnReceive before it returns.
-	block chan struct{}
-}
+// recorder records a bridge's hooks (clustertest.Recorder).
+type recorder = clustertest.Recorder
 
-func newRecorder() *recorder {
-	return &recorder{
-		conns:   make(chan natsbridge.ConnectionInfo, 1024),
-		resyncs: make(chan natsbridge.ResyncInfo, 1024),
-		drops:   make(chan natsbridge.DropInfo, 1024),
-		recvs:   make(chan natsbridge.ReceiveInfo, 1<<16),
-		outs:    make(chan natsbridge.PublishOutInfo, 1<<16),
-	}
-}
-
-func (r *recorder) OnConnection(i natsbridge.ConnectionInfo) { r.conns <- i }
-func (r *recorder) OnResync(i natsbridge.ResyncInfo)         { r.resyncs <- i }
-func (r *recorder) OnDrop(i natsbridge.DropInfo)             { r.drops <- i }
-func (r *recorder) OnPublishOut(i natsbridge.PublishOutInfo) { r.outs <- i }
-func (r *recorder) OnReceive(i natsbridge.ReceiveInfo) {
-	if r.block != nil {
-		<-r.block
-	}
-	r.recvs <- i
-}
+func newRecorder() *recorder { return clustertest.NewRecorder() }
 
 // await receives from ch until ok accepts a value, failing after failsafe.
 func await[T any](t testing.TB, ch <-chan T, what string, ok func(T) bool) T {
 	t.Helper()
-	timer := time.NewTimer(failsafe)
-	defer timer.Stop()
-	for {
-		select {
-		case v, open := <-ch:
-			require.True(t, open, "channel closed while waiting for %s", what)
-			if ok == nil || ok(v) {
-				return v
-			}
-		case <-timer.C:
-			require.FailNow(t, "timed out waiting for "+what)
-		}
-	}
+	return clustertest.Await(t, ch, failsafe, what, ok)
 }
 
 // instance is one MCP server instance: a hub, its bridge and a streamhttp
@@ -332,6 +292,20 @@ func (s *stream) next(t testing.TB) note {
 		require.FailNow(t, "timed out waiting for a notification on "+s.subID)
 	}
 	return note{}
+}
+
+// until reads notifications up to and including the one with test id
+// fence, and returns them all.
+func (s *stream) until(t testing.TB, fence string) []note {
+	t.Helper()
+	var got []note
+	for {
+		n := s.next(t)
+		got = append(got, n)
+		if n.id == fence {
+			return got
+		}
+	}
 }
 
 // tagged returns ev tagged with the test id.

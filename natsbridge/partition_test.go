@@ -9,7 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
-	"github.com/mcplisten/listen/natsbridge"
+	"github.com/mcplisten/listen/cluster"
+	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/spec"
 )
 
@@ -30,11 +31,11 @@ func connectVia(t testing.TB, url string, extra ...nats.Option) *nats.Conn {
 
 // partition cuts A off the broker (B and C stay connected) and waits until
 // A's bridge saw it.
-func partition(t *testing.T, p *proxy, a *instance) {
+func partition(t *testing.T, p *listentest.Proxy, a *instance) {
 	t.Helper()
-	p.cut()
-	await(t, a.rec.conns, "A losing the broker", func(c natsbridge.ConnectionInfo) bool {
-		return c.Status != nats.CONNECTED
+	p.Cut()
+	await(t, a.rec.Conns, "A losing the broker", func(c cluster.ConnectionInfo) bool {
+		return c.Status != cluster.Connected
 	})
 }
 
@@ -43,8 +44,8 @@ func partition(t *testing.T, p *proxy, a *instance) {
 // reaches the other instances once after it reconnects.
 func TestPartitionBuffered(t *testing.T) {
 	ns := startNATS(t, 0)
-	p := newProxy(t, ns.Addr().String())
-	a := newInstance(t, "A", connectVia(t, p.url()), natsOptions())
+	p := listentest.NewProxy(t, ns.Addr().String())
+	a := newInstance(t, "A", connectVia(t, "nats://"+p.Addr()), natsOptions())
 	b := newInstance(t, "B", connect(t, ns.ClientURL()), natsOptions())
 	c := newInstance(t, "C", connect(t, ns.ClientURL()), natsOptions())
 	sa := a.listen(t, "A-tools", `{"toolsListChanged":true}`)
@@ -52,16 +53,16 @@ func TestPartitionBuffered(t *testing.T) {
 	sc := c.listen(t, "C-tools", `{"toolsListChanged":true}`)
 
 	partition(t, p, a)
-	r, err := a.bridge.Publish(tagged(listen.ToolsListChanged(), "buffered"))
+	r, err := a.hub.Publish(tagged(listen.ToolsListChanged(), "buffered"))
 	require.NoError(t, err)
 	assert.Equal(t, 1, r.Matched)
 	assert.Equal(t, "buffered", sa.next(t).id)
-	out := await(t, a.rec.outs, "A's publish", func(i natsbridge.PublishOutInfo) bool { return i.Report.Matched == 1 })
+	out := await(t, a.rec.Outs, "A's publish", nil)
 	assert.NoError(t, out.Err, "nats.go buffers while reconnecting")
 
-	p.restore()
-	await(t, a.rec.resyncs, "A's reconnect resync", func(r natsbridge.ResyncInfo) bool {
-		return r.Reason == natsbridge.ResyncReconnect
+	p.Restore()
+	await(t, a.rec.Resyncs, "A's reconnect resync", func(r cluster.ResyncInfo) bool {
+		return r.Reason == cluster.ResyncReconnect
 	})
 	for _, s := range []*stream{sb, sc} {
 		assert.Equal(t, "buffered", s.next(t).id)
@@ -71,7 +72,7 @@ func TestPartitionBuffered(t *testing.T) {
 	n := sa.next(t)
 	assert.Equal(t, spec.MethodToolsListChanged, n.method)
 	assert.Empty(t, n.id)
-	_, err = a.bridge.Publish(tagged(listen.ToolsListChanged(), "next"))
+	_, err = a.hub.Publish(tagged(listen.ToolsListChanged(), "next"))
 	require.NoError(t, err)
 	for _, s := range []*stream{sa, sb, sc} {
 		assert.Equal(t, "next", s.next(t).id)
@@ -91,29 +92,29 @@ func TestPartitionBuffered(t *testing.T) {
 // others, which tell their listeners to refetch.
 func TestPartitionLost(t *testing.T) {
 	ns := startNATS(t, 0)
-	p := newProxy(t, ns.Addr().String())
-	a := newInstance(t, "A", connectVia(t, p.url(), nats.ReconnectBufSize(-1)), natsOptions())
+	p := listentest.NewProxy(t, ns.Addr().String())
+	a := newInstance(t, "A", connectVia(t, "nats://"+p.Addr(), nats.ReconnectBufSize(-1)), natsOptions())
 	b := newInstance(t, "B", connect(t, ns.ClientURL()), natsOptions())
 	sa := a.listen(t, "A-tools", `{"toolsListChanged":true}`)
 	sb := b.listen(t, "B-tools", `{"toolsListChanged":true}`)
 
-	_, err := a.bridge.Publish(tagged(listen.ToolsListChanged(), "first"))
+	_, err := a.hub.Publish(tagged(listen.ToolsListChanged(), "first"))
 	require.NoError(t, err)
 	assert.Equal(t, "first", sa.next(t).id)
 	assert.Equal(t, "first", sb.next(t).id)
 
 	partition(t, p, a)
-	r, err := a.bridge.Publish(tagged(listen.ToolsListChanged(), "lost"))
+	r, err := a.hub.Publish(tagged(listen.ToolsListChanged(), "lost"))
 	require.NoError(t, err, "a NATS failure is not a failure of the local delivery")
 	assert.Equal(t, 1, r.Matched)
 	assert.Equal(t, "lost", sa.next(t).id)
-	out := await(t, a.rec.outs, "A's failed publish", func(i natsbridge.PublishOutInfo) bool { return i.Err != nil })
+	out := await(t, a.rec.Outs, "A's failed publish", func(i cluster.PublishOutInfo) bool { return i.Err != nil })
 	assert.ErrorIs(t, out.Err, nats.ErrReconnectBufExceeded)
 	assert.Equal(t, uint64(1), a.bridge.Stats().PublishErrors)
 
-	p.restore()
-	ri := await(t, b.rec.resyncs, "B's loss resync", nil)
-	assert.Equal(t, natsbridge.ResyncLoss, ri.Reason)
+	p.Restore()
+	ri := await(t, b.rec.Resyncs, "B's loss resync", nil)
+	assert.Equal(t, cluster.ResyncLoss, ri.Reason)
 	seen := map[string]bool{}
 	for !seen[spec.MethodToolsListChanged] {
 		n := sb.next(t)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/cluster"
 	"github.com/mcplisten/listen/natsbridge"
 )
 
@@ -17,10 +18,8 @@ import (
 func TestSlowConsumer(t *testing.T) {
 	ns := startNATS(t, 0)
 	rec := newRecorder()
-	rec.block = make(chan struct{})
-	b := newInstance(t, "B", connect(t, ns.ClientURL()), natsbridge.Options{
-		PendingMessages: 4, Hooks: rec, Resync: []listen.Kind{listen.KindToolsListChanged},
-	})
+	rec.Block = make(chan struct{})
+	b := newInstance(t, "B", connect(t, ns.ClientURL()), natsbridge.Options{PendingMessages: 4, Options: cluster.Options{Hooks: rec, Resync: []listen.Kind{listen.KindToolsListChanged}}})
 	b.rec = rec
 	s := b.listen(t, "B-tools", `{"toolsListChanged":true}`)
 	raw := connect(t, ns.ClientURL())
@@ -32,13 +31,13 @@ func TestSlowConsumer(t *testing.T) {
 	require.NoError(t, raw.Flush())
 	// The delivery goroutine is held in OnReceive of the first message: the
 	// rest piles up over the limit of 4 and nats.go drops it.
-	d := await(t, rec.drops, "the slow consumer drop", nil)
-	assert.Equal(t, natsbridge.ReasonSlowConsumer, d.Reason)
+	d := await(t, rec.Drops, "the slow consumer drop", nil)
+	assert.Equal(t, cluster.ReasonSlowConsumer, d.Reason)
 	assert.Positive(t, d.Count)
-	close(rec.block)
+	close(rec.Block)
 
-	await(t, rec.resyncs, "the loss resync", func(r natsbridge.ResyncInfo) bool {
-		return r.Reason == natsbridge.ResyncLoss
+	await(t, rec.Resyncs, "the loss resync", func(r cluster.ResyncInfo) bool {
+		return r.Reason == cluster.ResyncLoss
 	})
 	// A fence after the backlog shows the bridge still delivers. A fence
 	// can itself be dropped while the backlog drains (the pending queue is
@@ -66,11 +65,11 @@ send:
 				default:
 					seen[n.id]++
 				}
-			case r := <-rec.recvs:
+			case r := <-rec.Recvs:
 				if r.Seq <= total { // a backlog message: the fence may have been dropped
 					continue send
 				}
-			case <-rec.drops:
+			case <-rec.Drops:
 				continue send
 			case <-timer.C:
 				require.FailNow(t, "timed out waiting for the fence")

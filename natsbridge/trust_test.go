@@ -58,7 +58,7 @@ func TestReservedMetaStripped(t *testing.T) {
 	}, meta)
 	assert.Equal(t, json.Number("1"), n.params["extra"], "extra params are the sender's business")
 
-	ri := await(t, b.rec.recvs, "the reception", nil)
+	ri := await(t, b.rec.Recvs, "the reception", nil)
 	assert.Equal(t, 5, ri.Stripped)
 	st := b.bridge.Stats()
 	assert.Equal(t, uint64(1), st.Received)
@@ -67,10 +67,10 @@ func TestReservedMetaStripped(t *testing.T) {
 
 	// An event from a bridge, without reserved keys, is not counted.
 	a := newInstance(t, "A", connect(t, ns.ClientURL()), natsOptions())
-	_, err := a.bridge.Publish(tagged(listen.ResourceUpdated(watched), "clean"))
+	_, err := a.hub.Publish(tagged(listen.ResourceUpdated(watched), "clean"))
 	require.NoError(t, err)
 	assert.Equal(t, "clean", s.next(t).id)
-	ri = await(t, b.rec.recvs, "the second reception", nil)
+	ri = await(t, b.rec.Recvs, "the second reception", nil)
 	assert.Zero(t, ri.Stripped)
 	assert.Equal(t, uint64(1), b.bridge.Stats().Sanitised)
 }
@@ -116,7 +116,7 @@ func TestPermissionsKeepForgersOut(t *testing.T) {
 		assert.ErrorIs(t, e, nats.ErrPermissionViolation)
 	}
 
-	_, err = a.bridge.Publish(tagged(listen.ResourceUpdated(watched), "genuine"))
+	_, err = a.hub.Publish(tagged(listen.ResourceUpdated(watched), "genuine"))
 	require.NoError(t, err)
 	assert.Equal(t, "genuine", s.next(t).id)
 	require.NoError(t, other.Flush())

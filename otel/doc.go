@@ -19,8 +19,8 @@
 // HubHooks, InstrumentHTTP and InstrumentStdio chain the hooks already set:
 // each records, then calls the hook it replaced (HubHooks' argument, the
 // option's previous value). For another transport, call the methods of
-// Metrics.Transport(kind) from its hooks. The NATS bridge's instruments
-// are in the subpackage otelnats.
+// Metrics.Transport(kind) from its hooks. The bridges between instances
+// (natsbridge, redisbridge) take Metrics.BridgeHooks as their Hooks.
 //
 // # Without a provider
 //
@@ -67,9 +67,9 @@
 //   - keepalives.sent: keep-alive comments written (streamhttp's
 //     OnKeepAlive; stdio sends none).
 //   - notifications.published: events published to a hub (OnPublish),
-//     one per publication whatever it matched; with the NATS bridge, the
-//     events received from other instances too, since the bridge publishes
-//     them to the local hub.
+//     one per publication whatever it matched; with a bridge between
+//     instances, the events received from the others too, since the bridge
+//     publishes them to the local hub.
 //   - notifications.delivered: notifications a subscription took from its
 //     stream and wrote (Source; see there for when one counts). An
 //     extension event that the subscription drops (its extension not

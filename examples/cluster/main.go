@@ -4,8 +4,10 @@
 // streamhttp listen handler on its own loopback HTTP server. A small HTTP
 // client opens a listen stream on each instance; a change published on one
 // instance then shows up on the streams held by every instance. The
-// bridges sign their messages with a shared key (natsbridge.Options.AuthKeys)
-// and accept only signed ones. It exits by itself.
+// bridges sign their messages with a shared key (cluster.Options.AuthKeys)
+// and accept only signed ones. Every change is published on the instance's
+// hub, as on a lone server: the bridge joined to the hub carries it to the
+// others. It exits by itself.
 //
 //	go run ./examples/cluster
 package main
@@ -29,6 +31,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/cluster"
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/natsbridge"
 	"github.com/mcplisten/listen/spec"
@@ -92,7 +95,7 @@ func run(ctx context.Context) error {
 	// the key cannot speak for the server. A real deployment reads it
 	// from its secret store (the same key on every instance); NATS
 	// permissions should restrict who may publish on the subject anyway.
-	key := make([]byte, natsbridge.MinAuthKeyBytes)
+	key := make([]byte, cluster.MinAuthKeyBytes)
 	if _, err := rand.Read(key); err != nil {
 		return err
 	}
@@ -148,10 +151,7 @@ func run(ctx context.Context) error {
 	}
 
 	// A change on A reaches the tools listeners of A, B and C.
-	r, err := ins[0].bridge.ToolsListChanged()
-	if err != nil {
-		return err
-	}
+	r := ins[0].hub.ToolsListChanged()
 	fmt.Fprintf(out, "instance A: publish notifications/tools/list_changed (local listeners: %d)\n", r.Matched)
 	if err := expect(ctx, arrivals, 3); err != nil {
 		return err
@@ -159,7 +159,7 @@ func run(ctx context.Context) error {
 
 	// A resource update on B reaches the clients watching the resource, on
 	// A and C; B's own client did not ask for it.
-	r, err = ins[1].bridge.ResourceUpdated(configURI)
+	r, err = ins[1].hub.ResourceUpdated(configURI)
 	if err != nil {
 		return err
 	}
@@ -183,7 +183,7 @@ func start(name, natsURL string, key []byte) (*instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	br, err := natsbridge.Connect(natsURL, h, natsbridge.Options{AuthKeys: [][]byte{key}},
+	br, err := natsbridge.Connect(natsURL, h, natsbridge.Options{Options: cluster.Options{AuthKeys: [][]byte{key}}},
 		nats.Name("cluster-example-"+name), nats.ReconnectWait(100*time.Millisecond))
 	if err != nil {
 		return nil, err

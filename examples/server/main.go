@@ -23,6 +23,10 @@
 // resource URI a listen may name (default 4,096 bytes; the benchmark's
 // stalled-client scenario uses 64 KiB URIs to fill socket buffers). SIGINT
 // or SIGTERM drains: every open listen stream gets its completion result.
+// -broker nats://HOST:PORT or redis://HOST:PORT joins the other instances
+// of the server on that broker (package examples/internal/broker), with
+// -broker-key or -broker-key-file for signed messages: a change made
+// through any instance then reaches the listens held by every instance.
 package main
 
 import (
@@ -44,6 +48,7 @@ import (
 	"time"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/examples/internal/broker"
 	"github.com/mcplisten/listen/examples/internal/fixture"
 	"github.com/mcplisten/listen/gosdk"
 	"github.com/mcplisten/listen/hub"
@@ -61,6 +66,7 @@ func main() {
 	maxURI := flag.Int("max-uri-bytes", 0, "longest resource URI a listen may name, in bytes (listen.Options.MaxURIBytes; 0: the library's default, 4,096)")
 	profile := flag.Bool("pprof", false, "serve net/http/pprof at /debug/pprof/")
 	metrics := flag.Bool("metrics", false, "serve OpenTelemetry metrics in the Prometheus text format at /metrics")
+	cluster := broker.Flags(flag.CommandLine)
 	flag.Parse()
 	hosts, origins := splitList(*allowedHosts), splitList(*allowedOrigins)
 
@@ -93,6 +99,12 @@ func main() {
 		os.Exit(1)
 	}
 	expvar.Publish("listen", expvar.Func(srv.vars))
+	leave, err := cluster.Join(srv.hub, logger, m)
+	if err != nil {
+		logger.Error("joining the other instances failed", "err", err)
+		os.Exit(1)
+	}
+	defer leave()
 
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", srv.handler)

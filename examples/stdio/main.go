@@ -14,17 +14,21 @@
 // listen opened and closed and every republished change with log/slog on
 // standard error (standard output carries the protocol only), and the
 // counters of the handle as it stops. It ends at the end of its input, or
-// drains on SIGINT or SIGTERM.
+// drains on SIGINT or SIGTERM. -broker URL (and -broker-key or
+// -broker-key-file) joins the other instances of the server on a NATS or
+// Redis broker, as examples/server does.
 package main
 
 import (
 	"context"
+	"flag"
 	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/examples/internal/broker"
 	"github.com/mcplisten/listen/examples/internal/fixture"
 	"github.com/mcplisten/listen/gosdk"
 	"github.com/mcplisten/listen/hub"
@@ -32,9 +36,18 @@ import (
 )
 
 func main() {
+	cluster := broker.Flags(flag.CommandLine)
+	flag.Parse()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	h, _ := hub.New(hub.Options{}) // valid options: no error
+	leave, err := cluster.Join(h, logger, nil)
+	if err != nil {
+		logger.Error("joining the other instances failed", "err", err)
+		os.Exit(1)
+	}
+	defer leave()
 
 	server := fixture.New(fixture.Options{
 		Name:    "mcplisten-example",
@@ -43,6 +56,7 @@ func main() {
 	})
 	s, err := gosdk.NewStdio(server, gosdk.StdioOptions{
 		Options: gosdk.Options{
+			Hub:    h,
 			Logger: logger,
 			OnRepublish: func(method, uri string, r hub.Report) {
 				logger.Info("publish", "method", method, "uri", uri, "matched", r.Matched,

@@ -1,4 +1,4 @@
-package natsbridge
+package cluster
 
 import (
 	"bytes"
@@ -42,11 +42,20 @@ func wireKind(k listen.Kind) string {
 }
 
 // envelopeHead returns the fixed start of every envelope of origin, up to
-// the sequence number: {"v":1,"o":"<origin>","n":
+// the sequence number: {"v":1,"o":"<origin>","n":. The sequence number,
+// then ,"t":<timestamp>, then the body follow (appendStamp, appendBody).
 func envelopeHead(origin string) []byte {
 	b := []byte(`{"v":` + strconv.Itoa(EnvelopeVersion) + `,"o":`)
 	b = strconv.AppendQuote(b, origin)
 	return append(b, `,"n":`...)
+}
+
+// appendStamp appends the sequence number and the timestamp (Unix
+// milliseconds) after the envelope head: 42,"t":1733000000000
+func appendStamp(b []byte, seq uint64, ms int64) []byte {
+	b = strconv.AppendUint(b, seq, 10)
+	b = append(b, `,"t":`...)
+	return strconv.AppendInt(b, ms, 10)
 }
 
 // appendBody appends the envelope's members after the sequence number, from
@@ -114,6 +123,7 @@ type wireEnvelope struct {
 	V json.RawMessage            `json:"v"`
 	O string                     `json:"o"`
 	N uint64                     `json:"n"`
+	T int64                      `json:"t"`
 	K string                     `json:"k"`
 	U string                     `json:"u"`
 	P map[string]json.RawMessage `json:"p"`
@@ -123,11 +133,13 @@ type wireEnvelope struct {
 	D json.RawMessage            `json:"d"`
 }
 
-// decoded is a received message: who sent it, its sequence number and its
-// event (Kind 0 for a sync message).
+// decoded is a received message: who sent it, its sequence number, its
+// timestamp (Unix milliseconds, 0 when absent) and its event (Kind 0 for a
+// sync message).
 type decoded struct {
 	origin string
 	seq    uint64
+	stamp  int64
 	event  listen.Event
 	// stripped counts the reserved _meta keys removed from the event.
 	stripped int
@@ -166,7 +178,7 @@ func decodeEnvelope(data []byte, decodePayload func(string, json.RawMessage) (an
 	if e.O == "" || e.N == 0 {
 		return decoded{}, fmt.Errorf("%w: no origin or sequence number", errMalformed)
 	}
-	d := decoded{origin: e.O, seq: e.N}
+	d := decoded{origin: e.O, seq: e.N, stamp: e.T}
 	switch e.K {
 	case wireSync:
 		return d, nil
@@ -246,10 +258,9 @@ func rawObject(m map[string]json.RawMessage, stripped *int) map[string]any {
 // com.mcp.tools/y (but not com.example.mcp/z). Labels are compared without
 // regard to case, so that no variant a client might honour gets through.
 //
-// A bridge removes these keys from the metadata and the params _meta of
-// every event it receives from the subject: their meaning belongs to the
-// receiving server (its core and its extensions), never to a message on
-// NATS.
+// A Node removes these keys from the metadata and the params _meta of
+// every event it receives: their meaning belongs to the receiving server
+// (its core and its extensions), never to a message from the broker.
 func ReservedMetaKey(key string) bool {
 	prefix, _, ok := strings.Cut(key, "/")
 	if !ok {

@@ -1,48 +1,47 @@
-package natsbridge
+package cluster
 
 import (
 	"context"
 	"log/slog"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
 )
 
-// Hooks instruments a bridge. The bridge calls them synchronously:
-// OnPublishOut in the goroutine that called Publish; OnReceive and the
-// OnDrop of a message on the delivery goroutine; OnConnection, OnResync and
-// the OnDrop of a slow consumer on the control goroutine (OnResync in the
-// caller's goroutine for Bridge.Resync). They must be safe for concurrent
-// use and quick, since delivery waits for them. They must not call
-// Bridge.Close. A hook that panics on a bridge goroutine is recovered (the
-// message it was about counts as Drops.Panic); in Publish the panic
-// propagates to the caller.
+// Hooks instruments a bridge (its Node). The node calls them
+// synchronously: OnPublishOut in the goroutine that called the hub's
+// Publish; OnReceive and the OnDrop of a message on the bridge's delivery
+// goroutine; OnConnection, the OnDrop of broker-side losses and OnResync on
+// the goroutine that reported them (the bridge's; a loss resync may run on
+// a timer's goroutine; Node.Resync's caller for a manual one). They must be
+// safe for concurrent use and quick, since delivery waits for them. They
+// must not call the bridge's Close. A hook that panics on a bridge
+// goroutine is recovered (the message it was about counts as Drops.Panic);
+// in Publish the panic propagates to the caller.
 //
 // The method names differ from those of hub.Hooks, so one value can
 // implement both and be given to hub.Options.Hooks and Options.Hooks (see
 // SlogHooks and NopSharedHooks). Embed NopHooks to implement only some of
 // the methods.
 type Hooks interface {
-	// OnPublishOut: Publish delivered an event to the local hub and handed
-	// it to NATS (Err says whether NATS took it).
+	// OnPublishOut: an event published on the hub was handed to the
+	// broker (Err says whether the broker's client took it), before the
+	// hub's local fan-out.
 	OnPublishOut(PublishOutInfo)
 	// OnReceive: an event from another instance was delivered to the local
 	// hub.
 	OnReceive(ReceiveInfo)
-	// OnDrop: a message from the subject was dropped.
+	// OnDrop: a message from the broker was dropped.
 	OnDrop(DropInfo)
 	// OnResync: the bridge resynchronised its local listeners.
 	OnResync(ResyncInfo)
-	// OnConnection: the NATS connection changed status.
+	// OnConnection: the connection to the broker changed status.
 	OnConnection(ConnectionInfo)
 }
 
-// PublishOutInfo describes one Publish.
+// PublishOutInfo describes one event handed to the broker. (The hub's
+// Hooks.OnPublish tells what the local fan-out did.)
 type PublishOutInfo struct {
-	// Report is what the local hub did with the event.
-	Report hub.Report
 	// EventKind and ExtensionID describe the event.
 	EventKind   listen.Kind
 	ExtensionID string
@@ -50,8 +49,8 @@ type PublishOutInfo struct {
 	Bytes int
 	// Seq is the envelope's sequence number.
 	Seq uint64
-	// Err is nats.Conn.Publish's error: nil when NATS took the message
-	// (which, while reconnecting, means nats.go buffered it), else the
+	// Err is the broker client's error: nil when it took the message
+	// (which, while it reconnects, may mean it buffered it), else the
 	// event reached local listeners only (Stats.PublishErrors).
 	Err error
 }
@@ -88,8 +87,9 @@ const (
 	// ReasonInvalidEvent: a well-formed envelope whose event fails
 	// listen.Event.Validate (or Options.DecodePayload).
 	ReasonInvalidEvent DropReason = "invalid_event"
-	// ReasonSlowConsumer: nats.go dropped messages over the subscription's
-	// pending limits (Options.PendingMessages, PendingBytes).
+	// ReasonSlowConsumer: the broker's client dropped messages the bridge
+	// could not take in time (NATS: over the subscription's pending
+	// limits).
 	ReasonSlowConsumer DropReason = "slow_consumer"
 	// ReasonPanic: delivering the message panicked (in a hook, or in a hub
 	// hook); the panic was recovered.
@@ -98,10 +98,14 @@ const (
 	// AuthHeader, or one that is not its HMAC under any accepted key; not
 	// decoded.
 	ReasonUnauthenticated DropReason = "unauthenticated"
-	// ReasonReplayed: Options.AuthKeys is set and the message's sequence
-	// number is not above the last one accepted from its origin: a copy of
-	// an earlier message.
+	// ReasonReplayed: Options.AuthKeys is set and the message is a copy of
+	// an earlier one: its sequence number is not above the last one
+	// accepted from its origin, or its origin is new to the receiver and
+	// it was stamped before the receiver started (see Replay protection).
 	ReasonReplayed DropReason = "replayed"
+	// ReasonStale: Options.AuthKeys is set and the message's timestamp is
+	// missing or further than Options.Freshness from the receiver's clock.
+	ReasonStale DropReason = "stale"
 )
 
 // DropInfo describes a drop.
@@ -122,13 +126,14 @@ type ResyncReason string
 
 // Resync reasons.
 const (
-	// ResyncReconnect: the NATS connection was re-established; messages
-	// published meanwhile by other instances were lost.
+	// ResyncReconnect: the connection to the broker was re-established;
+	// messages published meanwhile by other instances may be lost.
 	ResyncReconnect ResyncReason = "reconnect"
 	// ResyncLoss: messages from another instance were found missing (a gap
-	// in its sequence numbers) or dropped as a slow consumer.
+	// in its sequence numbers, a message held back as a possible replay) or
+	// dropped by the broker's client.
 	ResyncLoss ResyncReason = "loss"
-	// ResyncManual: Bridge.Resync was called.
+	// ResyncManual: the bridge's Resync was called.
 	ResyncManual ResyncReason = "manual"
 )
 
@@ -142,13 +147,26 @@ type ResyncInfo struct {
 	URIs int
 }
 
-// ConnectionInfo describes a status change of the NATS connection.
+// ConnStatus is the state of a bridge's connection to its broker.
+type ConnStatus string
+
+// Connection states.
+const (
+	Connected    ConnStatus = "connected"
+	Disconnected ConnStatus = "disconnected"
+	Reconnecting ConnStatus = "reconnecting"
+	Closed       ConnStatus = "closed"
+)
+
+// ConnectionInfo describes a status change of the connection to the
+// broker.
 type ConnectionInfo struct {
-	// Status is the status the connection reported (nats.CONNECTED,
-	// nats.RECONNECTING, nats.DISCONNECTED, nats.CLOSED).
-	Status nats.Status
-	// Reconnects is the connection's reconnect count (nats.Statistics).
+	// Status is the connection's new state.
+	Status ConnStatus
+	// Reconnects counts the reconnections since the bridge started.
 	Reconnects uint64
+	// Err is why the connection was lost, when known.
+	Err error
 }
 
 // NopHooks implements Hooks with methods that do nothing. Embed it in a
@@ -251,12 +269,15 @@ func (s slogHooks) OnPublishOut(i PublishOutInfo) {
 	if !s.enabled(level) {
 		return
 	}
-	attrs := append(eventAttrs(i.Report, i.EventKind, i.ExtensionID),
-		slog.Int("bytes", i.Bytes), slog.Uint64("seq", i.Seq))
+	attrs := []slog.Attr{slog.String("event_kind", i.EventKind.String())}
+	if i.EventKind == listen.KindExtension {
+		attrs = append(attrs, slog.String("extension_id", i.ExtensionID))
+	}
+	attrs = append(attrs, slog.Int("bytes", i.Bytes), slog.Uint64("seq", i.Seq))
 	if i.Err != nil {
 		attrs = append(attrs, slog.String("error", i.Err.Error()))
 	}
-	s.log(level, "natsbridge publish", attrs...)
+	s.log(level, "cluster publish", attrs...)
 }
 
 func (s slogHooks) OnReceive(i ReceiveInfo) {
@@ -272,7 +293,7 @@ func (s slogHooks) OnReceive(i ReceiveInfo) {
 	if i.Stripped > 0 {
 		attrs = append(attrs, slog.Int("stripped", i.Stripped))
 	}
-	s.log(level, "natsbridge receive", attrs...)
+	s.log(level, "cluster receive", attrs...)
 }
 
 func (s slogHooks) OnDrop(i DropInfo) {
@@ -287,7 +308,7 @@ func (s slogHooks) OnDrop(i DropInfo) {
 	if i.Err != nil {
 		attrs = append(attrs, slog.String("error", i.Err.Error()))
 	}
-	s.log(slog.LevelWarn, "natsbridge drop", attrs...)
+	s.log(slog.LevelWarn, "cluster drop", attrs...)
 }
 
 func (s slogHooks) OnResync(i ResyncInfo) {
@@ -298,7 +319,7 @@ func (s slogHooks) OnResync(i ResyncInfo) {
 	for j, k := range i.Kinds {
 		kinds[j] = k.String()
 	}
-	s.log(slog.LevelInfo, "natsbridge resync",
+	s.log(slog.LevelInfo, "cluster resync",
 		slog.String("reason", string(i.Reason)),
 		slog.Any("kinds", kinds),
 		slog.Int("uris", i.URIs))
@@ -306,13 +327,15 @@ func (s slogHooks) OnResync(i ResyncInfo) {
 
 func (s slogHooks) OnConnection(i ConnectionInfo) {
 	level := slog.LevelInfo
-	if i.Status != nats.CONNECTED {
+	if i.Status != Connected {
 		level = slog.LevelWarn
 	}
 	if !s.enabled(level) {
 		return
 	}
-	s.log(level, "natsbridge connection",
-		slog.String("status", i.Status.String()),
-		slog.Uint64("reconnects", i.Reconnects))
+	attrs := []slog.Attr{slog.String("status", string(i.Status)), slog.Uint64("reconnects", i.Reconnects)}
+	if i.Err != nil {
+		attrs = append(attrs, slog.String("error", i.Err.Error()))
+	}
+	s.log(level, "cluster connection", attrs...)
 }

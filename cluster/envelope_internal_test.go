@@ -1,4 +1,4 @@
-package natsbridge
+package cluster
 
 import (
 	"bytes"
@@ -7,22 +7,23 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/nats-io/nats.go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
 )
 
+// stamp is the timestamp of the envelopes encode makes.
+const stamp = 1733000000123
+
 func encode(t *testing.T, origin string, seq uint64, ev listen.Event) []byte {
 	t.Helper()
 	body, err := appendBody(nil, ev)
 	require.NoError(t, err)
-	msg := strconv.AppendUint(envelopeHead(origin), seq, 10)
+	msg := appendStamp(envelopeHead(origin), seq, stamp)
 	return append(msg, body...)
 }
 
@@ -31,17 +32,17 @@ func TestEnvelopeShapes(t *testing.T) {
 		ev   listen.Event
 		want string
 	}{
-		{listen.ToolsListChanged(), `{"v":1,"o":"o1","n":7,"k":"tools"}`},
-		{listen.PromptsListChanged(), `{"v":1,"o":"o1","n":7,"k":"prompts"}`},
-		{listen.ResourcesListChanged(), `{"v":1,"o":"o1","n":7,"k":"resources"}`},
-		{listen.ResourceUpdated("file:///a b"), `{"v":1,"o":"o1","n":7,"k":"updated","u":"file:///a b"}`},
+		{listen.ToolsListChanged(), `{"v":1,"o":"o1","n":7,"t":1733000000123,"k":"tools"}`},
+		{listen.PromptsListChanged(), `{"v":1,"o":"o1","n":7,"t":1733000000123,"k":"prompts"}`},
+		{listen.ResourcesListChanged(), `{"v":1,"o":"o1","n":7,"t":1733000000123,"k":"resources"}`},
+		{listen.ResourceUpdated("file:///a b"), `{"v":1,"o":"o1","n":7,"t":1733000000123,"k":"updated","u":"file:///a b"}`},
 		{
 			listen.ResourceUpdated("file:///a").WithParams(map[string]any{"f": 1.0, "i": 2}).WithMetadata(map[string]any{"k": "v"}),
-			`{"v":1,"o":"o1","n":7,"k":"updated","u":"file:///a","p":{"f":1.0,"i":2},"m":{"k":"v"}}`,
+			`{"v":1,"o":"o1","n":7,"t":1733000000123,"k":"updated","u":"file:///a","p":{"f":1.0,"i":2},"m":{"k":"v"}}`,
 		},
 		{
 			listen.ExtensionEvent("x.y/z", listen.Filter{"ids": []any{"a"}}, map[string]any{"s": 1}),
-			`{"v":1,"o":"o1","n":7,"k":"ext","x":"x.y/z","s":{"ids":["a"]},"d":{"s":1}}`,
+			`{"v":1,"o":"o1","n":7,"t":1733000000123,"k":"ext","x":"x.y/z","s":{"ids":["a"]},"d":{"s":1}}`,
 		},
 	} {
 		assert.Equal(t, c.want, string(encode(t, "o1", 7, c.ev)))
@@ -63,6 +64,7 @@ func TestEnvelopeRoundTrip(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "origin", d.origin)
 		assert.Equal(t, uint64(42), d.seq)
+		assert.Equal(t, int64(stamp), d.stamp)
 		// Re-encoding the decoded event gives the same bytes.
 		assert.Equal(t, string(encode(t, "origin", 42, ev)), string(encode(t, "origin", 42, d.event)))
 		assert.Equal(t, ev.Kind, d.event.Kind)
@@ -92,10 +94,14 @@ func TestEnvelopeTolerance(t *testing.T) {
 	d, err := decodeEnvelope([]byte(` { "k" : "tools", "future": {"x": [1]}, "n": 3, "o": "p", "v": 1 } `), nil)
 	require.NoError(t, err)
 	assert.Equal(t, listen.KindToolsListChanged, d.event.Kind)
-	d, err = decodeEnvelope([]byte(`{"v":1,"o":"p","n":9,"k":"sync"}`), nil)
+	assert.Zero(t, d.stamp, "an envelope without a timestamp decodes (a node with AuthKeys drops it as stale)")
+	d, err = decodeEnvelope([]byte(`{"v":1,"o":"p","n":9,"t":5,"k":"sync"}`), nil)
 	require.NoError(t, err)
 	assert.Equal(t, listen.Kind(0), d.event.Kind)
 	assert.Equal(t, uint64(9), d.seq)
+	assert.Equal(t, int64(5), d.stamp)
+	_, err = decodeEnvelope([]byte(`{"v":1,"o":"p","n":9,"t":"soon","k":"sync"}`), nil)
+	assert.ErrorIs(t, err, errMalformed)
 }
 
 // Keys and subject of the fuzz target's authenticated path.
@@ -105,7 +111,7 @@ var (
 	fuzzSubject = "mcp.listen.events"
 )
 
-// refSignature is the documented AuthHeader value, computed without the
+// refSignature is the documented signature, computed without the
 // package's signer.
 func refSignature(key []byte, subject string, data []byte) string {
 	mac := hmac.New(sha256.New, key)
@@ -118,12 +124,12 @@ func refSignature(key []byte, subject string, data []byte) string {
 // bridge: without authentication (decode only) and with it (verify, then
 // decode). sign stands for a key holder: the message is signed with the
 // older of the two accepted keys (a rotation in progress); otherwise sig
-// is what the sender put in AuthHeader. Properties: nothing panics; every
+// is what the sender sent as the signature. Properties: nothing panics; every
 // error is classified; a message is accepted exactly when sig is its HMAC
 // under an accepted key (the reference computation); a decoded event is
 // valid, re-encodes, and carries no reserved _meta key.
 func FuzzDecodeEnvelope(f *testing.F) {
-	f.Add([]byte(`{"v":1,"o":"p","n":1,"k":"tools"}`), "", true)
+	f.Add([]byte(`{"v":1,"o":"p","n":1,"t":1733000000123,"k":"tools"}`), "", true)
 	f.Add([]byte(`{"v":1,"o":"p","n":2,"k":"ext","x":"a/b","s":{"k":[1,2]},"d":{"z":null}}`), "", true)
 	f.Add([]byte(`{"v":1,"o":"p","n":3,"k":"updated","u":"file:///a","p":{"_meta":{"io.modelcontextprotocol/x":1,"a":2}},"m":{"dev.mcp/y":3}}`), "", true)
 	f.Add([]byte(`{"v":2}`), "", false)
@@ -137,7 +143,7 @@ func FuzzDecodeEnvelope(f *testing.F) {
 			sig = newSigner(fuzzKeyOld, fuzzSubject).sign(data)
 		}
 		v := newVerifier([][]byte{fuzzKeyNew, fuzzKeyOld}, fuzzSubject)
-		err := v.verify(nats.Header{AuthHeader: []string{sig}}, data)
+		err := v.verify(sig, data)
 		want := sig == refSignature(fuzzKeyNew, fuzzSubject, data) || sig == refSignature(fuzzKeyOld, fuzzSubject, data)
 		if (err == nil) != want {
 			t.Fatalf("verify(%q) = %v, want accepted %v", sig, err, want)

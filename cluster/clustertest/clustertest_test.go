@@ -1,0 +1,48 @@
+package clustertest_test
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"go.uber.org/goleak"
+
+	"github.com/mcplisten/listen/cluster"
+	"github.com/mcplisten/listen/cluster/clustertest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// Every hook reaches its channel; Await skips what ok refuses; Block holds
+// OnReceive until the test lets it go.
+func TestRecorder(t *testing.T) {
+	r := clustertest.NewRecorder()
+	var h cluster.Hooks = r
+	h.OnConnection(cluster.ConnectionInfo{Status: cluster.Disconnected})
+	h.OnConnection(cluster.ConnectionInfo{Status: cluster.Connected, Reconnects: 1})
+	h.OnResync(cluster.ResyncInfo{Reason: cluster.ResyncLoss})
+	h.OnDrop(cluster.DropInfo{Reason: cluster.ReasonStale})
+	h.OnPublishOut(cluster.PublishOutInfo{Seq: 7})
+	got := clustertest.Await(t, r.Conns, time.Second, "the reconnection", func(c cluster.ConnectionInfo) bool {
+		return c.Status == cluster.Connected
+	})
+	assert.Equal(t, uint64(1), got.Reconnects)
+	assert.Equal(t, cluster.ResyncLoss, clustertest.Await(t, r.Resyncs, time.Second, "a resync", nil).Reason)
+	assert.Equal(t, cluster.ReasonStale, clustertest.Await(t, r.Drops, time.Second, "a drop", nil).Reason)
+	assert.Equal(t, uint64(7), clustertest.Await(t, r.Outs, time.Second, "a publication", nil).Seq)
+
+	synctest.Test(t, func(t *testing.T) {
+		r.Block = make(chan struct{})
+		done := make(chan struct{})
+		go func() { // ends once Block lets OnReceive return
+			defer close(done)
+			h.OnReceive(cluster.ReceiveInfo{Seq: 3})
+		}()
+		synctest.Wait() // the hook is blocked on Block
+		assert.Empty(t, r.Recvs, "OnReceive waits for Block")
+		r.Block <- struct{}{}
+		assert.Equal(t, uint64(3), clustertest.Await(t, r.Recvs, time.Second, "the reception", nil).Seq)
+		<-done
+	})
+}

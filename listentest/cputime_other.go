@@ -1,0 +1,8 @@
+//go:build !unix
+
+package listentest
+
+import "time"
+
+// ProcessCPU is not available here: it returns false.
+func ProcessCPU() (time.Duration, bool) { return 0, false }

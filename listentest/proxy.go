@@ -1,0 +1,108 @@
+package listentest
+
+import (
+	"io"
+	"net"
+	"sync"
+	"testing"
+)
+
+// Proxy is a loopback TCP proxy in front of a server (a broker, in the
+// tests of the bridges between instances): cutting it partitions the
+// clients that dial through it, and only them, until it is restored on the
+// same address. Its goroutines (one accept loop, two per proxied
+// connection) end at Cut and, at the latest, with the test.
+type Proxy struct {
+	t        testing.TB
+	addr     string
+	upstream string
+
+	mu    sync.Mutex
+	ln    net.Listener
+	conns map[net.Conn]struct{}
+	wg    sync.WaitGroup
+}
+
+// NewProxy starts a proxy on a free loopback port that forwards each
+// connection to upstream (host:port). It is cut and waited for when the
+// test ends.
+func NewProxy(t testing.TB, upstream string) *Proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listentest: proxy: %v", err)
+	}
+	p := &Proxy{t: t, addr: ln.Addr().String(), upstream: upstream, conns: map[net.Conn]struct{}{}}
+	p.serve(ln)
+	t.Cleanup(func() {
+		p.Cut()
+		p.wg.Wait()
+	})
+	return p
+}
+
+// Addr is the proxy's address (host:port).
+func (p *Proxy) Addr() string { return p.addr }
+
+func (p *Proxy) serve(ln net.Listener) {
+	p.mu.Lock()
+	p.ln = ln
+	p.mu.Unlock()
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", p.upstream)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			if p.ln != ln { // cut since the Accept: this connection is cut too
+				p.mu.Unlock()
+				c.Close()
+				up.Close()
+				continue
+			}
+			p.conns[c], p.conns[up] = struct{}{}, struct{}{}
+			p.mu.Unlock()
+			p.wg.Add(2)
+			go p.pipe(c, up)
+			go p.pipe(up, c)
+		}
+	}()
+}
+
+func (p *Proxy) pipe(dst, src net.Conn) {
+	defer p.wg.Done()
+	_, _ = io.Copy(dst, src)
+	dst.Close()
+	src.Close()
+}
+
+// Cut closes the listener and every proxied connection.
+func (p *Proxy) Cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ln != nil {
+		p.ln.Close()
+		p.ln = nil
+	}
+	for c := range p.conns {
+		c.Close()
+	}
+	clear(p.conns)
+}
+
+// Restore listens again on the proxy's address.
+func (p *Proxy) Restore() {
+	ln, err := net.Listen("tcp", p.addr)
+	if err != nil {
+		p.t.Fatalf("listentest: proxy: %v", err)
+	}
+	p.serve(ln)
+}

@@ -1,8 +1,0 @@
-//go:build !unix
-
-package natsbridge
-
-import "time"
-
-// processCPU is not available here: it returns false.
-func processCPU() (time.Duration, bool) { return 0, false }

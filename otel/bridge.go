@@ -1,0 +1,161 @@
+package otel
+
+import (
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
+
+	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/cluster"
+)
+
+// Attribute keys of the bridge instruments (BridgeHooks).
+const (
+	// AttrBroker names the bridge's broker: the broker argument of
+	// BridgeHooks ("nats", "redis").
+	AttrBroker = attribute.Key("mcp.listen.bridge.broker")
+	// AttrBridgeOutcome is ok or error: whether the broker's client took a
+	// published message.
+	AttrBridgeOutcome = attribute.Key("mcp.listen.bridge.outcome")
+	// AttrDropReason is a cluster.DropReason.
+	AttrDropReason = attribute.Key("mcp.listen.bridge.drop.reason")
+	// AttrResyncReason is a cluster.ResyncReason.
+	AttrResyncReason = attribute.Key("mcp.listen.bridge.resync.reason")
+)
+
+var (
+	dropReasons = [...]cluster.DropReason{
+		cluster.ReasonTooLarge, cluster.ReasonMalformed, cluster.ReasonUnknownVersion,
+		cluster.ReasonInvalidEvent, cluster.ReasonSlowConsumer, cluster.ReasonPanic,
+		cluster.ReasonUnauthenticated, cluster.ReasonReplayed, cluster.ReasonStale,
+	}
+	resyncReasons = [...]cluster.ResyncReason{
+		cluster.ResyncReconnect, cluster.ResyncLoss, cluster.ResyncManual,
+	}
+)
+
+// BridgeHooks returns cluster.Hooks for a bridge between instances
+// (natsbridge, redisbridge: Options.Hooks) that record on m's meter
+// provider, then call next (which may be nil); broker names the broker in
+// the attribute mcp.listen.bridge.broker. A nil (disabled) m returns next
+// itself.
+//
+//	name                             kind     unit       attributes
+//	mcp.listen.bridge.published      Counter  {message}  broker, notification.kind, bridge.outcome
+//	mcp.listen.bridge.received       Counter  {message}  broker, notification.kind
+//	mcp.listen.bridge.dropped        Counter  {message}  broker, bridge.drop.reason
+//	mcp.listen.bridge.resyncs        Counter  {resync}   broker, bridge.resync.reason
+//
+// published counts the events handed to the broker (outcome error: its
+// client refused them, so they reached the local listeners only);
+// received the events of other instances delivered to the local hub (the
+// hub's instruments count them again as published); dropped the messages
+// from the broker that were not delivered, by cluster.DropReason (a slow
+// consumer's drops in batches); resyncs the resynchronisations of the
+// local listeners, by cluster.ResyncReason. The hooks record in the
+// goroutine that calls them and start none; recording allocates nothing
+// for the reasons the cluster package defines.
+func (m *Metrics) BridgeHooks(broker string, next cluster.Hooks) cluster.Hooks {
+	if m == nil {
+		return next
+	}
+	if next == nil {
+		next = cluster.NopHooks{}
+	}
+	meter := m.provider.Meter(ScopeName)
+	h := &bridgeHooks{next: next, broker: AttrBroker.String(broker)}
+	h.published, _ = meter.Int64Counter("mcp.listen.bridge.published", metric.WithUnit("{message}"),
+		metric.WithDescription("Events handed to the broker for the other instances, by kind and outcome."))
+	h.received, _ = meter.Int64Counter("mcp.listen.bridge.received", metric.WithUnit("{message}"),
+		metric.WithDescription("Events received from other instances and delivered to the local hub, by kind."))
+	h.dropped, _ = meter.Int64Counter("mcp.listen.bridge.dropped", metric.WithUnit("{message}"),
+		metric.WithDescription("Messages from the broker that were dropped, by reason."))
+	h.resyncs, _ = meter.Int64Counter("mcp.listen.bridge.resyncs", metric.WithUnit("{resync}"),
+		metric.WithDescription("Resynchronisations of the local listeners, by reason."))
+	for _, c := range []*metric.Int64Counter{&h.published, &h.received, &h.dropped, &h.resyncs} {
+		if *c == nil { // a broken provider: record nothing
+			*c, _ = noop.Meter{}.Int64Counter("")
+		}
+	}
+	for i := range numKinds {
+		kind := AttrNotificationKind.String(listen.Kind(i).String())
+		h.byKind[i] = h.opt(kind)
+		h.okByKind[i] = h.opt(kind, AttrBridgeOutcome.String("ok"))
+		h.errByKind[i] = h.opt(kind, AttrBridgeOutcome.String("error"))
+	}
+	for i, r := range dropReasons {
+		h.byDrop[i] = h.opt(AttrDropReason.String(string(r)))
+	}
+	for i, r := range resyncReasons {
+		h.byResync[i] = h.opt(AttrResyncReason.String(string(r)))
+	}
+	return h
+}
+
+type bridgeHooks struct {
+	next   cluster.Hooks
+	broker attribute.KeyValue
+
+	published, received, dropped, resyncs metric.Int64Counter
+
+	byKind, okByKind, errByKind [numKinds][]metric.AddOption
+	byDrop                      [len(dropReasons)][]metric.AddOption
+	byResync                    [len(resyncReasons)][]metric.AddOption
+}
+
+// opt is the attribute set of the broker and kvs, built once.
+func (h *bridgeHooks) opt(kvs ...attribute.KeyValue) []metric.AddOption {
+	return []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(append(kvs, h.broker)...))}
+}
+
+// OnPublishOut records the publication, then calls next.
+func (h *bridgeHooks) OnPublishOut(i cluster.PublishOutInfo) {
+	k := kindIndex(i.EventKind)
+	if i.Err != nil {
+		h.published.Add(ctx, 1, h.errByKind[k]...)
+	} else {
+		h.published.Add(ctx, 1, h.okByKind[k]...)
+	}
+	h.next.OnPublishOut(i)
+}
+
+// OnReceive records the received event, then calls next.
+func (h *bridgeHooks) OnReceive(i cluster.ReceiveInfo) {
+	h.received.Add(ctx, 1, h.byKind[kindIndex(i.EventKind)]...)
+	h.next.OnReceive(i)
+}
+
+// OnDrop records the dropped messages, then calls next.
+func (h *bridgeHooks) OnDrop(i cluster.DropInfo) {
+	var opts []metric.AddOption
+	for j, r := range dropReasons {
+		if r == i.Reason {
+			opts = h.byDrop[j]
+			break
+		}
+	}
+	if opts == nil {
+		opts = h.opt(AttrDropReason.String(string(i.Reason)))
+	}
+	h.dropped.Add(ctx, int64(i.Count), opts...)
+	h.next.OnDrop(i)
+}
+
+// OnResync records the resynchronisation, then calls next.
+func (h *bridgeHooks) OnResync(i cluster.ResyncInfo) {
+	var opts []metric.AddOption
+	for j, r := range resyncReasons {
+		if r == i.Reason {
+			opts = h.byResync[j]
+			break
+		}
+	}
+	if opts == nil {
+		opts = h.opt(AttrResyncReason.String(string(i.Reason)))
+	}
+	h.resyncs.Add(ctx, 1, opts...)
+	h.next.OnResync(i)
+}
+
+// OnConnection calls next.
+func (h *bridgeHooks) OnConnection(i cluster.ConnectionInfo) { h.next.OnConnection(i) }

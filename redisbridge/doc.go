@@ -1,0 +1,79 @@
+// Package redisbridge carries subscriptions/listen events between the
+// instances of one MCP server over Redis: each instance keeps its own
+// hub.Hub (its listen streams are opened on it, for example through
+// streamhttp or gosdk), and a Bridge joins that hub to one Redis stream,
+// so that a change published on any instance's hub reaches the matching
+// listeners on every instance, once each, in the order it was published.
+//
+//	h, _ := hub.New(hub.Options{})
+//	br, err := redisbridge.Connect("redis://mcp-instance:secret@redis.internal:6379", h, redisbridge.Options{})
+//	defer br.Close()
+//	listens, err := streamhttp.New(h, streamhttp.Options{...})
+//	h.ToolsListChanged()                // every instance's tools listeners
+//	h.ResourceUpdated("file:///a.txt") // every listener watching it, on every instance
+//
+// Or give New your go-redis options (TLS, credentials provider, dialer).
+// The bridge joins the hub as its relay (hub.Hub.Join), as natsbridge
+// does, and shares with it the package github.com/mcplisten/listen/cluster:
+// the envelope, its numbering, timestamps and signatures, replay
+// protection, gap detection and resynchronisation, the Options embedded
+// here, Hooks and Stats. Its documentation gives the delivery semantics
+// and the trust model; this one what Redis adds.
+//
+// # One stream for delivery and recovery
+//
+// Every instance appends its events to one Redis stream (XADD, trimmed to
+// about Options.StreamLength entries) and reads it with a blocking XREAD
+// from the last entry it read: the stream is both the live fan-out (Redis
+// wakes the blocked readers as soon as an entry is appended, as it pushes
+// a pub/sub message) and the record a bridge catches up from. A separate
+// pub/sub channel would carry every event twice and need a deduplication
+// after each reconnect; the stream alone gives one total order of all the
+// instances' events and an exact catch-up. When its connection comes back,
+// a bridge checks that the stream still holds the last entry it read:
+// then it reads on and no listener misses anything (no resync); if not
+// (Redis restarted without it, or trimmed past it), it resynchronises its
+// listeners and reads on. Gaps in another instance's numbers (its own
+// writes that failed) resynchronise too.
+//
+// Publishing never waits for Redis: the hub's Publish queues the envelope
+// in the bridge's outbox (Options.OutboxBytes, 8 MiB) and the writer
+// goroutine appends the queue in pipelines, in order. While Redis cannot
+// be reached the outbox holds the events and sends them once it answers;
+// a batch in flight on a connection that breaks is counted as lost
+// (Stats.PublishErrors), not sent again, so no entry is ever appended
+// twice, and a sync message then shows the gap to the others. A full
+// outbox serves the local listeners only, counted the same way.
+//
+// The bridge opens two connections of its own (reader, writer), with no
+// go-redis retries. It needs Redis 5 or later (streams); the ACL a user
+// needs is XADD, XREAD, XRANGE and XINFO STREAM on the stream key, plus
+// PING and HELLO: README.md shows such an ACL, which a test runs.
+//
+// # Authentication and permissions
+//
+// With Options.AuthKeys each entry carries its signature in the field "s"
+// beside the envelope "d"; the stamps and numbers it covers make a
+// captured entry useless, also to an instance that restarted (see cluster,
+// Replay protection). Whoever can append to the stream speaks for the
+// server: give the instances their own Redis user restricted to the
+// stream's key, and let no other user touch it.
+//
+// # Goroutines
+//
+// A Bridge owns two goroutines, both started by New and both ended by
+// Close:
+//
+//   - the reader goroutine reads the stream (XREAD, at most 256 entries,
+//     blocking up to 5 s) and hands each entry to the node
+//     (cluster.Node.Receive), which delivers its event to the hub, one at a
+//     time, in stream order; it never blocks on a listener. It reconnects
+//     with a backoff (50 ms to 2 s) and runs the reconnect resync;
+//   - the writer goroutine appends the outbox to the stream.
+//
+// The relay runs in the goroutine of the hub's Publish (it only queues).
+// Close leaves the hub, lets the writer append what is queued (up to
+// 2 s), then closes both connections and waits for both goroutines. Hooks
+// run on the goroutine that caused them and must not call Close. All
+// methods are safe for concurrent use.
+package redisbridge

@@ -1,0 +1,91 @@
+package redisbridge
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/mcplisten/listen/cluster"
+)
+
+// Defaults of Options. A zero field of Options means its default.
+const (
+	// DefaultStream is the default stream key.
+	DefaultStream = "mcp.listen.events"
+	// DefaultStreamLength is the default Options.StreamLength: about 2 MB
+	// of list changes and resource updates.
+	DefaultStreamLength = 10000
+	// MinStreamLength is the smallest StreamLength New accepts.
+	MinStreamLength = 100
+	// DefaultOutboxBytes is the default Options.OutboxBytes (8 MiB, as
+	// nats.go's reconnect buffer).
+	DefaultOutboxBytes = 8 << 20
+)
+
+// Options configure a Bridge. The zero Options is valid: stream
+// "mcp.listen.events" of about 10,000 entries, an 8 MiB outbox, and the
+// defaults of cluster.Options (1 MiB messages, resync of the three list
+// changes, no authentication, no hooks).
+type Options struct {
+	// Stream is the key of the Redis stream the instances share. Give each
+	// independent MCP server (each set of instances that share one state)
+	// its own when several use one Redis. Empty means DefaultStream; it
+	// must hold no whitespace.
+	Stream string
+
+	// StreamLength is how many entries the stream keeps (XADD MAXLEN ~,
+	// so Redis trims in whole nodes and keeps at least this many): how far
+	// a bridge that lost its connection can catch up with what it missed,
+	// without a resynchronisation. Zero means DefaultStreamLength; otherwise
+	// at least MinStreamLength.
+	StreamLength int64
+
+	// OutboxBytes bounds the messages waiting to be written to Redis (the
+	// hub's Publish never waits for Redis: it queues). While Redis is
+	// unreachable they wait, up to this many bytes; past it, a publication
+	// reaches the local listeners only (Stats.PublishErrors) and the other
+	// instances find the gap. Zero means DefaultOutboxBytes; otherwise at
+	// least MaxMessageBytes.
+	OutboxBytes int
+
+	// Options are the broker-neutral options: message size, resync,
+	// AuthKeys (signed envelopes, the signature in the entry's field "s"),
+	// replay window, hooks.
+	cluster.Options
+}
+
+// resolved is Options with defaults applied.
+type resolved struct {
+	Options
+}
+
+func resolve(o Options) (resolved, error) {
+	r := resolved{Options: o}
+	if err := o.Options.Validate(); err != nil {
+		return r, err
+	}
+	if r.Stream == "" {
+		r.Stream = DefaultStream
+	}
+	if strings.ContainsAny(r.Stream, " \t\r\n") {
+		return r, fmt.Errorf("%w: Stream %q holds whitespace", cluster.ErrInvalidOptions, o.Stream)
+	}
+	switch {
+	case r.StreamLength == 0:
+		r.StreamLength = DefaultStreamLength
+	case r.StreamLength < MinStreamLength:
+		return r, fmt.Errorf("%w: StreamLength must be at least %d (or 0 for the default), got %d",
+			cluster.ErrInvalidOptions, MinStreamLength, o.StreamLength)
+	}
+	maxMsg := r.MaxMessageBytes
+	if maxMsg == 0 {
+		maxMsg = cluster.DefaultMaxMessageBytes
+	}
+	switch {
+	case r.OutboxBytes == 0:
+		r.OutboxBytes = max(DefaultOutboxBytes, maxMsg)
+	case r.OutboxBytes < maxMsg:
+		return r, fmt.Errorf("%w: OutboxBytes (%d) must be at least MaxMessageBytes (%d)",
+			cluster.ErrInvalidOptions, r.OutboxBytes, maxMsg)
+	}
+	return r, nil
+}
