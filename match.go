@@ -14,12 +14,70 @@ import (
 // The rule itself lives in internal/resuri, shared with the hub.
 
 // SubResources is the sub-resource rule of a server's listens
-// (Options.SubResources): a URI of resourceSubscriptions covers its
-// sub-resources by the rule of the package documentation (Sub-resources),
-// or by Folders for the updated URIs it claims. Set one value once, in the
-// Options the transports serve with; Open hands it to the Source
-// (Request.SubResources), so the hub needs no setting of its own. Do not
-// modify it once listens are open with it.
+// (Options.SubResources). Set one value once, in the Options the transports
+// serve with; Open hands it to the Source (Request.SubResources), so the
+// hub needs no setting of its own. Do not modify it once listens are open
+// with it.
+//
+// By default a URI of resourceSubscriptions covers only itself: an update is
+// delivered when its URI equals an accepted URI byte for byte.
+// With Options.SubResources a subscribed URI also covers its sub-resources,
+// as MCP allows ("the uri might be a sub-resource of the one that the client
+// actually subscribed to"): a client that listens on file:///project/ hears
+// about file:///project/src/main.go. The acknowledgement is the same either
+// way (it echoes the accepted URIs). Such a URI may have at most
+// Options.MaxURISegments path segments (128 by default; -32602 beyond).
+//
+// Both URIs are first normalised as RFC 3986 section 6.2.2 says: the scheme
+// and the host lower-cased (ASCII letters only); the hex digits of a
+// percent-encoding upper-cased (%2f is %2F); a percent-encoded unreserved
+// character (ALPHA, DIGIT, '-', '.', '_', '~') decoded (%7E is ~). Nothing
+// else is decoded, so %2F is never a '/'. Dot segments are not resolved, and
+// there is no scheme-based normalisation (http://h:80/a is not http://h/a;
+// non-ASCII bytes are compared as they are). Then a subscribed URI S covers
+// an updated URI U when:
+//
+//   - S equals U; or
+//   - S has no query and no fragment; S and U have the same scheme and the
+//     same authority (both absent, or both present and equal: userinfo and
+//     port exactly, host case-insensitively); no segment of U's path is "."
+//     or ".." (%2E counts as '.'); and S's path is U's path, or a prefix of
+//     it that ends at a '/' boundary: S's path ends with '/', or the next
+//     character of U's path is '/'. U's query and fragment play no part.
+//
+// So file:///a/ and file:///a both cover file:///a/b, file:///a/b/c and
+// file:///a/b?v=2, and FILE:///a covers file:///a/b. file:///a does not
+// cover file:///ab (a prefix, but not at a segment boundary), file:///a%2Fb,
+// file://host/a/b (another authority), http:///a/b (another scheme) or
+// file:///a/../b (a URI with a dot segment is covered only by a subscription
+// equal to it, so ".." never climbs out of a folder nor into one).
+// file:///a?v=2 and file:///a#f cover only themselves. http://h covers
+// http://h/ and http://h/x; http://h/ does not cover http://h.
+//
+// SubResources.Folders replaces this rule for the updated URIs it claims,
+// for schemes whose hierarchy is not the path: given db://h/s.t.r it may
+// return db://h/s.t and db://h/s (and ok true), and those, normalised as
+// above, are the URIs that cover it besides itself.
+//
+// CanRead applies to every delivered URI. It narrows the subscribed URIs at
+// Open, as without SubResources; and when an update is shaped whose URI is
+// covered without being one of the accepted URIs byte for byte, it is asked
+// again, with that URI, and a refused update is dropped: a listener never
+// receives an update for a sub-resource its principal may not read. On
+// delivery CanRead gets Serve's context (context.Background() under
+// Notification) and a detached Request holding only ID,
+// ProtocolVersion, ClientInfo, Transport.Kind, Transport.RemoteAddr and
+// Auth, which the subscription keeps while it lives (never the params, the
+// _meta, the client capabilities or the headers): decide from Auth. It runs
+// on the goroutine serving the stream, once per covered update, so keep it
+// fast. A CanRead or SubResources.Folders that panics while an update is shaped
+// fails the stream, as an invalid event does.
+//
+// Open hands the rule to the Source (Request.SubResources): the hub applies
+// it to the listeners opened with it, through a prefix index. Another Source must send
+// the covered updates itself; the subscription drops what its URIs do not
+// cover either way.
+//
 type SubResources struct {
 	// Folders, if set, replaces the built-in rule for the updated URIs it
 	// claims (ok true), for schemes whose hierarchy is not the path: it

@@ -68,7 +68,22 @@ const (
 // first; the terminal message; one close, with its reason.
 //
 // The transport calls Next and does what the step says, then calls Next
-// again: after StepWrite it first reports the write with Written. StepWait means nothing is ready: the transport calls Next again
+// again: after StepWrite it first reports the write with Written.
+// On the transport's goroutine, each time the stream is scheduled:
+//
+//	for {
+//		step, msg := p.Next(buf[:0])
+//		switch step {
+//		case listen.StepWrite:
+//			p.Written(write(msg)) // without blocking, or hand the rest to a goroutine that may
+//		case listen.StepWait:
+//			return // notify is called when there is more
+//		case listen.StepDone:
+//			return // closed: sub.CloseReason() says why
+//		}
+//	}
+//
+// StepWait means nothing is ready: the transport calls Next again
 // after notify was called. StepDone ends it.
 //
 // A Poller is used by one goroutine at a time (its owner, which may change

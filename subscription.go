@@ -49,7 +49,7 @@ type Options struct {
 	//
 	// With SubResources it also runs when an update is shaped, for each
 	// update covered without being an accepted URI byte for byte; an update
-	// it refuses is dropped. See the package documentation, Sub-resources.
+	// it refuses is dropped. See SubResources.
 	CanRead func(ctx context.Context, req *Request, uri string) bool
 	// MaxURIBytes is the longest URI a listen may name in
 	// resourceSubscriptions, in bytes. Zero means 4,096; a longer URI is
@@ -90,7 +90,7 @@ type Options struct {
 	// default, a URI covers only itself, byte for byte. The acknowledgement
 	// is the same either way. Open hands it to the Source as
 	// Request.SubResources (the hub indexes such listens by folder). The
-	// rule is in the package documentation, Sub-resources.
+	// rule is at SubResources.
 	SubResources *SubResources
 	// ReleaseTimeout bounds how long Close waits for a worker whose Next is
 	// still blocked after the stream was closed (a source that breaks the
@@ -133,7 +133,7 @@ type Options struct {
 // so that an open stream never keeps a request body alive. (With
 // Options.SubResources and CanRead both set it also keeps a detached copy of
 // the request's id, version, client info, transport kind and address, and
-// Auth's value: see the package documentation, Sub-resources.)
+// Auth's value: see SubResources.)
 //
 // All methods are safe for concurrent use. Close is idempotent and waits.
 type Subscription struct {
@@ -427,8 +427,8 @@ func (s *Subscription) Accepted() Filter {
 var errWorkerRunning = errors.New("listen: the subscription's worker is still running")
 
 // StartWorker starts the subscription's worker and hands the subscription to
-// owner, for a transport that writes the stream's messages itself (see the
-// package documentation, Driving a subscription by hand).
+// owner, for a transport that writes the stream's messages itself
+// (ExampleSubscription_StartWorker).
 //
 // owner becomes the subscription's only owner: the watch on the previous
 // owner (the ctx given to Open, or the owner given to OpenOwned) is

@@ -115,9 +115,9 @@ func (s *Subscription) appendAccepted(b []byte) ([]byte, bool) {
 //
 // A list change is selected when its filter key is true; a resource update
 // when its URI is in resourceSubscriptions (or, with Options.SubResources,
-// covered by one of them and readable: see the package documentation,
-// Sub-resources; a CanRead or SubResources.Folders that panics is an error,
-// as for an invalid event; CanRead gets context.Background() here); an
+// covered by one of them and readable: see SubResources; a CanRead or
+// SubResources.Folders that panics is an error, as for an invalid event;
+// CanRead gets context.Background() here); an
 // extension event when its extension owns a part of the accepted filter that
 // contains the event's selector and the extension was negotiated with this
 // client (otherwise it is dropped). Params' "_meta" is merged under the

@@ -34,7 +34,7 @@
 //
 // # Sub-resources
 //
-// With Options.Listen.SubResources (see the listen package, Sub-resources),
+// With Options.Listen.SubResources (see listen.SubResources),
 // a listen on file:///project/ also receives updates of the files below it,
 // selected by the hub's folder index. The go-sdk, however, matches the URI
 // of Server.ResourceUpdated exactly against its own subscriptions, so it

@@ -12,7 +12,7 @@ import (
 
 // This file holds the folder index: the listeners opened with
 // listen.Options.SubResources, whose URIs cover their sub-resources (the
-// rule is in the listen package documentation, Sub-resources).
+// rule is at listen.SubResources).
 //
 // Hub.folders maps the normal form (resuri.Canonical) of each URI of a
 // folder listener to its listeners. Under the built-in rule the URIs that

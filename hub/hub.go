@@ -350,15 +350,14 @@ const stackTargets = 8
 // Publish validates ev and offers it to every listener whose filter selects
 // it, in the calling goroutine, and returns what happened.
 //
-// An invalid event returns the error of ev.Validate (matching listen.ErrInvalidEvent): it
-// matches listen.ErrInvalidEvent and its message is the exact validation
-// message. Selection is by kind:
+// An invalid event returns the error of ev.Validate: it matches
+// listen.ErrInvalidEvent and its message is the exact validation message.
+// Selection is by kind:
 //
 //   - a list change goes to the listeners whose filter has its key true;
 //   - a resource update to the listeners whose resourceSubscriptions name
 //     its URI (exact string match), and to the folder listeners one of
-//     whose URIs covers it (the rule of listen.Options.SubResources), each
-//     once;
+//     whose URIs covers it (the rule of listen.SubResources), each once;
 //   - an extension event to the listeners whose filter's extension keys
 //     contain its selector (ev.Selector.SubsetOf of them: a selector that
 //     names a core key selects nobody, no extension owns one); the
@@ -373,6 +372,23 @@ const stackTargets = 8
 //
 // Report.Matched counts the listeners selected; a folder listener's
 // subscription may still drop the update when its CanRead refuses it.
+//
+// Folder listeners sit in a prefix index: a map from the normal form of
+// each of their URIs (scheme and host lower-cased, percent-encodings
+// normalised) to listeners. A resource update looks up its own normal form
+// and each URI that covers it: its path's prefixes at '/' boundaries
+// (file:///a/b/c.txt looks up file:///a/b/, file:///a/b, file:///a/,
+// file:///a, file:/// and file://), so at most 2 x (path depth) + 2
+// entries, whatever the number of listeners; a URI with a "." or ".."
+// segment looks up only itself. A listener is indexed only under those of
+// its URIs that none of its others covers (found in time linear in the
+// bytes of its URIs; listen.Open bounds their segments with
+// listen.Options.MaxURISegments), so it receives an update once. A rule
+// with a Folders function has an index of its own (one per rule value):
+// for the URIs it claims, the hub looks up what it returns instead, and
+// removes duplicate targets. While no folder listener is open, the exact
+// path costs one atomic load more. (BenchmarkPublishResourceUpdatedFolders;
+// the figures are in docs/performance.md.)
 //
 // With a relay joined (Join), Publish first hands ev to it, which carries it
 // to the other instances of the server; an error of the relay is returned

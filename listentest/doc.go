@@ -6,8 +6,8 @@
 // Streamable HTTP, a PipeListener that carries HTTP over net.Pipe, so
 // that a server and its clients run inside a testing/synctest bubble, a
 // loopback TCP Proxy that a test cuts to partition the clients of a broker,
-// and ProcessCPU, the process's CPU time, for benchmarks on a shared
-// machine.
+// ProcessCPU, the process's CPU time, for benchmarks on a shared machine,
+// and SourceFunc, which adapts a function to listen.Source.
 //
 // The Source keeps every contract of listen.Source and listen.Stream: Open
 // accepts the supported filter (or what Accept picks), unless the test makes

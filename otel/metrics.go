@@ -59,6 +59,41 @@ var DefaultFanoutBuckets = []float64{
 // InstrumentHTTP and InstrumentStdio for the transports, Transport for any
 // other transport. Create it with New. All its methods are safe for
 // concurrent use, and a nil *Metrics is valid and disabled.
+//
+// What each counts, and where it comes from:
+//
+//   - streams.open, streams.opened: +1 at the transport's OnOpen (the
+//     subscription is open, its acknowledgement about to be written);
+//     streams.open −1 and streams.closed +1 at its OnClose.
+//   - streams.closed: by close reason class (ReasonClass): complete,
+//     cancelled, disconnected, error, shutdown, other.
+//   - streams.write_timeouts: streams cut because a write missed the write
+//     deadline, a client that stopped reading (a close reason that is
+//     Disconnected with os.ErrDeadlineExceeded, streamhttp, or
+//     stdio.ErrWriteTimeout as its cause). Each is also in streams.closed
+//     as disconnected. On stdio one timed-out write ends the connection, so
+//     every listen of that connection counts.
+//   - requests.refused: listens answered with an error instead of a
+//     stream (streamhttp's OnError, stdio's OnListenError), by cause
+//     (RefusalCause): capacity, shutdown, auth, validation, error. On
+//     Streamable HTTP it counts every request the listen handler refused,
+//     a wrong method or a body too large included (validation).
+//   - keepalives.sent: keep-alive comments written (streamhttp's
+//     OnKeepAlive; stdio sends none).
+//   - notifications.published: events published to a hub (OnPublish),
+//     one per publication whatever it matched; with a bridge between
+//     instances, the events received from the others too, since the bridge
+//     publishes them to the local hub.
+//   - notifications.delivered: notifications a subscription took from its
+//     stream and wrote (Source; see there for when one counts). An
+//     extension event that the subscription drops (its extension not
+//     negotiated by the client) counts too.
+//   - notifications.dropped: events lost to full listener queues of a hub
+//     (OnOverflow; per listener: an event dropped by three queues counts
+//     3), the oldest queued under DropOldest, the new one under DropNewest.
+//   - fanout.duration: how long each publication took to hand its event
+//     to every selected listener (hub.PublishInfo.Duration). Default
+//     buckets: DefaultFanoutBuckets, 10 µs to 1 s.
 type Metrics struct {
 	streamsOpen   metric.Int64UpDownCounter
 	streamsOpened metric.Int64Counter

@@ -124,8 +124,19 @@ type Options struct {
 	SupportedVersions []string
 	// OmitShutdownCancelled, when set, makes a drain send only the completion
 	// result to each open listen. By default the completion result is
-	// preceded by notifications/cancelled for the listen (see the package
-	// documentation, "Draining").
+	// preceded by notifications/cancelled for the listen.
+	//
+	// The specification's texts disagree on a stdio server teardown: the
+	// subscriptions page says the server SHOULD send the completion result,
+	// cancellation.mdx says it MUST send notifications/cancelled for the
+	// listen. A drain sends both, notifications/cancelled first, because the
+	// cancellation rules only allow referencing a request still in progress:
+	//
+	//	{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":1},"reason":"Server shutdown","requestId":1}}
+	//	{"jsonrpc":"2.0","id":1,"result":{"_meta":{"io.modelcontextprotocol/subscriptionId":1},"resultType":"complete"}}
+	//
+	// A listen that ends on its own (its source ended or failed) gets its
+	// terminal message alone.
 	OmitShutdownCancelled bool
 	// Logger receives the transport's diagnostics (refused and malformed
 	// messages at Debug, closes at Debug, handler panics and lost connections
@@ -228,7 +239,7 @@ func invalid(field string, got, def any) error {
 //   - ErrServerClosed after Shutdown drained the connection, or at once if
 //     Shutdown was called before Serve;
 //   - context.Cause(ctx) after ctx ended and the connection was drained the
-//     same way (see the package documentation, "Draining");
+//     same way (see the package documentation, Endings);
 //   - an error matching ErrWriteTimeout (its text gives the timeout), or
 //     wrapping the writer's error, after a write timed out or failed: every
 //     open listen was then closed as listen.Disconnected with that cause,
@@ -257,6 +268,25 @@ func invalid(field string, got, def any) error {
 //
 // Serve does not buffer its output: pass the writer itself (os.Stdout), not
 // a bufio.Writer.
+//
+// # Listen requests
+//
+// A subscriptions/listen request is checked in this order, the same as in
+// the streamhttp package:
+//
+//  1. invalid params: -32602 with the exact messages of
+//     listen.ParseParams (including a missing or non-string version);
+//  2. an older protocol version the server speaks (one in
+//     Options.SupportedVersions): -32601 "Method not found:
+//     subscriptions/listen" (spec.ListenVersionError);
+//  3. any other version but 2026-07-28: -32022 "Unsupported protocol
+//     version" with data {"supported": Options.SupportedVersions (default
+//     spec.SupportedProtocolVersions), "requested": the version};
+//  4. Options.MaxSubscriptions listens already open: -32603 "Server
+//     subscription capacity exhausted";
+//  5. listen.Open (with Options.Listen): its error, as the core shapes it.
+//
+// A listen without an id is a notification and is ignored.
 func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	return s.newConn(r, w, false).serve(ctx)
 }

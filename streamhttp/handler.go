@@ -17,12 +17,95 @@ import (
 )
 
 // Handler serves subscriptions/listen over MCP 2026-07-28 Streamable HTTP:
-// each listen is one POST whose response is an SSE stream (see the package
-// documentation for the request checks, the stream, its endings and the
-// goroutine that serves it).
+// each listen is one POST whose response is an SSE stream (ServeHTTP lists
+// the request checks; the package documentation the stream and its
+// endings).
 //
 // A Handler is safe for concurrent use. Shutdown ends every stream
 // gracefully and waits for them; the Handler is not reusable after that.
+//
+// # Goroutines and ownership
+//
+// ServeHTTP runs a listen in named steps: decode (the request checks above),
+// admit (a slot under MaxStreams), open (listen.OpenOwned on the Source),
+// serve, end. The first three, and OnOpen, run on the net/http goroutine of
+// the request on every path. The stream is then served in one of three
+// ways:
+//
+//   - HTTP/2, and HTTP/1.x with Options.NoTakeover (or a ResponseWriter that
+//     cannot be hijacked): the request's goroutine serves the stream
+//     (Subscription.Serve) and writes every message; ServeHTTP returns when
+//     the stream has ended, OnClose included, and net/http then ends the
+//     response.
+//   - HTTP/1.x by default: once the subscription is open, the Handler takes
+//     the connection over (http.Hijacker) and writes the status line, the
+//     headers and raw SSE events itself (Connection: close, no chunked
+//     encoding); ServeHTTP returns at once, and net/http's per-connection
+//     buffers (about 12 KB) and goroutine are freed.
+//   - On Linux, a taken-over stream whose subscription can be served in
+//     steps (listen.Subscription.Poller: a hub's streams can, unless their
+//     shaping asks CanRead about covered sub-resources) on a TCP or Unix
+//     socket takes the fast path: it has no goroutine while idle. Its
+//     stream calls a function when an event is ready, which puts it on the
+//     ready list of one of GOMAXPROCS writer loops; a loop's goroutine runs
+//     only while its list is not empty, and writes each message with one
+//     non-blocking write(2) straight to the socket. A write that does not
+//     fit in the socket hands that stream to a slow path of its own, a
+//     goroutine that writes with the WriteTimeout as deadline while the
+//     source queues what comes meanwhile (the hub's bounded queue and
+//     overflow policy), until it has caught up; so a client that stops
+//     reading never holds a loop, and is cut by its deadline. The slow path
+//     registers the socket with Go's poller on the stream's first trip and
+//     keeps it, so a client that keeps its window nearly full costs a
+//     goroutine per trip, not a dup and a registration. One epoll
+//     instance per Handler, watched by one goroutine parked in Go's poller
+//     while any fast stream is open, sees clients hang up; one keep-alive
+//     sweeper (a timer, every KeepAlive/4) marks the streams that wrote
+//     nothing for KeepAlive, which then get ": keep-alive" (so an idle
+//     stream's keep-alive comes between KeepAlive and 1.25 KeepAlive after
+//     its last write). The stream's end (OnClose, then the connection's
+//     close) runs on a goroutine of its own, so a slow OnClose holds no
+//     loop.
+//   - Elsewhere (other systems, a TLS connection, a stream that cannot be
+//     served in steps, such as a Source whose Next blocks), a taken-over
+//     stream is served on a goroutine of its own (Subscription.Serve), with
+//     a small reader goroutine that sees the client leave; the stream's
+//     goroutine ends the stream, then closes the connection and waits for
+//     the reader.
+//
+// Every goroutine of a stream, and of the fast path, has ended when
+// Shutdown returns nil. A client has nothing to send after its listen
+// request: on a taken-over connection the first byte it sends (with the
+// request, or later) ends the stream as Disconnected with cause
+// ErrUnexpectedBytes, without reading further.
+//
+// Every path ends a stream in the same order: the subscription is closed
+// (Serve has returned, or the Poller is done); the stream's slot is freed
+// and Stats count it closed; OnClose runs (a panic in it is recovered and
+// logged to the http.Server's ErrorLog); the response ends (net/http ends
+// it after ServeHTTP returns, or the taken-over connection is closed); and
+// the stream is over for Shutdown. So a client that has seen its stream
+// end, and an OnClose hook, both find the slot free and Stats up to date;
+// http.Server.Shutdown, which does not track hijacked connections, waits
+// for none of this.
+//
+// Serve adds no worker goroutine for a hub stream (listen.NotifyStream), and
+// one for any other Source. Shutdown only cancels the streams' serving
+// contexts; each stream ends on its own goroutine.
+//
+// The stream owns its subscription (it is opened without an owner
+// context): however the stream ends (even by a panic in a hook, which then
+// goes on up to net/http), a subscription still open is closed (reason
+// Disconnected, cause listen.ErrOwnerGone), so a subscription never outlives
+// its stream. A client disconnect is seen through the stream's serving
+// context (the request's end, the reader of a taken-over connection, or the
+// epoll instance), so the stream is closed with the precise reason.
+// Source.Open, CanRead and the extension hooks get the request's context:
+// it ends if the client goes away while the listen is being opened
+// (nothing is then written or reported as an error), but not on Shutdown,
+// so a listen being opened during a shutdown still gets its acknowledgement
+// and completion. Once opened, a subscription keeps no reference to the
+// request or its body.
 type Handler struct {
 	src  listen.Source
 	opts Options
@@ -151,6 +234,44 @@ func (h *Handler) Stats() Stats {
 // the body has been read, before the listen is admitted (on HTTP/1.x
 // net/http clears it too, when the body ends), so neither a slow
 // Source.Open nor the stream is touched by it.
+//
+// # Request checks
+//
+// A request is checked in this order; the first failure is answered with an
+// application/json JSON-RPC error response that echoes the request id when
+// it could be read, and the Source is never opened:
+//
+//	method other than POST (GET, DELETE, ...)    405  -32600, Allow: POST
+//	origin check refuses (Origin, Host)          403  -32600 "Forbidden: invalid Origin or Host", no id
+//	Authenticate refuses                         401  -32600 "Unauthorized", no id (or AuthError's status, headers)
+//	body over MaxBodyBytes                       413  -32600 "Request body too large"
+//	body not received within ReadTimeout         408  -32600 "Request timeout: the request body was not received in time"
+//	request ended once its body was read         nothing is written (an HTTP/2 stream reset after its listen, a client gone)
+//	malformed JSON / not a JSON-RPC request      400  -32700 "Parse error" / -32600
+//	Mcp-Method header ≠ body method              400  -32020 "Header mismatch: ..."
+//	a notification (no id), not a listen         202  accepted and ignored, no body
+//	another method                               404  -32601 "Method not found: <method>"
+//	listen without id                            400  -32600
+//	bad params (_meta, notifications)            400  -32602, the core's exact messages (spec.Msg...)
+//	MCP-Protocol-Version header ≠ _meta version  400  -32020 "Header mismatch: ..."
+//	protocol version older than 2026-07-28       404  -32601 "Method not found: subscriptions/listen"
+//	any other unsupported protocol version       400  -32022 "Unsupported protocol version", data.supported/requested
+//	shutting down                                503  -32603 "Server is shutting down"
+//	over MaxStreamsPerKey (one client's share)   429  -32603 "Too many subscriptions open for this client", Retry-After
+//	over MaxStreams                              503  -32603 "Server subscription capacity exhausted", Retry-After
+//	listen.Open fails                            500 for -32603, 404 for -32601, else 400; the error as given
+//
+// The MCP-Protocol-Version and Mcp-Method headers are compared with the body
+// when present; Options.RequireHeaders also refuses their absence.
+// Last-Event-ID and Mcp-Session-Id are ignored and never echoed: streams are
+// not resumable and have no session.
+//
+// Options.Listen is what listen.Open narrows against: the requested filter
+// keeps only what the capabilities advertise, and CanRead leaves out the
+// resource URIs the caller may not read (they are missing from the
+// acknowledgement; it is not an error). The Source gets the request with
+// Request.Auth set to what Authenticate returned, and Request.Transport
+// (kind "streamable_http", the remote address and the headers).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(h.opts.ReadTimeout))

@@ -37,6 +37,61 @@ const (
 // copies them (the capabilities map included): changing an Options value
 // after New has no effect on the Handler. A negative limit is an error (see
 // New).
+//
+// # Limits and defaults
+//
+//	MaxStreams        1024     concurrent listens; 503 over it, checked before the Source is opened
+//	MaxStreamsPerKey  off      concurrent listens per StreamKey; 429 over it
+//	RetryAfter        5 s      Retry-After of the 503 and 429 capacity refusals
+//	MaxBodyBytes      256 KiB  request body; 413 over it
+//	ReadTimeout       10 s     reading the request, up to the end of its body; 408 over it
+//	KeepAlive         15 s     idle time before a keep-alive comment
+//	WriteTimeout      10 s     per write (an event or keep-alive and its flush); idle
+//	                           streams are not affected
+//
+// A zero Options field means its default; a negative one is an error of New.
+// The read deadline, like the write deadline, is set with
+// http.ResponseController. It is set when ServeHTTP starts and cleared once
+// the body has been read, so it bounds an incomplete request (a slow body,
+// one byte short, chunked without end) and, on HTTP/1.x, net/http's
+// discarding of the body of a request refused before its body was read,
+// never a stream. The request line and headers are the http.Server's to
+// bound: set its ReadHeaderTimeout, IdleTimeout and MaxHeaderBytes (MCP
+// requests need a few KiB of headers), not its ReadTimeout, which would
+// also cut every stream served inside net/http.
+// The write deadline is set with http.ResponseController; behind a
+// middleware whose ResponseWriter hides SetWriteDeadline (no Unwrap method)
+// it has no effect, and a client that stops reading then holds its own
+// handler goroutine, and nothing else, until its connection breaks. The
+// per-write deadline replaces http.Server.WriteTimeout for a stream from its
+// first write on (on HTTP/2, a server WriteTimeout that expires before that
+// first write, during a slow Source.Open, still ends the stream).
+//
+// # HTTP/2
+//
+// Over HTTP/2 (TLS, or h2c with http.Server.Protocols'
+// SetUnencryptedHTTP2) each listen holds one stream of its connection and
+// its handler goroutine for its whole life: measured, 1 goroutine and about
+// 10.5 KiB of heap per idle listen, against none and 1.5 KiB for a
+// taken-over HTTP/1.1 hub stream on Linux. A stream the client resets
+// right after sending its listen (a rapid reset) is neither parsed, nor
+// admitted, nor opened once the reset has reached the server: nothing is
+// written for it. net/http bounds the rest: at most MaxConcurrentStreams
+// handlers run per connection, and it closes a connection that queues
+// more than four times that many. Set http.Server.HTTP2 for listens:
+//
+//	srv.HTTP2 = &http.HTTP2Config{
+//		MaxConcurrentStreams: 250,              // listens (and other requests) per connection; net/http's default
+//		WriteByteTimeout:     10 * time.Second, // close a connection whose client stopped reading (WriteTimeout cuts one stream)
+//		SendPingTimeout:      30 * time.Second, // ping a silent connection,
+//		PingTimeout:          15 * time.Second, // and close it if unanswered
+//	}
+//
+// and bound one client's listens across its connections with
+// MaxStreamsPerKey. (golang.org/x/net/http2.Server has the same fields.)
+// The other HTTP2Config defaults fit listens: a listen's body is at most
+// MaxBodyBytes, and net/http's receive windows bound what a connection
+// buffers.
 type Options struct {
 	// Listen describes the server to the core: the capabilities the requested
 	// filter is narrowed against, the server info of the completion result,
@@ -171,7 +226,7 @@ type Options struct {
 	// goroutine and net/http's per-connection buffers (about 12 KB) are then
 	// freed for the life of the stream; the stream runs on the Handler's
 	// goroutines (on Linux, a hub stream has none while idle: see the
-	// package documentation, "Goroutines and ownership"). HTTP/2 streams,
+	// Handler, "Goroutines and ownership"). HTTP/2 streams,
 	// and ResponseWriters that cannot be hijacked, always stay inside
 	// net/http.
 	NoTakeover bool

@@ -5,8 +5,7 @@
 // an updated URI U when Canonical(S) is Canonical(U) or one of the URIs that
 // Folders yields for Canonical(U). Folders yields prefixes of its argument
 // only, so it never allocates, and the URIs it yields form a chain: each one
-// covers every longer one. The package documentation of listen states the
-// rule for users (listen.Options.SubResources).
+// covers every longer one. listen.SubResources states the rule for users.
 package resuri
 
 import "strings"
