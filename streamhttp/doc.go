@@ -273,10 +273,10 @@
 //
 // # Next to an existing server
 //
-// Front(listens, other) sends the POSTs whose Mcp-Method header is
-// "subscriptions/listen" to listens and every other request to other, such
-// as the go-sdk's StreamableHTTPHandler, so that a go-sdk server gains this
-// listen engine without any change to it:
+// Front(listens, other) sends every subscriptions/listen POST (by its
+// Mcp-Method header or by its body) to listens and every other request to
+// other, such as the go-sdk's StreamableHTTPHandler, so that a go-sdk server
+// gains this listen engine without any change to it:
 //
 //	caps := &mcp.ServerCapabilities{ // tools, prompts and resources all set: nothing inferred
 //		Tools:     &mcp.ToolCapabilities{ListChanged: true},
@@ -298,9 +298,11 @@
 // (MCP: servers MUST validate the Origin header of every incoming request):
 // a request for other that the Handler's CheckOrigin refuses (a
 // cross-origin browser request, a DNS-rebinding Host, a Host outside
-// AllowedHosts) is answered 403 and never reaches other. FrontWith chooses
-// another check, or none (FrontOptions.Unchecked) when other checks origins
-// itself.
+// AllowedHosts) is answered 403 and never reaches other; its body is read
+// within MaxBodyBytes (DefaultFrontMaxBodyBytes, 512 KiB; 413) and
+// ReadTimeout (408), with no deadline left once it has been read. FrontWith
+// chooses another check, or none (FrontOptions.Unchecked) when other checks
+// origins itself, and other limits.
 //
 // # DNS rebinding and allowed hosts
 //

@@ -77,7 +77,7 @@ func (h *Handler) decode(w http.ResponseWriter, r *http.Request) (req *listen.Re
 
 // decodeBody runs the checks of decode from the body on (4 to 10).
 func (h *Handler) decodeBody(w http.ResponseWriter, r *http.Request) (*listen.Request, *refusal) {
-	body, f := h.readBody(w, r)
+	body, f := readBody(w, r, h.opts.MaxBodyBytes)
 	if f != nil {
 		return nil, f
 	}
@@ -120,14 +120,16 @@ func (h *Handler) decodeBody(w http.ResponseWriter, r *http.Request) (*listen.Re
 	return req, nil
 }
 
-// readBody reads the whole body within MaxBodyBytes. Reading it to its end
-// also lets net/http watch the connection, so that a client disconnect
-// cancels the request's context.
-func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *refusal) {
-	if r.ContentLength > h.opts.MaxBodyBytes {
+// readBody reads r's whole body within limit bytes, for a listen (Handler)
+// and for every other request Front reads: 413 over the limit, 408 at the
+// read deadline, 400 if unreadable. Reading it to its end also lets
+// net/http watch the connection, so that a client disconnect cancels the
+// request's context.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *refusal) {
+	if r.ContentLength > limit {
 		return nil, refuse(http.StatusRequestEntityTooLarge, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, MsgBodyTooLarge))
 	}
-	body, err := readBlocks(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes), r.ContentLength)
+	body, err := readBlocks(http.MaxBytesReader(w, r.Body, limit), r.ContentLength)
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
