@@ -85,6 +85,9 @@
 //   - EndStreams: the streams of the principals it selects get their
 //     completion result, then their responses end; reason ErrEnded (which
 //     also matches listen.ErrShutdown). See "Long-lived trust" below.
+//   - Options.Expiry passes (the stream's credential expired): the
+//     completion result, then the response ends; reason ErrExpired (which
+//     also matches listen.ErrShutdown).
 //
 // OnOpen and OnClose observe every opened subscription, OnKeepAlive every
 // keep-alive written, OnError every refused request; Stats counts them.
@@ -101,10 +104,11 @@
 //	revoked.Store(user, true) // Authenticate refuses user from now on
 //	listens.EndStreams(func(auth any) bool { return auth.(*Principal).User == user })
 //
-// For credentials that expire, call EndStreams on a ticker, with a match
-// that reports the expired ones. Each stream ended gets its completion
-// result, so its client may open a new listen at once, with a fresh
-// credential that Authenticate judges. EndStreams also reaches a listen
+// For credentials that expire, set Options.Expiry (gosdk.NewHandler sets
+// it to the go-sdk token's expiry): each stream then ends when its
+// credential expires. Each stream ended gets its completion result, so its
+// client may open a new listen at once, with a fresh credential that
+// Authenticate judges. EndStreams also reaches a listen
 // whose body was still being read when it was called. On stdio the whole
 // connection is one principal: see the stdio package.
 //

@@ -177,6 +177,7 @@ func (h *Handler) admitAndServe(w http.ResponseWriter, r *http.Request, st *stre
 		st.stop()
 		return f
 	}
+	h.startExpiry(st)
 	// A panic from here on (such as one in OnOpen) ends the stream as if
 	// its request had ended, then goes on up to net/http.
 	defer h.abandonOnPanic(st)
@@ -358,6 +359,9 @@ func setStreamHeaders(hdr http.Header) {
 //  4. the stream is over: Shutdown stops waiting for it.
 func (h *Handler) end(st *stream, reason error, letGo func()) {
 	st.stop()
+	if st.expiry != nil {
+		st.expiry.Stop() // a callback already started only cancels the ended context
+	}
 	h.mu.Lock()
 	delete(h.streams, st)
 	if st.keyed {
@@ -429,70 +433,6 @@ func logf(ctx context.Context, format string, args ...any) {
 		return
 	}
 	log.Printf(format, args...)
-}
-
-// ErrEnded is the close reason of a stream ended by Handler.EndStreams
-// (OnClose gets it, and the Source's Stream.Close). It also matches
-// listen.ErrShutdown: as in a shutdown, the server ends the stream on its
-// own initiative, so the client is sent the completion result before the
-// stream ends (MCP: a server that tears a subscription down SHOULD send
-// it). Test for errors.Is(reason, ErrEnded) first to tell the two apart.
-var ErrEnded error = endedError{}
-
-type endedError struct{}
-
-func (endedError) Error() string { return "streamhttp: stream ended by the server (EndStreams)" }
-
-// Is makes errors.Is(err, listen.ErrShutdown) true.
-func (endedError) Is(target error) bool { return target == listen.ErrShutdown }
-
-// EndStreams ends the streams whose principal match selects, and returns
-// how many it ended. match is called once per stream, with what
-// Options.Authenticate returned for its request (nil without
-// Authenticate; listen.Request.Auth), on the calling goroutine and without
-// any lock held; it must not block. Each stream it selects is sent its
-// completion result, as in a shutdown, and closed with reason ErrEnded;
-// EndStreams does not wait for that (OnClose and Stats report it).
-//
-// It covers every stream from the moment its request was authenticated:
-// open streams, listens being opened (they are acknowledged, then
-// completed), and requests whose body is still being read (they are
-// admitted, acknowledged and completed). So a server that revokes a
-// credential, or sees a token expire, first makes Authenticate refuse it,
-// then calls EndStreams: no stream of that principal is left, and a client
-// that opens a new listen is judged by Authenticate. Streams live for
-// days; to re-check expiring credentials, call EndStreams on a ticker with
-// a match that reports the expired ones. A panic in match goes up to the
-// caller.
-func (h *Handler) EndStreams(match func(auth any) bool) int {
-	// A stream's context and cancel function are read under h.mu: a fast
-	// stream replaces them (under h.mu) when it starts, and carries an end
-	// of the old context over to the new one.
-	type target struct {
-		ctx    context.Context
-		cancel context.CancelCauseFunc
-		auth   any
-	}
-	h.mu.Lock()
-	ts := make([]target, 0, len(h.streams)+len(h.pending))
-	for st := range h.streams {
-		ts = append(ts, target{st.ctx, st.cancel, st.auth})
-	}
-	for st := range h.pending {
-		ts = append(ts, target{st.ctx, st.cancel, st.auth})
-	}
-	h.mu.Unlock()
-	n := 0
-	for _, t := range ts {
-		if t.ctx.Err() != nil || !match(t.auth) {
-			continue
-		}
-		t.cancel(ErrEnded)
-		if context.Cause(t.ctx) == ErrEnded {
-			n++
-		}
-	}
-	return n
 }
 
 // Shutdown ends every stream gracefully and waits for them: new listens are

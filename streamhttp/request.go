@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
@@ -20,7 +21,8 @@ const TransportKind = "streamable_http"
 //
 //  1. method not POST: 405 (Allow: POST);
 //  2. CheckOrigin (AllowedHosts, AllowedOrigins): 403;
-//  3. Authenticate: 401, or the AuthError's status;
+//  3. Authenticate: 401, or the AuthError's status; an Expiry already past:
+//     401;
 //  4. body over MaxBodyBytes: 413; not received within ReadTimeout: 408;
 //     unreadable body: 400; the request ended once its body was read (an
 //     HTTP/2 stream reset after its listen): nothing is written;
@@ -64,7 +66,14 @@ func (h *Handler) decode(w http.ResponseWriter, r *http.Request) (req *listen.Re
 		}
 		auth = a
 	}
+	var expires time.Time
+	if h.opts.Expiry != nil {
+		if expires = h.opts.Expiry(r, auth); !expires.IsZero() && !time.Now().Before(expires) {
+			return nil, nil, refuse(http.StatusUnauthorized, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, MsgUnauthorized).WithCause(ErrExpired))
+		}
+	}
 	st = h.pend(r, auth)
+	st.expires = expires
 	req, f = h.decodeBody(w, r)
 	if f != nil {
 		h.unpend(st)
