@@ -8,13 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/mcplisten/listen/gosdk"
 )
 
-// BenchmarkChangeToNotification measures the delay from a go-sdk call
-// (Server.ResourceUpdated, AddTool/RemoveTools) to the listen's notification
+// BenchmarkChangeToNotification measures the delay from a change
+// (Handler.ResourceUpdated; the go-sdk's AddTool/RemoveTools) to the
+// listen's notification
 // read by an HTTP client on loopback: one change per iteration, reported as
 // the median, 10th and 90th percentile and maximum over the iterations.
 //
@@ -45,7 +44,7 @@ func BenchmarkChangeToNotification(b *testing.B) {
 					} else {
 						srv.RemoveTools("x" + strconv.Itoa(i-1))
 					}
-				} else if err := srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uriA}); err != nil {
+				} else if err := h.ResourceUpdated(ctx, uriA); err != nil {
 					b.Fatal(err)
 				}
 				s.next()
