@@ -214,6 +214,12 @@ func (s *Stdio) Bridge() *Bridge { return s.bridge }
 // Hub returns the hub the listens are served from.
 func (s *Stdio) Hub() *hub.Hub { return s.bridge.hub }
 
+// ResourceUpdated tells every listen and every older client watching uri
+// that the resource changed, each exactly once (see Bridge.ResourceUpdated).
+func (s *Stdio) ResourceUpdated(ctx context.Context, uri string) error {
+	return s.bridge.ResourceUpdated(ctx, uri)
+}
+
 // Stats returns the listen multiplexer's counters: connections, listens
 // open, requests in flight, subscriptions opened, closed and refused.
 func (s *Stdio) Stats() stdio.Stats { return s.mux.Stats() }
