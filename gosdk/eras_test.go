@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -248,4 +249,89 @@ func TestHTTPUnsupportedVersionOnOtherRequests(t *testing.T) {
 	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
 	assert.Equal(t, "application/json", resp.Header.Get("Content-Type"))
 	assert.Equal(t, `{"jsonrpc":"2.0","id":9,"error":{"code":-32022,"message":"Unsupported protocol version","data":{"supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26","2024-11-05"],"requested":"1900-01-01"}}}`, string(b))
+}
+
+// No body the go-sdk decodes as a listen reaches the go-sdk's own listen
+// code, whatever parser differential its keys play on (repeated keys, case,
+// escapes), with any Mcp-Method header: a receiving middleware on the go-sdk
+// server sees every method that reaches it, and never subscriptions/listen.
+func TestHTTPNoListenReachesTheGoSDK(t *testing.T) {
+	srv := plainServer()
+	var mu sync.Mutex
+	var reached []string
+	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			mu.Lock()
+			reached = append(reached, method)
+			mu.Unlock()
+			return next(ctx, method, req)
+		}
+	})
+	h, err := gosdk.NewHandler(srv, gosdk.HandlerOptions{})
+	require.NoError(t, err)
+	defer h.Shutdown(context.Background())
+	ts := httptest.NewServer(h)
+	defer ts.Close()
+	for _, version := range []string{"2026-07-28", "2025-11-25", "2024-11-05"} {
+		m := map[string]any{}
+		for k, v := range meta {
+			m[k] = v
+		}
+		m["io.modelcontextprotocol/protocolVersion"] = version
+		mj, _ := json.Marshal(m)
+		params := `"params":{"notifications":{"toolsListChanged":true},"_meta":` + string(mj) + `}`
+		bodies := []string{
+			`{"jsonrpc":"2.0","id":1,"method":"tools/list","method":"subscriptions/listen",` + params + `}`,
+			`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","method":"tools/list",` + params + `}`,
+			`{"jsonrpc":"2.0","id":1,"\u006dethod":"subscriptions/listen",` + params + `}`,
+			`{"jsonrpc":"2.0","id":1,"method":"subscriptions\/listen",` + params + `}`,
+			`{"jsonrpc":"2.0","id":1,"method":"subscriptions\u002flisten",` + params + `}`,
+			`{"jsonrpc":"2.0","id":1,"METHOD":"subscriptions/listen","method":"tools/list",` + params + `}`,
+			`{"jsonrpc":"2.0","id":1,"method":"tools/list","METHOD":"subscriptions/listen",` + params + `}`,
+			`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen",` + params + `}`,
+			`[{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen",` + params + `}]`,
+		}
+		for _, body := range bodies {
+			for _, header := range []string{"", "subscriptions/listen", "tools/list"} {
+				req, _ := http.NewRequest(http.MethodPost, ts.URL, strings.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept", "application/json, text/event-stream")
+				req.Header.Set("MCP-Protocol-Version", version)
+				if header != "" {
+					req.Header.Set("Mcp-Method", header)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), failsafe)
+				resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+				require.NoError(t, err)
+				resp.Body.Close() // a stream, if one opened, ends with its request
+				cancel()
+			}
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	assert.NotContains(t, reached, "subscriptions/listen", "methods that reached the go-sdk: %v", reached)
+}
+
+// A 2026-07-28 request sent without its MCP-Protocol-Version header (its
+// body's _meta names the version) goes to the stateless go-sdk handler,
+// which asks for the header (-32020), not to the stateful one, which would
+// claim the server does not speak 2026-07-28 (-32022).
+func TestHTTPHeaderlessNewRequest(t *testing.T) {
+	h, err := gosdk.NewHandler(plainServer(), gosdk.HandlerOptions{})
+	require.NoError(t, err)
+	defer h.Shutdown(context.Background())
+	ts := httptest.NewServer(h)
+	defer ts.Close()
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": map[string]any{"_meta": meta}})
+	req, _ := http.NewRequest(http.MethodPost, ts.URL, strings.NewReader(string(body)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Method", "tools/list")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	assert.Contains(t, string(b), `"code":-32020`)
 }

@@ -192,6 +192,9 @@ func newServer(logger *slog.Logger, maxStreams, maxURIBytes int, m *listenotel.M
 		AllowedHosts:   allowedHosts,
 		AllowedOrigins: allowedOrigins,
 		OnOpen: func(sub *listen.Subscription) {
+			if !logger.Enabled(context.Background(), slog.LevelInfo) {
+				return // -quiet: encoding the filter (up to 128 KiB) for nothing would cost more than the listen
+			}
 			b, _ := sub.Accepted().MarshalJSON()
 			logger.Info("listen opened", "id", sub.ID().Raw(), "accepted", string(b))
 		},
