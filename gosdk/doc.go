@@ -80,17 +80,18 @@
 //
 // From the change to the notification read by an HTTP client on loopback,
 // one listen, 100 changes per run, 5 runs (BenchmarkChangeToNotification,
-// 2-core shared VM, Go 1.26.8): Handler.ResourceUpdated median 22 µs;
-// AddTool or RemoveTools median 10.7 ms, the go-sdk's 10 ms debounce plus
-// its timer. The go-sdk restarts that timer at every change, with no
-// maximum wait, and offers no hook to bound it: a server that changes its
-// tools every 3 ms sends nothing until it pauses for 10 ms. With AddTool or
-// RemoveTools every 3 ms for 1.5 s (BenchmarkDebounceStarvation, 5 runs)
-// the longest time without a notification was 1.1 s [0.6–1.4 s]: each
-// notification waits for a scheduling pause in the loop. A server that
-// changes that often should publish the change itself
-// (Hub().ToolsListChanged(); listens may then see it twice, which a list
-// change allows). Capabilities are read with an in-memory server/discover
-// (about 0.5 ms and 215 KB of garbage in the go-sdk, BenchmarkCapabilities)
-// when the Bridge is made and again after list changes, not per listen.
+// 2-core shared VM, load 2.5, Go 1.26.8): Handler.ResourceUpdated median
+// 24 µs [19–36 µs]; AddTool or RemoveTools median 10.51 ms [10.49–10.58],
+// the go-sdk's 10 ms debounce plus its timer. The go-sdk restarts that
+// timer at every change, with no maximum wait, and offers no hook to bound
+// it: with AddTool or RemoveTools every 3 ms for 1.5 s
+// (BenchmarkDebounceStarvation, 5 runs) the first notification came 1.51 s
+// [1.510–1.515] after the first change, once the changes had stopped (on a
+// busier machine a scheduling pause of 10 ms lets one out earlier). A
+// server that changes its lists that often can publish the change itself
+// as well (Hub().ToolsListChanged(); a listen may then see it twice, which
+// a list change allows). Capabilities are read with an in-memory
+// server/discover (about 0.5 ms and 215 KB of garbage in the go-sdk,
+// BenchmarkCapabilities) when the Bridge is made and after list changes,
+// not per listen.
 package gosdk
