@@ -58,8 +58,9 @@ type Stdio struct {
 
 // NewStdio returns the Stdio for server: one call adds
 // subscriptions/listen to a go-sdk server over stdio, with the go-sdk's own
-// changes (AddTool, RemovePrompts, ResourceUpdated, ...) reaching every
-// listen that asked for them (see Bridge).
+// list changes (AddTool, RemovePrompts, ...) reaching every listen that
+// asked for them, and Stdio.ResourceUpdated every listen and older client
+// watching a resource (see Bridge).
 //
 //	s, err := gosdk.NewStdio(server, gosdk.StdioOptions{})
 //	if err != nil { ... }

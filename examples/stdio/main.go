@@ -28,8 +28,8 @@ import (
 	"syscall"
 
 	"github.com/mcplisten/listen"
-	"github.com/mcplisten/listen/examples/internal/broker"
 	"github.com/mcplisten/listen/examples/fixture"
+	"github.com/mcplisten/listen/examples/internal/broker"
 	"github.com/mcplisten/listen/gosdk"
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/stdio"
