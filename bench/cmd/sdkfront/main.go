@@ -21,6 +21,8 @@
 //	           holds (HeapAlloc after a forced GC, /debug/pprof/heap?gc=1)
 //	method     a listen body whose keys are "METHOD" and "PARAMS", with and
 //	           without the listen headers: statuses
+//	surrogate  a listen on "file:///\ud800" (a lone surrogate): status and
+//	           answer
 //
 // Linux only (it reads /proc). From the repository root:
 //
@@ -79,6 +81,7 @@ func main() {
 	}{
 		{"crosssite", crossSite}, {"slow", slowBodies}, {"memory", memory},
 		{"older", older}, {"version", version}, {"uris", uriCost}, {"method", method},
+		{"surrogate", surrogate},
 	}
 	for _, sc := range scenarios {
 		if *only != "" && !slices.Contains(strings.Split(*only, ","), sc.name) {
@@ -551,6 +554,15 @@ func method(run int) map[string]float64 {
 		figures["status with "+m] = float64(status)
 	}
 	return figures
+}
+
+func surrogate(run int) map[string]float64 {
+	s := start()
+	defer s.stop()
+	status, b := do(request(s.url, "subscriptions/listen", "2026-07-28",
+		listenBody("1", "2026-07-28", `{"resourceSubscriptions":["file:///\ud800"]}`)))
+	fmt.Printf("run %d surrogate file:///\\ud800: %d %s\n", run, status, firstLine(b))
+	return map[string]float64{"status": float64(status)}
 }
 
 // selfCPU is this process's CPU time.
