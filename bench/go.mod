@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/mcplisten/listen v0.1.0
+	github.com/mcplisten/listen/examples v0.1.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	go.uber.org/goleak v1.3.0
 	gonum.org/v1/plot v0.17.0

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcplisten/listen"
@@ -33,42 +34,52 @@ type Options struct {
 	// are ignored: they are read from the go-sdk server (see Bridge).
 	Listen listen.Options
 	// Logger receives the bridge's warnings (a server that advertises
-	// nothing a listen can receive, a failed watch) and debug diagnostics.
+	// nothing a listen can receive, resources without resources.subscribe)
+	// and debug diagnostics.
 	// Nil means slog.Default().
 	Logger *slog.Logger
-	// OnRepublish, if set, is called after each go-sdk notification was
-	// republished into the hub (method is its JSON-RPC method, uri is set
-	// for notifications/resources/updated), with the hub's report, on the
-	// go-sdk goroutine that sent it. It must be quick.
+	// OnRepublish, if set, is called after each change was published into
+	// the hub: a go-sdk list change (method is its JSON-RPC method, on the
+	// go-sdk goroutine that sent it) or a Bridge.ResourceUpdated call
+	// (method notifications/resources/updated, uri set, on the caller's
+	// goroutine), with the hub's report. It must be quick.
 	OnRepublish func(method, uri string, r hub.Report)
 	// CallTimeout bounds each call this package makes to the go-sdk server
-	// in process (server/discover per listen, resources/subscribe and
-	// resources/unsubscribe when a URI gets its first or loses its last
-	// watcher): they run the server's own handlers, including your
-	// SubscribeHandler. Zero means DefaultCallTimeout.
+	// in process: the observer's initialize and each server/discover that
+	// reads the capabilities (see Bridge). Zero means DefaultCallTimeout.
 	CallTimeout time.Duration
+	// Token is the auth.TokenInfo of those in-process calls
+	// (RequestExtra.TokenInfo), so that a receiving middleware that refuses
+	// requests without a token lets them through. Nil means BridgeToken: a
+	// TokenInfo with UserID ClientName and no scopes or expiration; give a
+	// token your middleware accepts if it checks more (scopes, expiry).
+	Token *auth.TokenInfo
 }
 
 // DefaultCallTimeout is the default of Options.CallTimeout.
 const DefaultCallTimeout = 5 * time.Second
 
 // ClientName is the client name the bridge's in-process sessions give the
-// go-sdk server (in server/discover's _meta and in initialize): a
-// SubscribeHandler, middleware or Server.Sessions loop may meet them.
+// go-sdk server (in server/discover's _meta and in initialize) and the
+// UserID of BridgeToken: a middleware or Server.Sessions loop may meet
+// them.
 const ClientName = "mcplisten-gosdk"
 
+// BridgeToken returns the default Options.Token: a TokenInfo with UserID
+// ClientName, and no scopes, expiration or extra.
+func BridgeToken() *auth.TokenInfo { return &auth.TokenInfo{UserID: ClientName} }
+
 // legacyVersion is the protocol version of the observer session: an
-// initialize-era session is told every list change without opting in, and
-// may subscribe to resources with resources/subscribe.
+// initialize-era session is told every list change without opting in.
 const legacyVersion = "2025-11-25"
 
 // Bridge connects a go-sdk *mcp.Server to this library: it serves listens
 // from a hub.Hub, with the capabilities and server info the go-sdk server
-// advertises, and republishes into that hub every change the go-sdk server
-// notifies: list changes after AddTool, RemoveTools, AddPrompt,
-// RemovePrompts, AddResource, RemoveResources, AddResourceTemplate and
-// RemoveResourceTemplates (after the go-sdk's own 10 ms debounce), and
-// Server.ResourceUpdated(uri), to the listens watching that URI only.
+// advertises, republishes into that hub every list change the go-sdk server
+// notifies (after AddTool, RemoveTools, AddPrompt, RemovePrompts,
+// AddResource, RemoveResources, AddResourceTemplate and
+// RemoveResourceTemplates, once the go-sdk's own 10 ms debounce has passed),
+// and tells everyone of a resource update with one call, ResourceUpdated.
 //
 // NewHandler (HTTP) and NewStdio (stdio) build one; use a Bridge directly to
 // serve listens over another transport: its Source and ListenOptions are
@@ -78,16 +89,12 @@ const legacyVersion = "2025-11-25"
 //
 // A Bridge holds two in-process sessions of the go-sdk server, connected
 // with Server.Connect over a transport of this package (messages pass as Go
-// values; nothing is encoded to bytes, no goroutine is added in between):
+// values; nothing is encoded to bytes, no goroutine is added in between).
+// Every request it sends them carries Options.Token as its TokenInfo.
 //
 //   - the observer, an initialize-era (2025-11-25) session: the go-sdk sends
-//     such sessions every list change, and sends it
-//     notifications/resources/updated for each URI it subscribed to with
-//     resources/subscribe. The bridge subscribes to a URI when a listen
-//     first watches it and unsubscribes when the last one ends (your
-//     SubscribeHandler and UnsubscribeHandler are called then, once per
-//     URI, not per listen). Each notification is published into the hub
-//     on the go-sdk goroutine that sends it.
+//     such sessions every list change, which the bridge publishes into the
+//     hub on the go-sdk goroutine that sends it.
 //   - the probe, a 2026-07-28 session on which the bridge runs an
 //     in-memory server/discover to read the capabilities exactly as
 //     server/discover advertises them (inferred or explicit, with whatever
@@ -101,15 +108,18 @@ const legacyVersion = "2025-11-25"
 //     go-sdk (it decodes each _meta value on its own), so listens do not
 //     run one each.
 //
-// Both appear in Server.Sessions, under ClientName. Neither sends
-// notifications/initialized, so an InitializedHandler does not see them.
+// A listen's resource URIs cost the go-sdk nothing: they live in the hub's
+// index only (your SubscribeHandler is not called for them; authorise them
+// with listen.Options.CanRead). Both sessions appear in Server.Sessions,
+// under ClientName. Neither sends notifications/initialized, so an
+// InitializedHandler does not see them.
 //
 // # Lifecycle
 //
 // NewBridge connects both sessions and reads the server's versions and
 // server info; Close ends them (idempotent, waits). Close does not end the
 // listens served from the hub: end them with your transport's Shutdown
-// first (or Hub.Complete). A Bridge starts no goroutine of its own but one
+// first (or Hub.Shutdown). A Bridge starts no goroutine of its own but one
 // per keep-alive ping a session sends it, until answered: the sessions'
 // goroutines belong to the go-sdk, and all end with Close.
 type Bridge struct {
@@ -118,6 +128,7 @@ type Bridge struct {
 	opts    Options
 	log     *slog.Logger
 	timeout time.Duration
+	token   *auth.TokenInfo
 
 	observer, probe    *link
 	obsSess, probeSess *mcp.ServerSession
@@ -134,12 +145,10 @@ type Bridge struct {
 	stale       atomic.Bool
 	refreshMu   sync.Mutex
 	emptyWarned atomic.Bool
+	subWarned   atomic.Bool
 	probes      atomic.Uint64
 
 	listChanges, updates atomic.Uint64
-	subscribes, unsubs   atomic.Uint64
-	watchMu              sync.Mutex
-	watches              map[string]*watch
 }
 
 // snapshot is one server/discover's capabilities.
@@ -149,23 +158,16 @@ type snapshot struct {
 	at   time.Time
 }
 
-// watch is the observer's subscription to one URI, shared by the listens
-// watching it.
-type watch struct {
-	// mu serialises the subscribe and unsubscribe calls for the URI.
-	mu sync.Mutex
-	// refs counts the listens holding or acquiring it (under Bridge.watchMu).
-	refs int
-	// subscribed is whether the observer is subscribed (under mu).
-	subscribed bool
-}
-
 // NewBridge connects to server (see Bridge). It fails if the server does
 // not serve protocol version 2026-07-28 (ServerOptions.SupportedProtocolVersions
-// left it out) or cannot be reached in process. If the server advertises no
-// capability a listen can receive (tools.listChanged, prompts.listChanged,
-// resources.listChanged, resources.subscribe), it logs a warning: every
-// listen would be acknowledged with an empty filter until it does.
+// left it out) or cannot be reached in process (a receiving middleware that
+// refuses the bridge's calls: see Options.Token). It logs a warning if the
+// server advertises no capability a listen can receive (tools.listChanged,
+// prompts.listChanged, resources.listChanged, resources.subscribe): every
+// listen would be acknowledged with an empty filter until it does; and one
+// if it advertises resources without resources.subscribe (no
+// ServerOptions.SubscribeHandler): listens would be acknowledged without
+// their resourceSubscriptions.
 func NewBridge(ctx context.Context, server *mcp.Server, opts Options) (*Bridge, error) {
 	if server == nil {
 		return nil, errors.New("gosdk: nil *mcp.Server")
@@ -173,12 +175,15 @@ func NewBridge(ctx context.Context, server *mcp.Server, opts Options) (*Bridge, 
 	if opts.CallTimeout < 0 {
 		return nil, fmt.Errorf("gosdk: negative CallTimeout %v", opts.CallTimeout)
 	}
-	b := &Bridge{server: server, opts: opts, log: opts.Logger, timeout: opts.CallTimeout, watches: make(map[string]*watch)}
+	b := &Bridge{server: server, opts: opts, log: opts.Logger, timeout: opts.CallTimeout, token: opts.Token}
 	if b.log == nil {
 		b.log = slog.Default()
 	}
 	if b.timeout == 0 {
 		b.timeout = DefaultCallTimeout
+	}
+	if b.token == nil {
+		b.token = BridgeToken()
 	}
 	b.hub = opts.Hub
 	if b.hub == nil {
@@ -190,7 +195,7 @@ func NewBridge(ctx context.Context, server *mcp.Server, opts Options) (*Bridge, 
 	}
 	b.initProbeMeta()
 
-	b.probe = newLink(nil)
+	b.probe = newLink(nil, b.token)
 	ps, err := server.Connect(ctx, b.probe, nil)
 	if err != nil {
 		return nil, fmt.Errorf("gosdk: connecting the in-process probe: %w", err)
@@ -201,16 +206,16 @@ func NewBridge(ctx context.Context, server *mcp.Server, opts Options) (*Bridge, 
 		_ = b.Close()
 		var we *jsonrpc.Error
 		if errors.As(err, &we) && we.Code == jsonrpc.CodeUnsupportedProtocolVersion {
-			return nil, fmt.Errorf("gosdk: the go-sdk server does not serve protocol version %s, which subscriptions/listen needs (ServerOptions.SupportedProtocolVersions): %w", spec.ProtocolVersion, err)
+			return nil, fmt.Errorf("gosdk: the go-sdk server does not serve protocol version %s, which subscriptions/listen needs (ServerOptions.SupportedProtocolVersions): its server/discover answered %w", spec.ProtocolVersion, we)
 		}
-		return nil, fmt.Errorf("gosdk: server/discover: %w", err)
+		return nil, fmt.Errorf("%w (the bridge's in-process calls carry Options.Token; a receiving middleware must let them through)", err)
 	}
 	b.versions = d.Versions
 	b.info = d.ServerInfo
 	b.extensions = d.Capabilities.Extensions
 	b.store(d)
 
-	b.observer = newLink(b.onNotify)
+	b.observer = newLink(b.onNotify, b.token)
 	os, err := server.Connect(ctx, b.observer, nil)
 	if err != nil {
 		_ = b.Close()
@@ -226,7 +231,7 @@ func NewBridge(ctx context.Context, server *mcp.Server, opts Options) (*Bridge, 
 	})
 	if err != nil {
 		_ = b.Close()
-		return nil, fmt.Errorf("gosdk: initializing the in-process observer: %w", err)
+		return nil, fmt.Errorf("%w (the in-process observer's initialize; its calls carry Options.Token)", err)
 	}
 	return b, nil
 }
@@ -254,8 +259,8 @@ func Discover(ctx context.Context, server *mcp.Server) (*Discovery, error) {
 	if server == nil {
 		return nil, errors.New("gosdk: nil *mcp.Server")
 	}
-	b := &Bridge{timeout: DefaultCallTimeout}
-	b.probe = newLink(nil)
+	b := &Bridge{timeout: DefaultCallTimeout, token: BridgeToken()}
+	b.probe = newLink(nil, b.token)
 	ss, err := server.Connect(ctx, b.probe, nil)
 	if err != nil {
 		return nil, err
@@ -327,11 +332,19 @@ func (b *Bridge) Capabilities(ctx context.Context) (listen.Capabilities, error) 
 }
 
 // store keeps d as the last reading of the capabilities, and warns if it
-// allows no listen anything.
+// allows no listen anything, or advertises resources that listens cannot
+// subscribe to.
 func (b *Bridge) store(d Discovery) {
 	b.snap.Store(&snapshot{caps: d.Capabilities, raw: d.CapabilitiesJSON, at: time.Now()})
 	b.probes.Add(1)
 	c := d.Capabilities
+	if !c.ResourcesSubscribe && hasResources(d.CapabilitiesJSON) && !b.subWarned.Swap(true) {
+		b.log.Warn("gosdk: the go-sdk server has resources but does not advertise resources.subscribe: "+
+			"every subscriptions/listen is acknowledged without its resourceSubscriptions "+
+			"(set ServerOptions.SubscribeHandler and UnsubscribeHandler, even ones that only return nil, "+
+			"or Capabilities.Resources.Subscribe)",
+			"capabilities", string(d.CapabilitiesJSON))
+	}
 	if c.ToolsListChanged || c.PromptsListChanged || c.ResourcesListChanged || c.ResourcesSubscribe {
 		b.emptyWarned.Store(false)
 		return
@@ -377,8 +390,7 @@ func (b *Bridge) Hub() *hub.Hub { return b.hub }
 
 // Source returns the listen.Source to serve listens from: the hub, each
 // listen narrowed against the capabilities server/discover advertises when
-// it opens, and the URIs it watches subscribed to on the go-sdk server.
-// Serve it with ListenOptions.
+// it opens. Serve it with ListenOptions.
 func (b *Bridge) Source() listen.Source { return (*source)(b) }
 
 // ListenOptions returns the listen.Options to serve Source with: base (as
@@ -400,32 +412,52 @@ func (b *Bridge) ListenOptions() listen.Options {
 
 // Stats is a snapshot of a Bridge's counters.
 type Stats struct {
-	// ListChanges and ResourceUpdates count the go-sdk notifications
-	// republished into the hub.
+	// ListChanges counts the go-sdk list changes republished into the hub;
+	// ResourceUpdates the ResourceUpdated calls the hub accepted.
 	ListChanges, ResourceUpdates uint64
 	// Discovers counts the in-memory server/discover calls that read the
 	// capabilities.
 	Discovers uint64
-	// Watched is the number of URIs the observer is subscribed to (or
-	// being subscribed to) for open listens.
-	Watched int
-	// Subscribes and Unsubscribes count the observer's calls.
-	Subscribes, Unsubscribes uint64
 }
 
 // Stats returns the Bridge's counters.
 func (b *Bridge) Stats() Stats {
-	b.watchMu.Lock()
-	n := len(b.watches)
-	b.watchMu.Unlock()
 	return Stats{
 		ListChanges:     b.listChanges.Load(),
 		ResourceUpdates: b.updates.Load(),
 		Discovers:       b.probes.Load(),
-		Watched:         n,
-		Subscribes:      b.subscribes.Load(),
-		Unsubscribes:    b.unsubs.Load(),
 	}
+}
+
+// ResourceUpdated tells everyone watching uri that the resource changed,
+// each exactly once: every listen whose filter covers uri (naming it, or a
+// folder above it with listen.Options.SubResources), through the hub, and
+// every older client that subscribed to uri with resources/subscribe (on
+// the go-sdk's stateful sessions), through the go-sdk's
+// Server.ResourceUpdated. Call it wherever a resource changes, in place of
+// Server.ResourceUpdated, which reaches only the go-sdk's own subscribers
+// (and Hub().ResourceUpdated only the listens). The go-sdk's subscribers
+// are told even when the hub refuses uri (not an absolute URI: the error
+// returned). It may be called from any goroutine; OnRepublish runs on it.
+func (b *Bridge) ResourceUpdated(ctx context.Context, uri string) error {
+	r, herr := b.hub.ResourceUpdated(uri)
+	if herr == nil {
+		b.updates.Add(1)
+		b.log.Debug("gosdk: published", "method", spec.MethodResourceUpdated, "uri", uri, "matched", r.Matched, "delivered", r.Delivered, "dropped", r.Dropped)
+		if b.opts.OnRepublish != nil {
+			b.opts.OnRepublish(spec.MethodResourceUpdated, uri, r)
+		}
+	}
+	serr := b.server.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri})
+	switch {
+	case herr != nil && serr != nil:
+		return fmt.Errorf("gosdk: ResourceUpdated %q: %w; the go-sdk's: %w", uri, herr, serr)
+	case herr != nil:
+		return fmt.Errorf("gosdk: ResourceUpdated %q: %w", uri, herr)
+	case serr != nil:
+		return fmt.Errorf("gosdk: ResourceUpdated %q: the go-sdk's Server.ResourceUpdated: %w", uri, serr)
+	}
+	return nil
 }
 
 // Close ends both in-process sessions and waits for their goroutines. It is
@@ -447,49 +479,34 @@ func (b *Bridge) Close() error {
 	return nil
 }
 
-// onNotify republishes one go-sdk notification into the hub. It runs on the
-// go-sdk goroutine that sent it.
-func (b *Bridge) onNotify(method string, params json.RawMessage) {
-	var (
-		r   hub.Report
-		uri string
-	)
-	switch method {
-	case spec.MethodToolsListChanged, spec.MethodPromptsListChanged, spec.MethodResourcesListChanged:
-		b.stale.Store(true)
-	}
+// onNotify republishes one go-sdk list change into the hub. It runs on the
+// go-sdk goroutine that sent it (its debounce timer).
+func (b *Bridge) onNotify(method string, _ json.RawMessage) {
+	var r hub.Report
 	switch method {
 	case spec.MethodToolsListChanged:
 		r = b.hub.ToolsListChanged()
-		b.listChanges.Add(1)
 	case spec.MethodPromptsListChanged:
 		r = b.hub.PromptsListChanged()
-		b.listChanges.Add(1)
 	case spec.MethodResourcesListChanged:
 		r = b.hub.ResourcesListChanged()
-		b.listChanges.Add(1)
-	case spec.MethodResourceUpdated:
-		var p struct {
-			URI string `json:"uri"`
-		}
-		if err := json.Unmarshal(params, &p); err != nil || p.URI == "" {
-			b.log.Warn("gosdk: resources/updated without a uri", "params", string(params))
-			return
-		}
-		var err error
-		if r, err = b.hub.ResourceUpdated(p.URI); err != nil {
-			b.log.Warn("gosdk: resources/updated not republished", "uri", p.URI, "err", err)
-			return
-		}
-		b.updates.Add(1)
-		uri = p.URI
 	default:
 		return // logging and other notifications of an observer: not for listens
 	}
-	b.log.Debug("gosdk: republished", "method", method, "uri", uri, "matched", r.Matched, "delivered", r.Delivered, "dropped", r.Dropped)
+	b.stale.Store(true)
+	b.listChanges.Add(1)
+	b.log.Debug("gosdk: republished", "method", method, "matched", r.Matched, "delivered", r.Delivered, "dropped", r.Dropped)
 	if b.opts.OnRepublish != nil {
-		b.opts.OnRepublish(method, uri, r)
+		b.opts.OnRepublish(method, "", r)
 	}
+}
+
+// hasResources reports whether a capabilities object advertises resources.
+func hasResources(caps json.RawMessage) bool {
+	var c struct {
+		Resources json.RawMessage `json:"resources"`
+	}
+	return json.Unmarshal(caps, &c) == nil && len(c.Resources) > 0 && string(c.Resources) != "null"
 }
 
 // warnEmpty reports a server that advertises nothing a listen can receive.

@@ -1,95 +1,97 @@
 // Package gosdk adds MCP 2026-07-28 subscriptions/listen, served by this
 // library, to a server built on the official go-sdk (v1.8.0), over HTTP or
-// stdio, in one call, and makes the go-sdk server's own changes reach every
-// listen without a publish call in your code.
+// stdio, in one call. The go-sdk server needs no listen code: its list
+// changes (AddTool, RemoveTools, AddPrompt, RemovePrompts, AddResource,
+// RemoveResources, AddResourceTemplate, RemoveResourceTemplates) reach every
+// listen that asked for them, and a resource update is one call.
+// examples/gosdk is a complete server to copy.
 //
-// Over Streamable HTTP:
+// # HTTP
 //
 //	h, err := gosdk.NewHandler(server, gosdk.HandlerOptions{})
 //	if err != nil {
 //		return err
 //	}
-//	http.Handle("/mcp", h) // listens: this library; everything else: the go-sdk
-//	defer h.Shutdown(ctx)  // every open listen gets its completion result
+//	http.Handle("/mcp", h)
+//	...
+//	err = h.Shutdown(ctx) // every open listen gets its completion result; then srv.Shutdown(ctx)
 //
-// Over stdio (standard input and output), in one line, or with the handle
-// that also gives Hub, Bridge, Stats and Shutdown:
+// Every request of the endpoint passes one front: the Origin and Host check
+// (403; streamhttp.Options.AllowedHosts on a non-loopback address), a body
+// bound (512 KiB by default, HandlerOptions.SDK.MaxRequestBodyBytes; 413)
+// and a read deadline that ends with the body (408). Every listen is this
+// library's, whatever its headers or version (see Handler).
+//
+// # Older clients
+//
+// The same endpoint serves clients of earlier versions with the go-sdk's
+// stateful sessions (initialize, Mcp-Session-Id, the GET stream and its
+// notifications, DELETE), and 2026-07-28 requests statelessly, on the same
+// *mcp.Server: nothing to configure. SDK.Stateless serves stateless only.
+//
+// # stdio
 //
 //	err := gosdk.Run(ctx, server, gosdk.StdioOptions{})
 //
-//	s, err := gosdk.NewStdio(server, gosdk.StdioOptions{}) // then s.Run(ctx)
+// or, with the handle that also gives Hub, Bridge, Stats, ResourceUpdated
+// and Shutdown, s, err := gosdk.NewStdio(server, opts), then s.Run(ctx).
+// Every listen is this library's there too (see Stdio.Serve).
 //
-// The go-sdk server needs no listen code: AddTool, RemoveTools, AddPrompt,
-// RemovePrompts, AddResource, RemoveResources, AddResourceTemplate and
-// RemoveResourceTemplates reach the listens that asked for that list change
-// (after the go-sdk's own 10 ms debounce), and Server.ResourceUpdated(uri)
-// reaches the listens watching that URI, and no others. Listens are
-// acknowledged against exactly the capabilities server/discover advertises
-// (inferred or explicit), read from the server itself; a server that
-// advertises nothing a listen can receive is logged as a warning. Over
-// HTTP a listen naming a version other than 2026-07-28 is answered by the
-// go-sdk, so the endpoint's -32022 error and its list of supported
-// versions are the go-sdk's own; over stdio every listen is this
-// library's (see Stdio.Serve).
+// # Resource updates and folders
 //
-// # Sub-resources
+//	err := h.ResourceUpdated(ctx, "file:///project/notes.md") // or s.ResourceUpdated
 //
-// With Options.Listen.SubResources (see listen.SubResources),
-// a listen on file:///project/ also receives updates of the files below it,
-// selected by the hub's folder index. The go-sdk, however, matches the URI
-// of Server.ResourceUpdated exactly against its own subscriptions, so it
-// tells the Bridge about an update only for a URI some listen names
-// exactly. Publish the update of a sub-resource that no listen names with
-// the hub (Handler.Hub().ResourceUpdated(uri), or Bridge.Hub()): one call,
-// which reaches the exact and the folder listens alike.
+// tells every listen that covers the URI and every older client subscribed
+// to it (resources/subscribe) once each. With Options.Listen.SubResources a
+// listen on file:///project/ covers the files below it. Call it wherever a
+// resource changes: the go-sdk's Server.ResourceUpdated alone reaches only
+// its own subscribers, Hub().ResourceUpdated only the listens. Listen URIs
+// cost the go-sdk nothing (your SubscribeHandler serves older clients only;
+// authorise listens with listen.Options.CanRead). Resources registered
+// without a SubscribeHandler are logged as a warning: resources.subscribe is
+// then not advertised, and no listen can watch them.
 //
-// # How it works
+// # Auth
 //
-// A Bridge holds two in-process sessions of the go-sdk server: an
-// initialize-era observer, to which the go-sdk sends every list change and,
-// for the URIs it subscribed to while a listen watches them, every
-// resources/updated, each republished into a hub.Hub; and a 2026-07-28
-// probe that reads the capabilities with server/discover. See Bridge.
-// NewHandler routes listens to a streamhttp.Handler on the Bridge's Source
-// and the rest to the go-sdk's StreamableHTTPHandler (stateless).
-// Stdio.Serve shares one stdio.Conn between a stdio.Server on the Bridge's
-// Source, which serves the listens and the cancellations, and the go-sdk
-// server, connected over a transport on the Conn, which gets everything
-// else under ids of the Conn's own; both write through the Conn's one
-// writer.
-// Servers not built on the go-sdk use streamhttp.Front and their own
-// capabilities instead (see the README).
+//	http.Handle("/mcp", auth.RequireBearerToken(verify, nil)(h))
+//
+// A listen's listen.Request.Auth is then the request's *auth.TokenInfo, and
+// its stream ends when the token's Expiration passes (its completion result;
+// reason streamhttp.ErrExpired), so the client re-listens with a fresh
+// token. The bridge's own in-process calls carry Options.Token (BridgeToken
+// by default: UserID ClientName), which a receiving middleware that refuses
+// requests without a token lets through.
 //
 // # Lifecycle and goroutines
 //
-// NewHandler (and NewBridge) connect the two in-process sessions; their
-// goroutines are the go-sdk's, and end with Handler.Shutdown (Bridge.Close).
-// The Bridge starts none of its own, but one per ping the go-sdk sends it
-// (with ServerOptions.KeepAlive), which ends once answered or closed, and
-// which Bridge.Close waits for. A change is republished on the go-sdk
-// goroutine that notifies it: its debounce timer for a list change, the
-// caller of Server.ResourceUpdated for an update; the hub never blocks it.
+// NewHandler (and NewBridge) connect two in-process sessions of the go-sdk
+// server (see Bridge); their goroutines are the go-sdk's, and end with
+// Handler.Shutdown (Bridge.Close). The Bridge starts none of its own, but
+// one per ping the go-sdk sends it (with ServerOptions.KeepAlive), which
+// ends once answered or closed, and which Bridge.Close waits for. A list
+// change is republished on the go-sdk's debounce timer goroutine, an update
+// on the caller of ResourceUpdated; the hub never blocks either.
 // Stdio.Serve runs the stdio.Conn (its goroutines are the stdio package's)
 // and the go-sdk session, and returns after all of them (but a Read or
 // Write the stdio package could not interrupt; see stdio.Server.Serve);
 // Stdio.Shutdown waits for every Serve and closes the Bridge.
 //
-// # Delay from a go-sdk change to the listen's notification
+// # Delays, and the go-sdk's debounce
 //
-// Measured from the go-sdk call to the notification read by an HTTP client
-// on loopback, one listen, 100 changes per run, 5 runs (BenchmarkChangeToNotification,
-// go test -run '^$' -bench ChangeToNotification -benchtime 100x -count 5,
-// 2-core shared VM, Go 1.26.8):
-//
-//	Server.ResourceUpdated  median 22 µs (medians of the runs 18–22 µs),
-//	                        10th percentile 17–21 µs, 90th 43–89 µs
-//	AddTool / RemoveTools   median 10.74 ms (10.72–11.00 ms; the go-sdk's
-//	                        10 ms debounce plus its timer), 10th percentile
-//	                        10.40–10.61 ms, 90th 11.1–17.7 ms
-//
-// Listens themselves pay nothing for the capabilities: they are read once,
-// again at the first listen after a list change, and again (at most every
-// RefreshInterval) when a listen asks for a kind the last reading did not
-// allow; an in-memory server/discover costs about 0.5 ms and 215 KB of
-// garbage in the go-sdk (BenchmarkCapabilities).
+// From the change to the notification read by an HTTP client on loopback,
+// one listen, 100 changes per run, 5 runs (BenchmarkChangeToNotification,
+// 2-core shared VM, load 2.5, Go 1.26.8): Handler.ResourceUpdated median
+// 24 µs [19–36 µs]; AddTool or RemoveTools median 10.51 ms [10.49–10.58],
+// the go-sdk's 10 ms debounce plus its timer. The go-sdk restarts that
+// timer at every change, with no maximum wait, and offers no hook to bound
+// it: with AddTool or RemoveTools every 3 ms for 1.5 s
+// (BenchmarkDebounceStarvation, 5 runs) the first notification came 1.51 s
+// [1.510–1.515] after the first change, once the changes had stopped (on a
+// busier machine a scheduling pause of 10 ms lets one out earlier). A
+// server that changes its lists that often can publish the change itself
+// as well (Hub().ToolsListChanged(); a listen may then see it twice, which
+// a list change allows). Capabilities are read with an in-memory
+// server/discover (about 0.5 ms and 215 KB of garbage in the go-sdk,
+// BenchmarkCapabilities) when the Bridge is made and after list changes,
+// not per listen.
 package gosdk

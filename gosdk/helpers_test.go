@@ -165,27 +165,31 @@ func openListen(t testing.TB, endpoint string, id any, notifications map[string]
 		t.Fatalf("listen: %s: %s", resp.Status, b)
 	}
 	s := &stream{t: t, resp: resp, msgs: make(chan msg, 100), done: make(chan struct{})}
-	go func() {
-		defer close(s.done)
-		defer close(s.msgs)
-		r := listentest.NewSSEReader(resp.Body)
-		for {
-			d, err := r.Data()
-			if err != nil {
-				return // the end of the stream
-			}
-			var m msg
-			if err := json.Unmarshal(d, &m); err != nil {
-				panic(fmt.Sprintf("bad message %q: %v", d, err))
-			}
-			s.msgs <- m
-		}
-	}()
+	go s.read()
 	ack := s.next()
 	if ack.Method != "notifications/subscriptions/acknowledged" {
 		t.Fatalf("first message %+v, not the acknowledgement", ack)
 	}
 	return s, ack.Params.Notifications
+}
+
+// read decodes the stream's messages into msgs until the stream ends, then
+// closes msgs and done. It runs on a goroutine of its own.
+func (s *stream) read() {
+	defer close(s.done)
+	defer close(s.msgs)
+	r := listentest.NewSSEReader(s.resp.Body)
+	for {
+		d, err := r.Data()
+		if err != nil {
+			return // the end of the stream
+		}
+		var m msg
+		if err := json.Unmarshal(d, &m); err != nil {
+			panic(fmt.Sprintf("bad message %q: %v", d, err))
+		}
+		s.msgs <- m
+	}
 }
 
 // failsafe bounds a wait for something that should come, so that a

@@ -1,11 +1,12 @@
 package gosdk_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -16,6 +17,7 @@ import (
 	"github.com/mcplisten/listen/gosdk"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
+	"github.com/mcplisten/listen/streamhttp"
 )
 
 // wantAck is the acknowledgement of a listen asking for every kind and
@@ -51,8 +53,8 @@ var everything = map[string]any{
 // TestHTTPPlainServer starts from a go-sdk server with no listen code in it
 // and shows, over HTTP: inferred capabilities acknowledged exactly as
 // server/discover advertises them; AddTool, RemovePrompts and
-// ResourceUpdated each reaching the listens that asked for them and no
-// others.
+// Handler.ResourceUpdated each reaching the listens that asked for them and
+// no others.
 func TestHTTPPlainServer(t *testing.T) {
 	srv := plainServer()
 	h, err := gosdk.NewHandler(srv, gosdk.HandlerOptions{})
@@ -84,13 +86,12 @@ func TestHTTPPlainServer(t *testing.T) {
 		m := s.next()
 		assert.Equal(t, "notifications/prompts/list_changed", m.Method)
 	}
-	require.NoError(t, srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uriA}))
+	require.NoError(t, h.ResourceUpdated(ctx, uriA))
 	for _, s := range []*stream{watchA, all} {
 		m := s.next()
 		assert.Equal(t, "notifications/resources/updated", m.Method)
 		assert.Equal(t, uriA, m.Params.URI)
 	}
-	assert.Equal(t, 2, h.Bridge().Stats().Watched, "uriA and uriB watched")
 
 	// The shutdown's completion result is the next and last message of
 	// every stream: nothing else reached any of them.
@@ -99,9 +100,8 @@ func TestHTTPPlainServer(t *testing.T) {
 		assert.Equal(t, []string{"result"}, s.rest(), name)
 	}
 	st := h.Bridge().Stats()
-	assert.Equal(t, 0, st.Watched, "every watch released")
-	assert.Equal(t, uint64(2), st.Subscribes)
-	assert.Equal(t, uint64(2), st.Unsubscribes)
+	assert.Equal(t, uint64(1), st.ResourceUpdates)
+	assert.Equal(t, uint64(2), st.ListChanges)
 }
 
 // TestHTTPNothingToListenFor: a server that advertises nothing a listen can
@@ -159,37 +159,96 @@ func TestHTTPCapabilitiesFollowTheServer(t *testing.T) {
 	}
 }
 
-// TestHTTPUnsupportedVersionIsTheGoSDKs: a listen naming a version the
-// server does not serve is answered by the go-sdk itself, byte for byte.
-func TestHTTPUnsupportedVersionIsTheGoSDKs(t *testing.T) {
+// Every listen is this library's, whatever version it names: one of the
+// server's versions before 2026-07-28 is answered 404 -32601 "Method not
+// found: subscriptions/listen" (MCP: listen does not exist there), any other
+// version 400 -32022 in the form of the specification's example, its
+// supported list being the server's versions. Before, these listens went to
+// the go-sdk, which served a stream of its own for the older versions and
+// answered 1900-01-01 with plain text.
+func TestHTTPListenVersions(t *testing.T) {
 	srv := plainServer()
 	h, err := gosdk.NewHandler(srv, gosdk.HandlerOptions{})
 	require.NoError(t, err)
 	defer h.Shutdown(context.Background())
-	ours := httptest.NewServer(h)
-	defer ours.Close()
-	theirs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
-		&mcp.StreamableHTTPOptions{Stateless: true}))
-	defer theirs.Close()
+	ts := httptest.NewServer(h)
+	defer ts.Close()
+	versions := []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+	assert.Equal(t, versions, h.Bridge().Versions())
+	supported, _ := json.Marshal(versions)
 
-	for _, version := range []string{"2027-01-01", "2026-13-99"} {
-		answer := func(endpoint string) (int, string, string) {
-			resp := post(t, endpoint, 7, "subscriptions/listen", version, map[string]any{"notifications": map[string]any{"toolsListChanged": true}})
-			defer resp.Body.Close()
-			b, err := io.ReadAll(resp.Body)
-			require.NoError(t, err)
-			return resp.StatusCode, resp.Header.Get("Content-Type"), string(b)
-		}
-		st1, ct1, b1 := answer(ours.URL)
-		st2, ct2, b2 := answer(theirs.URL)
-		t.Logf("%s: %d %s", version, st1, strings.TrimSpace(b1))
-		assert.Equal(t, st2, st1)
-		assert.Equal(t, ct2, ct1)
-		assert.Equal(t, b2, b1)
-		assert.Contains(t, b1, "-32022")
-		assert.Contains(t, b1, `"supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26","2024-11-05"]`)
+	for _, tt := range []struct {
+		version string
+		status  int
+		body    string
+	}{
+		{"2025-11-25", http.StatusNotFound, `{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"Method not found: subscriptions/listen"}}`},
+		{"2025-06-18", http.StatusNotFound, `{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"Method not found: subscriptions/listen"}}`},
+		{"2025-03-26", http.StatusNotFound, `{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"Method not found: subscriptions/listen"}}`},
+		{"2024-11-05", http.StatusNotFound, `{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"Method not found: subscriptions/listen"}}`},
+		{"1900-01-01", http.StatusBadRequest, `{"jsonrpc":"2.0","id":7,"error":{"code":-32022,"message":"Unsupported protocol version","data":{"supported":` + string(supported) + `,"requested":"1900-01-01"}}}`},
+		{"2027-01-01", http.StatusBadRequest, `{"jsonrpc":"2.0","id":7,"error":{"code":-32022,"message":"Unsupported protocol version","data":{"supported":` + string(supported) + `,"requested":"2027-01-01"}}}`},
+	} {
+		resp := post(t, ts.URL, 7, "subscriptions/listen", tt.version, map[string]any{"notifications": map[string]any{"toolsListChanged": true}})
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		assert.Equal(t, tt.status, resp.StatusCode, tt.version)
+		assert.Equal(t, "application/json", resp.Header.Get("Content-Type"), tt.version)
+		assert.Equal(t, tt.body, string(b), tt.version)
 	}
-	assert.Equal(t, []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}, h.Bridge().Versions())
+	assert.Zero(t, h.Listen().Stats().Opened)
+}
+
+// 150 listens naming the server's earlier versions, under MaxStreams 5, open
+// no stream: each is answered -32601 at once, nothing is counted open or
+// refused for capacity, and the hub holds no listener. Before, each one
+// opened a stream in the go-sdk, outside every limit of this library.
+func TestHTTPOlderListensOpenNoStream(t *testing.T) {
+	h, err := gosdk.NewHandler(plainServer(), gosdk.HandlerOptions{HTTP: streamhttp.Options{MaxStreams: 5}})
+	require.NoError(t, err)
+	defer h.Shutdown(context.Background())
+	ts := httptest.NewServer(h)
+	defer ts.Close()
+	older := []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+	for i := range 150 {
+		resp := post(t, ts.URL, i, "subscriptions/listen", older[i%len(older)], map[string]any{"notifications": map[string]any{"toolsListChanged": true}})
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		require.Equal(t, http.StatusNotFound, resp.StatusCode, i)
+	}
+	st := h.Listen().Stats()
+	assert.Equal(t, streamhttp.Stats{}, st)
+	assert.Zero(t, h.Hub().Stats().Subscriptions)
+}
+
+// A listen without its Mcp-Method header, or with another one, is this
+// library's too (recognised by its body): refused with -32020, as the
+// go-sdk requires the header; it never reaches the go-sdk's own listen.
+func TestHTTPListenByBody(t *testing.T) {
+	h, err := gosdk.NewHandler(plainServer(), gosdk.HandlerOptions{})
+	require.NoError(t, err)
+	defer h.Shutdown(context.Background())
+	ts := httptest.NewServer(h)
+	defer ts.Close()
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen",
+		"params": map[string]any{"_meta": meta, "notifications": map[string]any{"toolsListChanged": true}}})
+	for _, header := range []string{"", "tools/list"} {
+		req, _ := http.NewRequest(http.MethodPost, ts.URL, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+		if header != "" {
+			req.Header.Set("Mcp-Method", header)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusBadRequest, resp.StatusCode, header)
+		assert.Contains(t, string(b), `"code":-32020`, header)
+	}
+	assert.Zero(t, h.Listen().Stats().Opened)
 }
 
 // The Bridge's streams stay what the hub's are (a listen.NotifyStream),
@@ -214,10 +273,8 @@ func TestBridgeStreamsStayNotifyStreams(t *testing.T) {
 
 // TestHTTPFolderListen: with Options.Listen.SubResources, a folder listen
 // behind a go-sdk server receives the updates of the files below it and
-// nothing else. Server.ResourceUpdated reaches it for a file that some
-// listen names exactly (the go-sdk then reports the update to the bridge);
-// for any other file the update is published with Handler.Hub, as the
-// package doc says.
+// nothing else, each published with one Handler.ResourceUpdated call
+// whether or not some listen names the file exactly.
 func TestHTTPFolderListen(t *testing.T) {
 	const (
 		dir       = "test://dir/"
@@ -242,10 +299,10 @@ func TestHTTPFolderListen(t *testing.T) {
 
 	updated := func(uri string) {
 		t.Helper()
-		require.NoError(t, srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri}))
+		require.NoError(t, h.ResourceUpdated(ctx, uri))
 	}
-	// A file some listen names exactly: the go-sdk's own call reaches the
-	// exact listen and the folder listen.
+	// A file some listen names exactly: the exact listen and the folder
+	// listen.
 	updated(watched)
 	for _, s := range []*stream{exact, folder} {
 		m := s.next()
@@ -256,11 +313,10 @@ func TestHTTPFolderListen(t *testing.T) {
 	updated(dir)
 	assert.Equal(t, dir, folder.next().Params.URI)
 
-	// Files nobody names exactly, and URIs that are not below the folder,
-	// published with the hub: only the files below the folder arrive.
+	// Files nobody names exactly, and URIs that are not below the folder:
+	// only the files below the folder arrive.
 	for _, u := range []string{outside, dotdot, elsewhere, unnamed} {
-		_, err := h.Hub().ResourceUpdated(u)
-		require.NoError(t, err, u)
+		updated(u)
 	}
 	m := folder.next()
 	assert.Equal(t, unnamed, m.Params.URI, "the next update of the folder listen is the file below it")

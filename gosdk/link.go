@@ -8,6 +8,7 @@ import (
 	"io"
 	"sync"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdkjsonrpc "github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -31,6 +32,9 @@ import (
 // Close closes it too.
 type link struct {
 	notify func(method string, params json.RawMessage)
+	// extra is what every request sent to the server carries: the
+	// TokenInfo a receiving middleware sees (Options.Token).
+	extra *mcp.RequestExtra
 
 	toServer chan sdkjsonrpc.Message
 	done     chan struct{}
@@ -46,12 +50,13 @@ type link struct {
 
 var errLinkClosed = errors.New("gosdk: in-process session closed")
 
-func newLink(notify func(method string, params json.RawMessage)) *link {
+func newLink(notify func(method string, params json.RawMessage), token *auth.TokenInfo) *link {
 	if notify == nil {
 		notify = func(string, json.RawMessage) {}
 	}
 	return &link{
 		notify:   notify,
+		extra:    &mcp.RequestExtra{TokenInfo: token},
 		toServer: make(chan sdkjsonrpc.Message),
 		done:     make(chan struct{}),
 		pending:  make(map[sdkjsonrpc.ID]chan *sdkjsonrpc.Response),
@@ -139,9 +144,10 @@ func (l *link) Close() error {
 // SessionID implements mcp.Connection.
 func (l *link) SessionID() string { return "" }
 
-// call sends a request to the server and waits for its answer. A JSON-RPC
-// error from the server is returned as a *jsonrpc.Error with its code,
-// message and data.
+// call sends a request to the server and waits for its answer. Its errors
+// read "gosdk: in-process <method> ...": an error the server answered with
+// is a *callError, which unwraps to a *jsonrpc.Error with its code, message
+// and data when the go-sdk answered a JSON-RPC error.
 func (l *link) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
 	raw, err := json.Marshal(params)
 	if err != nil {
@@ -163,18 +169,18 @@ func (l *link) call(ctx context.Context, method string, params any) (json.RawMes
 		l.mu.Unlock()
 	}
 	select {
-	case l.toServer <- &sdkjsonrpc.Request{ID: id, Method: method, Params: raw}:
+	case l.toServer <- &sdkjsonrpc.Request{ID: id, Method: method, Params: raw, Extra: l.extra}:
 	case <-l.done:
 		forget()
 		return nil, errLinkClosed
 	case <-ctx.Done():
 		forget()
-		return nil, ctx.Err()
+		return nil, fmt.Errorf("gosdk: in-process %s: %w", method, ctx.Err())
 	}
 	select {
 	case r := <-ch:
 		if r.Error != nil {
-			return nil, wireError(method, r.Error)
+			return nil, answerError(method, r.Error)
 		}
 		return r.Result, nil
 	case <-l.done:
@@ -182,18 +188,34 @@ func (l *link) call(ctx context.Context, method string, params any) (json.RawMes
 		return nil, errLinkClosed
 	case <-ctx.Done():
 		forget()
-		return nil, ctx.Err()
+		return nil, fmt.Errorf("gosdk: in-process %s: %w", method, ctx.Err())
 	}
 }
 
-// wireError turns the go-sdk's answer error into this library's wire error,
-// keeping its code, message and data.
-func wireError(method string, err error) error {
+// callError is the error the go-sdk server answered an in-process call
+// with. err is this library's *jsonrpc.Error (code, message and data kept)
+// when the go-sdk answered a JSON-RPC error, else the error as the server
+// returned it (in process, a middleware's plain error is not turned into a
+// wire error).
+type callError struct {
+	method string
+	err    error
+}
+
+func (e *callError) Error() string {
+	return "gosdk: in-process " + e.method + " refused: " + e.err.Error()
+}
+
+// Unwrap returns err.
+func (e *callError) Unwrap() error { return e.err }
+
+// answerError turns the go-sdk's answer error into a *callError.
+func answerError(method string, err error) error {
 	var we *sdkjsonrpc.Error
 	if errors.As(err, &we) {
 		e := jsonrpc.NewError(int(we.Code), we.Message)
 		e.Data = we.Data
-		return e.WithCause(fmt.Errorf("gosdk: %s: %w", method, err))
+		return &callError{method: method, err: e}
 	}
-	return fmt.Errorf("gosdk: %s: %w", method, err)
+	return &callError{method: method, err: err}
 }

@@ -21,7 +21,7 @@ func TestLinkCloseWaitsForPingAnswer(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	buf := make([]byte, 1<<20)
 	runtime.GC()
-	l := newLink(nil)
+	l := newLink(nil, nil)
 	for i := range 3 {
 		id, err := sdkjsonrpc.MakeID(float64(i + 1))
 		if err != nil {

@@ -58,8 +58,9 @@ type Stdio struct {
 
 // NewStdio returns the Stdio for server: one call adds
 // subscriptions/listen to a go-sdk server over stdio, with the go-sdk's own
-// changes (AddTool, RemovePrompts, ResourceUpdated, ...) reaching every
-// listen that asked for them (see Bridge).
+// list changes (AddTool, RemovePrompts, ...) reaching every listen that
+// asked for them, and Stdio.ResourceUpdated every listen and older client
+// watching a resource (see Bridge).
 //
 //	s, err := gosdk.NewStdio(server, gosdk.StdioOptions{})
 //	if err != nil { ... }
@@ -213,6 +214,12 @@ func (s *Stdio) Bridge() *Bridge { return s.bridge }
 
 // Hub returns the hub the listens are served from.
 func (s *Stdio) Hub() *hub.Hub { return s.bridge.hub }
+
+// ResourceUpdated tells every listen and every older client watching uri
+// that the resource changed, each exactly once (see Bridge.ResourceUpdated).
+func (s *Stdio) ResourceUpdated(ctx context.Context, uri string) error {
+	return s.bridge.ResourceUpdated(ctx, uri)
+}
 
 // Stats returns the listen multiplexer's counters: connections, listens
 // open, requests in flight, subscriptions opened, closed and refused.

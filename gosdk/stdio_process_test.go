@@ -34,6 +34,7 @@ const childEnv = "GOSDK_TEST_STDIO_SERVER"
 func runChildServer() int {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	srv := plainServer()
+	var s *gosdk.Stdio
 	n := 0
 	mcp.AddTool(srv, &mcp.Tool{Name: "add_tool"}, func(context.Context, *mcp.CallToolRequest, any) (*mcp.CallToolResult, any, error) {
 		n++
@@ -43,7 +44,7 @@ func runChildServer() int {
 	mcp.AddTool(srv, &mcp.Tool{Name: "update"}, func(ctx context.Context, _ *mcp.CallToolRequest, in struct {
 		URI string `json:"uri"`
 	}) (*mcp.CallToolResult, any, error) {
-		return &mcp.CallToolResult{}, nil, srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: in.URI})
+		return &mcp.CallToolResult{}, nil, s.ResourceUpdated(ctx, in.URI) // the listens and the go-sdk's subscribers
 	})
 	s, err := gosdk.NewStdio(srv, gosdk.StdioOptions{Options: gosdk.Options{Logger: log}})
 	if err != nil {

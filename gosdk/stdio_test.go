@@ -19,6 +19,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/gosdk"
+	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/stdio"
@@ -47,6 +48,10 @@ func TestStdioPlainServer(t *testing.T) {
 	})
 
 	closed := make(chan any, 10)
+	// The listens' resource updates are published with the hub (a stdio
+	// connection has one client: no go-sdk subscriber to tell as well).
+	changes, err := hub.New(hub.Options{})
+	require.NoError(t, err)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -54,7 +59,8 @@ func TestStdioPlainServer(t *testing.T) {
 	served := make(chan error, 1)
 	go func() {
 		served <- serveStdio(context.Background(), srv, inR, outW, gosdk.StdioOptions{
-			Stdio: stdio.Options{OnClose: func(sub *listen.Subscription, _ error) { closed <- sub.ID().Raw() }},
+			Options: gosdk.Options{Hub: changes},
+			Stdio:   stdio.Options{OnClose: func(sub *listen.Subscription, _ error) { closed <- sub.ID().Raw() }},
 		})
 		outW.Close()
 	}()
@@ -150,7 +156,8 @@ func TestStdioPlainServer(t *testing.T) {
 	assert.Equal(t, note{method: "tools", sub: autoID}, next(notes))
 	srv.RemovePrompts("greeting")
 	assert.Equal(t, note{method: "prompts", sub: autoID}, next(notes))
-	require.NoError(t, srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uriA}))
+	_, err = changes.ResourceUpdated(uriA)
+	require.NoError(t, err)
 	assert.Equal(t, note{method: "updated", uri: uriA, sub: aID}, next(notes))
 
 	// Cancelling listen A (notifications/cancelled) ends it alone.
@@ -161,8 +168,10 @@ func TestStdioPlainServer(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("listen A not closed")
 	}
-	require.NoError(t, srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uriA})) // nobody now
-	require.NoError(t, srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uriB}))
+	_, err = changes.ResourceUpdated(uriA) // nobody now
+	require.NoError(t, err)
+	_, err = changes.ResourceUpdated(uriB)
+	require.NoError(t, err)
 	assert.Equal(t, note{method: "updated", uri: uriB, sub: bID}, next(notes))
 	srv.RemoveTools("added")
 	assert.Equal(t, note{method: "tools", sub: autoID}, next(notes), "the automatic listen still receives")

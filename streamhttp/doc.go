@@ -26,9 +26,9 @@
 //     listen endpoint needs (HTTP/2 included).
 //   - Handler: how each kind of stream is served and who owns its
 //     goroutines.
-//   - EndStreams: ending the streams of a principal whose credential was
-//     revoked or expired (Authenticate runs once per listen; a stream may
-//     live for days).
+//   - EndStreams and Options.Expiry: ending the streams of a principal
+//     whose credential was revoked, or has expired (Authenticate runs once
+//     per listen; a stream may live for days).
 //
 // # The stream
 //
@@ -44,8 +44,9 @@
 //     failed" (reason Failed);
 //   - the client disconnects, or stops reading until a write misses its
 //     WriteTimeout: nothing more is written (reason Disconnected);
-//   - Shutdown, or EndStreams for the streams it selects: the completion
-//     result (reason listen.ErrShutdown, or ErrEnded).
+//   - Shutdown, EndStreams for the streams it selects, or Options.Expiry
+//     passing (the stream's credential expired): the completion result
+//     (reason listen.ErrShutdown, ErrEnded or ErrExpired).
 //
 // OnOpen and OnClose observe every opened subscription, OnKeepAlive every
 // keep-alive written, OnError every refused request; Stats counts them.

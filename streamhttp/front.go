@@ -1,60 +1,97 @@
 package streamhttp
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
+	"time"
 
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
 )
 
-// Front returns a handler for one MCP endpoint that sends every POST whose
-// Mcp-Method header is "subscriptions/listen" to listenHandler (normally a
-// *Handler) and every other request to other, such as the go-sdk's
-// StreamableHTTPHandler. It routes on the header alone and never reads the
-// body. A nil other answers every other request with 404. Front panics if
-// listenHandler is nil.
+// DefaultFrontMaxBodyBytes is the default FrontOptions.MaxBodyBytes (512
+// KiB): the body of an MCP request other than a listen (a tools/call with
+// its arguments, a client's answer to the server). A body that has not fully
+// arrived holds what its client sent (plus at most 16 KiB), so 50 unfinished
+// bodies near the limit hold about 26 MB until ReadTimeout cuts them. Raise
+// it for tool calls that carry files inline.
+const DefaultFrontMaxBodyBytes = 512 << 10
+
+// Front returns a handler for one MCP endpoint that sends every
+// subscriptions/listen to listenHandler (normally a *Handler) and every
+// other request to other, such as the go-sdk's StreamableHTTPHandler, with
+// the same protection for both. A nil other answers every other request with
+// 404. Front panics if listenHandler is nil.
 //
-// Every request Front routes gets the same Origin and Host protection, as
-// MCP requires of every incoming request: a listen is checked by
-// listenHandler (a *Handler checks it first), and every other request is
-// checked by Front before other sees it, with listenHandler's check when
-// it is a *Handler (Handler.CheckOrigin: its AllowedHosts, AllowedOrigins
-// and CheckOrigin), else with DefaultCheckOrigin. A refused request is
-// answered 403 with -32600 "Forbidden: invalid Origin or Host" and no id
-// (reported to the *Handler's OnError), and other never sees it. FrontWith
-// chooses another check, or none.
+// A POST is a listen when its Mcp-Method header says so (it then goes to
+// listenHandler at once, which reads and checks it), or when its body's
+// method is subscriptions/listen whatever its headers (a single message, or
+// any member of a batch): such a listen never reaches other, and
+// listenHandler answers it as it would (-32020 for a missing or wrong
+// Mcp-Method header, with RequireHeaders). Every other request gets, before
+// other sees it:
 //
-// MCP 2026-07-28 clients send Mcp-Method on every POST. A listen sent
-// without it (an older or non-conforming client) goes to other.
+//   - the Origin and Host check, that of listenHandler when it is a *Handler
+//     (Handler.CheckOrigin: its AllowedHosts, AllowedOrigins and
+//     CheckOrigin), else DefaultCheckOrigin: 403 with -32600 "Forbidden:
+//     invalid Origin or Host" and no id, as on a listen;
+//   - a bounded read of its body: over FrontOptions.MaxBodyBytes 413
+//     (-32600 "Request body too large"), not received within ReadTimeout 408
+//     (-32600 "Request timeout: the request body was not received in time";
+//     on HTTP/1.x the connection is then closed), unreadable 400. The read
+//     deadline is set before the body is read and cleared once it has been
+//     read; a request without a body (a GET or DELETE) gets none, so
+//     neither a long-lived GET stream nor a long tool call is ever cut by
+//     it. other then reads the same bytes from the request's Body, and
+//     FrontMessage gives it the message already parsed.
+//
+// Refusals are reported to the *Handler's OnError. FrontWith chooses
+// another check, or none, and other limits.
 func Front(listenHandler, other http.Handler) http.Handler {
 	return FrontWith(listenHandler, other, FrontOptions{})
 }
 
-// FrontOptions configure the check FrontWith applies to the requests it
-// routes to other. The zero value is Front's: listenHandler's check, or
-// DefaultCheckOrigin.
+// FrontOptions configure FrontWith. The zero value is Front's.
 type FrontOptions struct {
 	// CheckOrigin, if set, checks every request routed to other instead
 	// (an error refuses it with 403). When listenHandler is a *Handler
 	// wrapped in middleware, pass that Handler's CheckOrigin method so that
 	// both get the same rules.
 	CheckOrigin func(r *http.Request) error
-	// Unchecked routes the requests for other without any check. other must
-	// then validate their Origin itself (the go-sdk's
-	// StreamableHTTPOptions.CrossOriginProtection, for one).
+	// Unchecked routes the requests for other without the Origin and Host
+	// check. other must then validate their Origin itself (the go-sdk's
+	// StreamableHTTPOptions.CrossOriginProtection, for one). Their bodies
+	// are bounded all the same.
 	Unchecked bool
+	// MaxBodyBytes bounds the body of every request Front reads (all but
+	// those its Mcp-Method header marks as listens, which listenHandler
+	// bounds). Zero means DefaultFrontMaxBodyBytes (512 KiB). FrontWith
+	// panics if it is negative.
+	MaxBodyBytes int64
+	// ReadTimeout bounds the time to read a request's body, from the moment
+	// Front starts serving it. Zero means listenHandler's ReadTimeout when
+	// it is a *Handler, else DefaultReadTimeout (10 s). FrontWith panics if
+	// it is negative.
+	ReadTimeout time.Duration
 }
 
-// FrontWith is Front with the check of the requests routed to other chosen
-// by opts.
+// FrontWith is Front with the check and the limits of the requests routed
+// to other chosen by opts.
 func FrontWith(listenHandler, other http.Handler, opts FrontOptions) http.Handler {
 	if listenHandler == nil {
 		panic("streamhttp: Front needs a listen handler")
 	}
+	if opts.MaxBodyBytes < 0 || opts.ReadTimeout < 0 {
+		panic(fmt.Sprintf("streamhttp: negative FrontOptions limit (MaxBodyBytes %d, ReadTimeout %v)", opts.MaxBodyBytes, opts.ReadTimeout))
+	}
 	if other == nil {
 		other = http.NotFoundHandler()
 	}
-	f := &front{listen: listenHandler, other: other}
+	f := &front{listen: listenHandler, other: other, maxBody: opts.MaxBodyBytes, readTimeout: opts.ReadTimeout}
 	f.h, _ = listenHandler.(*Handler)
 	switch {
 	case opts.Unchecked:
@@ -65,6 +102,15 @@ func FrontWith(listenHandler, other http.Handler, opts FrontOptions) http.Handle
 	default:
 		f.check = DefaultCheckOrigin
 	}
+	if f.maxBody == 0 {
+		f.maxBody = DefaultFrontMaxBodyBytes
+	}
+	if f.readTimeout == 0 {
+		f.readTimeout = DefaultReadTimeout
+		if f.h != nil {
+			f.readTimeout = f.h.opts.ReadTimeout
+		}
+	}
 	return f
 }
 
@@ -73,7 +119,9 @@ type front struct {
 	// h is listen, if it is a *Handler (its OnError hears of refusals).
 	h *Handler
 	// check checks the requests for other; nil: none.
-	check func(r *http.Request) error
+	check       func(r *http.Request) error
+	maxBody     int64
+	readTimeout time.Duration
 }
 
 func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -87,12 +135,85 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if r.Body == nil || r.Body == http.NoBody {
+		// Nothing to read: no read deadline, which would otherwise cut a
+		// long-lived GET stream.
+		f.other.ServeHTTP(w, r)
+		return
+	}
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(f.readTimeout))
+	body, refused := readBody(w, r, f.maxBody)
+	if refused != nil {
+		refused.write(f.h, w, r)
+		return
+	}
+	_ = rc.SetReadDeadline(time.Time{})
+	m, parsed := parseFront(body)
+	r = r.WithContext(context.WithValue(r.Context(), frontKey{}, &frontRead{msg: m, ok: parsed}))
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if r.Method == http.MethodPost && isListenBody(body, m, parsed) {
+		f.listen.ServeHTTP(w, r)
+		return
+	}
 	f.other.ServeHTTP(w, r)
 }
 
-// IsListen reports whether r is routed as a listen by Front: a POST whose
+// frontKey is the context key of a request's frontRead.
+type frontKey struct{}
+
+// frontRead is what Front parsed of a request's body.
+type frontRead struct {
+	msg jsonrpc.Message
+	ok  bool
+}
+
+// FrontMessage returns the JSON-RPC message of r's body as Front parsed it
+// (with the library's parser: jsonrpc.ParseMessage), for a handler behind
+// Front; ok is false if Front did not read r's body (a request without a
+// body, or not served by Front) or its body is not a single valid JSON-RPC
+// request or notification (a batch, malformed JSON, a response).
+func FrontMessage(r *http.Request) (m jsonrpc.Message, ok bool) {
+	fr, _ := r.Context().Value(frontKey{}).(*frontRead)
+	if fr == nil {
+		return jsonrpc.Message{}, false
+	}
+	return fr.msg, fr.ok
+}
+
+// parseFront parses a body read by Front as one JSON-RPC message.
+func parseFront(body []byte) (jsonrpc.Message, bool) {
+	m, err := jsonrpc.ParseMessage(body)
+	return m, err == nil
+}
+
+// isListenBody reports whether body, parsed as m (parsed reports whether it
+// is one valid message), is a subscriptions/listen: the message itself, or
+// any member of a JSON-RPC batch.
+func isListenBody(body []byte, m jsonrpc.Message, parsed bool) bool {
+	if parsed {
+		return m.Method == spec.MethodListen
+	}
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	if len(trimmed) == 0 || trimmed[0] != '[' {
+		return false
+	}
+	var batch []json.RawMessage
+	if json.Unmarshal(trimmed, &batch) != nil {
+		return false
+	}
+	for _, raw := range batch {
+		if bm, err := jsonrpc.ParseMessage(raw); err == nil && bm.Method == spec.MethodListen {
+			return true
+		}
+	}
+	return false
+}
+
+// IsListen reports whether r's headers route it as a listen: a POST whose
 // Mcp-Method header is exactly "subscriptions/listen" (header values are
-// case-sensitive; surrounding spaces are ignored).
+// case-sensitive; surrounding spaces are ignored). Front also routes as a
+// listen a POST whose body is one, whatever its headers.
 func IsListen(r *http.Request) bool {
 	if r.Method != http.MethodPost {
 		return false

@@ -21,8 +21,9 @@ import (
 	"github.com/mcplisten/listen/streamhttp"
 )
 
-// Front sends listen POSTs (by their Mcp-Method header) to the listen
-// handler and everything else to the other handler, without reading bodies.
+// Front sends listen POSTs (here by their Mcp-Method header; see
+// TestFrontRoutesListenBodies for the body) to the listen handler and
+// everything else to the other handler.
 func TestFrontRouting(t *testing.T) {
 	mark := func(name string) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -109,6 +110,8 @@ func TestFrontChecksEveryRequest(t *testing.T) {
 			http.Header{"Mcp-Method": {"tools/call"}, "Origin": {"http://evil.example"}, "Sec-Fetch-Site": {"cross-site"}}, false},
 		{"cross-origin tools/call, no Sec-Fetch-Site", withH, http.MethodPost, "localhost:8080",
 			http.Header{"Mcp-Method": {"tools/call"}, "Origin": {"http://evil.example"}}, false},
+		{"Origin null", withH, http.MethodPost, "localhost:8080",
+			http.Header{"Mcp-Method": {"tools/call"}, "Origin": {"null"}}, false},
 		{"cross-origin GET", withH, http.MethodGet, "localhost:8080", http.Header{"Origin": {"http://evil.example"}}, false},
 		{"DNS rebinding", withH, http.MethodPost, "attacker.example:8080", http.Header{"Mcp-Method": {"tools/call"}}, false},
 		{"the Handler's AllowedOrigins", withH, http.MethodPost, "localhost:8080",

@@ -299,6 +299,7 @@ func (h *Handler) admitAndServe(w http.ResponseWriter, r *http.Request, st *stre
 		st.stop()
 		return f
 	}
+	h.startExpiry(st)
 	// A panic from here on (such as one in OnOpen) ends the stream as if
 	// its request had ended, then goes on up to net/http.
 	defer h.abandonOnPanic(st)
@@ -480,6 +481,9 @@ func setStreamHeaders(hdr http.Header) {
 //  4. the stream is over: Shutdown stops waiting for it.
 func (h *Handler) end(st *stream, reason error, letGo func()) {
 	st.stop()
+	if st.expiry != nil {
+		st.expiry.Stop() // a callback already started finds the stream ended
+	}
 	h.mu.Lock()
 	h.streams.remove(st)
 	if st.keyed {
@@ -551,71 +555,6 @@ func logf(ctx context.Context, format string, args ...any) {
 		return
 	}
 	log.Printf(format, args...)
-}
-
-// ErrEnded is the close reason of a stream ended by Handler.EndStreams
-// (OnClose gets it, and the Source's Stream.Close). It also matches
-// listen.ErrShutdown: as in a shutdown, the server ends the stream on its
-// own initiative, so the client is sent the completion result before the
-// stream ends (MCP: a server that tears a subscription down SHOULD send
-// it). Test for errors.Is(reason, ErrEnded) first to tell the two apart.
-var ErrEnded error = endedError{}
-
-type endedError struct{}
-
-func (endedError) Error() string { return "streamhttp: stream ended by the server (EndStreams)" }
-
-// Is makes errors.Is(err, listen.ErrShutdown) true.
-func (endedError) Is(target error) bool { return target == listen.ErrShutdown }
-
-// EndStreams ends the streams whose principal match selects, and returns
-// how many it ended. match is called once per stream, with what
-// Options.Authenticate returned for its request (nil without
-// Authenticate; listen.Request.Auth), on the calling goroutine and without
-// any lock held; it must not block. Each stream it selects is sent its
-// completion result, as in a shutdown, and closed with reason ErrEnded;
-// EndStreams does not wait for that (OnClose and Stats report it).
-//
-// It covers every stream from the moment its request was authenticated:
-// open streams, listens being opened (they are acknowledged, then
-// completed), and requests whose body is still being read (they are
-// admitted, acknowledged and completed). So a server that revokes a
-// credential, or sees a token expire, first makes Authenticate refuse it,
-// then calls EndStreams: no stream of that principal is left, and a client
-// that opens a new listen is judged by Authenticate. Streams live for
-// days; to re-check expiring credentials, call EndStreams on a ticker with
-// a match that reports the expired ones. A panic in match goes up to the
-// caller.
-func (h *Handler) EndStreams(match func(auth any) bool) int {
-	// match runs without h.mu (it is the application's code); a stream is
-	// ended, and its cause read, under h.mu, where a stream moves to the
-	// fanout (see stream.end).
-	h.mu.Lock()
-	ts := make([]*stream, 0, len(h.streams.items)+len(h.pending))
-	for _, st := range h.streams.items {
-		if st.cause() == nil {
-			ts = append(ts, st)
-		}
-	}
-	for st := range h.pending {
-		if st.cause() == nil {
-			ts = append(ts, st)
-		}
-	}
-	h.mu.Unlock()
-	n := 0
-	for _, st := range ts {
-		if !match(st.auth) {
-			continue
-		}
-		h.mu.Lock()
-		st.end(ErrEnded)
-		if st.cause() == ErrEnded {
-			n++
-		}
-		h.mu.Unlock()
-	}
-	return n
 }
 
 // Shutdown ends every stream gracefully and waits for them: new listens are

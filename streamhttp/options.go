@@ -212,6 +212,20 @@ type Options struct {
 	// (such as WWW-Authenticate).
 	Authenticate func(r *http.Request) (auth any, err error)
 
+	// Expiry, if set, returns when the stream of a listen must end, given
+	// what Authenticate returned for it (nil without Authenticate): the
+	// expiry of the credential it was opened with, such as a bearer token's
+	// exp. The zero time means never. It is called once per listen, right
+	// after Authenticate, and must be safe for concurrent use. A listen
+	// whose expiry has already passed is refused like a failed
+	// Authenticate (401, -32600 "Unauthorized", cause ErrExpired); an
+	// admitted stream is ended when its expiry passes: it is sent the
+	// completion result, then closed with reason ErrExpired (which matches
+	// listen.ErrShutdown), so its client re-listens with a fresh credential.
+	// Each such stream holds one runtime timer, and no goroutine, until
+	// then.
+	Expiry func(r *http.Request, auth any) time.Time
+
 	// RequireHeaders makes the MCP-Protocol-Version and Mcp-Method headers
 	// mandatory, as MCP 2026-07-28 requires of clients: a listen without one
 	// of them is refused with 400 and -32020. By default a missing header is

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
@@ -21,7 +22,8 @@ const TransportKind = "streamable_http"
 //
 //  1. method not POST: 405 (Allow: POST);
 //  2. CheckOrigin (AllowedHosts, AllowedOrigins): 403;
-//  3. Authenticate: 401, or the AuthError's status;
+//  3. Authenticate: 401, or the AuthError's status; an Expiry already past:
+//     401;
 //  4. body over MaxBodyBytes: 413; not received within ReadTimeout: 408;
 //     unreadable body: 400; the request ended once its body was read (an
 //     HTTP/2 stream reset after its listen): nothing is written;
@@ -65,7 +67,14 @@ func (h *Handler) decode(w http.ResponseWriter, r *http.Request) (req *listen.Re
 		}
 		auth = a
 	}
+	var expires time.Time
+	if h.opts.Expiry != nil {
+		if expires = h.opts.Expiry(r, auth); !expires.IsZero() && !time.Now().Before(expires) {
+			return nil, nil, refuse(http.StatusUnauthorized, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, MsgUnauthorized).WithCause(ErrExpired))
+		}
+	}
 	st = h.pend(r, auth)
+	st.expires = expires
 	req, f = h.decodeBody(w, r)
 	if f != nil {
 		h.unpend(st)
@@ -78,7 +87,7 @@ func (h *Handler) decode(w http.ResponseWriter, r *http.Request) (req *listen.Re
 
 // decodeBody runs the checks of decode from the body on (4 to 10).
 func (h *Handler) decodeBody(w http.ResponseWriter, r *http.Request) (*listen.Request, *refusal) {
-	body, f := h.readBody(w, r)
+	body, f := readBody(w, r, h.opts.MaxBodyBytes)
 	if f != nil {
 		return nil, f
 	}
@@ -121,14 +130,16 @@ func (h *Handler) decodeBody(w http.ResponseWriter, r *http.Request) (*listen.Re
 	return req, nil
 }
 
-// readBody reads the whole body within MaxBodyBytes. Reading it to its end
-// also lets net/http watch the connection, so that a client disconnect
-// cancels the request's context.
-func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *refusal) {
-	if r.ContentLength > h.opts.MaxBodyBytes {
+// readBody reads r's whole body within limit bytes, for a listen (Handler)
+// and for every other request Front reads: 413 over the limit, 408 at the
+// read deadline, 400 if unreadable. Reading it to its end also lets
+// net/http watch the connection, so that a client disconnect cancels the
+// request's context.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *refusal) {
+	if r.ContentLength > limit {
 		return nil, refuse(http.StatusRequestEntityTooLarge, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, MsgBodyTooLarge))
 	}
-	body, err := readBlocks(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes), r.ContentLength)
+	body, err := readBlocks(http.MaxBytesReader(w, r.Body, limit), r.ContentLength)
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {

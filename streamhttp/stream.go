@@ -3,6 +3,7 @@ package streamhttp
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/mcplisten/listen"
 )
@@ -35,6 +36,11 @@ type stream struct {
 	// auth is what Options.Authenticate returned for the request (nil
 	// without it), for EndStreams.
 	auth any
+	// expires is when the stream must end (Options.Expiry; zero: never);
+	// expiry is its timer, armed once the stream is admitted and stopped
+	// when it ends (see startExpiry).
+	expires time.Time
+	expiry  *time.Timer
 	// key is the stream's MaxStreamsPerKey key; keyed reports whether the
 	// stream counts against it (set by admit, under the Handler's mu).
 	key   string

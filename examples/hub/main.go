@@ -3,7 +3,7 @@
 // served with Serve into a Sink that records the messages. The output shows
 // the acknowledgements, which notifications each subscription receives (and
 // which it does not), an overflow on a client that stopped reading, and the
-// graceful end of every stream by Complete.
+// graceful end of every stream by Shutdown.
 //
 // Run it with: go run ./examples/hub
 //

@@ -10,7 +10,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // Example runs the program and checks its output: three subscriptions on
 // one hub, what each receives and does not, an overflow on a client that
-// stopped reading, and Complete.
+// stopped reading, and Shutdown.
 func Example() {
 	main()
 	// Output:

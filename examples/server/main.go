@@ -6,12 +6,14 @@
 //
 //	go run ./examples/server [-addr 127.0.0.1:8080]
 //
-// The endpoint is http://ADDR/mcp. The tools test_trigger_tool_change and
-// test_trigger_prompt_change change the go-sdk server's tool and prompt
-// lists (AddTool/RemoveTools, AddPrompt/RemovePrompts), and
-// trigger_resource_update {"uri": ...} calls the go-sdk's
-// Server.ResourceUpdated; none of them calls this library: the go-sdk's
-// own notifications reach every listen stream that asked for them. Every
+// The endpoint is http://ADDR/mcp, for clients of 2026-07-28 (listens) and
+// of earlier versions (the go-sdk's sessions) alike. The tools
+// test_trigger_tool_change and test_trigger_prompt_change change the go-sdk
+// server's tool and prompt lists (AddTool/RemoveTools,
+// AddPrompt/RemovePrompts; the go-sdk's own notifications reach every
+// listen stream that asked for them), and trigger_resource_update
+// {"uri": ...} calls gosdk.Handler.ResourceUpdated, which tells every
+// listen watching the URI and every older client subscribed to it. Every
 // listen opened and closed, and every publication, is logged with log/slog
 // on stderr. Operators find the hub's and the handler's counters and the
 // goroutine count at http://ADDR/debug/vars (expvar); -metrics serves the
@@ -48,8 +50,8 @@ import (
 	"time"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/examples/fixture"
 	"github.com/mcplisten/listen/examples/internal/broker"
-	"github.com/mcplisten/listen/examples/internal/fixture"
 	"github.com/mcplisten/listen/gosdk"
 	"github.com/mcplisten/listen/hub"
 	listenotel "github.com/mcplisten/listen/otel"
@@ -176,11 +178,14 @@ func newServer(logger *slog.Logger, maxStreams, maxURIBytes int, m *listenotel.M
 	if err != nil {
 		return nil, err
 	}
+	var handler *gosdk.Handler
 	sdk := fixture.New(fixture.Options{
 		Name:    "mcplisten-example",
 		Version: "0.1.0",
 		// go-sdk's own info logging would repeat ours; keep its warnings.
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		// One call reaches the listens and the go-sdk's own subscribers.
+		ResourceUpdated: func(ctx context.Context, uri string) error { return handler.ResourceUpdated(ctx, uri) },
 	})
 	httpOpts := streamhttp.Options{
 		MaxStreams:     maxStreams,
@@ -188,7 +193,7 @@ func newServer(logger *slog.Logger, maxStreams, maxURIBytes int, m *listenotel.M
 		AllowedOrigins: allowedOrigins,
 		OnOpen: func(sub *listen.Subscription) {
 			if !logger.Enabled(context.Background(), slog.LevelInfo) {
-				return // Accepted builds the filter: not for nothing
+				return // -quiet: encoding the filter (up to 128 KiB) for nothing would cost more than the listen
 			}
 			b, _ := sub.Accepted().MarshalJSON()
 			logger.Info("listen opened", "id", sub.ID().Raw(), "accepted", string(b))
@@ -198,7 +203,7 @@ func newServer(logger *slog.Logger, maxStreams, maxURIBytes int, m *listenotel.M
 		},
 	}
 	m.InstrumentHTTP(&httpOpts)
-	handler, err := gosdk.NewHandler(sdk, gosdk.HandlerOptions{
+	handler, err = gosdk.NewHandler(sdk, gosdk.HandlerOptions{
 		Options: gosdk.Options{
 			Hub:    h,
 			Listen: listen.Options{MaxURIBytes: maxURIBytes},

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/mcplisten/listen/examples/internal/fixture"
+	"github.com/mcplisten/listen/examples/fixture"
 	"github.com/mcplisten/listen/listentest"
 )
 

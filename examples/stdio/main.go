@@ -9,8 +9,8 @@
 //
 // It offers the same tools: test_trigger_tool_change and
 // test_trigger_prompt_change change the go-sdk server's tool and prompt
-// lists, trigger_resource_update {"uri": ...} calls its
-// Server.ResourceUpdated; none of them calls this library. It logs every
+// lists, trigger_resource_update {"uri": ...} calls the handle's
+// ResourceUpdated (the listens and the go-sdk's own subscribers). It logs every
 // listen opened and closed and every republished change with log/slog on
 // standard error (standard output carries the protocol only), and the
 // counters of the handle as it stops. It ends at the end of its input, or
@@ -28,8 +28,8 @@ import (
 	"syscall"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/examples/fixture"
 	"github.com/mcplisten/listen/examples/internal/broker"
-	"github.com/mcplisten/listen/examples/internal/fixture"
 	"github.com/mcplisten/listen/gosdk"
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/stdio"
@@ -49,12 +49,15 @@ func main() {
 	}
 	defer leave()
 
+	var s *gosdk.Stdio
 	server := fixture.New(fixture.Options{
 		Name:    "mcplisten-example",
 		Version: "0.1.0",
 		Logger:  slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		// One call reaches the listens and the go-sdk's own subscribers.
+		ResourceUpdated: func(ctx context.Context, uri string) error { return s.ResourceUpdated(ctx, uri) },
 	})
-	s, err := gosdk.NewStdio(server, gosdk.StdioOptions{
+	s, err = gosdk.NewStdio(server, gosdk.StdioOptions{
 		Options: gosdk.Options{
 			Hub:    h,
 			Logger: logger,

@@ -9,7 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcplisten/listen/bench/internal/sdkfixture"
+	"github.com/mcplisten/listen/examples/fixture"
 )
 
 // TestClientListen checks the plain go-sdk server with the go-sdk client.
@@ -19,5 +19,5 @@ func TestClientListen(t *testing.T) {
 		func(*http.Request) *mcp.Server { return server },
 		&mcp.StreamableHTTPOptions{Stateless: true}))
 	defer ts.Close()
-	sdkfixture.CheckClientListen(t, ts.URL)
+	fixture.CheckClientListen(t, ts.URL)
 }

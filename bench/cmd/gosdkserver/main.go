@@ -1,7 +1,7 @@
 // Command gosdkserver is the benchmark's go-sdk baseline: a plain server
 // built only on the official Go MCP SDK (github.com/modelcontextprotocol/go-sdk
 // v1.8.0), with the same tools and capabilities as examples/server
-// (bench/internal/sdkfixture). It serves MCP 2026-07-28 over Streamable HTTP
+// (examples/fixture, the one go-sdk fixture of the repository). It serves MCP 2026-07-28 over Streamable HTTP
 // in stateless mode and answers subscriptions/listen (SEP-2575) with the
 // SDK's own built-in implementation.
 //
@@ -35,7 +35,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcplisten/listen/bench/internal/sdkfixture"
+	"github.com/mcplisten/listen/examples/fixture"
 )
 
 func main() {
@@ -128,7 +128,7 @@ func serve(ctx context.Context, hs *http.Server, ln net.Listener, grace time.Dur
 // newServer builds the plain go-sdk server: the shared fixture, with the
 // SDK's own list-change and resource-update notifications.
 func newServer(logger *slog.Logger) *mcp.Server {
-	return sdkfixture.New(sdkfixture.Options{Name: "gosdkserver", Version: "1.8.0", Logger: logger})
+	return fixture.New(fixture.Options{Name: "gosdkserver", Version: "1.8.0", Logger: logger})
 }
 
 // discoverCapabilities returns, as JSON, exactly the capabilities object
