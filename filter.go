@@ -24,12 +24,6 @@ import (
 // 1.0 (nor is json.Number("1") equal to float64(1)).
 type Filter map[string]any
 
-// Bool reports whether key holds the boolean true.
-func (f Filter) Bool(key string) bool {
-	b, ok := f[key].(bool)
-	return ok && b
-}
-
 // Strings returns the string elements of the list under key, or nil. Elements
 // that are not strings are skipped.
 func (f Filter) Strings(key string) []string {

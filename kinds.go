@@ -167,6 +167,32 @@ func CapabilitiesFrom(v any) (Capabilities, error) {
 	return c, nil
 }
 
+// Allows reports whether c advertises every core kind f asks for: each list
+// change whose key is true, and resource updates when f has a list under
+// resourceSubscriptions. Narrowing f against c, as Open does, then keeps
+// each of them; the other keys (extensions') are not looked at. An adapter
+// that caches what its server advertises (Options.CapabilitiesFor) can
+// tell with it when a listen asks for more than its last reading.
+func (c Capabilities) Allows(f Filter) bool {
+	for k := range kinds {
+		row := &kinds[k]
+		if !Kind(k).core() || *row.allowed(&c) {
+			continue
+		}
+		v, ok := f[row.key]
+		switch {
+		case !ok:
+		case row.uri:
+			if _, isList := asList(v); isList {
+				return false
+			}
+		case v == true:
+			return false
+		}
+	}
+	return true
+}
+
 // hasExtension reports whether the extension id is advertised.
 func (c Capabilities) hasExtension(id string) bool {
 	_, ok := c.Extensions[id]

@@ -1,11 +1,15 @@
 package listen_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/spec"
 )
 
@@ -31,4 +35,45 @@ func TestKinds(t *testing.T) {
 	}
 	assert.Zero(t, listen.KindOf("taskIds"))
 	assert.Zero(t, listen.KindOf(""))
+}
+
+// Capabilities.Allows is true exactly when narrowing against the
+// capabilities (Open) keeps every core kind the filter asks for, for each
+// combination of the four flags.
+func TestCapabilitiesAllows(t *testing.T) {
+	filters := []listen.Filter{
+		{},
+		{"taskIds": []any{"t"}},
+		{spec.KeyToolsListChanged: true},
+		{spec.KeyToolsListChanged: false},
+		{spec.KeyPromptsListChanged: true, spec.KeyResourcesListChanged: true},
+		{spec.KeyResourceSubscriptions: []any{"file:///a"}},
+		{spec.KeyResourceSubscriptions: []any{}},
+		{spec.KeyToolsListChanged: true, spec.KeyPromptsListChanged: true,
+			spec.KeyResourcesListChanged: true, spec.KeyResourceSubscriptions: []any{"file:///a"}},
+	}
+	for bits := range 16 {
+		caps := listen.Capabilities{
+			ToolsListChanged:     bits&1 != 0,
+			PromptsListChanged:   bits&2 != 0,
+			ResourcesListChanged: bits&4 != 0,
+			ResourcesSubscribe:   bits&8 != 0,
+		}
+		for i, f := range filters {
+			sub, err := listen.Open(context.Background(), listentest.NewSource(),
+				request(jsonrpc.IntID(int64(i)), f), &listen.Options{Capabilities: caps})
+			require.NoError(t, err)
+			kept := true
+			for k, v := range f {
+				if listen.KindOf(k) == 0 || v == false {
+					continue
+				}
+				if _, ok := sub.Accepted()[k]; !ok {
+					kept = false
+				}
+			}
+			sub.Close(listen.ErrComplete)
+			assert.Equal(t, kept, caps.Allows(f), "%+v %v", caps, f)
+		}
+	}
 }

@@ -77,7 +77,6 @@ import (
 // it to the listeners opened with it, through a prefix index. Another Source must send
 // the covered updates itself; the subscription drops what its URIs do not
 // cover either way.
-//
 type SubResources struct {
 	// Folders, if set, replaces the built-in rule for the updated URIs it
 	// claims (ok true), for schemes whose hierarchy is not the path: it

@@ -269,7 +269,7 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 		s.lists |= 1 << checkedBit
 	}
 	for k := range kinds {
-		if Kind(k).listChange() && accepted.Bool(kinds[k].key) {
+		if Kind(k).listChange() && accepted[kinds[k].key] == true {
 			s.lists |= 1 << k
 		}
 	}

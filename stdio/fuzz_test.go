@@ -36,7 +36,7 @@ func fuzzSource() (*listentest.Source, func(stop <-chan struct{})) {
 		for {
 			select {
 			case st := <-src.Opened():
-				if st.Supported.Bool(spec.KeyPromptsListChanged) {
+				if st.Supported[spec.KeyPromptsListChanged] == true {
 					continue
 				}
 				for n := 1; n <= 2; n++ {

@@ -39,13 +39,13 @@ var fuzzSource = listentest.SourceFunc(func(ctx context.Context, req *listen.Req
 
 func fuzzEvents(f listen.Filter) []listen.Event {
 	var evs []listen.Event
-	if f.Bool(spec.KeyToolsListChanged) {
+	if f[spec.KeyToolsListChanged] == true {
 		evs = append(evs, listen.ToolsListChanged())
 	}
-	if f.Bool(spec.KeyPromptsListChanged) {
+	if f[spec.KeyPromptsListChanged] == true {
 		evs = append(evs, listen.PromptsListChanged())
 	}
-	if f.Bool(spec.KeyResourcesListChanged) {
+	if f[spec.KeyResourcesListChanged] == true {
 		evs = append(evs, listen.ResourcesListChanged())
 	}
 	uris := f.Strings(spec.KeyResourceSubscriptions)
