@@ -30,8 +30,9 @@ type Options struct {
 	// allowed.
 	Hub *hub.Hub
 	// Listen configures listen.Open: Extensions, CanRead and
-	// ReleaseTimeout are used as given. Its Capabilities and ServerInfo
-	// are ignored: they are read from the go-sdk server (see Bridge).
+	// ReleaseTimeout are used as given. Its Capabilities, CapabilitiesFor
+	// and ServerInfo are ignored: they are read from the go-sdk server (see
+	// Bridge).
 	Listen listen.Options
 	// Logger receives the bridge's warnings (a server that advertises
 	// nothing a listen can receive, resources without resources.subscribe)
@@ -358,7 +359,7 @@ func (b *Bridge) store(d Discovery) {
 // Concurrent listens share one reading.
 func (b *Bridge) caps(ctx context.Context, f listen.Filter) (listen.Capabilities, error) {
 	s := b.snap.Load()
-	if !b.stale.Load() && (allows(s.caps, f) || time.Since(s.at) < RefreshInterval) {
+	if !b.stale.Load() && (s.caps.Allows(f) || time.Since(s.at) < RefreshInterval) {
 		return s.caps, nil
 	}
 	asked := time.Now()
@@ -388,26 +389,33 @@ func (b *Bridge) ServerInfo() listen.Implementation { return b.info }
 // Hub returns the hub the listens are served from.
 func (b *Bridge) Hub() *hub.Hub { return b.hub }
 
-// Source returns the listen.Source to serve listens from: the hub, each
-// listen narrowed against the capabilities server/discover advertises when
-// it opens. Serve it with ListenOptions.
-func (b *Bridge) Source() listen.Source { return (*source)(b) }
+// Source returns the listen.Source to serve listens from: the hub. Serve it
+// with ListenOptions, which narrows each listen against the capabilities
+// server/discover advertises when it opens.
+func (b *Bridge) Source() listen.Source { return b.hub }
 
 // ListenOptions returns the listen.Options to serve Source with: base (as
-// Options.Listen) with the server's info, and capabilities that let every
-// core key through to Source, which narrows each listen against the live
-// capabilities itself.
+// Options.Listen) with the server's info, and, as CapabilitiesFor, the
+// capabilities the go-sdk server advertises in server/discover when a
+// listen opens (see Bridge: a reading shared by the listens, taken again
+// after a list change).
 func (b *Bridge) ListenOptions() listen.Options {
 	o := b.opts.Listen
 	o.ServerInfo = b.info
-	o.Capabilities = listen.Capabilities{
-		ToolsListChanged:     true,
-		PromptsListChanged:   true,
-		ResourcesListChanged: true,
-		ResourcesSubscribe:   true,
-		Extensions:           b.extensions,
-	}
+	o.Capabilities = listen.Capabilities{}
+	o.CapabilitiesFor = b.capabilitiesFor
 	return o
+}
+
+// capabilitiesFor is ListenOptions' CapabilitiesFor: the reading's core
+// flags, and the extensions the server advertised when the Bridge was made.
+func (b *Bridge) capabilitiesFor(ctx context.Context, req *listen.Request) (listen.Capabilities, error) {
+	c, err := b.caps(ctx, req.Notifications)
+	if err != nil {
+		return listen.Capabilities{}, err
+	}
+	c.Extensions = b.extensions
+	return c, nil
 }
 
 // Stats is a snapshot of a Bridge's counters.
