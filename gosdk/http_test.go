@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
@@ -324,4 +325,46 @@ func TestHTTPFolderListen(t *testing.T) {
 	require.NoError(t, h.Shutdown(ctx))
 	assert.Equal(t, []string{"result"}, folder.rest(), "nothing else reached the folder listen")
 	assert.Equal(t, []string{"result"}, exact.rest(), "nor the exact one")
+}
+
+// The capabilities are read again only for a listen that asks for a kind
+// the last reading does not allow, and then at most once per
+// RefreshInterval: listens the reading allows cost no server/discover.
+func TestCapabilitiesReadingIsShared(t *testing.T) {
+	ctx := context.Background()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "prompts-only", Version: "0"}, nil)
+	srv.AddPrompt(&mcp.Prompt{Name: "p"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{}, nil
+	})
+	b, err := gosdk.NewBridge(ctx, srv, gosdk.Options{})
+	require.NoError(t, err)
+	defer b.Close()
+	opts := b.ListenOptions()
+	open := func(i int, f listen.Filter) listen.Filter {
+		sub, err := listen.Open(ctx, b.Source(), &listen.Request{
+			ID: jsonrpc.IntID(int64(i)), ProtocolVersion: spec.ProtocolVersion, Notifications: f,
+		}, &opts)
+		require.NoError(t, err)
+		defer sub.Close(listen.ErrComplete)
+		return sub.Accepted()
+	}
+
+	time.Sleep(2 * gosdk.RefreshInterval) // the reading is old enough to be read again
+	read := b.Stats().Discovers
+	prompts := listen.Filter{spec.KeyPromptsListChanged: true}
+	for i := range 20 {
+		assert.Equal(t, prompts, open(i, prompts))
+	}
+	assert.Equal(t, read, b.Stats().Discovers, "the reading allows every one of them")
+
+	time.Sleep(2 * gosdk.RefreshInterval)
+	start := time.Now()
+	more := listen.Filter{spec.KeyPromptsListChanged: true, spec.KeyToolsListChanged: true}
+	for i := range 20 {
+		assert.Equal(t, prompts, open(100+i, more), "no tools capability")
+	}
+	bound := 1 + uint64(time.Since(start)/gosdk.RefreshInterval)
+	got := b.Stats().Discovers - read
+	assert.GreaterOrEqual(t, got, uint64(1), "a listen asking for more reads again")
+	assert.LessOrEqual(t, got, bound, "at most once per RefreshInterval")
 }
