@@ -68,10 +68,11 @@ func (h *Handler) endEarly(st *stream, cause error) bool {
 // runtime timer (no goroutine until it fires; it fires at once for an
 // expiry already past) ends st with ErrExpired. end stops it.
 func (h *Handler) startExpiry(st *stream) {
-	if st.expires.IsZero() {
+	c := st.cred
+	if c == nil || c.expires.IsZero() {
 		return
 	}
-	st.expiry = time.AfterFunc(time.Until(st.expires), func() { h.endEarly(st, ErrExpired) })
+	c.expiry = time.AfterFunc(time.Until(c.expires), func() { h.endEarly(st, ErrExpired) })
 }
 
 // EndStreams ends the streams whose principal match selects, and returns
@@ -107,7 +108,7 @@ func (h *Handler) EndStreams(match func(auth any) bool) int {
 	h.mu.Unlock()
 	n := 0
 	for _, st := range ts {
-		if match(st.auth) && h.endEarly(st, ErrEnded) {
+		if match(st.auth()) && h.endEarly(st, ErrEnded) {
 			n++
 		}
 	}

@@ -318,7 +318,7 @@ func (h *Handler) admitAndServe(w http.ResponseWriter, r *http.Request, st *stre
 func (h *Handler) admit(st *stream, r *http.Request, id jsonrpc.ID) *refusal {
 	var key string
 	if h.perKey != nil {
-		key = h.streamKey(r, st.auth) // application code: not under mu
+		key = h.streamKey(r, st.auth()) // application code: not under mu
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -375,9 +375,11 @@ func RemoteIP(r *http.Request) string {
 
 // pend registers the stream of the authenticated request r (whose body is
 // about to be read) for EndStreams, and returns it.
-func (h *Handler) pend(r *http.Request, auth any) *stream {
+func (h *Handler) pend(r *http.Request, auth any, expires time.Time) *stream {
 	st := newStream(r)
-	st.auth = auth
+	if auth != nil || !expires.IsZero() {
+		st.cred = &credential{auth: auth, expires: expires}
+	}
 	h.mu.Lock()
 	h.pending[st] = struct{}{}
 	h.mu.Unlock()
@@ -481,8 +483,8 @@ func setStreamHeaders(hdr http.Header) {
 //  4. the stream is over: Shutdown stops waiting for it.
 func (h *Handler) end(st *stream, reason error, letGo func()) {
 	st.stop()
-	if st.expiry != nil {
-		st.expiry.Stop() // a callback already started finds the stream ended
+	if st.cred != nil && st.cred.expiry != nil {
+		st.cred.expiry.Stop() // a callback already started finds the stream ended
 	}
 	h.mu.Lock()
 	h.streams.remove(st)

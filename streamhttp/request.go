@@ -73,8 +73,7 @@ func (h *Handler) decode(w http.ResponseWriter, r *http.Request) (req *listen.Re
 			return nil, nil, refuse(http.StatusUnauthorized, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, MsgUnauthorized).WithCause(ErrExpired))
 		}
 	}
-	st = h.pend(r, auth)
-	st.expires = expires
+	st = h.pend(r, auth, expires)
 	req, f = h.decodeBody(w, r)
 	if f != nil {
 		h.unpend(st)

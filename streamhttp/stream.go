@@ -33,14 +33,10 @@ type stream struct {
 	// client disconnect or a failed write ends ctx instead, so that Serve
 	// closes the subscription with the precise reason.
 	sub *listen.Subscription
-	// auth is what Options.Authenticate returned for the request (nil
-	// without it), for EndStreams.
-	auth any
-	// expires is when the stream must end (Options.Expiry; zero: never);
-	// expiry is its timer, armed once the stream is admitted and stopped
-	// when it ends (see startExpiry).
-	expires time.Time
-	expiry  *time.Timer
+	// cred is the request's credential, nil when Options.Authenticate
+	// returned nil (or is not set) and it has no expiry: most streams do
+	// not pay for the fields.
+	cred *credential
 	// key is the stream's MaxStreamsPerKey key; keyed reports whether the
 	// stream counts against it (set by admit, under the Handler's mu).
 	key   string
@@ -48,6 +44,27 @@ type stream struct {
 	// slot is the stream's index in Handler.streams, -1 when not there
 	// (under Handler.mu).
 	slot int32
+}
+
+// credential is what a stream keeps of its request's credential.
+type credential struct {
+	// auth is what Options.Authenticate returned for the request, for
+	// EndStreams and StreamKey.
+	auth any
+	// expires is when the stream must end (Options.Expiry; zero: never);
+	// expiry is its timer, armed once the stream is admitted and stopped
+	// when it ends (see startExpiry).
+	expires time.Time
+	expiry  *time.Timer
+}
+
+// auth returns what Options.Authenticate returned for st's request (nil
+// without it).
+func (st *stream) auth() any {
+	if st.cred == nil {
+		return nil
+	}
+	return st.cred.auth
 }
 
 // streamSet is a set of streams, each at its slot: O(1) add and remove.
