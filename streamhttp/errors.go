@@ -63,27 +63,37 @@ func statusOf(code int) int {
 	return http.StatusBadRequest
 }
 
-// refusal is a request answered with an error instead of a stream (or, with
-// a nil err, an accepted notification answered 202 without a body).
-type refusal struct {
-	status int
+// reply is what a request gets instead of a stream: an error response
+// (refuse), 202 Accepted without a body for a client notification
+// (acceptedNotification), or nothing at all once the client is gone
+// (noReply).
+type reply struct {
+	status int // 0: nothing is written
 	id     jsonrpc.ID
-	err    *jsonrpc.Error
+	err    *jsonrpc.Error // nil: no body
 	header http.Header
 }
 
-func refuse(status int, id jsonrpc.ID, err *jsonrpc.Error) *refusal {
-	return &refusal{status: status, id: id, err: err}
+// refuse is the error response err with status, echoing id.
+func refuse(status int, id jsonrpc.ID, err *jsonrpc.Error) *reply {
+	return &reply{status: status, id: id, err: err}
 }
 
-// write sends the refusal as an application/json JSON-RPC error response,
-// reporting it to h's OnError (h may be nil: Front with another listen
-// handler).
-func (f *refusal) write(h *Handler, w http.ResponseWriter, r *http.Request) {
-	if f.status == 0 { // the client is gone: nothing to write
+// acceptedNotification is the answer to a client notification: 202, no
+// body.
+func acceptedNotification() *reply { return &reply{status: http.StatusAccepted} }
+
+// noReply writes nothing: the request was reset or its client left.
+func noReply() *reply { return &reply{} }
+
+// write sends the reply: an error response as an application/json
+// JSON-RPC error response, reported to h's OnError (h may be nil: Front
+// with another listen handler).
+func (f *reply) write(h *Handler, w http.ResponseWriter, r *http.Request) {
+	if f.status == 0 { // noReply
 		return
 	}
-	if f.err == nil { // an accepted notification: no body
+	if f.err == nil { // acceptedNotification
 		w.WriteHeader(f.status)
 		return
 	}

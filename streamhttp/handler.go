@@ -286,14 +286,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // admitAndServe admits, opens and serves st, the stream of the decoded
-// listen req. It returns the refusal to answer when the listen is not
-// admitted or does not open, or an empty one (nothing is written) when its
-// client has already left (see gone); nothing is left of it then.
-func (h *Handler) admitAndServe(w http.ResponseWriter, r *http.Request, st *stream, req *listen.Request) *refusal {
+// listen req. It returns the reply to write when the listen is not
+// admitted or does not open (a refusal), or noReply when its client has
+// already left (see gone); nothing is left of it then.
+func (h *Handler) admitAndServe(w http.ResponseWriter, r *http.Request, st *stream, req *listen.Request) *reply {
 	if gone(r) {
 		h.unpend(st)
 		st.stop()
-		return &refusal{}
+		return noReply()
 	}
 	if f := h.admit(st, r, req.ID); f != nil {
 		st.stop()
@@ -315,7 +315,7 @@ func (h *Handler) admitAndServe(w http.ResponseWriter, r *http.Request, st *stre
 // with 503 when the Handler is shutting down, with 429 when st's key holds
 // MaxStreamsPerKey streams, with 503 at MaxStreams. Either way st leaves
 // pending. The capacity refusals carry Retry-After.
-func (h *Handler) admit(st *stream, r *http.Request, id jsonrpc.ID) *refusal {
+func (h *Handler) admit(st *stream, r *http.Request, id jsonrpc.ID) *reply {
 	var key string
 	if h.perKey != nil {
 		key = h.streamKey(r, st.auth()) // application code: not under mu
@@ -323,7 +323,7 @@ func (h *Handler) admit(st *stream, r *http.Request, id jsonrpc.ID) *refusal {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.pending, st)
-	var f *refusal
+	var f *reply
 	switch {
 	case h.shuttingDown:
 		f = refuse(http.StatusServiceUnavailable, id, jsonrpc.NewError(jsonrpc.CodeInternalError, MsgShuttingDown).WithCause(listen.ErrShutdown))
@@ -398,16 +398,16 @@ func (h *Handler) unpend(st *stream) {
 // client leave; st owns the subscription afterwards (see stream.stop). Once open,
 // neither the request nor its body is referenced: the subscription kept
 // copies of what it serves.
-func (h *Handler) open(st *stream, r *http.Request, req *listen.Request) *refusal {
+func (h *Handler) open(st *stream, r *http.Request, req *listen.Request) *reply {
 	if gone(r) {
-		return &refusal{}
+		return noReply()
 	}
 	sub, err := listen.OpenOwned(r.Context(), context.Background(), h.src, req, &h.opts.Listen)
 	if err != nil {
 		if r.Context().Err() != nil {
 			// The client left while the source was opening: there is
 			// nobody to answer, and it is not a server error.
-			return &refusal{}
+			return noReply()
 		}
 		we := jsonrpc.AsError(err, "Internal error")
 		return refuse(statusOf(we.Code), req.ID, we)

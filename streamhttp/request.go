@@ -18,7 +18,8 @@ import (
 const TransportKind = "streamable_http"
 
 // decode runs every check of a listen POST, in this order, and returns the
-// decoded request or the refusal to send:
+// decoded request or the reply to send instead (a refusal, a 202 for a
+// client notification, or noReply):
 //
 //  1. method not POST: 405 (Allow: POST);
 //  2. CheckOrigin (AllowedHosts, AllowedOrigins): 403;
@@ -41,8 +42,8 @@ const TransportKind = "streamable_http"
 //
 // Once authenticated, the request has its stream, which EndStreams sees
 // from then on (see Handler.pending): the stream is returned with the
-// request, for admit, or forgotten with the refusal.
-func (h *Handler) decode(w http.ResponseWriter, r *http.Request) (req *listen.Request, st *stream, f *refusal) {
+// request, for admit, or forgotten with the reply.
+func (h *Handler) decode(w http.ResponseWriter, r *http.Request) (req *listen.Request, st *stream, f *reply) {
 	if r.Method != http.MethodPost {
 		f := refuse(http.StatusMethodNotAllowed, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, MsgMethodNotAllowed))
 		f.header = http.Header{"Allow": {http.MethodPost}}
@@ -85,13 +86,13 @@ func (h *Handler) decode(w http.ResponseWriter, r *http.Request) (req *listen.Re
 }
 
 // decodeBody runs the checks of decode from the body on (4 to 10).
-func (h *Handler) decodeBody(w http.ResponseWriter, r *http.Request) (*listen.Request, *refusal) {
+func (h *Handler) decodeBody(w http.ResponseWriter, r *http.Request) (*listen.Request, *reply) {
 	body, f := readBody(w, r, h.opts.MaxBodyBytes)
 	if f != nil {
 		return nil, f
 	}
 	if gone(r) {
-		return nil, &refusal{} // reset or closed once its body was sent: nobody to answer
+		return nil, noReply() // reset or closed once its body was sent: nobody to answer
 	}
 	m, err := jsonrpc.ParseMessage(body)
 	if err != nil {
@@ -106,7 +107,7 @@ func (h *Handler) decodeBody(w http.ResponseWriter, r *http.Request) (*listen.Re
 	case !m.HasID && m.Method != spec.MethodListen:
 		// A client notification (such as notifications/cancelled, which
 		// Streamable HTTP does not use): accepted and ignored.
-		return nil, &refusal{status: http.StatusAccepted}
+		return nil, acceptedNotification()
 	case m.Method != spec.MethodListen:
 		return nil, refuse(http.StatusNotFound, m.ID, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "Method not found: "+m.Method))
 	case !m.HasID:
@@ -134,7 +135,7 @@ func (h *Handler) decodeBody(w http.ResponseWriter, r *http.Request) (*listen.Re
 // read deadline, 400 if unreadable. Reading it to its end also lets
 // net/http watch the connection, so that a client disconnect cancels the
 // request's context.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *refusal) {
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *reply) {
 	if r.ContentLength > limit {
 		return nil, refuse(http.StatusRequestEntityTooLarge, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, MsgBodyTooLarge))
 	}
