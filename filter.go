@@ -605,6 +605,14 @@ func appendObject(b []byte, m map[string]any, depth int) ([]byte, bool) {
 	for k := range m {
 		keys = append(keys, k)
 	}
+	return appendSorted(b, keys, func(b []byte, k string) ([]byte, bool) {
+		return appendJSONValue(b, m[k], depth+1)
+	})
+}
+
+// appendSorted appends the JSON object whose keys are keys, which it sorts,
+// each value appended by value; false if a value is not JSON.
+func appendSorted(b []byte, keys []string, value func(b []byte, key string) ([]byte, bool)) ([]byte, bool) {
 	slices.Sort(keys)
 	b = append(b, '{')
 	for i, k := range keys {
@@ -614,7 +622,7 @@ func appendObject(b []byte, m map[string]any, depth int) ([]byte, bool) {
 		b = appendString(b, k)
 		b = append(b, ':')
 		var ok bool
-		if b, ok = appendJSONValue(b, m[k], depth+1); !ok {
+		if b, ok = value(b, k); !ok {
 			return b, false
 		}
 	}

@@ -85,27 +85,15 @@ func (s *Subscription) appendAccepted(b []byte) ([]byte, bool) {
 			keys = append(keys, k)
 		}
 	}
-	slices.Sort(keys)
-	b = append(b, '{')
-	for i, k := range keys {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendString(b, k)
-		b = append(b, ':')
+	return appendSorted(b, keys, func(b []byte, k string) ([]byte, bool) {
 		switch v, isExt := ext[k]; {
 		case isExt:
-			var ok bool
-			if b, ok = appendJSONValue(b, v, 1); !ok {
-				return b, false
-			}
+			return appendJSONValue(b, v, 1)
 		case k == spec.KeyResourceSubscriptions:
-			b, _ = appendJSONValue(b, s.watch.list, 1) // strings: always JSON
-		default:
-			b = append(b, "true"...)
+			return appendJSONValue(b, s.watch.list, 1) // strings: always JSON
 		}
-	}
-	return append(b, '}'), true
+		return append(b, "true"...), true
+	})
 }
 
 // Notification shapes ev for this subscription. It returns (nil, nil) when
