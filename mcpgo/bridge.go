@@ -1,0 +1,478 @@
+package mcpgo
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/hub"
+	"github.com/mcplisten/listen/jsonrpc"
+)
+
+// Options configure a Bridge, and the part of NewHandler and NewStdio they
+// share.
+type Options struct {
+	// Hub is where the mcp-go server's changes are published and the
+	// listens are served from. Nil means a new hub.Hub with hub.Options{}
+	// (100 events per listener, drop-oldest). Publishing to it yourself
+	// (an extension event, a change mcp-go does not broadcast) is allowed.
+	Hub *hub.Hub
+	// Listen configures listen.Open: Extensions, CanRead, SubResources,
+	// MaxURIBytes and the other bounds are used as given. Its Capabilities
+	// and ServerInfo are not: they are read from the mcp-go server (see
+	// Bridge), and Capabilities set here that differ from what the server
+	// advertises are logged as a warning.
+	Listen listen.Options
+	// Logger receives the bridge's warnings (a server that advertises
+	// nothing a listen can receive, a capability turned off, a broadcast
+	// it cannot read) and debug diagnostics. Nil means slog.Default().
+	Logger *slog.Logger
+	// OnRepublish, if set, is called after each mcp-go broadcast was
+	// republished into the hub (method is its JSON-RPC method, uri is set
+	// for notifications/resources/updated), with the hub's report, on the
+	// Bridge's goroutine. It must be quick, and must not broadcast on the
+	// mcp-go server itself.
+	OnRepublish func(method, uri string, r hub.Report)
+}
+
+// ClientName is the client name of the bridge's in-process server/discover
+// (in its _meta clientInfo): mcp-go hooks such as OnBeforeAny and
+// OnRequestInitialization see it, and must let it through.
+const ClientName = "mcplisten-mcpgo"
+
+// SessionIDPrefix begins the session id of the bridge's observer session,
+// which OnRegisterSession and OnUnregisterSession hooks see.
+const SessionIDPrefix = "mcplisten-observer-"
+
+// RefreshInterval is the shortest time between two readings of the
+// capabilities caused by listens asking for a kind the last reading did not
+// allow (see Bridge): it bounds what such listens can cost.
+const RefreshInterval = 10 * time.Millisecond
+
+// observerSeq numbers the observer sessions of a process.
+var observerSeq atomic.Uint64
+
+// Bridge connects an mcp-go *server.MCPServer to this library: it serves
+// listens from a hub.Hub, with the capabilities and server info the mcp-go
+// server advertises in server/discover, and republishes into that hub every
+// broadcast of the mcp-go server that a listen can receive: the list
+// changes of AddTool(s), SetTools, DeleteTools, AddPrompt(s), SetPrompts,
+// DeletePrompts, AddResource(s), SetResources, DeleteResources,
+// RemoveResource and the resource-template equivalents (mcp-go sends them
+// when the capability's listChanged is on, at once: it has no debounce),
+// and SendNotificationToAllClients("notifications/resources/updated",
+// {"uri": ...}), to exactly the listens covering that URI (exact and
+// folder listens alike; see listen.Options.SubResources). Each reaches a
+// listen once.
+//
+// NewHandler (HTTP) and NewStdio build one; use a Bridge directly to serve
+// listens over another transport: its Source and ListenOptions are what
+// listen.Open, streamhttp.New or stdio.New take.
+//
+// # How it works
+//
+// A Bridge registers one session of its own with the mcp-go server
+// (RegisterSession; its id begins with SessionIDPrefix), initialized and
+// unfiltered, to which mcp-go hands every broadcast, on the broadcasting
+// goroutine. The bridge takes each off that session's queue on a goroutine
+// of its own and publishes it into the hub. mcp-go drops a notification a
+// session's queue has no room for; the bridge's session never lets that
+// happen: a broadcast waits for room instead (see the package
+// documentation, No silent loss).
+//
+// The capabilities are read with an in-memory server/discover
+// (MCPServer.HandleMessage, which runs the server's hooks; the request
+// names ClientName). They are read when the Bridge is made, again at the
+// first listen after any list change (mcp-go turns tools.listChanged on in
+// the first AddTool, for one), and again, at most once per
+// RefreshInterval, when a listen asks for a kind the last reading did not
+// allow (which catches a capability turned on without a broadcast, as
+// AddSessionTool does). A reading that turns a capability off is logged as
+// a warning, one that turns one on at Info.
+//
+// # Lifecycle
+//
+// NewBridge registers the session and starts the goroutine; Close
+// unregisters the session and ends the goroutine (idempotent, waits). Close
+// does not end the listens served from the hub: end them with your
+// transport's Shutdown first (or Hub.Shutdown).
+type Bridge struct {
+	server *server.MCPServer
+	hub    *hub.Hub
+	opts   Options
+	log    *slog.Logger
+	obs    *observer
+
+	versions   []string
+	info       listen.Implementation
+	extensions map[string]any
+	closeOnce  sync.Once
+
+	// snap is the capabilities server/discover last advertised; stale is
+	// set by every list change the observer sees.
+	snap        atomic.Pointer[snapshot]
+	stale       atomic.Bool
+	refreshMu   sync.Mutex
+	emptyWarned atomic.Bool
+	discovers   atomic.Uint64
+
+	listChanges, updates, ignored atomic.Uint64
+}
+
+// snapshot is one server/discover's capabilities.
+type snapshot struct {
+	caps listen.Capabilities
+	raw  json.RawMessage
+	at   time.Time
+}
+
+// NewBridge connects to s (see Bridge). It fails if the server does not
+// answer server/discover (a hook refused it, for one). If the server
+// advertises no capability a listen can receive (tools.listChanged,
+// prompts.listChanged, resources.listChanged, resources.subscribe), it logs
+// a warning: every listen is acknowledged with an empty filter until it
+// does.
+func NewBridge(ctx context.Context, s *server.MCPServer, opts Options) (*Bridge, error) {
+	if s == nil {
+		return nil, errors.New("mcpgo: nil *server.MCPServer")
+	}
+	b := &Bridge{server: s, opts: opts, log: opts.Logger}
+	if b.log == nil {
+		b.log = slog.Default()
+	}
+	b.hub = opts.Hub
+	if b.hub == nil {
+		h, err := hub.New(hub.Options{})
+		if err != nil {
+			return nil, err
+		}
+		b.hub = h
+	}
+	d, err := discover(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.Contains(d.Versions, jsonrpc.ProtocolVersion) {
+		return nil, fmt.Errorf("mcpgo: the mcp-go server does not serve protocol version %s, which subscriptions/listen needs (it lists %v)", jsonrpc.ProtocolVersion, d.Versions)
+	}
+	b.versions = d.Versions
+	b.info = d.ServerInfo
+	b.extensions = d.Capabilities.Extensions
+	b.store(d)
+	b.warnIgnored(d.Capabilities)
+
+	b.obs = newObserver(SessionIDPrefix+strconv.FormatUint(observerSeq.Add(1), 10), b.onNotify)
+	b.obs.start()
+	if err := s.RegisterSession(ctx, b.obs); err != nil {
+		b.obs.stop()
+		return nil, fmt.Errorf("mcpgo: registering the observer session: %w", err)
+	}
+	return b, nil
+}
+
+// Discovery is what an mcp-go server advertises in server/discover, as far
+// as listens are concerned.
+type Discovery struct {
+	// Capabilities are the capabilities, read with listen.CapabilitiesFrom.
+	Capabilities listen.Capabilities
+	// CapabilitiesJSON is the capabilities object exactly as advertised.
+	CapabilitiesJSON json.RawMessage
+	// Versions are the supported protocol versions, newest first, as
+	// server/discover lists them outside any transport (every version
+	// mcp-go implements; a transport may serve fewer).
+	Versions []string
+	// ServerInfo is the server's implementation (_meta
+	// io.modelcontextprotocol/serverInfo).
+	ServerInfo listen.Implementation
+}
+
+// Discover runs an in-memory server/discover on s and returns what it
+// advertises: exactly the capabilities a client reads, however they came
+// about (mcp-go turns some on as tools, prompts and resources are
+// registered).
+func Discover(ctx context.Context, s *server.MCPServer) (*Discovery, error) {
+	if s == nil {
+		return nil, errors.New("mcpgo: nil *server.MCPServer")
+	}
+	d, err := discover(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// discoverRequest is the bridge's server/discover.
+var discoverRequest = func() json.RawMessage {
+	b, err := json.Marshal(map[string]any{
+		"jsonrpc": "2.0", "id": 1, "method": string(mcp.MethodServerDiscover),
+		"params": map[string]any{"_meta": map[string]any{
+			jsonrpc.MetaProtocolVersion:    jsonrpc.ProtocolVersion,
+			jsonrpc.MetaClientCapabilities: map[string]any{},
+			jsonrpc.MetaClientInfo:         map[string]any{"name": ClientName, "version": "0"},
+		}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	return b
+}()
+
+// discover runs server/discover on s with HandleMessage.
+func discover(ctx context.Context, s *server.MCPServer) (Discovery, error) {
+	resp := s.HandleMessage(ctx, discoverRequest)
+	raw, err := json.Marshal(resp)
+	if err != nil {
+		return Discovery{}, fmt.Errorf("mcpgo: server/discover: encoding the answer: %w", err)
+	}
+	var r struct {
+		Result *struct {
+			Meta struct {
+				ServerInfo *listen.Implementation `json:"io.modelcontextprotocol/serverInfo"`
+			} `json:"_meta"`
+			SupportedVersions []string        `json:"supportedVersions"`
+			Capabilities      json.RawMessage `json:"capabilities"`
+		} `json:"result"`
+		Error *jsonrpc.Error `json:"error"`
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return Discovery{}, fmt.Errorf("mcpgo: server/discover: decoding the answer: %w", err)
+	}
+	if r.Error != nil {
+		return Discovery{}, fmt.Errorf("mcpgo: server/discover refused (a hook of the mcp-go server must let the bridge's request through; it names client %s): %w", ClientName, r.Error)
+	}
+	if r.Result == nil {
+		return Discovery{}, fmt.Errorf("mcpgo: server/discover: no result in %s", raw)
+	}
+	caps, err := listen.CapabilitiesFrom(r.Result.Capabilities)
+	if err != nil {
+		return Discovery{}, fmt.Errorf("mcpgo: server/discover: %w", err)
+	}
+	d := Discovery{Capabilities: caps, CapabilitiesJSON: r.Result.Capabilities, Versions: r.Result.SupportedVersions}
+	if r.Result.Meta.ServerInfo != nil {
+		d.ServerInfo = *r.Result.Meta.ServerInfo
+	}
+	return d, nil
+}
+
+// Capabilities returns the capabilities the mcp-go server advertises in
+// server/discover right now, read with an in-memory server/discover.
+func (b *Bridge) Capabilities(ctx context.Context) (listen.Capabilities, error) {
+	d, err := discover(ctx, b.server)
+	if err == nil {
+		b.store(d)
+	}
+	return d.Capabilities, err
+}
+
+// store keeps d as the last reading of the capabilities, logs what it
+// turned on or off, and warns if it allows no listen anything.
+func (b *Bridge) store(d Discovery) {
+	prev := b.snap.Swap(&snapshot{caps: d.Capabilities, raw: d.CapabilitiesJSON, at: time.Now()})
+	b.discovers.Add(1)
+	if prev != nil {
+		on, off := diffKinds(prev.caps, d.Capabilities)
+		if len(off) > 0 {
+			b.log.Warn("mcpgo: the mcp-go server stopped advertising a capability: listens acknowledged with it receive no more of it, new listens are acknowledged without it",
+				"off", off, "capabilities", string(d.CapabilitiesJSON))
+		}
+		if len(on) > 0 {
+			b.log.Info("mcpgo: the mcp-go server advertises a new capability", "on", on, "capabilities", string(d.CapabilitiesJSON))
+		}
+	}
+	c := d.Capabilities
+	if c.ToolsListChanged || c.PromptsListChanged || c.ResourcesListChanged || c.ResourcesSubscribe {
+		b.emptyWarned.Store(false)
+		return
+	}
+	if !b.emptyWarned.Swap(true) {
+		b.log.Warn("mcpgo: the mcp-go server advertises no capability a listen can receive "+
+			"(tools.listChanged, prompts.listChanged, resources.listChanged or resources.subscribe): "+
+			"every subscriptions/listen is acknowledged with an empty filter until it does "+
+			"(server.WithToolCapabilities(true), WithPromptCapabilities(true), WithResourceCapabilities(true, true), or AddTool)",
+			"capabilities", string(d.CapabilitiesJSON))
+	}
+}
+
+// kinds names the listen-relevant capabilities, in a fixed order.
+var kinds = []struct {
+	name string
+	get  func(listen.Capabilities) bool
+}{
+	{"tools.listChanged", func(c listen.Capabilities) bool { return c.ToolsListChanged }},
+	{"prompts.listChanged", func(c listen.Capabilities) bool { return c.PromptsListChanged }},
+	{"resources.listChanged", func(c listen.Capabilities) bool { return c.ResourcesListChanged }},
+	{"resources.subscribe", func(c listen.Capabilities) bool { return c.ResourcesSubscribe }},
+}
+
+// diffKinds names the capabilities next turns on and off against prev.
+func diffKinds(prev, next listen.Capabilities) (on, off []string) {
+	for _, k := range kinds {
+		switch a, b := k.get(prev), k.get(next); {
+		case !a && b:
+			on = append(on, k.name)
+		case a && !b:
+			off = append(off, k.name)
+		}
+	}
+	return on, off
+}
+
+// warnIgnored warns about Options.Listen.Capabilities that differ from what
+// the server advertises: they are not used.
+func (b *Bridge) warnIgnored(advertised listen.Capabilities) {
+	c := b.opts.Listen.Capabilities
+	if !c.ToolsListChanged && !c.PromptsListChanged && !c.ResourcesListChanged && !c.ResourcesSubscribe {
+		return // not set
+	}
+	if on, off := diffKinds(c, advertised); len(on)+len(off) == 0 {
+		return
+	}
+	b.log.Warn("mcpgo: Options.Listen.Capabilities differ from what the mcp-go server advertises in server/discover and are ignored: listens are acknowledged against the server's own",
+		"advertised", string(b.snap.Load().raw))
+}
+
+// caps returns the capabilities to narrow a listen requesting f against:
+// the last reading, read again first if a list change happened since, or if
+// f asks for a kind it does not allow and it is older than RefreshInterval.
+// Concurrent listens share one reading.
+func (b *Bridge) caps(ctx context.Context, f listen.Filter) (listen.Capabilities, error) {
+	s := b.snap.Load()
+	if !b.stale.Load() && (allows(s.caps, f) || time.Since(s.at) < RefreshInterval) {
+		return s.caps, nil
+	}
+	asked := time.Now()
+	b.refreshMu.Lock()
+	defer b.refreshMu.Unlock()
+	if s := b.snap.Load(); s.at.After(asked) {
+		return s.caps, nil // read by another listen while this one waited
+	}
+	b.stale.Store(false)
+	d, err := discover(ctx, b.server)
+	if err != nil {
+		b.stale.Store(true)
+		return listen.Capabilities{}, err
+	}
+	b.store(d)
+	return d.Capabilities, nil
+}
+
+// Versions returns the protocol versions the mcp-go server supports, as its
+// server/discover lists them (newest first).
+func (b *Bridge) Versions() []string { return slices.Clone(b.versions) }
+
+// ServerInfo returns the mcp-go server's implementation, as server/discover
+// reports it.
+func (b *Bridge) ServerInfo() listen.Implementation { return b.info }
+
+// Hub returns the hub the listens are served from.
+func (b *Bridge) Hub() *hub.Hub { return b.hub }
+
+// Source returns the listen.Source to serve listens from: the hub, each
+// listen narrowed against the capabilities server/discover advertises when
+// it opens. Serve it with ListenOptions.
+func (b *Bridge) Source() listen.Source { return (*source)(b) }
+
+// ListenOptions returns the listen.Options to serve Source with:
+// Options.Listen with the server's info, and capabilities that let every
+// core key through to Source, which narrows each listen against the live
+// capabilities itself.
+func (b *Bridge) ListenOptions() listen.Options {
+	o := b.opts.Listen
+	o.ServerInfo = b.info
+	o.Capabilities = listen.Capabilities{
+		ToolsListChanged:     true,
+		PromptsListChanged:   true,
+		ResourcesListChanged: true,
+		ResourcesSubscribe:   true,
+		Extensions:           b.extensions,
+	}
+	return o
+}
+
+// Stats is a snapshot of a Bridge's counters.
+type Stats struct {
+	// ListChanges and ResourceUpdates count the mcp-go broadcasts
+	// republished into the hub.
+	ListChanges, ResourceUpdates uint64
+	// Ignored counts the broadcasts no listen can receive (task status,
+	// your own methods, a resources/updated without a string uri).
+	Ignored uint64
+	// Discovers counts the in-memory server/discover calls that read the
+	// capabilities.
+	Discovers uint64
+}
+
+// Stats returns the Bridge's counters.
+func (b *Bridge) Stats() Stats {
+	return Stats{
+		ListChanges:     b.listChanges.Load(),
+		ResourceUpdates: b.updates.Load(),
+		Ignored:         b.ignored.Load(),
+		Discovers:       b.discovers.Load(),
+	}
+}
+
+// Close unregisters the observer session and ends its goroutine. It is
+// idempotent. Listens still served from the hub are not ended (see Bridge).
+func (b *Bridge) Close() error {
+	b.closeOnce.Do(func() {
+		b.server.UnregisterSession(context.Background(), b.obs.id)
+		b.obs.stop()
+	})
+	return nil
+}
+
+// onNotify republishes one mcp-go broadcast into the hub. It runs on the
+// observer's goroutine.
+func (b *Bridge) onNotify(n mcp.JSONRPCNotification) {
+	var (
+		r   hub.Report
+		uri string
+	)
+	switch n.Method {
+	case mcp.MethodNotificationToolsListChanged:
+		b.stale.Store(true)
+		r = b.hub.ToolsListChanged()
+		b.listChanges.Add(1)
+	case mcp.MethodNotificationPromptsListChanged:
+		b.stale.Store(true)
+		r = b.hub.PromptsListChanged()
+		b.listChanges.Add(1)
+	case mcp.MethodNotificationResourcesListChanged:
+		b.stale.Store(true)
+		r = b.hub.ResourcesListChanged()
+		b.listChanges.Add(1)
+	case mcp.MethodNotificationResourceUpdated:
+		uri, _ = n.Params.AdditionalFields["uri"].(string)
+		if uri == "" {
+			b.ignored.Add(1)
+			b.log.Warn("mcpgo: notifications/resources/updated without a string uri not republished", "params", n.Params.AdditionalFields)
+			return
+		}
+		var err error
+		if r, err = b.hub.ResourceUpdated(uri); err != nil {
+			b.ignored.Add(1)
+			b.log.Warn("mcpgo: notifications/resources/updated not republished", "uri", uri, "err", err)
+			return
+		}
+		b.updates.Add(1)
+	default:
+		b.ignored.Add(1)
+		return // task status, logging and methods of your own: not for listens
+	}
+	b.log.Debug("mcpgo: republished", "method", n.Method, "uri", uri, "matched", r.Matched, "delivered", r.Delivered, "dropped", r.Dropped)
+	if b.opts.OnRepublish != nil {
+		b.opts.OnRepublish(n.Method, uri, r)
+	}
+}

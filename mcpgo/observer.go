@@ -1,0 +1,96 @@
+package mcpgo
+
+import (
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// observerQueue is the capacity of an observer's queue: the notifications
+// mcp-go handed it that its goroutine has not republished yet. A broadcast
+// finding it full waits for room (see observer).
+const observerQueue = 1024
+
+// observer is the Bridge's session of the mcp-go server: a server.ClientSession
+// registered with RegisterSession, initialized from the start, so that
+// mcp-go hands it every broadcast (SendNotificationToAllClients, and the list
+// changes of Add*, Set* and Delete*), unfiltered: it does not implement
+// SessionWithSubscriptionFilter.
+//
+// mcp-go hands a session a notification with a non-blocking send on the
+// channel NotificationChannel returns, and drops it if the channel is full.
+// The observer never lets that happen: NotificationChannel is called once
+// per send, on the sending goroutine, just before it, so it first takes one
+// of observerQueue slots (waiting for one if all are taken) and only then
+// returns the channel, whose buffer has room for every slot taken. The
+// observer's goroutine gives a slot back for each notification it takes off
+// the channel. A burst is thus never dropped: the caller of AddTool or
+// SendNotificationToAllClients waits instead, for as long as the goroutine
+// needs to republish what is queued (into the hub, which never blocks).
+//
+// The goroutine is started by start and ends with stop, which waits for it;
+// notifications still queued then are dropped (nothing serves them any
+// more). After stop, NotificationChannel returns a fresh channel each time,
+// so that a broadcast racing the end neither blocks nor reaches anything.
+type observer struct {
+	id     string
+	ch     chan mcp.JSONRPCNotification
+	slots  chan struct{}
+	done   chan struct{}
+	exited chan struct{}
+	once   sync.Once
+	handle func(mcp.JSONRPCNotification)
+}
+
+func newObserver(id string, handle func(mcp.JSONRPCNotification)) *observer {
+	return &observer{
+		id:     id,
+		ch:     make(chan mcp.JSONRPCNotification, observerQueue),
+		slots:  make(chan struct{}, observerQueue),
+		done:   make(chan struct{}),
+		exited: make(chan struct{}),
+		handle: handle,
+	}
+}
+
+// start runs the goroutine that republishes what mcp-go queued; stop ends it.
+func (o *observer) start() {
+	go func() {
+		defer close(o.exited)
+		for {
+			select {
+			case n := <-o.ch:
+				<-o.slots
+				o.handle(n)
+			case <-o.done:
+				return
+			}
+		}
+	}()
+}
+
+// stop ends the goroutine and waits for it. It is idempotent.
+func (o *observer) stop() {
+	o.once.Do(func() { close(o.done) })
+	<-o.exited
+}
+
+// Initialize implements server.ClientSession.
+func (o *observer) Initialize() {}
+
+// Initialized implements server.ClientSession: always true, so that mcp-go
+// broadcasts to it.
+func (o *observer) Initialized() bool { return true }
+
+// SessionID implements server.ClientSession.
+func (o *observer) SessionID() string { return o.id }
+
+// NotificationChannel implements server.ClientSession: see observer.
+func (o *observer) NotificationChannel() chan<- mcp.JSONRPCNotification {
+	select {
+	case o.slots <- struct{}{}:
+		return o.ch
+	case <-o.done:
+		return make(chan mcp.JSONRPCNotification, 1)
+	}
+}
