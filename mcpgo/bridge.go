@@ -110,6 +110,7 @@ var observerSeq atomic.Uint64
 type Bridge struct {
 	server *server.MCPServer
 	hub    *hub.Hub
+	ownHub bool // the Bridge made hub (Options.Hub was nil)
 	opts   Options
 	log    *slog.Logger
 	obs    *observer
@@ -158,6 +159,7 @@ func NewBridge(ctx context.Context, s *server.MCPServer, opts Options) (*Bridge,
 			return nil, err
 		}
 		b.hub = h
+		b.ownHub = true
 	}
 	d, err := discover(ctx, s)
 	if err != nil {
@@ -172,7 +174,7 @@ func NewBridge(ctx context.Context, s *server.MCPServer, opts Options) (*Bridge,
 	b.store(d)
 	b.warnIgnored(d.Capabilities)
 
-	b.obs = newObserver(SessionIDPrefix+strconv.FormatUint(observerSeq.Add(1), 10), b.onNotify)
+	b.obs = newObserver(SessionIDPrefix+strconv.FormatUint(observerSeq.Add(1), 10), observerQueue, b.onNotify)
 	b.obs.start()
 	if err := s.RegisterSession(ctx, b.obs); err != nil {
 		b.obs.stop()
@@ -421,6 +423,25 @@ func (b *Bridge) Stats() Stats {
 		Ignored:         b.ignored.Load(),
 		Discovers:       b.discovers.Load(),
 	}
+}
+
+// Flush returns once every broadcast the mcp-go server made before the
+// call has been published into the hub.
+func (b *Bridge) Flush() { b.obs.flush() }
+
+// drain is the first step of a transport's Shutdown: every broadcast made
+// before it reaches the hub, and a hub of the Bridge's own is shut down, so
+// that each stream is handed what is queued for it before its completion
+// (a transport's Shutdown alone writes the completion at once). It returns
+// ctx's error if the streams did not all end in time. A hub given in
+// Options.Hub may serve other transports too: it is left to its owner
+// (call its Shutdown before the transports' to the same effect).
+func (b *Bridge) drain(ctx context.Context) error {
+	b.Flush()
+	if !b.ownHub {
+		return nil
+	}
+	return b.hub.Shutdown(ctx)
 }
 
 // Close unregisters the observer session and ends its goroutine. It is

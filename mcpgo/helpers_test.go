@@ -300,3 +300,6 @@ func (c *counter) get() int {
 	defer c.mu.Unlock()
 	return c.n
 }
+
+// mcpResource is a resource with uri as name.
+func mcpResource(uri string) mcp.Resource { return mcp.NewResource(uri, uri) }

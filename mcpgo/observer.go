@@ -40,17 +40,25 @@ type observer struct {
 	exited chan struct{}
 	once   sync.Once
 	handle func(mcp.JSONRPCNotification)
+
+	// taken counts the slots NotificationChannel handed out, handled the
+	// notifications republished (under mu; flush waits on cond).
+	mu             sync.Mutex
+	cond           *sync.Cond
+	taken, handled uint64
 }
 
-func newObserver(id string, handle func(mcp.JSONRPCNotification)) *observer {
-	return &observer{
+func newObserver(id string, capacity int, handle func(mcp.JSONRPCNotification)) *observer {
+	o := &observer{
 		id:     id,
-		ch:     make(chan mcp.JSONRPCNotification, observerQueue),
-		slots:  make(chan struct{}, observerQueue),
+		ch:     make(chan mcp.JSONRPCNotification, capacity),
+		slots:  make(chan struct{}, capacity),
 		done:   make(chan struct{}),
 		exited: make(chan struct{}),
 		handle: handle,
 	}
+	o.cond = sync.NewCond(&o.mu)
+	return o
 }
 
 // start runs the goroutine that republishes what mcp-go queued; stop ends it.
@@ -62,6 +70,10 @@ func (o *observer) start() {
 			case n := <-o.ch:
 				<-o.slots
 				o.handle(n)
+				o.mu.Lock()
+				o.handled++
+				o.cond.Broadcast()
+				o.mu.Unlock()
 			case <-o.done:
 				return
 			}
@@ -71,8 +83,29 @@ func (o *observer) start() {
 
 // stop ends the goroutine and waits for it. It is idempotent.
 func (o *observer) stop() {
-	o.once.Do(func() { close(o.done) })
+	o.once.Do(func() {
+		close(o.done)
+		o.mu.Lock()
+		o.cond.Broadcast() // releases a flush: nothing more is handled
+		o.mu.Unlock()
+	})
 	<-o.exited
+}
+
+// flush returns once every notification mcp-go was handed a channel for
+// before the call has been republished (or the observer was stopped).
+func (o *observer) flush() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	target := o.taken
+	for o.handled < target {
+		select {
+		case <-o.done:
+			return
+		default:
+		}
+		o.cond.Wait()
+	}
 }
 
 // Initialize implements server.ClientSession.
@@ -89,6 +122,9 @@ func (o *observer) SessionID() string { return o.id }
 func (o *observer) NotificationChannel() chan<- mcp.JSONRPCNotification {
 	select {
 	case o.slots <- struct{}{}:
+		o.mu.Lock()
+		o.taken++
+		o.mu.Unlock()
 		return o.ch
 	case <-o.done:
 		return make(chan mcp.JSONRPCNotification, 1)

@@ -1,0 +1,81 @@
+package mcpgo_test
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/hub"
+	"github.com/mcplisten/listen/mcpgo"
+)
+
+// overflows counts the hub's overflow reports.
+type overflows struct {
+	hub.NopHooks
+	n atomic.Int64
+}
+
+func (o *overflows) OnOverflow(i hub.OverflowInfo) { o.n.Add(int64(i.Dropped)) }
+
+// TestHTTPBurstIsNotLostSilently: 2,000 back-to-back broadcasts of distinct
+// resources/updated to a reading folder listen are delivered whole, in
+// order, when the hub's queue can hold them; with the default queue (100,
+// drop-oldest), what arrives plus what the hub reports dropped is the
+// whole burst. mcp-go alone drops most of it and tells only OnError
+// (TestPlainMCPGoHTTPDropsBursts).
+func TestHTTPBurstIsNotLostSilently(t *testing.T) {
+	const burst = 2000
+	for _, c := range []struct {
+		name      string
+		maxBuffer int
+	}{{"queue holds the burst", burst}, {"default queue", 0}} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := plainServer()
+			hooks := &overflows{}
+			hb, err := hub.New(hub.Options{MaxBuffer: c.maxBuffer, Hooks: hooks})
+			require.NoError(t, err)
+			h, err := mcpgo.NewHandler(srv, mcpgo.HandlerOptions{Options: mcpgo.Options{Hub: hb, Listen: listen.Options{SubResources: true}}})
+			require.NoError(t, err)
+			ts := httptest.NewServer(h)
+			defer ts.Close()
+
+			s := openListen(t, ts.URL, "1", map[string]any{"resourceSubscriptions": []any{"test://burst/"}})
+			for i := range burst {
+				updated(srv, fmt.Sprintf("test://burst/%d", i))
+			}
+			// A hub of one's own is shut down before the handler, so that the
+			// stream is handed what is queued before its completion.
+			h.Bridge().Flush()
+			require.NoError(t, hb.Shutdown(context.Background()))
+			require.NoError(t, h.Shutdown(context.Background()))
+			var got []string
+			for _, m := range s.rest() {
+				if m.Method == "notifications/resources/updated" {
+					got = append(got, m.Params.URI)
+				}
+			}
+			s.resp.Body.Close()
+			assert.Equal(t, uint64(burst), h.Bridge().Stats().ResourceUpdates, "every broadcast reached the hub")
+			dropped := int(hooks.n.Load())
+			assert.Equal(t, burst, len(got)+dropped, "received %d, reported dropped %d", len(got), dropped)
+			assert.Equal(t, uint64(dropped), hb.Stats().Dropped)
+			if c.maxBuffer >= burst {
+				assert.Zero(t, dropped)
+			}
+			// In order, each once: the newest under drop-oldest.
+			for i := 1; i < len(got); i++ {
+				var a, b int
+				fmt.Sscanf(got[i-1], "test://burst/%d", &a)
+				fmt.Sscanf(got[i], "test://burst/%d", &b)
+				require.Less(t, a, b, "in order")
+			}
+			t.Logf("received %d of %d, the hub reported %d dropped", len(got), burst, dropped)
+		})
+	}
+}

@@ -1,0 +1,179 @@
+package mcpgo
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/hub"
+	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/streamhttp"
+)
+
+// HandlerOptions configure NewHandler.
+type HandlerOptions struct {
+	// Options configure the Bridge: the hub, listen.Options (Extensions,
+	// CanRead, SubResources), the logger.
+	Options
+	// HTTP configures the endpoint (Origin and Host rules, limits,
+	// keep-alives, write deadlines, hooks; see streamhttp.Options).
+	// NewHandler sets three of its fields: Listen to Bridge.ListenOptions
+	// (built from Options.Listen), SupportedVersions to the versions mcp-go's
+	// StreamableHTTPServer serves, and RequireHeaders to true (mcp-go
+	// requires both headers on 2026-07-28 requests too).
+	HTTP streamhttp.Options
+	// SDK are the options of mcp-go's StreamableHTTPServer, which serves
+	// every request that is not a listen (stateful sessions for older
+	// clients, as mcp-go defaults to, and stateless 2026-07-28 requests,
+	// on the same URL). NewHandler adds
+	// server.WithDisableLocalhostProtection(true): the endpoint's Host rule
+	// is HTTP's (AllowedHosts, or the same loopback rule), applied to every
+	// request before mcp-go sees it.
+	SDK []server.StreamableHTTPOption
+	// WrapSource, if set, wraps the Bridge's source before the listen
+	// handler serves it (an instrumented source, such as the otel module's
+	// Metrics.Source).
+	WrapSource func(listen.Source) listen.Source
+}
+
+// Handler serves one MCP Streamable HTTP endpoint for an mcp-go server:
+// subscriptions/listen with this library (streamhttp, from the Bridge's
+// hub), whatever version it names, and everything else with mcp-go's
+// StreamableHTTPServer.
+//
+// Every request passes the same checks first (streamhttp.Front with the
+// listen handler's rules: Origin, Host). A request mcp-go answers keeps the
+// client's id token exactly (see the package documentation, Ids).
+//
+// Shutdown ends it. A Handler is safe for concurrent use.
+type Handler struct {
+	bridge *Bridge
+	listen *streamhttp.Handler
+	sdk    *server.StreamableHTTPServer
+	front  http.Handler
+	limit  int64
+}
+
+// NewHandler returns the Handler for s: one call adds subscriptions/listen
+// to an mcp-go server over HTTP, with the server's own broadcasts (AddTool,
+// DeletePrompts, SendNotificationToAllClients of resources/updated, ...)
+// reaching every listen that asked for them (see Bridge).
+//
+//	h, err := mcpgo.NewHandler(s, mcpgo.HandlerOptions{})
+//	if err != nil { ... }
+//	http.Handle("/mcp", h)
+//	... // on the way out: h.Shutdown(ctx)
+//
+// It fails as NewBridge does, if mcp-go's StreamableHTTPServer, as opts.SDK
+// configures it, does not serve protocol version 2026-07-28, and for
+// invalid opts.HTTP.
+func NewHandler(s *server.MCPServer, opts HandlerOptions) (*Handler, error) {
+	if s == nil {
+		return nil, errors.New("mcpgo: nil *server.MCPServer")
+	}
+	sdk := server.NewStreamableHTTPServer(s, append(slices.Clip(opts.SDK), server.WithDisableLocalhostProtection(true))...)
+	versions := server.FilterSupportedVersions(sdk)
+	if !slices.Contains(versions, jsonrpc.ProtocolVersion) {
+		_ = sdk.Shutdown(context.Background())
+		return nil, fmt.Errorf("mcpgo: the StreamableHTTPServer does not serve protocol version %s, which subscriptions/listen needs (it serves %v)", jsonrpc.ProtocolVersion, versions)
+	}
+	b, err := NewBridge(context.Background(), s, opts.Options)
+	if err != nil {
+		_ = sdk.Shutdown(context.Background())
+		return nil, err
+	}
+	ho := opts.HTTP
+	ho.Listen = b.ListenOptions()
+	ho.SupportedVersions = versions
+	ho.RequireHeaders = true
+	src := b.Source()
+	if opts.WrapSource != nil {
+		src = opts.WrapSource(src)
+	}
+	lh, err := streamhttp.New(src, ho)
+	if err != nil {
+		_ = b.Close()
+		_ = sdk.Shutdown(context.Background())
+		return nil, fmt.Errorf("mcpgo: %w", err)
+	}
+	h := &Handler{bridge: b, listen: lh, sdk: sdk, limit: ho.MaxBodyBytes}
+	if h.limit == 0 {
+		h.limit = streamhttp.DefaultMaxBodyBytes
+	}
+	h.front = streamhttp.Front(lh, http.HandlerFunc(h.serveSDK))
+	return h, nil
+}
+
+// ServeHTTP routes r (see Handler).
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.front.ServeHTTP(w, r) }
+
+// serveSDK serves a request Front did not route as a listen: a listen
+// recognised by its body goes to the listen handler all the same; any
+// other request goes to mcp-go, under a surrogate id if mcp-go would not
+// answer with the client's token.
+func (h *Handler) serveSDK(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || r.Body == nil {
+		h.sdk.ServeHTTP(w, r)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.limit))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+			return
+		}
+		http.Error(w, "reading the request body failed", http.StatusBadRequest)
+		return
+	}
+	if m, err := jsonrpc.ParseMessage(body); err == nil && m.Method == jsonrpc.MethodListen {
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		h.listen.ServeHTTP(w, r)
+		return
+	}
+	if out, token, surrogate, ok := withSurrogate(body); ok {
+		body = out
+		w = &idWriter{ResponseWriter: w, from: surrogate, to: token}
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	h.sdk.ServeHTTP(w, r)
+}
+
+// Shutdown ends every listen stream gracefully (with a hub of the Bridge's
+// own, each first gets every change the mcp-go server made before the
+// call; then its completion result; new listens are refused with 503) and waits for them as
+// streamhttp.Handler.Shutdown does, then ends mcp-go's sessions
+// (StreamableHTTPServer.Shutdown: the GET streams of older clients) and
+// closes the Bridge. It returns ctx's error if the streams did not all end
+// in time (the rest is done all the same). Stop the http.Server too.
+// Shutdown is idempotent.
+func (h *Handler) Shutdown(ctx context.Context) error {
+	err := h.bridge.drain(ctx)
+	if lerr := h.listen.Shutdown(ctx); err == nil {
+		err = lerr
+	}
+	_ = h.sdk.Shutdown(ctx)
+	_ = h.bridge.Close()
+	return err
+}
+
+// Bridge returns the Handler's Bridge (capabilities, counters).
+func (h *Handler) Bridge() *Bridge { return h.bridge }
+
+// Hub returns the hub the listens are served from.
+func (h *Handler) Hub() *hub.Hub { return h.bridge.hub }
+
+// Listen returns the listen handler (its Stats).
+func (h *Handler) Listen() *streamhttp.Handler { return h.listen }
+
+// SDK returns mcp-go's StreamableHTTPServer, which serves every request
+// that is not a listen.
+func (h *Handler) SDK() *server.StreamableHTTPServer { return h.sdk }
