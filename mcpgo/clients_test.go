@@ -2,7 +2,9 @@ package mcpgo_test
 
 import (
 	"context"
+	"io"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -97,4 +99,49 @@ func TestHTTPOlderAndNewerClients(t *testing.T) {
 
 	stop()
 	require.NoError(t, h.Shutdown(ctx))
+}
+
+// TestStdioMCPGoClient: mcp-go's own client over stdio, 2026-07-28: its
+// listen is this library's (acknowledged, tagged), its tools/list and
+// tools/call are mcp-go's.
+func TestStdioMCPGoClient(t *testing.T) {
+	srv := plainServer()
+	x, err := mcpgo.NewStdio(srv, mcpgo.StdioOptions{})
+	require.NoError(t, err)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	served := make(chan error, 1)
+	go func() {
+		err := x.Serve(context.Background(), inR, outW)
+		_ = outW.Close()
+		served <- err
+	}()
+	c := client.NewClient(transport.NewIO(outR, inW, io.NopCloser(strings.NewReader(""))))
+	n := make(notes, 64)
+	c.OnNotification(func(m mcp.JSONRPCNotification) { n <- m })
+	ctx := context.Background()
+	require.NoError(t, c.Start(ctx))
+	init := mcp.InitializeRequest{}
+	init.Params.ClientInfo = mcp.Implementation{Name: "test", Version: "0"}
+	_, err = c.Initialize(ctx, init)
+	require.NoError(t, err)
+	require.Equal(t, "2026-07-28", c.ProtocolVersion())
+
+	stop, err := c.ListenAsync(ctx, mcp.SubscriptionFilter{ToolsListChanged: true}, nil)
+	require.NoError(t, err)
+	ack := n.next(t)
+	require.Equal(t, "notifications/subscriptions/acknowledged", ack.Method)
+	res, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}}})
+	require.NoError(t, err)
+	assert.Equal(t, "hi", res.Content[0].(mcp.TextContent).Text)
+
+	addTool(srv, "added")
+	m := n.next(t)
+	assert.Equal(t, "notifications/tools/list_changed", m.Method)
+	assert.Equal(t, ack.Params.Meta["io.modelcontextprotocol/subscriptionId"], m.Params.Meta["io.modelcontextprotocol/subscriptionId"])
+
+	stop()
+	require.NoError(t, c.Close())
+	assert.NoError(t, <-served)
+	require.NoError(t, x.Shutdown(ctx))
 }
