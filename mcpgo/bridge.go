@@ -47,9 +47,29 @@ type Options struct {
 }
 
 // ClientName is the client name of the bridge's in-process server/discover
-// (in its _meta clientInfo): mcp-go hooks such as OnBeforeAny and
-// OnRequestInitialization see it, and must let it through.
+// (in its _meta clientInfo), which mcp-go's hooks (OnBeforeAny,
+// OnRequestInitialization, ...) see.
 const ClientName = "mcplisten-mcpgo"
+
+// bridgeKey marks the context of the bridge's own requests.
+type bridgeKey struct{}
+
+// FromBridge reports whether ctx is that of one of the Bridge's in-process
+// requests (its server/discover). An mcp-go hook that refuses requests
+// (without a token, say) must let them through:
+//
+//	hooks.AddOnRequestInitialization(func(ctx context.Context, id any, msg any) error {
+//		if mcpgo.FromBridge(ctx) || authorized(ctx) {
+//			return nil
+//		}
+//		return errors.New("unauthorized")
+//	})
+//
+// No client request carries the mark: it is a context value, not a field.
+func FromBridge(ctx context.Context) bool {
+	v, _ := ctx.Value(bridgeKey{}).(bool)
+	return v
+}
 
 // SessionIDPrefix begins the session id of the bridge's observer session,
 // which OnRegisterSession and OnUnregisterSession hooks see.
@@ -232,7 +252,7 @@ var discoverRequest = func() json.RawMessage {
 
 // discover runs server/discover on s with HandleMessage.
 func discover(ctx context.Context, s *server.MCPServer) (Discovery, error) {
-	resp := s.HandleMessage(ctx, discoverRequest)
+	resp := s.HandleMessage(context.WithValue(ctx, bridgeKey{}, true), discoverRequest)
 	raw, err := json.Marshal(resp)
 	if err != nil {
 		return Discovery{}, fmt.Errorf("mcpgo: server/discover: encoding the answer: %w", err)
@@ -251,7 +271,7 @@ func discover(ctx context.Context, s *server.MCPServer) (Discovery, error) {
 		return Discovery{}, fmt.Errorf("mcpgo: server/discover: decoding the answer: %w", err)
 	}
 	if r.Error != nil {
-		return Discovery{}, fmt.Errorf("mcpgo: server/discover refused (a hook of the mcp-go server must let the bridge's request through; it names client %s): %w", ClientName, r.Error)
+		return Discovery{}, fmt.Errorf("mcpgo: the mcp-go server refused the bridge's in-process server/discover (a hook refusing requests must let those for which mcpgo.FromBridge(ctx) is true through): %w", r.Error)
 	}
 	if r.Result == nil {
 		return Discovery{}, fmt.Errorf("mcpgo: server/discover: no result in %s", raw)

@@ -3,6 +3,7 @@ package mcpgo_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"net/http/httptest"
 	"sync"
@@ -102,4 +103,35 @@ func TestIgnoredCapabilitiesAreLoud(t *testing.T) {
 	caps, err := b.Capabilities(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, listen.Capabilities{ToolsListChanged: true, PromptsListChanged: true, ResourcesListChanged: true, ResourcesSubscribe: true}, caps)
+}
+
+// TestHooksSeeTheBridge: a hook refusing unauthorized requests makes
+// NewHandler fail with a message that says what to do, and works once it
+// lets FromBridge through; mcp-go still refuses the client's own requests.
+func TestHooksSeeTheBridge(t *testing.T) {
+	for _, letThrough := range []bool{false, true} {
+		hooks := &server.Hooks{}
+		hooks.AddOnRequestInitialization(func(ctx context.Context, _ any, _ any) error {
+			if letThrough && mcpgo.FromBridge(ctx) {
+				return nil
+			}
+			return errors.New("unauthorized")
+		})
+		srv := server.NewMCPServer("guarded", "1", server.WithToolCapabilities(true), server.WithHooks(hooks))
+		h, err := mcpgo.NewHandler(srv, mcpgo.HandlerOptions{})
+		if !letThrough {
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "mcpgo.FromBridge(ctx)")
+			assert.Contains(t, err.Error(), "unauthorized")
+			continue
+		}
+		require.NoError(t, err)
+		ts := httptest.NewServer(h)
+		msgs := call(t, ts.URL, "1", "tools/list", nil)
+		m := decode(t, msgs[0])
+		require.NotNil(t, m.Error, "%s", m.raw)
+		assert.Equal(t, "unauthorized", m.Error.Message)
+		ts.Close()
+		require.NoError(t, h.Shutdown(context.Background()))
+	}
 }

@@ -303,3 +303,14 @@ func (c *counter) get() int {
 
 // mcpResource is a resource with uri as name.
 func mcpResource(uri string) mcp.Resource { return mcp.NewResource(uri, uri) }
+
+// mcpTool is a tool without arguments.
+func mcpTool(name string) mcp.Tool { return mcp.NewTool(name) }
+
+// countTool counts its calls in n (read only after the calls returned).
+func countTool(n *int) server.ToolHandlerFunc {
+	return func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		*n++
+		return mcp.NewToolResultText("counted"), nil
+	}
+}

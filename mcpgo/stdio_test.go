@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
+	"sync"
 	"testing"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -178,3 +181,64 @@ func TestStdioCtxEndCompletesListens(t *testing.T) {
 }
 
 var _ = server.NewMCPServer
+
+// TestStdioBoundsHoldForMCPGo: the connection's bounds apply to what mcp-go
+// serves: a line over MaxLineBytes never reaches it (-32600, the
+// connection goes on), and at most MaxInFlight of its requests run at once.
+func TestStdioBoundsHoldForMCPGo(t *testing.T) {
+	srv := plainServer()
+	var (
+		mu            sync.Mutex
+		running, most int
+	)
+	entered := make(chan struct{}, 16)
+	release := make(chan struct{})
+	srv.AddTool(mcpTool("slow"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		mu.Lock()
+		running++
+		most = max(most, running)
+		mu.Unlock()
+		entered <- struct{}{}
+		<-release
+		mu.Lock()
+		running--
+		mu.Unlock()
+		return mcp.NewToolResultText("done"), nil
+	})
+	x, err := mcpgo.NewStdio(srv, mcpgo.StdioOptions{Stdio: stdio.Options{MaxLineBytes: 1024, MaxInFlight: 2}})
+	require.NoError(t, err)
+	c := startStdio(t, context.Background(), x)
+
+	c.send(request("1", "tools/call", "2026-07-28", map[string]any{"name": "echo", "arguments": map[string]any{"text": strings.Repeat("x", 2000)}}))
+	m := c.out.next()
+	require.NotNil(t, m.Error, "%s", m.raw)
+	assert.Equal(t, -32600, m.Error.Code)
+	assert.Empty(t, m.ID)
+
+	// The connection stops reading once two calls are in flight: the
+	// client's writes block (its backpressure), so they are sent aside.
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		for i := range 4 {
+			_, _ = c.in.Write(append(request(fmt.Sprint(10+i), "tools/call", "2026-07-28", map[string]any{"name": "slow"}), '\n'))
+		}
+	}()
+	<-entered
+	<-entered
+	assert.LessOrEqual(t, x.Stats().InFlight, 2)
+	close(release)
+	answered := map[string]bool{}
+	for len(answered) < 4 {
+		m := c.out.next()
+		require.NotNil(t, m.Result, "%s", m.raw)
+		answered[string(m.ID)] = true
+	}
+	<-sent
+	mu.Lock()
+	assert.Equal(t, 2, most, "at most MaxInFlight of mcp-go's requests at once")
+	mu.Unlock()
+	err, _ = c.end()
+	require.NoError(t, err)
+	require.NoError(t, x.Shutdown(context.Background()))
+}
