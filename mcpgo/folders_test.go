@@ -99,5 +99,8 @@ func TestHTTPOneSetOfRules(t *testing.T) {
 		assert.Equal(t, http.StatusForbidden, resp.StatusCode, "%s: %s", method, m)
 	}
 	assert.Zero(t, ran, "the tool never ran")
+	m := decode(t, call(t, ts.URL, "2", "tools/call", map[string]any{"name": "count"})[0])
+	require.NotNil(t, m.Result, "%s", m.raw)
+	assert.Equal(t, 1, ran, "without Origin it runs")
 	require.NoError(t, h.Shutdown(context.Background()))
 }

@@ -93,6 +93,14 @@ func post(t testing.TB, endpoint, method, version string, body []byte) *http.Res
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Method", method)
 	req.Header.Set("MCP-Protocol-Version", version)
+	var p struct {
+		Params json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal(body, &p) == nil {
+		for k, v := range mcp.StandardHeaders(version, mcp.MCPMethod(method), p.Params) {
+			req.Header.Set(k, v) // Mcp-Name, for tools/call
+		}
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

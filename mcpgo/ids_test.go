@@ -30,16 +30,18 @@ func TestHTTPKeepsIDs(t *testing.T) {
 			for _, c := range []struct {
 				method string
 				params map[string]any
+				fails  bool
 			}{
-				{"tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "hi"}}},
-				{"tools/list", nil},
-				{"server/discover", nil},
-				{"tools/call", map[string]any{"name": "no_such_tool"}},
+				{"tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "hi"}}, false},
+				{"tools/list", nil, false},
+				{"server/discover", nil, false},
+				{"prompts/get", map[string]any{"name": "no_such_prompt"}, true},
 			} {
 				msgs := call(t, ts.URL, id, c.method, c.params)
 				require.NotEmpty(t, msgs)
 				m := decode(t, msgs[len(msgs)-1])
 				assert.Equal(t, id, string(m.ID), "%s answered %s", c.method, m.raw)
+				assert.Equal(t, c.fails, m.Error != nil, "%s answered %s", c.method, m.raw)
 			}
 			s := openListen(t, ts.URL, id, map[string]any{"toolsListChanged": true})
 			assert.Equal(t, id, s.ack.tag())
