@@ -130,7 +130,6 @@ var observerSeq atomic.Uint64
 type Bridge struct {
 	server *server.MCPServer
 	hub    *hub.Hub
-	ownHub bool // the Bridge made hub (Options.Hub was nil)
 	opts   Options
 	log    *slog.Logger
 	obs    *observer
@@ -179,7 +178,6 @@ func NewBridge(ctx context.Context, s *server.MCPServer, opts Options) (*Bridge,
 			return nil, err
 		}
 		b.hub = h
-		b.ownHub = true
 	}
 	d, err := discover(ctx, s)
 	if err != nil {
@@ -450,17 +448,12 @@ func (b *Bridge) Stats() Stats {
 func (b *Bridge) Flush() { b.obs.flush() }
 
 // drain is the first step of a transport's Shutdown: every broadcast made
-// before it reaches the hub, and a hub of the Bridge's own is shut down, so
-// that each stream is handed what is queued for it before its completion
-// (a transport's Shutdown alone writes the completion at once). It returns
-// ctx's error if the streams did not all end in time. A hub given in
-// Options.Hub may serve other transports too: it is left to its owner
-// (call its Shutdown before the transports' to the same effect).
+// before it reaches the hub, and the hub is shut down, so that each stream
+// is handed what is queued for it before its completion (a transport's
+// Shutdown alone writes the completion at once). It returns ctx's error if
+// the streams did not all end in time.
 func (b *Bridge) drain(ctx context.Context) error {
 	b.Flush()
-	if !b.ownHub {
-		return nil
-	}
 	return b.hub.Shutdown(ctx)
 }
 

@@ -147,9 +147,11 @@ func (h *Handler) serveSDK(w http.ResponseWriter, r *http.Request) {
 	h.sdk.ServeHTTP(w, r)
 }
 
-// Shutdown ends every listen stream gracefully (with a hub of the Bridge's
-// own, each first gets every change the mcp-go server made before the
-// call; then its completion result; new listens are refused with 503) and waits for them as
+// Shutdown ends every listen stream gracefully: each first gets every
+// change the mcp-go server made before the call (the Bridge's hub is shut
+// down: a hub given in Options.Hub and shared with another transport ends
+// that transport's streams too), then its completion result; new listens
+// are refused with 503 and waits for them as
 // streamhttp.Handler.Shutdown does, then ends mcp-go's sessions
 // (StreamableHTTPServer.Shutdown: the GET streams of older clients) and
 // closes the Bridge. It returns ctx's error if the streams did not all end

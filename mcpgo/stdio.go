@@ -173,9 +173,9 @@ func (x *Stdio) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	return result
 }
 
-// Shutdown ends every connection gracefully: with a hub of the Bridge's
-// own, each listen first gets every change the mcp-go server made before
-// the call; every open listen gets its completion result; mcp-go reads EOF
+// Shutdown ends every connection gracefully: each listen first gets every
+// change the mcp-go server made before the call (the Bridge's hub is shut
+// down, as Handler.Shutdown does), then its completion result; mcp-go reads EOF
 // and its Listen returns; new connections are refused. It waits for that
 // as stdio.Server.Shutdown does, returns ctx's error if it did not happen
 // in time, then closes the Bridge. Shutdown is idempotent.
