@@ -76,11 +76,11 @@ const DefaultShutdownTimeout = 5 * time.Second
 //
 // Shutdown ends it. A Stdio is safe for concurrent use.
 type Stdio struct {
-	server  *server.MCPServer
-	bridge  *Bridge
-	mux     *stdio.Server
-	opts    StdioOptions
-	once    sync.Once
+	server *server.MCPServer
+	bridge *Bridge
+	mux    *stdio.Server
+	opts   StdioOptions
+	once   sync.Once
 }
 
 // NewStdio returns the stdio handle for s: one call adds
