@@ -443,6 +443,23 @@ func (b *Bridge) Stats() Stats {
 	}
 }
 
+// ResourceUpdated tells everyone watching uri that the resource changed,
+// each exactly once: it is mcp-go's SendNotificationToAllClients of
+// notifications/resources/updated {"uri": uri}, which mcp-go hands its own
+// sessions (clients of earlier versions) and the Bridge republishes to
+// every listen whose filter covers uri (naming it, or a folder above it
+// with listen.Options.SubResources), and it returns once the listens have
+// it (see Flush). Calling SendNotificationToAllClients yourself does the
+// same, but for that wait. It fails for an empty uri.
+func (b *Bridge) ResourceUpdated(_ context.Context, uri string) error {
+	if uri == "" {
+		return errors.New("mcpgo: ResourceUpdated: empty uri")
+	}
+	b.server.SendNotificationToAllClients(mcp.MethodNotificationResourceUpdated, map[string]any{"uri": uri})
+	b.Flush()
+	return nil
+}
+
 // Flush returns once every broadcast the mcp-go server made before the
 // call has been published into the hub.
 func (b *Bridge) Flush() { b.obs.flush() }

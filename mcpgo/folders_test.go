@@ -104,3 +104,38 @@ func TestHTTPOneSetOfRules(t *testing.T) {
 	assert.Equal(t, 1, ran, "without Origin it runs")
 	require.NoError(t, h.Shutdown(context.Background()))
 }
+
+// TestOneCallReachesEveryoneOnce: Handler.ResourceUpdated (mcp-go's
+// SendNotificationToAllClients, then a wait for the hub) reaches an exact
+// listen, a folder listen and an older client's mcp-go session, one copy
+// each; when it returns, the listens have it.
+func TestOneCallReachesEveryoneOnce(t *testing.T) {
+	srv := plainServer()
+	h, err := mcpgo.NewHandler(srv, mcpgo.HandlerOptions{Options: mcpgo.Options{Listen: listen.Options{SubResources: true}}})
+	require.NoError(t, err)
+	ts := httptest.NewServer(h)
+	defer ts.Close()
+	older, olderNotes := connect(t, ts.URL, true)
+	defer older.Close()
+	exact := openListen(t, ts.URL, "1", map[string]any{"resourceSubscriptions": []any{file}})
+	dir := openListen(t, ts.URL, "2", map[string]any{"resourceSubscriptions": []any{folder}})
+
+	require.NoError(t, h.ResourceUpdated(context.Background(), file))
+	assert.Equal(t, uint64(1), h.Bridge().Stats().ResourceUpdates, "in the hub when ResourceUpdated returns")
+	n := olderNotes.next(t)
+	assert.Equal(t, "notifications/resources/updated", n.Method)
+	assert.Equal(t, file, n.Params.AdditionalFields["uri"])
+	require.NoError(t, h.Shutdown(context.Background()))
+	for _, s := range []*stream{exact, dir} {
+		rest := s.rest()
+		require.Len(t, rest, 2, "one update, then the completion")
+		assert.Equal(t, file, rest[0].Params.URI)
+		s.resp.Body.Close()
+	}
+	select {
+	case n := <-olderNotes:
+		t.Fatalf("a second notification to the older client: %+v", n)
+	default:
+	}
+	assert.Error(t, h.ResourceUpdated(context.Background(), ""))
+}

@@ -167,6 +167,12 @@ func (h *Handler) Shutdown(ctx context.Context) error {
 	return err
 }
 
+// ResourceUpdated tells every listen covering uri, and every older client,
+// that the resource changed: see Bridge.ResourceUpdated.
+func (h *Handler) ResourceUpdated(ctx context.Context, uri string) error {
+	return h.bridge.ResourceUpdated(ctx, uri)
+}
+
 // Bridge returns the Handler's Bridge (capabilities, counters).
 func (h *Handler) Bridge() *Bridge { return h.bridge }
 

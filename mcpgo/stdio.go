@@ -21,7 +21,7 @@ import (
 	"github.com/mcplisten/listen/stdio"
 )
 
-// StdioOptions configure NewStdio (and Serve and Run).
+// StdioOptions configure NewStdio and Run.
 type StdioOptions struct {
 	// Options configure the Bridge: the hub, listen.Options (Extensions,
 	// CanRead, SubResources), the logger.
@@ -30,68 +30,54 @@ type StdioOptions struct {
 	// write timeout, hooks; see stdio.Options). NewStdio sets its Listen to
 	// Bridge.ListenOptions (built from Options.Listen) and its
 	// SupportedVersions to the mcp-go server's; Handler is not used (every
-	// message that is not a listen goes to mcp-go). Its bounds hold for
-	// mcp-go's traffic too: MaxLineBytes bounds every input line, and
-	// MaxInFlight the requests mcp-go is handling (each until its answer
-	// was written) and the messages waiting for it.
+	// message that is not a listen or a cancellation goes to mcp-go). Its
+	// bounds hold for mcp-go's traffic too: MaxLineBytes bounds every input
+	// line (a longer one never reaches mcp-go and is answered with the
+	// multiplexer's -32600 error; the connection goes on), and MaxInFlight
+	// the requests mcp-go is handling (each until its answer was written)
+	// and the messages waiting for it.
 	Stdio stdio.Options
-	// SDK are the options of mcp-go's StdioServer, which serves every
-	// message that is not a listen (server.WithErrorLogger,
-	// server.WithWorkerPoolSize, ...).
+	// SDK are the options of the mcp-go StdioServer made for each
+	// connection, which serves every message that is not a listen
+	// (server.WithErrorLogger, server.WithWorkerPoolSize, ...).
 	SDK []server.StdioOption
-	// ShutdownTimeout bounds the drain when Serve's ctx ends: every open
-	// listen is sent its completion result within it. Zero means 5 s.
+	// ShutdownTimeout bounds the drain when Serve's context ends: every
+	// open listen is sent notifications/cancelled and its completion result
+	// (see the stdio package), and mcp-go answers what it is handling,
+	// within it. Zero means 5 s.
 	ShutdownTimeout time.Duration
 }
 
 // DefaultShutdownTimeout is the default of StdioOptions.ShutdownTimeout.
 const DefaultShutdownTimeout = 5 * time.Second
 
-// Stdio serves an mcp-go server over newline-delimited JSON-RPC
-// connections, such as a process's standard input and output, with
-// subscriptions/listen served by this library: the stdio handle, as
-// Handler is the HTTP one.
-//
-// Each connection is a stdio.Conn shared by this library's listen
-// multiplexer (a stdio.Server on the Bridge's Source: many listens at once,
-// each tagged and filtered, one cancelled ending only that one) and mcp-go's
-// own StdioServer, whose Listen reads and writes the Conn's peer side
-// (stdio.Conn.Lines): every subscriptions/listen and every
-// notifications/cancelled is the multiplexer's, every other message goes
-// to mcp-go, and what mcp-go writes (its answers, the logging and progress
-// notifications it sends for a request, its requests to the client) goes
-// out on the Conn's one writer, as whole lines. The Conn gives mcp-go ids
-// of its own and writes each answer with the client's id token exactly.
-//
-// mcp-go also writes every broadcast to its stdio session, untagged and
-// unasked for. On a connection whose client spoke initialize (protocol
-// versions before 2026-07-28, which receive list changes without opting
-// in), they go out as mcp-go writes them. On any other connection the
-// notifications a listen carries (the three list changes and
-// resources/updated) and notifications/tasks/status are dropped there:
-// that client receives them on its listens, tagged, if it asked.
-//
-// mcp-go's StdioServer has one session per process (a package variable):
-// serve one connection at a time, and no other StdioServer beside it.
-//
-// Shutdown ends it. A Stdio is safe for concurrent use.
+// Stdio serves an mcp-go server over stdio with subscriptions/listen added:
+// the stdio counterpart of Handler. Make one with NewStdio, serve
+// connections with Serve (or Run, on standard input and output) and end it
+// with Shutdown. Its methods are safe for concurrent use.
 type Stdio struct {
-	server *server.MCPServer
-	bridge *Bridge
-	mux    *stdio.Server
-	opts   StdioOptions
-	once   sync.Once
+	server  *server.MCPServer
+	bridge  *Bridge
+	mux     *stdio.Server
+	sdk     []server.StdioOption
+	timeout time.Duration
+
+	mu       sync.Mutex
+	shutdown bool
+	serving  sync.WaitGroup // the Serve calls under way
 }
 
-// NewStdio returns the stdio handle for s: one call adds
-// subscriptions/listen to an mcp-go server over stdio, with the server's
-// own broadcasts reaching every listen that asked for them (see Bridge).
+// NewStdio returns the Stdio for s: one call adds subscriptions/listen to
+// an mcp-go server over stdio, with the server's own broadcasts (AddTool,
+// DeletePrompts, SendNotificationToAllClients of resources/updated, ...)
+// reaching every listen that asked for them (see Bridge).
 //
 //	x, err := mcpgo.NewStdio(s, mcpgo.StdioOptions{})
 //	if err != nil { ... }
-//	err = x.Run(ctx) // standard input and output, until ctx ends or the input does
+//	defer x.Shutdown(ctx)
+//	err = x.Run(ctx)
 //
-// It fails as NewBridge does, and for invalid opts.Stdio.
+// It fails as NewBridge does, and for invalid stdio options.
 func NewStdio(s *server.MCPServer, opts StdioOptions) (*Stdio, error) {
 	if opts.ShutdownTimeout < 0 {
 		return nil, errors.New("mcpgo: negative ShutdownTimeout")
@@ -112,46 +98,88 @@ func NewStdio(s *server.MCPServer, opts StdioOptions) (*Stdio, error) {
 		_ = b.Close()
 		return nil, fmt.Errorf("mcpgo: %w", err)
 	}
-	return &Stdio{server: s, bridge: b, mux: mux, opts: opts}, nil
+	return &Stdio{server: s, bridge: b, mux: mux, sdk: slices.Clone(opts.SDK), timeout: opts.ShutdownTimeout}, nil
 }
 
 // Run serves the process's standard input and output: Serve with os.Stdin
 // and os.Stdout. Log to standard error only: anything else written to
-// standard output corrupts the connection.
+// standard output corrupts the connection (and, while Run runs, a Write to
+// os.Stdout may fail with EAGAIN: see stdio.Options.BlockingFiles).
 func (x *Stdio) Run(ctx context.Context) error { return x.Serve(ctx, os.Stdin, os.Stdout) }
 
-// Serve serves one connection over r and w (see Stdio) until it ends:
+// Serve runs one MCP stdio connection over r and w (newline-delimited
+// JSON-RPC): a stdio.Conn shared by this library's listen multiplexer and
+// an mcp-go StdioServer.
 //
-//   - r ends (EOF, then nil; or a read error, returned): open listens are
-//     closed without a terminal message, as the stdio package does, and
-//     mcp-go's Listen returns once its handlers have (it cancels them);
-//   - ctx ends: the Stdio is shut down (see Shutdown, bounded by
-//     StdioOptions.ShutdownTimeout), and Serve returns ctx's cause once
-//     mcp-go's Listen has returned;
-//   - writing w failed or timed out: that error (see stdio.Server.Serve);
-//   - Shutdown: every open listen gets its completion result, mcp-go
-//     reads EOF, and Serve returns stdio.ErrServerClosed (as Serve does
-//     once the Stdio is shut down).
+// Every subscriptions/listen request, whatever protocol version it names,
+// and every notifications/cancelled, is served by the multiplexer: a
+// 2026-07-28 listen is served from the Bridge's hub (many at once, each
+// tagged with its own id and filtered; cancelling one ends only that one,
+// and nothing more is written for it); a listen naming an earlier version
+// gets -32601, any other version -32022 with the server's supported
+// versions; mcp-go's own listen code never runs. Every other message goes
+// to mcp-go's StdioServer.Listen, which reads and writes the Conn's peer
+// side (stdio.Conn.Lines), so clients of earlier versions (initialize and
+// mcp-go's notifications) are served by mcp-go on the same connection.
+// Everything is written through the Conn's one writer, one whole line per
+// message, including what mcp-go sends on its own (the logging and
+// progress notifications of a request, its requests to the client).
 //
-// Goroutines: Serve runs the Conn's Serve and mcp-go's Listen on goroutines
-// of their own (with the stdio package's and mcp-go's goroutines), and
-// returns after both returned.
+// mcp-go knows each request by an id of the Conn's own and its answer is
+// written with the client's exact id token (see stdio.Conn), so ids mcp-go
+// would decode as float64 (9007199254740993), or re-escape ("\u0037"), are
+// answered as sent.
+//
+// mcp-go also writes every broadcast to its stdio session, untagged and
+// unasked for. On a connection whose client spoke initialize (protocol
+// versions before 2026-07-28, which receive list changes without opting
+// in) they go out as mcp-go writes them. On any other connection the
+// notifications a listen carries (the three list changes and
+// resources/updated) and notifications/tasks/status are dropped there: that
+// client receives them on its listens, tagged, if it asked.
+//
+// mcp-go's StdioServer has one session per process (a package variable):
+// serve one connection at a time, and run no other mcp-go StdioServer
+// beside it.
+//
+// Serve returns when r ends (EOF, then nil; or a read error, returned):
+// open listens are closed without a terminal message, as the stdio package
+// does, and mcp-go's Listen returns once its handlers have; or when ctx
+// ends: the connection is drained (every open listen gets its completion
+// result), mcp-go answers what it is handling within
+// StdioOptions.ShutdownTimeout, and Serve returns ctx's cause; or with
+// stdio.ErrServerClosed once Shutdown drained it. It also returns when
+// writing w failed or timed out, with that error (see stdio.Server.Serve).
+//
+// Goroutines: Serve runs the Conn on goroutines of the stdio package and
+// mcp-go's Listen on one of its own (with mcp-go's goroutines); all have
+// returned when Serve returns, but a Read or Write the stdio package could
+// not interrupt (see stdio.Server.Serve) and, after ShutdownTimeout, an
+// mcp-go handler that ignores its context.
 func (x *Stdio) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
+	x.mu.Lock()
+	if x.shutdown {
+		x.mu.Unlock()
+		return stdio.ErrServerClosed
+	}
+	x.serving.Add(1)
+	x.mu.Unlock()
+	defer x.serving.Done()
+
 	conn := x.mux.NewConn(r, w)
 	peerR, peerW := conn.Lines()
 	p := &peer{r: peerR, w: peerW}
 	sdk := server.NewStdioServer(x.server)
-	for _, o := range x.opts.SDK {
+	for _, o := range x.sdk {
 		o(sdk)
 	}
-
 	served := make(chan error, 1)
-	go func() { served <- conn.Serve(context.WithoutCancel(ctx)) }()
+	go func() { served <- conn.Serve(ctx) }()
 	listened := make(chan error, 1)
 	go func() {
 		// mcp-go's Listen ends when its input does (EOF once the Conn is
-		// drained); its context is never cancelled, which would leave its
-		// pending read behind.
+		// drained, or ErrConnClosed); its context is never cancelled,
+		// which would leave its pending read behind.
 		err := sdk.Listen(context.WithoutCancel(ctx), p, p)
 		_ = conn.Close()
 		listened <- err
@@ -160,11 +188,20 @@ func (x *Stdio) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	var result error
 	select {
 	case result = <-served:
+		// The input ended (mcp-go read io.EOF, answered and closed the
+		// Conn), a write failed, or Shutdown drained the connection.
 	case <-ctx.Done():
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), x.opts.ShutdownTimeout)
-		_ = x.Shutdown(sctx)
-		cancel()
-		<-served
+		// The Conn drains on its own (its context ended); mcp-go answers
+		// what it is handling, then closes it, or the Conn is closed after
+		// ShutdownTimeout (mcp-go's Listen then reads ErrConnClosed).
+		t := time.NewTimer(x.timeout)
+		select {
+		case <-served:
+		case <-t.C:
+			_ = conn.Close()
+			<-served
+		}
+		t.Stop()
 		result = context.Cause(ctx)
 	}
 	if err := <-listened; err != nil && result == nil && !errors.Is(err, stdio.ErrConnClosed) {
@@ -175,17 +212,41 @@ func (x *Stdio) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 
 // Shutdown ends every connection gracefully: each listen first gets every
 // change the mcp-go server made before the call (the Bridge's hub is shut
-// down, as Handler.Shutdown does), then its completion result; mcp-go reads EOF
-// and its Listen returns; new connections are refused. It waits for that
-// as stdio.Server.Shutdown does, returns ctx's error if it did not happen
-// in time, then closes the Bridge. Shutdown is idempotent.
+// down, as Handler.Shutdown does), then its completion result; each
+// connection stops reading, mcp-go answers what it is handling and reads
+// EOF; Serve calls return stdio.ErrServerClosed, and later ones return it
+// at once. Shutdown returns once every Serve call returned, then closes the
+// Bridge; or, if ctx ends first, cuts the connections still draining,
+// closes the Bridge and returns ctx's error. It may be called more than
+// once.
 func (x *Stdio) Shutdown(ctx context.Context) error {
+	x.mu.Lock()
+	x.shutdown = true
+	x.mu.Unlock()
 	err := x.bridge.drain(ctx)
 	if serr := x.mux.Shutdown(ctx); err == nil {
 		err = serr
 	}
-	x.once.Do(func() { _ = x.bridge.Close() })
+	done := make(chan struct{})
+	go func() {
+		x.serving.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		if err == nil {
+			err = ctx.Err()
+		}
+	}
+	_ = x.bridge.Close()
 	return err
+}
+
+// ResourceUpdated tells every listen covering uri, and every older client,
+// that the resource changed: see Bridge.ResourceUpdated.
+func (x *Stdio) ResourceUpdated(ctx context.Context, uri string) error {
+	return x.bridge.ResourceUpdated(ctx, uri)
 }
 
 // Bridge returns the Stdio's Bridge (capabilities, counters).
@@ -194,27 +255,23 @@ func (x *Stdio) Bridge() *Bridge { return x.bridge }
 // Hub returns the hub the listens are served from.
 func (x *Stdio) Hub() *hub.Hub { return x.bridge.hub }
 
-// Server returns the listen multiplexer (its Stats).
-func (x *Stdio) Server() *stdio.Server { return x.mux }
-
-// Stats returns the multiplexer's counters.
+// Stats returns the listen multiplexer's counters: connections, listens
+// open, requests in flight, subscriptions opened, closed and refused.
 func (x *Stdio) Stats() stdio.Stats { return x.mux.Stats() }
 
-// Run serves s over the process's standard input and output until ctx ends
-// or the input does: NewStdio, Stdio.Run, and the Bridge closed at the end.
+// Run serves s over the process's standard input and output until the
+// input ends or ctx ends (see Stdio.Serve), then shuts down: the one-line
+// form of NewStdio, Stdio.Run and Stdio.Shutdown.
 func Run(ctx context.Context, s *server.MCPServer, opts StdioOptions) error {
-	return Serve(ctx, s, os.Stdin, os.Stdout, opts)
-}
-
-// Serve serves s over one connection, r and w, until it ends: NewStdio,
-// Stdio.Serve, and the Bridge closed at the end.
-func Serve(ctx context.Context, s *server.MCPServer, r io.Reader, w io.Writer, opts StdioOptions) error {
 	x, err := NewStdio(s, opts)
 	if err != nil {
 		return err
 	}
-	defer x.once.Do(func() { _ = x.bridge.Close() })
-	return x.Serve(ctx, r, w)
+	err = x.Run(ctx)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), x.timeout)
+	defer cancel()
+	_ = x.Shutdown(sctx)
+	return err
 }
 
 // peer is mcp-go's side of the Conn: the Conn's lines, with what mcp-go

@@ -129,6 +129,7 @@ func TestStdioPlainServer(t *testing.T) {
 	}
 	assert.Equal(t, map[string]bool{`"7"`: true, `9007199254740993`: true}, done, "completions: %v", rest)
 	assert.Zero(t, x.Stats().Connections)
+	assert.ErrorIs(t, x.Serve(context.Background(), strings.NewReader(""), io.Discard), stdio.ErrServerClosed)
 }
 
 // TestStdioLegacyClientKeepsMCPGoNotifications: a client that speaks
@@ -178,6 +179,7 @@ func TestStdioCtxEndCompletesListens(t *testing.T) {
 	assert.ElementsMatch(t, []string{"1", "2", "3"}, completed)
 	err, _ = c.end()
 	assert.ErrorIs(t, err, stop)
+	require.NoError(t, x.Shutdown(context.Background()))
 }
 
 var _ = server.NewMCPServer
