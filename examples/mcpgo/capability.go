@@ -5,11 +5,9 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-)
 
-// missingCapabilityTool is the conformance suite's diagnostic tool that
-// needs the sampling client capability.
-const missingCapabilityTool = "test_missing_capability"
+	"github.com/mcplisten/listen/examples/mcpgo/fixture"
+)
 
 // maxProbeBody bounds the body requireSampling reads (the endpoint's own
 // limit, streamhttp.DefaultMaxBodyBytes).
@@ -40,7 +38,7 @@ func requireSampling(next http.Handler, check func(*http.Request) error) http.Ha
 				} `json:"_meta"`
 			} `json:"params"`
 		}
-		if err != nil || json.Unmarshal(body, &call) != nil || call.Params.Name != missingCapabilityTool || call.Params.Meta.Caps["sampling"] != nil {
+		if err != nil || json.Unmarshal(body, &call) != nil || call.Params.Name != fixture.MissingCapabilityTool || call.Params.Meta.Caps["sampling"] != nil {
 			next.ServeHTTP(w, r)
 			return
 		}

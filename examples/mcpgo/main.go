@@ -50,6 +50,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/examples/mcpgo/fixture"
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/mcpgo"
 	listenotel "github.com/mcplisten/listen/otel"
@@ -193,7 +194,7 @@ func newHandler(logger *slog.Logger, opts mcpgo.Options, maxStreams int, m *list
 		OnClose:        logClose(logger),
 	}
 	m.InstrumentHTTP(&httpOpts)
-	return mcpgo.NewHandler(newMCPServer(), mcpgo.HandlerOptions{
+	return mcpgo.NewHandler(fixture.New("mcplisten-example-mcpgo", "0.1.0"), mcpgo.HandlerOptions{
 		Options: opts,
 		HTTP:    httpOpts,
 		// mcp-go logs through this logger too.
@@ -208,7 +209,7 @@ func serveStdio(ctx context.Context, logger *slog.Logger, opts mcpgo.Options) in
 	// A client may close its ends of our pipes (standard error included)
 	// before we are done: a write then fails instead of killing the process.
 	signal.Ignore(syscall.SIGPIPE)
-	x, err := mcpgo.NewStdio(newMCPServer(), mcpgo.StdioOptions{
+	x, err := mcpgo.NewStdio(fixture.New("mcplisten-example-mcpgo", "0.1.0"), mcpgo.StdioOptions{
 		Options: opts,
 		Stdio:   stdio.Options{Logger: logger, OnOpen: logOpen(logger), OnClose: logClose(logger)},
 		SDK:     []mcpserver.StdioOption{mcpserver.WithErrorLogger(slog.NewLogLogger(logger.Handler(), slog.LevelWarn))},

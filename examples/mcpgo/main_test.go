@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/mcplisten/listen/examples/mcpgo/fixture"
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/mcpgo"
@@ -124,7 +125,7 @@ func TestListenStreamsGetOnlyWhatTheyAskedFor(t *testing.T) {
 	}
 	tools := open(`"tools"`, `{"toolsListChanged":true}`)
 	prompts := open(`"prompts"`, `{"promptsListChanged":true}`)
-	readme := open(`7`, `{"resourceSubscriptions":["`+readmeURI+`"]}`)
+	readme := open(`7`, `{"resourceSubscriptions":["`+fixture.ReadmeURI+`"]}`)
 
 	next := func(c <-chan map[string]any) map[string]any {
 		select {
@@ -148,7 +149,7 @@ func TestListenStreamsGetOnlyWhatTheyAskedFor(t *testing.T) {
 		ok("trigger_resource_update", `{"uri":"test://static/other"}`) // nobody asked
 		ok("test_trigger_tool_change", `{}`)
 		ok("test_trigger_prompt_change", `{}`)
-		ok("trigger_resource_update", `{"uri":"`+readmeURI+`"}`)
+		ok("trigger_resource_update", `{"uri":"`+fixture.ReadmeURI+`"}`)
 		m := next(tools)
 		assert.Equal(t, "notifications/tools/list_changed", m["method"])
 		assert.Equal(t, "tools", subID(m))
@@ -157,7 +158,7 @@ func TestListenStreamsGetOnlyWhatTheyAskedFor(t *testing.T) {
 		assert.Equal(t, "prompts", subID(m))
 		m = next(readme)
 		assert.Equal(t, "notifications/resources/updated", m["method"])
-		assert.Equal(t, readmeURI, m["params"].(map[string]any)["uri"])
+		assert.Equal(t, fixture.ReadmeURI, m["params"].(map[string]any)["uri"])
 		assert.EqualValues(t, 7, subID(m))
 	}
 }
@@ -167,16 +168,16 @@ func TestListenStreamsGetOnlyWhatTheyAskedFor(t *testing.T) {
 // when it did; a cross-site call is refused by the endpoint's rules first.
 func TestMissingCapability(t *testing.T) {
 	url := startServer(t)
-	status, m := callTool(t, url, missingCapabilityTool, `{}`, "{}", nil)
+	status, m := callTool(t, url, fixture.MissingCapabilityTool, `{}`, "{}", nil)
 	assert.Equal(t, http.StatusBadRequest, status)
 	assert.JSONEq(t, `{"code":-32021,"message":"sampling capability required but not declared by client","data":{"requiredCapabilities":{"sampling":{}}}}`, mustJSON(t, m["error"]))
 	assert.EqualValues(t, 99, m["id"])
 
-	status, m = callTool(t, url, missingCapabilityTool, `{}`, `{"sampling":{}}`, nil)
+	status, m = callTool(t, url, fixture.MissingCapabilityTool, `{}`, `{"sampling":{}}`, nil)
 	assert.Equal(t, http.StatusOK, status, "%v", m)
 	assert.Nil(t, m["error"])
 
-	status, _ = callTool(t, url, missingCapabilityTool, `{}`, "{}", map[string]string{"Origin": "http://evil.example"})
+	status, _ = callTool(t, url, fixture.MissingCapabilityTool, `{}`, "{}", map[string]string{"Origin": "http://evil.example"})
 	assert.Equal(t, http.StatusForbidden, status)
 }
 
