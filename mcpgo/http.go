@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/mark3labs/mcp-go/server"
 
@@ -49,8 +50,15 @@ type HandlerOptions struct {
 // StreamableHTTPServer.
 //
 // Every request passes the same checks first (streamhttp.Front with the
-// listen handler's rules: Origin, Host). A request mcp-go answers keeps the
-// client's id token exactly (see the package documentation, Ids).
+// listen handler's rules: Origin, Host; a bounded body). Every
+// subscriptions/listen, by its Mcp-Method header or by its body, is this
+// library's: a version mcp-go serves before 2026-07-28 gets -32601, any
+// other version it does not serve 400 -32022 with the versions it serves;
+// mcp-go's own listen code never runs. Any other request naming in
+// MCP-Protocol-Version a version mcp-go does not serve gets the same
+// -32022 (mcp-go would answer some of them in plain text). A request mcp-go
+// answers keeps the client's id token exactly (see the package
+// documentation, Ids).
 //
 // Shutdown ends it. A Handler is safe for concurrent use.
 type Handler struct {
@@ -59,6 +67,9 @@ type Handler struct {
 	sdk    *server.StreamableHTTPServer
 	front  http.Handler
 	limit  int64
+	// versions are the protocol versions mcp-go's StreamableHTTPServer
+	// serves, newest first.
+	versions []string
 }
 
 // NewHandler returns the Handler for s: one call adds subscriptions/listen
@@ -103,7 +114,7 @@ func NewHandler(s *server.MCPServer, opts HandlerOptions) (*Handler, error) {
 		_ = sdk.Shutdown(context.Background())
 		return nil, fmt.Errorf("mcpgo: %w", err)
 	}
-	h := &Handler{bridge: b, listen: lh, sdk: sdk, limit: ho.MaxBodyBytes}
+	h := &Handler{bridge: b, listen: lh, sdk: sdk, limit: ho.MaxBodyBytes, versions: versions}
 	if h.limit == 0 {
 		h.limit = streamhttp.DefaultMaxBodyBytes
 	}
@@ -136,6 +147,20 @@ func (h *Handler) serveSDK(w http.ResponseWriter, r *http.Request) {
 	if m, err := jsonrpc.ParseMessage(body); err == nil && m.Method == jsonrpc.MethodListen {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		h.listen.ServeHTTP(w, r)
+		return
+	}
+	if v := strings.TrimSpace(r.Header.Get(streamhttp.HeaderProtocolVersion)); v != "" && !slices.Contains(h.versions, v) {
+		// mcp-go answers a version it does not know with a plain-text 400
+		// when it sorts before 2026-07-28: the endpoint answers every
+		// request naming such a version as it answers a listen, with the
+		// JSON-RPC -32022 error and the versions it serves.
+		id := jsonrpc.ID{}
+		if m, err := jsonrpc.ParseMessage(body); err == nil {
+			id = m.ID
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write(jsonrpc.ErrorResponse(id, jsonrpc.UnsupportedVersionError(h.versions, v)))
 		return
 	}
 	if out, token, surrogate, ok := withSurrogate(body); ok {

@@ -3,6 +3,7 @@ package mcpgo_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"testing"
 
@@ -122,3 +123,41 @@ func withoutMeta(t testing.TB, raw json.RawMessage) json.RawMessage {
 
 var _ = listen.KeyToolsListChanged
 var _ = server.NewMCPServer
+
+// TestHTTPVersions: every listen is the library's whatever version it
+// names (an older one: 404 -32601; an unknown one: 400 -32022 with the
+// versions mcp-go serves), and any other request naming an unknown version
+// gets the same -32022 as JSON, not mcp-go's plain text.
+func TestHTTPVersions(t *testing.T) {
+	srv := plainServer()
+	h, err := mcpgo.NewHandler(srv, mcpgo.HandlerOptions{})
+	require.NoError(t, err)
+	ts := httptest.NewServer(h)
+	defer ts.Close()
+	supported := `["2026-07-28","2025-11-25","2025-06-18","2025-03-26","2024-11-05"]`
+	for _, c := range []struct {
+		method, version string
+		status          int
+		code            int
+	}{
+		{"subscriptions/listen", "2025-11-25", http.StatusNotFound, -32601},
+		{"subscriptions/listen", "1900-01-01", http.StatusBadRequest, -32022},
+		{"subscriptions/listen", "2099-01-01", http.StatusBadRequest, -32022},
+		{"tools/list", "1900-01-01", http.StatusBadRequest, -32022},
+		{"tools/list", "2099-01-01", http.StatusBadRequest, -32022},
+	} {
+		resp := post(t, ts.URL, c.method, c.version, request("5", c.method, c.version, map[string]any{"notifications": map[string]any{"toolsListChanged": true}}))
+		msgs := readMessages(t, resp.Body)
+		resp.Body.Close()
+		require.Len(t, msgs, 1, "%s %s", c.method, c.version)
+		m := decode(t, msgs[0])
+		assert.Equal(t, c.status, resp.StatusCode, "%s %s: %s", c.method, c.version, m.raw)
+		require.NotNil(t, m.Error, "%s", m.raw)
+		assert.Equal(t, c.code, m.Error.Code, "%s", m.raw)
+		assert.Equal(t, "5", string(m.ID))
+		if c.code == -32022 {
+			assert.JSONEq(t, `{"supported":`+supported+`,"requested":"`+c.version+`"}`, string(m.Error.Data))
+		}
+	}
+	require.NoError(t, h.Shutdown(context.Background()))
+}

@@ -109,6 +109,13 @@ func TestStdioPlainServer(t *testing.T) {
 	assert.Equal(t, "notifications/tools/list_changed", m.Method, "the cancelled listen got nothing: %s", m.raw)
 	assert.Equal(t, `"7"`, m.tag())
 
+	// A listen naming an unknown version is the library's too: -32022.
+	c.send(request("3", "subscriptions/listen", "1900-01-01", map[string]any{"notifications": map[string]any{"toolsListChanged": true}}))
+	m = c.out.next()
+	require.NotNil(t, m.Error, "%s", m.raw)
+	assert.Equal(t, -32022, m.Error.Code)
+	assert.JSONEq(t, `{"supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26","2024-11-05"],"requested":"1900-01-01"}`, string(m.Error.Data))
+
 	// mcp-go's answers carry the client's id tokens.
 	for _, id := range []string{`9007199254740995`, `"\u0037"`, `-0`, `"8"`, `12`} {
 		c.send(request(id, "tools/call", "2026-07-28", map[string]any{"name": "echo", "arguments": map[string]any{"text": "hi"}}))
