@@ -86,9 +86,10 @@
 // NewBridge registers an observer session with the mcp-go server and
 // starts one goroutine, which republishes into the hub what mcp-go hands
 // that session; Bridge.Close unregisters it and waits for the goroutine.
-// NewHandler and NewStdio make a Bridge; their Shutdown flushes it, shuts
-// the hub down (each stream first gets what is queued for it), ends the
-// streams with their completion, then closes the Bridge. Stdio.Serve runs
+// NewHandler and NewStdio make a Bridge; their Shutdown flushes it, ends
+// the streams with their completion (over HTTP after shutting the hub down,
+// so that each first gets what is queued for it; on stdio after
+// notifications/cancelled, as stdio asks), then closes the Bridge. Stdio.Serve runs
 // the stdio package's goroutines and mcp-go's StdioServer.Listen (with
 // mcp-go's goroutines) and returns after them. Figures (delay, fan-out to
 // 10,000 streams beside plain mcp-go and the go-sdk):

@@ -210,23 +210,22 @@ func (x *Stdio) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	return result
 }
 
-// Shutdown ends every connection gracefully: each listen first gets every
-// change the mcp-go server made before the call (the Bridge's hub is shut
-// down, as Handler.Shutdown does), then its completion result; each
-// connection stops reading, mcp-go answers what it is handling and reads
-// EOF; Serve calls return stdio.ErrServerClosed, and later ones return it
-// at once. Shutdown returns once every Serve call returned, then closes the
-// Bridge; or, if ctx ends first, cuts the connections still draining,
-// closes the Bridge and returns ctx's error. It may be called more than
-// once.
+// Shutdown ends every connection gracefully, as stdio.Server.Shutdown
+// does, once every broadcast the mcp-go server made before the call has
+// reached the hub (Bridge.Flush): each connection stops reading, every open
+// listen is sent notifications/cancelled and its completion result (as
+// stdio asks of a server ending a listen), mcp-go answers what it is
+// handling and reads EOF; Serve calls return stdio.ErrServerClosed, and
+// later ones return it at once. Shutdown returns once every Serve call
+// returned, then closes the Bridge; or, if ctx ends first, cuts the
+// connections still draining, closes the Bridge and returns ctx's error.
+// The hub is left as it is. It may be called more than once.
 func (x *Stdio) Shutdown(ctx context.Context) error {
 	x.mu.Lock()
 	x.shutdown = true
 	x.mu.Unlock()
-	err := x.bridge.drain(ctx)
-	if serr := x.mux.Shutdown(ctx); err == nil {
-		err = serr
-	}
+	x.bridge.Flush()
+	err := x.mux.Shutdown(ctx)
 	done := make(chan struct{})
 	go func() {
 		x.serving.Wait()

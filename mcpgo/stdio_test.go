@@ -2,6 +2,7 @@ package mcpgo_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -128,9 +129,21 @@ func TestStdioPlainServer(t *testing.T) {
 	require.NoError(t, x.Shutdown(context.Background()))
 	err, rest := c.end()
 	require.ErrorIs(t, err, stdio.ErrServerClosed)
+	// Each listen: notifications/cancelled naming it, then its completion.
 	done := map[string]bool{}
+	cancelled := map[string]bool{}
 	for _, m := range rest {
-		if m.Result != nil {
+		var p struct {
+			Params struct {
+				RequestID json.RawMessage `json:"requestId"`
+			} `json:"params"`
+		}
+		switch {
+		case m.Method == "notifications/cancelled":
+			require.NoError(t, json.Unmarshal(m.raw, &p))
+			cancelled[string(p.Params.RequestID)] = true
+		case m.Result != nil:
+			assert.True(t, cancelled[string(m.ID)], "notifications/cancelled before the completion of %s", m.ID)
 			done[string(m.ID)] = true
 		}
 	}
