@@ -38,8 +38,9 @@ func connect(t testing.TB, endpoint string, legacy bool) (*client.Client, notes)
 	var opts []transport.StreamableHTTPCOption
 	var copts []client.ClientOption
 	if legacy {
-		opts = append(opts, transport.WithContinuousListening())
-		copts = append(copts, client.WithLegacyProtocolOnly())
+		// A 2025-11-25 client, on purpose: both are deprecated for that.
+		opts = append(opts, transport.WithContinuousListening()) //lint:ignore SA1019 a 2025-11-25 client
+		copts = append(copts, client.WithLegacyProtocolOnly())   //lint:ignore SA1019 a 2025-11-25 client
 	}
 	tr, err := transport.NewStreamableHTTP(endpoint, opts...)
 	require.NoError(t, err)

@@ -66,7 +66,7 @@ func TestFoldersGetOneCopy(t *testing.T) {
 		}
 		assert.Equal(t, map[string]int{"1": 1, "2": 1}, got)
 		require.NoError(t, x.Shutdown(context.Background()))
-		_, rest := c.end()
+		rest, _ := c.end()
 		for _, m := range rest {
 			assert.NotEqual(t, "notifications/resources/updated", m.Method, "%s", m.raw)
 		}

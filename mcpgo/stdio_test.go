@@ -60,13 +60,13 @@ func (c *pipeClient) listen(id string, notifications map[string]any) msg {
 	return ack
 }
 
-// end closes the input and returns what Serve returned and what was left
-// to read.
-func (c *pipeClient) end() (error, []msg) {
+// end closes the input and returns what was left to read and what Serve
+// returned.
+func (c *pipeClient) end() ([]msg, error) {
 	c.t.Helper()
 	require.NoError(c.t, c.in.Close())
 	rest := c.out.rest()
-	return <-c.served, rest
+	return rest, <-c.served
 }
 
 // TestStdioPlainServer starts from an mcp-go server with no listen code in
@@ -127,7 +127,7 @@ func TestStdioPlainServer(t *testing.T) {
 
 	// A graceful shutdown: every open listen gets its completion.
 	require.NoError(t, x.Shutdown(context.Background()))
-	err, rest := c.end()
+	rest, err := c.end()
 	require.ErrorIs(t, err, stdio.ErrServerClosed)
 	// Each listen: notifications/cancelled naming it, then its completion.
 	done := map[string]bool{}
@@ -172,7 +172,7 @@ func TestStdioLegacyClientKeepsMCPGoNotifications(t *testing.T) {
 	m = c.out.next()
 	require.NotNil(t, m.Error, "%s", m.raw)
 	assert.Equal(t, -32601, m.Error.Code)
-	err, _ = c.end()
+	_, err = c.end()
 	require.NoError(t, err)
 	require.NoError(t, x.Shutdown(context.Background()))
 }
@@ -197,7 +197,7 @@ func TestStdioCtxEndCompletesListens(t *testing.T) {
 		}
 	}
 	assert.ElementsMatch(t, []string{"1", "2", "3"}, completed)
-	err, _ = c.end()
+	_, err = c.end()
 	assert.ErrorIs(t, err, stop)
 	require.NoError(t, x.Shutdown(context.Background()))
 }
@@ -260,7 +260,7 @@ func TestStdioBoundsHoldForMCPGo(t *testing.T) {
 	mu.Lock()
 	assert.Equal(t, 2, most, "at most MaxInFlight of mcp-go's requests at once")
 	mu.Unlock()
-	err, _ = c.end()
+	_, err = c.end()
 	require.NoError(t, err)
 	require.NoError(t, x.Shutdown(context.Background()))
 }
