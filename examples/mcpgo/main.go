@@ -24,6 +24,11 @@
 // longest resource URI a listen may name. SIGINT or SIGTERM drains: every
 // open listen stream gets its completion result.
 //
+// -broker nats://HOST:PORT or redis://HOST:PORT joins the other instances
+// of the server on that broker (package examples/internal/broker), with
+// -broker-key or -broker-key-file for signed messages, as examples/server
+// does.
+//
 // With -stdio it serves the same server over standard input and output
 // (mcpgo.NewStdio) instead, logging on stderr; the HTTP flags are then
 // unused. It ends at the end of its input, or drains on SIGINT or SIGTERM.
@@ -50,6 +55,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/examples/internal/broker"
 	"github.com/mcplisten/listen/examples/mcpgo/fixture"
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/mcpgo"
@@ -69,6 +75,7 @@ func main() {
 	profile := flag.Bool("pprof", false, "serve net/http/pprof at /debug/pprof/")
 	metrics := flag.Bool("metrics", false, "serve OpenTelemetry metrics in the Prometheus text format at /metrics")
 	overStdio := flag.Bool("stdio", false, "serve over standard input and output instead of HTTP")
+	cluster := broker.Flags(flag.CommandLine)
 	flag.Parse()
 	hosts, origins := splitList(*allowedHosts), splitList(*allowedOrigins)
 
@@ -91,13 +98,19 @@ func main() {
 		logger.Error("metrics setup failed", "err", err)
 		os.Exit(1)
 	}
-	// The hub every listen is served from; a bridge to other instances
-	// (a broker) would join it here.
+	// The hub every listen is served from, joined to the other instances
+	// with -broker.
 	h, err := hub.New(hub.Options{Hooks: m.HubHooks(hub.SlogHooks(logger))})
 	if err != nil {
 		logger.Error("setup failed", "err", err)
 		os.Exit(1)
 	}
+	leave, err := cluster.Join(h, logger, m)
+	if err != nil {
+		logger.Error("joining the other instances failed", "err", err)
+		os.Exit(1)
+	}
+	defer leave()
 	opts := mcpgo.Options{
 		Hub:    h,
 		Listen: listen.Options{MaxURIBytes: *maxURI},
@@ -108,7 +121,9 @@ func main() {
 		},
 	}
 	if *overStdio {
-		os.Exit(serveStdio(ctx, logger, opts))
+		code := serveStdio(ctx, logger, opts)
+		_ = leave()
+		os.Exit(code)
 	}
 
 	if err := checkBind(*addr, hosts); err != nil {
