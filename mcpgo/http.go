@@ -38,6 +38,13 @@ type HandlerOptions struct {
 	// is HTTP's (AllowedHosts, or the same loopback rule), applied to every
 	// request before mcp-go sees it.
 	SDK []server.StreamableHTTPOption
+	// MaxBodyBytes bounds the body of every request of the endpoint but
+	// listens, which HTTP.MaxBodyBytes bounds
+	// (streamhttp.FrontOptions.MaxBodyBytes: a larger one is refused with
+	// 413 before mcp-go, which reads bodies whole, sees it). Zero means
+	// streamhttp.DefaultFrontMaxBodyBytes (512 KiB); negative is an error.
+	// HTTP.ReadTimeout bounds the time to read it.
+	MaxBodyBytes int64
 	// WrapSource, if set, wraps the Bridge's source before the listen
 	// handler serves it (an instrumented source, such as the otel module's
 	// Metrics.Source).
@@ -49,8 +56,10 @@ type HandlerOptions struct {
 // hub), whatever version it names, and everything else with mcp-go's
 // StreamableHTTPServer.
 //
-// Every request passes the same checks first (streamhttp.Front with the
-// listen handler's rules: Origin, Host; a bounded body). Every
+// Every request passes the same front first (streamhttp.FrontWith): the
+// Origin and Host check of HTTP (403), a body bounded in bytes
+// (MaxBodyBytes, 413) and in time (HTTP.ReadTimeout, 408; no deadline once
+// the body has been read, none on a GET or DELETE). Every
 // subscriptions/listen, by its Mcp-Method header or by its body, is this
 // library's: a version mcp-go serves before 2026-07-28 gets -32601, any
 // other version it does not serve 400 -32022 with the versions it serves;
@@ -66,7 +75,6 @@ type Handler struct {
 	listen *streamhttp.Handler
 	sdk    *server.StreamableHTTPServer
 	front  http.Handler
-	limit  int64
 	// versions are the protocol versions mcp-go's StreamableHTTPServer
 	// serves, newest first.
 	versions []string
@@ -88,6 +96,9 @@ type Handler struct {
 func NewHandler(s *server.MCPServer, opts HandlerOptions) (*Handler, error) {
 	if s == nil {
 		return nil, errors.New("mcpgo: nil *server.MCPServer")
+	}
+	if opts.MaxBodyBytes < 0 {
+		return nil, errors.New("mcpgo: negative MaxBodyBytes: every request body must be bounded")
 	}
 	sdk := server.NewStreamableHTTPServer(s, append(slices.Clip(opts.SDK), server.WithDisableLocalhostProtection(true))...)
 	versions := server.FilterSupportedVersions(sdk)
@@ -114,39 +125,20 @@ func NewHandler(s *server.MCPServer, opts HandlerOptions) (*Handler, error) {
 		_ = sdk.Shutdown(context.Background())
 		return nil, fmt.Errorf("mcpgo: %w", err)
 	}
-	h := &Handler{bridge: b, listen: lh, sdk: sdk, limit: ho.MaxBodyBytes, versions: versions}
-	if h.limit == 0 {
-		h.limit = streamhttp.DefaultMaxBodyBytes
-	}
-	h.front = streamhttp.Front(lh, http.HandlerFunc(h.serveSDK))
+	h := &Handler{bridge: b, listen: lh, sdk: sdk, versions: versions}
+	h.front = streamhttp.FrontWith(lh, http.HandlerFunc(h.serveSDK), streamhttp.FrontOptions{MaxBodyBytes: opts.MaxBodyBytes})
 	return h, nil
 }
 
 // ServeHTTP routes r (see Handler).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.front.ServeHTTP(w, r) }
 
-// serveSDK serves a request Front did not route as a listen: a listen
-// recognised by its body goes to the listen handler all the same; any
-// other request goes to mcp-go, under a surrogate id if mcp-go would not
-// answer with the client's token.
+// serveSDK serves a request that is not a listen, once the front has
+// checked it and read its body (bounded), with mcp-go: under a surrogate
+// id if mcp-go would not answer with the client's token.
 func (h *Handler) serveSDK(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost || r.Body == nil {
 		h.sdk.ServeHTTP(w, r)
-		return
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.limit))
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
-			return
-		}
-		http.Error(w, "reading the request body failed", http.StatusBadRequest)
-		return
-	}
-	if m, err := jsonrpc.ParseMessage(body); err == nil && m.Method == jsonrpc.MethodListen {
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		h.listen.ServeHTTP(w, r)
 		return
 	}
 	if v := strings.TrimSpace(r.Header.Get(streamhttp.HeaderProtocolVersion)); v != "" && !slices.Contains(h.versions, v) {
@@ -154,13 +146,15 @@ func (h *Handler) serveSDK(w http.ResponseWriter, r *http.Request) {
 		// when it sorts before 2026-07-28: the endpoint answers every
 		// request naming such a version as it answers a listen, with the
 		// JSON-RPC -32022 error and the versions it serves.
-		id := jsonrpc.ID{}
-		if m, err := jsonrpc.ParseMessage(body); err == nil {
-			id = m.ID
-		}
+		m, _ := streamhttp.FrontMessage(r)
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)
-		_, _ = w.Write(jsonrpc.ErrorResponse(id, jsonrpc.UnsupportedVersionError(h.versions, v)))
+		_, _ = w.Write(jsonrpc.ErrorResponse(m.ID, jsonrpc.UnsupportedVersionError(h.versions, v)))
+		return
+	}
+	body, err := io.ReadAll(r.Body) // in memory already: the front read it
+	if err != nil {
+		http.Error(w, "reading the request body failed", http.StatusBadRequest)
 		return
 	}
 	if out, token, surrogate, ok := withSurrogate(body); ok {
