@@ -5,13 +5,15 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"time"
 
 	"github.com/mcplisten/listen/examples/mcpgo/fixture"
+	"github.com/mcplisten/listen/streamhttp"
 )
 
 // maxProbeBody bounds the body requireSampling reads (the endpoint's own
-// limit, streamhttp.DefaultMaxBodyBytes).
-const maxProbeBody = 256 << 10
+// limit, streamhttp.DefaultFrontMaxBodyBytes).
+const maxProbeBody = streamhttp.DefaultFrontMaxBodyBytes
 
 // requireSampling answers a tools/call of test_missing_capability from a
 // client that did not declare sampling with the MissingRequiredClientCapabilityError
@@ -27,7 +29,11 @@ func requireSampling(next http.Handler, check func(*http.Request) error) http.Ha
 			next.ServeHTTP(w, r)
 			return
 		}
+		// Read as the endpoint's front reads: bounded in bytes and in time.
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Now().Add(streamhttp.DefaultReadTimeout))
 		body, err := io.ReadAll(io.LimitReader(r.Body, maxProbeBody+1))
+		_ = rc.SetReadDeadline(time.Time{})
 		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
 		var call struct {
 			ID     json.RawMessage `json:"id"`
