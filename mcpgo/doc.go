@@ -22,8 +22,8 @@
 //     s.SendNotificationToAllClients("notifications/resources/updated",
 //     map[string]any{"uri": uri}) (call either): it reaches every listen
 //     watching uri and mcp-go's own sessions, each once.
-//   - Folders: Options.Listen.SubResources = true, and a listen on
-//     file:///project/ gets the updates of every file below it.
+//   - Folders: with Options.Listen.SubResources, a listen on a folder gets
+//     the updates below it.
 //   - Older clients (initialize, 2025-11-25 and before) keep mcp-go's own
 //     sessions, on the same URL and the same stdio connection.
 //   - Hooks that refuse requests (OnRequestInitialization without a token,
@@ -91,9 +91,7 @@
 // so that each first gets what is queued for it; on stdio after
 // notifications/cancelled, as stdio asks), then closes the Bridge. Stdio.Serve runs
 // the stdio package's goroutines and mcp-go's StdioServer.Listen (with
-// mcp-go's goroutines) and returns after them.
-//
-// Measured (bench/cmd/mcpgobench, 5 runs, docs/performance.md): from the
+// mcp-go's goroutines) and returns after them. Measured (bench/cmd/mcpgobench, 5 runs, docs/performance.md): from the
 // mcp-go call to the notification read over HTTP, p50 17 µs (AddTool) and
 // 13 µs (resources/updated); at 10,000 streams, the last stream 179 ms
 // against plain mcp-go's 332, 13.0 µs of server CPU per notification
