@@ -18,6 +18,7 @@ import (
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/spec"
 )
 
 // Options configure a Bridge, and the part of NewHandler and NewStdio they
@@ -29,10 +30,10 @@ type Options struct {
 	// (an extension event, a change mcp-go does not broadcast) is allowed.
 	Hub *hub.Hub
 	// Listen configures listen.Open: Extensions, CanRead, SubResources,
-	// MaxURIBytes and the other bounds are used as given. Its Capabilities
-	// and ServerInfo are not: they are read from the mcp-go server (see
-	// Bridge), and Capabilities set here that differ from what the server
-	// advertises are logged as a warning.
+	// MaxURIBytes and the other bounds are used as given. Its
+	// Capabilities, CapabilitiesFor and ServerInfo are not: they are read
+	// from the mcp-go server (see Bridge), and Capabilities set here that
+	// differ from what the server advertises are logged as a warning.
 	Listen listen.Options
 	// Logger receives the bridge's warnings (a server that advertises
 	// nothing a listen can receive, a capability turned off, a broadcast
@@ -183,8 +184,8 @@ func NewBridge(ctx context.Context, s *server.MCPServer, opts Options) (*Bridge,
 	if err != nil {
 		return nil, err
 	}
-	if !slices.Contains(d.Versions, jsonrpc.ProtocolVersion) {
-		return nil, fmt.Errorf("mcpgo: the mcp-go server does not serve protocol version %s, which subscriptions/listen needs (it lists %v)", jsonrpc.ProtocolVersion, d.Versions)
+	if !slices.Contains(d.Versions, spec.ProtocolVersion) {
+		return nil, fmt.Errorf("mcpgo: the mcp-go server does not serve protocol version %s, which subscriptions/listen needs (it lists %v)", spec.ProtocolVersion, d.Versions)
 	}
 	b.versions = d.Versions
 	b.info = d.ServerInfo
@@ -237,9 +238,9 @@ var discoverRequest = func() json.RawMessage {
 	b, err := json.Marshal(map[string]any{
 		"jsonrpc": "2.0", "id": 1, "method": string(mcp.MethodServerDiscover),
 		"params": map[string]any{"_meta": map[string]any{
-			jsonrpc.MetaProtocolVersion:    jsonrpc.ProtocolVersion,
-			jsonrpc.MetaClientCapabilities: map[string]any{},
-			jsonrpc.MetaClientInfo:         map[string]any{"name": ClientName, "version": "0"},
+			spec.MetaProtocolVersion:    spec.ProtocolVersion,
+			spec.MetaClientCapabilities: map[string]any{},
+			spec.MetaClientInfo:         map[string]any{"name": ClientName, "version": "0"},
 		}},
 	})
 	if err != nil {
@@ -368,7 +369,7 @@ func (b *Bridge) warnIgnored(advertised listen.Capabilities) {
 // Concurrent listens share one reading.
 func (b *Bridge) caps(ctx context.Context, f listen.Filter) (listen.Capabilities, error) {
 	s := b.snap.Load()
-	if !b.stale.Load() && (allows(s.caps, f) || time.Since(s.at) < RefreshInterval) {
+	if !b.stale.Load() && (s.caps.Allows(f) || time.Since(s.at) < RefreshInterval) {
 		return s.caps, nil
 	}
 	asked := time.Now()
@@ -398,26 +399,33 @@ func (b *Bridge) ServerInfo() listen.Implementation { return b.info }
 // Hub returns the hub the listens are served from.
 func (b *Bridge) Hub() *hub.Hub { return b.hub }
 
-// Source returns the listen.Source to serve listens from: the hub, each
-// listen narrowed against the capabilities server/discover advertises when
-// it opens. Serve it with ListenOptions.
-func (b *Bridge) Source() listen.Source { return (*source)(b) }
+// Source returns the listen.Source to serve listens from: the hub. Serve it
+// with ListenOptions, which narrows each listen against the capabilities
+// server/discover advertises when it opens.
+func (b *Bridge) Source() listen.Source { return b.hub }
 
 // ListenOptions returns the listen.Options to serve Source with:
-// Options.Listen with the server's info, and capabilities that let every
-// core key through to Source, which narrows each listen against the live
-// capabilities itself.
+// Options.Listen with the server's info, and, as CapabilitiesFor, the
+// capabilities the mcp-go server advertises in server/discover when a
+// listen opens (see Bridge: a reading shared by the listens, taken again
+// after a list change).
 func (b *Bridge) ListenOptions() listen.Options {
 	o := b.opts.Listen
 	o.ServerInfo = b.info
-	o.Capabilities = listen.Capabilities{
-		ToolsListChanged:     true,
-		PromptsListChanged:   true,
-		ResourcesListChanged: true,
-		ResourcesSubscribe:   true,
-		Extensions:           b.extensions,
-	}
+	o.Capabilities = listen.Capabilities{}
+	o.CapabilitiesFor = b.capabilitiesFor
 	return o
+}
+
+// capabilitiesFor is ListenOptions' CapabilitiesFor: the reading's core
+// flags, and the extensions the server advertised when the Bridge was made.
+func (b *Bridge) capabilitiesFor(ctx context.Context, req *listen.Request) (listen.Capabilities, error) {
+	c, err := b.caps(ctx, req.Notifications)
+	if err != nil {
+		return listen.Capabilities{}, err
+	}
+	c.Extensions = b.extensions
+	return c, nil
 }
 
 // Stats is a snapshot of a Bridge's counters.

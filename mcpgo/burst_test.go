@@ -40,7 +40,7 @@ func TestHTTPBurstIsNotLostSilently(t *testing.T) {
 			hooks := &overflows{}
 			hb, err := hub.New(hub.Options{MaxBuffer: c.maxBuffer, Hooks: hooks})
 			require.NoError(t, err)
-			h, err := mcpgo.NewHandler(srv, mcpgo.HandlerOptions{Options: mcpgo.Options{Hub: hb, Listen: listen.Options{SubResources: true}}})
+			h, err := mcpgo.NewHandler(srv, mcpgo.HandlerOptions{Options: mcpgo.Options{Hub: hb, Listen: listen.Options{SubResources: &listen.SubResources{}}}})
 			require.NoError(t, err)
 			ts := httptest.NewServer(h)
 			defer ts.Close()

@@ -24,7 +24,7 @@ const (
 // its folder, once each, over HTTP and stdio alike; a listen on another
 // folder gets nothing.
 func TestFoldersGetOneCopy(t *testing.T) {
-	opts := mcpgo.Options{Listen: listen.Options{SubResources: true}}
+	opts := mcpgo.Options{Listen: listen.Options{SubResources: &listen.SubResources{}}}
 
 	t.Run("http", func(t *testing.T) {
 		srv := plainServer()
@@ -111,7 +111,7 @@ func TestHTTPOneSetOfRules(t *testing.T) {
 // each; when it returns, the listens have it.
 func TestOneCallReachesEveryoneOnce(t *testing.T) {
 	srv := plainServer()
-	h, err := mcpgo.NewHandler(srv, mcpgo.HandlerOptions{Options: mcpgo.Options{Listen: listen.Options{SubResources: true}}})
+	h, err := mcpgo.NewHandler(srv, mcpgo.HandlerOptions{Options: mcpgo.Options{Listen: listen.Options{SubResources: &listen.SubResources{}}}})
 	require.NoError(t, err)
 	ts := httptest.NewServer(h)
 	defer ts.Close()

@@ -15,6 +15,7 @@ import (
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -102,9 +103,9 @@ func NewHandler(s *server.MCPServer, opts HandlerOptions) (*Handler, error) {
 	}
 	sdk := server.NewStreamableHTTPServer(s, append(slices.Clip(opts.SDK), server.WithDisableLocalhostProtection(true))...)
 	versions := server.FilterSupportedVersions(sdk)
-	if !slices.Contains(versions, jsonrpc.ProtocolVersion) {
+	if !slices.Contains(versions, spec.ProtocolVersion) {
 		_ = sdk.Shutdown(context.Background())
-		return nil, fmt.Errorf("mcpgo: the StreamableHTTPServer does not serve protocol version %s, which subscriptions/listen needs (it serves %v)", jsonrpc.ProtocolVersion, versions)
+		return nil, fmt.Errorf("mcpgo: the StreamableHTTPServer does not serve protocol version %s, which subscriptions/listen needs (it serves %v)", spec.ProtocolVersion, versions)
 	}
 	b, err := NewBridge(context.Background(), s, opts.Options)
 	if err != nil {
@@ -149,7 +150,7 @@ func (h *Handler) serveSDK(w http.ResponseWriter, r *http.Request) {
 		m, _ := streamhttp.FrontMessage(r)
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)
-		_, _ = w.Write(jsonrpc.ErrorResponse(m.ID, jsonrpc.UnsupportedVersionError(h.versions, v)))
+		_, _ = w.Write(jsonrpc.ErrorResponse(m.ID, spec.UnsupportedVersionError(h.versions, v)))
 		return
 	}
 	body, err := io.ReadAll(r.Body) // in memory already: the front read it

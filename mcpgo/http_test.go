@@ -7,11 +7,9 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/mark3labs/mcp-go/server"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/mcpgo"
 )
 
@@ -120,9 +118,6 @@ func withoutMeta(t testing.TB, raw json.RawMessage) json.RawMessage {
 	b, _ := json.Marshal(m)
 	return b
 }
-
-var _ = listen.KeyToolsListChanged
-var _ = server.NewMCPServer
 
 // TestHTTPVersions: every listen is the library's whatever version it
 // names (an older one: 404 -32601; an unknown one: 400 -32022 with the

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -201,8 +200,6 @@ func TestStdioCtxEndCompletesListens(t *testing.T) {
 	assert.ErrorIs(t, err, stop)
 	require.NoError(t, x.Shutdown(context.Background()))
 }
-
-var _ = server.NewMCPServer
 
 // TestStdioBoundsHoldForMCPGo: the connection's bounds apply to what mcp-go
 // serves: a line over MaxLineBytes never reaches it (-32600, the
