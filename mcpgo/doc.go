@@ -91,9 +91,10 @@
 // so that each first gets what is queued for it; on stdio after
 // notifications/cancelled, as stdio asks), then closes the Bridge. Stdio.Serve runs
 // the stdio package's goroutines and mcp-go's StdioServer.Listen (with
-// mcp-go's goroutines) and returns after them. Measured (bench/cmd/mcpgobench, 5 runs, docs/performance.md): from the
-// mcp-go call to the notification read over HTTP, p50 17 µs (AddTool) and
-// 13 µs (resources/updated); at 10,000 streams, the last stream 179 ms
-// against plain mcp-go's 332, 13.0 µs of server CPU per notification
-// against 31.3, 3.9 KB per open stream against 58.
+// mcp-go's goroutines) and returns after them. Measured
+// (bench/cmd/mcpgobench, 5 runs, docs/performance.md): from the mcp-go
+// call to the notification read over HTTP, p50 19 µs (AddTool) and 14 µs
+// (resources/updated); at 10,000 streams, the last stream 116 ms against
+// plain mcp-go's 267, 12.4 µs of server CPU per notification against 32.3,
+// 1.9 KB per open stream against 60.5.
 package mcpgo
