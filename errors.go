@@ -102,17 +102,24 @@ func (e *failedError) Is(target error) bool { return target == ErrFailed }
 // Unwrap returns the underlying error.
 func (e *failedError) Unwrap() error { return e.Err }
 
-// Reason classes returned by Classify.
+// Reason classes returned by Classify. The early endings (see Ending) have
+// one class each, which is also the reason their wire form carries.
 const (
 	ClassComplete     = "complete"
 	ClassCancelled    = "cancelled"
 	ClassDisconnected = "disconnected"
 	ClassError        = "error"
 	ClassOther        = "other"
+	ClassRevoked      = "revoked"
+	ClassExpired      = "expired"
+	ClassLifetime     = "lifetime"
+	ClassFellBehind   = "fell_behind"
 )
 
 // Classify sorts a close reason into one of the Class constants, for logs and
-// metrics. ErrShutdown and unknown reasons are ClassOther.
+// metrics. ErrShutdown and unknown reasons are ClassOther; an early ending
+// is its own class (ClassRevoked, ClassExpired, ClassLifetime,
+// ClassFellBehind).
 func Classify(reason error) string {
 	switch {
 	case reason == nil:
@@ -125,9 +132,11 @@ func Classify(reason error) string {
 		return ClassDisconnected
 	case errors.Is(reason, ErrFailed):
 		return ClassError
-	default:
-		return ClassOther
 	}
+	if e := endingOf(reason); e != nil {
+		return e.class
+	}
+	return ClassOther
 }
 
 // PanicError is the error a recovered panic in a Source or Extension callback

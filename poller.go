@@ -15,16 +15,19 @@ import (
 //	pollStart --ack--> pollWriting --Written(nil)--> pollRun --pull--> ...
 //
 //   - pollStart: Next hands out the acknowledgement (StepWrite), unless the
-//     transport's side has ended with a cause other than ErrShutdown
-//     (then nothing is written: see end).
-//   - pollRun: Next first consults the transport's side (ended) and the
-//     subscription (closed by someone else: StepDone), then pulls once. No
-//     outcome: StepWait. An event: shaped; a drop pulls again, a
+//     transport's side has ended with a cause other than ErrShutdown or an
+//     early ending (then nothing is written: see end).
+//   - pollRun: Next first consults the transport's side (ended), the
+//     server's End (Subscription.End: its reason's terminal message) and
+//     the subscription (closed by someone else: StepDone), then pulls
+//     once. No outcome: StepWait. An event: shaped; a drop pulls again, a
 //     notification is handed out (StepWrite, pollWriting). The stream's
-//     graceful end: the completion (StepWrite, pollFinal). A failure, or an
-//     event that fails to shape: the failure (StepWrite, pollFailing). The
-//     ended check is made again after the pull, so the transport's end wins
-//     over an outcome ready at the same moment.
+//     graceful end: the completion (StepWrite, pollFinal). An early ending
+//     from the source (an error matching one of ending.go's reasons): its
+//     ending (StepWrite, pollFinal). A failure, or an event that fails to
+//     shape: the failure (StepWrite, pollFailing). The checks are made
+//     again after the pull, so the transport's end and End win over an
+//     outcome ready at the same moment.
 //   - pollWriting: Written(nil) goes back to pollRun (the next Next pulls
 //     again: one pull after each written or dropped event, never two in
 //     flight); Written(err) closes with Disconnected(err).
@@ -34,10 +37,13 @@ import (
 //     Disconnected(err) instead.
 //   - pollDone: closed; Next answers StepDone.
 //
-// The transport's end (see end), by its cause: ErrShutdown writes the
-// completion first (if the subscription is still open) and closes with
-// ErrShutdown; a Cancelled or Disconnected reason closes with itself; any
-// other cause closes with Disconnected(cause). Nothing else is written.
+// The transport's end and End (see end), by the cause: an early ending
+// (ending.go) writes its ending first (if the subscription is still open:
+// Options.Ending's form) and closes with the cause; ErrShutdown likewise
+// with the completion; a Cancelled or Disconnected reason closes with
+// itself; any other cause closes with Disconnected(cause) when it is the
+// transport's, with the failure and Failed(cause) when it is End's.
+// Nothing else is written.
 
 // Step is what a Poller asks its transport to do next.
 type Step uint8
@@ -156,6 +162,7 @@ func (s *Subscription) Poller(ctx context.Context, notify func(), ended func() e
 	if !ok || notify == nil || (s.watch != nil && s.watch.res != nil && s.watch.res.canRead != nil) {
 		return Poller{}, false
 	}
+	s.setWake(notify)
 	ns.SetNotify(notify)
 	p := Poller{s: s, ended: ended}
 	if ended == nil {
@@ -169,6 +176,7 @@ func (s *Subscription) Poller(ctx context.Context, notify func(), ended func() e
 // notify with each outcome (keeping the subscription's owner).
 func (s *Subscription) servePoller(ctx context.Context, notify func()) (Poller, error) {
 	p := Poller{s: s, with: &pollerWith{ctx: ctx}}
+	s.setWake(notify)
 	if ns, ok := s.guard.stream.(NotifyStream); ok {
 		ns.SetNotify(notify)
 		return p, nil
@@ -221,10 +229,11 @@ func (p *Poller) Next(dst []byte) (Step, []byte) {
 		if err != nil {
 			return p.fail(dst, err)
 		}
-		if cause := p.endCause(); cause != nil && !errors.Is(cause, ErrShutdown) {
+		if cause := p.endCause(); cause != nil && !serverEnded(cause) {
 			// Ended before the stream started: a cancelled or lost request
-			// gets nothing; a drain still gets the acknowledgement (it must
-			// be the first message), then the completion.
+			// gets nothing; a drain or an early ending still gets the
+			// acknowledgement (it must be the first message), then its
+			// terminal message.
 			return p.end(dst, cause)
 		}
 		p.state = pollWriting
@@ -261,6 +270,11 @@ func (p *Poller) Next(dst []byte) (Step, []byte) {
 			p.state = pollDone
 			return StepDone, dst
 		default:
+			if e := endingOf(o.Err); e != nil {
+				// The source ended the stream early (a hub listener
+				// that fell behind): its ending, not a failure.
+				return p.terminal(dst, s.endingMessage(e), o.Err, pollFinal)
+			}
 			return p.fail(dst, o.Err)
 		}
 	}
@@ -273,6 +287,14 @@ func (p *Poller) Next(dst []byte) (Step, []byte) {
 func (p *Poller) check(dst []byte) (step Step, out []byte, done bool) {
 	if cause := p.endCause(); cause != nil {
 		step, out = p.end(dst, cause)
+		return step, out, true
+	}
+	if r := p.s.endReason(); r != nil && p.s.CloseReason() == nil {
+		if serverEnded(r) {
+			step, out = p.end(dst, r)
+		} else {
+			step, out = p.fail(dst, r)
+		}
 		return step, out, true
 	}
 	if p.s.CloseReason() != nil {
@@ -310,7 +332,12 @@ func (p *Poller) Written(err error) {
 // end ends the stream because the transport's side ended with cause.
 func (p *Poller) end(dst []byte, cause error) (Step, []byte) {
 	s := p.s
-	switch {
+	switch e := endingOf(cause); {
+	case e != nil:
+		if s.CloseReason() == nil {
+			return p.terminal(dst, s.endingMessage(e), cause, pollFinal)
+		}
+		s.Close(cause)
 	case errors.Is(cause, ErrShutdown):
 		if s.CloseReason() == nil {
 			return p.terminal(dst, s.Completion(), cause, pollFinal)
@@ -323,6 +350,12 @@ func (p *Poller) end(dst []byte, cause error) (Step, []byte) {
 	}
 	p.state = pollDone
 	return StepDone, dst
+}
+
+// serverEnded reports whether cause is the server's own end of a stream,
+// which the client is told about: a drain (ErrShutdown) or an early ending.
+func serverEnded(cause error) bool {
+	return errors.Is(cause, ErrShutdown) || endingOf(cause) != nil
 }
 
 // fail ends the stream with the failure response and reason Failed(err).

@@ -92,6 +92,12 @@ type Options struct {
 	// Request.SubResources (the hub indexes such listens by folder). The
 	// rule is at SubResources.
 	SubResources *SubResources
+	// Ending is the wire form of an early ending (a stream the server ends
+	// on its own initiative: ErrRevoked, ErrExpired, ErrFellBehind): the
+	// zero value, EndWithCompletion, sends the completion result with the
+	// reason in its _meta; EndWithError sends the JSON-RPC error CodeEnded.
+	// See Ending for both forms and why there are two.
+	Ending Ending
 	// ReleaseTimeout bounds how long Close waits for a worker whose Next is
 	// still blocked after the stream was closed (a source that breaks the
 	// Stream contract). Zero means 5 seconds. After it, Close returns and the
@@ -148,7 +154,8 @@ type Subscription struct {
 	watch *watchedURIs
 	ext   *extParts
 
-	guard guard // kept in the subscription itself: one object, one cache line fewer per message
+	guard    guard // kept in the subscription itself: one object, one cache line fewer per message
+	endState       // End's reason and the driver's wake-up (ending.go)
 	// worker is the last worker started (guarded by guard.mu).
 	worker *Worker
 }

@@ -259,12 +259,21 @@ func (s *Subscription) appendMessage(dst []byte, method, uri string, params, met
 // Completion returns the graceful end of the stream: the JSON-RPC result of
 // the listen request, with resultType "complete", the subscription id and
 // (when Options.ServerInfo named the server) the server info in _meta.
-func (s *Subscription) Completion() []byte {
+func (s *Subscription) Completion() []byte { return s.completion("") }
+
+// completion returns the completion result, with reason (an early
+// ending's class) in _meta under MetaEndReason when it is not empty.
+func (s *Subscription) completion(reason string) []byte {
 	info := s.opts.ServerInfo
-	b := make([]byte, 0, 160+2*len(s.id.Raw())+len(info.Name)+len(info.Version))
+	b := make([]byte, 0, 160+2*len(s.id.Raw())+len(info.Name)+len(info.Version)+len(reason))
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = append(b, s.id.Raw()...)
 	b = append(b, `,"result":{"_meta":{`...)
+	if reason != "" { // keys in order: io.github... sorts first
+		b = append(b, `"`+MetaEndReason+`":"`...)
+		b = append(b, reason...) // a class: plain ASCII
+		b = append(b, `",`...)
+	}
 	if info.Name != "" {
 		b = appendString(b, spec.MetaServerInfo)
 		b = append(b, `:{"name":`...)

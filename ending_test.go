@@ -1,0 +1,163 @@
+package listen_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"testing/synctest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/spec"
+)
+
+// TestEndingWireForms checks the terminal message of each early ending in
+// both forms, for each way a stream is ended early: Subscription.End, the
+// serving context's cause, and the source's Next.
+func TestEndingWireForms(t *testing.T) {
+	reasons := []struct {
+		err   error
+		class string
+		msg   string
+	}{
+		{listen.ErrRevoked, "revoked", "Subscription ended: access revoked"},
+		{listen.ErrExpired, "expired", "Subscription ended: credential expired"},
+		{listen.ErrFellBehind, "fell_behind", "Subscription ended: client fell behind"},
+		{listen.ErrLifetime, "lifetime", ""}, // always the completion
+	}
+	ways := []struct {
+		name string
+		end  func(r *serveRun, cancel context.CancelCauseFunc, reason error)
+	}{
+		{"End", func(r *serveRun, _ context.CancelCauseFunc, reason error) { r.sub.End(reason) }},
+		{"context cause", func(_ *serveRun, cancel context.CancelCauseFunc, reason error) { cancel(reason) }},
+		{"source Next", func(r *serveRun, _ context.CancelCauseFunc, reason error) { r.st.fail(reason) }},
+	}
+	for _, form := range []listen.Ending{listen.EndWithCompletion, listen.EndWithError} {
+		for _, rs := range reasons {
+			for _, way := range ways {
+				name := fmt.Sprintf("%d/%s/%s", form, rs.class, way.name)
+				t.Run(name, func(t *testing.T) {
+					synctest.Test(t, func(t *testing.T) {
+						ctx, cancel := context.WithCancelCause(t.Context())
+						defer cancel(nil)
+						r := startServeWith(t, ctx, &listen.Options{Capabilities: allCaps, Ending: form})
+						<-r.col.got // the ack
+						synctest.Wait()
+						wrapped := fmt.Errorf("%w: for the test", rs.err)
+						way.end(r, cancel, wrapped)
+						reason := <-r.done
+						assert.ErrorIs(t, reason, rs.err)
+						assert.NotErrorIs(t, reason, listen.ErrFailed)
+						assert.Equal(t, rs.class, listen.Classify(reason))
+						assert.True(t, listen.IsEnding(reason))
+
+						r.col.mu.Lock()
+						last := r.col.msgs[len(r.col.msgs)-1]
+						r.col.mu.Unlock()
+						m := decode(t, []byte(last))
+						assert.Equal(t, "s1", m["id"])
+						if form == listen.EndWithError && rs.msg != "" {
+							e := m["error"].(map[string]any)
+							assert.EqualValues(t, listen.CodeEnded, e["code"])
+							assert.Equal(t, rs.msg, e["message"])
+							assert.Equal(t, map[string]any{"reason": rs.class}, e["data"])
+							assert.Nil(t, m["result"])
+						} else {
+							res := m["result"].(map[string]any)
+							assert.Equal(t, "complete", res["resultType"])
+							meta := res["_meta"].(map[string]any)
+							assert.Equal(t, rs.class, meta[listen.MetaEndReason])
+							assert.Equal(t, "s1", meta[spec.MetaSubscriptionID])
+						}
+					})
+				})
+			}
+		}
+	}
+}
+
+// startServeWith is startServe with Options of the test's own.
+func startServeWith(t *testing.T, ctx context.Context, opts *listen.Options) *serveRun {
+	t.Helper()
+	r := &serveRun{src: newTestSource(), col: newCollector(), done: make(chan error, 1)}
+	sub, err := listen.Open(context.Background(), r.src, request(jsonrpc.StringID("s1"), listen.Filter{"toolsListChanged": true}), opts)
+	require.NoError(t, err)
+	r.sub = sub
+	r.st = r.src.last()
+	go func() { r.done <- r.sub.Serve(ctx, r.col.sink(0)) }()
+	return r
+}
+
+// TestEndBeforeServe: a subscription ended before it is served is
+// acknowledged, then ended.
+func TestEndBeforeServe(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := newTestSource()
+		sub := openSub(t, src, jsonrpc.IntID(7), listen.Filter{"toolsListChanged": true})
+		sub.End(listen.ErrRevoked)
+		sub.End(listen.ErrExpired) // the first End wins
+		col := newCollector()
+		reason := sub.Serve(t.Context(), col.sink(0))
+		assert.Equal(t, listen.ErrRevoked, reason)
+		assert.Equal(t, []string{spec.MethodAcknowledged, "result:complete"}, col.methods(t))
+	})
+}
+
+// TestEndWakesANotifyStream: End reaches a stream served without a worker
+// (the path of the hub's streams), which is waiting for its source.
+func TestEndWakesANotifyStream(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &pollStream{}
+		sub := openSub(t, p, jsonrpc.IntID(1), listen.Filter{"toolsListChanged": true})
+		col := newCollector()
+		done := make(chan error, 1)
+		go func() { done <- sub.Serve(t.Context(), col.sink(0)) }()
+		<-col.got
+		synctest.Wait()
+		sub.End(listen.ErrFellBehind)
+		assert.Equal(t, listen.ErrFellBehind, <-done)
+		assert.Equal(t, []string{spec.MethodAcknowledged, "result:complete"}, col.methods(t))
+	})
+}
+
+// TestEndWithOtherReasons: End with ErrShutdown completes as a drain does;
+// any other reason is a failure; End after the close does nothing.
+func TestEndWithOtherReasons(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := startServe(t, t.Context(), listen.Filter{"toolsListChanged": true}, 0)
+		<-r.col.got
+		r.sub.End(listen.ErrShutdown)
+		assert.Equal(t, listen.ErrShutdown, <-r.done)
+		assert.Equal(t, []string{spec.MethodAcknowledged, "result:complete"}, r.col.methods(t))
+
+		boom := errors.New("boom")
+		r = startServe(t, t.Context(), listen.Filter{"toolsListChanged": true}, 0)
+		<-r.col.got
+		r.sub.End(boom)
+		reason := <-r.done
+		assert.ErrorIs(t, reason, listen.ErrFailed)
+		assert.ErrorIs(t, reason, boom)
+		assert.Equal(t, []string{spec.MethodAcknowledged, "error:Subscription source failed"}, r.col.methods(t))
+
+		r.sub.End(listen.ErrRevoked) // closed: nothing happens
+		assert.ErrorIs(t, r.sub.CloseReason(), boom)
+	})
+}
+
+func TestEndCounts(t *testing.T) {
+	var c listen.EndCounts
+	for _, r := range []error{
+		listen.ErrRevoked, fmt.Errorf("x: %w", listen.ErrRevoked), listen.ErrExpired,
+		listen.ErrLifetime, listen.ErrFellBehind, listen.ErrShutdown, listen.ErrComplete, nil,
+	} {
+		c.Add(r)
+	}
+	assert.Equal(t, listen.EndCounts{Revoked: 2, Expired: 1, Lifetime: 1, FellBehind: 1}, c)
+	assert.Equal(t, listen.ClassOther, listen.Classify(listen.ErrShutdown))
+	assert.False(t, listen.IsEnding(listen.ErrShutdown))
+}
