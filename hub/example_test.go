@@ -45,9 +45,9 @@ func ExampleHub_Publish() {
 	readme.Close(listen.ErrComplete)
 	fmt.Printf("subscriptions=%d\n", h.Stats().Subscriptions)
 	// Output:
-	// {Matched:1 Delivered:0 Buffered:1 Dropped:0}
-	// {Matched:1 Delivered:0 Buffered:1 Dropped:0}
-	// {Matched:0 Delivered:0 Buffered:0 Dropped:0}
+	// {Matched:1 Delivered:0 Buffered:1 Dropped:0 Ended:0}
+	// {Matched:1 Delivered:0 Buffered:1 Dropped:0 Ended:0}
+	// {Matched:0 Delivered:0 Buffered:0 Dropped:0 Ended:0}
 	// queued=3 dropped=1 policy=drop_oldest
 	// subscriptions=0
 }

@@ -75,6 +75,9 @@ type OverflowInfo struct {
 	ExtensionID string
 	// Policy is the hub's overflow policy.
 	Policy Overflow
+	// Ended is the publication's Report.Ended: the listeners it ended
+	// (EndListener).
+	Ended int
 }
 
 // ShutdownInfo describes the completion of the listeners by Shutdown.
@@ -118,10 +121,13 @@ func (NopHooks) OnClose(CloseInfo) {}
 var _ Hooks = NopHooks{}
 
 // SlogHooks returns Hooks that log to logger (slog.Default() when nil):
-// opens, publications and closes at Debug, overflows at Warn, shutdowns
-// at Info, with these attributes:
+// opens, publications and closes at Debug (a close for an early ending,
+// such as fell_behind, at Info), overflows at Warn, shutdowns at Info, with
+// these attributes:
 // subscriptions, filter_keys, request_id, transport, matched, delivered,
-// buffered, dropped, queued, event_kind, extension_id, policy, reason.
+// buffered, dropped, queued, event_kind, extension_id, policy, ended,
+// reason (a close's listen.Classify class: "fell_behind" for a listener
+// ended by EndListener).
 // Nothing is formatted when the logger's level disables the record.
 func SlogHooks(logger *slog.Logger) Hooks {
 	if logger == nil {
@@ -181,6 +187,9 @@ func (s slogHooks) OnOverflow(i OverflowInfo) {
 		attrs = append(attrs, slog.String("extension_id", i.ExtensionID))
 	}
 	attrs = append(attrs, slog.String("policy", i.Policy.String()))
+	if i.Ended > 0 {
+		attrs = append(attrs, slog.Int("ended", i.Ended))
+	}
 	s.l.LogAttrs(context.Background(), slog.LevelWarn, "subscription hub overflow", attrs...)
 }
 
@@ -194,12 +203,17 @@ func (s slogHooks) OnShutdown(i ShutdownInfo) {
 		slog.Int("queued", i.Queued))
 }
 
-// OnClose logs at Debug.
+// OnClose logs at Debug, or at Info for an early ending (the server ended
+// the stream: listen.IsEnding).
 func (s slogHooks) OnClose(i CloseInfo) {
-	if !s.enabled(slog.LevelDebug) {
+	level := slog.LevelDebug
+	if listen.IsEnding(i.Err) {
+		level = slog.LevelInfo
+	}
+	if !s.enabled(level) {
 		return
 	}
-	s.l.LogAttrs(context.Background(), slog.LevelDebug, "subscription hub close",
+	s.l.LogAttrs(context.Background(), level, "subscription hub close",
 		slog.Int("subscriptions", i.Subscriptions),
 		slog.String("reason", i.Reason))
 }

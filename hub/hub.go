@@ -29,21 +29,31 @@ const (
 	// DropNewest drops the new event: a slow listener keeps the oldest
 	// MaxBuffer events.
 	DropNewest
+	// EndListener ends the listener instead: its queue is freed and its
+	// stream ends with listen.ErrFellBehind, which its subscription sends
+	// as an early ending (listen.Ending: by default the completion result
+	// with the reason "fell_behind"), so that a client that fell behind
+	// learns it and opens a new listen instead of missing events silently.
+	// The new event and the queued ones count in Report.Dropped, the
+	// listener in Report.Ended and Stats.FellBehind.
+	EndListener
 )
 
-// String returns "drop_oldest" or "drop_newest" (or "Overflow(n)" for an
-// invalid value).
+// String returns "drop_oldest", "drop_newest" or "end_listener" (or
+// "Overflow(n)" for an invalid value).
 func (o Overflow) String() string {
 	switch o {
 	case DropOldest:
 		return "drop_oldest"
 	case DropNewest:
 		return "drop_newest"
+	case EndListener:
+		return "end_listener"
 	}
 	return fmt.Sprintf("Overflow(%d)", uint8(o))
 }
 
-// MarshalText encodes the policy by name ("drop_oldest", "drop_newest"), so
+// MarshalText encodes the policy by name (see String), so
 // Stats reads well in JSON (expvar, logs).
 func (o Overflow) MarshalText() ([]byte, error) { return []byte(o.String()), nil }
 
@@ -55,7 +65,8 @@ type Options struct {
 	// demand, so a large bound costs nothing until events pile up.
 	MaxBuffer int
 	// Overflow is the policy of a full queue. The zero value is DropOldest;
-	// a value other than DropOldest and DropNewest is an error.
+	// a value other than DropOldest, DropNewest and EndListener is an
+	// error.
 	Overflow Overflow
 	// Hooks, if set, is told about opens, publications, overflows,
 	// completions and closes. Nil means no instrumentation. See Hooks.
@@ -74,8 +85,11 @@ type Report struct {
 	// those that dropped their oldest event to make room).
 	Buffered int
 	// Dropped counts events lost to a full queue: the new event under
-	// DropNewest, the oldest queued one under DropOldest.
+	// DropNewest, the oldest queued one under DropOldest, the new event and
+	// the queued ones under EndListener.
 	Dropped int
+	// Ended counts the listeners this publication ended (EndListener).
+	Ended int
 }
 
 // Stats is a snapshot of the hub's counters.
@@ -88,6 +102,9 @@ type Stats struct {
 	Queued int
 	// Dropped is the cumulative number of events lost to overflow.
 	Dropped uint64
+	// FellBehind is the cumulative number of listeners ended by the
+	// EndListener policy.
+	FellBehind uint64
 	// MaxBuffer is the hub's resolved queue bound.
 	MaxBuffer int
 	// Overflow is the hub's overflow policy.
@@ -127,6 +144,7 @@ type Hub struct {
 
 	queued  atomic.Int64
 	dropped atomic.Uint64
+	behind  atomic.Uint64 // listeners ended by EndListener
 
 	// relay is the joined Relay (Join), nil when none.
 	relay atomic.Pointer[relayBox]
@@ -145,8 +163,8 @@ func New(opts Options) (*Hub, error) {
 		return nil, fmt.Errorf("%w: MaxBuffer must be a positive integer (or 0 for the default %d), got %d",
 			ErrInvalidOptions, DefaultMaxBuffer, opts.MaxBuffer)
 	}
-	if opts.Overflow != DropOldest && opts.Overflow != DropNewest {
-		return nil, fmt.Errorf("%w: Overflow must be DropOldest or DropNewest, got %v",
+	if opts.Overflow > EndListener {
+		return nil, fmt.Errorf("%w: Overflow must be DropOldest, DropNewest or EndListener, got %v",
 			ErrInvalidOptions, opts.Overflow)
 	}
 	h := &Hub{
@@ -478,6 +496,10 @@ func (h *Hub) offer(ev listen.Event, targets []*listener) Report {
 		case resDropped:
 			r.Matched++
 			r.Dropped++
+		case resEnded:
+			r.Matched++
+			r.Dropped += 1 + h.maxBuffer // the new event and a full queue
+			r.Ended++
 		}
 	}
 	if queued > 0 {
@@ -485,6 +507,9 @@ func (h *Hub) offer(ev listen.Event, targets []*listener) Report {
 	}
 	if r.Dropped > 0 {
 		h.dropped.Add(uint64(r.Dropped))
+	}
+	if r.Ended > 0 {
+		h.behind.Add(uint64(r.Ended))
 	}
 	return r
 }
@@ -499,6 +524,7 @@ func (h *Hub) published(ev listen.Event, r Report, start time.Time) {
 			h.hooks.OnOverflow(OverflowInfo{
 				Dropped: r.Dropped, Queued: info.Queued,
 				EventKind: ev.Kind, ExtensionID: ev.ExtensionID, Policy: h.overflow,
+				Ended: r.Ended,
 			})
 		}
 	}
@@ -633,6 +659,7 @@ func (h *Hub) Stats() Stats {
 		Closing:       closing,
 		Queued:        h.queuedNow(),
 		Dropped:       h.dropped.Load(),
+		FellBehind:    h.behind.Load(),
 		MaxBuffer:     h.maxBuffer,
 		Overflow:      h.overflow,
 	}

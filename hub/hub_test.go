@@ -339,7 +339,7 @@ func TestValidatesPublicationsAndOptions(t *testing.T) {
 		{name: "zero options are the defaults", max: 100, policy: hub.DropOldest},
 		{name: "explicit", opts: hub.Options{MaxBuffer: 1, Overflow: hub.DropNewest}, max: 1, policy: hub.DropNewest},
 		{name: "negative max buffer", opts: hub.Options{MaxBuffer: -1}, wantErr: "hub: invalid options: MaxBuffer must be a positive integer (or 0 for the default 100), got -1"},
-		{name: "unknown overflow", opts: hub.Options{Overflow: hub.Overflow(7)}, wantErr: "hub: invalid options: Overflow must be DropOldest or DropNewest, got Overflow(7)"},
+		{name: "unknown overflow", opts: hub.Options{Overflow: hub.Overflow(7)}, wantErr: "hub: invalid options: Overflow must be DropOldest, DropNewest or EndListener, got Overflow(7)"},
 	}
 	for _, tc := range options {
 		t.Run(tc.name, func(t *testing.T) {

@@ -12,6 +12,10 @@ const (
 	// stateCompleting: Shutdown marked the listener; Next hands out what is
 	// queued, then answers ErrClosed. Publishing skips it.
 	stateCompleting
+	// stateBehind: the listener's queue overflowed under EndListener; its
+	// queue was freed, Next answers listen.ErrFellBehind. Publishing skips
+	// it.
+	stateBehind
 	// stateClosed: Close ran; Next answers ErrClosed.
 	stateClosed
 )
@@ -73,6 +77,7 @@ const (
 	resBuffered               // queued
 	resReplaced               // queued, the oldest queued event dropped
 	resDropped                // the new event dropped (DropNewest)
+	resEnded                  // the listener ended, its queue freed (EndListener)
 )
 
 // deliver offers one event to the listener. It never blocks beyond the
@@ -109,6 +114,22 @@ func (l *listener) deliver(e *listen.Event, maxBuffer int, policy Overflow) uint
 	case policy == DropNewest:
 		l.mu.Unlock()
 		return resDropped
+	case policy == EndListener:
+		// The listener fell behind: it ends instead of losing events
+		// silently. Its queue goes now (the subscription writes the
+		// ending, not the backlog).
+		n := int64(l.q.len())
+		l.q = nil
+		l.state = stateBehind
+		l.polling = false
+		l.wakeNext()
+		notify := l.wake()
+		l.mu.Unlock()
+		l.hub.queued.Add(-n)
+		if notify != nil {
+			notify()
+		}
+		return resEnded
 	default:
 		l.q.replaceOldest(e)
 		l.mu.Unlock()
@@ -133,8 +154,9 @@ func (l *listener) Next() (listen.Event, error) {
 		return *e, nil
 	}
 	if l.state != stateOpen {
+		err := l.endErr()
 		l.mu.Unlock()
-		return listen.Event{}, listen.ErrClosed
+		return listen.Event{}, err
 	}
 	// The queue is empty and stays empty while pulling: a publisher hands
 	// its event over instead of queueing it, and closes wait; Shutdown and
@@ -148,11 +170,22 @@ func (l *listener) Next() (listen.Event, error) {
 	l.pulling = false
 	e := l.handoff
 	l.handoff = nil
+	err := l.endErr()
 	l.mu.Unlock()
 	if e == nil {
-		return listen.Event{}, listen.ErrClosed
+		return listen.Event{}, err
 	}
 	return *e, nil
+}
+
+// endErr is what a pull of an ended listener answers: listen.ErrFellBehind
+// for one that overflowed under EndListener, listen.ErrClosed otherwise.
+// l.mu is held.
+func (l *listener) endErr() error {
+	if l.state == stateBehind {
+		return listen.ErrFellBehind
+	}
+	return listen.ErrClosed
 }
 
 // TryNext is Next without blocking (listen.NotifyStream): ok is false when
@@ -176,8 +209,9 @@ func (l *listener) TryNext() (listen.Event, bool, error) {
 		return *e, true, nil
 	}
 	if l.state != stateOpen {
+		err := l.endErr()
 		l.mu.Unlock()
-		return listen.Event{}, true, listen.ErrClosed
+		return listen.Event{}, true, err
 	}
 	l.polling = true
 	l.mu.Unlock()

@@ -38,6 +38,7 @@ type modelListener struct {
 	region    string // "" when absent
 	queue     []int
 	parked    <-chan result // a blocked Next, or nil
+	behind    bool          // ended by EndListener
 }
 
 type modelEvent struct {
@@ -162,32 +163,34 @@ func (m *modelListener) selects(e modelEvent) bool {
 func TestPropertyListenersReceiveExactlyWhatTheirFilterSelects(t *testing.T) {
 	const iterations = 400
 	seeds := rand.New(rand.NewPCG(20260728, 2575))
-	var published, matched, dropped, delivered int
+	var published, matched, dropped, delivered, ended int
 	for it := range iterations {
 		seed := seeds.Uint64()
 		synctest.Test(t, func(t *testing.T) {
-			p, m, d, dl := runProperty(t, seed)
+			p, m, d, dl, e := runProperty(t, seed)
 			published += p
 			matched += m
 			dropped += d
 			delivered += dl
+			ended += e
 		})
 		if t.Failed() {
 			t.Fatalf("iteration %d (seed %d) failed", it, seed)
 		}
 	}
 	// The generator must exercise every path, not just pass.
-	t.Logf("%d iterations: %d publications, %d matches, %d drops, %d direct deliveries",
-		iterations, published, matched, dropped, delivered)
+	t.Logf("%d iterations: %d publications, %d matches, %d drops, %d direct deliveries, %d listeners ended",
+		iterations, published, matched, dropped, delivered, ended)
 	require.Greater(t, matched, 10*iterations)
 	require.Greater(t, dropped, iterations)
 	require.Greater(t, delivered, iterations/2)
+	require.Greater(t, ended, iterations/10)
 }
 
-func runProperty(t *testing.T, seed uint64) (published, matchedTotal, droppedTotal, deliveredTotal int) {
+func runProperty(t *testing.T, seed uint64) (published, matchedTotal, droppedTotal, deliveredTotal, endedTotal int) {
 	r := rand.New(rand.NewPCG(seed, seed^0x5bd1e995))
 	maxBuf := 1 + r.IntN(6)
-	policy := hub.Overflow(r.IntN(2))
+	policy := hub.Overflow(r.IntN(3))
 	h := newHub(t, hub.Options{MaxBuffer: maxBuf, Overflow: policy})
 	ctx := fmt.Sprintf("seed %d, max %d, %v", seed, maxBuf, policy)
 
@@ -223,7 +226,7 @@ func runProperty(t *testing.T, seed uint64) (published, matchedTotal, droppedTot
 			e := randomEvent(r, published)
 			var want hub.Report
 			for _, m := range ls {
-				if !m.open || !m.selects(e) {
+				if !m.open || m.behind || !m.selects(e) {
 					continue
 				}
 				want.Matched++
@@ -233,6 +236,11 @@ func runProperty(t *testing.T, seed uint64) (published, matchedTotal, droppedTot
 				case len(m.queue) < maxBuf:
 					want.Buffered++
 					m.queue = append(m.queue, published)
+				case policy == hub.EndListener:
+					want.Dropped += 1 + len(m.queue)
+					want.Ended++
+					m.queue = nil
+					m.behind = true
 				case policy == hub.DropNewest:
 					want.Dropped++
 				default:
@@ -254,6 +262,7 @@ func runProperty(t *testing.T, seed uint64) (published, matchedTotal, droppedTot
 			}
 			matchedTotal += want.Matched
 			droppedTotal += want.Dropped
+			endedTotal += want.Ended
 			deliveredTotal += want.Delivered
 			published++
 		case x < 85: // pull a queued event
@@ -268,6 +277,11 @@ func runProperty(t *testing.T, seed uint64) (published, matchedTotal, droppedTot
 		case x < 95: // park a Next on an empty queue
 			m := randomOpen(func(m *modelListener) bool { return len(m.queue) == 0 && m.parked == nil })
 			if m == nil {
+				continue
+			}
+			if m.behind {
+				_, err := m.stream.Next()
+				require.ErrorIs(t, err, listen.ErrFellBehind, ctx)
 				continue
 			}
 			m.parked = pull(m.stream)
@@ -291,6 +305,7 @@ func runProperty(t *testing.T, seed uint64) (published, matchedTotal, droppedTot
 		st := h.Stats()
 		require.Equal(t, queued(), st.Queued, ctx)
 		require.Equal(t, uint64(droppedTotal), st.Dropped, ctx)
+		require.Equal(t, uint64(endedTotal), st.FellBehind, ctx)
 	}
 
 	// Complete, then every open listener hands out exactly its model queue.
@@ -310,10 +325,14 @@ func runProperty(t *testing.T, seed uint64) (published, matchedTotal, droppedTot
 			require.Equal(t, want, ev.Metadata["seq"], "%s: listener %d", ctx, m.id)
 		}
 		_, err := m.stream.Next()
-		require.ErrorIs(t, err, listen.ErrClosed, ctx)
+		if m.behind {
+			require.ErrorIs(t, err, listen.ErrFellBehind, ctx)
+		} else {
+			require.ErrorIs(t, err, listen.ErrClosed, ctx)
+		}
 		m.stream.Close(listen.ErrComplete)
 	}
-	require.Equal(t, hub.Stats{Dropped: uint64(droppedTotal), MaxBuffer: maxBuf, Overflow: policy}, h.Stats(), ctx)
+	require.Equal(t, hub.Stats{Dropped: uint64(droppedTotal), FellBehind: uint64(endedTotal), MaxBuffer: maxBuf, Overflow: policy}, h.Stats(), ctx)
 	require.Empty(t, h.CheckIndex(), ctx)
-	return published, matchedTotal, droppedTotal, deliveredTotal
+	return published, matchedTotal, droppedTotal, deliveredTotal, endedTotal
 }

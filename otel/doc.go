@@ -56,7 +56,8 @@
 //	mcp.listen.transport          streamable_http, stdio (a transport's listen.Transport.Kind)
 //	mcp.listen.notification.kind  tools_list_changed, prompts_list_changed, resources_list_changed,
 //	                              resource_updated, extension
-//	mcp.listen.close.reason       complete, cancelled, disconnected, error, shutdown, other
+//	mcp.listen.close.reason       complete, cancelled, disconnected, error, shutdown, other,
+//	                              revoked, expired, lifetime, fell_behind (the early endings)
 //	mcp.listen.refusal.cause      capacity, shutdown, auth, validation, error
 //
 // Attribute sets are built once (in New and the first time a transport kind

@@ -66,7 +66,8 @@ var DefaultFanoutBuckets = []float64{
 //     subscription is open, its acknowledgement about to be written);
 //     streams.open −1 and streams.closed +1 at its OnClose.
 //   - streams.closed: by close reason class (ReasonClass): complete,
-//     cancelled, disconnected, error, shutdown, other.
+//     cancelled, disconnected, error, shutdown, other, and one per early
+//     ending (revoked, expired, lifetime, fell_behind).
 //   - streams.write_timeouts: streams cut because a write missed the write
 //     deadline, a client that stopped reading (a close reason that is
 //     Disconnected with os.ErrDeadlineExceeded, streamhttp, or

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"os"
+	"slices"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -16,7 +17,8 @@ import (
 )
 
 // Close reason classes (the values of AttrCloseReason): those of
-// listen.Classify, with the server's drain (listen.ErrShutdown) apart.
+// listen.Classify, with the server's drain (listen.ErrShutdown) apart, and
+// one for each early ending (listen.Ending).
 const (
 	ClassComplete     = listen.ClassComplete
 	ClassCancelled    = listen.ClassCancelled
@@ -24,9 +26,14 @@ const (
 	ClassError        = listen.ClassError
 	ClassShutdown     = "shutdown"
 	ClassOther        = listen.ClassOther
+	ClassRevoked      = listen.ClassRevoked
+	ClassExpired      = listen.ClassExpired
+	ClassLifetime     = listen.ClassLifetime
+	ClassFellBehind   = listen.ClassFellBehind
 )
 
-var classes = [...]string{ClassComplete, ClassCancelled, ClassDisconnected, ClassError, ClassShutdown, ClassOther}
+var classes = [...]string{ClassComplete, ClassCancelled, ClassDisconnected, ClassError, ClassShutdown, ClassOther,
+	ClassRevoked, ClassExpired, ClassLifetime, ClassFellBehind}
 
 // ReasonClass sorts a close reason into one of the Class constants:
 // listen.Classify, except that a reason matching listen.ErrShutdown (a
@@ -40,19 +47,10 @@ func ReasonClass(reason error) string {
 }
 
 func classIndex(reason error) int {
-	switch ReasonClass(reason) {
-	case ClassComplete:
-		return 0
-	case ClassCancelled:
-		return 1
-	case ClassDisconnected:
-		return 2
-	case ClassError:
-		return 3
-	case ClassShutdown:
-		return 4
+	if i := slices.Index(classes[:], ReasonClass(reason)); i >= 0 {
+		return i
 	}
-	return 5
+	return 5 // ClassOther
 }
 
 // Refusal causes (the values of AttrRefusalCause).
