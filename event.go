@@ -27,6 +27,12 @@ type Event struct {
 	Selector Filter
 	// Payload is the extension's own data, handed to its shaper.
 	Payload any
+	// Scope, if set, addresses the event to one scope (a principal, a
+	// tenant: whatever Options.Scopes names): only the listens whose
+	// request named it (Request.Scopes) receive it; a subscription drops
+	// it otherwise, whatever its source. Empty, the default, is unscoped:
+	// the event reaches every listen that selects it, scoped or not.
+	Scope string
 }
 
 // ToolsListChanged returns a notifications/tools/list_changed event.
@@ -54,6 +60,9 @@ func (e Event) WithMetadata(m map[string]any) Event { e.Metadata = m; return e }
 
 // WithParams returns a copy of e with Params set to p (core kinds only).
 func (e Event) WithParams(p map[string]any) Event { e.Params = p; return e }
+
+// WithScope returns a copy of e addressed to scope (see Event.Scope).
+func (e Event) WithScope(scope string) Event { e.Scope = scope; return e }
 
 // ErrInvalidEvent matches every event validation error.
 var ErrInvalidEvent = errors.New("listen: invalid subscription event")

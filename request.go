@@ -53,6 +53,12 @@ type Request struct {
 	// when its URIs cover only themselves. A source that selects resource
 	// updates itself applies it, as the hub does.
 	SubResources *SubResources
+	// Scopes are the scopes this listen belongs to (Options.Scopes), set by
+	// Open before it calls Source.Open: an event with a Scope reaches the
+	// listen only when it is one of them. A source that selects events
+	// itself applies them, as the hub does (it indexes the listen under
+	// each).
+	Scopes []string
 }
 
 // ClientExtension reports whether the client declared the extension id in

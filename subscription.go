@@ -92,6 +92,16 @@ type Options struct {
 	// Request.SubResources (the hub indexes such listens by folder). The
 	// rule is at SubResources.
 	SubResources *SubResources
+	// Scopes, if set, names the scopes each listen belongs to (a
+	// principal, a tenant, derived from Request.Auth): Open calls it once
+	// per listen and sets Request.Scopes from its result (empty strings
+	// and duplicates left out). An event published with a Scope
+	// (Event.Scope) reaches only the listens of that scope; unscoped events
+	// reach every listen, as without Scopes. The hub indexes a listen under
+	// each of its scopes, so a scoped publication costs what its own
+	// listens cost. A panic in it is the internal error "Subscription
+	// source failed to open".
+	Scopes func(req *Request) []string
 	// Ending is the wire form of an early ending (a stream the server ends
 	// on its own initiative: ErrRevoked, ErrExpired, ErrFellBehind): the
 	// zero value, EndWithCompletion, sends the completion result with the
@@ -153,6 +163,8 @@ type Subscription struct {
 	// accepted filter: no map of it is kept.
 	watch *watchedURIs
 	ext   *extParts
+	// scopes are Request.Scopes: the scoped events it receives.
+	scopes []string
 
 	guard    guard // kept in the subscription itself: one object, one cache line fewer per message
 	endState       // End's reason and the driver's wake-up (ending.go)
@@ -223,6 +235,7 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Invalid request: subscriptions/listen requires an id")
 	}
 	req.SubResources = opts.SubResources
+	req.Scopes = nil
 	if !spec.HasListen(req.ProtocolVersion) {
 		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgNoShaping)
 	}
@@ -234,6 +247,9 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 	}
 	caps, err := capabilities(ctx, req, opts)
 	if err != nil {
+		return nil, err
+	}
+	if req.Scopes, err = scopes(req, opts); err != nil {
 		return nil, err
 	}
 	core, err := narrow(ctx, req, caps, opts.CanRead)
@@ -270,7 +286,7 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 		return nil, werr
 	}
 
-	s := &Subscription{id: cloneID(req.ID), opts: opts}
+	s := &Subscription{id: cloneID(req.ID), opts: opts, scopes: req.Scopes}
 	s.guard.stream = stream
 	if valid.Validated(stream) {
 		s.lists |= 1 << checkedBit
@@ -316,6 +332,26 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 	}
 	s.guard.handOver(owner)
 	return s, nil
+}
+
+// scopes returns the listen's scopes (Options.Scopes): distinct, not
+// empty, copied. A panic is the internal error of a failed open.
+func scopes(req *Request, opts *Options) (out []string, err error) {
+	if opts.Scopes == nil {
+		return nil, nil
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			out, err = nil, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen).
+				WithCause(newPanicError("Options.Scopes", v))
+		}
+	}()
+	for _, sc := range opts.Scopes(req) {
+		if sc != "" && !slices.Contains(out, sc) {
+			out = append(out, strings.Clone(sc))
+		}
+	}
+	return out, nil
 }
 
 // capabilities returns the capabilities to narrow req against:

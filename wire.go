@@ -131,6 +131,9 @@ func (s *Subscription) appendNotification(ctx context.Context, dst []byte, ev Ev
 			return dst, false, err
 		}
 	}
+	if ev.Scope != "" && !slices.Contains(s.scopes, ev.Scope) {
+		return dst, false, nil // addressed to another scope
+	}
 	switch {
 	case ev.Kind == KindExtension:
 		return s.shapeExtensionEvent(dst, ev)

@@ -100,6 +100,9 @@ func (h *Hub) CheckIndex() string {
 	for _, s := range h.keys {
 		sets = append(sets, s)
 	}
+	for _, s := range h.scoped {
+		sets = append(sets, s)
+	}
 	entries := 0
 	for _, s := range sets {
 		if len(s.items) == 0 && s.home != nil {
@@ -143,3 +146,18 @@ func (h *Hub) FolderWatchers(key string) (watchers, keys int) {
 // CoverKeys is the folder index's key reduction under the built-in rule:
 // the normal forms of uris, without duplicates, less those another covers.
 func CoverKeys(uris []string) []string { return coverKeys(uriList{strs: uris}, true) }
+
+// ScopedKeys returns the number of scoped keys in h's indexes.
+func ScopedKeys(h *Hub) int {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	n := len(h.scoped)
+	for _, idx := range append([]*folderIndex{&h.folders}, h.custom...) {
+		for k := range idx.sets {
+			if isScopedKey(k) {
+				n++
+			}
+		}
+	}
+	return n
+}

@@ -171,19 +171,26 @@ func (h *Hub) publishFolders(ev listen.Event, start time.Time) (Report, error) {
 
 	var stack [stackSets]*set
 	sets := stack[:0]
+	// A scoped update looks up the keys of its scope only (scope.go).
+	var k scopeKeys // unscoped
+	var kbuf [64]byte
+	uris := h.uris
+	if ev.Scope != "" {
+		k, uris = makeScopeKeys(ev.Scope, kbuf[:0]), h.scoped
+	}
 	h.mu.RLock()
-	if s := h.uris[ev.URI]; s != nil {
+	if s := k.get(uris, tagURI, ev.URI); s != nil {
 		sets = append(sets, s)
 	}
 	exact := len(sets)
-	sets = h.folders.covering(sets, c, nil)
+	sets = h.folders.covering(sets, c, nil, k)
 	builtin := len(sets)
 	for i, idx := range custom {
 		var claimed []string
 		if claims != nil {
 			claimed = claims[i]
 		}
-		sets = idx.covering(sets, c, claimed)
+		sets = idx.covering(sets, c, claimed, k)
 	}
 	n := 0
 	for _, s := range sets {
@@ -217,25 +224,25 @@ func (h *Hub) publishFolders(ev listen.Event, start time.Time) (Report, error) {
 
 // covering appends to sets those of idx under which a listener covers the
 // update whose normal form is c: c itself, and its folders (resuri.Folders),
-// or the normal forms claimed by a custom rule (claimed non-nil). h.mu is
-// held.
-func (idx *folderIndex) covering(sets []*set, c string, claimed []string) []*set {
+// or the normal forms claimed by a custom rule (claimed non-nil); with k,
+// those of k's scope only. h.mu is held.
+func (idx *folderIndex) covering(sets []*set, c string, claimed []string, k scopeKeys) []*set {
 	if idx.n == 0 {
 		return sets
 	}
-	if s := idx.sets[c]; s != nil {
+	if s := k.get(idx.sets, 0, c); s != nil {
 		sets = append(sets, s)
 	}
 	if claimed != nil {
 		for _, f := range claimed {
-			if s := idx.sets[f]; s != nil {
+			if s := k.get(idx.sets, 0, f); s != nil {
 				sets = append(sets, s)
 			}
 		}
 		return sets
 	}
 	resuri.Folders(c, func(f string) bool {
-		if s := idx.sets[f]; s != nil {
+		if s := k.get(idx.sets, 0, f); s != nil {
 			sets = append(sets, s)
 		}
 		return true

@@ -130,6 +130,7 @@ type Hub struct {
 	lists   [256]*set       // a list change's Kind -> listeners whose filter has its key true (made when first needed)
 	uris    map[string]*set // resource URI -> listeners watching it
 	keys    map[string]*set // extension filter key -> listeners whose filter has it
+	scoped  map[string]*set // scoped key -> listeners of that scope (scope.go)
 	closing int
 	shut    bool          // Shutdown was called: Open refuses
 	idle    chan struct{} // closed when closing reaches 0 (Shutdown waits on it)
@@ -174,6 +175,7 @@ func New(opts Options) (*Hub, error) {
 		uris:      make(map[string]*set),
 		folders:   folderIndex{sets: make(map[string]*set)},
 		keys:      make(map[string]*set),
+		scoped:    make(map[string]*set),
 	}
 	if h.maxBuffer == 0 {
 		h.maxBuffer = DefaultMaxBuffer
@@ -217,8 +219,9 @@ func (h *Hub) Open(ctx context.Context, req *listen.Request, supported listen.Fi
 		rule = req.SubResources
 		folderKeys = coverKeys(uris, rule.Folders == nil)
 	}
+	scopes := scopesOf(req)
 	l := newListener(h, extensionPart(supported))
-	l.memb = make([]membership, 0, 1+len(supported)+uris.len())
+	l.memb = make([]membership, 0, 1+(len(supported)+uris.len())*(1+len(scopes)))
 
 	h.mu.Lock()
 	if h.shut { // Shutdown began since the check above: it would not complete l
@@ -237,8 +240,9 @@ func (h *Hub) Open(ctx context.Context, req *listen.Request, supported listen.Fi
 			l.join(h.lists[kind])
 		}
 	}
+	var idx *folderIndex
 	if folderKeys != nil {
-		idx := h.folderIndexLocked(rule)
+		idx = h.folderIndexLocked(rule)
 		for _, k := range folderKeys {
 			l.join(setIn(idx.sets, k))
 		}
@@ -247,6 +251,9 @@ func (h *Hub) Open(ctx context.Context, req *listen.Request, supported listen.Fi
 		h.nfolder.Add(1)
 	} else {
 		uris.each(func(u string) { l.join(setIn(h.uris, u)) })
+	}
+	if scopes != nil {
+		h.joinScopes(l, scopes, supported, uris, idx, folderKeys)
 	}
 	subs := len(h.all.items)
 	h.mu.Unlock()
@@ -438,8 +445,15 @@ func (h *Hub) fanOut(ev listen.Event) (Report, error) {
 	var targets, big []*listener
 	var pooled *[]*listener
 
+	var kbuf [64]byte
 	h.mu.RLock()
-	if src := h.selectSet(&ev); src != nil {
+	var src *set
+	if ev.Scope == "" {
+		src = h.selectSet(&ev)
+	} else {
+		src = h.selectScoped(&ev, makeScopeKeys(ev.Scope, kbuf[:0]))
+	}
+	if src != nil {
 		if n := len(src.items); n <= stackTargets {
 			for i, m := range src.items {
 				stack[i] = m.l
@@ -636,6 +650,7 @@ func (h *Hub) complete() {
 	h.uris = make(map[string]*set)
 	h.folders = folderIndex{sets: make(map[string]*set)}
 	h.keys = make(map[string]*set)
+	h.scoped = make(map[string]*set)
 	subs := len(h.all.items)
 	h.mu.Unlock()
 	for _, n := range notify {

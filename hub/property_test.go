@@ -35,7 +35,8 @@ type modelListener struct {
 	uris      []string
 	hasTasks  bool
 	tasks     []string
-	region    string // "" when absent
+	region    string   // "" when absent
+	scopes    []string // the request's scopes
 	queue     []int
 	parked    <-chan result // a blocked Next, or nil
 	behind    bool          // ended by EndListener
@@ -47,6 +48,7 @@ type modelEvent struct {
 	uri    string
 	tasks  []string // selector taskIds, nil when absent
 	region string   // selector region, "" when absent
+	scope  string   // the event's scope, "" when unscoped
 }
 
 // stringList returns l as []any or []string, at random: both are JSON lists.
@@ -98,7 +100,21 @@ func randomListener(r *rand.Rand, id int) (*modelListener, listen.Filter) {
 		m.region = []string{"eu", "us"}[r.IntN(2)]
 		f["region"] = m.region
 	}
+	if r.IntN(2) == 0 {
+		m.scopes = pick(r, propScopes[:2], 2) // duplicates allowed
+	}
 	return m, f
+}
+
+var propScopes = []string{"tenant-a", "tenant-b", "tenant-c"}
+
+// withScope scopes e to one of propScopes, at random (often not).
+func withScope(r *rand.Rand, e modelEvent) modelEvent {
+	if r.IntN(3) == 0 {
+		e.scope = propScopes[r.IntN(len(propScopes))]
+		e.ev = e.ev.WithScope(e.scope)
+	}
+	return e
 }
 
 func randomEvent(r *rand.Rand, seq int) modelEvent {
@@ -134,6 +150,9 @@ func randomEvent(r *rand.Rand, seq int) modelEvent {
 }
 
 func (m *modelListener) selects(e modelEvent) bool {
+	if e.scope != "" && !slices.Contains(m.scopes, e.scope) {
+		return false
+	}
 	switch e.kind {
 	case listen.KindToolsListChanged:
 		return m.tools
@@ -197,7 +216,12 @@ func runProperty(t *testing.T, seed uint64) (published, matchedTotal, droppedTot
 	ls := make([]*modelListener, 1+r.IntN(16)) // past 8 targets, Publish uses its pooled slice
 	for i := range ls {
 		m, f := randomListener(r, i)
-		m.stream = openStream(t, h, fmt.Sprint(i), f)
+		req := request(fmt.Sprint(i))
+		req.Scopes = m.scopes
+		accepted, s, err := h.Open(t.Context(), req, f)
+		require.NoError(t, err)
+		require.Equal(t, f, accepted)
+		m.stream = s
 		ls[i] = m
 	}
 	queued := func() (n int) {
@@ -223,7 +247,7 @@ func runProperty(t *testing.T, seed uint64) (published, matchedTotal, droppedTot
 	for range ops {
 		switch x := r.IntN(100); {
 		case x < 65: // publish
-			e := randomEvent(r, published)
+			e := withScope(r, randomEvent(r, published))
 			var want hub.Report
 			for _, m := range ls {
 				if !m.open || m.behind || !m.selects(e) {
