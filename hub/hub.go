@@ -71,6 +71,24 @@ type Options struct {
 	// Hooks, if set, is told about opens, publications, overflows,
 	// completions and closes. Nil means no instrumentation. See Hooks.
 	Hooks Hooks
+	// OnAttach, if set, is called when the first listener starts watching a
+	// URI (exactly, or as a folder: see Watch), so that the application
+	// starts watching what it names; OnDetach when the last one stops (its
+	// Close, or Shutdown). Each transition is reported once, in the order
+	// the hub saw it, so attach and detach alternate for each Watch,
+	// starting with attach; the calls are made one at a time, with no lock
+	// of the hub held, on the goroutine of an Open or Close that changed
+	// the watches (not necessarily the one that caused this transition;
+	// Open may return before its attach is reported). They may call back
+	// into the hub. A panic in them is recovered and ignored.
+	OnAttach func(Watch)
+	OnDetach func(Watch)
+	// DetachDelay, if positive, keeps a URI attached that long after its
+	// last listener left: a listener that comes back in time (a client
+	// that reconnects) finds it attached, and neither OnDetach nor OnAttach
+	// is called. The detach is then reported from a timer of the hub's
+	// (one for the hub). Zero, the default, detaches at once.
+	DetachDelay time.Duration
 }
 
 // Report says what one publication did. Counts are per listener: an event
@@ -143,6 +161,10 @@ type Hub struct {
 	custom  []*folderIndex
 	nfolder atomic.Int64
 
+	// watch reports attach and detach (watch.go); nil without OnAttach
+	// and OnDetach.
+	watch *watcher
+
 	queued  atomic.Int64
 	dropped atomic.Uint64
 	behind  atomic.Uint64 // listeners ended by EndListener
@@ -180,6 +202,7 @@ func New(opts Options) (*Hub, error) {
 	if h.maxBuffer == 0 {
 		h.maxBuffer = DefaultMaxBuffer
 	}
+	h.watch = newWatcher(h, opts)
 	return h, nil
 }
 
@@ -255,8 +278,14 @@ func (h *Hub) Open(ctx context.Context, req *listen.Request, supported listen.Fi
 	if scopes != nil {
 		h.joinScopes(l, scopes, supported, uris, idx, folderKeys)
 	}
+	if h.watch != nil {
+		h.watch.opened(l, uris, folderKeys)
+	}
 	subs := len(h.all.items)
 	h.mu.Unlock()
+	if h.watch != nil {
+		h.watch.deliver()
+	}
 
 	if h.hooks != nil {
 		info := OpenInfo{Subscriptions: subs, FilterKeys: slices.Sorted(maps.Keys(supported))}
@@ -651,10 +680,16 @@ func (h *Hub) complete() {
 	h.folders = folderIndex{sets: make(map[string]*set)}
 	h.keys = make(map[string]*set)
 	h.scoped = make(map[string]*set)
+	if h.watch != nil {
+		h.watch.shutdown()
+	}
 	subs := len(h.all.items)
 	h.mu.Unlock()
 	for _, n := range notify {
 		n()
+	}
+	if h.watch != nil {
+		h.watch.deliver()
 	}
 
 	if h.hooks != nil {

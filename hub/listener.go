@@ -257,6 +257,9 @@ func (l *listener) Close(reason error) {
 		h.queued.Add(-n)
 	}
 	h.mu.Lock()
+	if h.watch != nil {
+		h.watch.closed(l)
+	}
 	l.leave(0)
 	l.memb = nil
 	if l.folder != nil {
@@ -274,6 +277,9 @@ func (l *listener) Close(reason error) {
 	}
 	remaining := len(h.all.items)
 	h.mu.Unlock()
+	if h.watch != nil {
+		h.watch.deliver()
+	}
 
 	if h.hooks != nil {
 		h.hooks.OnClose(CloseInfo{
