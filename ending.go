@@ -161,12 +161,16 @@ func (c *EndCounts) Add(reason error) {
 // End returns at once, from any goroutine; the first End wins, and an End
 // after the subscription was closed does nothing. A transport that drives
 // the subscription by hand (StartWorker) does not see End.
-func (s *Subscription) End(reason error) {
+func (s *Subscription) End(reason error) { s.end(reason) }
+
+// end is End; it reports whether this call ended the stream (the first
+// End of an open subscription).
+func (s *Subscription) end(reason error) bool {
 	if reason == nil || s.CloseReason() != nil {
-		return
+		return false
 	}
-	if !s.end.CompareAndSwap(nil, &reason) {
-		return
+	if !s.ending.CompareAndSwap(nil, &reason) {
+		return false
 	}
 	s.guard.mu.Lock()
 	wake := s.wake
@@ -174,6 +178,7 @@ func (s *Subscription) End(reason error) {
 	if wake != nil {
 		wake()
 	}
+	return true
 }
 
 // setWake registers the driver's wake-up for End: before the driver's
@@ -187,7 +192,7 @@ func (s *Subscription) setWake(wake func()) {
 
 // endReason returns the reason given to End, or nil.
 func (s *Subscription) endReason() error {
-	if r := s.end.Load(); r != nil {
+	if r := s.ending.Load(); r != nil {
 		return *r
 	}
 	return nil
@@ -197,6 +202,6 @@ func (s *Subscription) endReason() error {
 // by the driver before each pull, and the function that wakes the driver
 // (set when serving starts; guarded by guard.mu).
 type endState struct {
-	end  atomic.Pointer[error]
-	wake func()
+	ending atomic.Pointer[error]
+	wake   func()
 }

@@ -140,8 +140,8 @@ const (
 // registers nothing, when serving s would need a goroutine or could hold
 // the transport's goroutine: when s's stream is not a NotifyStream, or when
 // shaping an event may call a policy that can take its time (Options.CanRead
-// for a covered sub-resource, with Options.SubResources). Serve it with
-// Serve then.
+// for a covered sub-resource, with Options.SubResources, or for every
+// resource update, with Access.Deliver). Serve it with Serve then.
 //
 // ctx is the transport's serving context, as Serve's ctx: its end, by its
 // cause (ErrShutdown, a Cancelled or Disconnected reason, or any other
@@ -159,7 +159,7 @@ const (
 // then schedules its next call of Next.
 func (s *Subscription) Poller(ctx context.Context, notify func(), ended func() error) (Poller, bool) {
 	ns, ok := s.guard.stream.(NotifyStream)
-	if !ok || notify == nil || (s.watch != nil && s.watch.res != nil && s.watch.res.canRead != nil) {
+	if !ok || notify == nil || (s.watch != nil && s.watch.res != nil && s.watch.res.canRead != nil) || (s.life != nil && s.life.deliver) {
 		return Poller{}, false
 	}
 	s.setWake(notify)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"time"
 
 	"github.com/mcplisten/listen/internal/jsonobj"
 	"github.com/mcplisten/listen/jsonrpc"
@@ -48,6 +49,12 @@ type Request struct {
 	// Auth is what the transport's authentication hook produced for this
 	// request (a principal, a token's claims); nil when there is none.
 	Auth any
+	// Expiry is when the credential the listen was opened with expires
+	// (a token's exp), set by the transport's authentication; zero when it
+	// does not. The stream ends then, with the early ending ErrExpired
+	// (see Ending), so that the client opens a new listen with a fresh
+	// credential.
+	Expiry time.Time
 	// SubResources is the server's sub-resource rule for this listen
 	// (Options.SubResources), set by Open before it calls Source.Open: nil
 	// when its URIs cover only themselves. A source that selects resource

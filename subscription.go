@@ -102,6 +102,27 @@ type Options struct {
 	// listens cost. A panic in it is the internal error "Subscription
 	// source failed to open".
 	Scopes func(req *Request) []string
+	// MaxLifetime, if positive, bounds how long a stream lives: it ends,
+	// with the completion result (reason ErrLifetime, "lifetime" in its
+	// _meta), between MaxLifetime-LifetimeJitter and MaxLifetime after it
+	// opened, so that its client opens a new listen (through a proxy with
+	// an idle timeout, on a server that rebalances). Zero, the default:
+	// streams live until their client or the server ends them.
+	MaxLifetime time.Duration
+	// LifetimeJitter spreads the ends of streams opened together: each
+	// ends a random time, uniform in [0, LifetimeJitter], before
+	// MaxLifetime. Zero means MaxLifetime/10; it is at most MaxLifetime.
+	LifetimeJitter time.Duration
+	// Access, if set, binds every listen to its principal for its life:
+	// scheduled and on-demand re-checks of its access, and CanRead at
+	// delivery (see Access). Share one Access among the transports of a
+	// server.
+	Access *Access
+	// Disabled switches subscriptions/listen off: every new listen is
+	// refused, before its Source is opened, with -32601 "Method not found:
+	// subscriptions/listen is turned off on this server" (HTTP 404); the
+	// open streams and every other method are untouched.
+	Disabled bool
 	// Ending is the wire form of an early ending (a stream the server ends
 	// on its own initiative: ErrRevoked, ErrExpired, ErrFellBehind): the
 	// zero value, EndWithCompletion, sends the completion result with the
@@ -163,11 +184,12 @@ type Subscription struct {
 	// accepted filter: no map of it is kept.
 	watch *watchedURIs
 	ext   *extParts
-	// scopes are Request.Scopes: the scoped events it receives.
-	scopes []string
 
 	guard    guard // kept in the subscription itself: one object, one cache line fewer per message
 	endState       // End's reason and the driver's wake-up (ending.go)
+	// life ties the stream to its clock, its principal and its scopes
+	// (life.go); nil without a lifetime, an expiry, an Access or scopes.
+	life *life
 	// worker is the last worker started (guarded by guard.mu).
 	worker *Worker
 }
@@ -234,6 +256,9 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 	if req == nil || !req.ID.Valid() {
 		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Invalid request: subscriptions/listen requires an id")
 	}
+	if opts.Disabled {
+		return nil, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, MsgListenDisabled)
+	}
 	req.SubResources = opts.SubResources
 	req.Scopes = nil
 	if !spec.HasListen(req.ProtocolVersion) {
@@ -286,7 +311,7 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 		return nil, werr
 	}
 
-	s := &Subscription{id: cloneID(req.ID), opts: opts, scopes: req.Scopes}
+	s := &Subscription{id: cloneID(req.ID), opts: opts}
 	s.guard.stream = stream
 	if valid.Validated(stream) {
 		s.lists |= 1 << checkedBit
@@ -330,9 +355,19 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 			}
 		}
 	}
+	if s.life = newLife(s, req, opts); s.life != nil {
+		if s.life.timer != nil || s.life.access != nil {
+			// Its timer and its Access let go once the stream is closed.
+			s.guard.stream = WrapStream(stream, StreamHooks{Close: s.life.release})
+		}
+	}
 	s.guard.handOver(owner)
 	return s, nil
 }
+
+// MsgListenDisabled is the message of the -32601 error a listen gets while
+// Options.Disabled is set.
+const MsgListenDisabled = "Method not found: subscriptions/listen is turned off on this server"
 
 // scopes returns the listen's scopes (Options.Scopes): distinct, not
 // empty, copied. A panic is the internal error of a failed open.

@@ -131,7 +131,7 @@ func (s *Subscription) appendNotification(ctx context.Context, dst []byte, ev Ev
 			return dst, false, err
 		}
 	}
-	if ev.Scope != "" && !slices.Contains(s.scopes, ev.Scope) {
+	if ev.Scope != "" && (s.life == nil || !slices.Contains(s.life.scopes, ev.Scope)) {
 		return dst, false, nil // addressed to another scope
 	}
 	switch {
@@ -140,11 +140,25 @@ func (s *Subscription) appendNotification(ctx context.Context, dst []byte, ev Ev
 	case !ev.Kind.core():
 		return dst, false, errEventInvalid
 	case kinds[ev.Kind].uri:
-		ok = s.watches(ev.URI)
-		if !ok && s.watch != nil && s.watch.res != nil {
-			if ok, err = s.watch.res.deliver(ctx, ev.URI); err != nil {
-				return dst, false, err
-			}
+		deliver := s.life != nil && s.life.deliver // Access.Deliver
+		var res *resourceMatch
+		if s.watch != nil {
+			res = s.watch.res
+		}
+		switch {
+		case s.watches(ev.URI):
+			ok = true
+		case res == nil:
+		case deliver:
+			ok, err = res.covers(ev.URI)
+		default:
+			ok, err = res.deliver(ctx, ev.URI)
+		}
+		if ok && err == nil && deliver {
+			ok, err = s.life.readable(ctx, ev.URI)
+		}
+		if err != nil {
+			return dst, false, err
 		}
 	default:
 		ok = s.lists&(1<<ev.Kind) != 0

@@ -1,0 +1,270 @@
+package listen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Access binds listens to their principal (Request.Auth) for their whole
+// life: it re-evaluates the principal's access on a schedule and on
+// demand, ending the streams of a principal that lost it, and (with
+// Deliver) checks CanRead when each resource update is delivered, not only
+// at open. Set one Access as Options.Access of every transport of a server
+// (HTTP, stdio, the go-sdk adapter): it sees all their listens. The zero
+// Access does nothing but track them (End works on it); set its fields
+// before the first listen opens and leave them afterwards.
+//
+// A re-check of a principal (on the Every schedule, or by Recheck,
+// RecheckAll) calls Check once for all its streams, and:
+//
+//   - if Check returns an error, ends each of them with ErrRevoked (or
+//     ErrExpired, when the error matches it): the early ending of
+//     Options.Ending;
+//   - otherwise, when the streams' Options.CanRead is set, asks it again for
+//     each URI a stream subscribed to (once per URI for the principal),
+//     and ends with ErrRevoked each stream that may now read none of them
+//     and asked for nothing else (a list change, an extension's events);
+//   - in both cases, forgets the verdicts Deliver cached for its streams.
+//
+// The streams of one principal are those whose Auth has the same Key. The
+// schedule is one timer per Access, armed while listens are open: an idle
+// stream costs no goroutine and no timer of its own.
+type Access struct {
+	// Check re-evaluates a principal's access: nil keeps its streams, an
+	// error ends them (see above; a panic counts as an error). It gets the
+	// Auth of one of the principal's streams, on the goroutine of the
+	// schedule's timer or of the Recheck call, one principal after
+	// another; it may run concurrently with itself (a schedule and a
+	// Recheck). Nil: the principal is kept (CanRead is still asked again).
+	Check func(ctx context.Context, auth any) error
+	// Every, if positive, re-checks every principal with an open listen
+	// each Every (the next round starts Every after the previous one
+	// ended). Zero: only Recheck and RecheckAll re-check.
+	Every time.Duration
+	// Key returns the key that groups the streams of one principal
+	// (a user id from the token's claims): its streams are re-checked
+	// together, with one Check call. Nil means Auth itself, when it is
+	// comparable (a pointer, a string, a struct of those); otherwise each
+	// stream is a principal of its own.
+	Key func(auth any) any
+	// Deliver makes Options.CanRead decide each resource update at delivery
+	// too, not only at open: an update for a URI the principal may no
+	// longer read is dropped. The verdicts are cached per stream and URI
+	// until the principal's next re-check (at most 1,024 per stream), so a
+	// steady stream costs one map lookup per update; set Every, or call
+	// Recheck when access changes, so that they do not outlive a change. A
+	// stream whose updates may call CanRead is not served on streamhttp's
+	// taken-over fast path (CanRead may take its time; see
+	// Subscription.Poller).
+	Deliver bool
+
+	mu     sync.Mutex
+	groups map[any]*principal
+	timer  *time.Timer
+	armed  bool
+}
+
+// principal is the group of one principal's streams in an Access.
+type principal struct {
+	key  any
+	auth any // the Auth of its first stream: what Check gets
+	subs []*life
+	// gen counts the principal's re-checks: a delivery verdict cached under
+	// an older gen is stale.
+	gen atomic.Uint64
+}
+
+// keyOf returns the group key of auth: Key's, auth itself when comparable,
+// or a key of its own.
+func (a *Access) keyOf(auth any) any {
+	if a.Key != nil {
+		return a.Key(auth)
+	}
+	if auth == nil || reflect.ValueOf(auth).Comparable() {
+		return auth
+	}
+	return new(byte) // each stream alone
+}
+
+// add puts l under its principal and arms the schedule.
+func (a *Access) add(l *life, auth any) {
+	key := a.keyOf(auth)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.groups == nil {
+		a.groups = make(map[any]*principal)
+	}
+	p := a.groups[key]
+	if p == nil {
+		p = &principal{key: key, auth: auth}
+		a.groups[key] = p
+	}
+	l.auth, l.p, l.slot = auth, p, len(p.subs)
+	p.subs = append(p.subs, l)
+	if a.Every > 0 && !a.armed {
+		a.armed = true
+		if a.timer == nil {
+			a.timer = time.AfterFunc(a.Every, a.tick)
+		} else {
+			a.timer.Reset(a.Every)
+		}
+	}
+}
+
+// remove takes l out of its principal; the last stream stops the schedule.
+func (a *Access) remove(l *life) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	p := l.p
+	last := len(p.subs) - 1
+	if l.slot != last {
+		moved := p.subs[last]
+		p.subs[l.slot], moved.slot = moved, l.slot
+	}
+	p.subs[last] = nil
+	p.subs = p.subs[:last]
+	if last == 0 {
+		delete(a.groups, p.key)
+	}
+	if len(a.groups) == 0 && a.armed && a.timer.Stop() {
+		a.armed = false
+	}
+}
+
+// tick is one scheduled round.
+func (a *Access) tick() {
+	a.recheck(context.Background(), nil)
+	a.mu.Lock()
+	if len(a.groups) > 0 {
+		a.timer.Reset(a.Every)
+	} else {
+		a.armed = false
+	}
+	a.mu.Unlock()
+}
+
+// Recheck re-checks now, on the calling goroutine, the principal whose
+// streams have auth's Key, and returns how many of its streams it ended.
+func (a *Access) Recheck(ctx context.Context, auth any) int {
+	key := a.keyOf(auth)
+	return a.recheck(ctx, func(p *principal) bool { return p.key == key })
+}
+
+// RecheckAll re-checks every principal with an open listen now, on the
+// calling goroutine, and returns how many streams it ended.
+func (a *Access) RecheckAll(ctx context.Context) int { return a.recheck(ctx, nil) }
+
+// End ends, with reason (ErrRevoked when nil; see Subscription.End), every
+// open stream whose Auth match selects, and returns how many. match runs on
+// the calling goroutine, once per stream, with no lock held. It is the
+// by-hand form of a re-check: after revoking a credential, make the
+// transport's authentication refuse it, then End its streams.
+func (a *Access) End(match func(auth any) bool, reason error) int {
+	if reason == nil {
+		reason = ErrRevoked
+	}
+	n := 0
+	for _, l := range a.streams(nil) {
+		if match(l.auth) && l.s.end(reason) {
+			n++
+		}
+	}
+	return n
+}
+
+// Listens returns the number of open streams the Access tracks.
+func (a *Access) Listens() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := 0
+	for _, p := range a.groups {
+		n += len(p.subs)
+	}
+	return n
+}
+
+// streams returns the streams of the principals only selects (all: nil),
+// grouped by principal, copied under the lock.
+func (a *Access) streams(only func(*principal) bool) []*life {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []*life
+	for _, p := range a.groups {
+		if only == nil || only(p) {
+			out = append(out, p.subs...)
+		}
+	}
+	return out
+}
+
+// recheck re-checks the principals only selects (all: nil) and returns how
+// many streams it ended.
+func (a *Access) recheck(ctx context.Context, only func(*principal) bool) int {
+	a.mu.Lock()
+	var ps []*principal
+	for _, p := range a.groups {
+		if only == nil || only(p) {
+			ps = append(ps, p)
+		}
+	}
+	a.mu.Unlock()
+	n := 0
+	for _, p := range ps {
+		n += a.recheckOne(ctx, p)
+	}
+	return n
+}
+
+// recheckOne re-checks one principal (see Access).
+func (a *Access) recheckOne(ctx context.Context, p *principal) int {
+	p.gen.Add(1) // the cached delivery verdicts are stale from now on
+	var err error
+	if a.Check != nil {
+		err = a.check(ctx, p.auth)
+	}
+	a.mu.Lock()
+	subs := slices.Clone(p.subs)
+	a.mu.Unlock()
+	n := 0
+	if err != nil {
+		reason := err
+		if !errors.Is(err, ErrExpired) && !errors.Is(err, ErrRevoked) {
+			reason = fmt.Errorf("%w: %w", ErrRevoked, err)
+		}
+		for _, l := range subs {
+			if l.s.end(reason) {
+				n++
+			}
+		}
+		return n
+	}
+	var memo map[string]bool
+	for _, l := range subs {
+		if l.canRead == nil {
+			continue
+		}
+		if memo == nil {
+			memo = make(map[string]bool)
+		}
+		if !l.readsAnything(ctx, memo) && l.s.end(ErrRevoked) {
+			n++
+		}
+	}
+	return n
+}
+
+// check runs Check, turning a panic into an error.
+func (a *Access) check(ctx context.Context, auth any) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = newPanicError("Access.Check", v)
+		}
+	}()
+	return a.Check(ctx, auth)
+}

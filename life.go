@@ -1,0 +1,174 @@
+package listen
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// This file holds what ties an open subscription to its clock and to its
+// principal for its whole life: its lifetime bound (Options.MaxLifetime),
+// its credential's expiry (Request.Expiry), and its principal's Access.
+// Each ends the stream through Subscription.End, with its early ending;
+// none needs a goroutine while the stream is idle (a runtime timer per
+// subscription for the clock, one per Access for the re-checks).
+
+// life is a subscription's part in all that. A subscription has one when
+// it has a lifetime, an expiry or an Access; its fields after Open are
+// guarded by mu where they change.
+type life struct {
+	s *Subscription
+	// scopes are Request.Scopes: the scoped events the stream receives.
+	scopes []string
+	// timer ends the stream at the first of its lifetime and its expiry;
+	// nil when it has neither.
+	timer *time.Timer
+
+	// Access, when set: the principal the stream counts under (p, at
+	// slot in p.subs, guarded by access.mu), and what a re-check or a
+	// delivery asks CanRead with.
+	access  *Access
+	auth    any // Request.Auth
+	p       *principal
+	slot    int
+	canRead func(context.Context, *Request, string) bool
+	view    *Request
+	deliver bool // Access.Deliver: CanRead at delivery, cached
+	others  bool // the filter selects more than resource updates
+
+	mu    sync.Mutex
+	cache map[string]bool // delivery verdicts, valid while gen == p.gen
+	gen   uint64
+}
+
+// maxReadCache bounds a subscription's cache of delivery verdicts (a
+// folder listen may see any number of sub-resources); a full cache is
+// cleared.
+const maxReadCache = 1024
+
+// newLife returns s's life, or nil when nothing applies. It arms the timer
+// and joins the Access.
+func newLife(s *Subscription, req *Request, opts *Options) *life {
+	if opts.MaxLifetime <= 0 && req.Expiry.IsZero() && opts.Access == nil && len(req.Scopes) == 0 {
+		return nil
+	}
+	l := &life{s: s, scopes: req.Scopes}
+	var at time.Time
+	var reason error
+	if opts.MaxLifetime > 0 {
+		at, reason = time.Now().Add(opts.MaxLifetime-jitter(opts)), ErrLifetime
+	}
+	if !req.Expiry.IsZero() && (at.IsZero() || req.Expiry.Before(at)) {
+		at, reason = req.Expiry, ErrExpired
+	}
+	if !at.IsZero() {
+		l.timer = time.AfterFunc(time.Until(at), func() { s.End(reason) })
+	}
+	if a := opts.Access; a != nil {
+		l.access = a
+		l.canRead = opts.CanRead
+		l.deliver = a.Deliver && opts.CanRead != nil
+		if l.canRead != nil {
+			if s.watch != nil && s.watch.res != nil && s.watch.res.view != nil {
+				l.view = s.watch.res.view
+			} else {
+				l.view = detachedRequest(req)
+			}
+		}
+		l.others = s.lists&^(1<<checkedBit) != 0 || s.ext != nil && len(s.ext.filters) > 0
+		a.add(l, req.Auth)
+	}
+	return l
+}
+
+// jitter draws how much earlier than MaxLifetime a stream ends: uniformly
+// in [0, LifetimeJitter] (MaxLifetime/10 by default, at most MaxLifetime).
+func jitter(opts *Options) time.Duration {
+	j := opts.LifetimeJitter
+	if j == 0 {
+		j = opts.MaxLifetime / 10
+	}
+	j = min(j, opts.MaxLifetime)
+	if j <= 0 {
+		return 0
+	}
+	return rand.N(j + 1)
+}
+
+// release lets go of the timer and the Access once the subscription is
+// closed (the Close hook of its stream: see OpenOwned).
+func (l *life) release(error) {
+	if l.timer != nil {
+		l.timer.Stop()
+	}
+	if l.access != nil {
+		l.access.remove(l)
+	}
+}
+
+// readable is CanRead at delivery for uri, answered from the cache while
+// the principal has not been re-checked since. A panic in CanRead fails
+// the stream, as while shaping any update.
+func (l *life) readable(ctx context.Context, uri string) (ok bool, err error) {
+	gen := l.p.gen.Load()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.gen != gen {
+		clear(l.cache)
+		l.gen = gen
+	} else if v, hit := l.cache[uri]; hit {
+		return v, nil
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			ok, err = false, deliveryPanic("Options.CanRead", v)
+		}
+	}()
+	ok = l.canRead(ctx, l.view, uri)
+	if l.cache == nil {
+		l.cache = make(map[string]bool)
+	} else if len(l.cache) >= maxReadCache {
+		clear(l.cache)
+	}
+	l.cache[uri] = ok
+	return ok, nil
+}
+
+// readsAnything reports, on a re-check, whether the stream may still read
+// something it asked for: always when it asked for more than resource
+// updates or there is no CanRead; otherwise when CanRead allows one of its
+// URIs. memo holds the answers of this re-check of its principal, shared by
+// its streams. A panic in CanRead counts as a refusal.
+func (l *life) readsAnything(ctx context.Context, memo map[string]bool) bool {
+	var uris []string
+	if l.s.watch != nil {
+		uris = l.s.watch.list
+	}
+	if l.canRead == nil || l.others || len(uris) == 0 {
+		return true
+	}
+	for _, u := range uris {
+		v, seen := memo[u]
+		if !seen {
+			v = l.check(ctx, u)
+			memo[u] = v
+		}
+		if v {
+			return true
+		}
+	}
+	return false
+}
+
+func (l *life) check(ctx context.Context, uri string) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	return l.canRead(ctx, l.view, uri)
+}
