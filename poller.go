@@ -371,6 +371,9 @@ func (p *Poller) fail(dst []byte, err error) (Step, []byte) {
 // terminal hands out the terminal message msg; the subscription is closed
 // with reason once it is written.
 func (p *Poller) terminal(dst, msg []byte, reason error, state pollState) (Step, []byte) {
+	if serverEnded(reason) {
+		p.s.ending.CompareAndSwap(nil, &reason) // EndReason reports it
+	}
 	p.state = state
 	p.final = reason
 	return StepWrite, append(dst, msg...)

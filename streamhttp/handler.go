@@ -139,6 +139,7 @@ type Handler struct {
 	over chan struct{}
 
 	opened, closed, refused uint64
+	ended                   listen.EndCounts
 }
 
 // New returns a Handler that opens every listen on src, configured by opts
@@ -205,6 +206,9 @@ type Stats struct {
 	// Refused counts the listens refused for capacity: 503 over MaxStreams
 	// or during shutdown, 429 over MaxStreamsPerKey.
 	Refused uint64
+	// Ended counts, among Closed, the streams the server ended early, by
+	// reason (listen.Ending): revoked, expired, lifetime, fell behind.
+	Ended listen.EndCounts
 	// ShuttingDown reports whether Shutdown was called.
 	ShuttingDown bool
 }
@@ -218,6 +222,7 @@ func (h *Handler) Stats() Stats {
 		Opened:       h.opened,
 		Closed:       h.closed,
 		Refused:      h.refused,
+		Ended:        h.ended,
 		ShuttingDown: h.shuttingDown,
 	}
 }
@@ -496,6 +501,7 @@ func (h *Handler) end(st *stream, reason error, letGo func()) {
 	}
 	if st.sub != nil {
 		h.closed++
+		h.ended.Add(reason)
 	}
 	h.mu.Unlock()
 
