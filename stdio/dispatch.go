@@ -165,6 +165,9 @@ func (c *conn) listen(msg jsonrpc.Message) {
 		c.reply(msg.ID, err)
 		return
 	}
+	if c.srv.opts.Auth != nil {
+		req.Auth, req.Expiry = c.auth()
+	}
 
 	e := &entry{id: msg.ID, kind: kindListen, gone: make(chan struct{})}
 	e.ownerCtx, e.ownerCancel = context.WithCancelCause(c.base)

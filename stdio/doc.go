@@ -57,10 +57,10 @@
 // listen.ErrShutdown, and the handler calls in flight are answered.
 //
 // A stdio connection has one client, so every listen on it has one
-// principal for the connection's life: to end them when its credential is
-// revoked or expires, end the context given to Serve (a drain; for an
-// expiry, context.WithDeadline), then exit; the client starts the server
-// again with fresh credentials.
+// principal: Options.Auth names it (and its credential's expiry), so that
+// listen.Options.Access, Scopes and CanRead judge its listens as on HTTP,
+// and a revoked or expired one is torn down with its early ending. To end
+// the whole connection instead, end the context given to Serve (a drain).
 //
 // # Goroutines and backpressure
 //

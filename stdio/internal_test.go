@@ -10,15 +10,17 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
 )
 
-// TestShutdownNoticeShape checks the notifications/cancelled a drain writes
-// before a listen's completion result.
+// TestShutdownNoticeShape checks the notifications/cancelled a drain (or an
+// early ending) writes before a listen's terminal message.
 func TestShutdownNoticeShape(t *testing.T) {
-	for _, id := range []jsonrpc.ID{jsonrpc.StringID("s-1"), jsonrpc.IntID(42), jsonrpc.StringID(`we"ird`)} {
-		notice := shutdownCancelled(id)
+	for i, id := range []jsonrpc.ID{jsonrpc.StringID("s-1"), jsonrpc.IntID(42), jsonrpc.StringID(`we"ird`)} {
+		reason := []string{ShutdownReason, EndedReason(listen.ErrRevoked), EndedReason(listen.ErrFellBehind)}[i]
+		notice := serverCancelled(id, reason)
 		require.True(t, json.Valid(notice), "%s", notice)
 		var m struct {
 			Method string `json:"method"`
@@ -32,7 +34,7 @@ func TestShutdownNoticeShape(t *testing.T) {
 		require.Equal(t, spec.MethodCancelled, m.Method)
 		require.Equal(t, id.Raw(), string(m.Params.RequestID))
 		require.Equal(t, id.Raw(), string(m.Params.Meta[spec.MetaSubscriptionID]))
-		require.Equal(t, ShutdownReason, m.Params.Reason)
+		require.Equal(t, reason, m.Params.Reason)
 	}
 }
 

@@ -122,6 +122,15 @@ type Options struct {
 	// SupportedVersions is the "supported" list of the unsupported-version
 	// error (-32022). Nil means spec.SupportedProtocolVersions.
 	SupportedVersions []string
+	// Auth, if set, names the connection's principal: it is called once per
+	// listen, with the context given to Serve (or Conn.Serve), and its
+	// results become the listen's Request.Auth and Request.Expiry (the
+	// stream ends with listen.ErrExpired when the credential expires). So
+	// listen.Options.Access, Scopes and CanRead judge a stdio listen as an
+	// HTTP one. A panic in it leaves the listen without a principal. Nil:
+	// listens have no Auth (see the package documentation, "One principal
+	// per connection").
+	Auth func(ctx context.Context) (auth any, expiry time.Time)
 	// OmitShutdownCancelled, when set, makes a drain send only the completion
 	// result to each open listen. By default the completion result is
 	// preceded by notifications/cancelled for the listen.
@@ -135,8 +144,12 @@ type Options struct {
 	//	{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":1},"reason":"Server shutdown","requestId":1}}
 	//	{"jsonrpc":"2.0","id":1,"result":{"_meta":{"io.modelcontextprotocol/subscriptionId":1},"resultType":"complete"}}
 	//
-	// A listen that ends on its own (its source ended or failed) gets its
-	// terminal message alone.
+	// A listen the server ends early (revoked, expired, at its lifetime,
+	// fallen behind: see listen.Options.EndWithError) is torn down the same
+	// way, notifications/cancelled carrying EndedReason's reason
+	// ("Subscription ended: revoked"); OmitShutdownCancelled leaves it out
+	// there too. A listen that ends on its own (its source ended or failed)
+	// gets its terminal message alone.
 	OmitShutdownCancelled bool
 	// Logger receives the transport's diagnostics (refused and malformed
 	// messages at Debug, closes at Debug, handler panics and lost connections

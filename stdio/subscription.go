@@ -2,7 +2,10 @@ package stdio
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strconv"
+	"time"
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
@@ -49,7 +52,7 @@ func (c *conn) runListen(e *entry, req *listen.Request) {
 	c.hookOpen(sub)
 	reason := sub.Serve(e.serveCtx, listen.Sink{
 		Write: func(msg []byte) error { return c.subWrite(e, msg) },
-		Final: func(msg []byte) error { return c.subFinal(e, msg) },
+		Final: func(msg []byte) error { return c.subFinal(e, sub, msg) },
 	})
 	c.removeEntry(e)
 	c.srv.nClosed.Add(1)
@@ -65,32 +68,61 @@ func (c *conn) subWrite(e *entry, msg []byte) error {
 	return c.send(e, msg)
 }
 
-// subFinal is the Sink.Final of e's subscription: before the terminal
+// subFinal is the Sink.Final of e's subscription sub: before the terminal
 // message it frees the id (so the client may reuse it as soon as it reads
-// the terminal) and, in a drain, writes notifications/cancelled first.
-func (c *conn) subFinal(e *entry, msg []byte) error {
+// the terminal) and, when the server ends the stream (a drain, an early
+// ending: sub.EndReason), writes notifications/cancelled first.
+func (c *conn) subFinal(e *entry, sub *listen.Subscription, msg []byte) error {
 	if e.cancelled.Load() {
 		return e.cause
 	}
 	c.removeEntry(e)
-	if e.shutdown.Load() && !c.srv.opts.OmitShutdownCancelled {
-		if err := c.send(e, shutdownCancelled(e.id)); err != nil {
+	if c.srv.opts.OmitShutdownCancelled {
+		return c.send(e, msg)
+	}
+	reason := ""
+	switch r := sub.EndReason(); {
+	case e.shutdown.Load(), errors.Is(r, listen.ErrShutdown):
+		reason = ShutdownReason
+	case r != nil:
+		reason = EndedReason(r)
+	}
+	if reason != "" {
+		if err := c.send(e, serverCancelled(e.id, reason)); err != nil {
 			return err
 		}
 	}
 	return c.send(e, msg)
 }
 
-// shutdownCancelled returns the notifications/cancelled a drain sends for the
-// listen id before its completion result. It carries the subscription id in
+// EndedReason is the reason of the notifications/cancelled that precedes
+// the terminal message of a listen the server ended early (an early
+// ending: see listen.Ending): "Subscription ended: " and the ending's
+// class, such as "Subscription ended: revoked".
+func EndedReason(reason error) string {
+	return "Subscription ended: " + listen.Classify(reason)
+}
+
+// serverCancelled returns the notifications/cancelled the server sends for
+// the listen id before the terminal message of a stream it ends (reason:
+// ShutdownReason, or EndedReason's). It carries the subscription id in
 // _meta, like every message of the stream.
-func shutdownCancelled(id jsonrpc.ID) []byte {
-	b := make([]byte, 0, 160+2*len(id.Raw()))
+func serverCancelled(id jsonrpc.ID, reason string) []byte {
+	b := make([]byte, 0, 160+2*len(id.Raw())+len(reason))
 	b = append(b, `{"jsonrpc":"2.0","method":"`+spec.MethodCancelled+`","params":{"_meta":{"`+spec.MetaSubscriptionID+`":`...)
 	b = append(b, id.Raw()...)
-	b = append(b, `},"reason":"`+ShutdownReason+`","requestId":`...)
+	b = append(b, `},"reason":`...)
+	b = strconv.AppendQuote(b, reason) // ASCII: quoted as JSON would
+	b = append(b, `,"requestId":`...)
 	b = append(b, id.Raw()...)
 	return append(b, "}}"...)
+}
+
+// auth calls Options.Auth with the connection's context, recovering a
+// panic (the listen then has no principal).
+func (c *conn) auth() (auth any, expiry time.Time) {
+	defer c.recoverHook("Auth")
+	return c.srv.opts.Auth(c.hctx)
 }
 
 // hookOpen calls Options.OnOpen, recovering a panic.
