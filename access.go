@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -66,6 +65,7 @@ type Access struct {
 
 	mu     sync.Mutex
 	groups map[any]*principal
+	n      int // streams in groups
 	timer  *time.Timer
 	armed  bool
 }
@@ -107,6 +107,7 @@ func (a *Access) add(l *life, auth any) {
 	}
 	l.auth, l.p, l.slot = auth, p, len(p.subs)
 	p.subs = append(p.subs, l)
+	a.n++
 	if a.Every > 0 && !a.armed {
 		a.armed = true
 		if a.timer == nil {
@@ -129,6 +130,7 @@ func (a *Access) remove(l *life) {
 	}
 	p.subs[last] = nil
 	p.subs = p.subs[:last]
+	a.n--
 	if last == 0 {
 		delete(a.groups, p.key)
 	}
@@ -182,11 +184,7 @@ func (a *Access) End(match func(auth any) bool, reason error) int {
 func (a *Access) Listens() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	n := 0
-	for _, p := range a.groups {
-		n += len(p.subs)
-	}
-	return n
+	return a.n
 }
 
 // streams returns the streams of the principals only selects (all: nil),
@@ -204,33 +202,53 @@ func (a *Access) streams(only func(*principal) bool) []*life {
 }
 
 // recheck re-checks the principals only selects (all: nil) and returns how
-// many streams it ended.
+// many streams it ended. A round allocates its lists once, not per
+// principal: at 10,000 principals a round must not feed the collector.
 func (a *Access) recheck(ctx context.Context, only func(*principal) bool) int {
+	// One pass under the lock copies the principals and their streams;
+	// the calls out (Check, CanRead) run after it.
+	var r round
 	a.mu.Lock()
-	var ps []*principal
+	r.ps = make([]round1, 0, len(a.groups))
+	r.subs = make([]*life, 0, a.n)
 	for _, p := range a.groups {
 		if only == nil || only(p) {
-			ps = append(ps, p)
+			r.subs = append(r.subs, p.subs...)
+			r.ps = append(r.ps, round1{p, len(r.subs)})
 		}
 	}
 	a.mu.Unlock()
-	n := 0
-	for _, p := range ps {
-		n += a.recheckOne(ctx, p)
+	n, from := 0, 0
+	for _, p := range r.ps {
+		n += a.recheckOne(ctx, p.p, r.subs[from:p.end], &r)
+		from = p.end
 	}
 	return n
 }
 
-// recheckOne re-checks one principal (see Access).
-func (a *Access) recheckOne(ctx context.Context, p *principal) int {
+// round is the scratch space of one re-check round: it allocates its
+// lists once, not per principal, so that a round over 10,000 principals
+// does not feed the collector.
+type round struct {
+	ps   []round1
+	subs []*life         // the streams of ps, in order
+	memo map[string]bool // CanRead's answers for the principal at hand
+}
+
+// round1 is one principal of a round: its streams end at subs[end].
+type round1 struct {
+	p   *principal
+	end int
+}
+
+// recheckOne re-checks one principal, whose streams were subs (see
+// Access).
+func (a *Access) recheckOne(ctx context.Context, p *principal, subs []*life, r *round) int {
 	p.gen.Add(1) // the cached delivery verdicts are stale from now on
 	var err error
 	if a.Check != nil {
 		err = a.check(ctx, p.auth)
 	}
-	a.mu.Lock()
-	subs := slices.Clone(p.subs)
-	a.mu.Unlock()
 	n := 0
 	if err != nil {
 		reason := err
@@ -244,15 +262,16 @@ func (a *Access) recheckOne(ctx context.Context, p *principal) int {
 		}
 		return n
 	}
-	var memo map[string]bool
+	var memo map[string]bool // shared by the principal's streams, when several
+	if len(subs) > 1 {
+		if r.memo == nil {
+			r.memo = make(map[string]bool)
+		}
+		clear(r.memo)
+		memo = r.memo
+	}
 	for _, l := range subs {
-		if l.canRead == nil {
-			continue
-		}
-		if memo == nil {
-			memo = make(map[string]bool)
-		}
-		if !l.readsAnything(ctx, memo) && l.s.end(ErrRevoked) {
+		if l.canRead != nil && !l.readsAnything(ctx, memo) && l.s.end(ErrRevoked) {
 			n++
 		}
 	}

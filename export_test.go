@@ -38,3 +38,11 @@ const (
 	MsgEventExtCoreFields = msgEventExtCoreFields
 	MsgEventInvalid       = msgEventInvalid
 )
+
+// StaleReads makes the delivery verdicts s cached stale, as a re-check of
+// its principal does (for the benchmark of an uncached delivery check).
+func StaleReads(s *Subscription) {
+	if s.life != nil && s.life.p != nil {
+		s.life.p.gen.Add(1)
+	}
+}

@@ -34,8 +34,9 @@ type life struct {
 	slot    int
 	canRead func(context.Context, *Request, string) bool
 	view    *Request
-	deliver bool // Access.Deliver: CanRead at delivery, cached
-	others  bool // the filter selects more than resource updates
+	deliver bool     // Access.Deliver: CanRead at delivery, cached
+	others  bool     // the filter selects more than resource updates
+	uris    []string // the subscription's accepted URIs (Subscription.uris)
 
 	mu    sync.Mutex
 	cache map[string]bool // delivery verdicts, valid while gen == p.gen
@@ -77,6 +78,9 @@ func newLife(s *Subscription, req *Request, opts *Options) *life {
 			}
 		}
 		l.others = s.lists&^(1<<checkedBit) != 0 || s.ext != nil && len(s.ext.filters) > 0
+		if s.watch != nil {
+			l.uris = s.watch.list
+		}
 		a.add(l, req.Auth)
 	}
 	return l
@@ -141,13 +145,11 @@ func (l *life) readable(ctx context.Context, uri string) (ok bool, err error) {
 // readsAnything reports, on a re-check, whether the stream may still read
 // something it asked for: always when it asked for more than resource
 // updates or there is no CanRead; otherwise when CanRead allows one of its
-// URIs. memo holds the answers of this re-check of its principal, shared by
-// its streams. A panic in CanRead counts as a refusal.
+// URIs. memo, if not nil, holds the answers of this re-check of its
+// principal, shared by its streams. A panic in CanRead counts as a
+// refusal.
 func (l *life) readsAnything(ctx context.Context, memo map[string]bool) bool {
-	var uris []string
-	if l.s.watch != nil {
-		uris = l.s.watch.list
-	}
+	uris := l.uris
 	if l.canRead == nil || l.others || len(uris) == 0 {
 		return true
 	}
@@ -155,7 +157,9 @@ func (l *life) readsAnything(ctx context.Context, memo map[string]bool) bool {
 		v, seen := memo[u]
 		if !seen {
 			v = l.check(ctx, u)
-			memo[u] = v
+			if memo != nil {
+				memo[u] = v
+			}
 		}
 		if v {
 			return true
