@@ -99,9 +99,33 @@ func TestReasonClass(t *testing.T) {
 		{fmt.Errorf("drained: %w", listen.ErrShutdown), listenotel.ClassShutdown},
 		{errors.New("who knows"), listenotel.ClassOther},
 		{nil, listenotel.ClassOther},
+		{listen.ErrRevoked, listenotel.ClassRevoked},
+		{fmt.Errorf("%w: grant withdrawn", listen.ErrRevoked), listenotel.ClassRevoked},
+		{listen.ErrExpired, listenotel.ClassExpired},
+		{listen.ErrLifetime, listenotel.ClassLifetime},
+		{listen.ErrFellBehind, listenotel.ClassFellBehind},
 	} {
 		assert.Equal(t, tc.want, listenotel.ReasonClass(tc.reason), "%v", tc.reason)
 	}
+}
+
+// Each early ending is a close reason of its own in the metrics.
+func TestEarlyEndingsAreCloseReasons(t *testing.T) {
+	m, reader := newMetrics(t)
+	tr := m.Transport("test")
+	for _, r := range []error{listen.ErrRevoked, listen.ErrExpired, listen.ErrLifetime, listen.ErrFellBehind, listen.ErrLifetime} {
+		tr.OnOpen(nil)
+		tr.OnClose(nil, r)
+	}
+	const tt = "mcp.listen.transport=test"
+	assert.Equal(t, map[string]int64{
+		"mcp.listen.streams.open{" + tt + "}":                                       0,
+		"mcp.listen.streams.opened{" + tt + "}":                                     5,
+		"mcp.listen.streams.closed{mcp.listen.close.reason=revoked," + tt + "}":     1,
+		"mcp.listen.streams.closed{mcp.listen.close.reason=expired," + tt + "}":     1,
+		"mcp.listen.streams.closed{mcp.listen.close.reason=lifetime," + tt + "}":    2,
+		"mcp.listen.streams.closed{mcp.listen.close.reason=fell_behind," + tt + "}": 1,
+	}, series(t, reader))
 }
 
 // A close counts as cut by the write deadline only when it is a disconnect
