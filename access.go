@@ -48,9 +48,9 @@ type Access struct {
 	Every time.Duration
 	// Key returns the key that groups the streams of one principal
 	// (a user id from the token's claims): its streams are re-checked
-	// together, with one Check call. Nil means Auth itself, when it is
-	// comparable (a pointer, a string, a struct of those); otherwise each
-	// stream is a principal of its own.
+	// together, with one Check call. Nil means Auth itself. A key that is
+	// not comparable (a map, a slice), or a Key that panics, makes the
+	// stream a principal of its own.
 	Key func(auth any) any
 	// Deliver makes Options.CanRead decide each resource update at delivery
 	// too, not only at open: an update for a URI the principal may no
@@ -80,14 +80,20 @@ type principal struct {
 	gen atomic.Uint64
 }
 
-// keyOf returns the group key of auth: Key's, auth itself when comparable,
-// or a key of its own.
-func (a *Access) keyOf(auth any) any {
+// keyOf returns the group key of auth: Key's, or auth itself, when it is
+// comparable; otherwise (and when Key panics) a key of its own.
+func (a *Access) keyOf(auth any) (key any) {
+	key = auth
 	if a.Key != nil {
-		return a.Key(auth)
+		defer func() {
+			if recover() != nil {
+				key = new(byte)
+			}
+		}()
+		key = a.Key(auth)
 	}
-	if auth == nil || reflect.ValueOf(auth).Comparable() {
-		return auth
+	if key == nil || reflect.ValueOf(key).Comparable() {
+		return key
 	}
 	return new(byte) // each stream alone
 }

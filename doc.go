@@ -43,6 +43,18 @@
 // for the rule). The kinds of notification, their filter keys and the
 // capabilities that allow them are the Kind constants.
 //
+// # Listens bound to their principal
+//
+// Options.Access re-checks a principal's access on a schedule and on demand
+// (and, with Deliver, CanRead at each resource update); Request.Expiry and
+// Options.MaxLifetime bound a stream in time; Options.Scopes and
+// Event.Scope keep a tenant's events to its listens; Options.Disabled
+// turns listen off. The state machine writes the server's early endings
+// (ErrRevoked, ErrExpired, ErrLifetime, ErrFellBehind), each its own close
+// reason and class, in the form Options.EndWithError chooses (by default
+// the completion result with the reason in its _meta). None needs a
+// goroutine while a stream is idle. The guide: docs/principals.md.
+//
 // # Goroutines
 //
 //   - The guard, started inside Open, closes the Source's stream exactly

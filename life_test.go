@@ -351,3 +351,51 @@ func TestAccessDeliver(t *testing.T) {
 		<-s.done
 	})
 }
+
+// TestAccessKeys: streams group by Key; an Auth that is not comparable, or
+// a Key that panics, makes each stream a principal of its own (one Check
+// each) instead of failing the open.
+func TestAccessKeys(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		checks := 0
+		check := func(context.Context, any) error {
+			mu.Lock()
+			defer mu.Unlock()
+			checks++
+			return nil
+		}
+		f := listen.Filter{"toolsListChanged": true}
+		for _, tc := range []struct {
+			name   string
+			key    func(any) any
+			auths  []any
+			checks int
+		}{
+			{"comparable auth", nil, []any{"a", "a", "b"}, 2},
+			{"map auth", nil, []any{map[string]any{"u": "a"}, map[string]any{"u": "a"}}, 2},
+			{"key", func(a any) any { return a.(map[string]any)["u"] }, []any{map[string]any{"u": "a"}, map[string]any{"u": "a"}}, 1},
+			{"key returning a slice", func(any) any { return []string{"x"} }, []any{1, 2}, 2},
+			{"panicking key", func(any) any { panic("key") }, []any{1, 2}, 2},
+		} {
+			access := &listen.Access{Key: tc.key, Check: check}
+			opts := &listen.Options{Capabilities: allCaps, Access: access}
+			var all []*served
+			for _, a := range tc.auths {
+				all = append(all, serveWith(t, newTestSource(), opts, f, a, time.Time{}))
+			}
+			mu.Lock()
+			checks = 0
+			mu.Unlock()
+			assert.Equal(t, 0, access.RecheckAll(t.Context()), tc.name)
+			mu.Lock()
+			assert.Equal(t, tc.checks, checks, tc.name)
+			mu.Unlock()
+			for _, s := range all {
+				s.sub.Close(nil)
+				<-s.done
+			}
+			assert.Equal(t, 0, access.Listens(), tc.name)
+		}
+	})
+}

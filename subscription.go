@@ -168,9 +168,11 @@ type Options struct {
 // It holds no pointer to the Request, its Params, Meta, client capabilities,
 // headers or auth: Open copies the values it keeps (strings.Clone, Filter.Clone)
 // so that an open stream never keeps a request body alive. (With
-// Options.SubResources and CanRead both set it also keeps a detached copy of
-// the request's id, version, client info, transport kind and address, and
-// Auth's value: see SubResources.)
+// Options.SubResources and CanRead both set, or Options.Access, it also
+// keeps a detached copy of the request's id, version, client info,
+// transport kind and address, and Auth's value: see SubResources and
+// Access. With Options.Scopes it keeps its scopes; with a lifetime or an
+// expiry, one runtime timer.)
 //
 // All methods are safe for concurrent use. Close is idempotent and waits.
 type Subscription struct {

@@ -48,11 +48,24 @@
 // removes the listener from every index. Shutdown ends every listener
 // gracefully: each hands out what it has queued, then answers
 // [listen.ErrClosed], so its subscription writes the completion result.
+// With the [EndListener] overflow policy, a listener whose queue is full
+// ends instead: its pulls answer [listen.ErrFellBehind], which its
+// subscription sends as an early ending.
+//
+// # Scopes, attach and detach
+//
+// A listener of scopes ([listen.Request.Scopes]) is indexed once more under
+// each: a scoped event looks up its scope's listeners only. [Options.OnAttach]
+// and [Options.OnDetach] report the first listener watching a URI (a
+// [Watch]) and the last leaving it, once each, in order, outside the hub's
+// locks.
 //
 // # Concurrency contract
 //
 // All methods of Hub are safe for concurrent use by any number of
-// goroutines, and so are a stream's methods. The hub starts no goroutine.
+// goroutines, and so are a stream's methods. The hub starts no goroutine
+// (with DetachDelay, its one timer's function runs in a goroutine of the
+// runtime's when it fires, and ends with it).
 //
 //   - Publish runs in the caller's goroutine and never waits for a
 //     listener: it copies its targets under a read lock of the index, then

@@ -44,9 +44,12 @@
 //     failed" (reason Failed);
 //   - the client disconnects, or stops reading until a write misses its
 //     WriteTimeout: nothing more is written (reason Disconnected);
-//   - Shutdown, EndStreams for the streams it selects, or Options.Expiry
-//     passing (the stream's credential expired): the completion result
-//     (reason listen.ErrShutdown, ErrEnded or ErrExpired).
+//   - Shutdown: the completion result (reason listen.ErrShutdown);
+//   - an early ending of the core (listen.Options.Access, EndStreams,
+//     Options.Expiry, Listen.MaxLifetime, a hub listener that fell behind):
+//     by default the completion result with the reason in its _meta
+//     (reason listen.ErrRevoked, ErrExpired, ErrLifetime, ErrFellBehind;
+//     counted in Stats).
 //
 // OnOpen and OnClose observe every opened subscription, OnKeepAlive every
 // keep-alive written, OnError every refused request; Stats counts them.

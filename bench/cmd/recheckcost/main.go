@@ -146,6 +146,7 @@ type result struct {
 	goroutines int
 	checksPerS float64
 	readsPerS  float64
+	rssKB      float64 // the server's VmRSS at the end of the window
 }
 
 func measure(n, principals, runs int, window, settle, every time.Duration, addr string) error {
@@ -168,21 +169,23 @@ func measure(n, principals, runs int, window, settle, every time.Duration, addr 
 			if err != nil {
 				return fmt.Errorf("run %d, %s: %w", run+1, v, err)
 			}
-			fmt.Printf("run %d %-8s cpu %.3f%% of a core, %d goroutines, %.0f checks/s, %.0f CanRead/s\n",
-				run+1, v, r.cpuPct, r.goroutines, r.checksPerS, r.readsPerS)
+			fmt.Printf("run %d %-8s cpu %.3f%% of a core, %d goroutines, %.0f checks/s, %.0f CanRead/s, RSS %.0f KB\n",
+				run+1, v, r.cpuPct, r.goroutines, r.checksPerS, r.readsPerS, r.rssKB)
 			all = append(all, r)
 		}
 	}
 	fmt.Printf("loadavg after: %s", loadavg())
 	fmt.Printf("\n%d idle listens, %d principals, Every %v, window %v, %d runs per variant: median [min-max]\n", n, principals, every, window, runs)
 	for _, v := range []string{"baseline", "recheck"} {
-		var cpu, gor, chk []float64
+		var cpu, gor, chk, rss []float64
 		for _, r := range all {
 			if r.variant == v {
 				cpu, gor, chk = append(cpu, r.cpuPct), append(gor, float64(r.goroutines)), append(chk, r.checksPerS)
+				rss = append(rss, r.rssKB)
 			}
 		}
-		fmt.Printf("  %-8s server CPU %s %% of one core; goroutines %s; Check calls/s %s\n", v, summary(cpu, 3), summary(gor, 0), summary(chk, 0))
+		fmt.Printf("  %-8s server CPU %s %% of one core; goroutines %s; Check calls/s %s; RSS %s KB\n",
+			v, summary(cpu, 3), summary(gor, 0), summary(chk, 0), summary(rss, 0))
 	}
 	var diff []float64
 	for run := range runs {
@@ -265,7 +268,24 @@ func once(exe, variant, addr string, n, principals int, window, settle, every ti
 		goroutines: s1.Goroutines,
 		checksPerS: float64(s1.Checks-s0.Checks) / wall,
 		readsPerS:  float64(s1.CanReads-s0.CanReads) / wall,
+		rssKB:      rssOf(cmd.Process.Pid),
 	}, nil
+}
+
+// rssOf returns the resident set size of process pid, in KB.
+func rssOf(pid int) float64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(b)) {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			f := strings.Fields(rest)
+			kb, _ := strconv.ParseFloat(f[0], 64)
+			return kb
+		}
+	}
+	return 0
 }
 
 // openAll opens n listens, each for its own URI, as principal i%principals,
