@@ -1,11 +1,13 @@
 package streamhttp_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -330,4 +332,65 @@ type listenSourceNeverOpened struct{ t *testing.T }
 func (s listenSourceNeverOpened) Open(context.Context, *listen.Request, listen.Filter) (listen.Filter, listen.Stream, error) {
 	s.t.Error("the source was opened")
 	return nil, nil, nil
+}
+
+// BenchmarkDeliveryCheck publishes one resource update to N open hub
+// streams over loopback HTTP/1.1 and waits until every client has read it,
+// without a delivery check (on the fast path, and on the portable path),
+// and with Access.Deliver (CanRead at delivery, cached: such streams are
+// served on the portable path). The clients run in the same process:
+// compare the rows with each other.
+//
+//	go test -run '^$' -bench DeliveryCheck -benchmem -count 5 ./streamhttp
+func BenchmarkDeliveryCheck(b *testing.B) {
+	const n = 1000
+	for _, v := range []struct {
+		name     string
+		portable bool
+		check    bool
+	}{{"no-check/fast", false, false}, {"no-check/portable", true, false}, {"check/portable", true, true}} {
+		b.Run(v.name, func(b *testing.B) {
+			lo := listen.Options{}
+			if v.check {
+				lo.Access = &listen.Access{Deliver: true}
+				lo.CanRead = func(context.Context, *listen.Request, string) bool { return true }
+			}
+			e := newHubEnv(b, v.portable, hub.Options{}, streamhttp.Options{MaxStreams: n + 16, KeepAlive: failsafe, Listen: lo}, 0)
+			var got atomic.Int64
+			var wg sync.WaitGroup
+			conns := make([]*rawListen, n)
+			for i := range conns {
+				c := e.dial(b, fmt.Sprintf(`"s%d"`, i), `{"resourceSubscriptions":["file:///a"]}`, "", 0).open(b)
+				conns[i] = c
+				wg.Go(func() {
+					for {
+						line, err := c.br.ReadSlice('\n')
+						if err != nil {
+							return
+						}
+						if bytes.Contains(line, []byte("resources/updated")) {
+							got.Add(1)
+						}
+					}
+				})
+			}
+			b.Cleanup(func() {
+				for _, c := range conns {
+					c.conn.Close()
+				}
+				wg.Wait()
+			})
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				want := int64(n) * int64(i+1)
+				_, _ = e.hub.ResourceUpdated("file:///a")
+				for got.Load() < want {
+					runtime.Gosched()
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/notification")
+		})
+	}
 }
