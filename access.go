@@ -19,12 +19,12 @@ import (
 // Access does nothing but track them (End works on it); set its fields
 // before the first listen opens and leave them afterwards.
 //
-// A re-check of a principal (on the Every schedule, or by Recheck,
-// RecheckAll) calls Check once for all its streams, and:
+// A re-check of a principal (on the Every schedule, or by Recheck) calls
+// Check once for all its streams, and:
 //
 //   - if Check returns an error, ends each of them with ErrRevoked (or
 //     ErrExpired, when the error matches it): the early ending of
-//     Options.Ending;
+//     Options.EndWithError;
 //   - otherwise, when the streams' Options.CanRead is set, asks it again for
 //     each URI a stream subscribed to (once per URI for the principal),
 //     and ends with ErrRevoked each stream that may now read none of them
@@ -44,7 +44,7 @@ type Access struct {
 	Check func(ctx context.Context, auth any) error
 	// Every, if positive, re-checks every principal with an open listen
 	// each Every (the next round starts Every after the previous one
-	// ended). Zero: only Recheck and RecheckAll re-check.
+	// ended). Zero: only Recheck re-checks.
 	Every time.Duration
 	// Key returns the key that groups the streams of one principal
 	// (a user id from the token's claims): its streams are re-checked
@@ -157,16 +157,34 @@ func (a *Access) tick() {
 	a.mu.Unlock()
 }
 
-// Recheck re-checks now, on the calling goroutine, the principal whose
-// streams have auth's Key, and returns how many of its streams it ended.
-func (a *Access) Recheck(ctx context.Context, auth any) int {
-	key := a.keyOf(auth)
-	return a.recheck(ctx, func(p *principal) bool { return p.key == key })
+// Recheck re-checks now, on the calling goroutine, the principals that
+// match selects (all, when match is nil), and returns how many streams it
+// ended: after a change of grants, so that the streams it revokes end at
+// once instead of at the next round. match is called once per principal,
+// with the Auth Check gets, with no lock held.
+func (a *Access) Recheck(ctx context.Context, match func(auth any) bool) int {
+	if match == nil {
+		return a.recheck(ctx, nil)
+	}
+	// match is the application's: it runs on the principals copied out,
+	// before the round takes the lock again for their streams.
+	a.mu.Lock()
+	ps := make([]*principal, 0, len(a.groups))
+	for _, p := range a.groups {
+		ps = append(ps, p)
+	}
+	a.mu.Unlock()
+	selected := make(map[*principal]bool)
+	for _, p := range ps {
+		if match(p.auth) { // p.auth never changes
+			selected[p] = true
+		}
+	}
+	if len(selected) == 0 {
+		return 0
+	}
+	return a.recheck(ctx, func(p *principal) bool { return selected[p] })
 }
-
-// RecheckAll re-checks every principal with an open listen now, on the
-// calling goroutine, and returns how many streams it ended.
-func (a *Access) RecheckAll(ctx context.Context) int { return a.recheck(ctx, nil) }
 
 // End ends, with reason (ErrRevoked when nil; see Subscription.End), every
 // open stream whose Auth match selects, and returns how many. match runs on
@@ -178,7 +196,7 @@ func (a *Access) End(match func(auth any) bool, reason error) int {
 		reason = ErrRevoked
 	}
 	n := 0
-	for _, l := range a.streams(nil) {
+	for _, l := range a.streams() {
 		if match(l.auth) && l.s.end(reason) {
 			n++
 		}
@@ -186,29 +204,19 @@ func (a *Access) End(match func(auth any) bool, reason error) int {
 	return n
 }
 
-// Listens returns the number of open streams the Access tracks.
-func (a *Access) Listens() int {
+// streams returns every stream, copied under the lock.
+func (a *Access) streams() []*life {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.n
-}
-
-// streams returns the streams of the principals only selects (all: nil),
-// grouped by principal, copied under the lock.
-func (a *Access) streams(only func(*principal) bool) []*life {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	var out []*life
+	out := make([]*life, 0, a.n)
 	for _, p := range a.groups {
-		if only == nil || only(p) {
-			out = append(out, p.subs...)
-		}
+		out = append(out, p.subs...)
 	}
 	return out
 }
 
-// recheck re-checks the principals only selects (all: nil) and returns how
-// many streams it ended. A round allocates its lists once, not per
+// recheck re-checks the principals only selects (all: nil; it runs under
+// the lock) and returns how many streams it ended. A round allocates its lists once, not per
 // principal: at 10,000 principals a round must not feed the collector.
 func (a *Access) recheck(ctx context.Context, only func(*principal) bool) int {
 	// One pass under the lock copies the principals and their streams;

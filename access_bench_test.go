@@ -86,7 +86,7 @@ func BenchmarkRecheckRound(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if ended := access.RecheckAll(context.Background()); ended != 0 {
+		if ended := access.Recheck(context.Background(), nil); ended != 0 {
 			b.Fatal(ended)
 		}
 	}

@@ -37,15 +37,15 @@ func TestEndingWireForms(t *testing.T) {
 		{"context cause", func(_ *serveRun, cancel context.CancelCauseFunc, reason error) { cancel(reason) }},
 		{"source Next", func(r *serveRun, _ context.CancelCauseFunc, reason error) { r.st.fail(reason) }},
 	}
-	for _, form := range []listen.Ending{listen.EndWithCompletion, listen.EndWithError} {
+	for _, withError := range []bool{false, true} {
 		for _, rs := range reasons {
 			for _, way := range ways {
-				name := fmt.Sprintf("%d/%s/%s", form, rs.class, way.name)
+				name := fmt.Sprintf("error=%v/%s/%s", withError, rs.class, way.name)
 				t.Run(name, func(t *testing.T) {
 					synctest.Test(t, func(t *testing.T) {
 						ctx, cancel := context.WithCancelCause(t.Context())
 						defer cancel(nil)
-						r := startServeWith(t, ctx, &listen.Options{Capabilities: allCaps, Ending: form})
+						r := startServeWith(t, ctx, &listen.Options{Capabilities: allCaps, EndWithError: withError})
 						<-r.col.got // the ack
 						synctest.Wait()
 						wrapped := fmt.Errorf("%w: for the test", rs.err)
@@ -54,16 +54,15 @@ func TestEndingWireForms(t *testing.T) {
 						assert.ErrorIs(t, reason, rs.err)
 						assert.NotErrorIs(t, reason, listen.ErrFailed)
 						assert.Equal(t, rs.class, listen.Classify(reason))
-						assert.True(t, listen.IsEnding(reason))
 
 						r.col.mu.Lock()
 						last := r.col.msgs[len(r.col.msgs)-1]
 						r.col.mu.Unlock()
 						m := decode(t, []byte(last))
 						assert.Equal(t, "s1", m["id"])
-						if form == listen.EndWithError && rs.msg != "" {
+						if withError && rs.msg != "" {
 							e := m["error"].(map[string]any)
-							assert.EqualValues(t, listen.CodeEnded, e["code"])
+							assert.EqualValues(t, spec.CodeEnded, e["code"])
 							assert.Equal(t, rs.msg, e["message"])
 							assert.Equal(t, map[string]any{"reason": rs.class}, e["data"])
 							assert.Nil(t, m["result"])
@@ -71,7 +70,7 @@ func TestEndingWireForms(t *testing.T) {
 							res := m["result"].(map[string]any)
 							assert.Equal(t, "complete", res["resultType"])
 							meta := res["_meta"].(map[string]any)
-							assert.Equal(t, rs.class, meta[listen.MetaEndReason])
+							assert.Equal(t, rs.class, meta[spec.MetaEndReason])
 							assert.Equal(t, "s1", meta[spec.MetaSubscriptionID])
 						}
 					})
@@ -149,15 +148,11 @@ func TestEndWithOtherReasons(t *testing.T) {
 	})
 }
 
-func TestEndCounts(t *testing.T) {
-	var c listen.EndCounts
-	for _, r := range []error{
-		listen.ErrRevoked, fmt.Errorf("x: %w", listen.ErrRevoked), listen.ErrExpired,
-		listen.ErrLifetime, listen.ErrFellBehind, listen.ErrShutdown, listen.ErrComplete, nil,
+func TestEarlyEndingClasses(t *testing.T) {
+	for r, want := range map[error]string{
+		listen.ErrRevoked: "revoked", fmt.Errorf("x: %w", listen.ErrRevoked): "revoked", listen.ErrExpired: "expired",
+		listen.ErrLifetime: "lifetime", listen.ErrFellBehind: "fell_behind", listen.ErrShutdown: listen.ClassOther,
 	} {
-		c.Add(r)
+		assert.Equal(t, want, listen.Classify(r), "%v", r)
 	}
-	assert.Equal(t, listen.EndCounts{Revoked: 2, Expired: 1, Lifetime: 1, FellBehind: 1}, c)
-	assert.Equal(t, listen.ClassOther, listen.Classify(listen.ErrShutdown))
-	assert.False(t, listen.IsEnding(listen.ErrShutdown))
 }

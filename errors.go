@@ -102,24 +102,20 @@ func (e *failedError) Is(target error) bool { return target == ErrFailed }
 // Unwrap returns the underlying error.
 func (e *failedError) Unwrap() error { return e.Err }
 
-// Reason classes returned by Classify. The early endings (see Ending) have
-// one class each, which is also the reason their wire form carries.
+// Reason classes returned by Classify. Each early ending (see
+// Options.EndWithError) has a class of its own, also the reason its wire
+// form carries: "revoked", "expired", "lifetime", "fell_behind".
 const (
 	ClassComplete     = "complete"
 	ClassCancelled    = "cancelled"
 	ClassDisconnected = "disconnected"
 	ClassError        = "error"
 	ClassOther        = "other"
-	ClassRevoked      = "revoked"
-	ClassExpired      = "expired"
-	ClassLifetime     = "lifetime"
-	ClassFellBehind   = "fell_behind"
 )
 
 // Classify sorts a close reason into one of the Class constants, for logs and
 // metrics. ErrShutdown and unknown reasons are ClassOther; an early ending
-// is its own class (ClassRevoked, ClassExpired, ClassLifetime,
-// ClassFellBehind).
+// is its own class: "revoked", "expired", "lifetime", "fell_behind".
 func Classify(reason error) string {
 	switch {
 	case reason == nil:

@@ -53,7 +53,7 @@ func ExampleAccess() {
 	fmt.Println(<-written)
 
 	revoked["bob"] = true
-	ended := access.Recheck(context.Background(), "bob")
+	ended := access.Recheck(context.Background(), authIs("bob"))
 	reason := <-done
 	fmt.Println(<-written)
 	fmt.Println(ended, "stream ended:", listen.Classify(reason))

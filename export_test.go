@@ -46,3 +46,10 @@ func StaleReads(s *Subscription) {
 		s.life.p.gen.Add(1)
 	}
 }
+
+// Listens returns the number of open streams a tracks.
+func Listens(a *Access) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.n
+}

@@ -148,3 +148,6 @@ func mustCapabilities(doc string) listen.Capabilities {
 	}
 	return c
 }
+
+// authIs matches the principals whose Auth is v (Access.Recheck).
+func authIs(v any) func(any) bool { return func(a any) bool { return a == v } }

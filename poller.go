@@ -39,7 +39,7 @@ import (
 //
 // The transport's end and End (see end), by the cause: an early ending
 // (ending.go) writes its ending first (if the subscription is still open:
-// Options.Ending's form) and closes with the cause; ErrShutdown likewise
+// Options.EndWithError's form) and closes with the cause; ErrShutdown likewise
 // with the completion; a Cancelled or Disconnected reason closes with
 // itself; any other cause closes with Disconnected(cause) when it is the
 // transport's, with the failure and Failed(cause) when it is End's.

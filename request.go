@@ -52,7 +52,7 @@ type Request struct {
 	// Expiry is when the credential the listen was opened with expires
 	// (a token's exp), set by the transport's authentication; zero when it
 	// does not. The stream ends then, with the early ending ErrExpired
-	// (see Ending), so that the client opens a new listen with a fresh
+	// (see Options.EndWithError), so that the client opens a new listen with a fresh
 	// credential.
 	Expiry time.Time
 	// SubResources is the server's sub-resource rule for this listen

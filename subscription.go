@@ -123,12 +123,29 @@ type Options struct {
 	// subscriptions/listen is turned off on this server" (HTTP 404); the
 	// open streams and every other method are untouched.
 	Disabled bool
-	// Ending is the wire form of an early ending (a stream the server ends
-	// on its own initiative: ErrRevoked, ErrExpired, ErrFellBehind): the
-	// zero value, EndWithCompletion, sends the completion result with the
-	// reason in its _meta; EndWithError sends the JSON-RPC error CodeEnded.
-	// See Ending for both forms and why there are two.
-	Ending Ending
+	// EndWithError chooses the wire form of an early ending: a stream the
+	// server ends on its own initiative (ErrRevoked, ErrExpired,
+	// ErrFellBehind; ErrLifetime is always the completion) ends with the
+	// reason, in one of two forms, because MCP 2026-07-28 says such a
+	// server SHOULD send the completion result and leaves open whether the
+	// end must be told apart from a graceful one:
+	//
+	//   - false, the default: the completion result, resultType "complete",
+	//     with the reason ("revoked", "expired", "lifetime", "fell_behind")
+	//     in its _meta under spec.MetaEndReason
+	//     ("io.github.mcplisten/endReason"). A client unaware of the key
+	//     sees a graceful end and opens a new listen, which meets the real
+	//     answer where it can act on it: a revoked principal is refused by
+	//     the authentication (401), an expired token is refreshed, a client
+	//     that fell behind reads the lists again.
+	//   - true: the JSON-RPC error spec.CodeEnded (-32050), message
+	//     "Subscription ended: access revoked" (credential expired, client
+	//     fell behind), data {"reason": "revoked"}, for clients that must
+	//     see the loss of access as an error on the stream itself.
+	//
+	// On stdio either form follows notifications/cancelled, as in a drain.
+	// ErrShutdown keeps its completion result without a reason.
+	EndWithError bool
 	// ReleaseTimeout bounds how long Close waits for a worker whose Next is
 	// still blocked after the stream was closed (a source that breaks the
 	// Stream contract). Zero means 5 seconds. After it, Close returns and the
@@ -259,7 +276,7 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Invalid request: subscriptions/listen requires an id")
 	}
 	if opts.Disabled {
-		return nil, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, MsgListenDisabled)
+		return nil, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, spec.MsgListenDisabled)
 	}
 	req.SubResources = opts.SubResources
 	req.Scopes = nil
@@ -366,10 +383,6 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 	s.guard.handOver(owner)
 	return s, nil
 }
-
-// MsgListenDisabled is the message of the -32601 error a listen gets while
-// Options.Disabled is set.
-const MsgListenDisabled = "Method not found: subscriptions/listen is turned off on this server"
 
 // scopes returns the listen's scopes (Options.Scopes): distinct, not
 // empty, copied. A panic is the internal error of a failed open.

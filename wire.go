@@ -287,7 +287,7 @@ func (s *Subscription) completion(reason string) []byte {
 	b = append(b, s.id.Raw()...)
 	b = append(b, `,"result":{"_meta":{`...)
 	if reason != "" { // keys in order: io.github... sorts first
-		b = append(b, `"`+MetaEndReason+`":"`...)
+		b = append(b, `"`+spec.MetaEndReason+`":"`...)
 		b = append(b, reason...) // a class: plain ASCII
 		b = append(b, `",`...)
 	}

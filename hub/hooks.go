@@ -204,10 +204,11 @@ func (s slogHooks) OnShutdown(i ShutdownInfo) {
 }
 
 // OnClose logs at Debug, or at Info for an early ending (the server ended
-// the stream: listen.IsEnding).
+// the stream: revoked, expired, lifetime, fell behind).
 func (s slogHooks) OnClose(i CloseInfo) {
 	level := slog.LevelDebug
-	if listen.IsEnding(i.Err) {
+	switch i.Reason {
+	case "revoked", "expired", "lifetime", "fell_behind":
 		level = slog.LevelInfo
 	}
 	if !s.enabled(level) {

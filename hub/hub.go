@@ -31,7 +31,7 @@ const (
 	DropNewest
 	// EndListener ends the listener instead: its queue is freed and its
 	// stream ends with listen.ErrFellBehind, which its subscription sends
-	// as an early ending (listen.Ending: by default the completion result
+	// as an early ending (listen.Options.EndWithError: by default the completion result
 	// with the reason "fell_behind"), so that a client that fell behind
 	// learns it and opens a new listen instead of missing events silently.
 	// The new event and the queued ones count in Report.Dropped, the

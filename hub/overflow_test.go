@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
+	"github.com/mcplisten/listen/spec"
 )
 
 // EndListener ends a listener whose queue is full instead of dropping: its
@@ -63,7 +64,7 @@ func TestEndListenerEndsTheListenerThatFellBehind(t *testing.T) {
 // behind: it writes the ending (in either form), closes with
 // listen.ErrFellBehind, and the hooks log it.
 func TestFellBehindEndsTheSubscription(t *testing.T) {
-	for _, form := range []listen.Ending{listen.EndWithCompletion, listen.EndWithError} {
+	for _, withError := range []bool{false, true} {
 		synctest.Test(t, func(t *testing.T) {
 			var logs bytes.Buffer
 			logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -73,7 +74,7 @@ func TestFellBehindEndsTheSubscription(t *testing.T) {
 			req.ClientCapabilities = map[string]any{}
 			sub, err := listen.Open(t.Context(), h, req, &listen.Options{
 				Capabilities: listen.Capabilities{ToolsListChanged: true},
-				Ending:       form,
+				EndWithError: withError,
 			})
 			require.NoError(t, err)
 			var msgs []string
@@ -100,13 +101,13 @@ func TestFellBehindEndsTheSubscription(t *testing.T) {
 			assert.Equal(t, listen.ErrFellBehind, reason)
 			require.Len(t, msgs, 3, "ack, one notification, the ending")
 			last := decodeMsg(t, msgs[2])
-			if form == listen.EndWithError {
+			if withError {
 				e := last["error"].(map[string]any)
-				assert.EqualValues(t, listen.CodeEnded, e["code"])
+				assert.EqualValues(t, spec.CodeEnded, e["code"])
 				assert.Equal(t, "Subscription ended: client fell behind", e["message"])
 			} else {
 				meta := last["result"].(map[string]any)["_meta"].(map[string]any)
-				assert.Equal(t, "fell_behind", meta[listen.MetaEndReason])
+				assert.Equal(t, "fell_behind", meta[spec.MetaEndReason])
 			}
 			assert.Contains(t, logs.String(), "reason=fell_behind")
 			assert.Contains(t, logs.String(), "policy=end_listener")

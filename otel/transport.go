@@ -18,7 +18,8 @@ import (
 
 // Close reason classes (the values of AttrCloseReason): those of
 // listen.Classify, with the server's drain (listen.ErrShutdown) apart, and
-// one for each early ending (listen.Ending).
+// one for each early ending (listen.ErrRevoked, ErrExpired, ErrLifetime,
+// ErrFellBehind).
 const (
 	ClassComplete     = listen.ClassComplete
 	ClassCancelled    = listen.ClassCancelled
@@ -26,10 +27,10 @@ const (
 	ClassError        = listen.ClassError
 	ClassShutdown     = "shutdown"
 	ClassOther        = listen.ClassOther
-	ClassRevoked      = listen.ClassRevoked
-	ClassExpired      = listen.ClassExpired
-	ClassLifetime     = listen.ClassLifetime
-	ClassFellBehind   = listen.ClassFellBehind
+	ClassRevoked      = "revoked"
+	ClassExpired      = "expired"
+	ClassLifetime     = "lifetime"
+	ClassFellBehind   = "fell_behind"
 )
 
 var classes = [...]string{ClassComplete, ClassCancelled, ClassDisconnected, ClassError, ClassShutdown, ClassOther,

@@ -497,7 +497,8 @@ func TestAttackOneClientTakesEverySlot(t *testing.T) {
 
 // A principal's credential is revoked while its streams are open.
 // The server makes Authenticate refuse it and calls EndStreams: each of its
-// three streams gets its completion result and ends (reason ErrEnded), a
+// three streams gets its completion result (reason "revoked" in its _meta)
+// and ends (reason ErrEnded, a listen.ErrRevoked), a
 // new listen with the revoked credential gets 401, and another principal's
 // stream goes on receiving. Before, the streams lived on with the revoked
 // credential until the client left.

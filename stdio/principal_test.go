@@ -105,7 +105,7 @@ func (c *client) requireTeardown(id, class string) {
 		Meta map[string]string `json:"_meta"`
 	}
 	_ = json.Unmarshal(m.fields["result"], &res)
-	require.Equal(c.t, class, res.Meta[listen.MetaEndReason], "%s", m.raw)
+	require.Equal(c.t, class, res.Meta[spec.MetaEndReason], "%s", m.raw)
 }
 
 func hubServer(t *testing.T, hopts hub.Options, opts stdio.Options) (*hub.Hub, *stdio.Server) {
@@ -122,7 +122,7 @@ func hubServer(t *testing.T, hopts hub.Options, opts stdio.Options) (*hub.Hub, *
 // A revoked principal's listen is torn down (notifications/cancelled,
 // then the ending); another principal's connection goes on.
 func TestRevokedPrincipalOverStdio(t *testing.T) {
-	for _, form := range []listen.Ending{listen.EndWithCompletion, listen.EndWithError} {
+	for _, withError := range []bool{false, true} {
 		synctest.Test(t, func(t *testing.T) {
 			var mu sync.Mutex
 			revoked := map[any]bool{}
@@ -134,19 +134,19 @@ func TestRevokedPrincipalOverStdio(t *testing.T) {
 				}
 				return nil
 			}}
-			h, srv := hubServer(t, hub.Options{}, stdio.Options{Listen: listen.Options{Access: access, Ending: form}})
+			h, srv := hubServer(t, hub.Options{}, stdio.Options{Listen: listen.Options{Access: access, EndWithError: withError}})
 			bob, alice := connect(t, srv, "bob"), connect(t, srv, "alice")
 			bob.listen(`1`, `{"toolsListChanged":true}`)
 			alice.listen(`1`, `{"toolsListChanged":true}`)
 			mu.Lock()
 			revoked["bob"] = true
 			mu.Unlock()
-			assert.Equal(t, 1, access.Recheck(t.Context(), "bob"))
-			if form == listen.EndWithCompletion {
+			assert.Equal(t, 1, access.Recheck(t.Context(), authIs("bob")))
+			if !withError {
 				bob.requireTeardown(`1`, "revoked")
 			} else {
 				require.Equal(t, spec.MethodCancelled, bob.recv().method())
-				requireError(t, bob.recv(), `1`, listen.CodeEnded, "Subscription ended: access revoked")
+				requireError(t, bob.recv(), `1`, spec.CodeEnded, "Subscription ended: access revoked")
 			}
 			h.ToolsListChanged()
 			assert.Equal(t, spec.MethodToolsListChanged, alice.recv().method())
@@ -212,7 +212,7 @@ func TestDeliveryScopesAndDisabledOverStdio(t *testing.T) {
 		mu.Lock()
 		denied["file:///a"] = true
 		mu.Unlock()
-		access.Recheck(t.Context(), "acme")
+		access.Recheck(t.Context(), authIs("acme"))
 		_, _ = h.ResourceUpdated("file:///a")
 		_, _ = h.ResourceUpdated("file:///b")
 		var uri string
@@ -222,7 +222,7 @@ func TestDeliveryScopesAndDisabledOverStdio(t *testing.T) {
 		off := newServer(t, h, stdio.Options{Listen: listen.Options{Capabilities: testCaps, Disabled: true}})
 		o := connect(t, off, "")
 		o.send(listenLine(`9`, `{"toolsListChanged":true}`))
-		requireError(t, o.recv(), `9`, jsonrpc.CodeMethodNotFound, listen.MsgListenDisabled)
+		requireError(t, o.recv(), `9`, jsonrpc.CodeMethodNotFound, spec.MsgListenDisabled)
 		o.send(requestLine(`10`, "tools/list"))
 		requireError(t, o.recv(), `10`, jsonrpc.CodeMethodNotFound, "Method not found: tools/list")
 	})
@@ -275,3 +275,6 @@ func TestAttachDetachOverStdio(t *testing.T) {
 		assert.Equal(t, []string{"+file:///a", "-file:///a"}, events)
 	})
 }
+
+// authIs matches the principals whose Auth is v (listen.Access.Recheck).
+func authIs(v any) func(any) bool { return func(a any) bool { return a == v } }

@@ -186,6 +186,8 @@ type Server struct {
 	// nOpened, nClosed and nRefused count the subscriptions opened and closed
 	// and the listens refused for capacity (see Stats).
 	nOpened, nClosed, nRefused atomic.Uint64
+	// nEnded counts the early endings by earlyEnding's index.
+	nEnded [4]atomic.Uint64
 
 	mu     sync.Mutex
 	closed bool
@@ -358,6 +360,10 @@ type Stats struct {
 	Opened, Closed uint64
 	// Refused counts the listens refused for capacity (MaxSubscriptions).
 	Refused uint64
+	// Revoked, Expired, Lifetime and FellBehind count, among Closed, the
+	// listens the server ended early, by reason (listen.ErrRevoked,
+	// ErrExpired, ErrLifetime, ErrFellBehind).
+	Revoked, Expired, Lifetime, FellBehind uint64
 	// ShuttingDown reports whether Shutdown was called.
 	ShuttingDown bool
 }
@@ -374,6 +380,8 @@ func (s *Server) Stats() Stats {
 	}
 	s.mu.Unlock()
 	st.Opened, st.Closed, st.Refused = s.nOpened.Load(), s.nClosed.Load(), s.nRefused.Load()
+	st.Revoked, st.Expired = s.nEnded[0].Load(), s.nEnded[1].Load()
+	st.Lifetime, st.FellBehind = s.nEnded[2].Load(), s.nEnded[3].Load()
 	return st
 }
 

@@ -56,6 +56,9 @@ func (c *conn) runListen(e *entry, req *listen.Request) {
 	})
 	c.removeEntry(e)
 	c.srv.nClosed.Add(1)
+	if i := earlyEnding(reason); i >= 0 {
+		c.srv.nEnded[i].Add(1)
+	}
 	c.srv.log.Debug("stdio: subscription closed", "id", e.id.Raw(), "reason", reason, "class", listen.Classify(reason))
 	c.hookClose(sub, reason)
 }
@@ -95,9 +98,25 @@ func (c *conn) subFinal(e *entry, sub *listen.Subscription, msg []byte) error {
 	return c.send(e, msg)
 }
 
+// earlyEnding returns the index of an early ending among the Stats
+// counters (Revoked, Expired, Lifetime, FellBehind), or -1.
+func earlyEnding(reason error) int {
+	switch listen.Classify(reason) {
+	case "revoked":
+		return 0
+	case "expired":
+		return 1
+	case "lifetime":
+		return 2
+	case "fell_behind":
+		return 3
+	}
+	return -1
+}
+
 // EndedReason is the reason of the notifications/cancelled that precedes
 // the terminal message of a listen the server ended early (an early
-// ending: see listen.Ending): "Subscription ended: " and the ending's
+// ending: see listen.Options.EndWithError): "Subscription ended: " and the ending's
 // class, such as "Subscription ended: revoked".
 func EndedReason(reason error) string {
 	return "Subscription ended: " + listen.Classify(reason)

@@ -1,55 +1,40 @@
 package streamhttp
 
-import (
-	"time"
+import "github.com/mcplisten/listen"
 
-	"github.com/mcplisten/listen"
-)
-
-// How the server ends a stream before its source does, in one place: every
-// early end ends the stream with a cause that names why (stream.end, under
-// Handler.mu), and the core writes what that cause calls for. Today every
-// such cause matches listen.ErrShutdown, so the wire form is the completion
-// result (MCP: a server that tears a subscription down SHOULD send it); the
-// cause is what OnClose, the Source's Stream.Close and metrics see.
+// How the server ends a stream before its source does. The rules live in
+// the core: the serving state machine writes each ending, in the form
+// listen.Options.EndWithError chooses; this Handler names the causes it
+// ends streams with (stream.end, under Handler.mu):
 //
-//	Shutdown            listen.ErrShutdown   every stream
-//	EndStreams          ErrEnded             the streams of the principals it selects
-//	Options.Expiry      ErrExpired           a stream whose credential's expiry has passed
+//	Shutdown            listen.ErrShutdown   every stream: the completion result
+//	EndStreams          ErrEnded             the streams of the principals it selects (listen.ErrRevoked)
+//	Options.Expiry      ErrExpired           a stream whose credential expired (listen.ErrExpired: the
+//	                                         core's timer, from listen.Request.Expiry)
 
 // ErrEnded is the close reason of a stream ended by Handler.EndStreams
 // (OnClose gets it, and the Source's Stream.Close). It also matches
-// listen.ErrShutdown: as in a shutdown, the server ends the stream on its
-// own initiative, so the client is sent the completion result before the
-// stream ends (MCP: a server that tears a subscription down SHOULD send
-// it). Test for errors.Is(reason, ErrEnded) first to tell the two apart.
+// listen.ErrRevoked: the server ends the stream of a principal it no
+// longer trusts, so the client is sent the early ending of a revoked
+// principal (by default the completion result with the reason "revoked";
+// see listen.Options.EndWithError), and Stats counts it as Revoked.
 var ErrEnded error = endedError{}
 
 type endedError struct{}
 
 func (endedError) Error() string { return "streamhttp: stream ended by the server (EndStreams)" }
 
-// Is makes errors.Is(err, listen.ErrShutdown) true.
-func (endedError) Is(target error) bool { return target == listen.ErrShutdown }
+// Is makes errors.Is(err, listen.ErrRevoked) true.
+func (endedError) Is(target error) bool { return target == listen.ErrRevoked }
 
 // ErrExpired is the close reason of a stream whose expiry (Options.Expiry:
 // the expiry of the credential it was opened with) has passed, and the
 // cause of the 401 refusal of a listen whose expiry has passed before it
-// was admitted. Like ErrEnded it matches listen.ErrShutdown: the client is
-// sent the completion result, then the stream ends, so a client re-listens
-// at once and its credential is judged again (a refreshed token opens a new
-// stream; the expired one is refused). Test for errors.Is(reason,
-// ErrExpired) first to tell it from a shutdown.
-var ErrExpired error = expiredError{}
-
-type expiredError struct{}
-
-func (expiredError) Error() string {
-	return "streamhttp: stream ended by the server: its credential expired (Options.Expiry)"
-}
-
-// Is makes errors.Is(err, listen.ErrShutdown) true.
-func (expiredError) Is(target error) bool { return target == listen.ErrShutdown }
+// was admitted. It is listen.ErrExpired: the core ends the stream at its
+// listen.Request.Expiry with the early ending of an expired credential (by
+// default the completion result with the reason "expired"), so that a
+// client re-listens at once and its credential is judged again.
+var ErrExpired = listen.ErrExpired
 
 // endEarly ends st with cause, and reports whether this call ended it. A
 // stream is ended, and its cause read, under h.mu, where it moves to the
@@ -64,24 +49,16 @@ func (h *Handler) endEarly(st *stream, cause error) bool {
 	return st.cause() == cause
 }
 
-// startExpiry arms st's expiry, if it has one, once st is admitted: a
-// runtime timer (no goroutine until it fires; it fires at once for an
-// expiry already past) ends st with ErrExpired. end stops it.
-func (h *Handler) startExpiry(st *stream) {
-	c := st.cred
-	if c == nil || c.expires.IsZero() {
-		return
-	}
-	c.expiry = time.AfterFunc(time.Until(c.expires), func() { h.endEarly(st, ErrExpired) })
-}
-
 // EndStreams ends the streams whose principal match selects, and returns
 // how many it ended. match is called once per stream, with what
 // Options.Authenticate returned for its request (nil without
 // Authenticate; listen.Request.Auth), on the calling goroutine and without
-// any lock held; it must not block. Each stream it selects is sent its
-// completion result, as in a shutdown, and closed with reason ErrEnded;
-// EndStreams does not wait for that (OnClose and Stats report it).
+// any lock held; it must not block. Each stream it selects is sent the
+// early ending of a revoked principal and closed with reason ErrEnded
+// (which matches listen.ErrRevoked); EndStreams does not wait for that
+// (OnClose and Stats report it). listen.Access.End does the same for the
+// streams of every transport; this one also reaches the requests of this
+// Handler that are not open yet.
 //
 // It covers every stream from the moment its request was authenticated:
 // open streams, listens being opened (they are acknowledged, then

@@ -24,8 +24,8 @@ func byUser(r *http.Request) (any, error) { return r.Header.Get("X-User"), nil }
 
 // EndStreams ends exactly the streams of the principals its match selects,
 // over HTTP/1.1 (taken over, and inside net/http) and HTTP/2: each gets its
-// completion result and ends, is closed with ErrEnded (which also matches
-// listen.ErrShutdown), and frees its slot; the other principals' streams go
+// completion result with the reason "revoked" and ends, is closed with
+// ErrEnded (which also matches listen.ErrRevoked), and frees its slot; the other principals' streams go
 // on. Before, a server had no way to end the streams of a revoked
 // principal short of shutting every stream down.
 func TestEndStreams(t *testing.T) {
@@ -62,16 +62,17 @@ func TestEndStreams(t *testing.T) {
 				done := s.message(t)
 				assert.Equal(t, `"`+id+`"`, subID(t, done, "result"))
 				assert.Equal(t, "complete", done["result"].(map[string]any)["resultType"])
+				assert.Equal(t, "revoked", done["result"].(map[string]any)["_meta"].(map[string]any)[spec.MetaEndReason])
 				s.end(t)
 				reason := reasonOf(t, streamOf(t, e.src, id))
 				assert.ErrorIs(t, reason, streamhttp.ErrEnded)
-				assert.ErrorIs(t, reason, listen.ErrShutdown)
+				assert.ErrorIs(t, reason, listen.ErrRevoked)
 			}
 			for range 2 {
 				c := recv(t, e.closes, "OnClose")
 				assert.ErrorIs(t, c.reason, streamhttp.ErrEnded, "OnClose of %s", c.id)
 			}
-			assert.Equal(t, streamhttp.Stats{Active: 1, Opened: 3, Closed: 2}, e.h.Stats())
+			assert.Equal(t, streamhttp.Stats{Active: 1, Opened: 3, Closed: 2, Revoked: 2}, e.h.Stats())
 			assert.Zero(t, e.h.EndStreams(func(auth any) bool { return auth == "alice" }), "nothing left to end")
 
 			st := streamOf(t, e.src, "b1")
@@ -124,11 +125,12 @@ func TestEndStreamsWhileTheBodyIsRead(t *testing.T) {
 	})
 }
 
-// ErrEnded is told apart from a shutdown by errors.Is on ErrEnded; it
-// classifies like a shutdown.
+// ErrEnded is a revocation (errors.Is), not a shutdown, and classifies as
+// one.
 func TestErrEnded(t *testing.T) {
-	assert.ErrorIs(t, streamhttp.ErrEnded, listen.ErrShutdown)
-	assert.False(t, errors.Is(listen.ErrShutdown, streamhttp.ErrEnded))
-	assert.Equal(t, listen.ClassOther, listen.Classify(streamhttp.ErrEnded))
+	assert.ErrorIs(t, streamhttp.ErrEnded, listen.ErrRevoked)
+	assert.NotErrorIs(t, streamhttp.ErrEnded, listen.ErrShutdown)
+	assert.False(t, errors.Is(listen.ErrRevoked, streamhttp.ErrEnded))
+	assert.Equal(t, "revoked", listen.Classify(streamhttp.ErrEnded))
 	assert.Equal(t, "streamhttp: stream ended by the server (EndStreams)", streamhttp.ErrEnded.Error())
 }

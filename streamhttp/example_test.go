@@ -217,7 +217,7 @@ func ExampleHandler_EndStreams() {
 	// Output:
 	// streams ended: 1
 	// event: message
-	// data: {"jsonrpc":"2.0","id":1,"result":{"_meta":{"io.modelcontextprotocol/subscriptionId":1},"resultType":"complete"}}
+	// data: {"jsonrpc":"2.0","id":1,"result":{"_meta":{"io.github.mcplisten/endReason":"revoked","io.modelcontextprotocol/subscriptionId":1},"resultType":"complete"}}
 	//
 	// a new listen: 401 Unauthorized
 }

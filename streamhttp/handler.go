@@ -139,7 +139,7 @@ type Handler struct {
 	over chan struct{}
 
 	opened, closed, refused uint64
-	ended                   listen.EndCounts
+	ended                   [4]uint64 // by earlyEnding's index
 }
 
 // New returns a Handler that opens every listen on src, configured by opts
@@ -206,9 +206,10 @@ type Stats struct {
 	// Refused counts the listens refused for capacity: 503 over MaxStreams
 	// or during shutdown, 429 over MaxStreamsPerKey.
 	Refused uint64
-	// Ended counts, among Closed, the streams the server ended early, by
-	// reason (listen.Ending): revoked, expired, lifetime, fell behind.
-	Ended listen.EndCounts
+	// Revoked, Expired, Lifetime and FellBehind count, among Closed, the
+	// streams the server ended early, by reason (listen.ErrRevoked,
+	// ErrExpired, ErrLifetime, ErrFellBehind).
+	Revoked, Expired, Lifetime, FellBehind uint64
 	// ShuttingDown reports whether Shutdown was called.
 	ShuttingDown bool
 }
@@ -222,7 +223,10 @@ func (h *Handler) Stats() Stats {
 		Opened:       h.opened,
 		Closed:       h.closed,
 		Refused:      h.refused,
-		Ended:        h.ended,
+		Revoked:      h.ended[0],
+		Expired:      h.ended[1],
+		Lifetime:     h.ended[2],
+		FellBehind:   h.ended[3],
 		ShuttingDown: h.shuttingDown,
 	}
 }
@@ -304,7 +308,6 @@ func (h *Handler) admitAndServe(w http.ResponseWriter, r *http.Request, st *stre
 		st.stop()
 		return f
 	}
-	h.startExpiry(st)
 	// A panic from here on (such as one in OnOpen) ends the stream as if
 	// its request had ended, then goes on up to net/http.
 	defer h.abandonOnPanic(st)
@@ -368,6 +371,22 @@ func (h *Handler) streamKey(r *http.Request, auth any) string {
 	return RemoteIP(r)
 }
 
+// earlyEnding returns the index of an early ending among the Stats
+// counters (Revoked, Expired, Lifetime, FellBehind), or -1.
+func earlyEnding(reason error) int {
+	switch listen.Classify(reason) {
+	case "revoked":
+		return 0
+	case "expired":
+		return 1
+	case "lifetime":
+		return 2
+	case "fell_behind":
+		return 3
+	}
+	return -1
+}
+
 // RemoteIP returns the IP address of r's client, from r.RemoteAddr without
 // its port (r.RemoteAddr itself if it has none): the default
 // Options.StreamKey. Behind a reverse proxy it is the proxy's address.
@@ -406,6 +425,9 @@ func (h *Handler) unpend(st *stream) {
 func (h *Handler) open(st *stream, r *http.Request, req *listen.Request) *reply {
 	if gone(r) {
 		return noReply()
+	}
+	if st.cred != nil {
+		req.Expiry = st.cred.expires // the core ends the stream then (ErrExpired)
 	}
 	sub, err := listen.OpenOwned(r.Context(), context.Background(), h.src, req, &h.opts.Listen)
 	if err != nil {
@@ -488,9 +510,6 @@ func setStreamHeaders(hdr http.Header) {
 //  4. the stream is over: Shutdown stops waiting for it.
 func (h *Handler) end(st *stream, reason error, letGo func()) {
 	st.stop()
-	if st.cred != nil && st.cred.expiry != nil {
-		st.cred.expiry.Stop() // a callback already started finds the stream ended
-	}
 	h.mu.Lock()
 	h.streams.remove(st)
 	if st.keyed {
@@ -501,7 +520,9 @@ func (h *Handler) end(st *stream, reason error, letGo func()) {
 	}
 	if st.sub != nil {
 		h.closed++
-		h.ended.Add(reason)
+		if i := earlyEnding(reason); i >= 0 {
+			h.ended[i]++
+		}
 	}
 	h.mu.Unlock()
 

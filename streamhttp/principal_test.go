@@ -79,12 +79,12 @@ func ending(t *testing.T, s *sse) string {
 	m := s.message(t)
 	if res, ok := m["result"].(map[string]any); ok {
 		require.Equal(t, "complete", res["resultType"])
-		r, _ := res["_meta"].(map[string]any)[listen.MetaEndReason].(string)
+		r, _ := res["_meta"].(map[string]any)[spec.MetaEndReason].(string)
 		return "completion:" + r
 	}
 	e := m["error"].(map[string]any)
 	require.Equal(t, jsonrpc.ID{}, jsonrpc.ID{}) // the id is checked by the caller's SSE
-	assert.Equal(t, fmt.Sprint(listen.CodeEnded), fmt.Sprint(e["code"]))
+	assert.Equal(t, fmt.Sprint(spec.CodeEnded), fmt.Sprint(e["code"]))
 	return "error:" + e["data"].(map[string]any)["reason"].(string)
 }
 
@@ -93,8 +93,8 @@ func ending(t *testing.T, s *sse) string {
 // principals' streams go on.
 func TestRevokedPrincipalsStreamsEnd(t *testing.T) {
 	for i, p := range servePaths {
-		for _, form := range []listen.Ending{listen.EndWithCompletion, listen.EndWithError} {
-			t.Run(fmt.Sprintf("%s/form=%d", p.name, form), func(t *testing.T) {
+		for _, withError := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/error=%v", p.name, withError), func(t *testing.T) {
 				var mu sync.Mutex
 				revoked := map[string]bool{}
 				access := &listen.Access{Check: func(_ context.Context, auth any) error {
@@ -107,20 +107,20 @@ func TestRevokedPrincipalsStreamsEnd(t *testing.T) {
 				}}
 				e, h := pathEnv(t, i, hub.Options{}, streamhttp.Options{
 					Authenticate: byUser,
-					Listen:       listen.Options{Capabilities: caps(), Access: access, Ending: form},
+					Listen:       listen.Options{Capabilities: caps(), Access: access, EndWithError: withError},
 				})
 				bob := e.listenAs(t, "b", "bob", `{"toolsListChanged":true}`)
 				alice := e.listenAs(t, "a", "alice", `{"toolsListChanged":true}`)
 				mu.Lock()
 				revoked["bob"] = true
 				mu.Unlock()
-				assert.Equal(t, 1, access.Recheck(t.Context(), "bob"))
-				want := map[listen.Ending]string{listen.EndWithCompletion: "completion:revoked", listen.EndWithError: "error:revoked"}[form]
+				assert.Equal(t, 1, access.Recheck(t.Context(), authIs("bob")))
+				want := map[bool]string{false: "completion:revoked", true: "error:revoked"}[withError]
 				assert.Equal(t, want, ending(t, bob))
 				bob.end(t)
 				c := recv(t, e.closes, "OnClose")
 				assert.ErrorIs(t, c.reason, listen.ErrRevoked)
-				assert.Equal(t, listen.EndCounts{Revoked: 1}, e.h.Stats().Ended)
+				assert.Equal(t, uint64(1), e.h.Stats().Revoked)
 
 				h.ToolsListChanged()
 				assert.Equal(t, spec.MethodToolsListChanged, alice.message(t)["method"], "alice's stream goes on")
@@ -151,7 +151,6 @@ func TestRecheckAndLifetimeKeepIdleStreamsGoroutineFree(t *testing.T) {
 		assert.Equal(t, spec.MethodToolsListChanged, jsonOf(t, c.data(t)).(map[string]any)["method"])
 	}
 	assert.Equal(t, n+1, streamhttp.FastStreams(e.h), "every stream is on the fast path")
-	assert.Equal(t, n+1, access.Listens())
 	assert.NoError(t, goleak.Find(before), "goroutines for %d idle streams with a lifetime and a re-check schedule", n)
 }
 
@@ -180,7 +179,7 @@ func TestDeliveryCheckDropsWhatThePrincipalMayNotRead(t *testing.T) {
 			mu.Lock()
 			denied["dora file:///a"] = true
 			mu.Unlock()
-			access.Recheck(t.Context(), "dora")
+			access.Recheck(t.Context(), authIs("dora"))
 			_, _ = h.ResourceUpdated("file:///a")
 			_, _ = h.ResourceUpdated("file:///b")
 			h.ToolsListChanged()
@@ -205,7 +204,7 @@ func TestLifetimeEndsTheStreamWithTheCompletion(t *testing.T) {
 			assert.GreaterOrEqual(t, time.Since(start), lifetime-jitter)
 			s.end(t)
 			assert.ErrorIs(t, recv(t, e.closes, "OnClose").reason, listen.ErrLifetime)
-			assert.Equal(t, listen.EndCounts{Lifetime: 1}, e.h.Stats().Ended)
+			assert.Equal(t, uint64(1), e.h.Stats().Lifetime)
 		})
 	}
 }
@@ -259,11 +258,11 @@ func TestFellBehindEndsTheStreamOverHTTP(t *testing.T) {
 				if m["method"] == spec.MethodToolsListChanged {
 					continue
 				}
-				assert.Equal(t, "fell_behind", m["result"].(map[string]any)["_meta"].(map[string]any)[listen.MetaEndReason])
+				assert.Equal(t, "fell_behind", m["result"].(map[string]any)["_meta"].(map[string]any)[spec.MetaEndReason])
 				break
 			}
 			assert.ErrorIs(t, recv(t, e.closes, "OnClose").reason, listen.ErrFellBehind)
-			assert.Equal(t, listen.EndCounts{FellBehind: 1}, e.h.Stats().Ended)
+			assert.Equal(t, uint64(1), e.h.Stats().FellBehind)
 		})
 	}
 }
@@ -320,7 +319,7 @@ func TestDisabledListenOverHTTP(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
 	b := readError(t, resp)
 	assert.Equal(t, jsonrpc.CodeMethodNotFound, b.Error.Code)
-	assert.Equal(t, listen.MsgListenDisabled, b.Error.Message)
+	assert.Equal(t, spec.MsgListenDisabled, b.Error.Message)
 	hdr := listenHeaders()
 	hdr.Set("Mcp-Method", "tools/list")
 	resp = e.do(t, http.MethodPost, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, hdr)
@@ -394,3 +393,6 @@ func BenchmarkDeliveryCheck(b *testing.B) {
 		})
 	}
 }
+
+// authIs matches the principals whose Auth is v (listen.Access.Recheck).
+func authIs(v any) func(any) bool { return func(a any) bool { return a == v } }

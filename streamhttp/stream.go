@@ -51,11 +51,9 @@ type credential struct {
 	// auth is what Options.Authenticate returned for the request, for
 	// EndStreams and StreamKey.
 	auth any
-	// expires is when the stream must end (Options.Expiry; zero: never);
-	// expiry is its timer, armed once the stream is admitted and stopped
-	// when it ends (see startExpiry).
+	// expires is when the stream must end (Options.Expiry; zero: never):
+	// its subscription's listen.Request.Expiry, whose timer the core keeps.
 	expires time.Time
-	expiry  *time.Timer
 }
 
 // auth returns what Options.Authenticate returned for st's request (nil
