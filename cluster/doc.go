@@ -26,7 +26,10 @@
 // prompts, resources (the list changes), updated (resources/updated, with
 // "u": the URI), ext (an extension event, with "x": the extension id,
 // "s": the selector, "d": the payload) or sync (no event: announces the
-// sender's number). "p" holds an event's Params and "m" its Metadata.
+// sender's number). "p" holds an event's Params, "m" its Metadata and "a"
+// its Scope (listen.Event.Scope: a scoped event reaches only its scope's
+// listens on every instance; every instance of a cluster must know "a",
+// as all of this version do).
 // Members are omitted when empty; unknown members are ignored; an
 // incompatible change gets a new version. Params, metadata and selectors
 // are written by the core's JSON encoder and read back as json.RawMessage,

@@ -97,6 +97,10 @@ func appendBody(b []byte, ev listen.Event) ([]byte, error) {
 		b = append(b, `,"d":`...)
 		b = append(b, raw...)
 	}
+	if ev.Scope != "" {
+		b = append(b, `,"a":`...)
+		b = appendJSONString(b, ev.Scope)
+	}
 	return append(b, '}'), nil
 }
 
@@ -131,6 +135,7 @@ type wireEnvelope struct {
 	X string                     `json:"x"`
 	S map[string]any             `json:"s"`
 	D json.RawMessage            `json:"d"`
+	A string                     `json:"a"`
 }
 
 // decoded is a received message: who sent it, its sequence number, its
@@ -207,6 +212,7 @@ func decodeEnvelope(data []byte, decodePayload func(string, json.RawMessage) (an
 	}
 	d.event.Metadata = rawObject(e.M, &d.stripped)
 	d.event.ExtensionID = e.X
+	d.event.Scope = e.A
 	if e.S != nil {
 		d.event.Selector = listen.Filter(e.S)
 	}

@@ -376,3 +376,38 @@ func refSignature(key []byte, scope string, data []byte) string {
 	mac.Write(data)
 	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
 }
+
+// A scoped event crosses the broker with its scope: on every instance it
+// reaches the listeners of that scope only; an unscoped one reaches all.
+func TestNodeScopedEvents(t *testing.T) {
+	b := &broker{}
+	a := b.join(t, cluster.Options{}, toolsFilter)
+	c := b.join(t, cluster.Options{}, toolsFilter)
+	open := func(m *member, scopes ...string) listen.Stream {
+		_, s, err := m.hub.Open(context.Background(), &listen.Request{ID: jsonrpc.StringID("s"), Scopes: scopes}, toolsFilter)
+		require.NoError(t, err)
+		t.Cleanup(func() { s.Close(nil) })
+		return s
+	}
+	acme, globex := open(c, "tenant:acme"), open(c, "tenant:globex")
+	_, err := a.hub.Publish(tagged(listen.ToolsListChanged(), "acme-only").WithScope("tenant:acme"))
+	require.NoError(t, err)
+	_, err = a.hub.Publish(tagged(listen.ToolsListChanged(), "all"))
+	require.NoError(t, err)
+	next := func(s listen.Stream) string {
+		ev, err := s.Next()
+		require.NoError(t, err)
+		var id string
+		_ = json.Unmarshal(ev.Metadata[idKey].(json.RawMessage), &id)
+		return id + "@" + ev.Scope
+	}
+	assert.Equal(t, "acme-only@tenant:acme", next(acme))
+	assert.Equal(t, "all@", next(acme))
+	assert.Equal(t, "all@", next(globex), "globex never saw acme's event")
+	assert.Equal(t, []string{"all"}, c.queued(t), "an unscoped listener gets unscoped events only")
+	for _, m := range b.captured() {
+		if strings.Contains(string(m.Data), "acme-only") {
+			assert.Contains(t, string(m.Data), `"a":"tenant:acme"`)
+		}
+	}
+}

@@ -195,14 +195,24 @@ func listenBody(id, filter string) string {
 // test.
 func (in *instance) listen(t testing.TB, id, filter string) *stream {
 	t.Helper()
+	return listenAt(t, in.client, in.ts.URL, id, filter)
+}
+
+// listenAt is instance.listen on the listen handler at url, with headers
+// (name, value pairs).
+func listenAt(t testing.TB, client *http.Client, url, id, filter string, headers ...string) *stream {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, in.ts.URL, strings.NewReader(listenBody(id, filter)))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(listenBody(id, filter)))
 	require.NoError(t, err)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("MCP-Protocol-Version", spec.ProtocolVersion)
 	req.Header.Set("Mcp-Method", spec.MethodListen)
-	resp, err := in.client.Do(req)
+	resp, err := client.Do(req)
 	require.NoError(t, err)
 	s := &stream{subID: id, notes: make(chan note, 1<<16), done: make(chan struct{}), resp: resp}
 	t.Cleanup(func() {
