@@ -111,7 +111,7 @@ func (a *Access) add(l *life, auth any) {
 		p = &principal{key: key, auth: auth}
 		a.groups[key] = p
 	}
-	l.auth, l.p, l.slot = auth, p, len(p.subs)
+	l.auth, l.p, l.slot = auth, p, int32(len(p.subs))
 	p.subs = append(p.subs, l)
 	a.n++
 	if a.Every > 0 && !a.armed {
@@ -130,7 +130,7 @@ func (a *Access) remove(l *life) {
 	defer a.mu.Unlock()
 	p := l.p
 	last := len(p.subs) - 1
-	if l.slot != last {
+	if int(l.slot) != last {
 		moved := p.subs[last]
 		p.subs[l.slot], moved.slot = moved, l.slot
 	}
@@ -285,7 +285,7 @@ func (a *Access) recheckOne(ctx context.Context, p *principal, subs []*life, r *
 		memo = r.memo
 	}
 	for _, l := range subs {
-		if l.canRead != nil && !l.readsAnything(ctx, memo) && l.s.end(ErrRevoked) {
+		if l.view != nil && !l.readsAnything(ctx, memo) && l.s.end(ErrRevoked) {
 			n++
 		}
 	}

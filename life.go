@@ -25,23 +25,30 @@ type life struct {
 	// nil when it has neither.
 	timer *time.Timer
 
-	// Access, when set: the principal the stream counts under (p, at
-	// slot in p.subs, guarded by access.mu), and what a re-check or a
-	// delivery asks CanRead with.
-	access  *Access
+	// With Options.Access (s.opts.Access): the principal the stream
+	// counts under (p, at slot in p.subs, guarded by the Access's mu), and
+	// the request view a re-check or a delivery asks Options.CanRead with
+	// (nil without CanRead).
 	auth    any // Request.Auth
 	p       *principal
-	slot    int
-	canRead func(context.Context, *Request, string) bool
+	slot    int32
+	deliver bool // Access.Deliver: CanRead at delivery, cached in dc
+	others  bool // the filter selects more than resource updates
 	view    *Request
-	deliver bool     // Access.Deliver: CanRead at delivery, cached
-	others  bool     // the filter selects more than resource updates
-	uris    []string // the subscription's accepted URIs (Subscription.uris)
+	uris    []string // the subscription's accepted URIs (Subscription.watch.list)
+	dc      *deliveryCache
+}
 
+// deliveryCache holds a stream's delivery verdicts (Access.Deliver), valid
+// while gen is its principal's gen.
+type deliveryCache struct {
 	mu    sync.Mutex
-	cache map[string]bool // delivery verdicts, valid while gen == p.gen
+	cache map[string]bool
 	gen   uint64
 }
+
+// canRead is Options.CanRead, set whenever view is.
+func (l *life) canRead() func(context.Context, *Request, string) bool { return l.s.opts.CanRead }
 
 // maxReadCache bounds a subscription's cache of delivery verdicts (a
 // folder listen may see any number of sub-resources); a full cache is
@@ -67,14 +74,15 @@ func newLife(s *Subscription, req *Request, opts *Options) *life {
 		l.timer = time.AfterFunc(time.Until(at), func() { s.End(reason) })
 	}
 	if a := opts.Access; a != nil {
-		l.access = a
-		l.canRead = opts.CanRead
 		l.deliver = a.Deliver && opts.CanRead != nil
-		if l.canRead != nil {
+		if l.deliver {
+			l.dc = &deliveryCache{}
+		}
+		if opts.CanRead != nil {
 			if s.watch != nil && s.watch.res != nil && s.watch.res.view != nil {
 				l.view = s.watch.res.view
 			} else {
-				l.view = detachedRequest(req)
+				l.view = detachedRequest(req, s.id)
 			}
 		}
 		l.others = s.lists&^(1<<checkedBit) != 0 || s.ext != nil && len(s.ext.filters) > 0
@@ -106,8 +114,8 @@ func (l *life) release(error) {
 	if l.timer != nil {
 		l.timer.Stop()
 	}
-	if l.access != nil {
-		l.access.remove(l)
+	if l.p != nil {
+		l.s.opts.Access.remove(l)
 	}
 }
 
@@ -116,12 +124,13 @@ func (l *life) release(error) {
 // the stream, as while shaping any update.
 func (l *life) readable(ctx context.Context, uri string) (ok bool, err error) {
 	gen := l.p.gen.Load()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.gen != gen {
-		clear(l.cache)
-		l.gen = gen
-	} else if v, hit := l.cache[uri]; hit {
+	dc := l.dc
+	dc.mu.Lock()
+	defer dc.mu.Unlock()
+	if dc.gen != gen {
+		clear(dc.cache)
+		dc.gen = gen
+	} else if v, hit := dc.cache[uri]; hit {
 		return v, nil
 	}
 	if ctx == nil {
@@ -132,13 +141,13 @@ func (l *life) readable(ctx context.Context, uri string) (ok bool, err error) {
 			ok, err = false, deliveryPanic("Options.CanRead", v)
 		}
 	}()
-	ok = l.canRead(ctx, l.view, uri)
-	if l.cache == nil {
-		l.cache = make(map[string]bool)
-	} else if len(l.cache) >= maxReadCache {
-		clear(l.cache)
+	ok = l.canRead()(ctx, l.view, uri)
+	if dc.cache == nil {
+		dc.cache = make(map[string]bool)
+	} else if len(dc.cache) >= maxReadCache {
+		clear(dc.cache)
 	}
-	l.cache[uri] = ok
+	dc.cache[uri] = ok
 	return ok, nil
 }
 
@@ -150,7 +159,7 @@ func (l *life) readable(ctx context.Context, uri string) (ok bool, err error) {
 // refusal.
 func (l *life) readsAnything(ctx context.Context, memo map[string]bool) bool {
 	uris := l.uris
-	if l.canRead == nil || l.others || len(uris) == 0 {
+	if l.view == nil || l.others || len(uris) == 0 {
 		return true
 	}
 	for _, u := range uris {
@@ -174,5 +183,5 @@ func (l *life) check(ctx context.Context, uri string) (ok bool) {
 			ok = false
 		}
 	}()
-	return l.canRead(ctx, l.view, uri)
+	return l.canRead()(ctx, l.view, uri)
 }

@@ -109,7 +109,7 @@ type resourceMatch struct {
 // newResourceMatch returns the matcher of a subscription opened with opts
 // that accepted uris, or nil when opts.SubResources is nil or there is no
 // URI to cover anything.
-func newResourceMatch(req *Request, opts *Options, uris []string) *resourceMatch {
+func newResourceMatch(req *Request, id jsonrpc.ID, opts *Options, uris []string) *resourceMatch {
 	if opts.SubResources == nil || len(uris) == 0 {
 		return nil
 	}
@@ -129,20 +129,31 @@ func newResourceMatch(req *Request, opts *Options, uris []string) *resourceMatch
 		}
 	}
 	if m.canRead != nil {
-		m.view = detachedRequest(req)
+		m.view = detachedRequest(req, id)
 	}
 	return m
 }
 
-// detachedRequest copies what CanRead may look at on delivery: the id, the
-// protocol version, the client info, the transport's kind and address, and
-// Auth. It shares no memory with req but Auth's value.
-func detachedRequest(req *Request) *Request {
+// detachedRequest copies what CanRead may look at on delivery: the id (the
+// subscription's copy, id), the protocol version, the client info, the
+// transport's kind and address, and Auth. It shares no memory with req but
+// Auth's value. The version is the one Open accepted, and the usual kinds
+// are constants, so neither is copied.
+func detachedRequest(req *Request, id jsonrpc.ID) *Request {
+	var kind string
+	switch k := req.Transport.Kind; k {
+	case "streamable_http": // the library's transports: constants
+		kind = "streamable_http"
+	case "stdio":
+		kind = "stdio"
+	default:
+		kind = strings.Clone(k)
+	}
 	v := &Request{
-		ID:              cloneID(req.ID),
-		ProtocolVersion: strings.Clone(req.ProtocolVersion),
+		ID:              id,
+		ProtocolVersion: spec.ProtocolVersion,
 		Transport: Transport{
-			Kind:       strings.Clone(req.Transport.Kind),
+			Kind:       kind,
 			RemoteAddr: strings.Clone(req.Transport.RemoteAddr),
 		},
 		Auth: req.Auth,

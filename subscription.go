@@ -354,7 +354,7 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 			}
 			slices.SortFunc(w.order, func(a, b uint16) int { return strings.Compare(w.list[a], w.list[b]) })
 		}
-		w.res = newResourceMatch(req, opts, w.list)
+		w.res = newResourceMatch(req, s.id, opts, w.list)
 		s.watch = w
 	}
 	// Every other key of the accepted filter belongs to an extension's
@@ -375,7 +375,7 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 		}
 	}
 	if s.life = newLife(s, req, opts); s.life != nil {
-		if s.life.timer != nil || s.life.access != nil {
+		if s.life.timer != nil || s.life.p != nil {
 			// Its timer and its Access let go once the stream is closed.
 			s.guard.stream = WrapStream(stream, StreamHooks{Close: s.life.release})
 		}
