@@ -48,7 +48,7 @@ func principalExpiry(_ *http.Request, auth any) time.Time { return auth.(*princi
 
 // A stream whose credential expires ends exactly when the expiry passes:
 // its client gets the completion result, OnClose the reason ErrExpired
-// (which also matches listen.ErrShutdown), over HTTP/1.1 taken over or not,
+// (listen.ErrExpired), over HTTP/1.1 taken over or not,
 // and HTTP/2; a stream whose credential does not expire, and one that
 // expires later, stay open. Before, nothing ended a stream at its
 // credential's expiry.
@@ -90,10 +90,12 @@ func TestExpiryEndsTheStream(t *testing.T) {
 				m := soon.message(t)
 				assert.Equal(t, 60*time.Second, time.Since(start), "ended at the expiry")
 				assert.Equal(t, "complete", m["result"].(map[string]any)["resultType"])
+				assert.Equal(t, "expired", m["result"].(map[string]any)["_meta"].(map[string]any)[spec.MetaEndReason])
 				soon.end(t)
 				r := <-reasons
 				assert.ErrorIs(t, r, streamhttp.ErrExpired)
-				assert.ErrorIs(t, r, listen.ErrShutdown)
+				assert.ErrorIs(t, r, listen.ErrExpired)
+				assert.Equal(t, uint64(1), p.h.Stats().Expired)
 				assert.Equal(t, 2, p.h.Stats().Active)
 
 				later.message(t)
@@ -151,7 +153,7 @@ func TestExpiryOnHubStreams(t *testing.T) {
 			if !p.portable {
 				assert.Equal(t, 1, streamhttp.FastStreams(e.h))
 			}
-			assert.Equal(t, `{"jsonrpc":"2.0","id":"x","result":{"_meta":{"io.modelcontextprotocol/subscriptionId":"x"},"resultType":"complete"}}`, c.data(t))
+			assert.Equal(t, `{"jsonrpc":"2.0","id":"x","result":{"_meta":{"io.github.mcplisten/endReason":"expired","io.modelcontextprotocol/subscriptionId":"x"},"resultType":"complete"}}`, c.data(t))
 			c.s.end(t)
 			cl := <-e.closes
 			assert.ErrorIs(t, cl.reason, streamhttp.ErrExpired)

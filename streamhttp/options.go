@@ -219,11 +219,13 @@ type Options struct {
 	// after Authenticate, and must be safe for concurrent use. A listen
 	// whose expiry has already passed is refused like a failed
 	// Authenticate (401, -32600 "Unauthorized", cause ErrExpired); an
-	// admitted stream is ended when its expiry passes: it is sent the
-	// completion result, then closed with reason ErrExpired (which matches
-	// listen.ErrShutdown), so its client re-listens with a fresh credential.
-	// Each such stream holds one runtime timer, and no goroutine, until
-	// then.
+	// admitted stream is ended when its expiry passes (its subscription's
+	// listen.Request.Expiry): it is sent the early ending of an expired
+	// credential (by default the completion result with the reason
+	// "expired"; see listen.Options.EndWithError), then closed with reason
+	// ErrExpired (listen.ErrExpired), so its client re-listens with a fresh
+	// credential. Each such stream holds one runtime timer, and no
+	// goroutine, until then.
 	Expiry func(r *http.Request, auth any) time.Time
 
 	// RequireHeaders makes the MCP-Protocol-Version and Mcp-Method headers
