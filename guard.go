@@ -53,9 +53,9 @@ var closedChan = func() chan struct{} {
 
 // handOver makes owner the guard's owner: its end closes the stream with
 // Disconnected(ErrOwnerGone wrapping the owner's cause). The previous owner,
-// if any, is released, so its end no longer closes anything. A nil owner
-// changes nothing; an owner that can never end (context.Background) leaves
-// the guard without an owner.
+// if any, is released, so its end no longer closes anything. An owner that
+// can never end (context.Background) leaves the guard without an owner.
+// owner is never nil (OpenOwned and StartWorker refuse it).
 func (g *guard) handOver(owner context.Context) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -64,7 +64,7 @@ func (g *guard) handOver(owner context.Context) {
 
 // handOverLocked is handOver with g.mu held.
 func (g *guard) handOverLocked(owner context.Context) {
-	if owner == nil || g.closed {
+	if g.closed {
 		return
 	}
 	if g.release != nil {

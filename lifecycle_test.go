@@ -78,9 +78,11 @@ func TestStartWorkerWithTheOpenContextKeepsTheOwner(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		sub, err := listen.Open(ctx, src, request(jsonrpc.IntID(1), listen.Filter{}), nil)
 		require.NoError(t, err)
-		//lint:ignore SA1012 the nil owner is the misuse under test
 		assert.PanicsWithValue(t, "listen: StartWorker with a nil owner context (pass context.Background() for no owner)",
-			func() { _, _ = sub.StartWorker(nil) })
+			func() {
+				//lint:ignore SA1012 the nil owner is the misuse under test
+				_, _ = sub.StartWorker(nil)
+			})
 		w, err := sub.StartWorker(ctx)
 		require.NoError(t, err)
 		cancel()

@@ -181,7 +181,7 @@ func (s *Subscription) servePoller(ctx context.Context, notify func()) (Poller, 
 		ns.SetNotify(notify)
 		return p, nil
 	}
-	w, err := s.startWorker(nil, notify)
+	w, err := s.serveWorker(notify)
 	p.with.w = w
 	return p, err
 }

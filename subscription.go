@@ -542,25 +542,41 @@ func (s *Subscription) StartWorker(owner context.Context) (*Worker, error) {
 	if owner == nil {
 		panic("listen: StartWorker with a nil owner context (pass context.Background() for no owner)")
 	}
-	return s.startWorker(owner, nil)
-}
-
-// startWorker starts a worker: with owner, handing the subscription over
-// (nil keeps the current owner); with notify, one that hands its outcomes
-// over through notify (Serve's).
-func (s *Subscription) startWorker(owner context.Context, notify func()) (*Worker, error) {
 	s.guard.mu.Lock()
 	defer s.guard.mu.Unlock()
-	if s.worker != nil {
-		select {
-		case <-s.worker.done:
-		default:
-			return nil, errWorkerRunning
-		}
+	if s.workerRunningLocked() {
+		return nil, errWorkerRunning
 	}
 	s.guard.handOverLocked(owner)
-	s.worker = startWorker(s.guard.stream, owner, s.guard.closingChanLocked(), notify)
+	s.worker = startWorker(s.guard.stream, owner.Done(), s.guard.closingChanLocked(), nil)
 	return s.worker, nil
+}
+
+// serveWorker starts the worker of Serve's Poller, for a stream that
+// blocks: it hands its outcomes over through notify, and the subscription
+// keeps its owner (the guard watches it, and its close stops the worker).
+func (s *Subscription) serveWorker(notify func()) (*Worker, error) {
+	s.guard.mu.Lock()
+	defer s.guard.mu.Unlock()
+	if s.workerRunningLocked() {
+		return nil, errWorkerRunning
+	}
+	s.worker = startWorker(s.guard.stream, nil, s.guard.closingChanLocked(), notify)
+	return s.worker, nil
+}
+
+// workerRunningLocked reports whether the subscription's worker goroutine
+// is still running. s.guard.mu is held.
+func (s *Subscription) workerRunningLocked() bool {
+	if s.worker == nil {
+		return false
+	}
+	select {
+	case <-s.worker.done:
+		return false
+	default:
+		return true
+	}
 }
 
 // Close closes the subscription with reason (see Classify), if it is still

@@ -864,7 +864,6 @@ func TestOpenOwnedSeparatesTheOwner(t *testing.T) {
 	assert.ErrorIs(t, sub.CloseReason(), listen.ErrOwnerGone)
 
 	// No owner is context.Background(), not nil.
-	//lint:ignore SA1012 the nil owner is the misuse under test
 	assert.Panics(t, func() {
 		_, _ = listen.OpenOwned(context.Background(), nil, src, request(jsonrpc.IntID(2), listen.Filter{}), nil)
 	})

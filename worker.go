@@ -1,9 +1,6 @@
 package listen
 
-import (
-	"context"
-	"sync"
-)
+import "sync"
 
 // Outcome is the result of one pull of a stream, read as Stream.Next's
 // contract reads it, one of three:
@@ -87,9 +84,13 @@ type Worker struct {
 	exited bool
 }
 
-func startWorker(stream Stream, owner context.Context, closing <-chan struct{}, notify func()) *Worker {
+// startWorker starts a worker pulling stream. owner is the Done channel of
+// the owner it answers to (nil for Serve's worker, which the guard's close
+// stops); notify, if set, replaces Outcomes (see take).
+func startWorker(stream Stream, owner, closing <-chan struct{}, notify func()) *Worker {
 	w := &Worker{
 		stream:  stream,
+		owner:   owner,
 		closing: closing,
 		notify:  notify,
 		wake:    make(chan struct{}, 1),
@@ -98,9 +99,6 @@ func startWorker(stream Stream, owner context.Context, closing <-chan struct{}, 
 	}
 	if notify == nil {
 		w.out = make(chan Outcome, 1)
-	}
-	if owner != nil {
-		w.owner = owner.Done()
 	}
 	go w.run() // ends on Stop, the owner's end or the close; Subscription.Close waits for it
 	return w

@@ -43,6 +43,7 @@ func subID(m mcp.Meta) any { return m["io.modelcontextprotocol/subscriptionId"] 
 func TestStdioPlainServer(t *testing.T) {
 	srv := plainServer()
 	mcp.AddTool(srv, &mcp.Tool{Name: "log"}, func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+		//lint:ignore SA1019 the test checks that a tool's logging still passes through
 		err := req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: "from the tool"})
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "logged"}}}, nil, err
 	})
@@ -81,6 +82,7 @@ func TestStdioPlainServer(t *testing.T) {
 		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
 			notes <- note{method: "updated", uri: r.Params.URI, sub: subID(r.Params.Meta)}
 		},
+		//lint:ignore SA1019 the test checks that a tool's logging still passes through
 		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) { logs <- r.Params.Data },
 	})
 	client.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {

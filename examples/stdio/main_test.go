@@ -70,6 +70,7 @@ func TestGoSDKClientOverStdio(t *testing.T) {
 		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
 			notes <- note{method: "updated", uri: r.Params.URI}
 		},
+		//lint:ignore SA1019 the test checks that a tool's logging still passes through
 		LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) { logs <- r.Params.Data },
 	})
 	client.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {

@@ -189,7 +189,7 @@ func decodeName(tok []byte) string {
 // It is a quick check: false may also mean that text needs a closer look
 // (it holds an escape \u, or invalid UTF-8 outside its strings).
 func ExactStrings(text []byte) bool {
-	return bytes.Index(text, []byte(`\u`)) < 0 && utf8.Valid(text)
+	return !bytes.Contains(text, []byte(`\u`)) && utf8.Valid(text)
 }
 
 // ExactString reports whether the JSON string token tok decodes to exactly
