@@ -117,15 +117,6 @@ func (s *Subscription) setWake(wake func()) {
 	s.guard.mu.Unlock()
 }
 
-// EndReason returns why the server ended the stream, once it has: the
-// early ending or ErrShutdown given to End, or met by the serving state
-// machine (the serving context's cause, the source's Next), from the
-// moment its terminal message is handed out; nil before, and for an end
-// that is not the server's (a completion of the source, a failure, a
-// client that left). A transport reads it while writing the terminal
-// message (Sink.Final): stdio sends notifications/cancelled first then.
-func (s *Subscription) EndReason() error { return s.endReason() }
-
 // endReason returns the reason given to End, or nil.
 func (s *Subscription) endReason() error {
 	if r := s.ending.Load(); r != nil {

@@ -151,7 +151,7 @@ func TestEndWithOtherReasons(t *testing.T) {
 func TestEarlyEndingClasses(t *testing.T) {
 	for r, want := range map[error]string{
 		listen.ErrRevoked: "revoked", fmt.Errorf("x: %w", listen.ErrRevoked): "revoked", listen.ErrExpired: "expired",
-		listen.ErrLifetime: "lifetime", listen.ErrFellBehind: "fell_behind", listen.ErrShutdown: listen.ClassOther,
+		listen.ErrLifetime: "lifetime", listen.ErrFellBehind: "fell_behind", listen.ErrShutdown: "other",
 	} {
 		assert.Equal(t, want, listen.Classify(r), "%v", r)
 	}

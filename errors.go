@@ -35,26 +35,28 @@ var (
 	ErrClosed = errors.New("listen: stream closed")
 )
 
-// CancelledError is the reason a client cancelled a listen. Reason is the
-// client's text (the reason of notifications/cancelled), empty when none was
-// given.
-type CancelledError struct {
-	Reason string
+// cancelledError is the reason a client cancelled a listen. reason is the
+// client's text (the reason of notifications/cancelled), empty when none
+// was given.
+type cancelledError struct {
+	reason string
 }
 
 // Cancelled returns the reason for a client cancellation with the client's
-// optional explanation.
-func Cancelled(reason string) error { return &CancelledError{Reason: reason} }
+// optional explanation (the reason of notifications/cancelled). It matches
+// ErrCancelled; its text is "listen: subscription cancelled: " and reason,
+// or ErrCancelled's alone for an empty reason.
+func Cancelled(reason string) error { return &cancelledError{reason: reason} }
 
-func (e *CancelledError) Error() string {
-	if e.Reason == "" {
+func (e *cancelledError) Error() string {
+	if e.reason == "" {
 		return ErrCancelled.Error()
 	}
-	return ErrCancelled.Error() + ": " + e.Reason
+	return ErrCancelled.Error() + ": " + e.reason
 }
 
 // Is makes errors.Is(err, ErrCancelled) true.
-func (e *CancelledError) Is(target error) bool { return target == ErrCancelled }
+func (e *cancelledError) Is(target error) bool { return target == ErrCancelled }
 
 // disconnectedError is the reason a transport went away. Cause says how (a
 // socket error, a write deadline, ErrOwnerGone); errors.Unwrap returns it.
@@ -102,37 +104,33 @@ func (e *failedError) Is(target error) bool { return target == ErrFailed }
 // Unwrap returns the underlying error.
 func (e *failedError) Unwrap() error { return e.Err }
 
-// Reason classes returned by Classify. Each early ending (see
-// Options.EndWithError) has a class of its own, also the reason its wire
-// form carries: "revoked", "expired", "lifetime", "fell_behind".
-const (
-	ClassComplete     = "complete"
-	ClassCancelled    = "cancelled"
-	ClassDisconnected = "disconnected"
-	ClassError        = "error"
-	ClassOther        = "other"
-)
-
-// Classify sorts a close reason into one of the Class constants, for logs and
-// metrics. ErrShutdown and unknown reasons are ClassOther; an early ending
-// is its own class: "revoked", "expired", "lifetime", "fell_behind".
+// Classify sorts a close reason into its class, for logs and metrics:
+//
+//   - "complete": ErrComplete, a graceful end;
+//   - "cancelled": a reason built by Cancelled;
+//   - "disconnected": a reason built by Disconnected;
+//   - "error": a reason built by Failed;
+//   - "revoked", "expired", "lifetime", "fell_behind": the early endings
+//     (ErrRevoked, ErrExpired, ErrLifetime, ErrFellBehind), each also the
+//     reason its wire form carries (see Options.EndWithError);
+//   - "other": ErrShutdown, nil and any other reason.
 func Classify(reason error) string {
 	switch {
 	case reason == nil:
-		return ClassOther
+		return "other"
 	case errors.Is(reason, ErrComplete):
-		return ClassComplete
+		return "complete"
 	case errors.Is(reason, ErrCancelled):
-		return ClassCancelled
+		return "cancelled"
 	case errors.Is(reason, ErrDisconnected):
-		return ClassDisconnected
+		return "disconnected"
 	case errors.Is(reason, ErrFailed):
-		return ClassError
+		return "error"
 	}
 	if e := endingOf(reason); e != nil {
 		return e.class
 	}
-	return ClassOther
+	return "other"
 }
 
 // PanicError is the error a recovered panic in a Source or Extension callback

@@ -151,3 +151,10 @@ func mustCapabilities(doc string) listen.Capabilities {
 
 // authIs matches the principals whose Auth is v (Access.Recheck).
 func authIs(v any) func(any) bool { return func(a any) bool { return a == v } }
+
+// waitExited waits until w's goroutine has exited: its Outcomes is closed
+// (any outcome still in it is discarded).
+func waitExited(w *listen.Worker) {
+	for range w.Outcomes() {
+	}
+}

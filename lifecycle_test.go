@@ -62,7 +62,7 @@ func TestStartWorkerHandsOwnershipOver(t *testing.T) {
 				synctest.Wait()
 				assert.Equal(t, 1, st.closeCount())
 				assert.ErrorIs(t, sub.CloseReason(), listen.ErrOwnerGone)
-				<-w.Done()
+				waitExited(w)
 				sub.Close(nil)
 				assert.Equal(t, 1, st.closeCount())
 			})
@@ -90,12 +90,11 @@ func TestStartWorkerWithTheOpenContextKeepsTheOwner(t *testing.T) {
 		assert.ErrorIs(t, sub.CloseReason(), listen.ErrOwnerGone)
 		// The guard's close stops the worker: nothing else has to.
 		select {
-		case <-w.Done():
+		case _, open := <-w.Outcomes():
+			assert.False(t, open)
 		default:
 			t.Fatal("the worker is still running after its subscription was closed")
 		}
-		_, open := <-w.Outcomes()
-		assert.False(t, open)
 	})
 }
 
@@ -181,7 +180,7 @@ func TestNestedCloseDoesNotDeadlock(t *testing.T) {
 				}
 				<-sub.Closed()
 				sub.Close(nil) // idempotent, and waits for nothing more
-				<-w.Done()
+				waitExited(w)
 				if viaOwner {
 					assert.ErrorIs(t, sub.CloseReason(), listen.ErrOwnerGone)
 				} else {
@@ -202,7 +201,7 @@ func TestStartWorkerAfterStop(t *testing.T) {
 	_, err = sub.StartWorker(context.Background())
 	assert.ErrorIs(t, err, listen.ErrWorkerRunning)
 	w.Stop()
-	<-w.Done()
+	waitExited(w)
 
 	w2, err := sub.StartWorker(context.Background())
 	require.NoError(t, err, "a new worker after the previous one exited")
@@ -211,7 +210,7 @@ func TestStartWorkerAfterStop(t *testing.T) {
 	o := <-w2.Outcomes()
 	assert.NoError(t, o.Err)
 	sub.Close(nil)
-	<-w2.Done()
+	waitExited(w2)
 }
 
 // An event's Params may carry its _meta as a listen.Filter (a Filter is how

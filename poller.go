@@ -372,7 +372,7 @@ func (p *Poller) fail(dst []byte, err error) (Step, []byte) {
 // with reason once it is written.
 func (p *Poller) terminal(dst, msg []byte, reason error, state pollState) (Step, []byte) {
 	if serverEnded(reason) {
-		p.s.ending.CompareAndSwap(nil, &reason) // EndReason reports it
+		p.s.ending.CompareAndSwap(nil, &reason) // a later End finds the stream ending
 	}
 	p.state = state
 	p.final = reason

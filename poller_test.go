@@ -123,37 +123,37 @@ func TestPollerEndings(t *testing.T) {
 		methods []string
 	}{
 		{name: "source failure", end: func(r *polled) { r.st.push(item{err: boom}) },
-			class: listen.ClassError, is: boom, methods: []string{spec.MethodAcknowledged, "error:Subscription source failed"}},
+			class: "error", is: boom, methods: []string{spec.MethodAcknowledged, "error:Subscription source failed"}},
 		{name: "invalid event", end: func(r *polled) {
 			r.st.push(item{ev: listen.Event{Kind: listen.KindResourceUpdated, URI: "not absolute"}})
 		},
-			class: listen.ClassError, is: listen.ErrInvalidEvent, methods: []string{spec.MethodAcknowledged, "error:Subscription source failed"}},
+			class: "error", is: listen.ErrInvalidEvent, methods: []string{spec.MethodAcknowledged, "error:Subscription source failed"}},
 		{name: "cancellation", end: func(r *polled) { r.end(listen.Cancelled("done")) },
-			class: listen.ClassCancelled, methods: []string{spec.MethodAcknowledged}},
+			class: "cancelled", methods: []string{spec.MethodAcknowledged}},
 		{name: "disconnect", end: func(r *polled) { r.end(listen.Disconnected(boom)) },
-			class: listen.ClassDisconnected, is: boom, methods: []string{spec.MethodAcknowledged}},
+			class: "disconnected", is: boom, methods: []string{spec.MethodAcknowledged}},
 		{name: "other cause", end: func(r *polled) { r.end(boom) },
-			class: listen.ClassDisconnected, is: boom, methods: []string{spec.MethodAcknowledged}},
+			class: "disconnected", is: boom, methods: []string{spec.MethodAcknowledged}},
 		{name: "drain", end: func(r *polled) { r.end(listen.ErrShutdown) },
-			class: listen.ClassOther, is: listen.ErrShutdown, methods: []string{spec.MethodAcknowledged, "result:complete"}},
+			class: "other", is: listen.ErrShutdown, methods: []string{spec.MethodAcknowledged, "result:complete"}},
 		{name: "drain before the start", before: true, end: func(r *polled) { r.end(listen.ErrShutdown) },
-			class: listen.ClassOther, is: listen.ErrShutdown, methods: []string{spec.MethodAcknowledged, "result:complete"}},
+			class: "other", is: listen.ErrShutdown, methods: []string{spec.MethodAcknowledged, "result:complete"}},
 		{name: "cancelled before the start", before: true, end: func(r *polled) { r.end(listen.Cancelled("")) },
-			class: listen.ClassCancelled, methods: nil},
+			class: "cancelled", methods: nil},
 		{name: "external close", end: func(r *polled) { r.sub.Close(listen.Disconnected(nil)) },
-			class: listen.ClassDisconnected, methods: []string{spec.MethodAcknowledged}},
+			class: "disconnected", methods: []string{spec.MethodAcknowledged}},
 		{name: "failed write", end: func(r *polled) { r.st.push(item{ev: listen.ToolsListChanged()}) },
 			write: failOn(spec.MethodToolsListChanged, boom),
-			class: listen.ClassDisconnected, is: boom, methods: []string{spec.MethodAcknowledged}},
+			class: "disconnected", is: boom, methods: []string{spec.MethodAcknowledged}},
 		{name: "failed completion write", end: func(r *polled) { r.st.push(item{err: listen.ErrClosed}) },
 			write: failOn(`"complete"`, boom),
-			class: listen.ClassDisconnected, is: boom, methods: []string{spec.MethodAcknowledged}},
+			class: "disconnected", is: boom, methods: []string{spec.MethodAcknowledged}},
 		{name: "failed failure write", end: func(r *polled) { r.st.push(item{err: errors.New("x")}) },
 			write: failOn(`"error"`, boom),
-			class: listen.ClassError, methods: []string{spec.MethodAcknowledged}},
+			class: "error", methods: []string{spec.MethodAcknowledged}},
 		{name: "failed drain write", end: func(r *polled) { r.end(listen.ErrShutdown) },
 			write: failOn(`"complete"`, boom),
-			class: listen.ClassDisconnected, is: boom, methods: []string{spec.MethodAcknowledged}},
+			class: "disconnected", is: boom, methods: []string{spec.MethodAcknowledged}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -195,7 +195,7 @@ func TestPollerEndWinsOverAReadyOutcome(t *testing.T) {
 	r.end(listen.Cancelled(""))
 	require.Equal(t, listen.StepDone, r.run(t, nil))
 	assert.Equal(t, []string{spec.MethodAcknowledged}, r.methods(t))
-	assert.Equal(t, listen.ClassCancelled, listen.Classify(r.sub.CloseReason()))
+	assert.Equal(t, "cancelled", listen.Classify(r.sub.CloseReason()))
 }
 
 // A stream that blocks is served by Serve: Poller refuses it.

@@ -12,10 +12,16 @@ type Sink struct {
 	// buffer. An error ends the stream with reason Disconnected(err).
 	Write func(msg []byte) error
 	// Final, if set, writes the stream's terminal message (the completion
-	// result or the failure error) instead of Write. A transport uses it to
-	// free the request id before the terminal message goes out, or to write
-	// something just before it. Its error is treated like a Write error.
-	Final func(msg []byte) error
+	// result, an early ending or the failure error) instead of Write. ended
+	// is why the server ends the stream when the end is its own: the early
+	// ending (ErrRevoked, ErrExpired, ErrLifetime, ErrFellBehind, or an
+	// error wrapping one) or ErrShutdown, given to Subscription.End, met as
+	// ctx's cause or returned by the source's Next; nil for any other end
+	// (the source's completion, a failure). A transport uses Final to free
+	// the request id before the terminal message goes out, or to write
+	// something just before it (stdio writes notifications/cancelled when
+	// ended is not nil). Its error is treated like a Write error.
+	Final func(msg []byte, ended error) error
 	// KeepAlive, when positive and Ping is set, makes Serve call Ping after
 	// that long without a write (an SSE comment, for example). A Ping error
 	// ends the stream like a Write error.
@@ -75,7 +81,11 @@ func (s *Subscription) Serve(ctx context.Context, sink Sink) error {
 		case StepWrite:
 			buf = msg
 			if p.terminalPending() {
-				p.Written(sink.final(msg))
+				var ended error
+				if serverEnded(p.final) {
+					ended = p.final
+				}
+				p.Written(sink.final(msg, ended))
 				return s.served(&p)
 			}
 			err := sink.Write(msg)
@@ -113,9 +123,9 @@ func (s *Subscription) served(p *Poller) error {
 }
 
 // final writes a terminal message through Final, or Write.
-func (sink Sink) final(msg []byte) error {
+func (sink Sink) final(msg []byte, ended error) error {
 	if sink.Final != nil {
-		return sink.Final(msg)
+		return sink.Final(msg, ended)
 	}
 	return sink.Write(msg)
 }

@@ -3,6 +3,7 @@ package listen_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -142,9 +143,8 @@ func TestServeEndings(t *testing.T) {
 			[]string{spec.MethodAcknowledged}},
 		{"client cancellation writes nothing", func(_ *serveRun, cancel context.CancelCauseFunc) { cancel(listen.Cancelled("client done")) },
 			func(t *testing.T, reason error) {
-				var ce *listen.CancelledError
-				require.ErrorAs(t, reason, &ce)
-				assert.Equal(t, "client done", ce.Reason)
+				require.ErrorIs(t, reason, listen.ErrCancelled)
+				assert.EqualError(t, reason, "listen: subscription cancelled: client done")
 			},
 			[]string{spec.MethodAcknowledged}},
 		{"plain context end is a disconnect", func(_ *serveRun, cancel context.CancelCauseFunc) { cancel(nil) },
@@ -222,8 +222,8 @@ func TestServeWithAnEndedContext(t *testing.T) {
 		methods []string
 		class   string
 	}{
-		{"cancelled before the stream started writes nothing", listen.Cancelled("bye"), nil, listen.ClassCancelled},
-		{"a drain before the stream started still acknowledges first", listen.ErrShutdown, []string{spec.MethodAcknowledged, "result:complete"}, listen.ClassOther},
+		{"cancelled before the stream started writes nothing", listen.Cancelled("bye"), nil, "cancelled"},
+		{"a drain before the stream started still acknowledges first", listen.ErrShutdown, []string{spec.MethodAcknowledged, "result:complete"}, "other"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -253,33 +253,66 @@ func TestServeContextEndWinsOverAReadyOutcome(t *testing.T) {
 			cancel(listen.Cancelled("client done"))
 			r.st.emit(listen.ToolsListChanged())
 			reason := <-r.done
-			var ce *listen.CancelledError
-			require.ErrorAs(t, reason, &ce)
+			require.ErrorIs(t, reason, listen.ErrCancelled)
 			assert.NotErrorIs(t, reason, listen.ErrDisconnected)
 			assert.Equal(t, []string{spec.MethodAcknowledged}, r.col.methods(t))
 		})
 	}
 }
 
+// Serve writes the terminal message through Final, with the server's own
+// reason for ending the stream (a drain, an early ending, from End, the
+// serving context's cause or the source's Next), and nil for an end that
+// is not the server's.
 func TestServeWritesTerminalMessagesThroughFinal(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		src, col := newTestSource(), newCollector()
-		sub := openSub(t, src, jsonrpc.IntID(1), listen.Filter{"toolsListChanged": true})
-		var final []string
-		sink := col.sink(0)
-		sink.Final = func(msg []byte) error { final = append(final, string(msg)); return nil }
-		done := make(chan error, 1)
-		go func() { done <- sub.Serve(t.Context(), sink) }()
-		<-col.got
-		st := src.last()
-		st.emit(listen.ToolsListChanged())
-		<-col.got
-		st.complete()
-		<-done
-		require.Len(t, final, 1)
-		assert.Contains(t, final[0], `"resultType":"complete"`)
-		assert.Equal(t, []string{spec.MethodAcknowledged, spec.MethodToolsListChanged}, col.methods(t))
-	})
+	revokedWhy := fmt.Errorf("%w: token withdrawn", listen.ErrRevoked)
+	for _, tt := range []struct {
+		name  string
+		end   func(sub *listen.Subscription, st *testStream, cancel context.CancelCauseFunc)
+		ended error
+		final string
+	}{
+		{"the source's completion", func(_ *listen.Subscription, st *testStream, _ context.CancelCauseFunc) { st.complete() },
+			nil, `"resultType":"complete"`},
+		{"the source's failure", func(_ *listen.Subscription, st *testStream, _ context.CancelCauseFunc) { st.fail(errors.New("boom")) },
+			nil, `"Subscription source failed"`},
+		{"End with an early ending", func(sub *listen.Subscription, _ *testStream, _ context.CancelCauseFunc) { sub.End(revokedWhy) },
+			revokedWhy, `"revoked"`},
+		{"a drain, as the serving context's cause", func(_ *listen.Subscription, _ *testStream, cancel context.CancelCauseFunc) {
+			cancel(listen.ErrShutdown)
+		},
+			listen.ErrShutdown, `"resultType":"complete"`},
+		{"an early ending from the source's Next", func(_ *listen.Subscription, st *testStream, _ context.CancelCauseFunc) { st.fail(listen.ErrFellBehind) },
+			listen.ErrFellBehind, `"fell_behind"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				src, col := newTestSource(), newCollector()
+				sub := openSub(t, src, jsonrpc.IntID(1), listen.Filter{"toolsListChanged": true})
+				var final []string
+				var ended []error
+				sink := col.sink(0)
+				sink.Final = func(msg []byte, why error) error {
+					final, ended = append(final, string(msg)), append(ended, why)
+					return nil
+				}
+				ctx, cancel := context.WithCancelCause(t.Context())
+				defer cancel(nil)
+				done := make(chan error, 1)
+				go func() { done <- sub.Serve(ctx, sink) }()
+				<-col.got
+				st := src.last()
+				st.emit(listen.ToolsListChanged())
+				<-col.got
+				tt.end(sub, st, cancel)
+				<-done
+				require.Len(t, final, 1)
+				assert.Contains(t, final[0], tt.final)
+				assert.Equal(t, []error{tt.ended}, ended)
+				assert.Equal(t, []string{spec.MethodAcknowledged, spec.MethodToolsListChanged}, col.methods(t))
+			})
+		})
+	}
 }
 
 // pollStream is a NotifyStream fed by push: TryNext never blocks, and the
@@ -384,25 +417,25 @@ func TestServeNotifyStreamEndings(t *testing.T) {
 		{"failure", func(p *pollStream, _ *listen.Subscription, _ context.CancelCauseFunc) {
 			p.push(item{err: errors.New("x")})
 		},
-			listen.ClassError, []string{spec.MethodAcknowledged, "error:Subscription source failed"}},
+			"error", []string{spec.MethodAcknowledged, "error:Subscription source failed"}},
 		{"panic in TryNext", func(p *pollStream, _ *listen.Subscription, _ context.CancelCauseFunc) {
 			p.mu.Lock()
 			p.panics = true
 			p.mu.Unlock()
 			p.push(item{})
-		}, listen.ClassError, []string{spec.MethodAcknowledged, "error:Subscription source failed"}},
+		}, "error", []string{spec.MethodAcknowledged, "error:Subscription source failed"}},
 		{"cancellation", func(_ *pollStream, _ *listen.Subscription, cancel context.CancelCauseFunc) {
 			cancel(listen.Cancelled(""))
 		},
-			listen.ClassCancelled, []string{spec.MethodAcknowledged}},
+			"cancelled", []string{spec.MethodAcknowledged}},
 		{"drain", func(_ *pollStream, _ *listen.Subscription, cancel context.CancelCauseFunc) {
 			cancel(listen.ErrShutdown)
 		},
-			listen.ClassOther, []string{spec.MethodAcknowledged, "result:complete"}},
+			"other", []string{spec.MethodAcknowledged, "result:complete"}},
 		{"external close", func(_ *pollStream, sub *listen.Subscription, _ context.CancelCauseFunc) {
 			sub.Close(listen.Disconnected(nil))
 		},
-			listen.ClassDisconnected, []string{spec.MethodAcknowledged}},
+			"disconnected", []string{spec.MethodAcknowledged}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -534,8 +534,8 @@ var errWorkerRunning = errors.New("listen: the subscription's worker is still ru
 // is closed.
 //
 // A subscription has one worker at a time: StartWorker returns an error
-// until the previous worker's goroutine has exited (see
-// Worker.Done), and then starts a new one. A worker started after Close
+// until the previous worker's goroutine has exited (its Outcomes is
+// closed), and then starts a new one. A worker started after Close
 // still works: its pulls answer whatever the closed stream's Next answers
 // (ErrClosed, by the Stream contract), so the owner sees the graceful end.
 func (s *Subscription) StartWorker(owner context.Context) (*Worker, error) {

@@ -70,7 +70,7 @@ type Worker struct {
 	// stop is closed by the first Stop.
 	stop     chan struct{}
 	stopOnce sync.Once
-	// done is closed by the worker goroutine as it exits, after out.
+	// done is closed by the worker goroutine as it exits (see exit).
 	done chan struct{}
 
 	mu     sync.Mutex
@@ -106,7 +106,7 @@ func startWorker(stream Stream, owner, closing <-chan struct{}, notify func()) *
 
 // Outcomes returns the channel of outcomes: exactly one per Continue, in
 // order, until the worker stops. The worker closes it when its goroutine
-// exits.
+// exits: once it is closed, StartWorker may start the next worker.
 func (w *Worker) Outcomes() <-chan Outcome { return w.out }
 
 // Continue asks for exactly one more outcome. Calls made while a Next is in
@@ -124,16 +124,12 @@ func (w *Worker) Continue() {
 
 // Stop ends the worker without closing the stream. It does not wait (a Next
 // blocked in the source is released by closing the subscription); receive
-// from Outcomes until it is closed, or call Done, to wait. Stop is idempotent.
+// from Outcomes until it is closed to wait. Stop is idempotent.
 func (w *Worker) Stop() {
 	w.stopOnce.Do(func() { close(w.stop) })
 }
 
-// Done returns a channel closed when the worker goroutine has exited.
-func (w *Worker) Done() <-chan struct{} { return w.done }
-
 func (w *Worker) run() {
-	defer close(w.done)
 	defer w.exit()
 	for {
 		select {
@@ -183,9 +179,12 @@ func (w *Worker) deliver(o Outcome) bool {
 }
 
 // exit tells the owner that the goroutine is exiting: out is closed, or
-// notify called.
+// notify called; done is closed with it. For a worker of StartWorker done
+// is closed first, so that an owner that has seen Outcomes closed may start
+// the next worker; the goroutine does nothing after closing out.
 func (w *Worker) exit() {
 	if w.out != nil {
+		close(w.done)
 		close(w.out)
 		return
 	}
@@ -193,6 +192,7 @@ func (w *Worker) exit() {
 	w.exited = true
 	w.mu.Unlock()
 	w.notify()
+	close(w.done)
 }
 
 // ended reports whether the worker was stopped, its owner ended or the

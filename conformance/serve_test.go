@@ -89,7 +89,7 @@ func TestServeStreamConforms(t *testing.T) {
 			},
 			wantEnd:     endCompletion,
 			wantMethods: []string{tools, prompts, res, updated, methodTasks, methodTasks},
-			wantReason:  listen.ClassComplete,
+			wantReason:  "complete",
 		},
 		{
 			name: "integer id, narrowed by capabilities, no server info",
@@ -103,7 +103,7 @@ func TestServeStreamConforms(t *testing.T) {
 			},
 			wantEnd:     endCompletion,
 			wantMethods: []string{tools, res},
-			wantReason:  listen.ClassComplete,
+			wantReason:  "complete",
 		},
 		{
 			name: "empty filter",
@@ -111,7 +111,7 @@ func TestServeStreamConforms(t *testing.T) {
 			filter:     `{}`,
 			events:     []listen.Event{listen.ToolsListChanged(), taskEvent("task-1", "working")},
 			wantEnd:    endCompletion,
-			wantReason: listen.ClassComplete,
+			wantReason: "complete",
 		},
 		{
 			name: "source failure",
@@ -121,7 +121,7 @@ func TestServeStreamConforms(t *testing.T) {
 			end:         errors.New("change feed lost"),
 			wantEnd:     endFailure,
 			wantMethods: []string{tools},
-			wantReason:  listen.ClassError,
+			wantReason:  "error",
 		},
 		{
 			name: "invalid event, integer id",
@@ -130,7 +130,7 @@ func TestServeStreamConforms(t *testing.T) {
 			events:      []listen.Event{listen.ResourcesListChanged(), listen.ResourceUpdated("relative/path")},
 			wantEnd:     endFailure,
 			wantMethods: []string{res},
-			wantReason:  listen.ClassError,
+			wantReason:  "error",
 		},
 		{
 			name: "server shutdown",
@@ -140,7 +140,7 @@ func TestServeStreamConforms(t *testing.T) {
 			shutdownAfter: 3, // ack and two notifications
 			wantEnd:       endCompletion,
 			wantMethods:   []string{tools, methodTasks},
-			wantReason:    listen.ClassOther, // ErrShutdown
+			wantReason:    "other", // ErrShutdown
 		},
 	}
 	for _, tt := range tests {

@@ -229,7 +229,7 @@ func TestCloseFreesQueueUnindexesAndIsIdempotent(t *testing.T) {
 	assert.Equal(t, []int{1, 0, 0, 0, 0}, []int{uris, keys, tools, prompts, resources})
 	assert.Equal(t, 0, h.Stats().Queued)
 	require.Len(t, rec.closeInfos(), 1, "only the first Close counts")
-	assert.Equal(t, listen.ClassCancelled, rec.closeInfos()[0].Reason)
+	assert.Equal(t, "cancelled", rec.closeInfos()[0].Reason)
 	_, err := s.Next()
 	assert.ErrorIs(t, err, listen.ErrClosed)
 	assert.Empty(t, h.CheckIndex())
@@ -459,7 +459,7 @@ func TestInstrumentsEveryOperation(t *testing.T) {
 	s.Close(listen.Cancelled("done"))
 	require.Len(t, rec.closes, 1)
 	assert.Equal(t, 0, rec.closes[0].Subscriptions)
-	assert.Equal(t, listen.ClassCancelled, rec.closes[0].Reason)
+	assert.Equal(t, "cancelled", rec.closes[0].Reason)
 	assert.ErrorIs(t, rec.closes[0].Err, listen.ErrCancelled)
 }
 

@@ -27,6 +27,22 @@ func requireDone(t *testing.T, ch <-chan struct{}, what string) {
 	}
 }
 
+// requireExited fails unless w's goroutine has exited: its Outcomes is
+// closed (after any outcome still in it).
+func requireExited(t *testing.T, w *listen.Worker) {
+	t.Helper()
+	for {
+		select {
+		case _, open := <-w.Outcomes():
+			if !open {
+				return
+			}
+		default:
+			t.Fatal("worker: still running")
+		}
+	}
+}
+
 // Checklist 8: when the owner goes away (the owner context of listen.Open
 // is cancelled), the source is closed exactly once with a Disconnected
 // reason whose cause matches ErrOwnerGone, and the worker exits.
@@ -48,13 +64,11 @@ func TestOwnerExitClosesSourceExactlyOnce(t *testing.T) {
 		kill(killed)
 		synctest.Wait()
 
-		requireDone(t, w.Done(), "worker")
-		for range w.Outcomes() { // closed by the exited worker
-		}
+		requireExited(t, w)
 		requireDone(t, sub.Closed(), "subscription")
 		closes := rec.closeInfos()
 		require.Len(t, closes, 1, "the source is closed exactly once")
-		assert.Equal(t, listen.ClassDisconnected, closes[0].Reason)
+		assert.Equal(t, "disconnected", closes[0].Reason)
 		assert.ErrorIs(t, closes[0].Err, listen.ErrDisconnected)
 		assert.ErrorIs(t, closes[0].Err, listen.ErrOwnerGone)
 		assert.ErrorIs(t, closes[0].Err, killed)
@@ -83,13 +97,13 @@ func TestCloseThenStopGivesExactlyOneClose(t *testing.T) {
 		sub.Close(listen.ErrComplete) // releases the blocked Next
 		w.Stop()
 		synctest.Wait()
-		requireDone(t, w.Done(), "worker")
+		requireExited(t, w)
 		cancel() // the owner going away later closes nothing
 		synctest.Wait()
 
 		closes := rec.closeInfos()
 		require.Len(t, closes, 1)
-		assert.Equal(t, listen.ClassComplete, closes[0].Reason)
+		assert.Equal(t, "complete", closes[0].Reason)
 		assert.Equal(t, 0, h.Stats().Subscriptions)
 	})
 }
@@ -112,7 +126,7 @@ func TestWorkerStartedAfterCloseGetsClosed(t *testing.T) {
 		assert.Equal(t, listen.ErrClosed, o.Err)
 		w.Stop()
 		synctest.Wait()
-		requireDone(t, w.Done(), "worker")
+		requireExited(t, w)
 
 		// The hub survives: a new subscription opens and receives.
 		s := openStream(t, h, "again", toolsOnly)

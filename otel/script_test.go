@@ -188,7 +188,7 @@ func TestScriptHTTP(t *testing.T) {
 		want[open] = 0
 		want["mcp.listen.streams.closed{mcp.listen.close.reason=complete,"+tr1+"}"] = 1
 		assert.Equal(t, want, series(t, reader))
-		assert.Equal(t, []string{listen.ClassDisconnected, listen.ClassComplete}, closes)
+		assert.Equal(t, []string{"disconnected", "complete"}, closes)
 
 		require.NoError(t, lh.Shutdown(context.Background()))
 		require.NoError(t, srv.Close())

@@ -21,12 +21,12 @@ import (
 // one for each early ending (listen.ErrRevoked, ErrExpired, ErrLifetime,
 // ErrFellBehind).
 const (
-	ClassComplete     = listen.ClassComplete
-	ClassCancelled    = listen.ClassCancelled
-	ClassDisconnected = listen.ClassDisconnected
-	ClassError        = listen.ClassError
+	ClassComplete     = "complete"
+	ClassCancelled    = "cancelled"
+	ClassDisconnected = "disconnected"
+	ClassError        = "error"
 	ClassShutdown     = "shutdown"
-	ClassOther        = listen.ClassOther
+	ClassOther        = "other"
 	ClassRevoked      = "revoked"
 	ClassExpired      = "expired"
 	ClassLifetime     = "lifetime"

@@ -80,7 +80,7 @@ func failsWith(p plan, filter string, notes []string, is error) func(t *testing.
 		}
 		requireFailure(t, cs.recv(t), id)
 		cs.end(t)
-		reason := wantClass(t, st, listen.ClassError)
+		reason := wantClass(t, st, "error")
 		assert.ErrorIs(t, reason, listen.ErrFailed)
 		assert.ErrorIs(t, reason, is)
 		fx.probe(t)
@@ -108,7 +108,7 @@ func sourceCases() []sourceCase {
 			cs, st := openStream(t, fx, id, toolsFilter)
 			requireFailure(t, cs.recv(t), id)
 			cs.end(t)
-			reason := wantClass(t, st, listen.ClassError)
+			reason := wantClass(t, st, "error")
 			var pe *listen.PanicError
 			if assert.ErrorAs(t, reason, &pe) {
 				assert.Equal(t, "Stream.Next", pe.Op)
@@ -124,7 +124,7 @@ func sourceCases() []sourceCase {
 			requireFailure(t, cs.recv(t), id)
 			cs.end(t)
 			var pe *listen.PanicError
-			assert.ErrorAs(t, wantClass(t, st, listen.ClassError), &pe)
+			assert.ErrorAs(t, wantClass(t, st, "error"), &pe)
 			fx.probe(t)
 			fx.teardown(t)
 			wantTerminal(t, fx, id, "failure")
@@ -135,7 +135,7 @@ func sourceCases() []sourceCase {
 			requireNotification(t, cs.recv(t), id, spec.MethodToolsListChanged)
 			requireCompletion(t, cs.recv(t), id)
 			cs.end(t)
-			wantClass(t, st, listen.ClassComplete)
+			wantClass(t, st, "complete")
 			fx.probe(t)
 			fx.teardown(t)
 			wantTerminal(t, fx, id, "complete")
@@ -145,7 +145,7 @@ func sourceCases() []sourceCase {
 			cs, st := openStream(t, fx, id, toolsFilter)
 			requireFailure(t, cs.recv(t), id)
 			cs.end(t)
-			assert.ErrorIs(t, wantClass(t, st, listen.ClassError), feedBroke)
+			assert.ErrorIs(t, wantClass(t, st, "error"), feedBroke)
 			fx.probe(t)
 			fx.teardown(t)
 			wantTerminal(t, fx, id, "failure")
@@ -166,7 +166,7 @@ func sourceCases() []sourceCase {
 			requireError(t, cs.recv(t), id, jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen)
 			wantStatus(t, cs, http.StatusInternalServerError)
 			cs.end(t)
-			assert.ErrorIs(t, wantClass(t, fx.src().stream(t, id), listen.ClassError), feedBroke)
+			assert.ErrorIs(t, wantClass(t, fx.src().stream(t, id), "error"), feedBroke)
 			assert.Empty(t, fx.hookReasons(id), "no subscription was opened")
 			fx.probe(t)
 			fx.teardown(t)
@@ -232,7 +232,7 @@ func sourceCases() []sourceCase {
 			requireNotification(t, cs2.recv(t), id, spec.MethodToolsListChanged)
 			requireCompletion(t, cs2.recv(t), id)
 			cs2.end(t)
-			wantClass(t, st2, listen.ClassComplete)
+			wantClass(t, st2, "complete")
 			slow.release()
 			wantClass(t, st, fx.ending().class())
 			fx.probe(t)
@@ -249,7 +249,7 @@ func sourceCases() []sourceCase {
 			fx.probe(t)
 			slow.release()
 			cs.end(t)
-			wantClass(t, st, listen.ClassComplete)
+			wantClass(t, st, "complete")
 			fx.teardown(t)
 			wantTerminal(t, fx, id, "complete")
 		}},
@@ -264,7 +264,7 @@ func sourceCases() []sourceCase {
 			}
 			requireCompletion(t, m, id)
 			cs.end(t)
-			assert.ErrorIs(t, wantClass(t, st, listen.ClassOther), listen.ErrShutdown)
+			assert.ErrorIs(t, wantClass(t, st, "other"), listen.ErrShutdown)
 			fx.probeRefused(t)
 			fx.teardown(t)
 			wantTerminal(t, fx, id, "complete")
@@ -465,7 +465,7 @@ func TestFaultClientGoneMidWrite(t *testing.T) {
 			require.NoError(t, err, "some of the large event arrives")
 			require.NoError(t, conn.Close())
 
-			reason := wantClass(t, st, listen.ClassDisconnected)
+			reason := wantClass(t, st, "disconnected")
 			assert.NotErrorIs(t, reason, os.ErrDeadlineExceeded, "cut by the disconnect, not by a deadline")
 			assert.ErrorIs(t, fx.onClose(t, id), listen.ErrDisconnected)
 			fx.probe(t)
@@ -510,8 +510,8 @@ func TestFaultClientGoneMidWrite(t *testing.T) {
 				} else {
 					assert.ErrorIs(t, err, io.ErrClosedPipe)
 				}
-				assert.ErrorIs(t, wantClass(t, st, listen.ClassDisconnected), err.(interface{ Unwrap() error }).Unwrap())
-				wantClass(t, bySt, listen.ClassDisconnected)
+				assert.ErrorIs(t, wantClass(t, st, "disconnected"), err.(interface{ Unwrap() error }).Unwrap())
+				wantClass(t, bySt, "disconnected")
 				fx.probe(t) // on a new connection
 				fx.teardown(t)
 				wantTerminal(t, fx, id, "none")

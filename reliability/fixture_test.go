@@ -72,9 +72,9 @@ const (
 // class is the close class the ending gives the subscription.
 func (e ending) class() string {
 	if e == endCancel {
-		return listen.ClassCancelled
+		return "cancelled"
 	}
-	return listen.ClassDisconnected
+	return "disconnected"
 }
 
 // fixture is one server on one transport with its client side.
@@ -224,7 +224,7 @@ func probeOn(t testing.TB, fx fixture, id string, listenFn func(t testing.TB, id
 	requireNotification(t, cs.recv(t), id, spec.MethodToolsListChanged)
 	requireCompletion(t, cs.recv(t), id)
 	cs.end(t)
-	wantClass(t, fx.src().stream(t, id), listen.ClassComplete)
+	wantClass(t, fx.src().stream(t, id), "complete")
 }
 
 // clientStream is the client side of one listen.

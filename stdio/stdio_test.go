@@ -162,10 +162,9 @@ func TestCancelEndsListenSilentlyAndFreesID(t *testing.T) {
 		h.send(cancelLine(`"x"`, "client done"))
 		c := h.closedReason()
 		require.Equal(t, `"x"`, c.id)
-		var ce *listen.CancelledError
-		require.ErrorAs(t, c.reason, &ce)
-		require.Equal(t, "client done", ce.Reason)
-		require.Equal(t, listen.ClassCancelled, listen.Classify(c.reason))
+		require.ErrorIs(t, c.reason, listen.ErrCancelled)
+		require.EqualError(t, c.reason, "listen: subscription cancelled: client done")
+		require.Equal(t, "cancelled", listen.Classify(c.reason))
 
 		// The id is free at once: a tools/list with it is served, and its
 		// response is the only message with that id.
@@ -820,9 +819,8 @@ func TestCancelHandlerCall(t *testing.T) {
 		<-app.started
 		h.send(cancelLine(`"c"`, "too slow"))
 		cause := <-app.ctxErr
-		var ce *listen.CancelledError
-		require.ErrorAs(t, cause, &ce)
-		require.Equal(t, "too slow", ce.Reason)
+		require.ErrorIs(t, cause, listen.ErrCancelled)
+		require.EqualError(t, cause, "listen: subscription cancelled: too slow")
 		h.quiet() // no response for a cancelled request
 
 		h.send(requestLine(`"c"`, "tools/list"))

@@ -52,7 +52,7 @@ func (c *conn) runListen(e *entry, req *listen.Request) {
 	c.hookOpen(sub)
 	reason := sub.Serve(e.serveCtx, listen.Sink{
 		Write: func(msg []byte) error { return c.subWrite(e, msg) },
-		Final: func(msg []byte) error { return c.subFinal(e, sub, msg) },
+		Final: func(msg []byte, ended error) error { return c.subFinal(e, msg, ended) },
 	})
 	c.removeEntry(e)
 	c.srv.nClosed.Add(1)
@@ -71,11 +71,11 @@ func (c *conn) subWrite(e *entry, msg []byte) error {
 	return c.send(e, msg)
 }
 
-// subFinal is the Sink.Final of e's subscription sub: before the terminal
+// subFinal is the Sink.Final of e's subscription: before the terminal
 // message it frees the id (so the client may reuse it as soon as it reads
 // the terminal) and, when the server ends the stream (a drain, an early
-// ending: sub.EndReason), writes notifications/cancelled first.
-func (c *conn) subFinal(e *entry, sub *listen.Subscription, msg []byte) error {
+// ending: ended), writes notifications/cancelled first.
+func (c *conn) subFinal(e *entry, msg []byte, ended error) error {
 	if e.cancelled.Load() {
 		return e.cause
 	}
@@ -84,11 +84,11 @@ func (c *conn) subFinal(e *entry, sub *listen.Subscription, msg []byte) error {
 		return c.send(e, msg)
 	}
 	reason := ""
-	switch r := sub.EndReason(); {
-	case e.shutdown.Load(), errors.Is(r, listen.ErrShutdown):
+	switch {
+	case e.shutdown.Load(), errors.Is(ended, listen.ErrShutdown):
 		reason = ShutdownReason
-	case r != nil:
-		reason = EndedReason(r)
+	case ended != nil:
+		reason = EndedReason(ended)
 	}
 	if reason != "" {
 		if err := c.send(e, serverCancelled(e.id, reason)); err != nil {

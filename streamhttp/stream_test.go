@@ -196,7 +196,7 @@ func TestClientDisconnect(t *testing.T) {
 
 			reason := reasonOf(t, st)
 			assert.ErrorIs(t, reason, listen.ErrDisconnected)
-			assert.Equal(t, listen.ClassDisconnected, listen.Classify(reason))
+			assert.Equal(t, "disconnected", listen.Classify(reason))
 			c := recv(t, e.closes, "OnClose")
 			assert.ErrorIs(t, c.reason, listen.ErrDisconnected)
 			// Events after the disconnect go nowhere and nothing is pulled.
