@@ -26,7 +26,7 @@ import (
 
 // Watch names what listeners watch: a URI as the listens name it (an
 // exact listener's), or the normal form of a folder listener's URI (see
-// the listen package documentation, Sub-resources), with Folder set. A URI
+// listen.SubResources), with Folder set. A URI
 // watched exactly and as a folder is two watches.
 type Watch struct {
 	URI    string

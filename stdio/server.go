@@ -128,8 +128,8 @@ type Options struct {
 	// stream ends with listen.ErrExpired when the credential expires). So
 	// listen.Options.Access, Scopes and CanRead judge a stdio listen as an
 	// HTTP one. A panic in it leaves the listen without a principal. Nil:
-	// listens have no Auth (see the package documentation, "One principal
-	// per connection").
+	// listens have no Auth (see the package documentation, Endings: one
+	// client, one principal).
 	Auth func(ctx context.Context) (auth any, expiry time.Time)
 	// OmitShutdownCancelled, when set, makes a drain send only the completion
 	// result to each open listen. By default the completion result is
