@@ -9,7 +9,8 @@
 // package's Hub: Publish a change and every listen that asked for it gets
 // it; implement Source to feed listens from your own change feed), a
 // transport (streamhttp for Streamable HTTP, stdio for standard input and
-// output; gosdk puts both in front of a go-sdk server) and Options (the
+// output; the gosdk and mcpgo modules put both in front of a go-sdk or an
+// mcp-go server) and Options (the
 // Capabilities the server advertises, CapabilitiesFrom reading them from
 // the object you already have, or CapabilitiesFor when they change; its
 // ServerInfo). A transport does, for every listen request:
@@ -24,6 +25,30 @@
 // messages). Cancel Serve's ctx with a cause to end the stream from the
 // transport's side: ErrShutdown writes the completion first (a graceful
 // drain), Cancelled and Disconnected write nothing.
+//
+// # Goroutines
+//
+//   - The guard, started inside Open, closes the Source's stream exactly
+//     once: at the first Subscription.Close, or when the owner context
+//     ends (the ctx given to Open, until StartWorker hands the subscription
+//     to another one). It parks no goroutine: it is a context.AfterFunc
+//     registration.
+//   - Serve runs on the caller's goroutine. A NotifyStream (the hub's
+//     streams) needs no other; any other stream is pulled by a worker
+//     goroutine that Serve starts and waits for. A Poller has no goroutine
+//     of its own: its transport's goroutines take its steps.
+//   - A Worker, for a transport that writes the messages itself
+//     (ExampleSubscription_StartWorker), owns one goroutine: one Next per
+//     Continue, never two in flight, each outcome sent on Outcomes, which
+//     it closes when it exits (on Stop, its owner's end, or the close). It
+//     never closes the stream.
+//   - A Next blocked in the source is released by the guard's close of the
+//     stream (the Stream contract); Close waits for the worker, bounded by
+//     Options.ReleaseTimeout.
+//
+// Subscription.Close is idempotent; the call that closes the stream
+// returns once the stream's Close has returned and the worker has exited
+// (see Close for a Close made while another runs).
 //
 // # The stream
 //
@@ -54,30 +79,6 @@
 // reason and class, in the form Options.EndWithError chooses (by default
 // the completion result with the reason in its _meta). None needs a
 // goroutine while a stream is idle. The guide: docs/principals.md.
-//
-// # Goroutines
-//
-//   - The guard, started inside Open, closes the Source's stream exactly
-//     once: at the first Subscription.Close, or when the owner context
-//     ends (the ctx given to Open, until StartWorker hands the subscription
-//     to another one). It parks no goroutine: it is a context.AfterFunc
-//     registration.
-//   - Serve runs on the caller's goroutine. A NotifyStream (the hub's
-//     streams) needs no other; any other stream is pulled by a worker
-//     goroutine that Serve starts and waits for. A Poller has no goroutine
-//     of its own: its transport's goroutines take its steps.
-//   - A Worker, for a transport that writes the messages itself
-//     (ExampleSubscription_StartWorker), owns one goroutine: one Next per Continue, never
-//     two in flight, each outcome sent on Outcomes, which it closes when it
-//     exits (on Stop, its owner's end, or the close). It never closes the
-//     stream.
-//   - A Next blocked in the source is released by the guard's close of the
-//     stream (the Stream contract); Close waits for the worker, bounded by
-//     Options.ReleaseTimeout.
-//
-// Subscription.Close is idempotent; the call that closes the stream
-// returns once the stream's Close has returned and the worker has exited
-// (see Close for a Close made while another runs).
 //
 // # Failures
 //

@@ -14,6 +14,17 @@
 // calls it, reaches the other instances; the node delivers theirs with
 // hub.Hub.PublishLocal.
 //
+// # Goroutines
+//
+// A Node starts no goroutine of its own. Relay (from the hub's Publish)
+// runs in the publisher's goroutine; Receive in the bridge's delivery
+// goroutine, one message at a time; Reconnected, SlowConsumer and
+// Connection in the bridge's; a loss resync in Receive's goroutine, or on
+// a timer's goroutine when throttled. Close leaves the hub and waits for a
+// running timer. Hooks run on the goroutine that caused them and must not
+// call Close. All methods are safe for concurrent use, except Receive (one
+// goroutine at a time).
+//
 // # Envelope
 //
 // Each message is one JSON object, version 1:
@@ -78,15 +89,4 @@
 // restart; a replayer can at most cause a resync per ResyncInterval, and
 // only during the first Freshness after a receiver starts. Clocks of the
 // instances must agree within Freshness.
-//
-// # Goroutines
-//
-// A Node starts no goroutine of its own. Relay (from the hub's Publish)
-// runs in the publisher's goroutine; Receive in the bridge's delivery
-// goroutine, one message at a time; Reconnected, SlowConsumer and
-// Connection in the bridge's; a loss resync in Receive's goroutine, or on
-// a timer's goroutine when throttled. Close leaves the hub and waits for a
-// running timer. Hooks run on the goroutine that caused them and must not
-// call Close. All methods are safe for concurrent use, except Receive (one
-// goroutine at a time).
 package cluster

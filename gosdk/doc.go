@@ -22,13 +22,6 @@
 // and a read deadline that ends with the body (408). Every listen is this
 // library's, whatever its headers or version (see Handler).
 //
-// # Older clients
-//
-// The same endpoint serves clients of earlier versions with the go-sdk's
-// stateful sessions (initialize, Mcp-Session-Id, the GET stream and its
-// notifications, DELETE), and 2026-07-28 requests statelessly, on the same
-// *mcp.Server: nothing to configure. SDK.Stateless serves stateless only.
-//
 // # stdio
 //
 //	err := gosdk.Run(ctx, server, gosdk.StdioOptions{})
@@ -36,6 +29,20 @@
 // or, with the handle that also gives Hub, Bridge, Stats, ResourceUpdated
 // and Shutdown, s, err := gosdk.NewStdio(server, opts), then s.Run(ctx).
 // Every listen is this library's there too (see Stdio.Serve).
+//
+// # Lifecycle and goroutines
+//
+// NewHandler (and NewBridge) connect two in-process sessions of the go-sdk
+// server (see Bridge); their goroutines are the go-sdk's, and end with
+// Handler.Shutdown (Bridge.Close). The Bridge starts none of its own, but
+// one per ping the go-sdk sends it (with ServerOptions.KeepAlive), which
+// ends once answered or closed, and which Bridge.Close waits for. A list
+// change is republished on the go-sdk's debounce timer goroutine, an update
+// on the caller of ResourceUpdated; the hub never blocks either.
+// Stdio.Serve runs the stdio.Conn (its goroutines are the stdio package's)
+// and the go-sdk session, and returns after all of them (but a Read or
+// Write the stdio package could not interrupt; see stdio.Server.Serve);
+// Stdio.Shutdown waits for every Serve and closes the Bridge.
 //
 // # Resource updates and folders
 //
@@ -63,19 +70,12 @@
 // by default: UserID ClientName), which a receiving middleware that refuses
 // requests without a token lets through.
 //
-// # Lifecycle and goroutines
+// # Older clients
 //
-// NewHandler (and NewBridge) connect two in-process sessions of the go-sdk
-// server (see Bridge); their goroutines are the go-sdk's, and end with
-// Handler.Shutdown (Bridge.Close). The Bridge starts none of its own, but
-// one per ping the go-sdk sends it (with ServerOptions.KeepAlive), which
-// ends once answered or closed, and which Bridge.Close waits for. A list
-// change is republished on the go-sdk's debounce timer goroutine, an update
-// on the caller of ResourceUpdated; the hub never blocks either.
-// Stdio.Serve runs the stdio.Conn (its goroutines are the stdio package's)
-// and the go-sdk session, and returns after all of them (but a Read or
-// Write the stdio package could not interrupt; see stdio.Server.Serve);
-// Stdio.Shutdown waits for every Serve and closes the Bridge.
+// The same endpoint serves clients of earlier versions with the go-sdk's
+// stateful sessions (initialize, Mcp-Session-Id, the GET stream and its
+// notifications, DELETE), and 2026-07-28 requests statelessly, on the same
+// *mcp.Server: nothing to configure. SDK.Stateless serves stateless only.
 //
 // # Delays, and the go-sdk's debounce
 //

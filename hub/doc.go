@@ -12,6 +12,33 @@
 //	h.ResourceUpdated("file:///a.txt")          // reaches the listeners watching that URI
 //	h.Shutdown(ctx)                             // end every stream gracefully, wait for their close
 //
+// # Concurrency contract
+//
+// All methods of Hub are safe for concurrent use by any number of
+// goroutines, and so are a stream's methods. The hub starts no goroutine
+// (with DetachDelay, its one timer's function runs in a goroutine of the
+// runtime's when it fires, and ends with it).
+//
+//   - Publish runs in the caller's goroutine and never waits for a
+//     listener: it copies its targets under a read lock of the index, then
+//     takes each target's own lock for a few instructions. A listener that
+//     never pulls costs Publish the same as one that does.
+//   - Open, Close and Shutdown take the index's write lock briefly. No lock
+//     is held while a hook runs, so hooks may call back into the hub.
+//   - Publications ordered by happens-before reach every listener in that
+//     order; concurrent ones have no defined relative order.
+//   - A stream has one puller: a second Next while one is blocked returns
+//     ErrPullPending. Close may run concurrently with a blocked Next and
+//     releases it; Next after Close returns [listen.ErrClosed].
+//   - A stream is a [listen.NotifyStream] (Serve pulls it without a worker
+//     goroutine; streamhttp's fast path serves idle streams without any):
+//     the function of SetNotify is called in the goroutine of the Publish,
+//     Shutdown or Close that made an event ready or ended the stream, with
+//     no lock of the listener or the hub held.
+//   - Events are shared, not copied, between listeners: the maps in a
+//     published Event must not be modified afterwards. Publish validates
+//     each event once; the subscriptions do not again.
+//
 // # Listeners and selection
 //
 // Each stream the hub opens is a listener: a bounded FIFO queue, room for
@@ -59,33 +86,6 @@
 // and [Options.OnDetach] report the first listener watching a URI (a
 // [Watch]) and the last leaving it, once each, in order, outside the hub's
 // locks.
-//
-// # Concurrency contract
-//
-// All methods of Hub are safe for concurrent use by any number of
-// goroutines, and so are a stream's methods. The hub starts no goroutine
-// (with DetachDelay, its one timer's function runs in a goroutine of the
-// runtime's when it fires, and ends with it).
-//
-//   - Publish runs in the caller's goroutine and never waits for a
-//     listener: it copies its targets under a read lock of the index, then
-//     takes each target's own lock for a few instructions. A listener that
-//     never pulls costs Publish the same as one that does.
-//   - Open, Close and Shutdown take the index's write lock briefly. No lock
-//     is held while a hook runs, so hooks may call back into the hub.
-//   - Publications ordered by happens-before reach every listener in that
-//     order; concurrent ones have no defined relative order.
-//   - A stream has one puller: a second Next while one is blocked returns
-//     ErrPullPending. Close may run concurrently with a blocked Next and
-//     releases it; Next after Close returns [listen.ErrClosed].
-//   - A stream is a [listen.NotifyStream] (Serve pulls it without a worker
-//     goroutine; streamhttp's fast path serves idle streams without any):
-//     the function of SetNotify is called in the goroutine of the Publish,
-//     Shutdown or Close that made an event ready or ended the stream, with
-//     no lock of the listener or the hub held.
-//   - Events are shared, not copied, between listeners: the maps in a
-//     published Event must not be modified afterwards. Publish validates
-//     each event once; the subscriptions do not again.
 //
 // # Many instances and instrumentation
 //

@@ -22,6 +22,16 @@
 // Metrics.Transport(kind) from its hooks. The bridges between instances
 // (natsbridge, redisbridge) take Metrics.BridgeHooks as their Hooks.
 //
+// # Goroutines
+//
+// The package starts no goroutine. A measurement takes no lock of its own
+// (only the SDK's, inside it); the first use of a transport kind takes a
+// brief one to build its attribute sets.
+// Every hook records in the goroutine that called it (the publisher, the
+// stream's serving goroutine, the request's goroutine), then calls the
+// hook it wrapped. Metrics has nothing to close: shut the MeterProvider
+// down as the SDK says.
+//
 // # Without a provider
 //
 // New with a nil MeterProvider (or the no-op one) returns nil Metrics, which
@@ -45,8 +55,13 @@
 //	mcp.listen.notifications.delivered    Counter         {notification}  transport, notification.kind
 //	mcp.listen.notifications.dropped      Counter         {notification}  notification.kind
 //	mcp.listen.fanout.duration            Histogram       s               notification.kind
+//	mcp.listen.bridge.published           Counter         {message}       bridge.broker, notification.kind, bridge.outcome
+//	mcp.listen.bridge.received            Counter         {message}       bridge.broker, notification.kind
+//	mcp.listen.bridge.dropped             Counter         {message}       bridge.broker, bridge.drop.reason
+//	mcp.listen.bridge.resyncs             Counter         {resync}        bridge.broker, bridge.resync.reason
 //
-// Metrics says what each counts and where it comes from.
+// Metrics says what each counts and where it comes from; the bridge
+// instruments are BridgeHooks'.
 //
 // # Attributes
 //
@@ -59,19 +74,11 @@
 //	mcp.listen.close.reason       complete, cancelled, disconnected, error, shutdown, other,
 //	                              revoked, expired, lifetime, fell_behind (the early endings)
 //	mcp.listen.refusal.cause      capacity, shutdown, auth, validation, error
+//	mcp.listen.bridge.*           broker (nats, redis), outcome (ok, error), a cluster.DropReason
+//	                              or cluster.ResyncReason
 //
 // Attribute sets are built once (in New and the first time a transport kind
 // is seen), so recording allocates nothing.
-//
-// # Goroutines
-//
-// The package starts no goroutine. A measurement takes no lock of its own
-// (only the SDK's, inside it); the first use of a transport kind takes a
-// brief one to build its attribute sets.
-// Every hook records in the goroutine that called it (the publisher, the
-// stream's serving goroutine, the request's goroutine), then calls the
-// hook it wrapped. Metrics has nothing to close: shut the MeterProvider
-// down as the SDK says.
 //
 // # Overhead
 //

@@ -20,6 +20,24 @@
 // here, Hooks and Stats. Its documentation gives the delivery semantics
 // and the trust model; this one what Redis adds.
 //
+// # Goroutines
+//
+// A Bridge owns two goroutines, both started by New and both ended by
+// Close:
+//
+//   - the reader goroutine reads the stream (XREAD, at most 256 entries,
+//     blocking up to 5 s) and hands each entry to the node
+//     (cluster.Node.Receive), which delivers its event to the hub, one at a
+//     time, in stream order; it never blocks on a listener. It reconnects
+//     with a backoff (50 ms to 2 s) and runs the reconnect resync;
+//   - the writer goroutine appends the outbox to the stream.
+//
+// The relay runs in the goroutine of the hub's Publish (it only queues).
+// Close leaves the hub, lets the writer append what is queued (up to
+// 2 s), then closes both connections and waits for both goroutines. Hooks
+// run on the goroutine that caused them and must not call Close. All
+// methods are safe for concurrent use.
+//
 // # One stream for delivery and recovery
 //
 // Every instance appends its events to one Redis stream (XADD, trimmed to
@@ -58,22 +76,4 @@
 // Replay protection). Whoever can append to the stream speaks for the
 // server: give the instances their own Redis user restricted to the
 // stream's key, and let no other user touch it.
-//
-// # Goroutines
-//
-// A Bridge owns two goroutines, both started by New and both ended by
-// Close:
-//
-//   - the reader goroutine reads the stream (XREAD, at most 256 entries,
-//     blocking up to 5 s) and hands each entry to the node
-//     (cluster.Node.Receive), which delivers its event to the hub, one at a
-//     time, in stream order; it never blocks on a listener. It reconnects
-//     with a backoff (50 ms to 2 s) and runs the reconnect resync;
-//   - the writer goroutine appends the outbox to the stream.
-//
-// The relay runs in the goroutine of the hub's Publish (it only queues).
-// Close leaves the hub, lets the writer append what is queued (up to
-// 2 s), then closes both connections and waits for both goroutines. Hooks
-// run on the goroutine that caused them and must not call Close. All
-// methods are safe for concurrent use.
 package redisbridge

@@ -10,6 +10,23 @@
 //	...
 //	err = srv.Serve(ctx, os.Stdin, os.Stdout)
 //
+// # Goroutines and backpressure
+//
+// Serve starts one reader goroutine, one writer goroutine, one goroutine
+// per listen (which opens the subscription and runs
+// listen.Subscription.Serve) and one per handler call, and returns only
+// after every one of them has returned, except a Read or Write it could not
+// interrupt (see Server.Serve), which Server.Shutdown waits for. A Conn's
+// peer runs on its own goroutines.
+//
+// The connection holds a bounded amount of work whatever the client sends:
+// at most Options.MaxInFlight handler calls or forwarded requests (64), as
+// many messages queued for the peer, Options.MaxSubscriptions listens (32),
+// and one input line of Options.MaxLineBytes (4 MiB). Output is not queued:
+// a message waits in its goroutine until written (Options.WriteTimeout,
+// 5 s). At a bound the reader waits, so a client that sends without reading
+// is slowed to the pace of its own reading.
+//
 // # Sharing the connection with another JSON-RPC peer
 //
 // A Handler answers requests; it cannot send a message nobody asked for. An
@@ -61,21 +78,4 @@
 // listen.Options.Access, Scopes and CanRead judge its listens as on HTTP,
 // and a revoked or expired one is torn down with its early ending. To end
 // the whole connection instead, end the context given to Serve (a drain).
-//
-// # Goroutines and backpressure
-//
-// Serve starts one reader goroutine, one writer goroutine, one goroutine
-// per listen (which opens the subscription and runs
-// listen.Subscription.Serve) and one per handler call, and returns only
-// after every one of them has returned, except a Read or Write it could not
-// interrupt (see Server.Serve), which Server.Shutdown waits for. A Conn's
-// peer runs on its own goroutines.
-//
-// The connection holds a bounded amount of work whatever the client sends:
-// at most Options.MaxInFlight handler calls or forwarded requests (64), as
-// many messages queued for the peer, Options.MaxSubscriptions listens (32),
-// and one input line of Options.MaxLineBytes (4 MiB). Output is not queued:
-// a message waits in its goroutine until written (Options.WriteTimeout,
-// 5 s). At a bound the reader waits, so a client that sends without reading
-// is slowed to the pace of its own reading.
 package stdio

@@ -30,6 +30,20 @@
 //     whose credential was revoked, or has expired (Authenticate runs once
 //     per listen; a stream may live for days).
 //
+// # Goroutines
+//
+// A Handler is safe for concurrent use. Decoding, admitting and opening a
+// listen, and OnOpen, run on the request's goroutine. HTTP/2 streams and
+// Options.NoTakeover keep that goroutine until the stream ends; an
+// HTTP/1.x stream's connection is taken over, and on Linux a taken-over
+// hub stream has no goroutine while idle: a few writer loops, a slow path
+// per stream that fills its socket, one epoll watcher and one keep-alive
+// sweeper serve them all. Every other taken-over stream has a goroutine of
+// its own and a small reader. Every path ends a stream in one order (its
+// subscription closed, its slot freed and counted, OnClose, its
+// connection's end), and every goroutine of a stream has ended when
+// Shutdown returns nil.
+//
 // # The stream
 //
 // A listen that opens is answered 200 with Content-Type text/event-stream
@@ -53,20 +67,6 @@
 //
 // OnOpen and OnClose observe every opened subscription, OnKeepAlive every
 // keep-alive written, OnError every refused request; Stats counts them.
-//
-// # Goroutines
-//
-// A Handler is safe for concurrent use. Decoding, admitting and opening a
-// listen, and OnOpen, run on the request's goroutine. HTTP/2 streams and
-// Options.NoTakeover keep that goroutine until the stream ends; an
-// HTTP/1.x stream's connection is taken over, and on Linux a taken-over
-// hub stream has no goroutine while idle: a few writer loops, a slow path
-// per stream that fills its socket, one epoll watcher and one keep-alive
-// sweeper serve them all. Every other taken-over stream has a goroutine of
-// its own and a small reader. Every path ends a stream in one order (its
-// subscription closed, its slot freed and counted, OnClose, its
-// connection's end), and every goroutine of a stream has ended when
-// Shutdown returns nil.
 //
 // # Shutting down
 //
