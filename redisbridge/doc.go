@@ -66,7 +66,8 @@
 // The bridge opens two connections of its own (reader, writer), with no
 // go-redis retries. It needs Redis 5 or later (streams); the ACL a user
 // needs is XADD, XREAD, XRANGE and XINFO STREAM on the stream key, plus
-// PING and HELLO: README.md shows such an ACL, which a test runs.
+// PING, HELLO and CLIENT SETNAME (it names its connections
+// mcplisten-redisbridge): README.md shows such an ACL, which a test runs.
 //
 // # Authentication and permissions
 //
