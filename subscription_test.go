@@ -23,7 +23,7 @@ import (
 	"github.com/mcplisten/listen/spec"
 )
 
-// --- params validation (reference §2.6, checklist 15 and 17) ---
+// --- params validation ---
 
 func listenBody(id, notifications string) []byte {
 	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},"notifications":%s}}`, id, notifications)
@@ -176,7 +176,7 @@ func TestRequestIDKeepsItsJSONType(t *testing.T) {
 	assert.Equal(t, `42`, jsonrpc.IntID(42).Raw())
 }
 
-// --- narrowing (reference §2.1, checklist 14 and 16) ---
+// --- narrowing ---
 
 func TestNarrowingAgainstCapabilities(t *testing.T) {
 	tests := []struct {
@@ -335,7 +335,7 @@ func TestDirectLifecycleShapesTheStream(t *testing.T) {
 	assert.Equal(t, listen.ErrComplete, <-st.closes)
 }
 
-// --- source open results (reference §1.2, §2.3, checklist 18) ---
+// --- source open results ---
 
 type openFunc = listentest.SourceFunc
 
@@ -425,7 +425,7 @@ func TestLegacyProtocolHasNoShaping(t *testing.T) {
 	assert.Equal(t, spec.MsgNoShaping, we.Message)
 }
 
-// --- retained context (reference §2.5, checklist 19, 20, 40) ---
+// --- retained context ---
 
 // An open subscription must not keep the request body alive. The body is
 // 2 MB of padding plus the filter; after Open the only reference to it is
@@ -466,7 +466,7 @@ func TestOpenSubscriptionDoesNotRetainTheRequest(t *testing.T) {
 	assert.Contains(t, string(sub.Completion()), `"listen-retain"`)
 }
 
-// --- guard: exactly once (reference §3.2, checklist 8, 9, 28) ---
+// --- guard: exactly once ---
 
 func TestGuardClosesExactlyOnceUnderRaces(t *testing.T) {
 	for i := range 200 {
@@ -571,7 +571,7 @@ func TestWorkerStartedAfterCloseSeesClosed(t *testing.T) {
 	waitExited(w)
 }
 
-// --- worker: demand (reference §3.1, §6.5) ---
+// --- worker: demand ---
 
 // concurrencySource counts Next calls in flight.
 type concurrencySource struct {

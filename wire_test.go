@@ -112,7 +112,7 @@ func TestAckEchoesExtensionKeysVerbatim(t *testing.T) {
 		"the ack carries what the source accepted, not what was supported")
 }
 
-// --- extensions (reference §2.2, §2.4, §4.5, checklist 12, 24, 43) ---
+// --- extensions ---
 
 type watchExt struct {
 	id       string

@@ -120,7 +120,7 @@ func TestShutdownDuringOpen(t *testing.T) {
 }
 
 // Over MaxStreams a listen gets 503 without its source being opened; an
-// ended stream frees its slot (checklist 38).
+// ended stream frees its slot.
 func TestCapacity(t *testing.T) {
 	e := newEnv(t, nil, &streamhttp.Options{MaxStreams: 1}, envConfig{})
 	first := e.listen(t, `"one"`, `{}`)

@@ -33,7 +33,7 @@ func subID(t testing.TB, m map[string]any, in string) string {
 
 // The whole life of a stream: headers, the ack first, one SSE event per
 // message, one Next per written or dropped event, the completion result,
-// the end of the response, and the close reasons (checklist 37).
+// the end of the response, and the close reasons.
 func TestStreamLifecycle(t *testing.T) {
 	e := newEnv(t, nil, &streamhttp.Options{
 		Listen: listen.Options{
@@ -119,8 +119,7 @@ func TestIntegerID(t *testing.T) {
 	s.end(t)
 }
 
-// CanRead leaves unreadable URIs out of the acknowledgement, keeping order
-// (checklist 14).
+// CanRead leaves unreadable URIs out of the acknowledgement, keeping order.
 func TestCanReadNarrowsResources(t *testing.T) {
 	e := newEnv(t, nil, &streamhttp.Options{
 		Listen: listen.Options{
@@ -266,7 +265,7 @@ func TestIdleLongerThanWriteTimeout(t *testing.T) {
 	}
 }
 
-// Two concurrent listens get independent acks and tags (checklist 9).
+// Two concurrent listens get independent acks and tags.
 func TestConcurrentStreams(t *testing.T) {
 	e := newEnv(t, nil, nil, envConfig{})
 	a := e.listen(t, `"a"`, `{"toolsListChanged":true}`)
@@ -331,7 +330,7 @@ func TestPanickingHookClosesSubscription(t *testing.T) {
 }
 
 // An open stream does not retain a large unused request param: once the
-// subscription is open, nothing holds the request's params (checklist 40).
+// subscription is open, nothing holds the request's params.
 func TestLargeParamNotRetained(t *testing.T) {
 	src := listentest.NewSource()
 	var params weak.Pointer[byte]
