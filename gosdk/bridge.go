@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
+	"github.com/mcplisten/listen/internal/capcache"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
 )
@@ -136,27 +137,15 @@ type Bridge struct {
 	probeMeta          map[string]any
 	versions           []string
 	info               listen.Implementation
-	extensions         map[string]any
 	closeOnce          sync.Once
 
-	// snap is the capabilities server/discover last advertised; stale is
-	// set by every list change the observer sees (the change that may have
-	// turned an inferred capability on or off).
-	snap        atomic.Pointer[snapshot]
-	stale       atomic.Bool
-	refreshMu   sync.Mutex
-	emptyWarned atomic.Bool
-	subWarned   atomic.Bool
-	probes      atomic.Uint64
+	// caps is the capabilities server/discover last advertised, told of
+	// every list change the observer sees (the change that may have turned
+	// an inferred capability on or off).
+	caps      *capcache.Cache
+	subWarned atomic.Bool
 
 	listChanges, updates atomic.Uint64
-}
-
-// snapshot is one server/discover's capabilities.
-type snapshot struct {
-	caps listen.Capabilities
-	raw  json.RawMessage
-	at   time.Time
 }
 
 // NewBridge connects to server (see Bridge). It fails if the server does
@@ -213,8 +202,15 @@ func NewBridge(ctx context.Context, server *mcp.Server, opts Options) (*Bridge, 
 	}
 	b.versions = d.Versions
 	b.info = d.ServerInfo
-	b.extensions = d.Capabilities.Extensions
-	b.store(d)
+	b.caps = capcache.New(d.reading(), capcache.Options{
+		Read: func(ctx context.Context) (capcache.Reading, error) {
+			d, err := b.discover(ctx)
+			return d.reading(), err
+		},
+		Refresh: RefreshInterval,
+		OnStore: b.warnSubscribe,
+		OnEmpty: b.warnEmpty,
+	})
 
 	b.observer = newLink(b.onNotify, b.token)
 	os, err := server.Connect(ctx, b.observer, nil)
@@ -325,57 +321,26 @@ const RefreshInterval = 10 * time.Millisecond
 // Capabilities returns the capabilities the go-sdk server advertises in
 // server/discover right now, read with an in-memory server/discover.
 func (b *Bridge) Capabilities(ctx context.Context) (listen.Capabilities, error) {
-	d, err := b.discover(ctx)
-	if err == nil {
-		b.store(d)
-	}
-	return d.Capabilities, err
+	r, err := b.caps.Read(ctx)
+	return r.Caps, err
 }
 
-// store keeps d as the last reading of the capabilities, and warns if it
-// allows no listen anything, or advertises resources that listens cannot
-// subscribe to.
-func (b *Bridge) store(d Discovery) {
-	b.snap.Store(&snapshot{caps: d.Capabilities, raw: d.CapabilitiesJSON, at: time.Now()})
-	b.probes.Add(1)
-	c := d.Capabilities
-	if !c.ResourcesSubscribe && hasResources(d.CapabilitiesJSON) && !b.subWarned.Swap(true) {
-		b.log.Warn("gosdk: the go-sdk server has resources but does not advertise resources.subscribe: "+
-			"every subscriptions/listen is acknowledged without its resourceSubscriptions "+
-			"(set ServerOptions.SubscribeHandler and UnsubscribeHandler, even ones that only return nil, "+
-			"or Capabilities.Resources.Subscribe)",
-			"capabilities", string(d.CapabilitiesJSON))
-	}
-	if c.ToolsListChanged || c.PromptsListChanged || c.ResourcesListChanged || c.ResourcesSubscribe {
-		b.emptyWarned.Store(false)
+// reading is d as a reading of the capabilities.
+func (d Discovery) reading() capcache.Reading {
+	return capcache.Reading{Caps: d.Capabilities, JSON: d.CapabilitiesJSON}
+}
+
+// warnSubscribe warns, once, of a reading that advertises resources that
+// listens cannot subscribe to.
+func (b *Bridge) warnSubscribe(_ *capcache.Reading, r capcache.Reading) {
+	if r.Caps.ResourcesSubscribe || !hasResources(r.JSON) || b.subWarned.Swap(true) {
 		return
 	}
-	b.warnEmpty(d.CapabilitiesJSON)
-}
-
-// caps returns the capabilities to narrow a listen requesting f against:
-// the last reading, read again first if a list change happened since, or if
-// f asks for a kind it does not allow and it is older than RefreshInterval.
-// Concurrent listens share one reading.
-func (b *Bridge) caps(ctx context.Context, f listen.Filter) (listen.Capabilities, error) {
-	s := b.snap.Load()
-	if !b.stale.Load() && (s.caps.Allows(f) || time.Since(s.at) < RefreshInterval) {
-		return s.caps, nil
-	}
-	asked := time.Now()
-	b.refreshMu.Lock()
-	defer b.refreshMu.Unlock()
-	if s := b.snap.Load(); s.at.After(asked) {
-		return s.caps, nil // read by another listen while this one waited
-	}
-	b.stale.Store(false)
-	d, err := b.discover(ctx)
-	if err != nil {
-		b.stale.Store(true)
-		return listen.Capabilities{}, err
-	}
-	b.store(d)
-	return d.Capabilities, nil
+	b.log.Warn("gosdk: the go-sdk server has resources but does not advertise resources.subscribe: "+
+		"every subscriptions/listen is acknowledged without its resourceSubscriptions "+
+		"(set ServerOptions.SubscribeHandler and UnsubscribeHandler, even ones that only return nil, "+
+		"or Capabilities.Resources.Subscribe)",
+		"capabilities", string(r.JSON))
 }
 
 // Versions returns the protocol versions the go-sdk server supports, as its
@@ -403,19 +368,8 @@ func (b *Bridge) ListenOptions() listen.Options {
 	o := b.opts.Listen
 	o.ServerInfo = b.info
 	o.Capabilities = listen.Capabilities{}
-	o.CapabilitiesFor = b.capabilitiesFor
+	o.CapabilitiesFor = b.caps.CapabilitiesFor
 	return o
-}
-
-// capabilitiesFor is ListenOptions' CapabilitiesFor: the reading's core
-// flags, and the extensions the server advertised when the Bridge was made.
-func (b *Bridge) capabilitiesFor(ctx context.Context, req *listen.Request) (listen.Capabilities, error) {
-	c, err := b.caps(ctx, req.Notifications)
-	if err != nil {
-		return listen.Capabilities{}, err
-	}
-	c.Extensions = b.extensions
-	return c, nil
 }
 
 // Stats is a snapshot of a Bridge's counters.
@@ -433,7 +387,7 @@ func (b *Bridge) Stats() Stats {
 	return Stats{
 		ListChanges:     b.listChanges.Load(),
 		ResourceUpdates: b.updates.Load(),
-		Discovers:       b.probes.Load(),
+		Discovers:       b.caps.Reads(),
 	}
 }
 
@@ -501,7 +455,7 @@ func (b *Bridge) onNotify(method string, _ json.RawMessage) {
 	default:
 		return // logging and other notifications of an observer: not for listens
 	}
-	b.stale.Store(true)
+	b.caps.Changed()
 	b.listChanges.Add(1)
 	b.log.Debug("gosdk: republished", "method", method, "matched", r.Matched, "delivered", r.Delivered, "dropped", r.Dropped)
 	if b.opts.OnRepublish != nil {
@@ -517,15 +471,12 @@ func hasResources(caps json.RawMessage) bool {
 	return json.Unmarshal(caps, &c) == nil && len(c.Resources) > 0 && string(c.Resources) != "null"
 }
 
-// warnEmpty reports a server that advertises nothing a listen can receive.
-// It warns once until the server advertises something again.
-func (b *Bridge) warnEmpty(raw json.RawMessage) {
-	if b.emptyWarned.Swap(true) {
-		return
-	}
+// warnEmpty reports a server that advertises nothing a listen can receive
+// (once until it advertises something again: see capcache.Options).
+func (b *Bridge) warnEmpty(r capcache.Reading) {
 	b.log.Warn("gosdk: the go-sdk server advertises no capability a listen can receive "+
 		"(tools.listChanged, prompts.listChanged, resources.listChanged or resources.subscribe): "+
 		"every subscriptions/listen is acknowledged with an empty filter until it does "+
 		"(register a tool, prompt or resource, or set ServerOptions.Capabilities)",
-		"capabilities", string(raw))
+		"capabilities", string(r.JSON))
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
+	"github.com/mcplisten/listen/internal/capcache"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
 )
@@ -135,27 +136,15 @@ type Bridge struct {
 	log    *slog.Logger
 	obs    *observer
 
-	versions   []string
-	info       listen.Implementation
-	extensions map[string]any
-	closeOnce  sync.Once
+	versions  []string
+	info      listen.Implementation
+	closeOnce sync.Once
 
-	// snap is the capabilities server/discover last advertised; stale is
-	// set by every list change the observer sees.
-	snap        atomic.Pointer[snapshot]
-	stale       atomic.Bool
-	refreshMu   sync.Mutex
-	emptyWarned atomic.Bool
-	discovers   atomic.Uint64
+	// caps is the capabilities server/discover last advertised, told of
+	// every list change the observer sees.
+	caps *capcache.Cache
 
 	listChanges, updates, ignored atomic.Uint64
-}
-
-// snapshot is one server/discover's capabilities.
-type snapshot struct {
-	caps listen.Capabilities
-	raw  json.RawMessage
-	at   time.Time
 }
 
 // NewBridge connects to s (see Bridge). It fails if the server does not
@@ -189,8 +178,15 @@ func NewBridge(ctx context.Context, s *server.MCPServer, opts Options) (*Bridge,
 	}
 	b.versions = d.Versions
 	b.info = d.ServerInfo
-	b.extensions = d.Capabilities.Extensions
-	b.store(d)
+	b.caps = capcache.New(d.reading(), capcache.Options{
+		Read: func(ctx context.Context) (capcache.Reading, error) {
+			d, err := discover(ctx, s)
+			return d.reading(), err
+		},
+		Refresh: RefreshInterval,
+		OnStore: b.logChange,
+		OnEmpty: b.warnEmpty,
+	})
 	b.warnIgnored(d.Capabilities)
 
 	b.obs = newObserver(SessionIDPrefix+strconv.FormatUint(observerSeq.Add(1), 10), observerQueue, b.onNotify)
@@ -289,40 +285,38 @@ func discover(ctx context.Context, s *server.MCPServer) (Discovery, error) {
 // Capabilities returns the capabilities the mcp-go server advertises in
 // server/discover right now, read with an in-memory server/discover.
 func (b *Bridge) Capabilities(ctx context.Context) (listen.Capabilities, error) {
-	d, err := discover(ctx, b.server)
-	if err == nil {
-		b.store(d)
-	}
-	return d.Capabilities, err
+	r, err := b.caps.Read(ctx)
+	return r.Caps, err
 }
 
-// store keeps d as the last reading of the capabilities, logs what it
-// turned on or off, and warns if it allows no listen anything.
-func (b *Bridge) store(d Discovery) {
-	prev := b.snap.Swap(&snapshot{caps: d.Capabilities, raw: d.CapabilitiesJSON, at: time.Now()})
-	b.discovers.Add(1)
-	if prev != nil {
-		on, off := diffKinds(prev.caps, d.Capabilities)
-		if len(off) > 0 {
-			b.log.Warn("mcpgo: the mcp-go server stopped advertising a capability: listens acknowledged with it receive no more of it, new listens are acknowledged without it",
-				"off", off, "capabilities", string(d.CapabilitiesJSON))
-		}
-		if len(on) > 0 {
-			b.log.Info("mcpgo: the mcp-go server advertises a new capability", "on", on, "capabilities", string(d.CapabilitiesJSON))
-		}
-	}
-	c := d.Capabilities
-	if c.ToolsListChanged || c.PromptsListChanged || c.ResourcesListChanged || c.ResourcesSubscribe {
-		b.emptyWarned.Store(false)
+// reading is d as a reading of the capabilities.
+func (d Discovery) reading() capcache.Reading {
+	return capcache.Reading{Caps: d.Capabilities, JSON: d.CapabilitiesJSON}
+}
+
+// logChange logs what a reading turned on or off.
+func (b *Bridge) logChange(prev *capcache.Reading, next capcache.Reading) {
+	if prev == nil {
 		return
 	}
-	if !b.emptyWarned.Swap(true) {
-		b.log.Warn("mcpgo: the mcp-go server advertises no capability a listen can receive "+
-			"(tools.listChanged, prompts.listChanged, resources.listChanged or resources.subscribe): "+
-			"every subscriptions/listen is acknowledged with an empty filter until it does "+
-			"(server.WithToolCapabilities(true), WithPromptCapabilities(true), WithResourceCapabilities(true, true), or AddTool)",
-			"capabilities", string(d.CapabilitiesJSON))
+	on, off := diffKinds(prev.Caps, next.Caps)
+	if len(off) > 0 {
+		b.log.Warn("mcpgo: the mcp-go server stopped advertising a capability: listens acknowledged with it receive no more of it, new listens are acknowledged without it",
+			"off", off, "capabilities", string(next.JSON))
 	}
+	if len(on) > 0 {
+		b.log.Info("mcpgo: the mcp-go server advertises a new capability", "on", on, "capabilities", string(next.JSON))
+	}
+}
+
+// warnEmpty reports a server that advertises nothing a listen can receive
+// (once until it advertises something again: see capcache.Options).
+func (b *Bridge) warnEmpty(r capcache.Reading) {
+	b.log.Warn("mcpgo: the mcp-go server advertises no capability a listen can receive "+
+		"(tools.listChanged, prompts.listChanged, resources.listChanged or resources.subscribe): "+
+		"every subscriptions/listen is acknowledged with an empty filter until it does "+
+		"(server.WithToolCapabilities(true), WithPromptCapabilities(true), WithResourceCapabilities(true, true), or AddTool)",
+		"capabilities", string(r.JSON))
 }
 
 // kinds names the listen-relevant capabilities, in a fixed order.
@@ -353,39 +347,14 @@ func diffKinds(prev, next listen.Capabilities) (on, off []string) {
 // the server advertises: they are not used.
 func (b *Bridge) warnIgnored(advertised listen.Capabilities) {
 	c := b.opts.Listen.Capabilities
-	if !c.ToolsListChanged && !c.PromptsListChanged && !c.ResourcesListChanged && !c.ResourcesSubscribe {
+	if (capcache.Reading{Caps: c}).Empty() {
 		return // not set
 	}
 	if on, off := diffKinds(c, advertised); len(on)+len(off) == 0 {
 		return
 	}
 	b.log.Warn("mcpgo: Options.Listen.Capabilities differ from what the mcp-go server advertises in server/discover and are ignored: listens are acknowledged against the server's own",
-		"advertised", string(b.snap.Load().raw))
-}
-
-// caps returns the capabilities to narrow a listen requesting f against:
-// the last reading, read again first if a list change happened since, or if
-// f asks for a kind it does not allow and it is older than RefreshInterval.
-// Concurrent listens share one reading.
-func (b *Bridge) caps(ctx context.Context, f listen.Filter) (listen.Capabilities, error) {
-	s := b.snap.Load()
-	if !b.stale.Load() && (s.caps.Allows(f) || time.Since(s.at) < RefreshInterval) {
-		return s.caps, nil
-	}
-	asked := time.Now()
-	b.refreshMu.Lock()
-	defer b.refreshMu.Unlock()
-	if s := b.snap.Load(); s.at.After(asked) {
-		return s.caps, nil // read by another listen while this one waited
-	}
-	b.stale.Store(false)
-	d, err := discover(ctx, b.server)
-	if err != nil {
-		b.stale.Store(true)
-		return listen.Capabilities{}, err
-	}
-	b.store(d)
-	return d.Capabilities, nil
+		"advertised", string(b.caps.Last().JSON))
 }
 
 // Versions returns the protocol versions the mcp-go server supports, as its
@@ -413,19 +382,8 @@ func (b *Bridge) ListenOptions() listen.Options {
 	o := b.opts.Listen
 	o.ServerInfo = b.info
 	o.Capabilities = listen.Capabilities{}
-	o.CapabilitiesFor = b.capabilitiesFor
+	o.CapabilitiesFor = b.caps.CapabilitiesFor
 	return o
-}
-
-// capabilitiesFor is ListenOptions' CapabilitiesFor: the reading's core
-// flags, and the extensions the server advertised when the Bridge was made.
-func (b *Bridge) capabilitiesFor(ctx context.Context, req *listen.Request) (listen.Capabilities, error) {
-	c, err := b.caps(ctx, req.Notifications)
-	if err != nil {
-		return listen.Capabilities{}, err
-	}
-	c.Extensions = b.extensions
-	return c, nil
 }
 
 // Stats is a snapshot of a Bridge's counters.
@@ -447,7 +405,7 @@ func (b *Bridge) Stats() Stats {
 		ListChanges:     b.listChanges.Load(),
 		ResourceUpdates: b.updates.Load(),
 		Ignored:         b.ignored.Load(),
-		Discovers:       b.discovers.Load(),
+		Discovers:       b.caps.Reads(),
 	}
 }
 
@@ -501,15 +459,15 @@ func (b *Bridge) onNotify(n mcp.JSONRPCNotification) {
 	)
 	switch n.Method {
 	case mcp.MethodNotificationToolsListChanged:
-		b.stale.Store(true)
+		b.caps.Changed()
 		r = b.hub.ToolsListChanged()
 		b.listChanges.Add(1)
 	case mcp.MethodNotificationPromptsListChanged:
-		b.stale.Store(true)
+		b.caps.Changed()
 		r = b.hub.PromptsListChanged()
 		b.listChanges.Add(1)
 	case mcp.MethodNotificationResourcesListChanged:
-		b.stale.Store(true)
+		b.caps.Changed()
 		r = b.hub.ResourcesListChanged()
 		b.listChanges.Add(1)
 	case mcp.MethodNotificationResourceUpdated:
