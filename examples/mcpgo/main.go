@@ -36,64 +36,36 @@ package main
 
 import (
 	"context"
-	"errors"
 	"expvar"
 	"flag"
-	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
-	"net/http/pprof"
-	"net/netip"
 	"os"
 	"os/signal"
 	"runtime"
-	"strings"
 	"syscall"
-	"time"
 
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/examples/internal/broker"
+	"github.com/mcplisten/listen/examples/internal/command"
 	"github.com/mcplisten/listen/examples/mcpgo/fixture"
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/mcpgo"
 	listenotel "github.com/mcplisten/listen/otel"
 	"github.com/mcplisten/listen/stdio"
-	"github.com/mcplisten/listen/streamhttp"
 )
 
 func main() {
-	addr := flag.String("addr", "127.0.0.1:8080", "address to listen on (host:port); a non-loopback address needs -allowed-hosts")
-	allowedHosts := flag.String("allowed-hosts", "", "comma-separated Host values the server answers to (name, or name:port); required with a non-loopback -addr, against DNS rebinding")
-	allowedOrigins := flag.String("allowed-origins", "", "comma-separated browser origins (scheme://host[:port]) allowed to make cross-origin requests")
-	lifetime := flag.Duration("lifetime", 0, "drain and exit by itself after this long (0: run until signalled)")
-	quiet := flag.Bool("quiet", false, "log warnings only")
-	maxStreams := flag.Int("max-streams", 20000, "most listen streams served at once (streamhttp.Options.MaxStreams)")
-	maxURI := flag.Int("max-uri-bytes", 0, "longest resource URI a listen may name, in bytes (listen.Options.MaxURIBytes; 0: the library's default, 4,096)")
-	profile := flag.Bool("pprof", false, "serve net/http/pprof at /debug/pprof/")
-	metrics := flag.Bool("metrics", false, "serve OpenTelemetry metrics in the Prometheus text format at /metrics")
+	flags := command.Flags(flag.CommandLine)
 	overStdio := flag.Bool("stdio", false, "serve over standard input and output instead of HTTP")
 	cluster := broker.Flags(flag.CommandLine)
 	flag.Parse()
-	hosts, origins := splitList(*allowedHosts), splitList(*allowedOrigins)
-
-	level := slog.LevelInfo
-	if *quiet {
-		level = slog.LevelWarn
-	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	logger := flags.Logger()
+	ctx, stop := flags.Context()
 	defer stop()
-	if *lifetime > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, *lifetime)
-		defer cancel()
-	}
 
-	m, metricsHandler, err := newMetrics(*metrics && !*overStdio)
+	m, metricsHandler, err := command.NewMetrics(flags.Metrics && !*overStdio)
 	if err != nil {
 		logger.Error("metrics setup failed", "err", err)
 		os.Exit(1)
@@ -112,13 +84,10 @@ func main() {
 	}
 	defer leave()
 	opts := mcpgo.Options{
-		Hub:    h,
-		Listen: listen.Options{MaxURIBytes: *maxURI},
-		Logger: logger,
-		OnRepublish: func(method, uri string, r hub.Report) {
-			logger.Info("publish", "method", method, "uri", uri, "matched", r.Matched,
-				"delivered", r.Delivered, "buffered", r.Buffered, "dropped", r.Dropped)
-		},
+		Hub:         h,
+		Listen:      listen.Options{MaxURIBytes: flags.MaxURIBytes},
+		Logger:      logger,
+		OnRepublish: command.LogPublish(logger),
 	}
 	if *overStdio {
 		code := serveStdio(ctx, logger, opts)
@@ -126,11 +95,11 @@ func main() {
 		os.Exit(code)
 	}
 
-	if err := checkBind(*addr, hosts); err != nil {
+	if err := command.CheckBind(flags.Addr, flags.Hosts()); err != nil {
 		logger.Error("refusing to start", "err", err)
 		os.Exit(2)
 	}
-	handler, err := newHandler(logger, opts, *maxStreams, m, hosts, origins)
+	handler, err := newHandler(logger, opts, flags, m)
 	if err != nil {
 		logger.Error("setup failed", "err", err)
 		os.Exit(1)
@@ -144,70 +113,23 @@ func main() {
 		}
 	}))
 
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", requireSampling(handler, handler.Listen().CheckOrigin))
-	mux.Handle("/debug/vars", expvar.Handler())
-	if metricsHandler != nil {
-		mux.Handle("/metrics", metricsHandler)
-	}
-	if *profile {
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	}
-
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		logger.Error("listen failed", "err", err)
-		os.Exit(1)
-	}
-	hs := &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second, // request line and headers; the body is the handler's ReadTimeout
-		IdleTimeout:       60 * time.Second, // idle keep-alive connections (an open stream is not idle)
-		MaxHeaderBytes:    16 << 10,         // MCP headers plus a bearer token
-		// No ReadTimeout or WriteTimeout: they would cut listen streams
-		// served inside net/http.
-	}
-	served := make(chan error, 1)
-	// Ends when hs.Shutdown (or Close) below closes the listener; both wait
-	// for Serve to return.
-	go func() { served <- hs.Serve(ln) }()
-	fmt.Printf("listening on http://%s/mcp\n", ln.Addr())
-
-	select {
-	case <-ctx.Done():
-	case err := <-served:
+	// Until ctx ends; then the drain: every open listen gets what is queued
+	// for it and its completion result, mcp-go's sessions end, then the
+	// HTTP server stops.
+	if err := flags.Serve(ctx, logger, requireSampling(handler, handler.Listen().CheckOrigin), metricsHandler, handler.Shutdown); err != nil {
 		logger.Error("server stopped", "err", err)
 		os.Exit(1)
-	}
-	// Drain: every open listen gets what is queued for it and its
-	// completion result, mcp-go's sessions end, then the HTTP server stops.
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := handler.Shutdown(sctx); err != nil {
-		logger.Warn("listen streams did not all end in time", "err", err)
-	}
-	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		_ = hs.Close()
 	}
 	logger.Info("stopped")
 }
 
 // newHandler builds the mcp-go server (its tools change the mcp-go server
 // and call nothing of this library) and the one handler that serves it:
-// listens with this library, everything else with mcp-go. m (nil: none)
-// records the hub's, the handler's and the streams' OpenTelemetry metrics.
-func newHandler(logger *slog.Logger, opts mcpgo.Options, maxStreams int, m *listenotel.Metrics, allowedHosts, allowedOrigins []string) (*mcpgo.Handler, error) {
-	httpOpts := streamhttp.Options{
-		MaxStreams:     maxStreams,
-		AllowedHosts:   allowedHosts,
-		AllowedOrigins: allowedOrigins,
-		OnOpen:         logOpen(logger),
-		OnClose:        logClose(logger),
-	}
+// listens with this library, everything else with mcp-go, with the listen
+// handler's options the flags set. m (nil: none) records the hub's, the
+// handler's and the streams' OpenTelemetry metrics.
+func newHandler(logger *slog.Logger, opts mcpgo.Options, flags *command.HTTPFlags, m *listenotel.Metrics) (*mcpgo.Handler, error) {
+	httpOpts := flags.HTTPOptions(logger)
 	m.InstrumentHTTP(&httpOpts)
 	return mcpgo.NewHandler(fixture.New("mcplisten-example-mcpgo", "0.1.0"), mcpgo.HandlerOptions{
 		Options: opts,
@@ -226,7 +148,7 @@ func serveStdio(ctx context.Context, logger *slog.Logger, opts mcpgo.Options) in
 	signal.Ignore(syscall.SIGPIPE)
 	x, err := mcpgo.NewStdio(fixture.New("mcplisten-example-mcpgo", "0.1.0"), mcpgo.StdioOptions{
 		Options: opts,
-		Stdio:   stdio.Options{Logger: logger, OnOpen: logOpen(logger), OnClose: logClose(logger)},
+		Stdio:   stdio.Options{Logger: logger, OnOpen: command.LogOpen(logger), OnClose: command.LogClose(logger)},
 		SDK:     []mcpserver.StdioOption{mcpserver.WithErrorLogger(slog.NewLogLogger(logger.Handler(), slog.LevelWarn))},
 	})
 	if err != nil {
@@ -234,7 +156,7 @@ func serveStdio(ctx context.Context, logger *slog.Logger, opts mcpgo.Options) in
 		return 1
 	}
 	err = x.Run(ctx)
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	sctx, cancel := context.WithTimeout(context.Background(), command.DrainTimeout)
 	defer cancel()
 	_ = x.Shutdown(sctx)
 	if err != nil && ctx.Err() == nil {
@@ -243,45 +165,4 @@ func serveStdio(ctx context.Context, logger *slog.Logger, opts mcpgo.Options) in
 	}
 	logger.Info("stopped")
 	return 0
-}
-
-func logOpen(logger *slog.Logger) func(*listen.Subscription) {
-	return func(sub *listen.Subscription) {
-		b, _ := sub.Accepted().MarshalJSON()
-		logger.Info("listen opened", "id", sub.ID().Raw(), "accepted", string(b))
-	}
-}
-
-func logClose(logger *slog.Logger) func(*listen.Subscription, error) {
-	return func(sub *listen.Subscription, reason error) {
-		logger.Info("listen closed", "id", sub.ID().Raw(), "reason", listen.Classify(reason), "detail", reason)
-	}
-}
-
-// checkBind refuses a non-loopback address without an allow-list of host
-// names: a server reachable from other machines must not answer requests
-// whose Host a DNS rebinding attack chose.
-func checkBind(addr string, allowedHosts []string) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("-addr %q: %w", addr, err)
-	}
-	if host == "localhost" || len(allowedHosts) > 0 {
-		return nil
-	}
-	if ip, err := netip.ParseAddr(host); err == nil && ip.IsLoopback() {
-		return nil
-	}
-	return fmt.Errorf("-addr %s is not a loopback address: give -allowed-hosts with the names clients reach the server by (protection against DNS rebinding)", addr)
-}
-
-// splitList splits a comma-separated flag value.
-func splitList(s string) []string {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
 }

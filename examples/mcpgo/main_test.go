@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/mcplisten/listen/examples/internal/command"
 	"github.com/mcplisten/listen/examples/mcpgo/fixture"
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/listentest"
@@ -35,7 +36,7 @@ func startServer(t *testing.T) string {
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	h, err := hub.New(hub.Options{})
 	require.NoError(t, err)
-	handler, err := newHandler(logger, mcpgo.Options{Hub: h, Logger: logger}, 100, nil, nil, nil)
+	handler, err := newHandler(logger, mcpgo.Options{Hub: h, Logger: logger}, &command.HTTPFlags{MaxStreams: 100}, nil)
 	require.NoError(t, err)
 	ts := httptest.NewServer(requireSampling(handler, handler.Listen().CheckOrigin))
 	t.Cleanup(func() {

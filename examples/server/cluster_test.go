@@ -186,12 +186,10 @@ func TestThreeInstancesAsOne(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), failsafe)
 			defer cancel()
 			const uri = "test://cluster/config"
+			// Nothing on A or B watches the URI: B's trigger_resource_update
+			// (gosdk.Handler.ResourceUpdated) publishes on B's hub, and only
+			// the broker carries it to C.
 			onC := listenOn(t, ctx, c, "on-C", `{"toolsListChanged":true,"resourceSubscriptions":["`+uri+`"]}`)
-			// The go-sdk notifies resources/updated to the sessions
-			// subscribed to the URI: B's bridge subscribes when a listen on
-			// B watches it. (With trigger_resource_update publishing on the
-			// hub directly, this listen would not be needed.)
-			listenOn(t, ctx, b, "on-B", `{"resourceSubscriptions":["`+uri+`"]}`)
 
 			callTool(t, a.url, "test_trigger_tool_change", `{}`)
 			method, _, id := nextNote(t, onC)

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mcplisten/listen/examples/fixture"
+	"github.com/mcplisten/listen/examples/internal/command"
 	"github.com/mcplisten/listen/listentest"
 )
 
@@ -23,7 +24,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func startServer(t *testing.T) (*server, string) {
 	t.Helper()
-	srv, err := newServer(slog.New(slog.NewTextHandler(io.Discard, nil)), 100, 0, nil, nil, nil)
+	srv, err := newServer(slog.New(slog.NewTextHandler(io.Discard, nil)), &command.HTTPFlags{MaxStreams: 100}, nil)
 	require.NoError(t, err)
 	ts := httptest.NewServer(srv.handler)
 	t.Cleanup(func() {

@@ -15,6 +15,8 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/mcplisten/listen/examples/internal/command"
 )
 
 // scrape reads /metrics and returns every sample of the listen instruments
@@ -59,9 +61,9 @@ func scrape(t *testing.T, url string) map[string]float64 {
 // With -metrics, a scrape of /metrics during a listen, after a publication
 // and after the close shows exactly the counts the script predicts.
 func TestMetricsScrape(t *testing.T) {
-	m, metricsHandler, err := newMetrics(true)
+	m, metricsHandler, err := command.NewMetrics(true)
 	require.NoError(t, err)
-	srv, err := newServer(slog.New(slog.NewTextHandler(io.Discard, nil)), 100, 0, m, nil, nil)
+	srv, err := newServer(slog.New(slog.NewTextHandler(io.Discard, nil)), &command.HTTPFlags{MaxStreams: 100}, m)
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", srv.handler)

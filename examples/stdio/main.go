@@ -27,9 +27,9 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/examples/fixture"
 	"github.com/mcplisten/listen/examples/internal/broker"
+	"github.com/mcplisten/listen/examples/internal/command"
 	"github.com/mcplisten/listen/gosdk"
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/stdio"
@@ -59,22 +59,14 @@ func main() {
 	})
 	s, err = gosdk.NewStdio(server, gosdk.StdioOptions{
 		Options: gosdk.Options{
-			Hub:    h,
-			Logger: logger,
-			OnRepublish: func(method, uri string, r hub.Report) {
-				logger.Info("publish", "method", method, "uri", uri, "matched", r.Matched,
-					"delivered", r.Delivered, "buffered", r.Buffered, "dropped", r.Dropped)
-			},
+			Hub:         h,
+			Logger:      logger,
+			OnRepublish: command.LogPublish(logger),
 		},
 		Stdio: stdio.Options{
-			Logger: logger,
-			OnOpen: func(sub *listen.Subscription) {
-				b, _ := sub.Accepted().MarshalJSON()
-				logger.Info("listen opened", "id", sub.ID().Raw(), "accepted", string(b))
-			},
-			OnClose: func(sub *listen.Subscription, reason error) {
-				logger.Info("listen closed", "id", sub.ID().Raw(), "reason", listen.Classify(reason), "detail", reason)
-			},
+			Logger:  logger,
+			OnOpen:  command.LogOpen(logger),
+			OnClose: command.LogClose(logger),
 		},
 	})
 	if err != nil {

@@ -1,4 +1,4 @@
-package main
+package command
 
 import (
 	"net/http"
@@ -11,13 +11,13 @@ import (
 	listenotel "github.com/mcplisten/listen/otel"
 )
 
-// newMetrics returns the OpenTelemetry instrumentation of the server (for
-// newServer to wire into the hub and the listen handler) and the handler of
+// NewMetrics returns the OpenTelemetry instrumentation of the server (to
+// wire into the hub, the listen handler and the bridge) and the handler of
 // /metrics, which serves it in the Prometheus text format through the
 // OpenTelemetry Prometheus exporter, from a registry of its own. With on
 // false it returns nil Metrics, which instrument nothing, and a nil
 // handler.
-func newMetrics(on bool) (*listenotel.Metrics, http.Handler, error) {
+func NewMetrics(on bool) (*listenotel.Metrics, http.Handler, error) {
 	if !on {
 		return nil, nil, nil
 	}
