@@ -82,11 +82,12 @@ type listener struct {
 	notes chan note
 }
 
-// listen opens a listener on in's hub with filter; it is closed with the
-// test.
-func (in *instance) listen(t testing.TB, filter listen.Filter) *listener {
+// listen opens a listener on in's hub with filter, belonging to scopes
+// (as listen.Open opens it once Options.Scopes named them); it is closed
+// with the test.
+func (in *instance) listen(t testing.TB, filter listen.Filter, scopes ...string) *listener {
 	t.Helper()
-	_, s, err := in.hub.Open(context.Background(), &listen.Request{ID: jsonrpc.StringID(in.name)}, filter)
+	_, s, err := in.hub.Open(context.Background(), &listen.Request{ID: jsonrpc.StringID(in.name), Scopes: scopes}, filter)
 	require.NoError(t, err)
 	l := &listener{notes: make(chan note, 1<<16)}
 	done := make(chan struct{})
