@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -97,7 +96,7 @@ func discoverCaps(t testing.TB, endpoint string) map[string]any {
 			Capabilities map[string]any `json:"capabilities"`
 		} `json:"result"`
 	}
-	for _, m := range readMessages(t, resp.Body) {
+	for _, m := range readMessages(t, resp) {
 		if err := json.Unmarshal(m, &msg); err != nil {
 			t.Fatal(err)
 		}
@@ -108,29 +107,14 @@ func discoverCaps(t testing.TB, endpoint string) map[string]any {
 	return msg.Result.Capabilities
 }
 
-// readMessages reads a whole response body: one JSON document, or SSE
-// events whose data lines it returns.
-func readMessages(t testing.TB, r io.Reader) []json.RawMessage {
+// readMessages reads every message of resp (listentest.ReadMessages).
+func readMessages(t testing.TB, resp *http.Response) []json.RawMessage {
 	t.Helper()
-	b, err := io.ReadAll(r)
+	msgs, err := listentest.ReadMessages(resp)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if bytes.HasPrefix(bytes.TrimSpace(b), []byte("{")) {
-		return []json.RawMessage{bytes.TrimSpace(b)}
-	}
-	var out []json.RawMessage
-	sse := listentest.NewSSEReader(bytes.NewReader(b))
-	for {
-		d, err := sse.Data()
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, d)
-	}
+	return msgs
 }
 
 // stream is one open listen over HTTP.

@@ -3,7 +3,7 @@
 // streams the test drives (Send, End, Fail) and inspects (Nexts, Closed,
 // Reason; the Source's Opened and Closed tell which streams opened and
 // ended, in order), an SSE reader for the messages of a listen served over
-// Streamable HTTP, a PipeListener that carries HTTP over net.Pipe, so
+// Streamable HTTP (and ReadMessages for a whole answer), a PipeListener that carries HTTP over net.Pipe, so
 // that a server and its clients run inside a testing/synctest bubble, a
 // loopback TCP Proxy that a test cuts to partition the clients of a broker,
 // ProcessCPU, the process's CPU time, for benchmarks on a shared machine,

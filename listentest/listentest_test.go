@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -230,6 +231,37 @@ func TestSSEReaderData(t *testing.T) {
 }
 
 func jsonNumber(s string) any { return json.Number(s) }
+
+// ReadMessages reads a JSON answer as its one message and an SSE answer as
+// the data of its message events, by the Content-Type.
+func TestReadMessages(t *testing.T) {
+	tests := []struct {
+		contentType, body string
+		want              []string
+		err               string
+	}{
+		{"application/json", " {\"id\":1}\n", []string{`{"id":1}`}, ""},
+		{"application/json; charset=utf-8", `{"id":2}`, []string{`{"id":2}`}, ""},
+		{"text/event-stream", ": ping\n\nevent: message\ndata: {\"a\":1}\n\nevent: message\ndata: {\"b\":2}\n\n", []string{`{"a":1}`, `{"b":2}`}, ""},
+		{"text/event-stream", "", nil, ""},
+		{"text/event-stream", "event: message\ndata: {", nil, "unexpected EOF"},
+		{"text/plain", "404 page not found", nil, `listentest: Content-Type "text/plain", want application/json or text/event-stream`},
+	}
+	for _, tt := range tests {
+		resp := &http.Response{Header: http.Header{"Content-Type": {tt.contentType}}, Body: io.NopCloser(strings.NewReader(tt.body))}
+		got, err := listentest.ReadMessages(resp)
+		if tt.err != "" {
+			assert.ErrorContains(t, err, tt.err, "%s %q", tt.contentType, tt.body)
+			continue
+		}
+		require.NoError(t, err)
+		var texts []string
+		for _, m := range got {
+			texts = append(texts, string(m))
+		}
+		assert.Equal(t, tt.want, texts, "%s %q", tt.contentType, tt.body)
+	}
+}
 
 // Closed tells which streams ended, in the order of their first Close.
 func TestSourceClosedInOrder(t *testing.T) {

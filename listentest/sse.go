@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
+	"net/http"
 	"strings"
 )
 
@@ -136,4 +138,35 @@ func (r *SSEReader) Message() (map[string]any, error) {
 		return nil, fmt.Errorf("listentest: SSE data %q: %w", data, err)
 	}
 	return m, nil
+}
+
+// ReadMessages reads the whole answer to a Streamable HTTP POST: the one
+// JSON-RPC message of an application/json body, or the data of every
+// message event of a text/event-stream body, in order (a listen's, once it
+// ended). It reads resp.Body to its end; the caller closes it. Any other
+// Content-Type is an error.
+func ReadMessages(resp *http.Response) ([]json.RawMessage, error) {
+	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch ct {
+	case "application/json":
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return nil, err
+		}
+		return []json.RawMessage{bytes.TrimSpace(b)}, nil
+	case "text/event-stream":
+		var out []json.RawMessage
+		r := NewSSEReader(resp.Body)
+		for {
+			d, err := r.Data()
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			if err != nil {
+				return out, err
+			}
+			out = append(out, d)
+		}
+	}
+	return nil, fmt.Errorf("listentest: Content-Type %q, want application/json or text/event-stream", resp.Header.Get("Content-Type"))
 }

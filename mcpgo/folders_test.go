@@ -94,7 +94,7 @@ func TestHTTPOneSetOfRules(t *testing.T) {
 		req.Header.Set("Origin", "http://evil.example")
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
-		m := readMessages(t, resp.Body)
+		m := readMessages(t, resp)
 		resp.Body.Close()
 		assert.Equal(t, http.StatusForbidden, resp.StatusCode, "%s: %s", method, m)
 	}

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -114,32 +113,17 @@ func call(t testing.TB, endpoint, idToken, method string, params map[string]any)
 	t.Helper()
 	resp := post(t, endpoint, method, "2026-07-28", request(idToken, method, "2026-07-28", params))
 	defer resp.Body.Close()
-	return readMessages(t, resp.Body)
+	return readMessages(t, resp)
 }
 
-// readMessages reads a whole response body: one JSON document, or SSE
-// events whose data it returns.
-func readMessages(t testing.TB, r io.Reader) []json.RawMessage {
+// readMessages reads every message of resp (listentest.ReadMessages).
+func readMessages(t testing.TB, resp *http.Response) []json.RawMessage {
 	t.Helper()
-	b, err := io.ReadAll(r)
+	msgs, err := listentest.ReadMessages(resp)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if bytes.HasPrefix(bytes.TrimSpace(b), []byte("{")) {
-		return []json.RawMessage{bytes.TrimSpace(b)}
-	}
-	var out []json.RawMessage
-	sse := listentest.NewSSEReader(bytes.NewReader(b))
-	for {
-		d, err := sse.Data()
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, d)
-	}
+	return msgs
 }
 
 // msg is one JSON-RPC message, decoded.

@@ -142,7 +142,7 @@ func TestHTTPVersions(t *testing.T) {
 		{"tools/list", "2099-01-01", http.StatusBadRequest, -32022},
 	} {
 		resp := post(t, ts.URL, c.method, c.version, request("5", c.method, c.version, map[string]any{"notifications": map[string]any{"toolsListChanged": true}}))
-		msgs := readMessages(t, resp.Body)
+		msgs := readMessages(t, resp)
 		resp.Body.Close()
 		require.Len(t, msgs, 1, "%s %s", c.method, c.version)
 		m := decode(t, msgs[0])
