@@ -7,13 +7,13 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"sync"
 	"time"
 
 	sdkjsonrpc "github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcplisten/listen/hub"
+	"github.com/mcplisten/listen/internal/serving"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/stdio"
 )
@@ -51,9 +51,7 @@ type Stdio struct {
 	mux     *stdio.Server
 	timeout time.Duration
 
-	mu       sync.Mutex
-	shutdown bool
-	serving  sync.WaitGroup // the Serve calls under way
+	serving serving.Group // the Serve calls under way
 }
 
 // NewStdio returns the Stdio for server: one call adds
@@ -139,14 +137,10 @@ func (s *Stdio) Run(ctx context.Context) error {
 // go-sdk session, whose goroutines are the go-sdk's and have returned when
 // Serve returns.
 func (s *Stdio) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
-	s.mu.Lock()
-	if s.shutdown {
-		s.mu.Unlock()
+	if !s.serving.Enter() {
 		return stdio.ErrServerClosed
 	}
-	s.serving.Add(1)
-	s.mu.Unlock()
-	defer s.serving.Done()
+	defer s.serving.Leave()
 
 	conn := s.mux.NewConn(r, w)
 	ss, err := s.server.Connect(ctx, newSDKConn(conn, s.bridge.log), nil)
@@ -189,21 +183,10 @@ func (s *Stdio) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 // closed as listen.Disconnected), closes the Bridge and returns ctx's
 // error. It may be called more than once.
 func (s *Stdio) Shutdown(ctx context.Context) error {
-	s.mu.Lock()
-	s.shutdown = true
-	s.mu.Unlock()
+	s.serving.Close()
 	err := s.mux.Shutdown(ctx)
-	done := make(chan struct{})
-	go func() {
-		s.serving.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		if err == nil {
-			err = ctx.Err()
-		}
+	if werr := s.serving.Wait(ctx); err == nil {
+		err = werr
 	}
 	_ = s.bridge.Close()
 	return err

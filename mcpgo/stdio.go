@@ -17,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcplisten/listen/hub"
+	"github.com/mcplisten/listen/internal/serving"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/stdio"
 )
@@ -62,9 +63,7 @@ type Stdio struct {
 	sdk     []server.StdioOption
 	timeout time.Duration
 
-	mu       sync.Mutex
-	shutdown bool
-	serving  sync.WaitGroup // the Serve calls under way
+	serving serving.Group // the Serve calls under way
 }
 
 // NewStdio returns the Stdio for s: one call adds subscriptions/listen to
@@ -157,14 +156,10 @@ func (x *Stdio) Run(ctx context.Context) error { return x.Serve(ctx, os.Stdin, o
 // not interrupt (see stdio.Server.Serve) and, after ShutdownTimeout, an
 // mcp-go handler that ignores its context.
 func (x *Stdio) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
-	x.mu.Lock()
-	if x.shutdown {
-		x.mu.Unlock()
+	if !x.serving.Enter() {
 		return stdio.ErrServerClosed
 	}
-	x.serving.Add(1)
-	x.mu.Unlock()
-	defer x.serving.Done()
+	defer x.serving.Leave()
 
 	conn := x.mux.NewConn(r, w)
 	peerR, peerW := conn.Lines()
@@ -221,22 +216,11 @@ func (x *Stdio) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 // connections still draining, closes the Bridge and returns ctx's error.
 // The hub is left as it is. It may be called more than once.
 func (x *Stdio) Shutdown(ctx context.Context) error {
-	x.mu.Lock()
-	x.shutdown = true
-	x.mu.Unlock()
+	x.serving.Close()
 	x.bridge.Flush()
 	err := x.mux.Shutdown(ctx)
-	done := make(chan struct{})
-	go func() {
-		x.serving.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		if err == nil {
-			err = ctx.Err()
-		}
+	if werr := x.serving.Wait(ctx); err == nil {
+		err = werr
 	}
 	_ = x.bridge.Close()
 	return err
