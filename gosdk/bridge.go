@@ -291,25 +291,11 @@ func (b *Bridge) discover(ctx context.Context) (Discovery, error) {
 	if err != nil {
 		return Discovery{}, err
 	}
-	var r struct {
-		Meta struct {
-			ServerInfo *listen.Implementation `json:"io.modelcontextprotocol/serverInfo"`
-		} `json:"_meta"`
-		SupportedVersions []string        `json:"supportedVersions"`
-		Capabilities      json.RawMessage `json:"capabilities"`
-	}
-	if err := json.Unmarshal(res, &r); err != nil {
-		return Discovery{}, fmt.Errorf("gosdk: decoding server/discover: %w", err)
-	}
-	caps, err := listen.CapabilitiesFrom(r.Capabilities)
+	d, err := capcache.Parse(res)
 	if err != nil {
-		return Discovery{}, err
+		return Discovery{}, fmt.Errorf("gosdk: server/discover: %w", err)
 	}
-	d := Discovery{Capabilities: caps, CapabilitiesJSON: r.Capabilities, Versions: r.SupportedVersions}
-	if r.Meta.ServerInfo != nil {
-		d.ServerInfo = *r.Meta.ServerInfo
-	}
-	return d, nil
+	return Discovery{Capabilities: d.Caps, CapabilitiesJSON: d.JSON, Versions: d.Versions, ServerInfo: d.ServerInfo}, nil
 }
 
 // RefreshInterval is the shortest time between two readings of the

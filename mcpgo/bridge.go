@@ -253,14 +253,8 @@ func discover(ctx context.Context, s *server.MCPServer) (Discovery, error) {
 		return Discovery{}, fmt.Errorf("mcpgo: server/discover: encoding the answer: %w", err)
 	}
 	var r struct {
-		Result *struct {
-			Meta struct {
-				ServerInfo *listen.Implementation `json:"io.modelcontextprotocol/serverInfo"`
-			} `json:"_meta"`
-			SupportedVersions []string        `json:"supportedVersions"`
-			Capabilities      json.RawMessage `json:"capabilities"`
-		} `json:"result"`
-		Error *jsonrpc.Error `json:"error"`
+		Result json.RawMessage `json:"result"`
+		Error  *jsonrpc.Error  `json:"error"`
 	}
 	if err := json.Unmarshal(raw, &r); err != nil {
 		return Discovery{}, fmt.Errorf("mcpgo: server/discover: decoding the answer: %w", err)
@@ -268,18 +262,14 @@ func discover(ctx context.Context, s *server.MCPServer) (Discovery, error) {
 	if r.Error != nil {
 		return Discovery{}, fmt.Errorf("mcpgo: the mcp-go server refused the bridge's in-process server/discover (a hook refusing requests must let those for which mcpgo.FromBridge(ctx) is true through): %w", r.Error)
 	}
-	if r.Result == nil {
+	if len(r.Result) == 0 || string(r.Result) == "null" {
 		return Discovery{}, fmt.Errorf("mcpgo: server/discover: no result in %s", raw)
 	}
-	caps, err := listen.CapabilitiesFrom(r.Result.Capabilities)
+	d, err := capcache.Parse(r.Result)
 	if err != nil {
 		return Discovery{}, fmt.Errorf("mcpgo: server/discover: %w", err)
 	}
-	d := Discovery{Capabilities: caps, CapabilitiesJSON: r.Result.Capabilities, Versions: r.Result.SupportedVersions}
-	if r.Result.Meta.ServerInfo != nil {
-		d.ServerInfo = *r.Result.Meta.ServerInfo
-	}
-	return d, nil
+	return Discovery{Capabilities: d.Caps, CapabilitiesJSON: d.JSON, Versions: d.Versions, ServerInfo: d.ServerInfo}, nil
 }
 
 // Capabilities returns the capabilities the mcp-go server advertises in

@@ -4,8 +4,8 @@
 // change (the changes that can turn an inferred capability on or off), and
 // at most once per refresh interval when a listen asks for a kind the last
 // reading did not allow. A reading is what the adapter's Read returns (an
-// in-memory server/discover); the Cache never calls it on a goroutine of
-// its own.
+// in-memory server/discover, whose result Parse reads); the Cache never
+// calls it on a goroutine of its own.
 //
 // A Cache is safe for concurrent use; it starts no goroutine.
 package capcache
@@ -13,6 +13,7 @@ package capcache
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -173,4 +174,39 @@ func (c *Cache) caps(ctx context.Context, f listen.Filter) (listen.Capabilities,
 	}
 	c.store(r)
 	return r.Caps, nil
+}
+
+// Discovered is what a server/discover result advertises, as far as
+// listens are concerned.
+type Discovered struct {
+	Reading
+	// Versions are the supported protocol versions, as listed.
+	Versions []string
+	// ServerInfo is the server's implementation (_meta
+	// io.modelcontextprotocol/serverInfo), if given.
+	ServerInfo listen.Implementation
+}
+
+// Parse reads a server/discover result (the JSON-RPC response's result
+// member).
+func Parse(result []byte) (Discovered, error) {
+	var r struct {
+		Meta struct {
+			ServerInfo *listen.Implementation `json:"io.modelcontextprotocol/serverInfo"`
+		} `json:"_meta"`
+		SupportedVersions []string        `json:"supportedVersions"`
+		Capabilities      json.RawMessage `json:"capabilities"`
+	}
+	if err := json.Unmarshal(result, &r); err != nil {
+		return Discovered{}, fmt.Errorf("decoding the result: %w", err)
+	}
+	caps, err := listen.CapabilitiesFrom(r.Capabilities)
+	if err != nil {
+		return Discovered{}, err
+	}
+	d := Discovered{Reading: Reading{Caps: caps, JSON: r.Capabilities}, Versions: r.SupportedVersions}
+	if r.Meta.ServerInfo != nil {
+		d.ServerInfo = *r.Meta.ServerInfo
+	}
+	return d, nil
 }

@@ -209,3 +209,43 @@ func TestHooks(t *testing.T) {
 	assert.Equal(t, []string{"nil>empty", "empty>empty", "empty>tools", "tools>empty"}, stored)
 	assert.Equal(t, 2, empty, "once at first, again after a reading allowed something")
 }
+
+// Parse reads a server/discover result's capabilities (as
+// listen.CapabilitiesFrom does, and exactly as sent), versions and server
+// info.
+func TestParse(t *testing.T) {
+	tests := []struct {
+		name, result string
+		want         capcache.Discovered
+		err          string
+	}{
+		{
+			name:   "full",
+			result: `{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s","version":"1"}},"supportedVersions":["2026-07-28","2025-11-25"],"capabilities":{"tools":{"listChanged":true}}}`,
+			want: capcache.Discovered{
+				Reading:    capcache.Reading{Caps: listen.Capabilities{ToolsListChanged: true}, JSON: []byte(`{"tools":{"listChanged":true}}`)},
+				Versions:   []string{"2026-07-28", "2025-11-25"},
+				ServerInfo: listen.Implementation{Name: "s", Version: "1"},
+			},
+		},
+		{
+			name:   "no server info",
+			result: `{"supportedVersions":["2026-07-28"],"capabilities":{}}`,
+			want:   capcache.Discovered{Reading: capcache.Reading{JSON: []byte(`{}`)}, Versions: []string{"2026-07-28"}},
+		},
+		{name: "no capabilities", result: `{"supportedVersions":["2026-07-28"]}`, err: "capabilities must be a JSON object"},
+		{name: "not JSON", result: `{`, err: "decoding the result"},
+		{name: "capabilities not an object", result: `{"capabilities":[1]}`, err: "capabilities must be a JSON object"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := capcache.Parse([]byte(tt.result))
+			if tt.err != "" {
+				assert.ErrorContains(t, err, tt.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
