@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/jsonrpc"
 )
 
@@ -173,5 +174,44 @@ func BenchmarkParseRequest(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkListenURIs measures the core's work for one listen naming 1,000
+// URIs of 120 bytes, as a transport does it: parse the request
+// (ParseRequest), open it on a hub (Open), shape the acknowledgement, and
+// close it. Run: go test . -run '^$' -bench ListenURIs -benchmem -count 5
+func BenchmarkListenURIs(b *testing.B) {
+	const n = 1000
+	uris := make([]string, n)
+	for i := range uris {
+		u := fmt.Sprintf("file:///project/l0/u%d/", i)
+		uris[i] = `"` + u + strings.Repeat("x", 120-len(u)) + `"`
+	}
+	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{"resourceSubscriptions":[` +
+		strings.Join(uris, ",") + `]},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},` +
+		`"io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1.0.0"}}}}`)
+	h, err := hub.New(hub.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = h.Shutdown(context.Background()) }()
+	opts := &listen.Options{Capabilities: allCaps}
+	ctx := context.Background()
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		req, err := listen.ParseRequest(body)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sub, err := listen.Open(ctx, h, req, opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := sub.Acknowledgement(); err != nil {
+			b.Fatal(err)
+		}
+		sub.Close(listen.ErrComplete)
 	}
 }

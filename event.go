@@ -199,13 +199,12 @@ func isAbsoluteURI(s string) bool {
 	}
 	rest := s[i+1:]
 	for j := 0; j < len(rest); j++ {
-		c := rest[j]
-		switch {
-		case c == '%':
-			if j+2 >= len(rest) || !isHex(rest[j+1]) || !isHex(rest[j+2]) {
-				return false
-			}
-		case c < 0x80 && !uriChar[c]:
+		if j+8 <= len(rest) && plainURIByte[rest[j]] && plainURIByte[rest[j+1]] && plainURIByte[rest[j+2]] && plainURIByte[rest[j+3]] &&
+			plainURIByte[rest[j+4]] && plainURIByte[rest[j+5]] && plainURIByte[rest[j+6]] && plainURIByte[rest[j+7]] {
+			j += 7 // eight plain bytes
+			continue
+		}
+		if c := rest[j]; !plainURIByte[c] && (c != '%' || j+2 >= len(rest) || !isHex(rest[j+1]) || !isHex(rest[j+2])) {
 			return false
 		}
 	}
@@ -293,6 +292,11 @@ func lastIndexByte(s string, c byte) int {
 // Character classes of RFC 3986 (ASCII only).
 var uriChar, userinfoChar, hostChar [128]bool
 
+// plainURIByte[c] is true for a byte that the rest of an absolute URI may
+// hold as it is: a URI character but '%' (which starts an escape), or a
+// non-ASCII byte.
+var plainURIByte [256]bool
+
 func init() {
 	const (
 		alnum      = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
@@ -301,6 +305,9 @@ func init() {
 	)
 	for _, c := range unreserved + subDelims + ":/?#[]@%" {
 		uriChar[c] = true
+	}
+	for c := range plainURIByte {
+		plainURIByte[c] = c >= 0x80 || (uriChar[c] && c != '%')
 	}
 	for _, c := range unreserved + subDelims + ":%" {
 		userinfoChar[c] = true

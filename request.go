@@ -3,7 +3,6 @@ package listen
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"time"
 
 	"github.com/mcplisten/listen/internal/jsonobj"
@@ -157,9 +156,17 @@ func validateNotifications(f Filter) error {
 // version's value.
 func ParseParams(params json.RawMessage, req *Request) error {
 	trimmed := bytes.TrimSpace(params)
-	if len(trimmed) == 0 || trimmed[0] != '{' || !json.Valid(trimmed) {
+	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgParamsObject)
 	}
+	// One pass checks and decodes the whole object (as json.Valid, then
+	// encoding/json with UseNumber, would); the member walks below only
+	// find the raw text of _meta and notifications again.
+	decoded, ok := jsonobj.Decode(trimmed)
+	if !ok {
+		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgParamsObject)
+	}
+	values, _ := decoded.(map[string]any)
 	top, _ := jsonobj.Members(trimmed)
 	rawMeta, rawNotif := jsonobj.Find(top, "_meta"), jsonobj.Find(top, "notifications")
 	metaMembers, _ := jsonobj.Members(rawMeta)
@@ -167,8 +174,9 @@ func ParseParams(params json.RawMessage, req *Request) error {
 	if !jsonobj.Unique(top) || !jsonobj.Unique(metaMembers) || !jsonobj.Unique(notifMembers) {
 		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgParamsDuplicate)
 	}
-	var meta map[string]any
-	if len(rawMeta) == 0 || rawMeta[0] != '{' || decodeObject(rawMeta, &meta) != nil {
+	// No name is repeated: the decoded members are those of the raw text.
+	meta, _ := values["_meta"].(map[string]any)
+	if len(rawMeta) == 0 || rawMeta[0] != '{' {
 		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgMetaObject)
 	}
 	pv, ok := meta[spec.MetaProtocolVersion].(string)
@@ -179,12 +187,7 @@ func ParseParams(params json.RawMessage, req *Request) error {
 	if !ok {
 		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgMetaCapabilities)
 	}
-	var notif map[string]any
-	if len(rawNotif) > 0 && rawNotif[0] == '{' {
-		if err := decodeObject(rawNotif, &notif); err != nil {
-			return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgNotificationsObject).WithCause(err)
-		}
-	}
+	notif, _ := values["notifications"].(map[string]any)
 	if err := validateNotifications(Filter(notif)); err != nil {
 		return err
 	}
@@ -202,22 +205,6 @@ func ParseParams(params json.RawMessage, req *Request) error {
 		title, _ := ci["title"].(string)
 		req.ClientInfo = &Implementation{Name: name, Version: version, Title: title}
 	}
-	return nil
-}
-
-// errTooDeep is the cause of a params member nested deeper than
-// encoding/json's limit.
-var errTooDeep = errors.New("listen: JSON nested too deep")
-
-// decodeObject decodes the JSON object raw (valid JSON: ParseParams checked
-// it) into m, as encoding/json with UseNumber would (jsonobj.Decode: no
-// reflection, no decoder).
-func decodeObject(raw []byte, m *map[string]any) error {
-	v, ok := jsonobj.Decode(raw)
-	if !ok {
-		return errTooDeep
-	}
-	*m, _ = v.(map[string]any)
 	return nil
 }
 

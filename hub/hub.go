@@ -273,7 +273,11 @@ func (h *Hub) Open(ctx context.Context, req *listen.Request, supported listen.Fi
 		idx.n++
 		h.nfolder.Add(1)
 	} else {
-		uris.each(func(u string) { l.join(setIn(h.uris, u)) })
+		for i := range uris.len() {
+			if u, ok := uris.at(i); ok {
+				l.joinOnce(setIn(h.uris, u))
+			}
+		}
 	}
 	if scopes != nil {
 		h.joinScopes(l, scopes, supported, uris, idx, folderKeys)

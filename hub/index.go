@@ -49,6 +49,16 @@ func (l *listener) join(s *set) {
 	s.items = append(s.items, member{l: l, slot: slot})
 }
 
+// joinOnce is join, unless l is already s's last member: the sets of a new
+// listener's URIs are joined in a row under Hub.mu, so a URI its list names
+// twice finds l at the end of its set and is joined once.
+func (l *listener) joinOnce(s *set) {
+	if n := len(s.items); n > 0 && s.items[n-1].l == l {
+		return
+	}
+	l.join(s)
+}
+
 // remove deletes the member at pos by moving the last member into its place.
 // An emptied set leaves its home map; a set much larger than its content
 // shrinks, so that a mass close gives memory back.

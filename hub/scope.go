@@ -114,7 +114,11 @@ func (h *Hub) joinScopes(l *listener, scopes []string, supported listen.Filter, 
 				l.join(setIn(idx.sets, k.key(0, f)))
 			}
 		} else {
-			uris.each(func(u string) { l.join(setIn(h.scoped, k.key(tagURI, u))) })
+			for i := range uris.len() {
+				if u, ok := uris.at(i); ok {
+					l.joinOnce(setIn(h.scoped, k.key(tagURI, u)))
+				}
+			}
 		}
 	}
 }

@@ -40,7 +40,7 @@ var envelope = [...]string{"jsonrpc", "id", "method", "params", "result", "error
 // here and another way by a gateway or an SDK behind the same endpoint
 // must not be served. Other members are ignored.
 func ParseMessage(data []byte) (Message, error) {
-	if !json.Valid(data) {
+	if !jsonobj.Valid(data) {
 		return Message{}, NewError(CodeParseError, "Parse error")
 	}
 	var values [len(envelope)][]byte

@@ -136,6 +136,9 @@ func (s *sseWriter) finish() {
 // insignificant whitespace (inside strings they are escaped), and they would
 // end the SSE data line.
 func oneLine(b []byte) {
+	if bytes.IndexByte(b, '\n') < 0 && bytes.IndexByte(b, '\r') < 0 {
+		return // the common case, found at memchr speed
+	}
 	for i, c := range b {
 		if c == '\r' || c == '\n' {
 			b[i] = ' '

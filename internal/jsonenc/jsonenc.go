@@ -12,6 +12,15 @@ func AppendInt(b []byte, n int64) []byte { return strconv.AppendInt(b, n, 10) }
 
 const hexDigits = "0123456789abcdef"
 
+// plain[c] is true for an ASCII byte that a JSON string holds as it is: not
+// a quote, a backslash or a control character.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // AppendString appends s as a JSON string. It escapes quotes, backslashes,
 // control characters, U+2028 and U+2029, and replaces invalid UTF-8 with
 // U+FFFD. Unlike encoding/json it does not escape <, > and &.
@@ -19,12 +28,18 @@ func AppendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		for i+8 <= len(s) && plain[s[i]] && plain[s[i+1]] && plain[s[i+2]] && plain[s[i+3]] &&
+			plain[s[i+4]] && plain[s[i+5]] && plain[s[i+6]] && plain[s[i+7]] {
+			i += 8
+		}
+		for i < len(s) && plain[s[i]] {
+			i++
+		}
+		if i == len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
 			b = append(b, s[start:i]...)
 			switch c {
 			case '"', '\\':

@@ -5,21 +5,35 @@ import (
 	"unicode/utf8"
 )
 
+// plainASCII[c] is true for an ASCII byte that stands for itself inside a
+// JSON string: not a quote, a backslash or a control character.
+var plainASCII = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // maxDecodeDepth is encoding/json's nesting limit, which Decode keeps.
 const maxDecodeDepth = 10000
 
-// Decode returns the Go value of the valid JSON text v as encoding/json
-// decodes it into an any with UseNumber: map[string]any, []any, string,
+// Decode returns the Go value of the JSON text v as encoding/json decodes
+// it into an any with UseNumber: map[string]any, []any, string,
 // json.Number, bool or nil, a repeated member name keeping the last value.
-// It reports false where encoding/json fails on valid JSON: nesting deeper
-// than 10,000 levels. It costs no reflection and no decoder: only the
-// values it returns (a string token without escapes or non-ASCII bytes is
-// copied as it is; any other is unquoted by encoding/json, so that
-// escapes, lone surrogates and invalid UTF-8 read exactly as there).
+// It reports false where encoding/json fails: v is not valid JSON (Valid),
+// or it nests deeper than 10,000 levels. So it checks and decodes in one
+// pass. It costs no reflection and no decoder: only the values it returns
+// (a string token without escapes or non-ASCII bytes is copied as it is;
+// any other is unquoted by encoding/json, so that escapes, lone surrogates
+// and invalid UTF-8 read exactly as there).
 func Decode(v []byte) (any, bool) {
 	d := decoder{b: v}
 	d.i = skipSpace(v, 0)
-	return d.value(0)
+	val, ok := d.value(0)
+	if !ok || skipSpace(v, d.i) != len(v) {
+		return nil, false
+	}
+	return val, true
 }
 
 type decoder struct {
@@ -111,7 +125,7 @@ func (d *decoder) value(depth int) (any, bool) {
 	case "null":
 		return nil, true
 	default:
-		if len(tok) == 0 {
+		if !validNumber(tok) {
 			return nil, false
 		}
 		return json.Number(tok), true
@@ -125,21 +139,22 @@ func (d *decoder) string() (string, bool) {
 		return "", false
 	}
 	start := d.i
+	i := start + 1
+	for i+8 <= len(b) && plainASCII[b[i]] && plainASCII[b[i+1]] && plainASCII[b[i+2]] && plainASCII[b[i+3]] &&
+		plainASCII[b[i+4]] && plainASCII[b[i+5]] && plainASCII[b[i+6]] && plainASCII[b[i+7]] {
+		i += 8
+	}
+	for i < len(b) && plainASCII[b[i]] {
+		i++
+	}
+	if i < len(b) && b[i] == '"' { // no escape, nothing but ASCII
+		d.i = i + 1
+		return string(b[start+1 : i]), true
+	}
 	d.i = skipString(b, d.i)
 	tok := b[start:d.i]
 	if len(tok) < 2 {
 		return "", false
-	}
-	inner := tok[1 : len(tok)-1]
-	simple := true
-	for _, c := range inner {
-		if c == '\\' || c >= utf8.RuneSelf {
-			simple = false
-			break
-		}
-	}
-	if simple {
-		return string(inner), true
 	}
 	var s string
 	if json.Unmarshal(tok, &s) != nil {

@@ -48,6 +48,20 @@ func TestDecodeIsEncodingJSON(t *testing.T) {
 
 func utf8Valid(s string) bool { return !strings.Contains(s, "\xff") }
 
+// Decode refuses what is not JSON, as encoding/json does: it checks as it
+// decodes.
+func TestDecodeRefusesInvalid(t *testing.T) {
+	for _, in := range []string{
+		``, ` `, `tru`, `truex`, `nul`, `-`, `01`, `1.`, `1e`, `+1`, `1 2`, `"abc`, `"a\"`, `"\x"`, `"\u12g4"`,
+		"\"tab\there\"", `[1,]`, `[,1]`, `[1 2]`, `{"a"}`, `{"a":}`, `{"a":1,}`, `{a:1}`, `{"a":1 "b":2}`, `{"a":1}}`,
+		`{"a":[1,"x"]} x`, "{\"a\":1}\x00", `[1"a"]`, `{"a":tru}`, `{"k":-}`,
+	} {
+		require.False(t, json.Valid([]byte(in)), in)
+		_, ok := jsonobj.Decode([]byte(in))
+		assert.False(t, ok, "%q", in)
+	}
+}
+
 // Beyond encoding/json's nesting limit, Decode fails as encoding/json does.
 func TestDecodeDepthLimit(t *testing.T) {
 	for _, n := range []int{10000, 10001} {
@@ -64,6 +78,9 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		if !json.Valid(in) {
+			if got, ok := jsonobj.Decode(in); ok {
+				t.Fatalf("Decode(%q) = %v, not JSON", in, got)
+			}
 			return
 		}
 		want, err := stdDecode(in)

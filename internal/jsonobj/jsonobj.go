@@ -5,7 +5,7 @@
 // Method) and keeps the last of repeated names, so two parsers could read
 // one message two ways.
 //
-// Every function takes valid JSON (check it with json.Valid first): on
+// Every function but Valid takes valid JSON (check it with Valid first): on
 // anything else their results are unspecified, but they never panic and
 // never read out of bounds.
 package jsonobj
