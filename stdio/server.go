@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/internal/early"
 	"github.com/mcplisten/listen/jsonrpc"
 )
 
@@ -186,8 +187,8 @@ type Server struct {
 	// nOpened, nClosed and nRefused count the subscriptions opened and closed
 	// and the listens refused for capacity (see Stats).
 	nOpened, nClosed, nRefused atomic.Uint64
-	// nEnded counts the early endings by earlyEnding's index.
-	nEnded [4]atomic.Uint64
+	// nEnded counts the early endings by early.Index.
+	nEnded [early.N]atomic.Uint64
 
 	mu     sync.Mutex
 	closed bool

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/internal/early"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
 )
@@ -56,7 +57,7 @@ func (c *conn) runListen(e *entry, req *listen.Request) {
 	})
 	c.removeEntry(e)
 	c.srv.nClosed.Add(1)
-	if i := earlyEnding(reason); i >= 0 {
+	if i := early.Index(reason); i >= 0 {
 		c.srv.nEnded[i].Add(1)
 	}
 	c.srv.log.Debug("stdio: subscription closed", "id", e.id.Raw(), "reason", reason, "class", listen.Classify(reason))
@@ -96,22 +97,6 @@ func (c *conn) subFinal(e *entry, msg []byte, ended error) error {
 		}
 	}
 	return c.send(e, msg)
-}
-
-// earlyEnding returns the index of an early ending among the Stats
-// counters (Revoked, Expired, Lifetime, FellBehind), or -1.
-func earlyEnding(reason error) int {
-	switch listen.Classify(reason) {
-	case "revoked":
-		return 0
-	case "expired":
-		return 1
-	case "lifetime":
-		return 2
-	case "fell_behind":
-		return 3
-	}
-	return -1
 }
 
 // EndedReason is the reason of the notifications/cancelled that precedes

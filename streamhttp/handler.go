@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/internal/early"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
 )
@@ -139,7 +140,7 @@ type Handler struct {
 	over chan struct{}
 
 	opened, closed, refused uint64
-	ended                   [4]uint64 // by earlyEnding's index
+	ended                   [early.N]uint64 // by early.Index
 }
 
 // New returns a Handler that opens every listen on src, configured by opts
@@ -371,22 +372,6 @@ func (h *Handler) streamKey(r *http.Request, auth any) string {
 	return RemoteIP(r)
 }
 
-// earlyEnding returns the index of an early ending among the Stats
-// counters (Revoked, Expired, Lifetime, FellBehind), or -1.
-func earlyEnding(reason error) int {
-	switch listen.Classify(reason) {
-	case "revoked":
-		return 0
-	case "expired":
-		return 1
-	case "lifetime":
-		return 2
-	case "fell_behind":
-		return 3
-	}
-	return -1
-}
-
 // RemoteIP returns the IP address of r's client, from r.RemoteAddr without
 // its port (r.RemoteAddr itself if it has none): the default
 // Options.StreamKey. Behind a reverse proxy it is the proxy's address.
@@ -520,7 +505,7 @@ func (h *Handler) end(st *stream, reason error, letGo func()) {
 	}
 	if st.sub != nil {
 		h.closed++
-		if i := earlyEnding(reason); i >= 0 {
+		if i := early.Index(reason); i >= 0 {
 			h.ended[i]++
 		}
 	}
