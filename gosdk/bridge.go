@@ -351,11 +351,7 @@ func (b *Bridge) Source() listen.Source { return b.hub }
 // listen opens (see Bridge: a reading shared by the listens, taken again
 // after a list change).
 func (b *Bridge) ListenOptions() listen.Options {
-	o := b.opts.Listen
-	o.ServerInfo = b.info
-	o.Capabilities = listen.Capabilities{}
-	o.CapabilitiesFor = b.caps.CapabilitiesFor
-	return o
+	return b.caps.ListenOptions(b.opts.Listen, b.info)
 }
 
 // Stats is a snapshot of a Bridge's counters.

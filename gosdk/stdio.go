@@ -77,11 +77,7 @@ func NewStdio(server *mcp.Server, opts StdioOptions) (*Stdio, error) {
 	if err != nil {
 		return nil, err
 	}
-	so := opts.Stdio
-	so.Listen = b.ListenOptions()
-	so.SupportedVersions = b.Versions()
-	so.Handler = nil
-	mux, err := stdio.New(b.Source(), so)
+	mux, err := serving.NewMux(b.Source(), b.ListenOptions(), b.Versions(), opts.Stdio)
 	if err != nil {
 		_ = b.Close()
 		return nil, fmt.Errorf("gosdk: %w", err)
@@ -150,25 +146,12 @@ func (s *Stdio) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	}
 	served := make(chan error, 1)
 	go func() { served <- conn.Serve(ctx) }()
-	var result error
-	select {
-	case result = <-served:
-		// The input ended (the go-sdk read io.EOF and closed the Conn once
-		// idle), a write failed, or Shutdown drained the connection.
-	case <-ctx.Done():
-		// The Conn drains on its own (its context ended); the go-sdk
-		// answers what it is handling, then closes it, or is closed after
-		// ShutdownTimeout.
-		t := time.NewTimer(s.timeout)
-		select {
-		case <-served:
-		case <-t.C:
-			_ = ss.Close()
-			<-served
-		}
-		t.Stop()
-		result = context.Cause(ctx)
-	}
+	// Serve returns when the input ended (the go-sdk read io.EOF and closed
+	// the Conn once idle), a write failed, or Shutdown drained the
+	// connection; or, once ctx ended, when the Conn has drained on its own:
+	// the go-sdk answers what it is handling, then closes it, or is closed
+	// after ShutdownTimeout.
+	result := serving.Drain(ctx, served, s.timeout, func() { _ = ss.Close() })
 	_ = ss.Close()
 	_ = ss.Wait()
 	return result

@@ -88,11 +88,7 @@ func NewStdio(s *server.MCPServer, opts StdioOptions) (*Stdio, error) {
 	if err != nil {
 		return nil, err
 	}
-	so := opts.Stdio
-	so.Listen = b.ListenOptions()
-	so.SupportedVersions = b.Versions()
-	so.Handler = nil
-	mux, err := stdio.New(b.Source(), so)
+	mux, err := serving.NewMux(b.Source(), b.ListenOptions(), b.Versions(), opts.Stdio)
 	if err != nil {
 		_ = b.Close()
 		return nil, fmt.Errorf("mcpgo: %w", err)
@@ -180,25 +176,12 @@ func (x *Stdio) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 		listened <- err
 	}()
 
-	var result error
-	select {
-	case result = <-served:
-		// The input ended (mcp-go read io.EOF, answered and closed the
-		// Conn), a write failed, or Shutdown drained the connection.
-	case <-ctx.Done():
-		// The Conn drains on its own (its context ended); mcp-go answers
-		// what it is handling, then closes it, or the Conn is closed after
-		// ShutdownTimeout (mcp-go's Listen then reads ErrConnClosed).
-		t := time.NewTimer(x.timeout)
-		select {
-		case <-served:
-		case <-t.C:
-			_ = conn.Close()
-			<-served
-		}
-		t.Stop()
-		result = context.Cause(ctx)
-	}
+	// Serve returns when the input ended (mcp-go read io.EOF, answered and
+	// closed the Conn), a write failed, or Shutdown drained the connection;
+	// or, once ctx ended, when the Conn has drained on its own: mcp-go
+	// answers what it is handling, then closes it, or the Conn is closed
+	// after ShutdownTimeout (mcp-go's Listen then reads ErrConnClosed).
+	result := serving.Drain(ctx, served, x.timeout, func() { _ = conn.Close() })
 	if err := <-listened; err != nil && result == nil && !errors.Is(err, stdio.ErrConnClosed) {
 		result = fmt.Errorf("mcpgo: mcp-go's StdioServer: %w", err)
 	}

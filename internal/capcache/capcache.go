@@ -152,6 +152,16 @@ func (c *Cache) CapabilitiesFor(ctx context.Context, req *listen.Request) (liste
 	return caps, nil
 }
 
+// ListenOptions returns the listen.Options an adapter serves its hub
+// with: base (the adapter's Options.Listen) with info as ServerInfo, no
+// static Capabilities, and c's CapabilitiesFor.
+func (c *Cache) ListenOptions(base listen.Options, info listen.Implementation) listen.Options {
+	base.ServerInfo = info
+	base.Capabilities = listen.Capabilities{}
+	base.CapabilitiesFor = c.CapabilitiesFor
+	return base
+}
+
 // caps returns the capabilities to narrow a listen requesting f against.
 func (c *Cache) caps(ctx context.Context, f listen.Filter) (listen.Capabilities, error) {
 	asked := c.reads.Load()

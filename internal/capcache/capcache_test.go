@@ -176,6 +176,22 @@ func TestExtensionsAndRead(t *testing.T) {
 	assert.Equal(t, listen.Capabilities{ToolsListChanged: true, ResourcesSubscribe: true, Extensions: first.Caps.Extensions}, got)
 }
 
+// ListenOptions keeps base but for the server's info and the
+// capabilities, which come from the Cache when a listen opens.
+func TestListenOptions(t *testing.T) {
+	c := capcache.New(tools, capcache.Options{Read: (&server{next: tools}).read, Refresh: refresh})
+	info := listen.Implementation{Name: "srv", Version: "1"}
+	base := listen.Options{Capabilities: listen.Capabilities{PromptsListChanged: true}, ServerInfo: listen.Implementation{Name: "base"}, MaxURIBytes: 7}
+	o := c.ListenOptions(base, info)
+	assert.Equal(t, info, o.ServerInfo)
+	assert.Equal(t, listen.Capabilities{}, o.Capabilities)
+	assert.Equal(t, 7, o.MaxURIBytes)
+	require.NotNil(t, o.CapabilitiesFor)
+	got, err := o.CapabilitiesFor(t.Context(), askTools)
+	require.NoError(t, err)
+	assert.Equal(t, tools.Caps, got)
+}
+
 // OnStore sees every reading kept with the one before it; OnEmpty is told
 // of a reading that allows nothing once, until one allows something again.
 func TestHooks(t *testing.T) {

@@ -1,7 +1,9 @@
 // Package serving counts the calls under way of a server's Serve method
 // and lets its Shutdown refuse new ones and wait for the rest: the part of
 // the SDK adapters' stdio servers (gosdk.Stdio, mcpgo.Stdio) that is the
-// same in both.
+// same in both: the Group of Serve calls, the listen multiplexer each
+// serves with (NewMux), and the wait for a connection that drains when
+// Serve's context ends (Drain).
 //
 // A Group is safe for concurrent use. Wait starts one goroutine, which
 // ends when the last call under way leaves.
@@ -10,6 +12,10 @@ package serving
 import (
 	"context"
 	"sync"
+	"time"
+
+	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/stdio"
 )
 
 // Group is a set of calls under way. The zero value is an open Group.
@@ -56,4 +62,37 @@ func (g *Group) Wait(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// NewMux returns the listen multiplexer of an adapter's Stdio: stdio.New
+// on src with so, whose Listen is set to lo (the Bridge's ListenOptions),
+// its SupportedVersions to versions (the SDK server's) and its Handler to
+// nil (every other message goes to the SDK server).
+func NewMux(src listen.Source, lo listen.Options, versions []string, so stdio.Options) (*stdio.Server, error) {
+	so.Listen = lo
+	so.SupportedVersions = versions
+	so.Handler = nil
+	return stdio.New(src, so)
+}
+
+// Drain returns what served yields (the result of a connection's Serve),
+// or, if ctx ends first, context.Cause(ctx) once served yields: the
+// connection drains on its own when its context ends, and if it has not
+// within timeout, Drain calls cut (which must make Serve return, such as
+// closing the connection or the SDK session) and waits for served.
+func Drain(ctx context.Context, served <-chan error, timeout time.Duration, cut func()) error {
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-served:
+	case <-t.C:
+		cut()
+		<-served
+	}
+	return context.Cause(ctx)
 }
