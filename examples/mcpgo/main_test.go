@@ -21,9 +21,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mcplisten/listen/examples/internal/command"
+	"github.com/mcplisten/listen/examples/internal/listencheck"
 	"github.com/mcplisten/listen/examples/mcpgo/fixture"
 	"github.com/mcplisten/listen/hub"
-	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/mcpgo"
 )
 
@@ -52,12 +52,7 @@ const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","i
 
 func post(t *testing.T, ctx context.Context, url, method, body string, header map[string]string) *http.Response {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", method)
+	req := listencheck.NewRequest(t, ctx, url, method, body)
 	var p struct {
 		Params json.RawMessage `json:"params"`
 	}
@@ -89,79 +84,24 @@ func callTool(t *testing.T, url, name, args, caps string, header map[string]stri
 }
 
 // sseMessages reads the messages of an SSE stream onto a channel.
-func sseMessages(body io.Reader) <-chan map[string]any {
-	out := make(chan map[string]any, 64)
-	go func() {
-		defer close(out)
-		r := listentest.NewSSEReader(body)
-		for {
-			data, err := r.Data()
-			if err != nil {
-				return
-			}
-			var m map[string]any
-			if json.Unmarshal(data, &m) == nil {
-				out <- m
-			}
-		}
-	}()
-	return out
-}
+func sseMessages(body io.Reader) <-chan map[string]any { return listencheck.Messages(body) }
 
 // Each listen stream gets exactly what it asked for, in order, and nothing
 // else; the trigger tools change the mcp-go server only, and its own
 // broadcasts reach the streams.
 func TestListenStreamsGetOnlyWhatTheyAskedFor(t *testing.T) {
 	url := startServer(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	open := func(id, filter string) <-chan map[string]any {
-		resp := post(t, ctx, url, "subscriptions/listen", `{"jsonrpc":"2.0","id":`+id+`,"method":"subscriptions/listen","params":{`+withMeta("{}")+`,"notifications":`+filter+`}}`, nil)
-		require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
-		t.Cleanup(func() { resp.Body.Close() })
-		msgs := sseMessages(resp.Body)
-		ack := <-msgs
-		require.Equal(t, "notifications/subscriptions/acknowledged", ack["method"])
-		return msgs
-	}
-	tools := open(`"tools"`, `{"toolsListChanged":true}`)
-	prompts := open(`"prompts"`, `{"promptsListChanged":true}`)
-	readme := open(`7`, `{"resourceSubscriptions":["`+fixture.ReadmeURI+`"]}`)
-
-	next := func(c <-chan map[string]any) map[string]any {
-		select {
-		case m := <-c:
-			return m
-		case <-ctx.Done():
-			t.Fatal("timed out")
-			return nil
-		}
-	}
-	subID := func(m map[string]any) any {
-		return m["params"].(map[string]any)["_meta"].(map[string]any)["io.modelcontextprotocol/subscriptionId"]
-	}
-	ok := func(name, args string) {
-		t.Helper()
-		status, m := callTool(t, url, name, args, "{}", nil)
-		require.Equal(t, http.StatusOK, status, "%v", m)
-		require.Nil(t, m["error"], "%v", m)
-	}
-	for range 2 {
-		ok("trigger_resource_update", `{"uri":"test://static/other"}`) // nobody asked
-		ok("test_trigger_tool_change", `{}`)
-		ok("test_trigger_prompt_change", `{}`)
-		ok("trigger_resource_update", `{"uri":"`+fixture.ReadmeURI+`"}`)
-		m := next(tools)
-		assert.Equal(t, "notifications/tools/list_changed", m["method"])
-		assert.Equal(t, "tools", subID(m))
-		m = next(prompts)
-		assert.Equal(t, "notifications/prompts/list_changed", m["method"])
-		assert.Equal(t, "prompts", subID(m))
-		m = next(readme)
-		assert.Equal(t, "notifications/resources/updated", m["method"])
-		assert.Equal(t, fixture.ReadmeURI, m["params"].(map[string]any)["uri"])
-		assert.EqualValues(t, 7, subID(m))
-	}
+	listencheck.OnlyWhatAsked(t,
+		func(ctx context.Context, method, body string) *http.Response {
+			return post(t, ctx, url, method, body, nil)
+		},
+		func(name, args string) {
+			t.Helper()
+			status, m := callTool(t, url, name, args, "{}", nil)
+			require.Equal(t, http.StatusOK, status, "%v", m)
+			require.Nil(t, m["error"], "%v", m)
+		},
+		fixture.ReadmeURI)
 }
 
 // test_missing_capability is answered with -32021 and HTTP 400 when the

@@ -7,17 +7,15 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/mcplisten/listen/examples/fixture"
 	"github.com/mcplisten/listen/examples/internal/command"
-	"github.com/mcplisten/listen/listentest"
+	"github.com/mcplisten/listen/examples/internal/listencheck"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -44,16 +42,12 @@ func TestGoSDKClientInterop(t *testing.T) {
 	fixture.CheckClientListen(t, url)
 }
 
-const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+// meta is the _meta of a request whose client declares no capabilities.
+const meta = listencheck.Meta
 
 func post(t *testing.T, ctx context.Context, url, method, body string) *http.Response {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", method)
+	req := listencheck.NewRequest(t, ctx, url, method, body)
 	if method == "tools/call" {
 		var p struct {
 			Params struct{ Name string } `json:"params"`
@@ -67,24 +61,7 @@ func post(t *testing.T, ctx context.Context, url, method, body string) *http.Res
 }
 
 // sseMessages reads the messages of an SSE stream onto a channel.
-func sseMessages(body io.Reader) <-chan map[string]any {
-	out := make(chan map[string]any, 64)
-	go func() {
-		defer close(out)
-		r := listentest.NewSSEReader(body)
-		for {
-			data, err := r.Data()
-			if err != nil {
-				return
-			}
-			var m map[string]any
-			if json.Unmarshal(data, &m) == nil {
-				out <- m
-			}
-		}
-	}()
-	return out
-}
+func sseMessages(body io.Reader) <-chan map[string]any { return listencheck.Messages(body) }
 
 func callTool(t *testing.T, url, name, args string) {
 	t.Helper()
@@ -100,50 +77,8 @@ func callTool(t *testing.T, url, name, args string) {
 // notifications reach the streams.
 func TestListenStreamsGetOnlyWhatTheyAskedFor(t *testing.T) {
 	_, url := startServer(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	open := func(id, filter string) <-chan map[string]any {
-		resp := post(t, ctx, url, "subscriptions/listen", `{"jsonrpc":"2.0","id":`+id+`,"method":"subscriptions/listen","params":{`+meta+`,"notifications":`+filter+`}}`)
-		require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
-		t.Cleanup(func() { resp.Body.Close() })
-		msgs := sseMessages(resp.Body)
-		ack := <-msgs
-		require.Equal(t, "notifications/subscriptions/acknowledged", ack["method"])
-		return msgs
-	}
-	tools := open(`"tools"`, `{"toolsListChanged":true}`)
-	prompts := open(`"prompts"`, `{"promptsListChanged":true}`)
-	readme := open(`7`, `{"resourceSubscriptions":["`+fixture.ReadmeURI+`"]}`)
-
-	next := func(c <-chan map[string]any) map[string]any {
-		select {
-		case m := <-c:
-			return m
-		case <-ctx.Done():
-			t.Fatal("timed out")
-			return nil
-		}
-	}
-	subID := func(m map[string]any) any {
-		return m["params"].(map[string]any)["_meta"].(map[string]any)["io.modelcontextprotocol/subscriptionId"]
-	}
-	// Two rounds (the go-sdk debounces list changes by 10 ms, so a round's
-	// notifications are read before the next round changes anything):
-	// whatever arrives first on each stream must be its round's only event.
-	for range 2 {
-		callTool(t, url, "trigger_resource_update", `{"uri":"test://static/other"}`) // nobody asked
-		callTool(t, url, "test_trigger_tool_change", `{}`)
-		callTool(t, url, "test_trigger_prompt_change", `{}`)
-		callTool(t, url, "trigger_resource_update", `{"uri":"`+fixture.ReadmeURI+`"}`)
-		m := next(tools)
-		assert.Equal(t, "notifications/tools/list_changed", m["method"])
-		assert.Equal(t, "tools", subID(m))
-		m = next(prompts)
-		assert.Equal(t, "notifications/prompts/list_changed", m["method"])
-		assert.Equal(t, "prompts", subID(m))
-		m = next(readme)
-		assert.Equal(t, "notifications/resources/updated", m["method"])
-		assert.Equal(t, fixture.ReadmeURI, m["params"].(map[string]any)["uri"])
-		assert.EqualValues(t, 7, subID(m))
-	}
+	listencheck.OnlyWhatAsked(t,
+		func(ctx context.Context, method, body string) *http.Response { return post(t, ctx, url, method, body) },
+		func(name, args string) { callTool(t, url, name, args) },
+		fixture.ReadmeURI)
 }
