@@ -3,6 +3,7 @@ package gosdk_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/gosdk"
+	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -174,8 +176,8 @@ func TestHTTPWarnsWithoutSubscribeHandler(t *testing.T) {
 		srv.AddResource(&mcp.Resource{URI: uriA, Name: "a"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			return &mcp.ReadResourceResult{}, nil
 		})
-		logs := &logBuffer{}
-		h, err := gosdk.NewHandler(srv, gosdk.HandlerOptions{Options: gosdk.Options{Logger: logs.logger()}})
+		logs := &listentest.LogBuffer{}
+		h, err := gosdk.NewHandler(srv, gosdk.HandlerOptions{Options: gosdk.Options{Logger: logs.Logger(slog.LevelWarn)}})
 		require.NoError(t, err)
 		const warning = "has resources but does not advertise resources.subscribe"
 		if withHandler {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -17,34 +18,10 @@ import (
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/gosdk"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/streamhttp"
 )
-
-// wantAck is the acknowledgement of a listen asking for every kind and
-// resourceSubscriptions uris, by the rules of narrowing, from the
-// capabilities object server/discover advertised.
-func wantAck(caps map[string]any, uris []any) map[string]any {
-	flag := func(group, name string) bool {
-		g, _ := caps[group].(map[string]any)
-		b, _ := g[name].(bool)
-		return b
-	}
-	want := map[string]any{}
-	if flag("tools", "listChanged") {
-		want["toolsListChanged"] = true
-	}
-	if flag("prompts", "listChanged") {
-		want["promptsListChanged"] = true
-	}
-	if flag("resources", "listChanged") {
-		want["resourcesListChanged"] = true
-	}
-	if flag("resources", "subscribe") {
-		want["resourceSubscriptions"] = uris
-	}
-	return want
-}
 
 var everything = map[string]any{
 	"toolsListChanged": true, "promptsListChanged": true, "resourcesListChanged": true,
@@ -65,7 +42,7 @@ func TestHTTPPlainServer(t *testing.T) {
 	ctx := context.Background()
 
 	caps := discoverCaps(t, ts.URL)
-	want := wantAck(caps, []any{uriA})
+	want := listentest.AckFor(caps, []any{uriA})
 	// Inferred by the go-sdk from what is registered (and SubscribeHandler).
 	require.Equal(t, map[string]any{"toolsListChanged": true, "promptsListChanged": true,
 		"resourcesListChanged": true, "resourceSubscriptions": []any{uriA}}, want)
@@ -109,16 +86,16 @@ func TestHTTPPlainServer(t *testing.T) {
 // receive is reported when the handler is made, and its listens are
 // acknowledged with exactly what server/discover advertises: nothing.
 func TestHTTPNothingToListenFor(t *testing.T) {
-	logs := &logBuffer{}
+	logs := &listentest.LogBuffer{}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "empty", Version: "0"}, nil)
-	h, err := gosdk.NewHandler(srv, gosdk.HandlerOptions{Options: gosdk.Options{Logger: logs.logger()}})
+	h, err := gosdk.NewHandler(srv, gosdk.HandlerOptions{Options: gosdk.Options{Logger: logs.Logger(slog.LevelWarn)}})
 	require.NoError(t, err)
 	ts := httptest.NewServer(h)
 	defer ts.Close()
 	assert.Contains(t, logs.String(), "advertises no capability a listen can receive")
 
 	l, got := openListen(t, ts.URL, 1, everything)
-	assert.Equal(t, wantAck(discoverCaps(t, ts.URL), []any{uriA}), got)
+	assert.Equal(t, listentest.AckFor(discoverCaps(t, ts.URL), []any{uriA}), got)
 	assert.Empty(t, got)
 	require.NoError(t, h.Shutdown(context.Background()))
 	l.rest()
@@ -140,7 +117,7 @@ func TestHTTPCapabilitiesFollowTheServer(t *testing.T) {
 
 	witness, _ := openListen(t, ts.URL, "w", map[string]any{"promptsListChanged": true})
 	before, got := openListen(t, ts.URL, 1, everything)
-	assert.Equal(t, wantAck(discoverCaps(t, ts.URL), []any{uriA}), got)
+	assert.Equal(t, listentest.AckFor(discoverCaps(t, ts.URL), []any{uriA}), got)
 	assert.Equal(t, map[string]any{"promptsListChanged": true}, got, "no tools yet")
 
 	addTool(srv, "t") // the tools capability is inferred from now on
@@ -151,7 +128,7 @@ func TestHTTPCapabilitiesFollowTheServer(t *testing.T) {
 	assert.Equal(t, "notifications/prompts/list_changed", witness.next().Method)
 	caps := discoverCaps(t, ts.URL)
 	after, got := openListen(t, ts.URL, 2, everything)
-	assert.Equal(t, wantAck(caps, []any{uriA}), got)
+	assert.Equal(t, listentest.AckFor(caps, []any{uriA}), got)
 	assert.Equal(t, true, got["toolsListChanged"])
 
 	require.NoError(t, h.Shutdown(context.Background()))

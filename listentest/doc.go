@@ -7,7 +7,9 @@
 // that a server and its clients run inside a testing/synctest bubble, a
 // loopback TCP Proxy that a test cuts to partition the clients of a broker,
 // ProcessCPU, the process's CPU time, for benchmarks on a shared machine,
-// and SourceFunc, which adapts a function to listen.Source.
+// SourceFunc, which adapts a function to listen.Source, a LogBuffer that
+// collects a logger's output, and AckFor, the acknowledgement narrowing
+// gives a listen asking for everything.
 //
 // The Source keeps every contract of listen.Source and listen.Stream: Open
 // accepts the supported filter (or what Accept picks), unless the test makes

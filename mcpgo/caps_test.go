@@ -1,12 +1,10 @@
 package mcpgo_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"net/http/httptest"
-	"sync"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -15,30 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/mcpgo"
 )
-
-// logBuffer is a slog handler's output, safe for concurrent use.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func (l *logBuffer) logger(level slog.Level) *slog.Logger {
-	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: level}))
-}
 
 // TestHTTPCapabilitiesFollowTheServer: mcp-go turns capabilities on as
 // things are registered (the first AddTool turns tools.listChanged on, with
@@ -47,9 +24,9 @@ func (l *logBuffer) logger(level slog.Level) *slog.Logger {
 // at that moment, a server advertising nothing is a warning, and each
 // capability turned on is logged.
 func TestHTTPCapabilitiesFollowTheServer(t *testing.T) {
-	var logs logBuffer
+	var logs listentest.LogBuffer
 	srv := server.NewMCPServer("bare", "1")
-	h, err := mcpgo.NewHandler(srv, mcpgo.HandlerOptions{Options: mcpgo.Options{Logger: logs.logger(slog.LevelInfo)}})
+	h, err := mcpgo.NewHandler(srv, mcpgo.HandlerOptions{Options: mcpgo.Options{Logger: logs.Logger(slog.LevelInfo)}})
 	require.NoError(t, err)
 	ts := httptest.NewServer(h)
 	defer ts.Close()
@@ -59,7 +36,7 @@ func TestHTTPCapabilitiesFollowTheServer(t *testing.T) {
 	ackNow := func(id string) *stream {
 		t.Helper()
 		s := openListen(t, ts.URL, id, all)
-		assert.Equal(t, wantAck(discoverCaps(t, ts.URL), []any{uriA}), s.ack.Params.Notifications, "listen %s acknowledged as server/discover advertises", id)
+		assert.Equal(t, listentest.AckFor(discoverCaps(t, ts.URL), []any{uriA}), s.ack.Params.Notifications, "listen %s acknowledged as server/discover advertises", id)
 		return s
 	}
 	first := ackNow("1")
@@ -92,9 +69,9 @@ func TestHTTPCapabilitiesFollowTheServer(t *testing.T) {
 // TestIgnoredCapabilitiesAreLoud: capabilities set in Options.Listen are
 // not used (the server's are), which a warning says when they differ.
 func TestIgnoredCapabilitiesAreLoud(t *testing.T) {
-	var logs logBuffer
+	var logs listentest.LogBuffer
 	b, err := mcpgo.NewBridge(context.Background(), plainServer(), mcpgo.Options{
-		Logger: logs.logger(slog.LevelWarn),
+		Logger: logs.Logger(slog.LevelWarn),
 		Listen: listen.Options{Capabilities: listen.Capabilities{ToolsListChanged: true}},
 	})
 	require.NoError(t, err)

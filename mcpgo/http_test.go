@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/mcpgo"
 )
 
@@ -26,31 +27,6 @@ func discoverCaps(t testing.TB, endpoint string) map[string]any {
 	require.NoError(t, json.Unmarshal(msgs[0], &m), "%s", msgs[0])
 	require.NotNil(t, m.Result.Capabilities, "%s", msgs[0])
 	return m.Result.Capabilities
-}
-
-// wantAck is the acknowledgement of a listen asking for every kind and
-// resourceSubscriptions uris, by the rules of narrowing, from the
-// capabilities object server/discover advertised.
-func wantAck(caps map[string]any, uris []any) map[string]any {
-	flag := func(group, name string) bool {
-		g, _ := caps[group].(map[string]any)
-		b, _ := g[name].(bool)
-		return b
-	}
-	want := map[string]any{}
-	if flag("tools", "listChanged") {
-		want["toolsListChanged"] = true
-	}
-	if flag("prompts", "listChanged") {
-		want["promptsListChanged"] = true
-	}
-	if flag("resources", "listChanged") {
-		want["resourcesListChanged"] = true
-	}
-	if flag("resources", "subscribe") {
-		want["resourceSubscriptions"] = uris
-	}
-	return want
 }
 
 var everything = map[string]any{
@@ -71,7 +47,7 @@ func TestHTTPPlainServer(t *testing.T) {
 	defer ts.Close()
 
 	caps := discoverCaps(t, ts.URL)
-	want := wantAck(caps, []any{uriA})
+	want := listentest.AckFor(caps, []any{uriA})
 	require.Equal(t, everything, want, "the plain server declares every kind")
 
 	all := openListen(t, ts.URL, `"all"`, everything)

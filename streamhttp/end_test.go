@@ -1,13 +1,11 @@
 package streamhttp_test
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 
@@ -159,25 +157,6 @@ func TestShutdownWaitsForOnClose(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent writes (a logger's
-// output).
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // A panic in OnClose is handled the same way on every path: it is
 // recovered and logged to the server's ErrorLog, the stream still ends
 // cleanly (its client gets the completion and the end of the response),
@@ -185,7 +164,7 @@ func (b *syncBuffer) String() string {
 func TestOnClosePanics(t *testing.T) {
 	for _, p := range servingPaths {
 		t.Run(p.name, func(t *testing.T) {
-			var logged syncBuffer
+			var logged listentest.LogBuffer
 			e := newEnv(t, nil, &streamhttp.Options{
 				NoTakeover: p.noTakeover,
 				OnClose: func(sub *listen.Subscription, _ error) {

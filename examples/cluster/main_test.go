@@ -1,38 +1,26 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"strings"
-	"sync"
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/mcplisten/listen/listentest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// lockedBuffer is an io.Writer safe for the program's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
 func TestRun(t *testing.T) {
-	var buf lockedBuffer
+	var buf listentest.LogBuffer // safe for the program's goroutines
 	out = &buf
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
 	if err := run(ctx); err != nil {
 		t.Fatal(err)
 	}
-	got := buf.b.String()
+	got := buf.String()
 	count := func(s string) int { return strings.Count(got, s+"\n") }
 	for _, c := range []string{"A", "B", "C"} {
 		if n := count("client " + c + " <- notifications/tools/list_changed"); n != 1 {
