@@ -181,16 +181,7 @@ const failsafe = 10 * time.Second
 // next returns the stream's next message.
 func (s *stream) next() msg {
 	s.t.Helper()
-	select {
-	case m, ok := <-s.msgs:
-		if !ok {
-			s.t.Fatal("stream ended")
-		}
-		return m
-	case <-time.After(failsafe):
-		s.t.Fatalf("no message within %v", failsafe)
-		return msg{}
-	}
+	return listentest.Recv(s.t, s.msgs, failsafe)
 }
 
 // rest reads the stream to its end and returns the methods of what came

@@ -215,16 +215,7 @@ func lineFeed(t testing.TB, r io.Reader) *feed {
 // next returns the next message.
 func (f *feed) next() msg {
 	f.t.Helper()
-	select {
-	case m, ok := <-f.msgs:
-		if !ok {
-			f.t.Fatal("stream ended")
-		}
-		return m
-	case <-time.After(failsafe):
-		f.t.Fatalf("no message within %v", failsafe)
-		return msg{}
-	}
+	return listentest.Recv(f.t, f.msgs, failsafe)
 }
 
 // rest reads to the end and returns what came.
