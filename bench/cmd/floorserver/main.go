@@ -3,20 +3,13 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"expvar"
 	"flag"
-	"fmt"
 	"log"
-	"net"
 	"net/http"
-	"net/http/pprof"
-	"os"
-	"os/signal"
 	"runtime"
-	"syscall"
 	"time"
+
+	"github.com/mcplisten/listen/bench/internal/baseline"
 )
 
 func main() {
@@ -39,46 +32,13 @@ func main() {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", &handler{e: e})
 	if *profile {
-		expvar.Publish("listen", expvar.Func(func() any {
+		baseline.Debug(mux, func() any {
 			return map[string]any{
 				"goroutines": runtime.NumGoroutine(),
 				"http":       map[string]any{"Active": e.open.Load(), "Slow": e.slowN.Load()},
 			}
-		}))
-		mux.Handle("/debug/vars", expvar.Handler())
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	}
-
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		log.Fatal(err)
-	}
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if *lifetime > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, *lifetime)
-		defer cancel()
-	}
-	served := make(chan error, 1)
-	// Ends when hs.Shutdown (or Close) below closes the listener; both wait
-	// for Serve to return.
-	go func() { served <- hs.Serve(ln) }()
-	fmt.Printf("listening on http://%s/mcp\n", ln.Addr())
-
-	select {
-	case <-ctx.Done():
-	case err := <-served:
-		log.Fatal(err)
+		})
 	}
 	// Streams are the engine's, not net/http's: close them, then the rest.
-	e.Close()
-	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		_ = hs.Close()
-	}
+	baseline.Main(*addr, *lifetime, mux, e.Close)
 }

@@ -18,23 +18,17 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"expvar"
 	"flag"
 	"fmt"
 	"log"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/http/pprof"
 	"os"
-	"os/signal"
 	"runtime"
-	"syscall"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcplisten/listen/bench/internal/baseline"
 	"github.com/mcplisten/listen/examples/fixture"
 )
 
@@ -72,57 +66,9 @@ func main() {
 	if *profile {
 		// For the side-by-side benchmark: the same observability as
 		// examples/server (goroutine count in expvar, net/http/pprof).
-		expvar.Publish("listen", expvar.Func(func() any { return map[string]any{"goroutines": runtime.NumGoroutine()} }))
-		mux.Handle("/debug/vars", expvar.Handler())
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		baseline.Debug(mux, func() any { return map[string]any{"goroutines": runtime.NumGoroutine()} })
 	}
-
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		log.Fatal(err)
-	}
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if *lifetime > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, *lifetime)
-		defer cancel()
-	}
-	fmt.Printf("listening on http://%s/mcp\n", ln.Addr())
-	if err := serve(ctx, hs, ln, 2*time.Second); err != nil {
-		log.Fatal(err)
-	}
-}
-
-// serve serves hs on ln until ctx ends, then shuts hs down: listen streams
-// never finish by themselves, so ordinary requests get grace to finish,
-// then whatever is still open is dropped. It returns once that shutdown
-// has (hs.Serve returns as soon as it begins), or, after shutting hs down
-// all the same, with the error that ended Serve.
-func serve(ctx context.Context, hs *http.Server, ln net.Listener, grace time.Duration) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	shut := make(chan struct{})
-	go func() { // ends once hs is shut down; serve waits for it
-		defer close(shut)
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), grace)
-		defer cancel()
-		if err := hs.Shutdown(sctx); err != nil {
-			hs.Close()
-		}
-	}()
-
-	err := hs.Serve(ln)
-	cancel() // if Serve failed by itself
-	<-shut
-	if errors.Is(err, http.ErrServerClosed) {
-		return nil
-	}
-	return err
+	baseline.Main(*addr, *lifetime, mux, nil)
 }
 
 // newServer builds the plain go-sdk server: the shared fixture, with the

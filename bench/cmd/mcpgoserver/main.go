@@ -14,23 +14,13 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"expvar"
 	"flag"
-	"fmt"
-	"log"
-	"net"
 	"net/http"
-	"net/http/pprof"
-	"os"
-	"os/signal"
 	"runtime"
-	"syscall"
-	"time"
 
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcplisten/listen/bench/internal/baseline"
 	"github.com/mcplisten/listen/examples/mcpgo/fixture"
 )
 
@@ -46,38 +36,9 @@ func main() {
 	if *profile {
 		// The same observability as examples/mcpgo: goroutine count in
 		// expvar, net/http/pprof.
-		expvar.Publish("listen", expvar.Func(func() any { return map[string]any{"goroutines": runtime.NumGoroutine()} }))
-		mux.Handle("/debug/vars", expvar.Handler())
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	}
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		log.Fatal(err)
-	}
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if *lifetime > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, *lifetime)
-		defer cancel()
-	}
-	fmt.Printf("listening on http://%s/mcp\n", ln.Addr())
-	served := make(chan error, 1)
-	// Ends when hs.Shutdown (or Close) below closes the listener.
-	go func() { served <- hs.Serve(ln) }()
-	select {
-	case <-ctx.Done():
-	case err := <-served:
-		log.Fatal(err)
+		baseline.Debug(mux, func() any { return map[string]any{"goroutines": runtime.NumGoroutine()} })
 	}
 	// mcp-go's listens never end by themselves: ordinary requests get a
 	// grace to finish, then whatever is still open is dropped.
-	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		_ = hs.Close()
-	}
-	<-served
+	baseline.Main(*addr, *lifetime, mux, nil)
 }
