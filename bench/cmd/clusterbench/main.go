@@ -54,11 +54,9 @@ func run(ctx context.Context, args []string, log io.Writer) error {
 	redisBin := fs.String("redis-bin", "", "redis-server binary (default: the one on PATH)")
 	quick := fs.Bool("quick", false, "smoke test: 50 streams per instance, 1 run, small faults")
 	repo := fs.String("repo", "", "repository root (default: found from the working directory)")
-	if err := fs.Parse(args); err != nil {
+	set, err := harness.ParseArgs(fs, args)
+	if err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	cfg := def
 	cfg.Instances, cfg.Streams, cfg.Runs = *instances, *streams, *runs
@@ -66,8 +64,6 @@ func run(ctx context.Context, args []string, log io.Writer) error {
 	cfg.FaultStreams, cfg.FaultChanges = *faultStreams, *faultChanges
 	cfg.Brokers = strings.Split(*brokers, ",")
 	if *quick {
-		set := map[string]bool{}
-		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 		if !set["streams"] {
 			cfg.Streams = 50
 		}
@@ -86,20 +82,8 @@ func run(ctx context.Context, args []string, log io.Writer) error {
 		cfg.Settle = 300 * time.Millisecond
 		cfg.TriggerGap = 50 * time.Millisecond
 	}
-	root := *repo
-	if root == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return err
-		}
-		if root, err = harness.FindRepoRoot(wd); err != nil {
-			return err
-		}
-	}
-	cfg.RepoRoot = root
-	cfg.OutDir = *outDir
-	if !filepath.IsAbs(cfg.OutDir) {
-		cfg.OutDir = filepath.Join(root, cfg.OutDir)
+	if cfg.RepoRoot, cfg.OutDir, err = harness.Dirs(*repo, *outDir); err != nil {
+		return err
 	}
 	cfg.ServerBin, cfg.NATSBin, cfg.RedisBin = *serverBin, *natsBin, *redisBin
 	cfg.Command = "go run ./bench/cmd/clusterbench " + strings.Join(args, " ")

@@ -21,7 +21,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -66,27 +65,21 @@ func run(ctx context.Context, args []string, log io.Writer) error {
 	skipStall := fs.Bool("skip-stall", false, "skip the stalled-client scenario")
 	cpuProfile := fs.Duration("cpuprofile", 0, "if positive, profile each server's CPU this long (net/http/pprof) at the largest N, during extra triggers, and add the top functions to the report")
 	repo := fs.String("repo", "", "repository root (default: found from the working directory)")
-	if err := fs.Parse(args); err != nil {
+	set, err := harness.ParseArgs(fs, args)
+	if err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 
 	cfg := def
 	if *quick {
 		cfg = harness.Quick()
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if set["n"] || !*quick {
-		var err error
 		if cfg.Ns, err = parseInts(*ns); err != nil {
 			return fmt.Errorf("-n: %w", err)
 		}
 	}
 	if set["stall-uri-bytes"] {
-		var err error
 		if cfg.StallURIBytes, err = parseInts(*stallURI); err != nil {
 			return fmt.Errorf("-stall-uri-bytes: %w", err)
 		}
@@ -115,7 +108,6 @@ func run(ctx context.Context, args []string, log io.Writer) error {
 	applyDur("debounce", &cfg.Debounce, *debounce)
 	cfg.SkipStall = *skipStall
 	cfg.CPUProfile = *cpuProfile
-	cfg.OutDir = *outDir
 	cfg.Bins, cfg.Args = map[string]string{}, map[string][]string{}
 	for _, k := range harness.Kinds {
 		if *bins[k.ID] != "" {
@@ -125,26 +117,14 @@ func run(ctx context.Context, args []string, log io.Writer) error {
 			cfg.Args[k.ID] = a
 		}
 	}
-	cfg.RepoRoot = *repo
-	if cfg.RepoRoot == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return err
-		}
-		if cfg.RepoRoot, err = harness.FindRepoRoot(wd); err != nil {
-			return err
-		}
-	}
-	if !filepath.IsAbs(cfg.OutDir) {
-		cfg.OutDir = filepath.Join(cfg.RepoRoot, cfg.OutDir)
+	if cfg.RepoRoot, cfg.OutDir, err = harness.Dirs(*repo, *outDir); err != nil {
+		return err
 	}
 	cfg.Command = "go run ./bench/cmd/listenbench"
 	if len(args) > 0 {
 		cfg.Command += " " + strings.Join(args, " ")
 	}
-	cfg.Log = func(format string, a ...any) {
-		fmt.Fprintf(log, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, a...)...)
-	}
+	cfg.Log = harness.Logf(log)
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -80,23 +80,11 @@ func run(ctx context.Context, args []string, log io.Writer) error {
 	if *n < 1 || *runs < 1 || *triggers < 1 || *changes < 2 {
 		return errors.New("-n, -runs, -triggers must be positive, -changes at least 2")
 	}
-	root := *repo
-	if root == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return err
-		}
-		if root, err = harness.FindRepoRoot(wd); err != nil {
-			return err
-		}
+	root, out, err := harness.Dirs(*repo, *outDir)
+	if err != nil {
+		return err
 	}
-	out := *outDir
-	if !filepath.IsAbs(out) {
-		out = filepath.Join(root, out)
-	}
-	logf := func(format string, a ...any) {
-		fmt.Fprintf(log, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, a...)...)
-	}
+	logf := harness.Logf(log)
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
