@@ -35,6 +35,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcplisten/listen/bench/internal/child"
 	"github.com/mcplisten/listen/bench/internal/procstat"
 	"github.com/mcplisten/listen/internal/rawh2"
 )
@@ -111,21 +112,13 @@ func start(args ...string) (*srv, error) {
 	if *profile != "" {
 		args = append(args, "-server-cpuprofile", *profile)
 	}
-	cmd := exec.Command(self, append([]string{"-server"}, args...)...)
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
+	p, err := child.Start(self, append([]string{"-server"}, args...)...)
 	if err != nil {
 		return nil, err
 	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
+	cmd, in := p.Cmd, p.In
 	var s srv
-	if _, err := fmt.Fscan(bufio.NewReader(out), &s.tcp, &s.tls, &s.unix); err != nil {
+	if _, err := fmt.Fscan(bufio.NewReader(p.Out), &s.tcp, &s.tls, &s.unix); err != nil {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 		return nil, fmt.Errorf("reading the server's addresses: %w", err)

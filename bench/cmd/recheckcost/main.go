@@ -29,7 +29,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"runtime"
 	"slices"
 	"strconv"
@@ -37,6 +36,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mcplisten/listen/bench/internal/child"
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
@@ -200,19 +201,11 @@ func measure(n, principals, runs int, window, settle, every time.Duration, addr 
 // once runs one server process of variant with n idle listens and reads
 // its CPU over the window.
 func once(exe, variant, addr string, n, principals int, window, settle, every time.Duration) (result, error) {
-	cmd := exec.Command(exe, "-serve", "-variant", variant, "-addr", addr, "-every", every.String())
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
+	p, err := child.Start(exe, "-serve", "-variant", variant, "-addr", addr, "-every", every.String())
 	if err != nil {
 		return result{}, err
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return result{}, err
-	}
-	if err := cmd.Start(); err != nil {
-		return result{}, err
-	}
+	cmd, stdin, stdout := p.Cmd, p.In, p.Out
 	defer func() {
 		stdin.Close()
 		_ = cmd.Wait()

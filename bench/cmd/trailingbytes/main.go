@@ -27,11 +27,11 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/mcplisten/listen/bench/internal/child"
 	"github.com/mcplisten/listen/bench/internal/procstat"
 
 	"github.com/mcplisten/listen"
@@ -122,19 +122,11 @@ func measure(source string, size, runs int) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(self, "-server", "-source", source)
-	stdin, err := cmd.StdinPipe()
+	p, err := child.Start(self, "-server", "-source", source)
 	if err != nil {
 		return err
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		return err
-	}
+	cmd, stdin, stdout := p.Cmd, p.In, p.Out
 	defer func() {
 		stdin.Close()
 		_ = cmd.Wait()
