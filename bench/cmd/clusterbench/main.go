@@ -19,22 +19,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/mcplisten/listen/bench/internal/harness"
 )
 
-func main() {
-	if err := run(context.Background(), os.Args[1:], os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "clusterbench:", err)
-		os.Exit(1)
-	}
-}
+func main() { harness.Main("clusterbench", run) }
 
 func run(ctx context.Context, args []string, log io.Writer) error {
 	fs := flag.NewFlagSet("clusterbench", flag.ContinueOnError)
@@ -89,8 +81,6 @@ func run(ctx context.Context, args []string, log io.Writer) error {
 	cfg.Command = "go run ./bench/cmd/clusterbench " + strings.Join(args, " ")
 	cfg.Log = func(format string, a ...any) { fmt.Fprintf(log, format+"\n", a...) }
 
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	res, err := harness.RunCluster(ctx, cfg)
 	if err != nil {
 		return err

@@ -19,22 +19,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/mcplisten/listen/bench/internal/harness"
 )
 
-func main() {
-	if err := run(context.Background(), os.Args[1:], os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "listenbench:", err)
-		os.Exit(1)
-	}
-}
+func main() { harness.Main("listenbench", run) }
 
 // run parses args, runs the benchmark and writes the outputs.
 func run(ctx context.Context, args []string, log io.Writer) error {
@@ -126,8 +118,6 @@ func run(ctx context.Context, args []string, log io.Writer) error {
 	}
 	cfg.Log = harness.Logf(log)
 
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	res, err := harness.Run(ctx, cfg)
 	if err != nil {
 		return err

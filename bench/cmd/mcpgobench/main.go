@@ -33,12 +33,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -56,12 +54,7 @@ var (
 	mcpgoPlain = harness.Kind{ID: "mcpgo-plain", Name: "mcp-go", Label: "plain mcp-go v1.2.1 (bench/cmd/mcpgoserver)", Pkg: "./bench/cmd/mcpgoserver"}
 )
 
-func main() {
-	if err := run(context.Background(), os.Args[1:], os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "mcpgobench:", err)
-		os.Exit(1)
-	}
-}
+func main() { harness.Main("mcpgobench", run) }
 
 func run(ctx context.Context, args []string, log io.Writer) error {
 	fs := flag.NewFlagSet("mcpgobench", flag.ContinueOnError)
@@ -85,8 +78,6 @@ func run(ctx context.Context, args []string, log io.Writer) error {
 		return err
 	}
 	logf := harness.Logf(log)
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 
 	rep := &report{Command: "go run ./bench/cmd/mcpgobench " + strings.Join(args, " "), Started: time.Now(), LoadStart: harness.LoadAverage(), Runs: *runs, N: *n, Changes: *changes, Triggers: *triggers}
 	rep.Load = append(rep.Load, "start: "+rep.LoadStart)

@@ -1,13 +1,30 @@
 package harness
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 	"time"
 )
+
+// Main is the main function of a benchmark command named name: it calls
+// run with the program's arguments, standard error as its log, and a
+// context that ends on SIGINT or SIGTERM; if run fails it prints
+// "name: error" to standard error and exits with status 1.
+func Main(name string, run func(ctx context.Context, args []string, log io.Writer) error) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, name+":", err)
+		os.Exit(1)
+	}
+}
 
 // ParseArgs parses the arguments of a benchmark command with fs, refuses
 // positional ones, and returns the names of the flags args set.
