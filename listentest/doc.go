@@ -3,13 +3,14 @@
 // streams the test drives (Send, End, Fail) and inspects (Nexts, Closed,
 // Reason; the Source's Opened and Closed tell which streams opened and
 // ended, in order), an SSE reader for the messages of a listen served over
-// Streamable HTTP (and ReadMessages for a whole answer), a PipeListener that carries HTTP over net.Pipe, so
-// that a server and its clients run inside a testing/synctest bubble, a
-// loopback TCP Proxy that a test cuts to partition the clients of a broker,
-// ProcessCPU, the process's CPU time, for benchmarks on a shared machine,
-// SourceFunc, which adapts a function to listen.Source, a LogBuffer that
-// collects a logger's output, and AckFor, the acknowledgement narrowing
-// gives a listen asking for everything.
+// Streamable HTTP (and ReadMessages for a whole answer), a PipeListener
+// that carries HTTP over net.Pipe, so that a server and its clients run
+// inside a testing/synctest bubble, a loopback TCP Proxy that a test cuts
+// to partition the clients of a broker, ProcessCPU, the process's CPU time,
+// for benchmarks on a shared machine, SourceFunc, which adapts a function
+// to listen.Source, a LogBuffer that collects a logger's output, AckFor,
+// the acknowledgement narrowing gives a listen asking for everything, and
+// Recv, which fails the test if a channel's next value does not come in time.
 //
 // The Source keeps every contract of listen.Source and listen.Stream: Open
 // accepts the supported filter (or what Accept picks), unless the test makes
