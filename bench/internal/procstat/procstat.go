@@ -1,7 +1,8 @@
 // Package procstat reads a Linux process's memory and CPU time from /proc
 // and summarises samples, for the measurement programs that watch a server
 // process from outside (bench/cmd/stdioflood, bench/cmd/stdiogosdk,
-// bench/cmd/slowbody and bench/cmd/trailingbytes).
+// bench/cmd/slowbody, bench/cmd/trailingbytes, bench/cmd/ampbench and
+// bench/cmd/sdkfront).
 package procstat
 
 import (
