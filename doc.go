@@ -18,7 +18,7 @@
 //	req, err := listen.ParseRequest(body)       // or ParseParams on a routed message
 //	sub, err := listen.Open(ctx, src, req, opts) // narrows, opens src, starts the guard
 //	reason := sub.Serve(ctx, listen.Sink{Write: write, KeepAlive: 15 * time.Second, Ping: ping})
-//	log(listen.Classify(reason))                 // complete, cancelled, disconnected, error
+//	log(listen.Classify(reason))                 // "complete", "cancelled", "revoked", ... (see Classify)
 //
 // Errors of ParseRequest and Open are JSON-RPC errors for the client
 // (jsonrpc.ErrorResponse writes them; package spec names their exact
