@@ -49,6 +49,7 @@ func TestWrapStreamKeepsTheStreamsAbilities(t *testing.T) {
 			synctest.Wait()
 			inner.push(item{ev: listen.ToolsListChanged()})
 			<-col.got
+			synctest.Wait() // Serve has pulled again, found nothing and waits
 			inner.push(item{err: listen.ErrClosed})
 			assert.Equal(t, listen.ErrComplete, <-done)
 			assert.Equal(t, []string{"pull", "pull", "event:tools_list_changed", "pull", "pull", "close:complete"}, log.calls,
