@@ -1,6 +1,7 @@
 package redisbridge
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -446,22 +447,7 @@ func (b *Bridge) reconnect() bool {
 func compareIDs(a, b string) int {
 	am, as := splitID(a)
 	bm, bs := splitID(b)
-	switch {
-	case am != bm:
-		return cmp(am, bm)
-	default:
-		return cmp(as, bs)
-	}
-}
-
-func cmp(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return cmp.Or(cmp.Compare(am, bm), cmp.Compare(as, bs))
 }
 
 func splitID(id string) (ms, seq uint64) {
