@@ -77,4 +77,11 @@
 // Replay protection). Whoever can append to the stream speaks for the
 // server: give the instances their own Redis user restricted to the
 // stream's key, and let no other user touch it.
+//
+// Redis bounds an entry only by its proto-max-bulk-len (512 MB by
+// default), not by Options.MaxMessageBytes: the reader takes a whole XREAD
+// reply (up to 256 entries) into memory before the node drops the entries
+// above MaxMessageBytes (cluster.Drops.TooLarge), so whoever can append
+// to the stream can make every instance hold that much. Besides the ACL,
+// lower proto-max-bulk-len (1 MB at least) to bound it.
 package redisbridge

@@ -1,8 +1,12 @@
 package redisbridge_test
 
 import (
+	"context"
 	"fmt"
+	"strings"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -157,4 +161,28 @@ func TestTrimmedResync(t *testing.T) {
 	got := la.until(t, "last")
 	assert.Less(t, len(got), 1000, "the trimmed entries are not delivered")
 	assert.Empty(t, got[0].id, "the resync hint comes first")
+}
+
+// TestForeignEntries: entries a plain Redis client appends that no bridge
+// wrote are dropped and counted, each as what it is, and the reader goes
+// on: one larger than MaxMessageBytes (not decoded), one without the
+// envelope field, one whose envelope is no JSON; a well-formed envelope
+// appended after them is delivered.
+func TestForeignEntries(t *testing.T) {
+	srv := redistest.Run(t)
+	in := join(t, "A", srv.URL(), redisbridge.Options{Options: cluster.Options{MaxMessageBytes: 1024}})
+	l := in.listen(t, toolsOnly)
+	c := raw(t, srv.URL())
+	stream := in.bridge.Stream()
+	big := fmt.Appendf(nil, `{"v":1,"o":"p","n":1,"k":"tools","m":{"pad":%q}}`, strings.Repeat("x", 4096))
+	xadd(t, c, stream, big, "")
+	require.NoError(t, c.XAdd(context.Background(), &redis.XAddArgs{Stream: stream, Values: []any{"other", "field"}}).Err())
+	xadd(t, c, stream, []byte("not json"), "")
+	for _, want := range []cluster.DropReason{cluster.ReasonTooLarge, cluster.ReasonMalformed, cluster.ReasonMalformed} {
+		d := await(t, in.rec.Drops, "a drop", nil)
+		assert.Equal(t, want, d.Reason)
+	}
+	xadd(t, c, stream, toolsEnvelope("p", 2, "good"), "")
+	assert.Equal(t, "good", l.next(t).id)
+	assert.Equal(t, cluster.Drops{TooLarge: 1, Malformed: 2}, in.bridge.Stats().Dropped)
 }
