@@ -49,7 +49,7 @@ const (
 // All methods are safe for concurrent use.
 type Bridge struct {
 	node   *cluster.Node
-	opts   resolved
+	opts   Options       // resolved: defaults applied
 	reader *redis.Client // one connection: the reader goroutine's XREADs
 	writer *redis.Client // one connection: the writer goroutine's XADDs
 
@@ -138,7 +138,7 @@ func New(ro *redis.Options, h *hub.Hub, opts Options) (*Bridge, error) {
 		return fail(fmt.Errorf("redisbridge: %w", err))
 	}
 	b.lastID = last
-	b.node, err = cluster.NewNode(h, cluster.Transport{Scope: o.Stream, Send: b.enqueue}, o.Options.Options)
+	b.node, err = cluster.NewNode(h, cluster.Transport{Scope: o.Stream, Send: b.enqueue}, o.Options)
 	if err != nil {
 		return fail(err)
 	}

@@ -53,13 +53,9 @@ type Options struct {
 	cluster.Options
 }
 
-// resolved is Options with defaults applied.
-type resolved struct {
-	Options
-}
-
-func resolve(o Options) (resolved, error) {
-	r := resolved{Options: o}
+// resolve returns o with its defaults applied, or why it is invalid.
+func resolve(o Options) (Options, error) {
+	r := o
 	if err := o.Options.Validate(); err != nil {
 		return r, err
 	}
