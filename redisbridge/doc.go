@@ -78,10 +78,12 @@
 // server: give the instances their own Redis user restricted to the
 // stream's key, and let no other user touch it.
 //
-// Redis bounds an entry only by its proto-max-bulk-len (512 MB by
-// default), not by Options.MaxMessageBytes: the reader takes a whole XREAD
-// reply (up to 256 entries) into memory before the node drops the entries
-// above MaxMessageBytes (cluster.Drops.TooLarge), so whoever can append
-// to the stream can make every instance hold that much. Besides the ACL,
-// lower proto-max-bulk-len (1 MB at least) to bound it.
+// Redis does not bound an entry by Options.MaxMessageBytes, only by its
+// proto-max-bulk-len (512 MiB a field, by default) and
+// client-query-buffer-limit (1 GiB a command): the reader takes a whole
+// XREAD reply (up to 256 entries) into memory before the node drops the
+// envelopes above MaxMessageBytes (cluster.Drops.TooLarge), so whoever
+// can append to the stream can make every instance hold that much.
+// Besides the ACL, lower both (1 MiB is the least Redis accepts) to bound
+// it.
 package redisbridge
