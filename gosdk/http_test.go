@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -308,6 +309,12 @@ func TestHTTPFolderListen(t *testing.T) {
 // the last reading does not allow, and then at most once per
 // RefreshInterval: listens the reading allows cost no server/discover.
 func TestCapabilitiesReadingIsShared(t *testing.T) {
+	// In a bubble: the Sleeps advance the fake clock, and the 20 opens take
+	// no time on it, so the bound is exact.
+	synctest.Test(t, testCapabilitiesReadingIsShared)
+}
+
+func testCapabilitiesReadingIsShared(t *testing.T) {
 	ctx := context.Background()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "prompts-only", Version: "0"}, nil)
 	srv.AddPrompt(&mcp.Prompt{Name: "p"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
@@ -334,7 +341,7 @@ func TestCapabilitiesReadingIsShared(t *testing.T) {
 	}
 	assert.Equal(t, read, b.Stats().Discovers, "the reading allows every one of them")
 
-	time.Sleep(2 * gosdk.RefreshInterval)
+	time.Sleep(2 * gosdk.RefreshInterval) // and again
 	start := time.Now()
 	more := listen.Filter{spec.KeyPromptsListChanged: true, spec.KeyToolsListChanged: true}
 	for i := range 20 {
