@@ -47,6 +47,10 @@ type HandlerOptions struct {
 	// stateful one on the same server, so clients of earlier versions keep
 	// their sessions and notifications. Stateless true serves every request
 	// statelessly (clients of earlier versions then have no session).
+	// With Stateless false, each initialize makes a go-sdk session (its
+	// state and its goroutine) that lives until DELETE, Shutdown or, if set,
+	// SessionTimeout idle (the go-sdk's default, zero, never closes it): set
+	// SessionTimeout on an endpoint that untrusted clients reach.
 	// MaxRequestBodyBytes bounds the body of every request of the endpoint
 	// but listens (streamhttp.FrontOptions.MaxBodyBytes): zero means
 	// streamhttp.DefaultFrontMaxBodyBytes (512 KiB, not the go-sdk's 4 MiB);

@@ -32,7 +32,10 @@ type StdioOptions struct {
 	// every input line (a longer one is never buffered past the limit and
 	// is answered with the multiplexer's -32600 error; the connection goes
 	// on), and MaxInFlight the requests the go-sdk is handling (each until
-	// its answer was written) and the messages waiting for it.
+	// its answer was written) and the messages queued for it to read. The
+	// go-sdk reads notifications into a queue of its own, unbounded, and
+	// handles them one at a time, as over its own IOTransport: keep
+	// notification handlers (ProgressNotificationHandler, ...) quick.
 	Stdio stdio.Options
 	// ShutdownTimeout bounds the drain when Serve's context ends: every
 	// open listen is sent notifications/cancelled and its completion result
