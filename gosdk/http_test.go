@@ -309,8 +309,8 @@ func TestHTTPFolderListen(t *testing.T) {
 // the last reading does not allow, and then at most once per
 // RefreshInterval: listens the reading allows cost no server/discover.
 func TestCapabilitiesReadingIsShared(t *testing.T) {
-	// In a bubble: the Sleeps advance the fake clock, and the 20 opens take
-	// no time on it, so the bound is exact.
+	// In a bubble: the Sleeps advance the fake clock and the opens take no
+	// time on it, so the count of readings is exact.
 	synctest.Test(t, testCapabilitiesReadingIsShared)
 }
 
@@ -342,13 +342,16 @@ func testCapabilitiesReadingIsShared(t *testing.T) {
 	assert.Equal(t, read, b.Stats().Discovers, "the reading allows every one of them")
 
 	time.Sleep(2 * gosdk.RefreshInterval) // and again
-	start := time.Now()
 	more := listen.Filter{spec.KeyPromptsListChanged: true, spec.KeyToolsListChanged: true}
 	for i := range 20 {
 		assert.Equal(t, prompts, open(100+i, more), "no tools capability")
 	}
-	bound := 1 + uint64(time.Since(start)/gosdk.RefreshInterval)
-	got := b.Stats().Discovers - read
-	assert.GreaterOrEqual(t, got, uint64(1), "a listen asking for more reads again")
-	assert.LessOrEqual(t, got, bound, "at most once per RefreshInterval")
+	assert.Equal(t, read+1, b.Stats().Discovers, "a listen asking for more reads again, once")
+
+	time.Sleep(gosdk.RefreshInterval / 2)
+	open(200, more)
+	assert.Equal(t, read+1, b.Stats().Discovers, "not again within RefreshInterval")
+	time.Sleep(gosdk.RefreshInterval/2 + time.Millisecond)
+	open(201, more)
+	assert.Equal(t, read+2, b.Stats().Discovers, "again once RefreshInterval has passed")
 }
