@@ -3,6 +3,7 @@ package mcpgo
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -151,6 +152,13 @@ func (h *Handler) serveSDK(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)
 		_, _ = w.Write(jsonrpc.ErrorResponse(m.ID, spec.UnsupportedVersionError(h.versions, v)))
+		return
+	}
+	if m, parsed := streamhttp.FrontMessage(r); parsed && (!m.HasID || survives(json.RawMessage(m.ID.Raw()))) {
+		// The front parsed the body: a notification, or a request mcp-go
+		// answers with the client's id token, is passed on as read, without
+		// copying or decoding the body again.
+		h.sdk.ServeHTTP(w, r)
 		return
 	}
 	body, err := io.ReadAll(r.Body) // in memory already: the front read it
