@@ -12,7 +12,8 @@ import (
 )
 
 // idTokens are ids mcp-go, which decodes ids as float64 or string, would
-// not answer with as sent (the first two) and ids it would.
+// not answer with as sent (9007199254740993, "\u0037" and "a<b") and ids it
+// would.
 var idTokens = []string{`9007199254740993`, `"\u0037"`, `-0`, `"a<b"`, `"7"`, `7`, `-12`}
 
 // TestHTTPKeepsIDs: every answer carries the client's id token exactly,
