@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -32,6 +33,10 @@ import (
 )
 
 const todoURI = "note://todo"
+
+// maxNotes is how many notes note://todo keeps (the newest): what clients
+// add, and what each read of it costs, stays bounded.
+const maxNotes = 100
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8080", "address to listen on (a loopback one: see streamhttp.Options.AllowedHosts otherwise)")
@@ -97,10 +102,13 @@ func newHandler() (*gosdk.Handler, error) {
 	type addIn struct {
 		Text string `json:"text" jsonschema:"the note to add"`
 	}
-	mcp.AddTool(server, &mcp.Tool{Name: "add_note", Description: "Adds a line to note://todo"},
+	mcp.AddTool(server, &mcp.Tool{Name: "add_note", Description: "Adds a line to note://todo (which keeps the last 100)"},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in addIn) (*mcp.CallToolResult, any, error) {
 			mu.Lock()
 			notes = append(notes, in.Text)
+			if len(notes) > maxNotes {
+				notes = slices.Delete(notes, 0, len(notes)-maxNotes)
+			}
 			mu.Unlock()
 			// One call: every listen watching the note, and every older
 			// client subscribed to it, is told once.
