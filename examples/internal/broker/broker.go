@@ -12,7 +12,7 @@
 //	defer leave()
 //
 // Join then joins the hub to the broker as its relay: every change
-// published on the hub, by the go-sdk adapter or the server's code,
+// published on the hub, by the SDK adapter (gosdk, mcpgo) or the server's code,
 // reaches the listens held by every instance, and theirs reach this one.
 // It logs the bridge's connection changes, drops and resyncs (and, at
 // Debug, each event), records its metrics when m is not nil

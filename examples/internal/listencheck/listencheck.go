@@ -38,7 +38,9 @@ func NewRequest(t testing.TB, ctx context.Context, url, method, body string) *ht
 }
 
 // Messages reads the JSON messages of an SSE stream onto a channel, which
-// is closed when the stream ends.
+// is closed when the stream ends. Its goroutine ends then too, unless more
+// than 64 messages were left unread: read the channel to its end, or read
+// streams that carry only a few messages (as these tests do).
 func Messages(body io.Reader) <-chan map[string]any {
 	out := make(chan map[string]any, 64)
 	go func() {
