@@ -15,6 +15,8 @@ import (
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/mcplisten/listen/examples/internal/listencheck"
 )
 
 // startInstance runs the built example with args on a free loopback port
@@ -81,7 +83,7 @@ func TestTwoInstancesAsOne(t *testing.T) {
 	resp := post(t, ctx, b, "subscriptions/listen", `{"jsonrpc":"2.0","id":"on-B","method":"subscriptions/listen","params":{`+withMeta("{}")+`,"notifications":{"toolsListChanged":true,"resourceSubscriptions":["`+uri+`"]}}}`, nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	defer resp.Body.Close()
-	msgs := sseMessages(resp.Body)
+	msgs := listencheck.Messages(resp.Body)
 	next := func() map[string]any {
 		select {
 		case m := <-msgs:

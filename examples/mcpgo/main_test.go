@@ -83,9 +83,6 @@ func callTool(t *testing.T, url, name, args, caps string, header map[string]stri
 	return resp.StatusCode, m
 }
 
-// sseMessages reads the messages of an SSE stream onto a channel.
-func sseMessages(body io.Reader) <-chan map[string]any { return listencheck.Messages(body) }
-
 // Each listen stream gets exactly what it asked for, in order, and nothing
 // else; the trigger tools change the mcp-go server only, and its own
 // broadcasts reach the streams.

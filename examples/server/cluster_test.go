@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen/cluster"
+	"github.com/mcplisten/listen/examples/internal/listencheck"
 	"github.com/mcplisten/listen/natsbridge"
 	"github.com/mcplisten/listen/redisbridge"
 	"github.com/mcplisten/listen/redisbridge/redistest"
@@ -117,7 +118,7 @@ func listenOn(t *testing.T, ctx context.Context, p *proc, id, filter string) <-c
 		`{"jsonrpc":"2.0","id":"`+id+`","method":"subscriptions/listen","params":{`+meta+`,"notifications":`+filter+`}}`)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	t.Cleanup(func() { resp.Body.Close() })
-	msgs := sseMessages(resp.Body)
+	msgs := listencheck.Messages(resp.Body)
 	ack := <-msgs
 	require.Equal(t, "notifications/subscriptions/acknowledged", ack["method"])
 	return msgs

@@ -60,9 +60,6 @@ func post(t *testing.T, ctx context.Context, url, method, body string) *http.Res
 	return resp
 }
 
-// sseMessages reads the messages of an SSE stream onto a channel.
-func sseMessages(body io.Reader) <-chan map[string]any { return listencheck.Messages(body) }
-
 func callTool(t *testing.T, url, name, args string) {
 	t.Helper()
 	resp := post(t, t.Context(), url, "tools/call", `{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{`+meta+`,"name":"`+name+`","arguments":`+args+`}}`)

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen/examples/internal/command"
+	"github.com/mcplisten/listen/examples/internal/listencheck"
 )
 
 // scrape reads /metrics and returns every sample of the listen instruments
@@ -92,7 +93,7 @@ func TestMetricsScrape(t *testing.T) {
 		`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{`+meta+`,"notifications":{"toolsListChanged":true}}}`)
 	defer resp.Body.Close()
 	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
-	msgs := sseMessages(resp.Body)
+	msgs := listencheck.Messages(resp.Body)
 	require.Equal(t, "notifications/subscriptions/acknowledged", (<-msgs)["method"])
 	want["mcp_listen_streams_open{"+tr+"}"] = 1
 	want["mcp_listen_streams_opened_total{"+tr+"}"] = 1
