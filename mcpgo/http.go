@@ -39,6 +39,12 @@ type HandlerOptions struct {
 	// server.WithDisableLocalhostProtection(true): the endpoint's Host rule
 	// is HTTP's (AllowedHosts, or the same loopback rule), applied to every
 	// request before mcp-go sees it.
+	//
+	// mcp-go's default session id manager keeps every session id it issued,
+	// ended ones too, for the life of the StreamableHTTPServer: each
+	// initialize an older client sends adds one, which no bound of HTTP
+	// covers. Where clients are not trusted, bound it with a manager of your
+	// own (server.WithSessionIdManager) and server.WithSessionIdleTTL.
 	SDK []server.StreamableHTTPOption
 	// MaxBodyBytes bounds the body of every request of the endpoint but
 	// listens, which HTTP.MaxBodyBytes bounds
