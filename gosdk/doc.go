@@ -76,6 +76,8 @@
 // stateful sessions (initialize, Mcp-Session-Id, the GET stream and its
 // notifications, DELETE), and 2026-07-28 requests statelessly, on the same
 // *mcp.Server: nothing to configure. SDK.Stateless serves stateless only.
+// MaxSessions (DefaultMaxSessions) bounds the sessions open at once;
+// SDK.SessionTimeout closes those of clients that went away.
 //
 // # Delays, and the go-sdk's debounce
 //

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -49,18 +50,32 @@ type HandlerOptions struct {
 	// statelessly (clients of earlier versions then have no session).
 	// With Stateless false, each initialize makes a go-sdk session (its
 	// state and its goroutine) that lives until DELETE, Shutdown or, if set,
-	// SessionTimeout idle (the go-sdk's default, zero, never closes it): set
-	// SessionTimeout on an endpoint that untrusted clients reach.
+	// SessionTimeout idle (the go-sdk's default, zero, never closes it):
+	// MaxSessions bounds how many are open at once, and SessionTimeout
+	// frees those of clients that went away.
 	// MaxRequestBodyBytes bounds the body of every request of the endpoint
 	// but listens (streamhttp.FrontOptions.MaxBodyBytes): zero means
 	// streamhttp.DefaultFrontMaxBodyBytes (512 KiB, not the go-sdk's 4 MiB);
 	// negative (unbounded) is an error.
 	SDK *mcp.StreamableHTTPOptions
+	// MaxSessions bounds the go-sdk sessions (those with a session id: the
+	// clients of earlier versions, see SDK) open at once: an initialize
+	// that would open one more is answered 503 with Retry-After and the
+	// JSON-RPC error -32603 MsgTooManySessions, and nothing reaches the
+	// go-sdk. Zero means DefaultMaxSessions; negative means no bound.
+	MaxSessions int
 	// WrapSource, if set, wraps the Bridge's source before the listen
 	// handler serves it (an instrumented source, such as the otel module's
 	// Metrics.Source).
 	WrapSource func(listen.Source) listen.Source
 }
+
+// DefaultMaxSessions is the default of HandlerOptions.MaxSessions.
+const DefaultMaxSessions = 10000
+
+// MsgTooManySessions is the message of the error that refuses an
+// initialize once HandlerOptions.MaxSessions go-sdk sessions are open.
+const MsgTooManySessions = "Server busy: too many sessions"
 
 // Handler serves one MCP Streamable HTTP endpoint for a go-sdk server:
 // subscriptions/listen with this library (streamhttp, from the Bridge's
@@ -90,6 +105,9 @@ type Handler struct {
 	stateless, stateful http.Handler
 	server              *mcp.Server
 	versions            []string
+	// maxSessions is HandlerOptions.MaxSessions resolved (negative: none).
+	maxSessions int
+	count       sessionCount
 }
 
 // NewHandler returns the Handler for server: one call adds
@@ -139,7 +157,10 @@ func NewHandler(server *mcp.Server, opts HandlerOptions) (*Handler, error) {
 		_ = b.Close()
 		return nil, err
 	}
-	h := &Handler{bridge: b, listen: lh, server: server, versions: b.Versions()}
+	h := &Handler{bridge: b, listen: lh, server: server, versions: b.Versions(), maxSessions: opts.MaxSessions}
+	if h.maxSessions == 0 {
+		h.maxSessions = DefaultMaxSessions
+	}
 	getServer := func(*http.Request) *mcp.Server { return server }
 	stateless := sdkOpts
 	stateless.Stateless = true
@@ -187,7 +208,54 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) {
 		h.stateless.ServeHTTP(w, r)
 		return
 	}
+	if h.maxSessions >= 0 && r.Method == http.MethodPost && r.Header.Get(headerSessionID) == "" {
+		if m, _ := streamhttp.FrontMessage(r); m.Method == methodInitialize && !h.admitSession() {
+			w.Header().Set("Retry-After", "1")
+			writeError(w, http.StatusServiceUnavailable, m.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, MsgTooManySessions))
+			return
+		}
+	}
 	h.stateful.ServeHTTP(w, r)
+}
+
+const (
+	headerSessionID  = "Mcp-Session-Id"
+	methodInitialize = "initialize"
+)
+
+// recountEvery is how often admitSession counts the go-sdk's sessions
+// again (Server.Sessions copies the list of them); tests shorten it.
+var recountEvery = time.Second
+
+// sessionCount is the Handler's count of the go-sdk sessions with an id.
+type sessionCount struct {
+	mu sync.Mutex
+	n  int
+	at time.Time // when n was last counted
+}
+
+// admitSession reports whether an initialize may open a session, and
+// counts it. The sessions are counted again at most once per
+// recountEvery, so an initialize costs O(1) between counts; in between,
+// every admitted initialize counts as a session (a failed one until the
+// next count) and a closed session still counts until then.
+func (h *Handler) admitSession() bool {
+	c := &h.count
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if now := time.Now(); c.at.IsZero() || now.Sub(c.at) >= recountEvery {
+		c.n, c.at = 0, now
+		for ss := range h.server.Sessions() {
+			if ss.ID() != "" {
+				c.n++
+			}
+		}
+	}
+	if c.n >= h.maxSessions {
+		return false
+	}
+	c.n++
+	return true
 }
 
 // namesVersion reports whether r's body, as the front parsed it, names a
