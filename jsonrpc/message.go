@@ -46,12 +46,9 @@ func ParseMessage(data []byte) (Message, error) {
 	var values [len(envelope)][]byte
 	unique := true
 	isObject := jsonobj.Each(data, func(m jsonobj.Member) bool {
-		for i, name := range envelope {
-			if m.Is(name) {
-				unique = values[i] == nil
-				values[i] = m.Value
-				break
-			}
+		if i := m.Which(envelope[:]...); i >= 0 {
+			unique = values[i] == nil
+			values[i] = m.Value
 		}
 		return unique
 	})

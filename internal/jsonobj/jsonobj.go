@@ -29,16 +29,43 @@ type Member struct {
 
 // Is reports whether the member's name is name exactly, once its escapes
 // are decoded ("\u006dethod" is "method"; "Method" is not).
-func (m Member) Is(name string) bool {
+func (m Member) Is(name string) bool { return m.Which(name) == 0 }
+
+// Which returns the index of the first of names that the member's name is
+// (see Is), or -1. It decodes the name once, and not at all when its token
+// is too long to spell any of names (an escape spells at least one byte in
+// at most six), so that a client's long or escaped names cost no more than
+// one scan.
+func (m Member) Which(names ...string) int {
 	tok := m.Name
 	if len(tok) < 2 {
-		return false
+		return -1
+	}
+	longest := 0
+	for _, name := range names {
+		longest = max(longest, len(name))
+	}
+	if len(tok)-2 > 6*longest {
+		return -1
 	}
 	if plain(tok) {
-		return string(tok[1:len(tok)-1]) == name
+		for i, name := range names {
+			if string(tok[1:len(tok)-1]) == name {
+				return i
+			}
+		}
+		return -1
 	}
 	var s string
-	return json.Unmarshal(tok, &s) == nil && s == name
+	if json.Unmarshal(tok, &s) != nil {
+		return -1
+	}
+	for i, name := range names {
+		if s == name {
+			return i
+		}
+	}
+	return -1
 }
 
 // plain reports whether the string token tok decodes to the bytes between
@@ -104,14 +131,11 @@ func Find(ms []Member, name string) []byte {
 func Lookup(ms []Member, names ...string) (values [][]byte, ok bool) {
 	values = make([][]byte, len(names))
 	for _, m := range ms {
-		for i, name := range names {
-			if m.Is(name) {
-				if values[i] != nil {
-					return values, false
-				}
-				values[i] = m.Value
-				break
+		if i := m.Which(names...); i >= 0 {
+			if values[i] != nil {
+				return values, false
 			}
+			values[i] = m.Value
 		}
 	}
 	return values, true

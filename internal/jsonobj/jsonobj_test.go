@@ -3,6 +3,7 @@ package jsonobj_test
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -68,10 +69,36 @@ func TestIs(t *testing.T) {
 		{`"method "`, "method", false},
 		{`"meth\od"`, "method", false}, // not valid JSON: never a name
 		{`""`, "", true},
-		{"\"\xff\"", "\uFFFD", true}, // invalid UTF-8 decodes to U+FFFD
+		{"\"\xff\"", "\uFFFD", true},   // invalid UTF-8 decodes to U+FFFD
+		{`"\u0069\u0064"`, "id", true}, // 12 bytes spell 2: the longest a name of 2 may be
+		{`"\u0069\u0064\u0020"`, "id", false},
 	} {
 		assert.Equal(t, tt.is, jsonobj.Member{Name: []byte(tt.tok)}.Is(tt.name), tt.tok)
 	}
+}
+
+// Which finds the first name the member's is, decoding it once and not at
+// all when its token is longer than any of the names could be spelled in.
+func TestWhich(t *testing.T) {
+	names := []string{"jsonrpc", "id", "method"}
+	for _, tt := range []struct {
+		tok  string
+		want int
+	}{
+		{`"method"`, 2},
+		{`"\u0069d"`, 1},
+		{`"ID"`, -1},
+		{`"` + strings.Repeat(`\u0061`, 7) + `"`, -1},    // 42 bytes could spell 7: decoded, not one of them
+		{`"` + strings.Repeat(`\u0061`, 1000) + `"`, -1}, // too long to spell 7 bytes: not decoded
+		{`"` + strings.Repeat("a", 43) + `"`, -1},
+	} {
+		assert.Equal(t, tt.want, jsonobj.Member{Name: []byte(tt.tok)}.Which(names...), tt.tok)
+	}
+	assert.Equal(t, -1, jsonobj.Member{Name: []byte(`"a"`)}.Which())
+	long := jsonobj.Member{Name: []byte(`"` + strings.Repeat(`\u0061`, 1000) + `"`)}
+	assert.Zero(t, testing.AllocsPerRun(10, func() { long.Which(names...) }), "a name too long to match is not decoded")
+	plain := jsonobj.Member{Name: []byte(`"method"`)}
+	assert.Zero(t, testing.AllocsPerRun(10, func() { plain.Which(names...) }))
 }
 
 func TestElements(t *testing.T) {
