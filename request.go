@@ -171,12 +171,15 @@ func ParseParams(params json.RawMessage, req *Request) error {
 	rawMeta, rawNotif := jsonobj.Find(top, "_meta"), jsonobj.Find(top, "notifications")
 	metaMembers, _ := jsonobj.Members(rawMeta)
 	notifMembers, _ := jsonobj.Members(rawNotif)
-	if !jsonobj.Unique(top) || !jsonobj.Unique(metaMembers) || !jsonobj.Unique(notifMembers) {
+	meta, isObject := values["_meta"].(map[string]any)
+	notif, _ := values["notifications"].(map[string]any)
+	// A decoded object keeps one member per name (the last): it has fewer
+	// than the raw text exactly when a name is repeated.
+	if len(values) != len(top) || len(meta) != len(metaMembers) || len(notif) != len(notifMembers) {
 		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgParamsDuplicate)
 	}
 	// No name is repeated: the decoded members are those of the raw text.
-	meta, _ := values["_meta"].(map[string]any)
-	if len(rawMeta) == 0 || rawMeta[0] != '{' {
+	if !isObject {
 		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgMetaObject)
 	}
 	pv, ok := meta[spec.MetaProtocolVersion].(string)
@@ -187,7 +190,6 @@ func ParseParams(params json.RawMessage, req *Request) error {
 	if !ok {
 		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgMetaCapabilities)
 	}
-	notif, _ := values["notifications"].(map[string]any)
 	if err := validateNotifications(Filter(notif)); err != nil {
 		return err
 	}

@@ -166,48 +166,6 @@ func Elements(arr []byte, fn func(elem []byte) bool) bool {
 	return true
 }
 
-// Unique reports whether no name appears twice in ms (names compared once
-// decoded).
-func Unique(ms []Member) bool {
-	if len(ms) <= 8 {
-		for i := range ms {
-			for j := range i {
-				if sameName(ms[i].Name, ms[j].Name) {
-					return false
-				}
-			}
-		}
-		return true
-	}
-	seen := make(map[string]struct{}, len(ms))
-	for _, m := range ms {
-		name := decodeName(m.Name)
-		if _, dup := seen[name]; dup {
-			return false
-		}
-		seen[name] = struct{}{}
-	}
-	return true
-}
-
-// sameName reports whether two name tokens decode alike.
-func sameName(a, b []byte) bool {
-	if plain(a) && plain(b) {
-		return bytes.Equal(a, b)
-	}
-	return decodeName(a) == decodeName(b)
-}
-
-// decodeName returns a name token's text, decoded when it holds escapes.
-func decodeName(tok []byte) string {
-	if len(tok) >= 2 && plain(tok) {
-		return string(tok[1 : len(tok)-1])
-	}
-	var s string
-	_ = json.Unmarshal(tok, &s)
-	return s
-}
-
 // ExactStrings reports whether every JSON string in text, the JSON text
 // of a value, decodes to exactly the text it spells (see ExactString).
 // It is a quick check: false may also mean that text needs a closer look
