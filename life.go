@@ -15,8 +15,9 @@ import (
 // subscription for the clock, one per Access for the re-checks).
 
 // life is a subscription's part in all that. A subscription has one when
-// it has a lifetime, an expiry or an Access; its fields after Open are
-// guarded by mu where they change.
+// it has a lifetime, an expiry, an Access or scopes. Its fields do not
+// change after Open but p and slot, which the Access's mu guards, and the
+// delivery cache dc, which has its own.
 type life struct {
 	s *Subscription
 	// scopes are Request.Scopes: the scoped events the stream receives.
