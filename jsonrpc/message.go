@@ -69,37 +69,14 @@ func ParseMessage(data []byte) (Message, error) {
 		}
 		m.ID = v
 	}
-	if decodeString(version) != "2.0" {
+	if v, _ := jsonobj.String(version); v != "2.0" {
 		return m, NewError(CodeInvalidRequest, `Invalid request: jsonrpc must be "2.0"`)
 	}
-	if m.Method = decodeString(method); m.Method == "" {
+	if m.Method, _ = jsonobj.String(method); m.Method == "" {
 		return m, NewError(CodeInvalidRequest, "Invalid request: method must be a non-empty string")
 	}
 	if params != nil {
 		m.Params = bytes.Clone(params) // the caller may reuse data
 	}
 	return m, nil
-}
-
-// decodeString returns the text of a JSON string token, or "" for anything
-// else. A token of plain ASCII without escapes is used as it is.
-func decodeString(tok []byte) string {
-	if len(tok) < 2 || tok[0] != '"' {
-		return ""
-	}
-	plain := true
-	for _, c := range tok[1 : len(tok)-1] {
-		if c == '\\' || c >= 0x80 {
-			plain = false
-			break
-		}
-	}
-	if plain {
-		return string(tok[1 : len(tok)-1])
-	}
-	var s string
-	if json.Unmarshal(tok, &s) != nil {
-		return ""
-	}
-	return s
 }

@@ -139,7 +139,30 @@ func (d *decoder) string() (string, bool) {
 		return "", false
 	}
 	start := d.i
-	i := start + 1
+	if i := plainRun(b, start+1); i < len(b) && b[i] == '"' { // no escape, nothing but ASCII
+		d.i = i + 1
+		return string(b[start+1 : i]), true
+	}
+	d.i = skipString(b, d.i)
+	return unquote(b[start:d.i])
+}
+
+// String returns the text of the JSON string token tok, decoded as
+// encoding/json decodes it, or false if tok is not one. A token without
+// escapes or non-ASCII bytes is copied as it is.
+func String(tok []byte) (string, bool) {
+	if len(tok) < 2 || tok[0] != '"' {
+		return "", false
+	}
+	if i := plainRun(tok, 1); i == len(tok)-1 && tok[i] == '"' {
+		return string(tok[1:i]), true
+	}
+	return unquote(tok)
+}
+
+// plainRun returns the index of the first byte from b[i] on that is not
+// plain ASCII (plainASCII), or len(b).
+func plainRun(b []byte, i int) int {
 	for i+8 <= len(b) && plainASCII[b[i]] && plainASCII[b[i+1]] && plainASCII[b[i+2]] && plainASCII[b[i+3]] &&
 		plainASCII[b[i+4]] && plainASCII[b[i+5]] && plainASCII[b[i+6]] && plainASCII[b[i+7]] {
 		i += 8
@@ -147,12 +170,12 @@ func (d *decoder) string() (string, bool) {
 	for i < len(b) && plainASCII[b[i]] {
 		i++
 	}
-	if i < len(b) && b[i] == '"' { // no escape, nothing but ASCII
-		d.i = i + 1
-		return string(b[start+1 : i]), true
-	}
-	d.i = skipString(b, d.i)
-	tok := b[start:d.i]
+	return i
+}
+
+// unquote decodes the string token tok with encoding/json, so that
+// escapes, lone surrogates and invalid UTF-8 read exactly as there.
+func unquote(tok []byte) (string, bool) {
 	if len(tok) < 2 {
 		return "", false
 	}
