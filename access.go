@@ -216,8 +216,7 @@ func (a *Access) streams() []*life {
 }
 
 // recheck re-checks the principals only selects (all: nil; it runs under
-// the lock) and returns how many streams it ended. A round allocates its lists once, not per
-// principal: at 10,000 principals a round must not feed the collector.
+// the lock) and returns how many streams it ended.
 func (a *Access) recheck(ctx context.Context, only func(*principal) bool) int {
 	// One pass under the lock copies the principals and their streams;
 	// the calls out (Check, CanRead) run after it.
