@@ -5,9 +5,10 @@
 // Method) and keeps the last of repeated names, so two parsers could read
 // one message two ways.
 //
-// Every function but Valid takes valid JSON (check it with Valid first): on
-// anything else their results are unspecified, but they never panic and
-// never read out of bounds.
+// Every function but Valid, Decode and String takes valid JSON (check it
+// with Valid first): on anything else their results are unspecified, but
+// they never panic and never read out of bounds. Those three check what
+// they read.
 package jsonobj
 
 import (
