@@ -77,11 +77,17 @@ func (p *Proxy) serve(ln net.Listener) {
 	}()
 }
 
+// pipe copies src to dst until either ends, then closes both and forgets
+// them, so that a test making many connections does not keep them all.
 func (p *Proxy) pipe(dst, src net.Conn) {
 	defer p.wg.Done()
 	_, _ = io.Copy(dst, src)
 	dst.Close()
 	src.Close()
+	p.mu.Lock()
+	delete(p.conns, dst)
+	delete(p.conns, src)
+	p.mu.Unlock()
 }
 
 // Cut closes the listener and every proxied connection.

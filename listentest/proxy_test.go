@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -65,4 +66,33 @@ func TestProxyCutAndRestore(t *testing.T) {
 	got, err = echo()
 	require.NoError(t, err)
 	assert.Equal(t, "hi\n", got)
+}
+
+// A connection that ends by itself is forgotten: the proxy keeps only the
+// connections still open.
+func TestProxyForgetsEndedConnections(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	done := make(chan struct{})
+	go func() { // closes each connection at once; ends when ln is closed
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); <-done })
+
+	p := listentest.NewProxy(t, ln.Addr().String())
+	for range 20 {
+		c, err := net.Dial("tcp", p.Addr())
+		require.NoError(t, err)
+		_, err = c.Read(make([]byte, 1))
+		assert.Error(t, err, "the upstream closed it")
+		c.Close()
+	}
+	require.Eventually(t, func() bool { return listentest.ProxyConns(p) == 0 }, 5*time.Second, time.Millisecond)
 }
