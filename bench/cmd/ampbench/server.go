@@ -130,13 +130,16 @@ func serve(cfg serverConfig) error {
 		return err
 	}
 	defer os.Remove(sock)
+	// The three Serve goroutines end when srv.Close below closes their
+	// listeners.
 	go func() { _ = srv.Serve(bufListener{tcp, cfg.sendBuffer}) }()
 	go func() {
 		_ = srv.Serve(tls.NewListener(tl, &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"}}))
 	}()
 	go func() { _ = srv.Serve(bufListener{ul, cfg.sendBuffer}) }()
 	fmt.Printf("%s %s %s\n", tcp.Addr(), tl.Addr(), sock)
-	_, _ = io.Copy(io.Discard, os.Stdin)
+	_, _ = io.Copy(io.Discard, os.Stdin) // until the benchmark closes our standard input
+	_ = srv.Close()                      // the process ends next: what is still open is dropped
 	return nil
 }
 
