@@ -67,7 +67,7 @@ func run(ctx context.Context, args []string, log io.Writer) error {
 	skipFanout := fs.Bool("skip-fanout", false, "measure the delay only")
 	outDir := fs.String("out-dir", "bench/results", "directory for mcpgo.md (relative: to the repository root)")
 	repo := fs.String("repo", "", "repository root (default: found from the working directory)")
-	if err := fs.Parse(args); err != nil {
+	if _, err := harness.ParseArgs(fs, args); err != nil {
 		return err
 	}
 	if *n < 1 || *runs < 1 || *triggers < 1 || *changes < 2 {

@@ -48,3 +48,12 @@ func TestSmall(t *testing.T) {
 		t.Errorf("the run reported problems:\n%s", md)
 	}
 }
+
+// A positional argument is refused before anything runs.
+func TestPositionalArgumentRefused(t *testing.T) {
+	var log bytes.Buffer
+	err := run(context.Background(), []string{"-runs", "1", "10000"}, &log)
+	if err == nil || !strings.Contains(err.Error(), "unexpected arguments") {
+		t.Fatalf("run with a positional argument: %v, want unexpected arguments", err)
+	}
+}
