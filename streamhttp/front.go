@@ -43,11 +43,13 @@ const DefaultFrontMaxBodyBytes = 512 << 10
 //     (-32600 "Request body too large"), not received within ReadTimeout 408
 //     (-32600 "Request timeout: the request body was not received in time";
 //     on HTTP/1.x the connection is then closed), unreadable 400. The read
-//     deadline is set before the body is read and cleared once it has been
-//     read; a request without a body (a GET or DELETE) gets none, so
-//     neither a long-lived GET stream nor a long tool call is ever cut by
-//     it. other then reads the same bytes from the request's Body, and
-//     FrontMessage gives it the message already parsed.
+//     deadline is set before the check (so that on HTTP/1.x it also bounds
+//     net/http's discarding of the body of a request the check refuses)
+//     and cleared once the body has been read; a request without a body (a
+//     GET or DELETE) gets none, so neither a long-lived GET stream nor a
+//     long tool call is ever cut by it. other then reads the same bytes
+//     from the request's Body, and FrontMessage gives it the message
+//     already parsed.
 //
 // Refusals are reported to the *Handler's OnError. FrontWith chooses
 // another check, or none, and other limits.
@@ -129,20 +131,25 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.listen.ServeHTTP(w, r)
 		return
 	}
+	// A request without a body gets no read deadline, which would otherwise
+	// cut a long-lived GET stream. One with a body gets it before the check,
+	// so that it also bounds, on HTTP/1.x, net/http's discarding of the
+	// unread body of a request the check refuses.
+	hasBody := r.Body != nil && r.Body != http.NoBody
+	rc := http.NewResponseController(w)
+	if hasBody {
+		_ = rc.SetReadDeadline(time.Now().Add(f.readTimeout))
+	}
 	if f.check != nil {
 		if err := f.check(r); err != nil {
 			refuse(http.StatusForbidden, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, MsgForbidden).WithCause(err)).write(f.h, w, r)
 			return
 		}
 	}
-	if r.Body == nil || r.Body == http.NoBody {
-		// Nothing to read: no read deadline, which would otherwise cut a
-		// long-lived GET stream.
+	if !hasBody {
 		f.other.ServeHTTP(w, r)
 		return
 	}
-	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Now().Add(f.readTimeout))
 	body, refused := readBody(w, r, f.maxBody)
 	if refused != nil {
 		refused.write(f.h, w, r)

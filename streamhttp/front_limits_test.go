@@ -197,18 +197,29 @@ func newPipeFront(t *testing.T, f http.Handler, h2 bool) (*listentest.PipeListen
 // ReadTimeout with 408 and the listen path's message, over HTTP/1.1 and
 // HTTP/2, and never reaches the other handler; on HTTP/1.1 the connection
 // is closed. Before, such bodies were held as long as their clients kept
-// them open.
+// them open. A request the origin check refuses is answered 403 at once on
+// HTTP/2; on HTTP/1.1 net/http first discards its unread body, within the
+// same deadline (before, the deadline was set after the check, and a slow
+// body held the connection until its last byte, 46 s here, or until
+// net/http's 256 KiB discard limit: 72 h at a byte a second).
 func TestFrontReadTimeout(t *testing.T) {
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
 	tests := []struct {
 		name     string
+		origin   string
 		length   int64
 		n        int
 		interval time.Duration
+		status   int
+		message  string
 	}{
-		{"one byte short", int64(len(body)), len(body) - 1, 0},
-		{"one byte per second", int64(len(body)), len(body), time.Second},
-		{"endless body of unknown length", -1, -1, time.Second},
+		{"one byte short", "", int64(len(body)), len(body) - 1, 0, http.StatusRequestTimeout, streamhttp.MsgBodyTimeout},
+		{"one byte per second", "", int64(len(body)), len(body), time.Second, http.StatusRequestTimeout, streamhttp.MsgBodyTimeout},
+		{"endless body of unknown length", "", -1, -1, time.Second, http.StatusRequestTimeout, streamhttp.MsgBodyTimeout},
+		{"refused by the origin check, slow body", "https://evil.example", int64(len(body)), len(body), time.Second,
+			http.StatusForbidden, streamhttp.MsgForbidden},
+		{"refused by the origin check, endless body", "https://evil.example", -1, -1, time.Second,
+			http.StatusForbidden, streamhttp.MsgForbidden},
 	}
 	for _, proto := range []string{"HTTP/1.1", "HTTP/2"} {
 		for _, tt := range tests {
@@ -220,6 +231,9 @@ func TestFrontReadTimeout(t *testing.T) {
 					stop := make(chan struct{})
 					ab := &attackBody{b: body, n: tt.n, interval: tt.interval, stop: stop}
 					hdr := http.Header{"Content-Type": {"application/json"}, "Mcp-Method": {"tools/list"}}
+					if tt.origin != "" {
+						hdr.Set("Origin", tt.origin)
+					}
 					start := time.Now()
 					var resp *http.Response
 					if proto == "HTTP/2" {
@@ -241,13 +255,17 @@ func TestFrontReadTimeout(t *testing.T) {
 							assert.ErrorIs(t, err, io.EOF, "the connection is closed")
 						}()
 					}
-					assert.Equal(t, streamhttp.DefaultReadTimeout, time.Since(start), "cut at the read deadline")
-					assert.Equal(t, http.StatusRequestTimeout, resp.StatusCode)
+					if proto == "HTTP/2" && tt.status != http.StatusRequestTimeout {
+						assert.Zero(t, time.Since(start), "refused before its body was read: answered at once")
+					} else {
+						assert.Equal(t, streamhttp.DefaultReadTimeout, time.Since(start), "cut at the read deadline")
+					}
+					assert.Equal(t, tt.status, resp.StatusCode)
 					b := readError(t, resp)
 					close(stop)
 					resp.Body.Close()
 					assert.Equal(t, jsonrpc.CodeInvalidRequest, b.Error.Code)
-					assert.Equal(t, streamhttp.MsgBodyTimeout, b.Error.Message)
+					assert.Equal(t, tt.message, b.Error.Message)
 					assert.Empty(t, other)
 					stopServer()
 					synctest.Wait()
