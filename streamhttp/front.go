@@ -157,14 +157,39 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	_ = rc.SetReadDeadline(time.Time{})
 	m, parsed := parseFront(body)
-	r = r.WithContext(context.WithValue(r.Context(), frontKey{}, &frontRead{msg: m, ok: parsed}))
-	r.Body = io.NopCloser(bytes.NewReader(body))
 	if r.Method == http.MethodPost && isListenBody(body, m, parsed) {
+		// Without FrontMessage: a stream keeps its request's context values
+		// for its whole life (see newStream), and would keep the message's
+		// params with them.
+		r = r.WithContext(r.Context())
+		r.Body = &frontBody{b: body}
 		f.listen.ServeHTTP(w, r)
 		return
 	}
+	r = r.WithContext(context.WithValue(r.Context(), frontKey{}, &frontRead{msg: m, ok: parsed}))
+	r.Body = &frontBody{b: body}
 	f.other.ServeHTTP(w, r)
 }
+
+// frontBody is the Body of a request whose body Front has read: the same
+// bytes, let go of once read to the end, so that a handler that keeps the
+// request for a whole stream (a listen served inside net/http) does not keep
+// its body too.
+type frontBody struct{ b []byte }
+
+func (fb *frontBody) Read(p []byte) (int, error) {
+	if len(fb.b) == 0 {
+		fb.b = nil
+		return 0, io.EOF
+	}
+	n := copy(p, fb.b)
+	if fb.b = fb.b[n:]; len(fb.b) == 0 {
+		fb.b = nil
+	}
+	return n, nil
+}
+
+func (fb *frontBody) Close() error { return nil }
 
 // frontKey is the context key of a request's frontRead.
 type frontKey struct{}
@@ -176,10 +201,11 @@ type frontRead struct {
 }
 
 // FrontMessage returns the JSON-RPC message of r's body as Front parsed it
-// (with the library's parser: jsonrpc.ParseMessage), for a handler behind
-// Front; ok is false if Front did not read r's body (a request without a
-// body, or not served by Front) or its body is not a single valid JSON-RPC
-// request or notification (a batch, malformed JSON, a response).
+// (with the library's parser: jsonrpc.ParseMessage), for the other handler
+// behind Front; ok is false if Front did not read r's body (a request
+// without a body, a listen, or a request not served by Front) or its body is
+// not a single valid JSON-RPC request or notification (a batch, malformed
+// JSON, a response).
 func FrontMessage(r *http.Request) (m jsonrpc.Message, ok bool) {
 	fr, _ := r.Context().Value(frontKey{}).(*frontRead)
 	if fr == nil {

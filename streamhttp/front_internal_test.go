@@ -1,0 +1,69 @@
+package streamhttp
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"testing"
+	"weak"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/listentest"
+)
+
+// A listen that Front routes by its body is served without what Front read
+// of it: once its stream is open, neither the body (the request's Body,
+// which a stream served inside net/http keeps with its request) nor the
+// parsed message (FrontMessage's, which the stream's context would keep)
+// is reachable. Before, every such stream kept both, twice its body, for
+// its whole life.
+func TestFrontListenKeepsNoBody(t *testing.T) {
+	src := listentest.NewSource()
+	inContext := make(chan bool, 1)
+	src.BeforeOpen = func(ctx context.Context, _ *listen.Request) error {
+		inContext <- ctx.Value(frontKey{}) != nil
+		return nil
+	}
+	h, err := New(src, Options{NoTakeover: true, MaxBodyBytes: 4 << 20,
+		Listen: listen.Options{Capabilities: listen.Capabilities{ToolsListChanged: true}}})
+	require.NoError(t, err)
+	var body weak.Pointer[byte]
+	f := FrontWith(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fb, ok := r.Body.(*frontBody)
+		if assert.True(t, ok, "the body Front read") {
+			body = weak.Make(&fb.b[0])
+		}
+		h.ServeHTTP(w, r)
+	}), nil, FrontOptions{MaxBodyBytes: 4 << 20})
+	ts := httptest.NewServer(f)
+	defer ts.Close()
+
+	pad := strings.Repeat("x", 1900_000)
+	msg := `{"jsonrpc":"2.0","id":"big","method":"subscriptions/listen","params":{"pad":"` + pad + `",` +
+		`"notifications":{"toolsListChanged":true},` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	resp, err := http.Post(ts.URL, "application/json", strings.NewReader(msg)) // no Mcp-Method: routed by its body
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	rd := bufio.NewReader(resp.Body)
+	for { // the acknowledgement: the stream is open
+		line, err := rd.ReadString('\n')
+		require.NoError(t, err)
+		if line == "\n" {
+			break
+		}
+	}
+	assert.False(t, <-inContext, "the stream's context holds Front's parsed message")
+	for i := 0; i < 10 && body.Value() != nil; i++ {
+		runtime.GC()
+	}
+	assert.Nil(t, body.Value(), "the body Front read is still reachable")
+	require.NoError(t, h.Shutdown(context.Background()))
+}
