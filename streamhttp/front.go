@@ -3,12 +3,12 @@ package streamhttp
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"time"
 
+	"github.com/mcplisten/listen/internal/jsonobj"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
 )
@@ -222,25 +222,40 @@ func parseFront(body []byte) (jsonrpc.Message, bool) {
 
 // isListenBody reports whether body, parsed as m (parsed reports whether it
 // is one valid message), is a subscriptions/listen: the message itself, or
-// any member of a JSON-RPC batch.
+// any member of a JSON-RPC batch. A batch is walked in place (jsonobj), and
+// only a member that names the method is parsed, so that a batch of many
+// tiny members costs no allocation per member.
 func isListenBody(body []byte, m jsonrpc.Message, parsed bool) bool {
 	if parsed {
 		return m.Method == spec.MethodListen
 	}
-	trimmed := bytes.TrimLeft(body, " \t\r\n")
-	if len(trimmed) == 0 || trimmed[0] != '[' {
+	if !jsonobj.Valid(body) {
 		return false
 	}
-	var batch []json.RawMessage
-	if json.Unmarshal(trimmed, &batch) != nil {
-		return false
-	}
-	for _, raw := range batch {
-		if bm, err := jsonrpc.ParseMessage(raw); err == nil && bm.Method == spec.MethodListen {
+	found := false
+	jsonobj.Elements(body, func(elem []byte) bool {
+		if namesListen(elem) {
+			bm, err := jsonrpc.ParseMessage(elem)
+			found = err == nil && bm.Method == spec.MethodListen
+		}
+		return !found
+	})
+	return found
+}
+
+// namesListen reports whether the JSON value v may be a listen: an object
+// whose method member is "subscriptions/listen", or a string with an escape,
+// which jsonrpc.ParseMessage decodes.
+func namesListen(v []byte) bool {
+	may := false
+	jsonobj.Each(v, func(mem jsonobj.Member) bool {
+		if !mem.Is("method") {
 			return true
 		}
-	}
-	return false
+		may = string(mem.Value) == `"`+spec.MethodListen+`"` || bytes.IndexByte(mem.Value, '\\') >= 0
+		return false
+	})
+	return may
 }
 
 // IsListen reports whether r's headers route it as a listen: a POST whose

@@ -67,3 +67,22 @@ func TestFrontListenKeepsNoBody(t *testing.T) {
 	assert.Nil(t, body.Value(), "the body Front read is still reachable")
 	require.NoError(t, h.Shutdown(context.Background()))
 }
+
+// Front finds a listen in a batch without an allocation per member: a body
+// of MaxBodyBytes holding tiny members costs a few allocations, not the
+// half million (50 MB, a hundred times the body) of decoding the batch
+// into json.RawMessages and parsing every member, as it did before.
+func TestFrontBatchCostsNoAllocationPerMember(t *testing.T) {
+	for _, member := range []string{`1`, `{}`, `{"method":"x"}`, `{"jsonrpc":"2.0","id":1,"method":"ping"}`} {
+		n := DefaultFrontMaxBodyBytes / (len(member) + 1)
+		body := []byte("[" + strings.Repeat(member+",", n-1) + member + "]")
+		m, parsed := parseFront(body)
+		require.False(t, parsed)
+		allocs := testing.AllocsPerRun(3, func() {
+			if isListenBody(body, m, parsed) {
+				t.Error("not a listen")
+			}
+		})
+		assert.LessOrEqual(t, allocs, 2.0, "a batch of %d members %s", n, member)
+	}
+}
