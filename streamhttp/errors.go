@@ -3,6 +3,7 @@ package streamhttp
 import (
 	"net/http"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/mcplisten/listen/jsonrpc"
 )
@@ -30,18 +31,30 @@ const (
 	HeaderMethod = "Mcp-Method"
 )
 
-// maxEchoedHeader bounds how much of a header value a mismatch message
-// repeats.
-const maxEchoedHeader = 128
+// maxEchoed bounds how much of a value the client sent (a header, the
+// body's method) an error message repeats, so that an error response stays
+// small whatever the request (a body's string, decoded, may take three
+// times the bytes it took in the request).
+const maxEchoed = 128
+
+// echoed returns s, or its first maxEchoed bytes (cut at a character
+// boundary) followed by "...".
+func echoed(s string) string {
+	if len(s) <= maxEchoed {
+		return s
+	}
+	i := maxEchoed
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "..."
+}
 
 // headerMismatch returns -32020 in the form of the specification's example:
 // "Header mismatch: Mcp-Method header value 'a' does not match body value 'b'".
 func headerMismatch(name, header, body string) *jsonrpc.Error {
-	if len(header) > maxEchoedHeader {
-		header = header[:maxEchoedHeader] + "..."
-	}
 	return jsonrpc.NewError(jsonrpc.CodeHeaderMismatch,
-		"Header mismatch: "+name+" header value '"+header+"' does not match body value '"+body+"'")
+		"Header mismatch: "+name+" header value '"+echoed(header)+"' does not match body value '"+echoed(body)+"'")
 }
 
 // headerMissing returns -32020 for a required header that is absent.

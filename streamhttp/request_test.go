@@ -102,6 +102,15 @@ func TestRequestErrors(t *testing.T) {
 		{name: "another method", body: `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{}}`,
 			header: headers("Mcp-Method", "tools/call"),
 			status: 404, id: `7`, code: -32601, message: "Method not found: tools/call"},
+		// A long method is echoed in part: its first 128 bytes, cut back to
+		// a character boundary ('y' and 63 'é' are 127), then "...".
+		{name: "Mcp-Method mismatch, long body method", body: `{"jsonrpc":"2.0","id":8,"method":"` + strings.Repeat("x", 4000) + `"}`,
+			header: headers(),
+			status: 400, id: `8`, code: -32020,
+			message: "Header mismatch: Mcp-Method header value 'subscriptions/listen' does not match body value '" + strings.Repeat("x", 128) + "...'"},
+		{name: "another method, long", body: `{"jsonrpc":"2.0","id":8,"method":"y` + strings.Repeat("é", 4000) + `"}`,
+			header: headers("Mcp-Method", "y"+strings.Repeat("é", 4000)),
+			status: 404, id: `8`, code: -32601, message: "Method not found: y" + strings.Repeat("é", 63) + "..."},
 		{name: "params not an object", body: withParams(`"p"`, `[1]`), header: headers(),
 			status: 400, id: `"p"`, code: -32602, message: spec.MsgParamsObject},
 		{name: "params missing", body: `{"jsonrpc":"2.0","id":"p","method":"subscriptions/listen"}`, header: headers(),
