@@ -52,7 +52,9 @@ const DefaultFrontMaxBodyBytes = 512 << 10
 //     already parsed.
 //
 // Refusals are reported to the *Handler's OnError. FrontWith chooses
-// another check, or none, and other limits.
+// another check, or none, and other limits. The request line and headers,
+// read before Front runs, are the http.Server's to bound, for other as for
+// listens: set its ReadHeaderTimeout and MaxHeaderBytes (see Options).
 func Front(listenHandler, other http.Handler) http.Handler {
 	return FrontWith(listenHandler, other, FrontOptions{})
 }
