@@ -21,7 +21,7 @@ import (
 
 // Shutdown sends every open stream its completion result, closes it with
 // ErrShutdown, refuses new listens with 503 and returns once all streams
-// ended, OnClose included, on every path (checklists 12 and 41).
+// ended, OnClose included, on every path.
 func TestShutdown(t *testing.T) {
 	for _, p := range servingPaths {
 		t.Run(p.name, func(t *testing.T) {

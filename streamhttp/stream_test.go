@@ -160,7 +160,7 @@ func TestSourceFailure(t *testing.T) {
 }
 
 // A client that goes away cancels its listen: the source is closed as
-// Disconnected and no result is produced (checklists 11 and 37).
+// Disconnected and no result is produced.
 func TestClientDisconnect(t *testing.T) {
 	for _, tt := range []struct {
 		name  string
