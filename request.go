@@ -167,15 +167,14 @@ func ParseParams(params json.RawMessage, req *Request) error {
 		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgParamsObject)
 	}
 	values, _ := decoded.(map[string]any)
-	top, _ := jsonobj.Members(trimmed)
-	rawMeta, rawNotif := jsonobj.Find(top, "_meta"), jsonobj.Find(top, "notifications")
-	metaMembers, _ := jsonobj.Members(rawMeta)
-	notifMembers, _ := jsonobj.Members(rawNotif)
+	nTop, rawMeta, rawNotif := countFind(trimmed, "_meta", "notifications")
+	nMeta, _, _ := countFind(rawMeta, "", "")
+	nNotif, rawURIs, _ := countFind(rawNotif, spec.KeyResourceSubscriptions, "")
 	meta, isObject := values["_meta"].(map[string]any)
 	notif, _ := values["notifications"].(map[string]any)
 	// A decoded object keeps one member per name (the last): it has fewer
 	// than the raw text exactly when a name is repeated.
-	if len(values) != len(top) || len(meta) != len(metaMembers) || len(notif) != len(notifMembers) {
+	if len(values) != nTop || len(meta) != nMeta || len(notif) != nNotif {
 		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgParamsDuplicate)
 	}
 	// No name is repeated: the decoded members are those of the raw text.
@@ -193,7 +192,7 @@ func ParseParams(params json.RawMessage, req *Request) error {
 	if err := validateNotifications(Filter(notif)); err != nil {
 		return err
 	}
-	if !exactURIs(jsonobj.Find(notifMembers, spec.KeyResourceSubscriptions)) {
+	if !exactURIs(rawURIs) {
 		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgURIsUnicode)
 	}
 	req.ProtocolVersion = pv
@@ -208,6 +207,27 @@ func ParseParams(params json.RawMessage, req *Request) error {
 		req.ClientInfo = &Implementation{Name: name, Version: version, Title: title}
 	}
 	return nil
+}
+
+// countFind walks the members of the JSON object obj (nothing if obj is not
+// one) without keeping them: it returns how many there are and the raw
+// values of the last members named a and b ("" names none), so that an
+// object of many members costs no slice of them.
+func countFind(obj []byte, a, b string) (n int, va, vb []byte) {
+	if len(obj) == 0 || obj[0] != '{' {
+		return 0, nil, nil
+	}
+	jsonobj.Each(obj, func(m jsonobj.Member) bool {
+		n++
+		switch m.Which(a, b) {
+		case 0:
+			va = m.Value
+		case 1:
+			vb = m.Value
+		}
+		return true
+	})
+	return n, va, vb
 }
 
 // exactURIs reports whether every string of rawURIs, the JSON text of

@@ -208,24 +208,18 @@ func (c *conn) listen(msg jsonrpc.Message) {
 // params. Anything else is malformed (ok false): such cancellations are
 // ignored.
 func parseCancelled(params json.RawMessage) (id jsonrpc.ID, reason string, at int, ok bool) {
-	ms, isObject := jsonobj.Members(params)
-	v, unique := jsonobj.Lookup(ms, "requestId", "reason")
+	found, unique, isObject := jsonobj.Lookup(params, "requestId", "reason")
 	if !isObject || !unique {
 		return jsonrpc.ID{}, "", 0, false
 	}
-	rawID, rawReason := v[0], v[1]
+	rawID, rawReason := found[0].Value, found[1].Value
 	if id, ok = jsonrpc.ParseID(rawID); !ok {
 		return jsonrpc.ID{}, "", 0, false
 	}
 	if rawReason != nil && (rawReason[0] != '"' || json.Unmarshal(rawReason, &reason) != nil) {
 		return jsonrpc.ID{}, "", 0, false
 	}
-	for _, m := range ms {
-		if m.Is("requestId") {
-			at = m.Offset
-		}
-	}
-	return id, reason, at, true
+	return id, reason, found[0].Offset, true
 }
 
 // parseResponse reads line as a JSON-RPC 2.0 response: jsonrpc "2.0", no
@@ -236,9 +230,8 @@ func parseResponse(line []byte) ([]byte, bool) {
 	if !json.Valid(line) {
 		return nil, false
 	}
-	ms, isObject := jsonobj.Members(line)
-	v, unique := jsonobj.Lookup(ms, "jsonrpc", "id", "method", "result", "error")
-	version, id, method, result, rerr := v[0], v[1], v[2], v[3], v[4]
+	v, unique, isObject := jsonobj.Lookup(line, "jsonrpc", "id", "method", "result", "error")
+	version, id, method, result, rerr := v[0].Value, v[1].Value, v[2].Value, v[3].Value, v[4].Value
 	var ver string
 	if !isObject || !unique || method != nil || json.Unmarshal(version, &ver) != nil || ver != "2.0" || (result == nil) == (rerr == nil) {
 		return nil, false

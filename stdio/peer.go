@@ -251,18 +251,10 @@ type head struct {
 // parseHead reads the head of msg, valid JSON that the peer writes; false
 // if it is not an object.
 func parseHead(msg []byte) (head, bool) {
-	ms, ok := jsonobj.Members(msg)
+	found, _, ok := jsonobj.Lookup(msg, "id", "method")
 	var h head
-	hasID, hasMethod := false, false
-	for _, m := range ms {
-		switch {
-		case m.Is("id"):
-			hasID = true
-			h.idAt, h.idLen = m.Offset, len(m.Value)
-		case m.Is("method"):
-			hasMethod = true
-		}
-	}
-	h.answer = hasID && !hasMethod
+	id, method := found[0], found[1]
+	h.idAt, h.idLen = id.Offset, len(id.Value)
+	h.answer = id.Value != nil && method.Value == nil
 	return h, ok
 }

@@ -2,6 +2,7 @@ package jsonobj
 
 import (
 	"encoding/json"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -24,8 +25,9 @@ const maxDecodeDepth = 10000
 // or it nests deeper than 10,000 levels. So it checks and decodes in one
 // pass. It costs no reflection and no decoder: only the values it returns
 // (a string token without escapes or non-ASCII bytes is copied as it is;
-// any other is unquoted by encoding/json, so that escapes, lone surrogates
-// and invalid UTF-8 read exactly as there).
+// any other is decoded by the rules of encoding/json, so that escapes, lone
+// surrogates and invalid UTF-8 read exactly as there, with no allocation
+// but the result).
 func Decode(v []byte) (any, bool) {
 	d := decoder{b: v}
 	d.i = skipSpace(v, 0)
@@ -173,15 +175,77 @@ func plainRun(b []byte, i int) int {
 	return i
 }
 
-// unquote decodes the string token tok with encoding/json, so that
-// escapes, lone surrogates and invalid UTF-8 read exactly as there.
+// unquote decodes the string token tok (valid JSON) as encoding/json
+// does: escapes, a surrogate pair as one rune, a lone surrogate and every
+// byte of invalid UTF-8 as U+FFFD. It allocates the result only.
 func unquote(tok []byte) (string, bool) {
-	if len(tok) < 2 {
-		return "", false
+	b, ok := appendUnquoted(make([]byte, 0, len(tok)), tok)
+	return string(b), ok
+}
+
+// appendUnquoted appends the text of the string token tok to dst (see
+// unquote); false for a token that is not a valid JSON string.
+func appendUnquoted(dst, tok []byte) ([]byte, bool) {
+	if len(tok) < 2 || tok[0] != '"' || tok[len(tok)-1] != '"' {
+		return dst, false
 	}
-	var s string
-	if json.Unmarshal(tok, &s) != nil {
-		return "", false
+	in := tok[1 : len(tok)-1]
+	for i := 0; i < len(in); {
+		c := in[i]
+		switch {
+		case c == '\\':
+			if i+1 >= len(in) {
+				return dst, false
+			}
+			switch e := in[i+1]; e {
+			case '"', '\\', '/':
+				dst = append(dst, e)
+			case 'b':
+				dst = append(dst, '\b')
+			case 'f':
+				dst = append(dst, '\f')
+			case 'n':
+				dst = append(dst, '\n')
+			case 'r':
+				dst = append(dst, '\r')
+			case 't':
+				dst = append(dst, '\t')
+			case 'u':
+				r, ok := hex4(in, i+2)
+				if !ok {
+					return dst, false
+				}
+				i += 6
+				if utf16.IsSurrogate(r) {
+					if r2, ok := hex4(in, i+2); ok && i+1 < len(in) && in[i] == '\\' && in[i+1] == 'u' {
+						if pair := utf16.DecodeRune(r, r2); pair != utf8.RuneError {
+							dst = utf8.AppendRune(dst, pair)
+							i += 6
+							continue
+						}
+					}
+					r = utf8.RuneError
+				}
+				dst = utf8.AppendRune(dst, r)
+				continue
+			default:
+				return dst, false
+			}
+			i += 2
+		case c < 0x20 || c == '"':
+			return dst, false
+		case c < utf8.RuneSelf:
+			dst = append(dst, c)
+			i++
+		default:
+			r, size := utf8.DecodeRune(in[i:])
+			if r == utf8.RuneError && size == 1 {
+				dst = utf8.AppendRune(dst, utf8.RuneError)
+			} else {
+				dst = append(dst, in[i:i+size]...)
+			}
+			i += size
+		}
 	}
-	return s, true
+	return dst, true
 }

@@ -97,3 +97,21 @@ func FuzzDecode(f *testing.F) {
 		assert.Equal(t, want, got)
 	})
 }
+
+// Escaped strings read exactly as encoding/json reads them: every escape,
+// surrogate pairs, lone and reversed surrogates, a high surrogate before
+// another escape, and invalid UTF-8 (a U+FFFD per bad byte, also for a
+// surrogate encoded in UTF-8).
+func TestDecodeStringsAsEncodingJSON(t *testing.T) {
+	for _, in := range []string{
+		`"\"\\\/\b\f\n\r\t"`, `"\u0041\u00e9\u4e2d"`, `"\ud83d\ude00"`, `"\ud83d"`, `"\ude00"`, `"\ude00\ud83d"`,
+		`"\ud83d\u0041"`, `"\ud83dx"`, `"\ud83d\n"`, `"\ud83d\ud83d\ude00"`, `"\uDBFF\uDFFF"`, `"\u0000"`,
+		"\"\xff\xfe a\"", "\"\xed\xa0\x80\"", "\"\xc3\"", "\"\xe2\x82\"", `"é😀"`, `"a\u2028b"`,
+	} {
+		var want string
+		require.NoError(t, json.Unmarshal([]byte(in), &want), in)
+		got, ok := jsonobj.Decode([]byte(in))
+		require.True(t, ok, in)
+		assert.Equal(t, want, got, "%q", in)
+	}
+}

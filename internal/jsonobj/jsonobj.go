@@ -13,7 +13,6 @@ package jsonobj
 
 import (
 	"bytes"
-	"encoding/json"
 	"unicode/utf8"
 )
 
@@ -57,12 +56,13 @@ func (m Member) Which(names ...string) int {
 		}
 		return -1
 	}
-	var s string
-	if json.Unmarshal(tok, &s) != nil {
+	var buf [64]byte
+	s, ok := appendUnquoted(buf[:0], tok)
+	if !ok {
 		return -1
 	}
 	for i, name := range names {
-		if s == name {
+		if string(s) == name {
 			return i
 		}
 	}
@@ -115,31 +115,25 @@ func Members(obj []byte) (ms []Member, ok bool) {
 	return ms, ok
 }
 
-// Find returns the value of the member of ms named name (the first, if
-// more than one is), or nil.
-func Find(ms []Member, name string) []byte {
-	for _, m := range ms {
-		if m.Is(name) {
-			return m.Value
-		}
-	}
-	return nil
-}
-
-// Lookup returns the values of the members of ms named names, in the order
-// of names (nil for a missing one); ok is false if one of those names
-// appears more than once.
-func Lookup(ms []Member, names ...string) (values [][]byte, ok bool) {
-	values = make([][]byte, len(names))
-	for _, m := range ms {
+// Lookup walks the members of obj, keeping none but those named names: it
+// returns them in the order of names (a zero Member, Value nil, for a
+// missing one), whether none of those names appears more than once
+// (unique), and whether obj is a JSON object. It allocates only the
+// result, so that an object of many members costs one scan.
+func Lookup(obj []byte, names ...string) (found []Member, unique, isObject bool) {
+	found = make([]Member, len(names))
+	unique = true
+	isObject = Each(obj, func(m Member) bool {
 		if i := m.Which(names...); i >= 0 {
-			if values[i] != nil {
-				return values, false
+			if found[i].Value != nil {
+				unique = false
+				return false
 			}
-			values[i] = m.Value
+			found[i] = m
 		}
-	}
-	return values, true
+		return true
+	})
+	return found, unique, isObject
 }
 
 // Elements calls fn for each element of arr in order, until fn returns

@@ -28,8 +28,10 @@ func TestMembers(t *testing.T) {
 	}
 	assert.Equal(t, []string{`"a"`, `"b\u0063"`, `"A"`, `"e"`, `"q"`}, names)
 	assert.Equal(t, []string{`1`, `{"x":[1,{"y":"}"}]}`, `"s\"}"`, `[]`, `"\\\\"`}, values)
-	assert.Equal(t, `{"x":[1,{"y":"}"}]}`, string(jsonobj.Find(ms, "bc")))
-	assert.Nil(t, jsonobj.Find(ms, "B"))
+	found, unique, isObject := jsonobj.Lookup(in, "bc", "B")
+	assert.True(t, unique && isObject)
+	assert.Equal(t, `{"x":[1,{"y":"}"}]}`, string(found[0].Value))
+	assert.Nil(t, found[1].Value)
 
 	for _, notObject := range []string{`[1]`, `"{"`, `1`, ``, `null`} {
 		_, ok := jsonobj.Members([]byte(notObject))
@@ -48,12 +50,18 @@ func TestMembers(t *testing.T) {
 }
 
 func TestLookup(t *testing.T) {
-	ms, _ := jsonobj.Members([]byte(`{"b":2,"a":1,"x":0,"x":0}`))
-	v, ok := jsonobj.Lookup(ms, "a", "b", "c")
-	assert.True(t, ok, "only the names looked up must not repeat")
-	assert.Equal(t, [][]byte{[]byte(`1`), []byte(`2`), nil}, v)
-	_, ok = jsonobj.Lookup(ms, "a", "x")
-	assert.False(t, ok)
+	in := []byte(`{"b":2,"a":1,"x":0,"x":0}`)
+	found, unique, isObject := jsonobj.Lookup(in, "a", "b", "c")
+	assert.True(t, unique, "only the names looked up must not repeat")
+	assert.True(t, isObject)
+	assert.Equal(t, []string{`1`, `2`, ``}, []string{string(found[0].Value), string(found[1].Value), string(found[2].Value)})
+	assert.Equal(t, 11, found[0].Offset)
+	_, unique, _ = jsonobj.Lookup(in, "a", "x")
+	assert.False(t, unique)
+	_, _, isObject = jsonobj.Lookup([]byte(`[1]`), "a")
+	assert.False(t, isObject)
+	many := []byte(`{` + strings.Repeat(`"\u0061":1,`, 1000) + `"b":2}`)
+	assert.LessOrEqual(t, testing.AllocsPerRun(10, func() { jsonobj.Lookup(many, "b") }), 2.0, "no allocation per member")
 }
 
 func TestIs(t *testing.T) {
