@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/mcplisten/listen/internal/echo"
 	"github.com/mcplisten/listen/internal/jsonobj"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
@@ -258,7 +259,7 @@ func ParseRequest(data []byte) (*Request, error) {
 		return req, err
 	}
 	if m.Method != spec.MethodListen {
-		return req, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "Method not found: "+m.Method)
+		return req, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "Method not found: "+echo.Cut(m.Method))
 	}
 	if !m.HasID {
 		return req, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Invalid request: subscriptions/listen requires an id")

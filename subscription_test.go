@@ -70,6 +70,7 @@ func TestParseListenRequestParams(t *testing.T) {
 		{"no id", []byte(`{"jsonrpc":"2.0","method":"subscriptions/listen","params":{}}`), -32600, "Invalid request: subscriptions/listen requires an id"},
 		{"wrong jsonrpc", []byte(`{"jsonrpc":"1.0","id":1,"method":"subscriptions/listen","params":{}}`), -32600, `Invalid request: jsonrpc must be "2.0"`},
 		{"other method", []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`), -32601, "Method not found: tools/list"},
+		{"long other method", []byte(`{"jsonrpc":"2.0","id":1,"method":"` + strings.Repeat("x", 5000) + `","params":{}}`), -32601, "Method not found: " + strings.Repeat("x", 128) + "..."},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/internal/echo"
 	"github.com/mcplisten/listen/internal/jsonenc"
 	"github.com/mcplisten/listen/internal/jsonobj"
 	"github.com/mcplisten/listen/jsonrpc"
@@ -94,7 +95,7 @@ func (c *conn) cancellation(params json.RawMessage) {
 // unit of MaxInFlight is free.
 func (c *conn) request(msg jsonrpc.Message) {
 	if c.srv.opts.Handler == nil {
-		c.reply(msg.ID, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "Method not found: "+msg.Method))
+		c.reply(msg.ID, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "Method not found: "+echo.Cut(msg.Method)))
 		return
 	}
 	if !c.takeSlot() {

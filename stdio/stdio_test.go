@@ -367,6 +367,19 @@ func lineOfLen(n int) string {
 	return head + strings.Repeat("x", n-len(head)-len(tail)) + tail
 }
 
+// The -32601 error for a request without a handler repeats at most 128
+// bytes of its method, so that a long method costs no long answer.
+func TestMethodNotFoundEchoIsBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := start(t, t.Context(), nil, nil)
+		h.send(requestLine(`1`, strings.Repeat("m", 10000)))
+		requireError(t, h.recv(), `1`, jsonrpc.CodeMethodNotFound, "Method not found: "+strings.Repeat("m", 128)+"...")
+		rest, err := h.closeInput()
+		require.NoError(t, err)
+		require.Empty(t, rest)
+	})
+}
+
 func TestOverlongLineIsAnsweredAndSkipped(t *testing.T) {
 	cases := []struct {
 		name     string

@@ -3,8 +3,8 @@ package streamhttp
 import (
 	"net/http"
 	"strconv"
-	"unicode/utf8"
 
+	"github.com/mcplisten/listen/internal/echo"
 	"github.com/mcplisten/listen/jsonrpc"
 )
 
@@ -31,30 +31,11 @@ const (
 	HeaderMethod = "Mcp-Method"
 )
 
-// maxEchoed bounds how much of a value the client sent (a header, the
-// body's method) an error message repeats, so that an error response stays
-// small whatever the request (a body's string, decoded, may take three
-// times the bytes it took in the request).
-const maxEchoed = 128
-
-// echoed returns s, or its first maxEchoed bytes (cut at a character
-// boundary) followed by "...".
-func echoed(s string) string {
-	if len(s) <= maxEchoed {
-		return s
-	}
-	i := maxEchoed
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i] + "..."
-}
-
 // headerMismatch returns -32020 in the form of the specification's example:
 // "Header mismatch: Mcp-Method header value 'a' does not match body value 'b'".
 func headerMismatch(name, header, body string) *jsonrpc.Error {
 	return jsonrpc.NewError(jsonrpc.CodeHeaderMismatch,
-		"Header mismatch: "+name+" header value '"+echoed(header)+"' does not match body value '"+echoed(body)+"'")
+		"Header mismatch: "+name+" header value '"+echo.Cut(header)+"' does not match body value '"+echo.Cut(body)+"'")
 }
 
 // headerMissing returns -32020 for a required header that is absent.

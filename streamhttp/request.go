@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/internal/echo"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
 )
@@ -109,7 +110,7 @@ func (h *Handler) decodeBody(w http.ResponseWriter, r *http.Request) (*listen.Re
 		// Streamable HTTP does not use): accepted and ignored.
 		return nil, acceptedNotification()
 	case m.Method != spec.MethodListen:
-		return nil, refuse(http.StatusNotFound, m.ID, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "Method not found: "+echoed(m.Method)))
+		return nil, refuse(http.StatusNotFound, m.ID, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "Method not found: "+echo.Cut(m.Method)))
 	case !m.HasID:
 		return nil, refuse(http.StatusBadRequest, m.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Invalid request: subscriptions/listen requires an id"))
 	}
