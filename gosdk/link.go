@@ -149,6 +149,11 @@ func (l *link) SessionID() string { return "" }
 // is a *callError, which unwraps to a *jsonrpc.Error with its code, message
 // and data when the go-sdk answered a JSON-RPC error.
 func (l *link) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	if err := ctx.Err(); err != nil {
+		// Checked first: with a done ctx, the selects below could still
+		// pick the send and then the answer.
+		return nil, fmt.Errorf("gosdk: in-process %s: %w", method, err)
+	}
 	raw, err := json.Marshal(params)
 	if err != nil {
 		return nil, err
