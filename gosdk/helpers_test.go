@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,6 +83,25 @@ func post(t testing.TB, endpoint string, id any, method, version string, params 
 		t.Fatal(err)
 	}
 	return resp
+}
+
+// postRaw POSTs body as JSON (Accept: JSON and SSE) with the extra headers
+// and returns the response and its whole body.
+func postRaw(t testing.TB, endpoint, body string, headers map[string]string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, endpoint, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(b)
 }
 
 // discoverCaps runs server/discover over HTTP and returns its capabilities.
