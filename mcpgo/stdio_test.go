@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/stretchr/testify/assert"
@@ -103,6 +104,9 @@ func TestStdioPlainServer(t *testing.T) {
 
 	// Cancel the prompts listen: nothing more for it, the others go on.
 	c.send([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`))
+	// The cancellation is read asynchronously: change the prompts once its
+	// stream has ended (a change before that may reach it, legitimately).
+	require.Eventually(t, func() bool { return x.Stats().Active == 2 }, 10*time.Second, time.Millisecond)
 	srv.DeletePrompts("greeting")
 	addTool(srv, "again")
 	m = c.out.next()
