@@ -224,3 +224,23 @@ func TestParamsMetaAsFilterIsMerged(t *testing.T) {
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"com.example/trace":"t-1","io.modelcontextprotocol/subscriptionId":3}}}`, string(msg))
 }
+
+// Close returns after the worker's goroutine has exited, and the worker
+// closes Outcomes as it exits: so once Close has returned, Outcomes is
+// closed. Repeated, since the window was a few instructions wide.
+func TestCloseReturnsWithOutcomesClosed(t *testing.T) {
+	for round := range 2000 {
+		sub, err := listen.Open(context.Background(), listentest.NewSource(),
+			request(jsonrpc.IntID(1), listen.Filter{"toolsListChanged": true}), &listen.Options{Capabilities: allCaps})
+		require.NoError(t, err)
+		w, err := sub.StartWorker(context.Background())
+		require.NoError(t, err)
+		sub.Close(nil)
+		select {
+		case _, open := <-w.Outcomes():
+			require.False(t, open, "round %d: Outcomes delivered a value after Close", round)
+		default:
+			require.Failf(t, "Outcomes still open", "round %d: Close returned before the worker closed Outcomes", round)
+		}
+	}
+}

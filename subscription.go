@@ -566,13 +566,13 @@ func (s *Subscription) serveWorker(notify func()) (*Worker, error) {
 }
 
 // workerRunningLocked reports whether the subscription's worker goroutine
-// is still running. s.guard.mu is held.
+// is still running (and not yet exiting). s.guard.mu is held.
 func (s *Subscription) workerRunningLocked() bool {
 	if s.worker == nil {
 		return false
 	}
 	select {
-	case <-s.worker.done:
+	case <-s.worker.exiting:
 		return false
 	default:
 		return true

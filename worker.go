@@ -70,8 +70,12 @@ type Worker struct {
 	// stop is closed by the first Stop.
 	stop     chan struct{}
 	stopOnce sync.Once
-	// done is closed by the worker goroutine as it exits (see exit).
-	done chan struct{}
+	// exiting is closed by the worker goroutine as it begins to exit, before
+	// out is closed: from then on StartWorker may start the next worker (an
+	// owner that has seen Outcomes closed must be able to). done is closed
+	// last, once out is closed or notify called: Close waits for it.
+	exiting chan struct{}
+	done    chan struct{}
 
 	mu     sync.Mutex
 	demand int
@@ -95,6 +99,7 @@ func startWorker(stream Stream, owner, closing <-chan struct{}, notify func()) *
 		notify:  notify,
 		wake:    make(chan struct{}, 1),
 		stop:    make(chan struct{}),
+		exiting: make(chan struct{}),
 		done:    make(chan struct{}),
 	}
 	if notify == nil {
@@ -179,19 +184,19 @@ func (w *Worker) deliver(o Outcome) bool {
 }
 
 // exit tells the owner that the goroutine is exiting: out is closed, or
-// notify called; done is closed with it. For a worker of StartWorker done
-// is closed first, so that an owner that has seen Outcomes closed may start
-// the next worker; the goroutine does nothing after closing out.
+// notify called. exiting is closed before (an owner that has seen Outcomes
+// closed may start the next worker), done after (a Close that has waited
+// for done finds Outcomes closed).
 func (w *Worker) exit() {
+	close(w.exiting)
 	if w.out != nil {
-		close(w.done)
 		close(w.out)
-		return
+	} else {
+		w.mu.Lock()
+		w.exited = true
+		w.mu.Unlock()
+		w.notify()
 	}
-	w.mu.Lock()
-	w.exited = true
-	w.mu.Unlock()
-	w.notify()
 	close(w.done)
 }
 
