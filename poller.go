@@ -30,11 +30,11 @@ import (
 //     outcome ready at the same moment.
 //   - pollWriting: Written(nil) goes back to pollRun (the next Next pulls
 //     again: one pull after each written or dropped event, never two in
-//     flight); Written(err) closes with Disconnected(err).
+//     flight); Written(err) closes with writeFailed(err).
 //   - pollFinal, pollFailing: Written closes the subscription with the
 //     reason the terminal message stands for (ErrComplete, ErrShutdown,
 //     Failed(err)); a completion whose write failed closes with
-//     Disconnected(err) instead.
+//     writeFailed(err) instead.
 //   - pollDone: closed; Next answers StepDone.
 //
 // The transport's end and End (see end), by the cause: an early ending
@@ -305,28 +305,40 @@ func (p *Poller) check(dst []byte) (step Step, out []byte, done bool) {
 }
 
 // Written reports the result of writing the message of the last StepWrite.
-// A failed write closes the subscription as Disconnected(err) (a failure
-// response that could not be written still closes it as Failed). After the
-// terminal message the subscription is closed.
+// A failed write closes the subscription as Disconnected(err), or as err
+// itself when it already matches ErrCancelled or ErrDisconnected (a write
+// the client's cancellation abandoned); a failure response that could not
+// be written still closes it as Failed. After the terminal message the
+// subscription is closed.
 func (p *Poller) Written(err error) {
 	s := p.s
 	switch p.state {
 	case pollWriting:
 		if err != nil {
-			s.Close(Disconnected(err))
+			s.Close(writeFailed(err))
 			p.state = pollDone
 			return
 		}
 		p.state = pollRun
 	case pollFinal, pollFailing:
 		if err != nil && p.state == pollFinal {
-			s.Close(Disconnected(err)) // the client never got it
+			s.Close(writeFailed(err)) // the client never got it
 		}
 		s.Close(p.final)
 		p.state = pollDone
 	default:
 		panic("listen: Poller.Written called without a message to write")
 	}
+}
+
+// writeFailed is the close reason of a failed write: err itself when it is
+// already a client's cancellation or a disconnection, Disconnected(err)
+// otherwise.
+func writeFailed(err error) error {
+	if errors.Is(err, ErrCancelled) || errors.Is(err, ErrDisconnected) {
+		return err
+	}
+	return Disconnected(err)
 }
 
 // end ends the stream because the transport's side ended with cause.

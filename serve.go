@@ -9,7 +9,8 @@ import (
 type Sink struct {
 	// Write writes one JSON-RPC message (the transport frames it: an SSE
 	// event, a line). It must not keep msg after it returns: Serve reuses the
-	// buffer. An error ends the stream with reason Disconnected(err).
+	// buffer. An error ends the stream with reason Disconnected(err), or
+	// err itself when it matches ErrCancelled or ErrDisconnected.
 	Write func(msg []byte) error
 	// Final, if set, writes the stream's terminal message (the completion
 	// result, an early ending or the failure error) instead of Write. ended
@@ -102,7 +103,7 @@ func (s *Subscription) Serve(ctx context.Context, sink Sink) error {
 			case <-s.Closed():
 			case <-tick:
 				if err := sink.Ping(); err != nil {
-					s.Close(Disconnected(err))
+					s.Close(writeFailed(err))
 				} else {
 					timer.Reset(sink.KeepAlive)
 				}

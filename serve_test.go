@@ -460,3 +460,36 @@ func TestServeNotifyStreamEndings(t *testing.T) {
 		})
 	}
 }
+
+// A failed write closes the stream as Disconnected(err), unless the error
+// already says why the client side ended (a transport's write abandoned
+// for the client's cancellation, or an already classified disconnection):
+// that reason is kept as it is.
+func TestServeWriteErrorReason(t *testing.T) {
+	tests := []struct {
+		name   string
+		err    error
+		want   string
+		cancel bool
+	}{
+		{"socket error", errors.New("broken pipe"), "listen: client disconnected: broken pipe", false},
+		{"client cancellation", listen.Cancelled("stop"), "listen: subscription cancelled: stop", true},
+		{"disconnection", listen.Disconnected(errors.New("reset")), "listen: client disconnected: reset", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := startServe(t, t.Context(), listen.Filter{"toolsListChanged": true}, 0)
+				<-r.col.got // the ack
+				r.col.mu.Lock()
+				r.col.fail = tt.err
+				r.col.mu.Unlock()
+				r.st.emit(listen.ToolsListChanged())
+				reason := <-r.done
+				assert.EqualError(t, reason, tt.want)
+				assert.Equal(t, tt.cancel, errors.Is(reason, listen.ErrCancelled))
+				assert.Equal(t, !tt.cancel, errors.Is(reason, listen.ErrDisconnected))
+			})
+		})
+	}
+}

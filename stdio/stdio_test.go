@@ -996,7 +996,8 @@ func TestShutdownWithAReaderThatCannotBeInterrupted(t *testing.T) {
 }
 
 // A message already queued for a listen when its cancellation is read is
-// dropped: nothing more is written for a cancelled listen.
+// dropped: nothing more is written for a cancelled listen, and it is closed
+// as cancelled.
 func TestCancelDropsAQueuedMessage(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := listentest.NewSource()
@@ -1032,9 +1033,14 @@ func TestCancelDropsAQueuedMessage(t *testing.T) {
 		synctest.Wait() // x's is queued behind it
 		send(cancelLine(`"x"`, "stop"))
 		// x is closed at once, while the writer is still blocked.
+		// Its reason is the cancellation, as for a listen with nothing
+		// queued: not a disconnection (the client is still there).
 		c := nextClose(src)
 		require.Equal(t, `"x"`, c.id)
 		require.ErrorIs(t, c.reason, listen.ErrCancelled)
+		require.NotErrorIs(t, c.reason, listen.ErrDisconnected)
+		require.EqualError(t, c.reason, "listen: subscription cancelled: stop")
+		require.Equal(t, "cancelled", listen.Classify(c.reason))
 
 		require.Equal(t, `"y"`, read().subID())
 		y.Send(listen.ToolsListChanged().WithMetadata(map[string]any{"second": true}))
