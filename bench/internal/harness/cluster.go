@@ -24,7 +24,8 @@ import (
 // through the first instance; side by side with one process holding
 // Instances x Streams streams; on NATS and on Redis; and the faults.
 type ClusterConfig struct {
-	RepoRoot, OutDir, Command string
+	RepoRoot        string `json:"-"` // a path of this machine
+	OutDir, Command string
 	// Instances and Streams (per instance) of the joined setup.
 	Instances, Streams int
 	// Brokers are the brokers measured: "nats", "redis".

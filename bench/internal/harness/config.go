@@ -19,7 +19,7 @@ import (
 // Config is one benchmark run's parameters.
 type Config struct {
 	// RepoRoot is the checkout holding go.work and the three servers.
-	RepoRoot string
+	RepoRoot string `json:"-"`
 	// OutDir receives benchmarks.md, benchmarks.json and fanout.png.
 	OutDir string
 	// Command is the command line recorded in the report.
