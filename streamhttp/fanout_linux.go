@@ -13,7 +13,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"github.com/mcplisten/listen"
 )
@@ -551,19 +550,14 @@ func (fs *fastStream) pingOnLoop(l *loop) bool {
 
 // writeRaw is one non-blocking write(2), retried only when interrupted. The
 // socket stays open while its stream's owner writes (it is closed only
-// after the stream ended), so its descriptor is valid. It is a raw system
-// call: a non-blocking write never blocks, so the scheduler need not be
-// told (entersyscall and exitsyscall cost a few percent at this rate).
+// after the stream ended), so its descriptor is valid.
 func writeRaw(fd int, b []byte) (int, error) {
 	for {
-		n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)))
-		switch e {
-		case 0:
-			return int(n), nil
-		case syscall.EINTR:
+		n, err := syscall.Write(fd, b)
+		if err == syscall.EINTR {
 			continue
 		}
-		return -1, e
+		return n, err
 	}
 }
 
