@@ -86,8 +86,10 @@ func (s *Subscription) endingMessage(e *ending) []byte {
 // Failed(reason). A stream not yet served is acknowledged first.
 //
 // End returns at once, from any goroutine; the first End wins, and an End
-// after the subscription was closed does nothing. A transport that drives
-// the subscription by hand (StartWorker) does not see End.
+// after the subscription was closed does nothing. A subscription driven
+// by hand (StartWorker) gets reason as its worker's next outcome, at once
+// even while a Next waits in the source; Terminal gives the message to
+// write and the reason to close with.
 func (s *Subscription) End(reason error) { s.end(reason) }
 
 // end is End; it reports whether this call ended the stream (the first

@@ -76,10 +76,11 @@ func ExampleOpen() {
 }
 
 // Driving the worker by hand, as a transport without Serve would: one Next
-// per Continue, and the caller decides what to write for each outcome. A
-// dropped event (not selected by the accepted filter) writes nothing; an
-// invalid event ends the stream with the failure; the loop ends when the
-// worker closes its channel, and CloseReason says why.
+// per Continue, and the caller writes what each outcome stands for. A
+// dropped event (not selected by the accepted filter) writes nothing; any
+// other end (the source's completion, a failure, an invalid event, an End)
+// gets its terminal message from Terminal; the loop ends when the worker
+// closes its channel, and CloseReason says why.
 func ExampleSubscription_StartWorker() {
 	req := &listen.Request{
 		ID:              jsonrpc.IntID(7),
@@ -103,25 +104,21 @@ func ExampleSubscription_StartWorker() {
 	w, _ := sub.StartWorker(ctx)
 	w.Continue()
 	for o := range w.Outcomes() {
-		switch {
-		case o.Err == nil: // an event
+		end := o.Err
+		if end == nil { // an event
 			msg, err := sub.Notification(o.Event)
-			if err != nil { // an invalid event: the stream fails
-				write(sub.Failure())
-				sub.Close(listen.Failed(err))
+			if err == nil {
+				if msg != nil { // nil: dropped, nothing to write
+					write(msg)
+				}
+				w.Continue()
 				continue
 			}
-			if msg != nil { // nil: dropped, nothing to write
-				write(msg)
-			}
-			w.Continue()
-		case errors.Is(o.Err, listen.ErrClosed): // the graceful end
-			write(sub.Completion())
-			sub.Close(listen.ErrComplete)
-		default: // a failure
-			write(sub.Failure())
-			sub.Close(listen.Failed(o.Err))
+			end = err // an invalid event: the stream fails
 		}
+		msg, reason := sub.Terminal(end)
+		write(msg)
+		sub.Close(reason)
 	}
 	fmt.Println("closed:", listen.Classify(sub.CloseReason()))
 	// Output:

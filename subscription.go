@@ -548,7 +548,8 @@ func (s *Subscription) StartWorker(owner context.Context) (*Worker, error) {
 		return nil, errWorkerRunning
 	}
 	s.guard.handOverLocked(owner)
-	s.worker = startWorker(s.guard.stream, owner.Done(), s.guard.closingChanLocked(), nil)
+	s.worker = startOwnedWorker(s.guard.stream, owner.Done(), s.guard.closingChanLocked(), s.endReason)
+	s.wake = s.worker.signalEnd // End's wake-up (s.guard.mu is held)
 	return s.worker, nil
 }
 
@@ -561,7 +562,7 @@ func (s *Subscription) serveWorker(notify func()) (*Worker, error) {
 	if s.workerRunningLocked() {
 		return nil, errWorkerRunning
 	}
-	s.worker = startWorker(s.guard.stream, nil, s.guard.closingChanLocked(), notify)
+	s.worker = startNotifyWorker(s.guard.stream, s.guard.closingChanLocked(), notify)
 	return s.worker, nil
 }
 

@@ -3,6 +3,8 @@ package listen
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"slices"
 	"strings"
 
@@ -307,6 +309,34 @@ func (s *Subscription) completion(reason string) []byte {
 	b = append(b, ':')
 	b = append(b, s.id.Raw()...)
 	return append(b, `},"resultType":"complete"}}`...)
+}
+
+// Terminal returns the terminal message for the end of a stream driven by
+// hand (an Outcome's Err, or the error of a Notification that failed), and
+// the reason to close the subscription with once it is written:
+//
+//   - ErrClosed or io.EOF (the source's graceful end): the completion
+//     result, ErrComplete;
+//   - an early ending (ErrRevoked, ErrExpired, ErrLifetime, ErrFellBehind,
+//     or an error wrapping one): its ending in the form of
+//     Options.EndWithError, err itself;
+//   - ErrShutdown: the completion result, err itself;
+//   - anything else: the failure, Failed(err) (err itself when it already
+//     matches ErrFailed).
+func (s *Subscription) Terminal(err error) (msg []byte, reason error) {
+	switch {
+	case errors.Is(err, ErrFailed):
+		return s.Failure(), err
+	case endingOf(err) != nil:
+		s.ending.CompareAndSwap(nil, &err) // a later End finds the stream ending
+		return s.endingMessage(endingOf(err)), err
+	case errors.Is(err, ErrShutdown):
+		s.ending.CompareAndSwap(nil, &err)
+		return s.Completion(), err
+	case errors.Is(err, ErrClosed), errors.Is(err, io.EOF):
+		return s.Completion(), ErrComplete
+	}
+	return s.Failure(), Failed(err)
 }
 
 // Failure returns the terminal JSON-RPC error of a failed stream, always

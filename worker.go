@@ -8,11 +8,15 @@ import "sync"
 //   - an event (Err nil): shape it with Subscription.Notification and write
 //     it (or nothing, for a drop), then Continue;
 //   - the stream's graceful end (Err is ErrClosed, for a Next that returned
-//     an error matching ErrClosed or io.EOF): write Subscription.Completion
-//     and close with ErrComplete;
-//   - its failure (any other Err: Next's error, a *PanicError, or
-//     ErrInvalidEvent for a Next that returned neither an event nor an
-//     error): write Subscription.Failure and close with Failed(Err).
+//     an error matching ErrClosed or io.EOF);
+//   - its end for any other reason: a failure (Next's error, a *PanicError,
+//     or ErrInvalidEvent for a Next that returned neither an event nor an
+//     error), an early ending (ErrRevoked, ErrExpired, ErrLifetime,
+//     ErrFellBehind, from Next or from Subscription.End) or ErrShutdown
+//     (from End).
+//
+// For the last two, Subscription.Terminal gives the message to write and
+// the reason to close with.
 type Outcome struct {
 	Event Event
 	Err   error
@@ -32,13 +36,17 @@ const (
 	outcomeExited
 )
 
-// Worker pulls a subscription's stream on demand. It owns one goroutine,
-// which calls Stream.Next once per Continue, never two calls in flight, and
-// sends each outcome on Outcomes.
+// Worker pulls a subscription's stream on demand: Stream.Next once per
+// Continue, never two calls in flight, each outcome sent on Outcomes. A
+// worker of StartWorker owns two goroutines: one sends the outcomes, the
+// other calls Next, so that Subscription.End reaches the owner at once
+// (as an outcome, ahead of any event not yet delivered) even while a Next
+// waits in the source.
 //
-// The goroutine ends when Stop is called, when the owner context given to
-// StartWorker ends, or when the subscription is closed (by Close or by its
-// owner's end). It never closes the stream: the subscription's guard does.
+// The goroutines end when Stop is called, when the owner context given to
+// StartWorker ends, when the subscription is closed (by Close or by its
+// owner's end), or once an End's outcome was sent. The worker never
+// closes the stream: the subscription's guard does.
 // Once the owner has ended or the close has begun, the worker delivers
 // nothing more: Outcomes is closed without a further value, so an owner
 // never writes a completion for a stream that was disconnected. A Next that
@@ -67,6 +75,11 @@ type Worker struct {
 	notify func()
 	// wake is signalled (buffer of one, never closed) when demand rises.
 	wake chan struct{}
+	// ending, for a worker of StartWorker, returns the reason given to
+	// Subscription.End (nil before); endWake is signalled (buffer of one,
+	// never closed) by End.
+	ending  func() error
+	endWake chan struct{}
 	// stop is closed by the first Stop.
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -88,13 +101,12 @@ type Worker struct {
 	exited bool
 }
 
-// startWorker starts a worker pulling stream. owner is the Done channel of
-// the owner it answers to (nil for Serve's worker, which the guard's close
-// stops); notify, if set, replaces Outcomes (see take).
-func startWorker(stream Stream, owner, closing <-chan struct{}, notify func()) *Worker {
+// startNotifyWorker starts the worker of Serve's Poller, for a stream that
+// blocks: it hands its outcomes over through notify (see take), and the
+// guard's close stops it.
+func startNotifyWorker(stream Stream, closing <-chan struct{}, notify func()) *Worker {
 	w := &Worker{
 		stream:  stream,
-		owner:   owner,
 		closing: closing,
 		notify:  notify,
 		wake:    make(chan struct{}, 1),
@@ -102,16 +114,43 @@ func startWorker(stream Stream, owner, closing <-chan struct{}, notify func()) *
 		exiting: make(chan struct{}),
 		done:    make(chan struct{}),
 	}
-	if notify == nil {
-		w.out = make(chan Outcome, 1)
-	}
-	go w.run() // ends on Stop, the owner's end or the close; Subscription.Close waits for it
+	go w.run() // ends on Stop or the close; Subscription.Close waits for it
 	return w
 }
 
+// startOwnedWorker starts the worker of StartWorker: its outcomes go out on
+// Outcomes, and ending (Subscription.endReason) is consulted before each
+// pull and each delivery; the returned worker's signalEnd is End's wake-up.
+func startOwnedWorker(stream Stream, owner, closing <-chan struct{}, ending func() error) *Worker {
+	w := &Worker{
+		stream:  stream,
+		owner:   owner,
+		closing: closing,
+		ending:  ending,
+		endWake: make(chan struct{}, 1),
+		wake:    make(chan struct{}, 1),
+		stop:    make(chan struct{}),
+		exiting: make(chan struct{}),
+		done:    make(chan struct{}),
+		out:     make(chan Outcome, 1),
+	}
+	go w.runOwned() // ends as run does, or once an End's outcome is sent
+	return w
+}
+
+// signalEnd wakes a worker of StartWorker to look at End's reason.
+func (w *Worker) signalEnd() {
+	select {
+	case w.endWake <- struct{}{}:
+	default:
+	}
+}
+
 // Outcomes returns the channel of outcomes: exactly one per Continue, in
-// order, until the worker stops. The worker closes it when its goroutine
-// exits: once it is closed, StartWorker may start the next worker.
+// order, until the worker stops, and one more, not asked for, when
+// Subscription.End is called: its reason, after which nothing else comes.
+// The worker closes it when its goroutines exit: once it is closed,
+// StartWorker may start the next worker.
 func (w *Worker) Outcomes() <-chan Outcome { return w.out }
 
 // Continue asks for exactly one more outcome. Calls made while a Next is in
@@ -134,6 +173,7 @@ func (w *Worker) Stop() {
 	w.stopOnce.Do(func() { close(w.stop) })
 }
 
+// run is the goroutine of Serve's worker (startNotifyWorker).
 func (w *Worker) run() {
 	defer w.exit()
 	for {
@@ -159,6 +199,70 @@ func (w *Worker) run() {
 			if !w.deliver(o) {
 				return
 			}
+		}
+	}
+}
+
+// runOwned is the goroutine of a worker of StartWorker. It hands each pull
+// to a puller goroutine, so that it can wait for the pull's outcome and for
+// End at once. It exits once the puller has: a Next blocked in the source
+// when the worker ends keeps both until the stream's close releases it.
+func (w *Worker) runOwned() {
+	ask := make(chan struct{})        // a pull, taken by the puller
+	pulled := make(chan Outcome, 1)   // its outcome
+	quit := make(chan struct{})       // closed when the worker ends
+	pullerDone := make(chan struct{}) // closed by the puller as it exits
+	go func() {                       // the puller: ends on quit, once its Next has returned
+		defer close(pullerDone)
+		for {
+			select {
+			case <-ask:
+			case <-quit:
+				return
+			}
+			pulled <- nextEvent(w.stream)
+		}
+	}()
+	defer func() {
+		close(quit)
+		<-pullerDone
+		w.exit()
+	}()
+	pulling := false
+	for {
+		if w.ended() {
+			return
+		}
+		if r := w.ending(); r != nil {
+			if !serverEnded(r) {
+				r = Failed(r)
+			}
+			w.deliver(Outcome{kind: outcomeError, Err: r})
+			return
+		}
+		if !pulling && w.use() {
+			ask <- struct{}{} // the puller waits for it: it has no pull in flight
+			pulling = true
+		}
+		select {
+		case o := <-pulled:
+			pulling = false
+			// End, the owner's end and the close win over an outcome
+			// ready at the same moment: checked at the top again.
+			if w.ended() || w.ending() != nil {
+				continue
+			}
+			if !w.deliver(o) {
+				return
+			}
+		case <-w.wake:
+		case <-w.endWake:
+		case <-w.stop:
+			return
+		case <-w.owner:
+			return
+		case <-w.closing:
+			return
 		}
 	}
 }
