@@ -289,8 +289,9 @@ func (h *Handler) ResourceUpdated(ctx context.Context, uri string) error {
 
 // Shutdown ends every listen stream gracefully (each gets its completion
 // result; new listens are refused with 503) and waits for them as
-// streamhttp.Handler.Shutdown does; then it closes the go-sdk server's
-// sessions that have a session id (those of the stateful handler: clients
+// streamhttp.Handler.Shutdown does; then it stops the sessions' expiry
+// (Sessions.Close) and closes the go-sdk server's sessions that have a
+// session id (those of the stateful handler: clients
 // of earlier versions; their GET streams end, so that http.Server.Shutdown
 // can return), and the Bridge. It returns ctx's error if the streams did not
 // all end in time (the rest is closed all the same). Stop the http.Server

@@ -67,8 +67,8 @@ type SessionOptions struct {
 	// counts from the end of the last one. Zero means
 	// DefaultSessionIdleTimeout; negative, never.
 	IdleTimeout time.Duration
-	// MaxGetStreams bounds the GET streams (of sessions Sessions knows)
-	// open at once. Zero means DefaultMaxGetStreams; negative, no bound.
+	// MaxGetStreams bounds the GET streams open at once. Zero means
+	// DefaultMaxGetStreams; negative, no bound.
 	MaxGetStreams int
 	// ClientKey names the client of a request, for MaxPerClient. Nil means
 	// ClientAddr: the address the connection comes from. Behind a reverse
@@ -113,9 +113,10 @@ type SessionStats struct {
 //   - a request (any method) naming a session Sessions does not know, never
 //     issued, ended or expired, is answered 404 MsgSessionNotFound (plain
 //     text, as the SDKs answer it) and never reaches next.
-//   - a GET of a known session beyond MaxGetStreams, or beyond its client's
-//     MaxPerClient GET streams, is answered 503 with Retry-After: 1 and the
-//     JSON-RPC error -32603 MsgTooManyGetStreams (no id).
+//   - a GET stream (of a known session, or without a session id, for which
+//     mcp-go opens a session of its own) beyond MaxGetStreams, or beyond its
+//     client's MaxPerClient GET streams, is answered 503 with Retry-After: 1
+//     and the JSON-RPC error -32603 MsgTooManyGetStreams (no id).
 //   - a session is closed for Sessions, and its slot freed, when a DELETE
 //     naming it is answered 2xx, when next answers a request naming it with
 //     404 (next ended it on its own), or when it has been idle for
@@ -244,11 +245,14 @@ func (s *Sessions) Close() {
 func (s *Sessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id := r.Header.Get(HeaderSessionID)
 	if id == "" {
-		if r.Method == http.MethodPost && mayOpen(r) {
+		switch {
+		case r.Method == http.MethodPost && mayOpen(r):
 			s.serveOpener(w, r)
-			return
+		case r.Method == http.MethodGet:
+			s.serveGet(w, r)
+		default:
+			s.next.ServeHTTP(w, r)
 		}
-		s.next.ServeHTTP(w, r)
 		return
 	}
 	get := r.Method == http.MethodGet
@@ -283,6 +287,29 @@ func busy(w http.ResponseWriter, id jsonrpc.ID, msg string) {
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusServiceUnavailable)
 	_, _ = w.Write(body)
+}
+
+// serveGet serves a GET without a session id (mcp-go opens a stream and a
+// session for it) within the GET bounds.
+func (s *Sessions) serveGet(w http.ResponseWriter, r *http.Request) {
+	key := s.key(r)
+	s.mu.Lock()
+	c := s.clientLocked(key)
+	if !s.getLocked(c) {
+		s.dropClientLocked(c)
+		s.mu.Unlock()
+		busy(w, jsonrpc.ID{}, MsgTooManyGetStreams)
+		return
+	}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.gets--
+		c.gets--
+		s.dropClientLocked(c)
+		s.mu.Unlock()
+	}()
+	s.next.ServeHTTP(w, r)
 }
 
 // serveOpener serves a POST that may open a session, within the bounds.
@@ -347,19 +374,26 @@ func (s *Sessions) use(id string, get bool) (*session, int) {
 		s.notFound++
 		return nil, http.StatusNotFound
 	}
-	if get {
-		if (s.maxGets >= 0 && s.gets >= s.maxGets) || (s.perKey >= 0 && ss.client.gets >= s.perKey) {
-			s.refGet++
-			return nil, http.StatusServiceUnavailable
-		}
-		s.gets++
-		ss.client.gets++
+	if get && !s.getLocked(ss.client) {
+		return nil, http.StatusServiceUnavailable
 	}
 	if ss.active == 0 {
 		s.unlinkLocked(ss)
 	}
 	ss.active++
 	return ss, 0
+}
+
+// getLocked counts one more GET stream of c, or reports that the bounds
+// refuse it.
+func (s *Sessions) getLocked(c *client) bool {
+	if (s.maxGets >= 0 && s.gets >= s.maxGets) || (s.perKey >= 0 && c.gets >= s.perKey) {
+		s.refGet++
+		return false
+	}
+	s.gets++
+	c.gets++
+	return true
 }
 
 // done ends a request's use of ss: a DELETE answered 2xx, or any request

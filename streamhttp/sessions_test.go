@@ -37,7 +37,7 @@ func (f *fakeSDK) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	f.reached++
 	id := r.Header.Get(streamhttp.HeaderSessionID)
-	if id == "" {
+	if id == "" && r.Method != http.MethodGet {
 		f.n++
 		n, noID := f.n, f.noID
 		f.mu.Unlock()
@@ -219,7 +219,9 @@ func TestSessionsGetStreams(t *testing.T) {
 		get := func(id, addr string) {
 			r := httptest.NewRequestWithContext(ctx, http.MethodGet, "/mcp", nil)
 			r.RemoteAddr = addr
-			r.Header.Set(streamhttp.HeaderSessionID, id)
+			if id != "" {
+				r.Header.Set(streamhttp.HeaderSessionID, id)
+			}
 			wg.Go(func() { h.ServeHTTP(httptest.NewRecorder(), r) })
 			<-sdk.getIn
 		}
@@ -239,9 +241,19 @@ func TestSessionsGetStreams(t *testing.T) {
 		get(c, "10.0.0.3:1")
 		w = call(h, http.MethodGet, "10.0.0.3:2", c, "")
 		assert.Equal(t, http.StatusServiceUnavailable, w.Code, "one GET stream per client (MaxPerClient 1)")
+		w = call(h, http.MethodGet, "10.0.0.3:3", "", "")
+		assert.Equal(t, http.StatusServiceUnavailable, w.Code, "a GET without a session id counts too")
 		cancel()
 		wg.Wait()
-		assert.Equal(t, uint64(2), s.Stats().RefusedGet)
+
+		ctx, cancel = context.WithCancel(context.Background())
+		defer cancel()
+		get("", "10.0.0.3:1")
+		assert.Equal(t, 1, s.Stats().GetStreams)
+		cancel()
+		wg.Wait()
+		assert.Zero(t, s.Stats().GetStreams)
+		assert.Equal(t, uint64(3), s.Stats().RefusedGet)
 	})
 }
 
