@@ -79,8 +79,10 @@ type SessionOptions struct {
 	ClientKey func(r *http.Request) string
 	// End, if set, ends sessions in the server behind (an SDK's handler):
 	// Sessions calls it with the ids of the sessions that expired, once each,
-	// on a goroutine of its own, never twice at once. It runs after the
-	// slots are freed and requests naming the ids are refused.
+	// never twice at once, on the goroutine of its expiry timer (which runs
+	// while sessions are left to expire, and which Close waits for). It
+	// runs after the slots are freed and requests naming the ids are
+	// refused. A panic in it is recovered.
 	End func(ids []string)
 }
 
@@ -536,7 +538,7 @@ func (s *Sessions) fire() {
 			break
 		}
 		s.mu.Unlock()
-		s.end(ids)
+		s.callEnd(ids)
 		s.mu.Lock()
 	}
 	s.firing = false
@@ -545,6 +547,13 @@ func (s *Sessions) fire() {
 		s.armLocked(s.idle - time.Since(s.head.idleSince))
 	}
 	s.mu.Unlock()
+}
+
+// callEnd calls End; a panic in it is recovered (the sessions stay ended
+// for Sessions), so that it cannot take the process down.
+func (s *Sessions) callEnd(ids []string) {
+	defer func() { _ = recover() }()
+	s.end(ids)
 }
 
 // sessionWriter records the status of a response, and calls onHeader with

@@ -344,3 +344,26 @@ func TestClientAddr(t *testing.T) {
 		assert.Equal(t, tc.want, streamhttp.ClientAddr(r), tc.remote)
 	}
 }
+
+// A panicking End takes nothing down: the sessions stay expired, and
+// later expiries still call it.
+func TestSessionsEndPanics(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		calls := 0
+		s := streamhttp.NewSessions(newFakeSDK(), streamhttp.SessionOptions{IdleTimeout: time.Second, End: func([]string) {
+			calls++
+			panic("end")
+		}})
+		defer s.Close()
+		h := sessionsFront(s)
+		a, _ := open(t, h, "10.0.0.1:1")
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		assert.Equal(t, http.StatusNotFound, call(h, http.MethodGet, "10.0.0.1:1", a, "").Code)
+		open(t, h, "10.0.0.1:1")
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		assert.Equal(t, 2, calls)
+		assert.Equal(t, uint64(2), s.Stats().Expired)
+	})
+}
