@@ -125,8 +125,9 @@ type SessionStats struct {
 //     IdleTimeout; then End ends it in next.
 //
 // A slot is free as soon as its session is: the count is exact, never a
-// recount. Each session costs Sessions about 150 bytes beyond its id and
-// key; idle sessions expire in order from one timer. Close stops the timer.
+// recount. Each session costs Sessions about 260 bytes of heap (measured
+// with 48-byte ids, each session of its own client); idle sessions expire
+// in order, from one timer. Close stops the timer.
 // A Sessions is safe for concurrent use.
 type Sessions struct {
 	next     http.Handler
