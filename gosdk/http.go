@@ -59,23 +59,25 @@ type HandlerOptions struct {
 	SDK *mcp.StreamableHTTPOptions
 	// Sessions bound and expire the go-sdk sessions (those with a session
 	// id: the clients of earlier versions, see SDK), in front of the go-sdk
-	// (streamhttp.Sessions): at most Max open at once (default 10,000) and
-	// MaxPerClient per client (default 1,000), so that a flood from one
-	// client cannot take every slot: an initialize that would open one more
-	// is answered 503 with Retry-After and the JSON-RPC error -32603
-	// MsgTooManySessions, and nothing reaches the go-sdk. The count is
-	// exact: a slot is free again as soon as its session is deleted (DELETE
-	// answered), ends, or expires. A session no request has used for
-	// IdleTimeout (default 30 minutes; an open GET stream is use) is closed
-	// (ServerSession.Close). A request naming a session id that was never
-	// issued, or has ended or expired, is answered 404 before the go-sdk
-	// sees it; GET streams are bounded by MaxGetStreams (default 10,000)
-	// and MaxPerClient. ClientKey, if nil, is the UserID of the request's
-	// go-sdk TokenInfo (auth.RequireBearerToken in front of the Handler),
-	// if it has one, else streamhttp.ClientAddr, the connection's address:
-	// behind a reverse proxy without authentication, every client has the
-	// proxy's address and shares one client's share; give a ClientKey that
-	// reads the address your proxy forwards. End is set by NewHandler.
+	// (streamhttp.Sessions): at most MaxPerClient open at once per client
+	// (default 1,000) and Max in all (default 10,000), so that a flood from
+	// one client cannot take every slot. An initialize beyond them is
+	// answered 429 (the client's share: -32603
+	// streamhttp.MsgTooManyClientSessions) or 503 (every slot:
+	// MsgTooManySessions), with Retry-After, and nothing reaches the go-sdk.
+	// The count is exact: a slot is free again as soon as its session is
+	// deleted (DELETE answered), ends, or expires. A session no request has
+	// used for IdleTimeout (default 30 minutes; an open GET stream is use) is
+	// closed (ServerSession.Close). A request naming a session id that was
+	// never issued, or has ended or expired, is answered 404 before the
+	// go-sdk sees it; GET streams are bounded by MaxGetStreams (default
+	// 10,000) and MaxPerClient. ClientKey, if nil, is the UserID of the
+	// request's go-sdk TokenInfo (auth.RequireBearerToken in front of the
+	// Handler), if it has one, else streamhttp.ClientAddr, the connection's
+	// address: behind a reverse proxy without authentication, every client
+	// has the proxy's address and shares one client's share; give a
+	// ClientKey that reads the address your proxy forwards. End is set by
+	// NewHandler.
 	Sessions streamhttp.SessionOptions
 	// WrapSource, if set, wraps the Bridge's source before the listen
 	// handler serves it (an instrumented source, such as the otel module's
@@ -87,8 +89,8 @@ type HandlerOptions struct {
 // (streamhttp.DefaultMaxSessions).
 const DefaultMaxSessions = streamhttp.DefaultMaxSessions
 
-// MsgTooManySessions is the message of the error that refuses an
-// initialize beyond HandlerOptions.Sessions.Max or MaxPerClient
+// MsgTooManySessions is the message of the error (503) that refuses an
+// initialize beyond HandlerOptions.Sessions.Max
 // (streamhttp.MsgTooManySessions).
 const MsgTooManySessions = streamhttp.MsgTooManySessions
 

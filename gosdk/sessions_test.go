@@ -102,7 +102,7 @@ func TestHTTPSessionsPerClient(t *testing.T) {
 		if i < 3 {
 			assert.NotEmpty(t, id)
 		} else {
-			assert.Equal(t, http.StatusServiceUnavailable, status)
+			assert.Equal(t, http.StatusTooManyRequests, status)
 		}
 	}
 	id, status := initializeAs(t, ts.URL, "older")
@@ -127,7 +127,7 @@ func TestHTTPSessionsPerUser(t *testing.T) {
 	for _, user := range []string{"ann", "bob", "ann"} {
 		resp, _ := postRaw(t, ts.URL, initializeBody, map[string]string{"Authorization": "Bearer " + user})
 		if user == "ann" && resp.Header.Get("Mcp-Session-Id") == "" {
-			assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "ann's second")
+			assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "ann's second")
 			continue
 		}
 		assert.Equal(t, http.StatusOK, resp.StatusCode, user)
@@ -149,7 +149,13 @@ func TestHTTPSessionsExpire(t *testing.T) {
 		}
 	}
 	require.NotNil(t, ss)
-	_ = ss.Wait() // returns once the go-sdk session is closed
+	closed := make(chan struct{})
+	go func() { _ = ss.Wait(); close(closed) }() // returns once the go-sdk session is closed
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second): // failsafe only: expiry is due after 50 ms
+		t.Fatal("the idle session was not closed in the go-sdk")
+	}
 
 	resp := sessionRequest(t, context.Background(), http.MethodGet, ts.URL, id)
 	resp.Body.Close()

@@ -41,11 +41,11 @@ type HandlerOptions struct {
 	// request before mcp-go sees it.
 	//
 	// Each initialize an older client sends makes an mcp-go session (about
-	// 11 KB) that mcp-go keeps until a DELETE of its id, Shutdown or, with
-	// server.WithSessionIdleTTL, its own idle sweep: the session registered
-	// with the MCPServer (MCPServer.RegisterSession; every broadcast visits
-	// it) and the same session in the StreamableHTTPServer's active
-	// sessions. mcp-go's default session id manager
+	// 10 KB of heap with v1.2.1) that mcp-go keeps until a DELETE of its
+	// id, Shutdown or, with server.WithSessionIdleTTL, its own idle sweep:
+	// the session registered with the MCPServer (MCPServer.RegisterSession;
+	// every broadcast visits it) and the same session in the
+	// StreamableHTTPServer's active sessions. mcp-go's default session id manager
 	// (StatelessGeneratingSessionIdManager) keeps nothing: it checks an id's
 	// format only. Sessions bounds and expires these sessions in front of
 	// mcp-go.
@@ -57,11 +57,12 @@ type HandlerOptions struct {
 	// streamhttp.ClientAddr, the connection's address: behind a reverse
 	// proxy, give one that reads the address your proxy forwards), so that
 	// a flood from one client cannot take every slot; an initialize beyond
-	// them is answered 503 with Retry-After and the JSON-RPC error -32603
-	// streamhttp.MsgTooManySessions and never reaches mcp-go. A slot is free
-	// as soon as its session is deleted or expires. A session no request has
-	// used for IdleTimeout (default 30 minutes; an open GET stream is use)
-	// is ended in mcp-go: a DELETE of its id is served to the
+	// them is answered 429 (the client's share: -32603
+	// streamhttp.MsgTooManyClientSessions) or 503 (every slot:
+	// MsgTooManySessions), with Retry-After, and never reaches mcp-go. A
+	// slot is free as soon as its session is deleted or expires. A session
+	// no request has used for IdleTimeout (default 30 minutes; an open GET
+	// stream is use) is ended in mcp-go: a DELETE of its id is served to the
 	// StreamableHTTPServer (which unregisters the session from the
 	// MCPServer and drops its per-session state), and if that is refused (a
 	// SessionIdManager that does not allow termination) the session is

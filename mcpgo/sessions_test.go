@@ -91,14 +91,15 @@ func TestHTTPSessionsBounded(t *testing.T) {
 			flood = append(flood, id)
 			continue
 		}
-		assert.Equal(t, http.StatusServiceUnavailable, status)
-		assert.Equal(t, `{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"`+streamhttp.MsgTooManySessions+`"}}`, body)
+		assert.Equal(t, http.StatusTooManyRequests, status)
+		assert.Equal(t, `{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"`+streamhttp.MsgTooManyClientSessions+`"}}`, body)
 	}
 	id, status, _ := initializeAs(t, ts.URL, "older")
 	assert.Equal(t, http.StatusOK, status)
 	assert.NotEmpty(t, id)
-	_, status, _ = initializeAs(t, ts.URL, "third")
+	_, status, body := initializeAs(t, ts.URL, "third")
 	assert.Equal(t, http.StatusServiceUnavailable, status, "Max counts every client")
+	assert.Equal(t, `{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"`+streamhttp.MsgTooManySessions+`"}}`, body)
 
 	resp := sessionRequest(t, context.Background(), http.MethodDelete, ts.URL, flood[0], "")
 	readAll(resp)

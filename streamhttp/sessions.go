@@ -33,12 +33,18 @@ const (
 // Messages of the refusals of Sessions.
 const (
 	// MsgTooManySessions is the JSON-RPC error message (-32603, HTTP 503)
-	// of a request that would open a session beyond SessionOptions.Max or
-	// MaxPerClient.
+	// of a request that would open a session beyond SessionOptions.Max.
 	MsgTooManySessions = "Server busy: too many sessions"
+	// MsgTooManyClientSessions is the JSON-RPC error message (-32603, HTTP
+	// 429) of a request that would open a session beyond its client's
+	// SessionOptions.MaxPerClient.
+	MsgTooManyClientSessions = "Too many sessions open for this client"
 	// MsgTooManyGetStreams is the JSON-RPC error message (-32603, HTTP 503)
-	// of a GET stream beyond SessionOptions.MaxGetStreams or MaxPerClient.
+	// of a GET stream beyond SessionOptions.MaxGetStreams.
 	MsgTooManyGetStreams = "Server busy: too many GET streams"
+	// MsgTooManyClientGetStreams is the JSON-RPC error message (-32603, HTTP
+	// 429) of a GET stream beyond its client's SessionOptions.MaxPerClient.
+	MsgTooManyClientGetStreams = "Too many GET streams open for this client"
 	// MsgSessionNotFound is the plain-text body of the 404 that answers a
 	// request naming a session that was never issued, has ended or has
 	// expired. It is plain text, as the go-sdk and mcp-go answer it: a
@@ -107,18 +113,21 @@ type SessionStats struct {
 //
 //   - a POST without Mcp-Session-Id that may open a session (an initialize,
 //     or a body FrontMessage could not parse, such as a batch) counts as
-//     one until answered; beyond Max, or beyond its client's MaxPerClient,
-//     it is answered 503 with Retry-After: 1 and the JSON-RPC error -32603
-//     MsgTooManySessions (with its id), and never reaches next. If the
-//     answer issues a session id, the session is open; else the slot is
-//     freed when next returns. Other POSTs without a session id pass.
+//     one until answered; beyond its client's MaxPerClient it is answered
+//     429 with Retry-After: 1 and the JSON-RPC error -32603
+//     MsgTooManyClientSessions (with its id), beyond Max 503 with
+//     MsgTooManySessions, and never reaches next. If the answer issues a
+//     session id, the session is open; else the slot is freed when next
+//     returns. Other POSTs without a session id pass.
 //   - a request (any method) naming a session Sessions does not know, never
 //     issued, ended or expired, is answered 404 MsgSessionNotFound (plain
 //     text, as the SDKs answer it) and never reaches next.
 //   - a GET stream (of a known session, or without a session id, for which
-//     mcp-go opens a session of its own) beyond MaxGetStreams, or beyond its
-//     client's MaxPerClient GET streams, is answered 503 with Retry-After: 1
-//     and the JSON-RPC error -32603 MsgTooManyGetStreams (no id).
+//     mcp-go opens a session of its own) beyond its client's MaxPerClient
+//     GET streams is answered 429 with Retry-After: 1 and the JSON-RPC error
+//     -32603 MsgTooManyClientGetStreams (no id), beyond MaxGetStreams 503
+//     with MsgTooManyGetStreams. (The session's client is the one that
+//     opened it.)
 //   - a session is closed for Sessions, and its slot freed, when a DELETE
 //     naming it is answered 2xx, when next answers a request naming it with
 //     404 (next ended it on its own), or when it has been idle for
@@ -259,13 +268,9 @@ func (s *Sessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	get := r.Method == http.MethodGet
-	ss, status := s.use(id, get)
-	switch status {
-	case http.StatusNotFound:
-		http.Error(w, MsgSessionNotFound, http.StatusNotFound)
-		return
-	case http.StatusServiceUnavailable:
-		busy(w, jsonrpc.ID{}, MsgTooManyGetStreams)
+	ss, no := s.use(id, get)
+	if no != nil {
+		no.write(w, jsonrpc.ID{})
 		return
 	}
 	sw := &sessionWriter{ResponseWriter: w}
@@ -280,15 +285,34 @@ func mayOpen(r *http.Request) bool {
 	return !ok || m.Method == "initialize"
 }
 
-// busy answers 503 with Retry-After and the JSON-RPC error -32603 msg.
-func busy(w http.ResponseWriter, id jsonrpc.ID, msg string) {
-	body := jsonrpc.ErrorResponse(id, jsonrpc.NewError(jsonrpc.CodeInternalError, msg))
+// refusal is why Sessions refuses a request.
+type refusal struct {
+	status int
+	msg    string
+}
+
+var (
+	notFound        = &refusal{http.StatusNotFound, MsgSessionNotFound}
+	tooMany         = &refusal{http.StatusServiceUnavailable, MsgTooManySessions}
+	tooManyOfClient = &refusal{http.StatusTooManyRequests, MsgTooManyClientSessions}
+	tooManyGets     = &refusal{http.StatusServiceUnavailable, MsgTooManyGetStreams}
+	tooManyGetsOf   = &refusal{http.StatusTooManyRequests, MsgTooManyClientGetStreams}
+)
+
+// write answers the refusal: 404 in plain text, the others with
+// Retry-After and the JSON-RPC error -32603 (with id if valid).
+func (no *refusal) write(w http.ResponseWriter, id jsonrpc.ID) {
+	if no.status == http.StatusNotFound {
+		http.Error(w, no.msg, no.status)
+		return
+	}
+	body := jsonrpc.ErrorResponse(id, jsonrpc.NewError(jsonrpc.CodeInternalError, no.msg))
 	h := w.Header()
 	h.Set("Retry-After", "1")
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	h.Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusServiceUnavailable)
+	w.WriteHeader(no.status)
 	_, _ = w.Write(body)
 }
 
@@ -298,10 +322,10 @@ func (s *Sessions) serveGet(w http.ResponseWriter, r *http.Request) {
 	key := s.key(r)
 	s.mu.Lock()
 	c := s.clientLocked(key)
-	if !s.getLocked(c) {
+	if no := s.getLocked(c); no != nil {
 		s.dropClientLocked(c)
 		s.mu.Unlock()
-		busy(w, jsonrpc.ID{}, MsgTooManyGetStreams)
+		no.write(w, jsonrpc.ID{})
 		return
 	}
 	s.mu.Unlock()
@@ -321,12 +345,19 @@ func (s *Sessions) serveOpener(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.expireLocked(time.Now())
 	c := s.clientLocked(key)
-	if (s.max >= 0 && s.open >= s.max) || (s.perKey >= 0 && c.sessions >= s.perKey) {
+	var no *refusal
+	switch {
+	case s.perKey >= 0 && c.sessions >= s.perKey:
+		no = tooManyOfClient
+	case s.max >= 0 && s.open >= s.max:
+		no = tooMany
+	}
+	if no != nil {
 		s.refused++
 		s.dropClientLocked(c)
 		s.mu.Unlock()
 		m, _ := FrontMessage(r)
-		busy(w, m.ID, MsgTooManySessions)
+		no.write(w, m.ID)
 		return
 	}
 	s.open++
@@ -367,36 +398,45 @@ func (s *Sessions) register(id string, c *client) *session {
 }
 
 // use marks the session id in use by a request (a GET stream if get), or
-// reports why not: 404 unknown, 503 beyond the GET bounds.
-func (s *Sessions) use(id string, get bool) (*session, int) {
+// reports why not: unknown, or beyond the GET bounds.
+func (s *Sessions) use(id string, get bool) (*session, *refusal) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.expireLocked(time.Now())
 	ss := s.byID[id]
 	if ss == nil {
 		s.notFound++
-		return nil, http.StatusNotFound
+		return nil, notFound
 	}
-	if get && !s.getLocked(ss.client) {
-		return nil, http.StatusServiceUnavailable
+	if get {
+		if no := s.getLocked(ss.client); no != nil {
+			return nil, no
+		}
 	}
 	if ss.active == 0 {
 		s.unlinkLocked(ss)
 	}
 	ss.active++
-	return ss, 0
+	return ss, nil
 }
 
-// getLocked counts one more GET stream of c, or reports that the bounds
-// refuse it.
-func (s *Sessions) getLocked(c *client) bool {
-	if (s.maxGets >= 0 && s.gets >= s.maxGets) || (s.perKey >= 0 && c.gets >= s.perKey) {
+// getLocked counts one more GET stream of c, or reports which bound
+// refuses it.
+func (s *Sessions) getLocked(c *client) *refusal {
+	var no *refusal
+	switch {
+	case s.perKey >= 0 && c.gets >= s.perKey:
+		no = tooManyGetsOf
+	case s.maxGets >= 0 && s.gets >= s.maxGets:
+		no = tooManyGets
+	}
+	if no != nil {
 		s.refGet++
-		return false
+		return no
 	}
 	s.gets++
 	c.gets++
-	return true
+	return nil
 }
 
 // done ends a request's use of ss: a DELETE answered 2xx, or any request

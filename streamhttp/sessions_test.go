@@ -113,11 +113,15 @@ func open(t *testing.T, h http.Handler, addr string) (string, *httptest.Response
 	return w.Header().Get(streamhttp.HeaderSessionID), w
 }
 
-const busySessions = `{"jsonrpc":"2.0","id":7,"error":{"code":-32603,"message":"Server busy: too many sessions"}}`
+const (
+	busySessions   = `{"jsonrpc":"2.0","id":7,"error":{"code":-32603,"message":"Server busy: too many sessions"}}`
+	clientSessions = `{"jsonrpc":"2.0","id":7,"error":{"code":-32603,"message":"Too many sessions open for this client"}}`
+)
 
 // Sessions bound the sessions in total and per client: a flood from one
-// client takes its share only; a refusal is 503 with Retry-After and the
-// exact error, and never reaches the SDK; a DELETE frees the slot at once.
+// client takes its share only; a refusal is 429 (the client's share) or
+// 503 (every slot) with Retry-After and the exact error, and never reaches
+// the SDK; a DELETE frees the slot at once.
 func TestSessionsBounds(t *testing.T) {
 	sdk := newFakeSDK()
 	s := streamhttp.NewSessions(sdk, streamhttp.SessionOptions{Max: 3, MaxPerClient: 2})
@@ -131,15 +135,17 @@ func TestSessionsBounds(t *testing.T) {
 	before := sdk.count()
 	id, w := open(t, h, "10.0.0.1:1002")
 	assert.Empty(t, id)
-	assert.Equal(t, http.StatusServiceUnavailable, w.Code)
+	assert.Equal(t, http.StatusTooManyRequests, w.Code)
 	assert.Equal(t, "1", w.Header().Get("Retry-After"))
-	assert.Equal(t, busySessions, w.Body.String())
+	assert.Equal(t, clientSessions, w.Body.String())
 	assert.Equal(t, before, sdk.count(), "a refused initialize never reaches the SDK")
 
 	b1, _ := open(t, h, "10.0.0.2:1000")
 	require.NotEmpty(t, b1, "another client has room while the first is at its share")
 	_, w = open(t, h, "10.0.0.3:1000")
 	assert.Equal(t, http.StatusServiceUnavailable, w.Code, "Max counts every client")
+	assert.Equal(t, "1", w.Header().Get("Retry-After"))
+	assert.Equal(t, busySessions, w.Body.String())
 
 	d := call(h, http.MethodDelete, "10.0.0.1:1000", a1, "")
 	require.Equal(t, http.StatusNoContent, d.Code)
@@ -240,9 +246,10 @@ func TestSessionsGetStreams(t *testing.T) {
 		defer cancel()
 		get(c, "10.0.0.3:1")
 		w = call(h, http.MethodGet, "10.0.0.3:2", c, "")
-		assert.Equal(t, http.StatusServiceUnavailable, w.Code, "one GET stream per client (MaxPerClient 1)")
+		assert.Equal(t, http.StatusTooManyRequests, w.Code, "one GET stream per client (MaxPerClient 1)")
+		assert.Equal(t, `{"jsonrpc":"2.0","error":{"code":-32603,"message":"`+streamhttp.MsgTooManyClientGetStreams+`"}}`, w.Body.String())
 		w = call(h, http.MethodGet, "10.0.0.3:3", "", "")
-		assert.Equal(t, http.StatusServiceUnavailable, w.Code, "a GET without a session id counts too")
+		assert.Equal(t, http.StatusTooManyRequests, w.Code, "a GET without a session id counts too")
 		cancel()
 		wg.Wait()
 
