@@ -374,3 +374,67 @@ func TestSessionsEndPanics(t *testing.T) {
 		assert.Equal(t, uint64(2), s.Stats().Expired)
 	})
 }
+
+// FuzzSessions plays a sequence of initializes, requests, DELETEs and
+// sessions the SDK ended on its own against a model: the count of open
+// sessions, per client and in all, is always exact, and an initialize is
+// refused exactly when a bound is reached.
+func FuzzSessions(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 8, 8, 1, 0, 16, 2, 3, 4, 0})
+	f.Add([]byte{0, 8, 16, 24, 0, 8, 1, 9, 17, 3, 11, 0, 8})
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		sdk := newFakeSDK()
+		const maxAll, perClient = 4, 2
+		s := streamhttp.NewSessions(sdk, streamhttp.SessionOptions{Max: maxAll, MaxPerClient: perClient, IdleTimeout: -1})
+		defer s.Close()
+		h := sessionsFront(s)
+		type live struct{ id, addr string }
+		var model []live
+		count := func(addr string) (n int) {
+			for _, l := range model {
+				if l.addr == addr {
+					n++
+				}
+			}
+			return n
+		}
+		ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+		for _, op := range ops {
+			addr := "10.0.0." + strconv.Itoa(int(op>>3)%3) + ":1"
+			pick := -1
+			if len(model) > 0 {
+				pick = int(op>>3) % len(model)
+			}
+			switch op % 5 {
+			case 0:
+				full := len(model) >= maxAll || count(addr) >= perClient
+				id, w := open(t, h, addr)
+				if full {
+					require.Empty(t, id)
+					require.Contains(t, []int{http.StatusTooManyRequests, http.StatusServiceUnavailable}, w.Code)
+				} else {
+					require.NotEmpty(t, id)
+					model = append(model, live{id, addr})
+				}
+			case 1, 3:
+				if pick < 0 {
+					continue
+				}
+				if op%5 == 3 {
+					sdk.end(model[pick].id)
+					require.Equal(t, http.StatusNotFound, call(h, http.MethodPost, addr, model[pick].id, ping).Code)
+				} else {
+					require.Equal(t, http.StatusNoContent, call(h, http.MethodDelete, addr, model[pick].id, "").Code)
+				}
+				model = append(model[:pick], model[pick+1:]...)
+			case 2:
+				if pick >= 0 {
+					require.Equal(t, http.StatusOK, call(h, http.MethodPost, addr, model[pick].id, ping).Code)
+				}
+			case 4:
+				require.Equal(t, http.StatusNotFound, call(h, http.MethodPost, addr, "made-up", ping).Code)
+			}
+			require.Equal(t, len(model), s.Stats().Open)
+		}
+	})
+}
