@@ -76,8 +76,11 @@
 // stateful sessions (initialize, Mcp-Session-Id, the GET stream and its
 // notifications, DELETE), and 2026-07-28 requests statelessly, on the same
 // *mcp.Server: nothing to configure. SDK.Stateless serves stateless only.
-// MaxSessions (DefaultMaxSessions) bounds the sessions open at once;
-// SDK.SessionTimeout closes those of clients that went away.
+// HandlerOptions.Sessions bounds those sessions in total (10,000) and per
+// client (1,000: a flood from one client cannot lock the others out),
+// closes those idle for 30 minutes (an open GET stream is use), bounds the
+// GET streams, and answers 404, before the go-sdk sees it, a request naming
+// a session id that was never issued or has ended (streamhttp.Sessions).
 //
 // # Delays, and the go-sdk's debounce
 //

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -49,33 +48,51 @@ type HandlerOptions struct {
 	// their sessions and notifications. Stateless true serves every request
 	// statelessly (clients of earlier versions then have no session).
 	// With Stateless false, each initialize makes a go-sdk session (its
-	// state and its goroutine) that lives until DELETE, Shutdown or, if set,
-	// SessionTimeout idle (the go-sdk's default, zero, never closes it):
-	// MaxSessions bounds how many are open at once, and SessionTimeout
-	// frees those of clients that went away.
+	// state and its goroutine) that lives until DELETE, Shutdown, or
+	// Sessions.IdleTimeout idle (see Sessions). SessionTimeout, if set, is
+	// the go-sdk's own idle timeout besides (it counts only POSTs: a session
+	// whose client only holds its GET stream open ends when it passes).
 	// MaxRequestBodyBytes bounds the body of every request of the endpoint
 	// but listens (streamhttp.FrontOptions.MaxBodyBytes): zero means
 	// streamhttp.DefaultFrontMaxBodyBytes (512 KiB, not the go-sdk's 4 MiB);
 	// negative (unbounded) is an error.
 	SDK *mcp.StreamableHTTPOptions
-	// MaxSessions bounds the go-sdk sessions (those with a session id: the
-	// clients of earlier versions, see SDK) open at once: an initialize
-	// that would open one more is answered 503 with Retry-After and the
-	// JSON-RPC error -32603 MsgTooManySessions, and nothing reaches the
-	// go-sdk. Zero means DefaultMaxSessions; negative means no bound.
-	MaxSessions int
+	// Sessions bound and expire the go-sdk sessions (those with a session
+	// id: the clients of earlier versions, see SDK), in front of the go-sdk
+	// (streamhttp.Sessions): at most MaxPerClient open at once per client
+	// (default 1,000) and Max in all (default 10,000), so that a flood from
+	// one client cannot take every slot. An initialize beyond them is
+	// answered 429 (the client's share: -32603
+	// streamhttp.MsgTooManyClientSessions) or 503 (every slot:
+	// MsgTooManySessions), with Retry-After, and nothing reaches the go-sdk.
+	// The count is exact: a slot is free again as soon as its session is
+	// deleted (DELETE answered), ends, or expires. A session no request has
+	// used for IdleTimeout (default 30 minutes; an open GET stream is use) is
+	// closed (ServerSession.Close). A request naming a session id that was
+	// never issued, or has ended or expired, is answered 404 before the
+	// go-sdk sees it; GET streams are bounded by MaxGetStreams (default
+	// 10,000) and MaxPerClient. ClientKey, if nil, is the UserID of the
+	// request's go-sdk TokenInfo (auth.RequireBearerToken in front of the
+	// Handler), if it has one, else streamhttp.ClientAddr, the connection's
+	// address: behind a reverse proxy without authentication, every client
+	// has the proxy's address and shares one client's share; give a
+	// ClientKey that reads the address your proxy forwards. End is set by
+	// NewHandler.
+	Sessions streamhttp.SessionOptions
 	// WrapSource, if set, wraps the Bridge's source before the listen
 	// handler serves it (an instrumented source, such as the otel module's
 	// Metrics.Source).
 	WrapSource func(listen.Source) listen.Source
 }
 
-// DefaultMaxSessions is the default of HandlerOptions.MaxSessions.
-const DefaultMaxSessions = 10000
+// DefaultMaxSessions is the default of HandlerOptions.Sessions.Max
+// (streamhttp.DefaultMaxSessions).
+const DefaultMaxSessions = streamhttp.DefaultMaxSessions
 
-// MsgTooManySessions is the message of the error that refuses an
-// initialize once HandlerOptions.MaxSessions go-sdk sessions are open.
-const MsgTooManySessions = "Server busy: too many sessions"
+// MsgTooManySessions is the message of the error (503) that refuses an
+// initialize beyond HandlerOptions.Sessions.Max
+// (streamhttp.MsgTooManySessions).
+const MsgTooManySessions = streamhttp.MsgTooManySessions
 
 // Handler serves one MCP Streamable HTTP endpoint for a go-sdk server:
 // subscriptions/listen with this library (streamhttp, from the Bridge's
@@ -105,9 +122,8 @@ type Handler struct {
 	stateless, stateful http.Handler
 	server              *mcp.Server
 	versions            []string
-	// maxSessions is HandlerOptions.MaxSessions resolved (negative: none).
-	maxSessions int
-	count       sessionCount
+	// sessions fronts stateful (nil when SDK.Stateless).
+	sessions *streamhttp.Sessions
 }
 
 // NewHandler returns the Handler for server: one call adds
@@ -157,16 +173,19 @@ func NewHandler(server *mcp.Server, opts HandlerOptions) (*Handler, error) {
 		_ = b.Close()
 		return nil, err
 	}
-	h := &Handler{bridge: b, listen: lh, server: server, versions: b.Versions(), maxSessions: opts.MaxSessions}
-	if h.maxSessions == 0 {
-		h.maxSessions = DefaultMaxSessions
-	}
+	h := &Handler{bridge: b, listen: lh, server: server, versions: b.Versions()}
 	getServer := func(*http.Request) *mcp.Server { return server }
 	stateless := sdkOpts
 	stateless.Stateless = true
 	h.stateless = mcp.NewStreamableHTTPHandler(getServer, &stateless)
 	if !sdkOpts.Stateless {
 		h.stateful = mcp.NewStreamableHTTPHandler(getServer, &sdkOpts)
+		so := opts.Sessions
+		if so.ClientKey == nil {
+			so.ClientKey = clientKey
+		}
+		so.End = h.endSessions
+		h.sessions = streamhttp.NewSessions(h.stateful, so)
 	}
 	h.front = streamhttp.FrontWith(lh, http.HandlerFunc(h.route), streamhttp.FrontOptions{
 		MaxBodyBytes: sdkOpts.MaxRequestBodyBytes,
@@ -208,54 +227,30 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request) {
 		h.stateless.ServeHTTP(w, r)
 		return
 	}
-	if h.maxSessions >= 0 && r.Method == http.MethodPost && r.Header.Get(headerSessionID) == "" {
-		if m, _ := streamhttp.FrontMessage(r); m.Method == methodInitialize && !h.admitSession() {
-			w.Header().Set("Retry-After", "1")
-			writeError(w, http.StatusServiceUnavailable, m.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, MsgTooManySessions))
-			return
-		}
-	}
-	h.stateful.ServeHTTP(w, r)
+	h.sessions.ServeHTTP(w, r)
 }
 
-const (
-	headerSessionID  = "Mcp-Session-Id"
-	methodInitialize = "initialize"
-)
-
-// recountEvery is how often admitSession counts the go-sdk's sessions
-// again (Server.Sessions copies the list of them); tests shorten it.
-var recountEvery = time.Second
-
-// sessionCount is the Handler's count of the go-sdk sessions with an id.
-type sessionCount struct {
-	mu sync.Mutex
-	n  int
-	at time.Time // when n was last counted
+// clientKey is the default Sessions.ClientKey: the UserID of the request's
+// go-sdk TokenInfo, else the connection's address.
+func clientKey(r *http.Request) string {
+	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil && ti.UserID != "" {
+		return "user:" + ti.UserID
+	}
+	return streamhttp.ClientAddr(r)
 }
 
-// admitSession reports whether an initialize may open a session, and
-// counts it. The sessions are counted again at most once per
-// recountEvery, so an initialize costs O(1) between counts; in between,
-// every admitted initialize counts as a session (a failed one until the
-// next count) and a closed session still counts until then.
-func (h *Handler) admitSession() bool {
-	c := &h.count
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if now := time.Now(); c.at.IsZero() || now.Sub(c.at) >= recountEvery {
-		c.n, c.at = 0, now
-		for ss := range h.server.Sessions() {
-			if ss.ID() != "" {
-				c.n++
-			}
+// endSessions closes the go-sdk sessions of ids (Sessions.End: they
+// expired), with one pass over the server's sessions.
+func (h *Handler) endSessions(ids []string) {
+	end := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		end[id] = true
+	}
+	for ss := range h.server.Sessions() {
+		if id := ss.ID(); id != "" && end[id] {
+			_ = ss.Close()
 		}
 	}
-	if c.n >= h.maxSessions {
-		return false
-	}
-	c.n++
-	return true
 }
 
 // namesVersion reports whether r's body, as the front parsed it, names a
@@ -296,8 +291,9 @@ func (h *Handler) ResourceUpdated(ctx context.Context, uri string) error {
 
 // Shutdown ends every listen stream gracefully (each gets its completion
 // result; new listens are refused with 503) and waits for them as
-// streamhttp.Handler.Shutdown does; then it closes the go-sdk server's
-// sessions that have a session id (those of the stateful handler: clients
+// streamhttp.Handler.Shutdown does; then it stops the sessions' expiry
+// (Sessions.Close) and closes the go-sdk server's sessions that have a
+// session id (those of the stateful handler: clients
 // of earlier versions; their GET streams end, so that http.Server.Shutdown
 // can return), and the Bridge. It returns ctx's error if the streams did not
 // all end in time (the rest is closed all the same). Stop the http.Server
@@ -305,6 +301,7 @@ func (h *Handler) ResourceUpdated(ctx context.Context, uri string) error {
 func (h *Handler) Shutdown(ctx context.Context) error {
 	err := h.listen.Shutdown(ctx)
 	if h.stateful != nil {
+		h.sessions.Close()
 		for ss := range h.server.Sessions() {
 			if ss.ID() != "" {
 				_ = ss.Close()
@@ -320,6 +317,10 @@ func (h *Handler) Bridge() *Bridge { return h.bridge }
 
 // Hub returns the hub the listens are served from.
 func (h *Handler) Hub() *hub.Hub { return h.bridge.hub }
+
+// Sessions returns what bounds and expires the go-sdk sessions (its
+// Stats), or nil with SDK.Stateless.
+func (h *Handler) Sessions() *streamhttp.Sessions { return h.sessions }
 
 // Listen returns the listen handler (its Stats).
 func (h *Handler) Listen() *streamhttp.Handler { return h.listen }

@@ -25,7 +25,10 @@
 //   - Folders: with Options.Listen.SubResources, a listen on a folder gets
 //     the updates below it.
 //   - Older clients (initialize, 2025-11-25 and before) keep mcp-go's own
-//     sessions, on the same URL and the same stdio connection.
+//     sessions, on the same URL and the same stdio connection. Over HTTP
+//     they are bounded in total and per client, end after 30 minutes idle,
+//     and a request naming an id never issued gets 404 before mcp-go sees
+//     it (HandlerOptions.Sessions).
 //   - Hooks that refuse requests (OnRequestInitialization without a token,
 //     say) must let through those for which FromBridge(ctx) is true.
 //   - Auth: put your middleware in front of the Handler; set

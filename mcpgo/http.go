@@ -40,12 +40,44 @@ type HandlerOptions struct {
 	// is HTTP's (AllowedHosts, or the same loopback rule), applied to every
 	// request before mcp-go sees it.
 	//
-	// mcp-go's default session id manager keeps every session id it issued,
-	// ended ones too, for the life of the StreamableHTTPServer: each
-	// initialize an older client sends adds one, which no bound of HTTP
-	// covers. Where clients are not trusted, bound it with a manager of your
-	// own (server.WithSessionIdManager) and server.WithSessionIdleTTL.
+	// Each initialize an older client sends makes an mcp-go session (about
+	// 10 KB of heap with v1.2.1) that mcp-go keeps until a DELETE of its
+	// id, Shutdown or, with server.WithSessionIdleTTL, its own idle sweep:
+	// the session registered with the MCPServer (MCPServer.RegisterSession;
+	// every broadcast visits it) and the same session in the
+	// StreamableHTTPServer's active sessions. mcp-go's default session id manager
+	// (StatelessGeneratingSessionIdManager) keeps nothing: it checks an id's
+	// format only. Sessions bounds and expires these sessions in front of
+	// mcp-go.
 	SDK []server.StreamableHTTPOption
+	// Sessions bound and expire the sessions of older clients in front of
+	// mcp-go (streamhttp.Sessions), as gosdk.HandlerOptions.Sessions does
+	// for the go-sdk: at most Max open at once (default 10,000) and
+	// MaxPerClient per client (default 1,000; ClientKey, if nil, is
+	// streamhttp.ClientAddr, the connection's address: behind a reverse
+	// proxy, give one that reads the address your proxy forwards), so that
+	// a flood from one client cannot take every slot; an initialize beyond
+	// them is answered 429 (the client's share: -32603
+	// streamhttp.MsgTooManyClientSessions) or 503 (every slot:
+	// MsgTooManySessions), with Retry-After, and never reaches mcp-go. A
+	// slot is free as soon as its session is deleted or expires. A session
+	// no request has used for IdleTimeout (default 30 minutes; an open GET
+	// stream is use) is ended in mcp-go: a DELETE of its id is served to the
+	// StreamableHTTPServer (which unregisters the session from the
+	// MCPServer and drops its per-session state), and if that is refused (a
+	// SessionIdManager that does not allow termination) the session is
+	// unregistered with MCPServer.UnregisterSession, which leaves the
+	// StreamableHTTPServer's entry for it. What a SessionIdManager of your
+	// own keeps (InsecureStatefulSessionIdManager: every id it issued or
+	// terminated, for the life of the server) is not covered. A request
+	// naming a session id that was never issued here, or has ended or
+	// expired, is answered 404 before mcp-go sees it (mcp-go would serve a
+	// GET stream for any well-formed id): route every request of a session
+	// to the instance that issued it. GET streams, with a session id or
+	// without (mcp-go then opens a session for the stream), are bounded by
+	// MaxGetStreams (default 10,000) and MaxPerClient. 2026-07-28 requests
+	// have no session and pass. End is set by NewHandler.
+	Sessions streamhttp.SessionOptions
 	// MaxBodyBytes bounds the body of every request of the endpoint but
 	// listens, which HTTP.MaxBodyBytes bounds
 	// (streamhttp.FrontOptions.MaxBodyBytes: a larger one is refused with
@@ -82,7 +114,10 @@ type Handler struct {
 	bridge *Bridge
 	listen *streamhttp.Handler
 	sdk    *server.StreamableHTTPServer
+	server *server.MCPServer
 	front  http.Handler
+	// sessions fronts sdk for the requests of older clients.
+	sessions *streamhttp.Sessions
 	// versions are the protocol versions mcp-go's StreamableHTTPServer
 	// serves, newest first.
 	versions []string
@@ -133,7 +168,10 @@ func NewHandler(s *server.MCPServer, opts HandlerOptions) (*Handler, error) {
 		_ = sdk.Shutdown(context.Background())
 		return nil, fmt.Errorf("mcpgo: %w", err)
 	}
-	h := &Handler{bridge: b, listen: lh, sdk: sdk, versions: versions}
+	h := &Handler{bridge: b, listen: lh, sdk: sdk, server: s, versions: versions}
+	so := opts.Sessions
+	so.End = h.endSessions
+	h.sessions = streamhttp.NewSessions(http.HandlerFunc(h.serveMCPGo), so)
 	h.front = streamhttp.FrontWith(lh, http.HandlerFunc(h.serveSDK), streamhttp.FrontOptions{MaxBodyBytes: opts.MaxBodyBytes})
 	return h, nil
 }
@@ -142,14 +180,11 @@ func NewHandler(s *server.MCPServer, opts HandlerOptions) (*Handler, error) {
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.front.ServeHTTP(w, r) }
 
 // serveSDK serves a request that is not a listen, once the front has
-// checked it and read its body (bounded), with mcp-go: under a surrogate
-// id if mcp-go would not answer with the client's token.
+// checked it and read its body (bounded): a request of an older client
+// through Sessions, then with mcp-go (serveMCPGo).
 func (h *Handler) serveSDK(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost || r.Body == nil {
-		h.sdk.ServeHTTP(w, r)
-		return
-	}
-	if v := strings.TrimSpace(r.Header.Get(streamhttp.HeaderProtocolVersion)); v != "" && !slices.Contains(h.versions, v) {
+	v := strings.TrimSpace(r.Header.Get(streamhttp.HeaderProtocolVersion))
+	if r.Method == http.MethodPost && r.Body != nil && v != "" && !slices.Contains(h.versions, v) {
 		// mcp-go answers a version it does not know with a plain-text 400
 		// when it sorts before 2026-07-28: the endpoint answers every
 		// request naming such a version as it answers a listen, with the
@@ -158,6 +193,78 @@ func (h *Handler) serveSDK(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)
 		_, _ = w.Write(jsonrpc.ErrorResponse(m.ID, spec.UnsupportedVersionError(h.versions, v)))
+		return
+	}
+	if v >= spec.ProtocolVersion || namesVersion(r) {
+		// A 2026-07-28 request: mcp-go gives it no session, and ignores a
+		// session id it names.
+		h.serveMCPGo(w, r)
+		return
+	}
+	h.sessions.ServeHTTP(w, r)
+}
+
+// namesVersion reports whether r's body, as the front parsed it, names a
+// protocol version in its _meta, as only 2026-07-28 requests do (mcp-go
+// then serves it as one, whatever MCP-Protocol-Version says).
+func namesVersion(r *http.Request) bool {
+	m, ok := streamhttp.FrontMessage(r)
+	if !ok || len(m.Params) == 0 {
+		return false
+	}
+	var p struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	if json.Unmarshal(m.Params, &p) != nil {
+		return false
+	}
+	_, named := p.Meta[spec.MetaProtocolVersion]
+	return named
+}
+
+// endSessions ends in mcp-go the sessions of ids (Sessions.End: they
+// expired) with a DELETE of each, served to the StreamableHTTPServer, or,
+// where that is refused, MCPServer.UnregisterSession.
+func (h *Handler) endSessions(ids []string) {
+	ctx := context.Background()
+	for _, id := range ids {
+		r, err := http.NewRequestWithContext(ctx, http.MethodDelete, "/", nil)
+		if err != nil {
+			continue
+		}
+		r.Header.Set(streamhttp.HeaderSessionID, id)
+		w := &statusWriter{header: http.Header{}}
+		h.sdk.ServeHTTP(w, r)
+		if w.status >= 300 {
+			h.server.UnregisterSession(ctx, id)
+		}
+	}
+}
+
+// statusWriter keeps a response's status and discards the rest.
+type statusWriter struct {
+	header http.Header
+	status int
+}
+
+func (w *statusWriter) Header() http.Header { return w.header }
+
+func (w *statusWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	return len(p), nil
+}
+
+// serveMCPGo serves a request with mcp-go: under a surrogate id if mcp-go
+// would not answer with the client's token.
+func (h *Handler) serveMCPGo(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || r.Body == nil {
+		h.sdk.ServeHTTP(w, r)
 		return
 	}
 	if m, parsed := streamhttp.FrontMessage(r); parsed && (!m.HasID || survives(json.RawMessage(m.ID.Raw()))) {
@@ -181,7 +288,8 @@ func (h *Handler) serveSDK(w http.ResponseWriter, r *http.Request) {
 	h.sdk.ServeHTTP(w, r)
 }
 
-// Shutdown ends every listen stream gracefully: each first gets every
+// Shutdown stops the expiry of older clients' sessions (Sessions.Close),
+// and ends every listen stream gracefully: each first gets every
 // change the mcp-go server made before the call (the Bridge's hub is shut
 // down: a hub given in Options.Hub and shared with another transport ends
 // that transport's streams too), then its completion result; new listens
@@ -192,6 +300,7 @@ func (h *Handler) serveSDK(w http.ResponseWriter, r *http.Request) {
 // in time (the rest is done all the same). Stop the http.Server too.
 // Shutdown is idempotent.
 func (h *Handler) Shutdown(ctx context.Context) error {
+	h.sessions.Close()
 	err := h.bridge.drain(ctx)
 	if lerr := h.listen.Shutdown(ctx); err == nil {
 		err = lerr
@@ -215,6 +324,10 @@ func (h *Handler) Hub() *hub.Hub { return h.bridge.hub }
 
 // Listen returns the listen handler (its Stats).
 func (h *Handler) Listen() *streamhttp.Handler { return h.listen }
+
+// Sessions returns what bounds and expires the sessions of older clients
+// (its Stats).
+func (h *Handler) Sessions() *streamhttp.Sessions { return h.sessions }
 
 // SDK returns mcp-go's StreamableHTTPServer, which serves every request
 // that is not a listen.

@@ -21,8 +21,9 @@
 // OpenTelemetry metrics in the Prometheus text format at /metrics; -pprof
 // adds net/http/pprof at /debug/pprof/. -max-streams bounds the listen
 // streams served at once (default 20,000); -max-uri-bytes raises the
-// longest resource URI a listen may name. SIGINT or SIGTERM drains: every
-// open listen stream gets its completion result.
+// longest resource URI a listen may name; -session-idle sets the idle
+// time after which an older client's session ends (default 30m). SIGINT or
+// SIGTERM drains: every open listen stream gets its completion result.
 //
 // -broker nats://HOST:PORT or redis://HOST:PORT joins the other instances
 // of the server on that broker (package examples/internal/broker), with
@@ -108,6 +109,7 @@ func main() {
 		return map[string]any{
 			"hub":        h.Stats(),
 			"http":       handler.Listen().Stats(),
+			"sessions":   handler.Sessions().Stats(),
 			"mcpgo":      handler.Bridge().Stats(),
 			"goroutines": runtime.NumGoroutine(),
 		}
@@ -136,6 +138,7 @@ func newHandler(logger *slog.Logger, opts mcpgo.Options, flags *command.HTTPFlag
 		HTTP:    httpOpts,
 		// mcp-go logs through this logger too.
 		SDK:        []mcpserver.StreamableHTTPOption{mcpserver.WithStreamableHTTPLogger(logger)},
+		Sessions:   flags.Sessions(),
 		WrapSource: m.Source,
 	})
 }

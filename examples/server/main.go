@@ -23,7 +23,9 @@
 // net/http/pprof at /debug/pprof/. -max-streams bounds the listen streams
 // served at once (default 20,000); -max-uri-bytes raises the longest
 // resource URI a listen may name (default 4,096 bytes; the benchmark's
-// stalled-client scenario uses 64 KiB URIs to fill socket buffers). SIGINT
+// stalled-client scenario uses 64 KiB URIs to fill socket buffers);
+// -session-idle sets the idle time after which an older client's session
+// ends (default 30m; /debug/vars shows the sessions' counters). SIGINT
 // or SIGTERM drains: every open listen stream gets its completion result.
 // -broker nats://HOST:PORT or redis://HOST:PORT joins the other instances
 // of the server on that broker (package examples/internal/broker), with
@@ -125,6 +127,7 @@ func newServer(logger *slog.Logger, flags *command.HTTPFlags, m *listenotel.Metr
 			OnRepublish: command.LogPublish(logger),
 		},
 		HTTP:       httpOpts,
+		Sessions:   flags.Sessions(),
 		WrapSource: m.Source,
 	})
 	if err != nil {
@@ -138,6 +141,7 @@ func (s *server) vars() any {
 	return map[string]any{
 		"hub":        s.hub.Stats(),
 		"http":       s.handler.Listen().Stats(),
+		"sessions":   s.handler.Sessions().Stats(),
 		"gosdk":      s.handler.Bridge().Stats(),
 		"goroutines": runtime.NumGoroutine(),
 	}

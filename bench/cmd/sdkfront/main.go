@@ -23,6 +23,9 @@
 //	           without the listen headers: statuses
 //	surrogate  a listen on "file:///\ud800" (a lone surrogate): status and
 //	           answer
+//	flood      older clients' sessions: see sessions.go (also the mcp-go
+//	           server, examples/mcpgo or -mcpgo-server)
+//	idleheap   the mcp-go server's heap for 8,000 idle older sessions
 //
 // Linux only (it reads /proc). From the repository root:
 //
@@ -65,14 +68,17 @@ var (
 
 func main() {
 	flag.Parse()
+	dir, err := os.MkdirTemp("", "sdkfront")
+	check(err)
+	defer os.RemoveAll(dir)
 	if *serverBin == "" {
-		dir, err := os.MkdirTemp("", "sdkfront")
-		check(err)
-		defer os.RemoveAll(dir)
 		*serverBin = filepath.Join(dir, "server")
 		build := exec.Command("go", "build", "-o", *serverBin, "./examples/server")
 		build.Stdout, build.Stderr = os.Stderr, os.Stderr
 		check(build.Run())
+	}
+	if *only == "" || strings.Contains(*only, "flood") || strings.Contains(*only, "idleheap") {
+		buildMCPGo(dir)
 	}
 	fmt.Printf("server %s, %d runs, load %s\n", *serverBin, *runs, loadavg())
 	scenarios := []struct {
@@ -81,7 +87,7 @@ func main() {
 	}{
 		{"crosssite", crossSite}, {"slow", slowBodies}, {"memory", memory},
 		{"older", older}, {"version", version}, {"uris", uriCost}, {"method", method},
-		{"surrogate", surrogate},
+		{"surrogate", surrogate}, {"flood", flood}, {"idleheap", idleHeap},
 	}
 	for _, sc := range scenarios {
 		if *only != "" && !slices.Contains(strings.Split(*only, ","), sc.name) {
@@ -119,13 +125,18 @@ type server struct {
 
 var nextPort = 0
 
-// start runs the server with extra flags and waits for its address.
-func start(extra ...string) *server {
+// start runs the server (-server) with extra flags and waits for its
+// address.
+func start(extra ...string) *server { return startBin(*serverBin, extra...) }
+
+// startBin runs the server binary bin with extra flags and waits for its
+// address.
+func startBin(bin string, extra ...string) *server {
 	port := *basePort + nextPort
 	nextPort++
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	args := append([]string{"-addr", addr, "-quiet", "-pprof"}, extra...)
-	cmd := exec.Command(*serverBin, args...)
+	cmd := exec.Command(bin, args...)
 	out, err := cmd.StdoutPipe()
 	check(err)
 	cmd.Stderr = io.Discard

@@ -69,6 +69,9 @@ type HTTPFlags struct {
 	Pprof bool
 	// Metrics is -metrics: serve the OpenTelemetry metrics at /metrics.
 	Metrics bool
+	// SessionIdle is -session-idle (streamhttp.SessionOptions.IdleTimeout:
+	// the idle time after which an older client's session ends).
+	SessionIdle time.Duration
 }
 
 // Flags registers the HTTP flags on fs and returns the HTTPFlags they fill
@@ -84,6 +87,7 @@ func Flags(fs *flag.FlagSet) *HTTPFlags {
 	fs.IntVar(&f.MaxURIBytes, "max-uri-bytes", 0, "longest resource URI a listen may name, in bytes (listen.Options.MaxURIBytes; 0: the library's default, 4,096)")
 	fs.BoolVar(&f.Pprof, "pprof", false, "serve net/http/pprof at /debug/pprof/")
 	fs.BoolVar(&f.Metrics, "metrics", false, "serve OpenTelemetry metrics in the Prometheus text format at /metrics")
+	fs.DurationVar(&f.SessionIdle, "session-idle", 0, "end an older client's session after this long idle (streamhttp.SessionOptions.IdleTimeout; 0: the library's default, 30m)")
 	return f
 }
 
@@ -125,6 +129,12 @@ func (f *HTTPFlags) HTTPOptions(logger *slog.Logger) streamhttp.Options {
 		OnOpen:         LogOpen(logger),
 		OnClose:        LogClose(logger),
 	}
+}
+
+// Sessions returns the options of the older clients' sessions the flags
+// set (IdleTimeout).
+func (f *HTTPFlags) Sessions() streamhttp.SessionOptions {
+	return streamhttp.SessionOptions{IdleTimeout: f.SessionIdle}
 }
 
 // Serve serves mcp at /mcp until ctx ends, then drains (see the package

@@ -45,11 +45,12 @@ func TestCheckBind(t *testing.T) {
 func TestFlags(t *testing.T) {
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
 	f := command.Flags(fs)
-	require.NoError(t, fs.Parse([]string{"-addr", "0.0.0.0:9", "-allowed-hosts", " a, ,b,", "-lifetime", "1m", "-quiet", "-max-streams", "5", "-max-uri-bytes", "65536", "-pprof", "-metrics"}))
+	require.NoError(t, fs.Parse([]string{"-addr", "0.0.0.0:9", "-allowed-hosts", " a, ,b,", "-lifetime", "1m", "-quiet", "-max-streams", "5", "-max-uri-bytes", "65536", "-pprof", "-metrics", "-session-idle", "2m"}))
 	assert.Equal(t, &command.HTTPFlags{
 		Addr: "0.0.0.0:9", AllowedHosts: " a, ,b,", Lifetime: time.Minute, Quiet: true,
-		MaxStreams: 5, MaxURIBytes: 65536, Pprof: true, Metrics: true,
+		MaxStreams: 5, MaxURIBytes: 65536, Pprof: true, Metrics: true, SessionIdle: 2 * time.Minute,
 	}, f)
+	assert.Equal(t, 2*time.Minute, f.Sessions().IdleTimeout)
 	assert.Equal(t, []string{"a", "b"}, f.Hosts())
 	assert.Nil(t, f.Origins())
 	o := f.HTTPOptions(slog.New(slog.NewTextHandler(io.Discard, nil)))
