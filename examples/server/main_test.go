@@ -22,7 +22,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func startServer(t *testing.T) (*server, string) {
 	t.Helper()
-	srv, err := newServer(slog.New(slog.NewTextHandler(io.Discard, nil)), &command.HTTPFlags{MaxStreams: 100}, nil)
+	srv, err := newServer(slog.New(slog.NewTextHandler(io.Discard, nil)), &command.HTTPFlags{MaxStreams: 100}, tuning{}, nil)
 	require.NoError(t, err)
 	ts := httptest.NewServer(srv.handler)
 	t.Cleanup(func() {

@@ -67,7 +67,7 @@ func scrape(t *testing.T, url string) map[string]float64 {
 func TestMetricsScrape(t *testing.T) {
 	m, metricsHandler, err := command.NewMetrics(true)
 	require.NoError(t, err)
-	srv, err := newServer(slog.New(slog.NewTextHandler(io.Discard, nil)), &command.HTTPFlags{MaxStreams: 100}, m)
+	srv, err := newServer(slog.New(slog.NewTextHandler(io.Discard, nil)), &command.HTTPFlags{MaxStreams: 100}, tuning{}, m)
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", srv.handler)
