@@ -190,6 +190,7 @@ func TestInstrumentChainsHooks(t *testing.T) {
 	const h, s = "mcp.listen.transport=streamable_http", "mcp.listen.transport=stdio"
 	assert.Equal(t, map[string]int64{
 		"mcp.listen.streams.open{" + h + "}":                                         0,
+		"mcp.listen.streams.capacity{" + h + "}":                                     streamhttp.DefaultMaxStreams,
 		"mcp.listen.streams.opened{" + h + "}":                                       1,
 		"mcp.listen.keepalives.sent{" + h + "}":                                      1,
 		"mcp.listen.requests.refused{mcp.listen.refusal.cause=capacity," + h + "}":   1,

@@ -1,6 +1,8 @@
 package otel
 
 import (
+	"sync/atomic"
+
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
@@ -40,11 +42,12 @@ var (
 // the attribute mcp.listen.bridge.broker. A nil (disabled) m returns next
 // itself.
 //
-//	name                             kind     unit       attributes
-//	mcp.listen.bridge.published      Counter  {message}  broker, notification.kind, bridge.outcome
-//	mcp.listen.bridge.received       Counter  {message}  broker, notification.kind
-//	mcp.listen.bridge.dropped        Counter  {message}  broker, bridge.drop.reason
-//	mcp.listen.bridge.resyncs        Counter  {resync}   broker, bridge.resync.reason
+//	name                            kind           unit       attributes
+//	mcp.listen.bridge.published     Counter        {message}  broker, notification.kind, bridge.outcome
+//	mcp.listen.bridge.received      Counter        {message}  broker, notification.kind
+//	mcp.listen.bridge.dropped       Counter        {message}  broker, bridge.drop.reason
+//	mcp.listen.bridge.resyncs       Counter        {resync}   broker, bridge.resync.reason
+//	mcp.listen.bridge.disconnected  UpDownCounter  {bridge}   broker
 //
 // published counts the events handed to the broker (outcome error: its
 // client refused them, so they reached the local listeners only);
@@ -52,9 +55,14 @@ var (
 // hub's instruments count them again as published); dropped the messages
 // from the broker that were not delivered, by cluster.DropReason (a slow
 // consumer's drops in batches); resyncs the resynchronisations of the
-// local listeners, by cluster.ResyncReason. The hooks record in the
-// goroutine that calls them and start none; recording allocates nothing
-// for the reasons the cluster package defines.
+// local listeners, by cluster.ResyncReason; disconnected is 1 while the
+// bridge's connection to its broker is lost (from an OnConnection with
+// cluster.Disconnected or cluster.Reconnecting to one with
+// cluster.Connected or cluster.Closed) and 0 otherwise, summed over the
+// bridges of the broker name. Every series of these instruments is created
+// at zero here (see Metrics), one per kind, outcome and cluster reason. The
+// hooks record in the goroutine that calls them and start none; recording
+// allocates nothing for the reasons the cluster package defines.
 func (m *Metrics) BridgeHooks(broker string, next cluster.Hooks) cluster.Hooks {
 	if m == nil {
 		return next
@@ -72,10 +80,15 @@ func (m *Metrics) BridgeHooks(broker string, next cluster.Hooks) cluster.Hooks {
 		metric.WithDescription("Messages from the broker that were dropped, by reason."))
 	h.resyncs, _ = meter.Int64Counter("mcp.listen.bridge.resyncs", metric.WithUnit("{resync}"),
 		metric.WithDescription("Resynchronisations of the local listeners, by reason."))
+	h.disconnected, _ = meter.Int64UpDownCounter("mcp.listen.bridge.disconnected", metric.WithUnit("{bridge}"),
+		metric.WithDescription("Bridges whose connection to the broker is lost."))
 	for _, c := range []*metric.Int64Counter{&h.published, &h.received, &h.dropped, &h.resyncs} {
 		if *c == nil { // a broken provider: record nothing
 			*c, _ = noop.Meter{}.Int64Counter("")
 		}
+	}
+	if h.disconnected == nil {
+		h.disconnected, _ = noop.Meter{}.Int64UpDownCounter("")
 	}
 	for i := range numKinds {
 		kind := AttrNotificationKind.String(listen.Kind(i).String())
@@ -89,6 +102,20 @@ func (m *Metrics) BridgeHooks(broker string, next cluster.Hooks) cluster.Hooks {
 	for i, r := range resyncReasons {
 		h.byResync[i] = h.opt(AttrResyncReason.String(string(r)))
 	}
+	h.one = h.opt()
+	// Every series at zero; the invalid kind is left out.
+	for i := 1; i < numKinds; i++ {
+		h.published.Add(ctx, 0, h.okByKind[i]...)
+		h.published.Add(ctx, 0, h.errByKind[i]...)
+		h.received.Add(ctx, 0, h.byKind[i]...)
+	}
+	for _, o := range h.byDrop {
+		h.dropped.Add(ctx, 0, o...)
+	}
+	for _, o := range h.byResync {
+		h.resyncs.Add(ctx, 0, o...)
+	}
+	h.disconnected.Add(ctx, 0, h.one...)
 	return h
 }
 
@@ -97,10 +124,14 @@ type bridgeHooks struct {
 	broker attribute.KeyValue
 
 	published, received, dropped, resyncs metric.Int64Counter
+	disconnected                          metric.Int64UpDownCounter
+	// down is whether this bridge counts in disconnected.
+	down atomic.Bool
 
 	byKind, okByKind, errByKind [numKinds][]metric.AddOption
 	byDrop                      [len(dropReasons)][]metric.AddOption
 	byResync                    [len(resyncReasons)][]metric.AddOption
+	one                         []metric.AddOption // the broker alone
 }
 
 // opt is the attribute set of the broker and kvs, built once.
@@ -157,5 +188,18 @@ func (h *bridgeHooks) OnResync(i cluster.ResyncInfo) {
 	h.next.OnResync(i)
 }
 
-// OnConnection calls next.
-func (h *bridgeHooks) OnConnection(i cluster.ConnectionInfo) { h.next.OnConnection(i) }
+// OnConnection records a connection lost or found again in
+// mcp.listen.bridge.disconnected, then calls next.
+func (h *bridgeHooks) OnConnection(i cluster.ConnectionInfo) {
+	switch i.Status {
+	case cluster.Connected, cluster.Closed:
+		if h.down.CompareAndSwap(true, false) {
+			h.disconnected.Add(ctx, -1, h.one...)
+		}
+	default: // Disconnected, Reconnecting
+		if h.down.CompareAndSwap(false, true) {
+			h.disconnected.Add(ctx, 1, h.one...)
+		}
+	}
+	h.next.OnConnection(i)
+}

@@ -26,6 +26,9 @@ func (s signal) OnDrop(i cluster.DropInfo)           { *s.calls = append(*s.call
 func (s signal) OnResync(i cluster.ResyncInfo) {
 	*s.calls = append(*s.calls, "resync "+string(i.Reason))
 }
+func (s signal) OnConnection(i cluster.ConnectionInfo) {
+	*s.calls = append(*s.calls, "connection "+string(i.Status))
+}
 
 // Two instances joined by an in-memory broker (cluster nodes, as the NATS
 // and Redis bridges build on): an event published on A is received by B, a
@@ -73,6 +76,7 @@ func TestBridgeInstruments(t *testing.T) {
 		"mcp.listen.bridge.received{mcp.listen.bridge.broker=nats,mcp.listen.notification.kind=resource_updated}":                                    1,
 		"mcp.listen.bridge.dropped{mcp.listen.bridge.broker=nats,mcp.listen.bridge.drop.reason=malformed}":                                           1,
 		"mcp.listen.bridge.resyncs{mcp.listen.bridge.broker=nats,mcp.listen.bridge.resync.reason=manual}":                                            1,
+		"mcp.listen.bridge.disconnected{mcp.listen.bridge.broker=nats}":                                                                              0,
 	}, series(t, reader))
 }
 

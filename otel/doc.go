@@ -46,6 +46,7 @@
 //
 //	name                                  kind            unit            attributes
 //	mcp.listen.streams.open               UpDownCounter   {stream}        transport
+//	mcp.listen.streams.capacity           UpDownCounter   {stream}        transport
 //	mcp.listen.streams.opened             Counter         {stream}        transport
 //	mcp.listen.streams.closed             Counter         {stream}        transport, close.reason
 //	mcp.listen.streams.write_timeouts     Counter         {stream}        transport
@@ -59,9 +60,24 @@
 //	mcp.listen.bridge.received            Counter         {message}       bridge.broker, notification.kind
 //	mcp.listen.bridge.dropped             Counter         {message}       bridge.broker, bridge.drop.reason
 //	mcp.listen.bridge.resyncs             Counter         {resync}        bridge.broker, bridge.resync.reason
+//	mcp.listen.bridge.disconnected        UpDownCounter   {bridge}        bridge.broker
 //
 // Metrics says what each counts and where it comes from; the bridge
-// instruments are BridgeHooks'.
+// instruments are BridgeHooks'. Every counter series starts at zero when
+// its transport, hub or bridge is wired, so that the first refusal or drop
+// is seen by rate() and increase() (see Metrics).
+//
+// # Dashboard and alerts
+//
+// The monitoring directory of this module holds a Grafana dashboard
+// (dashboard.json) and Prometheus alert rules (alerts.yml, with their
+// promtool unit tests in alerts_test.yml) for these instruments as the
+// OpenTelemetry Prometheus exporter names them (mcp_listen_streams_open,
+// mcp_listen_requests_refused_total, ...). docs/operations.md has a
+// runbook line for each alert. A refusal answered in-band (a JSON-RPC
+// error on stdio, a 4xx that an HTTP 5xx alert does not see) and an
+// early ending inside a 200 stream count like any other, in
+// requests.refused and streams.closed.
 //
 // # Attributes
 //

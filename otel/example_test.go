@@ -43,8 +43,17 @@ func Example() {
 			}
 		}
 	}
+	// Every kind's series exists from HubHooks on, at zero until counted.
+	//
 	// Unordered output:
 	// mcp.listen.notifications.published {notification} tools_list_changed: 2
 	// mcp.listen.notifications.published {notification} prompts_list_changed: 1
+	// mcp.listen.notifications.published {notification} resources_list_changed: 0
+	// mcp.listen.notifications.published {notification} resource_updated: 0
+	// mcp.listen.notifications.published {notification} extension: 0
 	// mcp.listen.notifications.dropped {notification} tools_list_changed: 1
+	// mcp.listen.notifications.dropped {notification} prompts_list_changed: 0
+	// mcp.listen.notifications.dropped {notification} resources_list_changed: 0
+	// mcp.listen.notifications.dropped {notification} resource_updated: 0
+	// mcp.listen.notifications.dropped {notification} extension: 0
 }

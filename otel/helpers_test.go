@@ -25,10 +25,22 @@ func newMetrics(t testing.TB) (*listenotel.Metrics, *sdkmetric.ManualReader) {
 	return m, reader
 }
 
-// series reads every data point of the package's scope: counters and
-// up-down counters as "name{attrs}" -> value, histograms as
-// "name{attrs}" -> count.
+// series reads the data points of the package's scope: counters (but those
+// at zero) and up-down counters as "name{attrs}" -> value, histograms as
+// "name{attrs}" -> count. (Every counter series exists from the start, at
+// zero: allSeries reads those too.)
 func series(t testing.TB, reader *sdkmetric.ManualReader) map[string]int64 {
+	t.Helper()
+	return readSeries(t, reader, false)
+}
+
+// allSeries is series with the counters at zero.
+func allSeries(t testing.TB, reader *sdkmetric.ManualReader) map[string]int64 {
+	t.Helper()
+	return readSeries(t, reader, true)
+}
+
+func readSeries(t testing.TB, reader *sdkmetric.ManualReader, zeros bool) map[string]int64 {
 	t.Helper()
 	var rm metricdata.ResourceMetrics
 	require.NoError(t, reader.Collect(context.Background(), &rm))
@@ -42,7 +54,9 @@ func series(t testing.TB, reader *sdkmetric.ManualReader) map[string]int64 {
 			switch d := m.Data.(type) {
 			case metricdata.Sum[int64]:
 				for _, p := range d.DataPoints {
-					out[key(m.Name, p.Attributes)] = p.Value
+					if p.Value != 0 || zeros || !d.IsMonotonic {
+						out[key(m.Name, p.Attributes)] = p.Value
+					}
 				}
 			case metricdata.Histogram[float64]:
 				for _, p := range d.DataPoints {

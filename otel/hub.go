@@ -6,11 +6,16 @@ import "github.com/mcplisten/listen/hub"
 // publication (mcp.listen.notifications.published, and its fan-out time in
 // mcp.listen.fanout.duration) and every overflow
 // (mcp.listen.notifications.dropped), by event kind, then call next (which
-// may be nil). A nil or disabled m returns next itself, so a hub without
-// other hooks keeps none and pays nothing.
+// may be nil). It creates the series of published and dropped at zero, one
+// per event kind (see Metrics). A nil or disabled m returns next itself, so
+// a hub without other hooks keeps none and pays nothing.
 func (m *Metrics) HubHooks(next hub.Hooks) hub.Hooks {
 	if m == nil {
 		return next
+	}
+	for _, o := range m.byKind[1:] {
+		m.published.Add(ctx, 0, o...)
+		m.dropped.Add(ctx, 0, o...)
 	}
 	if next == nil {
 		next = hub.NopHooks{}

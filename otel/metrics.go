@@ -65,6 +65,11 @@ var DefaultFanoutBuckets = []float64{
 //   - streams.open, streams.opened: +1 at the transport's OnOpen (the
 //     subscription is open, its acknowledgement about to be written);
 //     streams.open −1 and streams.closed +1 at its OnClose.
+//   - streams.capacity: the stream limit of the transport, what
+//     streams.open is to be read against: InstrumentHTTP adds the
+//     handler's MaxStreams (DefaultMaxStreams when zero), summed over the
+//     handlers instrumented; Transport.AddCapacity sets it for another
+//     transport. Stdio's limit is per connection and is not recorded.
 //   - streams.closed: by close reason class (ReasonClass): complete,
 //     cancelled, disconnected, error, shutdown, other, and one per early
 //     ending (revoked, expired, lifetime, fell_behind).
@@ -95,8 +100,17 @@ var DefaultFanoutBuckets = []float64{
 //   - fanout.duration: how long each publication took to hand its event
 //     to every selected listener (hub.PublishInfo.Duration). Default
 //     buckets: DefaultFanoutBuckets, 10 µs to 1 s.
+//
+// Every series of a counter is created at zero before its first count: a
+// transport's (by close reason, refusal cause and notification kind) when
+// its Transport is made (InstrumentHTTP and InstrumentStdio make it at
+// once), a hub's published and dropped (by kind) in HubHooks. A scraper
+// such as Prometheus then sees the first refusal or drop as an increase
+// from 0, which rate() and increase() count, instead of a series that
+// appears at 1 and whose first count is lost.
 type Metrics struct {
 	streamsOpen   metric.Int64UpDownCounter
+	capacity      metric.Int64UpDownCounter
 	streamsOpened metric.Int64Counter
 	streamsClosed metric.Int64Counter
 	writeTimeouts metric.Int64Counter
@@ -160,6 +174,9 @@ func New(opts Options) (*Metrics, error) {
 	m.streamsOpen, err = meter.Int64UpDownCounter("mcp.listen.streams.open",
 		metric.WithUnit("{stream}"), metric.WithDescription("Listen streams open now."))
 	errs = append(errs, err)
+	m.capacity, err = meter.Int64UpDownCounter("mcp.listen.streams.capacity",
+		metric.WithUnit("{stream}"), metric.WithDescription("Listen streams the transport may hold open at once (its stream limit)."))
+	errs = append(errs, err)
 	m.streamsOpened = counter("mcp.listen.streams.opened", "{stream}",
 		"Listen streams opened (acknowledged).")
 	m.streamsClosed = counter("mcp.listen.streams.closed", "{stream}",
@@ -195,8 +212,10 @@ func New(opts Options) (*Metrics, error) {
 // broken) by a no-op one, so that recording never panics.
 func (m *Metrics) ensureNoNil() {
 	nm := noop.Meter{}
-	if m.streamsOpen == nil {
-		m.streamsOpen, _ = nm.Int64UpDownCounter("")
+	for _, c := range []*metric.Int64UpDownCounter{&m.streamsOpen, &m.capacity} {
+		if *c == nil {
+			*c, _ = nm.Int64UpDownCounter("")
+		}
 	}
 	for _, c := range []*metric.Int64Counter{&m.streamsOpened, &m.streamsClosed, &m.writeTimeouts,
 		&m.refused, &m.keepAlives, &m.published, &m.delivered, &m.dropped} {

@@ -110,7 +110,9 @@ func TestScriptHTTP(t *testing.T) {
 			opened = "mcp.listen.streams.opened{" + tr1 + "}"
 			open   = "mcp.listen.streams.open{" + tr1 + "}"
 		)
-		want := map[string]int64{}
+		// From InstrumentHTTP on: the stream limit, and the series at zero.
+		want := map[string]int64{"mcp.listen.streams.capacity{" + tr1 + "}": 2, open: 0}
+		assert.Equal(t, want, series(t, reader))
 
 		// Open: a reader...
 		resp := post(listenBody(`"reader"`, `{"toolsListChanged":true}`))

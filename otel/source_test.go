@@ -73,6 +73,7 @@ func TestDeliveredCountsWrittenNotifications(t *testing.T) {
 				synctest.Wait()
 				want := map[string]int64{
 					"mcp.listen.notifications.delivered{mcp.listen.notification.kind=tools_list_changed,mcp.listen.transport=test}": 1,
+					"mcp.listen.streams.open{mcp.listen.transport=test}":                                                            0,
 				}
 				assert.Equal(t, want, series(t, reader))
 				publish() // its write fails

@@ -159,6 +159,20 @@ func (m *Metrics) Transport(kind string) *Transport {
 		t.delivered[i] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(tr,
 			AttrNotificationKind.String(listen.Kind(i).String())))}
 	}
+	// Every series at zero (see Metrics); the invalid kind is left out.
+	m.streamsOpen.Add(ctx, 0, t.one...)
+	for _, c := range []metric.Int64Counter{m.streamsOpened, m.writeTimeouts, m.keepAlives} {
+		c.Add(ctx, 0, t.one...)
+	}
+	for _, o := range t.closed {
+		m.streamsClosed.Add(ctx, 0, o...)
+	}
+	for _, o := range t.refused {
+		m.refused.Add(ctx, 0, o...)
+	}
+	for _, o := range t.delivered[1:] {
+		m.delivered.Add(ctx, 0, o...)
+	}
 	m.transports[kind] = t
 	return t
 }
@@ -195,6 +209,18 @@ func (t *Transport) OnClose(_ *listen.Subscription, reason error) {
 	}
 }
 
+// AddCapacity adds n (which may be negative) to
+// mcp.listen.streams.capacity, the number of streams the transport may hold
+// open at once: the stream limit of a transport instrumented by hand, or
+// minus the limit of a handler retired while the process goes on.
+// InstrumentHTTP adds the limit of the handlers it instruments.
+func (t *Transport) AddCapacity(n int64) {
+	if t == nil {
+		return
+	}
+	t.m.capacity.Add(ctx, n, t.one...)
+}
+
 // OnRefuse records a listen answered with err instead of a stream:
 // mcp.listen.requests.refused +1 with RefusalCause(err).
 func (t *Transport) OnRefuse(err error) {
@@ -214,13 +240,21 @@ func (t *Transport) OnKeepAlive(*listen.Subscription) {
 
 // InstrumentHTTP sets opts' OnOpen, OnClose, OnError and OnKeepAlive to
 // record on m (transport "streamable_http"), each calling the hook that
-// was set before, after recording. Call it before streamhttp.New, which
-// copies the options. A nil or disabled m leaves opts unchanged.
+// was set before, after recording, and adds opts.MaxStreams
+// (streamhttp.DefaultMaxStreams when zero) to mcp.listen.streams.capacity.
+// Call it once per handler, before streamhttp.New, which copies the
+// options. A nil or disabled m leaves opts unchanged.
 func (m *Metrics) InstrumentHTTP(opts *streamhttp.Options) {
 	if m == nil || opts == nil {
 		return
 	}
 	t := m.Transport(streamhttp.TransportKind)
+	switch {
+	case opts.MaxStreams == 0:
+		t.AddCapacity(streamhttp.DefaultMaxStreams)
+	case opts.MaxStreams > 0: // negative: streamhttp.New refuses the options
+		t.AddCapacity(int64(opts.MaxStreams))
+	}
 	onOpen, onClose, onError, onKeepAlive := opts.OnOpen, opts.OnClose, opts.OnError, opts.OnKeepAlive
 	opts.OnOpen = func(sub *listen.Subscription) {
 		t.OnOpen(sub)

@@ -25,7 +25,11 @@
 // resource URI a listen may name (default 4,096 bytes; the benchmark's
 // stalled-client scenario uses 64 KiB URIs to fill socket buffers);
 // -session-idle sets the idle time after which an older client's session
-// ends (default 30m; /debug/vars shows the sessions' counters). SIGINT
+// ends (default 30m; /debug/vars shows the sessions' counters);
+// -write-timeout bounds each write to a stream (default 10 s: a client that
+// stops reading is cut then); -max-buffer and -overflow set the hub's
+// per-listener queue and what a full one does (drop_oldest, drop_newest, or
+// end_listener: the stream ends early, "fell_behind"). SIGINT
 // or SIGTERM drains: every open listen stream gets its completion result.
 // -broker nats://HOST:PORT or redis://HOST:PORT joins the other instances
 // of the server on that broker (package examples/internal/broker), with
@@ -37,9 +41,11 @@ import (
 	"context"
 	"expvar"
 	"flag"
+	"fmt"
 	"log/slog"
 	"os"
 	"runtime"
+	"time"
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/examples/fixture"
@@ -53,6 +59,10 @@ import (
 func main() {
 	flags := command.Flags(flag.CommandLine)
 	cluster := broker.Flags(flag.CommandLine)
+	var tune tuning
+	flag.DurationVar(&tune.WriteTimeout, "write-timeout", 0, "bound of each write to a listen stream; a client that stops reading is cut when it expires (streamhttp.Options.WriteTimeout; 0: the library's default, 10s)")
+	flag.IntVar(&tune.MaxBuffer, "max-buffer", 0, "events queued per listen stream before -overflow applies (hub.Options.MaxBuffer; 0: the library's default, 100)")
+	flag.TextVar(&tune.Overflow, "overflow", overflowFlag(hub.DropOldest), "what a full listen queue does: drop_oldest, drop_newest or end_listener (hub.Options.Overflow)")
 	flag.Parse()
 	logger := flags.Logger()
 	if err := command.CheckBind(flags.Addr, flags.Hosts()); err != nil {
@@ -67,7 +77,7 @@ func main() {
 		logger.Error("metrics setup failed", "err", err)
 		os.Exit(1)
 	}
-	srv, err := newServer(logger, flags, m)
+	srv, err := newServer(logger, flags, tune, m)
 	if err != nil {
 		logger.Error("setup failed", "err", err)
 		os.Exit(1)
@@ -95,16 +105,46 @@ type server struct {
 	handler *gosdk.Handler
 }
 
+// tuning is what this server's own flags set (beside command.HTTPFlags):
+// the zero value is the library's defaults.
+type tuning struct {
+	// WriteTimeout is -write-timeout (streamhttp.Options.WriteTimeout).
+	WriteTimeout time.Duration
+	// MaxBuffer is -max-buffer (hub.Options.MaxBuffer).
+	MaxBuffer int
+	// Overflow is -overflow (hub.Options.Overflow).
+	Overflow overflowFlag
+}
+
+// overflowFlag is a hub.Overflow read from its name.
+type overflowFlag hub.Overflow
+
+func (o overflowFlag) MarshalText() ([]byte, error) { return []byte(hub.Overflow(o).String()), nil }
+
+func (o *overflowFlag) UnmarshalText(b []byte) error {
+	for _, p := range []hub.Overflow{hub.DropOldest, hub.DropNewest, hub.EndListener} {
+		if p.String() == string(b) {
+			*o = overflowFlag(p)
+			return nil
+		}
+	}
+	return fmt.Errorf("%q is not drop_oldest, drop_newest or end_listener", b)
+}
+
 // newServer builds the go-sdk server (its tools change the go-sdk server
 // and call nothing of this library but gosdk.Handler.ResourceUpdated) and
 // the one handler that serves it: listens with this library, everything
 // else with the go-sdk, with the listen options the flags set. m (nil:
 // none) records the hub's, the handler's and the streams' OpenTelemetry
 // metrics.
-func newServer(logger *slog.Logger, flags *command.HTTPFlags, m *listenotel.Metrics) (*server, error) {
+func newServer(logger *slog.Logger, flags *command.HTTPFlags, tune tuning, m *listenotel.Metrics) (*server, error) {
 	// The hub's own hooks log overflows (Warn) and completions (Info); opens,
 	// closes and publications are logged below with the request id.
-	h, err := hub.New(hub.Options{Hooks: m.HubHooks(hub.SlogHooks(logger))})
+	h, err := hub.New(hub.Options{
+		MaxBuffer: tune.MaxBuffer,
+		Overflow:  hub.Overflow(tune.Overflow),
+		Hooks:     m.HubHooks(hub.SlogHooks(logger)),
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -118,6 +158,7 @@ func newServer(logger *slog.Logger, flags *command.HTTPFlags, m *listenotel.Metr
 		ResourceUpdated: func(ctx context.Context, uri string) error { return handler.ResourceUpdated(ctx, uri) },
 	})
 	httpOpts := flags.HTTPOptions(logger)
+	httpOpts.WriteTimeout = tune.WriteTimeout
 	m.InstrumentHTTP(&httpOpts)
 	handler, err = gosdk.NewHandler(sdk, gosdk.HandlerOptions{
 		Options: gosdk.Options{

@@ -16,13 +16,14 @@ import (
 	"github.com/mcplisten/listen/examples/fixture"
 	"github.com/mcplisten/listen/examples/internal/command"
 	"github.com/mcplisten/listen/examples/internal/listencheck"
+	"github.com/mcplisten/listen/hub"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func startServer(t *testing.T) (*server, string) {
 	t.Helper()
-	srv, err := newServer(slog.New(slog.NewTextHandler(io.Discard, nil)), &command.HTTPFlags{MaxStreams: 100}, nil)
+	srv, err := newServer(slog.New(slog.NewTextHandler(io.Discard, nil)), &command.HTTPFlags{MaxStreams: 100}, tuning{}, nil)
 	require.NoError(t, err)
 	ts := httptest.NewServer(srv.handler)
 	t.Cleanup(func() {
@@ -78,4 +79,28 @@ func TestListenStreamsGetOnlyWhatTheyAskedFor(t *testing.T) {
 		func(ctx context.Context, method, body string) *http.Response { return post(t, ctx, url, method, body) },
 		func(name, args string) { callTool(t, url, name, args) },
 		fixture.ReadmeURI)
+}
+
+// -overflow takes the hub's policies by name, and nothing else.
+func TestOverflowFlag(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want hub.Overflow
+		ok   bool
+	}{
+		{"drop_oldest", hub.DropOldest, true},
+		{"drop_newest", hub.DropNewest, true},
+		{"end_listener", hub.EndListener, true},
+		{"End_Listener", 0, false},
+		{"", 0, false},
+	} {
+		var o overflowFlag
+		err := o.UnmarshalText([]byte(tt.in))
+		require.Equal(t, tt.ok, err == nil, "%q: %v", tt.in, err)
+		require.Equal(t, tt.want, hub.Overflow(o), tt.in)
+		if tt.ok {
+			b, _ := o.MarshalText()
+			require.Equal(t, tt.in, string(b))
+		}
+	}
 }

@@ -20,9 +20,10 @@ import (
 	"github.com/mcplisten/listen/examples/internal/listencheck"
 )
 
-// scrape reads /metrics and returns every sample of the listen instruments
+// scrape reads /metrics and returns the samples of the listen instruments
 // (mcp_listen_*) as "name{label="value",...}" -> value, labels sorted and
-// the exporter's own (otel_scope_*) left out.
+// the exporter's own (otel_scope_*) left out; the counters still at zero
+// (every series exists from the start) are left out too.
 func scrape(t *testing.T, url string) map[string]float64 {
 	t.Helper()
 	resp, err := http.Get(url + "/metrics")
@@ -48,7 +49,9 @@ func scrape(t *testing.T, url string) map[string]float64 {
 			key := name + "{" + strings.Join(labels, ",") + "}"
 			switch {
 			case m.Counter != nil:
-				out[key] = m.GetCounter().GetValue()
+				if v := m.GetCounter().GetValue(); v != 0 {
+					out[key] = v
+				}
 			case m.Gauge != nil:
 				out[key] = m.GetGauge().GetValue()
 			case m.Histogram != nil:
@@ -64,7 +67,7 @@ func scrape(t *testing.T, url string) map[string]float64 {
 func TestMetricsScrape(t *testing.T) {
 	m, metricsHandler, err := command.NewMetrics(true)
 	require.NoError(t, err)
-	srv, err := newServer(slog.New(slog.NewTextHandler(io.Discard, nil)), &command.HTTPFlags{MaxStreams: 100}, m)
+	srv, err := newServer(slog.New(slog.NewTextHandler(io.Discard, nil)), &command.HTTPFlags{MaxStreams: 100}, tuning{}, m)
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", srv.handler)
@@ -85,7 +88,10 @@ func TestMetricsScrape(t *testing.T) {
 		tr    = `mcp_listen_transport="streamable_http"`
 		tools = `mcp_listen_notification_kind="tools_list_changed"`
 	)
-	want := map[string]float64{}
+	want := map[string]float64{
+		"mcp_listen_streams_open{" + tr + "}":     0,
+		"mcp_listen_streams_capacity{" + tr + "}": 100, // -max-streams
+	}
 	assert.Equal(t, want, scrape(t, ts.URL), "nothing yet")
 
 	// A listen.

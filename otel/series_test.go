@@ -1,0 +1,115 @@
+package otel_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/mcplisten/listen/cluster"
+	"github.com/mcplisten/listen/hub"
+	listenotel "github.com/mcplisten/listen/otel"
+	"github.com/mcplisten/listen/stdio"
+	"github.com/mcplisten/listen/streamhttp"
+)
+
+// Once wired, before anything happens, every counter series exists at zero
+// (one per attribute value of its fixed sets, the invalid kind left out),
+// so that a scraper sees the first count as an increase; the stream limit
+// of the HTTP handler is the only value that is not zero.
+func TestSeriesStartAtZero(t *testing.T) {
+	m, reader := newMetrics(t)
+	var hopts streamhttp.Options
+	m.InstrumentHTTP(&hopts)
+	var sopts stdio.Options
+	m.InstrumentStdio(&sopts)
+	_, err := hub.New(hub.Options{Hooks: m.HubHooks(nil)})
+	assert.NoError(t, err)
+	m.BridgeHooks("nats", nil)
+
+	got := allSeries(t, reader)
+	perName := map[string]int{}
+	for k, v := range got {
+		name, _, _ := strings.Cut(k, "{")
+		perName[name]++
+		if name == "mcp.listen.streams.capacity" {
+			assert.Equal(t, int64(streamhttp.DefaultMaxStreams), v, k)
+			continue
+		}
+		assert.Zero(t, v, k)
+		assert.NotContains(t, k, "kind=invalid", "the invalid kind has no series")
+	}
+	assert.Equal(t, map[string]int{
+		"mcp.listen.streams.open":            2,  // per transport
+		"mcp.listen.streams.capacity":        1,  // streamable_http only (stdio's limit is per connection)
+		"mcp.listen.streams.opened":          2,  // per transport
+		"mcp.listen.streams.closed":          20, // 10 close reason classes per transport
+		"mcp.listen.streams.write_timeouts":  2,
+		"mcp.listen.requests.refused":        10, // 5 causes per transport
+		"mcp.listen.keepalives.sent":         2,
+		"mcp.listen.notifications.delivered": 10, // 5 kinds per transport
+		"mcp.listen.notifications.published": 5,  // 5 kinds
+		"mcp.listen.notifications.dropped":   5,
+		"mcp.listen.bridge.published":        10, // 5 kinds, ok and error
+		"mcp.listen.bridge.received":         5,
+		"mcp.listen.bridge.dropped":          9, // the cluster's drop reasons
+		"mcp.listen.bridge.resyncs":          3, // the cluster's resync reasons
+		"mcp.listen.bridge.disconnected":     1,
+	}, perName)
+}
+
+// mcp.listen.streams.capacity sums the stream limits of the HTTP handlers
+// instrumented (the default for zero; a negative limit, refused by
+// streamhttp.New, adds nothing), and AddCapacity moves it.
+func TestCapacity(t *testing.T) {
+	m, reader := newMetrics(t)
+	const key = "mcp.listen.streams.capacity{mcp.listen.transport=streamable_http}"
+	for _, tt := range []struct {
+		maxStreams int
+		want       int64
+	}{
+		{0, streamhttp.DefaultMaxStreams},
+		{10, streamhttp.DefaultMaxStreams + 10},
+		{-1, streamhttp.DefaultMaxStreams + 10},
+	} {
+		opts := streamhttp.Options{MaxStreams: tt.maxStreams}
+		m.InstrumentHTTP(&opts)
+		assert.Equal(t, tt.want, series(t, reader)[key], "after MaxStreams %d", tt.maxStreams)
+	}
+	m.Transport(streamhttp.TransportKind).AddCapacity(-10)
+	assert.Equal(t, int64(streamhttp.DefaultMaxStreams), series(t, reader)[key])
+
+	m.Transport("custom").AddCapacity(7)
+	assert.Equal(t, int64(7), series(t, reader)["mcp.listen.streams.capacity{mcp.listen.transport=custom}"])
+	(*listenotel.Metrics)(nil).Transport("custom").AddCapacity(1) // disabled: nothing, no panic
+}
+
+// mcp.listen.bridge.disconnected is 1 from a lost connection (disconnected
+// or reconnecting, once however many reports) to the next connected or
+// closed, summed over the bridges of a broker.
+func TestBridgeDisconnected(t *testing.T) {
+	m, reader := newMetrics(t)
+	var calls []string
+	a := m.BridgeHooks("nats", signal{calls: &calls})
+	b := m.BridgeHooks("nats", nil)
+	const key = "mcp.listen.bridge.disconnected{mcp.listen.bridge.broker=nats}"
+	for _, step := range []struct {
+		h      cluster.Hooks
+		status cluster.ConnStatus
+		want   int64
+	}{
+		{a, cluster.Connected, 0},
+		{a, cluster.Disconnected, 1},
+		{a, cluster.Reconnecting, 1},
+		{b, cluster.Reconnecting, 2},
+		{a, cluster.Connected, 1},
+		{a, cluster.Connected, 1},
+		{b, cluster.Closed, 0},
+		{b, cluster.Closed, 0},
+	} {
+		step.h.OnConnection(cluster.ConnectionInfo{Status: step.status})
+		assert.Equal(t, step.want, series(t, reader)[key], "after %s", step.status)
+	}
+	assert.Equal(t, []string{"connection connected", "connection disconnected", "connection reconnecting",
+		"connection connected", "connection connected"}, calls, "the next hooks still run")
+}
