@@ -151,7 +151,8 @@ func TestEndWithOtherReasons(t *testing.T) {
 func TestEarlyEndingClasses(t *testing.T) {
 	for r, want := range map[error]string{
 		listen.ErrRevoked: "revoked", fmt.Errorf("x: %w", listen.ErrRevoked): "revoked", listen.ErrExpired: "expired",
-		listen.ErrLifetime: "lifetime", listen.ErrFellBehind: "fell_behind", listen.ErrShutdown: "other",
+		listen.ErrLifetime: "lifetime", listen.ErrFellBehind: "fell_behind", listen.ErrShutdown: "shutdown",
+		fmt.Errorf("drained: %w", listen.ErrShutdown): "shutdown", nil: "other", errors.New("who knows"): "other",
 	} {
 		assert.Equal(t, want, listen.Classify(r), "%v", r)
 	}

@@ -113,13 +113,16 @@ func (e *failedError) Unwrap() error { return e.Err }
 //   - "revoked", "expired", "lifetime", "fell_behind": the early endings
 //     (ErrRevoked, ErrExpired, ErrLifetime, ErrFellBehind), each also the
 //     reason its wire form carries (see Options.EndWithError);
-//   - "other": ErrShutdown, nil and any other reason.
+//   - "shutdown": ErrShutdown, the server's drain;
+//   - "other": nil and any other reason.
 func Classify(reason error) string {
 	switch {
 	case reason == nil:
 		return "other"
 	case errors.Is(reason, ErrComplete):
 		return "complete"
+	case errors.Is(reason, ErrShutdown):
+		return "shutdown"
 	case errors.Is(reason, ErrCancelled):
 		return "cancelled"
 	case errors.Is(reason, ErrDisconnected):

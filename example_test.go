@@ -159,7 +159,7 @@ func ExampleClassify() {
 	// cancelled    listen: subscription cancelled: client done
 	// disconnected listen: client disconnected: connection reset
 	// error        listen: subscription failed: database down
-	// other        listen: server shutdown
+	// shutdown     listen: server shutdown
 }
 
 // CapabilitiesFrom reads what a server already advertises in server/discover,

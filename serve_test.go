@@ -223,7 +223,7 @@ func TestServeWithAnEndedContext(t *testing.T) {
 		class   string
 	}{
 		{"cancelled before the stream started writes nothing", listen.Cancelled("bye"), nil, "cancelled"},
-		{"a drain before the stream started still acknowledges first", listen.ErrShutdown, []string{spec.MethodAcknowledged, "result:complete"}, "other"},
+		{"a drain before the stream started still acknowledges first", listen.ErrShutdown, []string{spec.MethodAcknowledged, "result:complete"}, "shutdown"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -431,7 +431,7 @@ func TestServeNotifyStreamEndings(t *testing.T) {
 		{"drain", func(_ *pollStream, _ *listen.Subscription, cancel context.CancelCauseFunc) {
 			cancel(listen.ErrShutdown)
 		},
-			"other", []string{spec.MethodAcknowledged, "result:complete"}},
+			"shutdown", []string{spec.MethodAcknowledged, "result:complete"}},
 		{"external close", func(_ *pollStream, sub *listen.Subscription, _ context.CancelCauseFunc) {
 			sub.Close(listen.Disconnected(nil))
 		},

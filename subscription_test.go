@@ -771,7 +771,7 @@ func TestCloseReasonsMatch(t *testing.T) {
 		{listen.Disconnected(nil), "disconnected", listen.ErrDisconnected},
 		{listen.Failed(cause), "error", cause},
 		{listen.Failed(listen.ErrOverloaded), "error", listen.ErrOverloaded},
-		{listen.ErrShutdown, "other", listen.ErrShutdown},
+		{listen.ErrShutdown, "shutdown", listen.ErrShutdown},
 		{errors.New("whatever"), "other", nil},
 	}
 	for _, tt := range tests {

@@ -29,7 +29,7 @@ func TestEndReachesAWorker(t *testing.T) {
 		{"revoked", listen.ErrRevoked, false, `"io.github.mcplisten/endReason":"revoked"`, "revoked"},
 		{"revoked, error form", fmt.Errorf("%w: token t1", listen.ErrRevoked), true, `"message":"Subscription ended: access revoked"`, "revoked"},
 		{"lifetime", listen.ErrLifetime, true, `"resultType":"complete"`, "lifetime"},
-		{"shutdown", listen.ErrShutdown, false, `"resultType":"complete"`, "other"},
+		{"shutdown", listen.ErrShutdown, false, `"resultType":"complete"`, "shutdown"},
 		{"any other reason fails", errors.New("boom"), false, `"message":"Subscription source failed"`, "error"},
 	}
 	for _, tt := range tests {

@@ -93,7 +93,8 @@ type CloseInfo struct {
 	// Subscriptions is the number of listeners remaining.
 	Subscriptions int
 	// Reason is the close reason classified by listen.Classify: "complete",
-	// "cancelled", "disconnected", "error" or "other".
+	// "cancelled", "disconnected", "error", "shutdown", an early ending's
+	// class or "other".
 	Reason string
 	// Err is the close reason itself.
 	Err error

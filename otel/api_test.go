@@ -86,7 +86,7 @@ func TestRefusalCause(t *testing.T) {
 	}
 }
 
-func TestReasonClass(t *testing.T) {
+func TestClassesAreClassify(t *testing.T) {
 	for _, tc := range []struct {
 		reason error
 		want   string
@@ -105,7 +105,7 @@ func TestReasonClass(t *testing.T) {
 		{listen.ErrLifetime, listenotel.ClassLifetime},
 		{listen.ErrFellBehind, listenotel.ClassFellBehind},
 	} {
-		assert.Equal(t, tc.want, listenotel.ReasonClass(tc.reason), "%v", tc.reason)
+		assert.Equal(t, tc.want, listen.Classify(tc.reason), "%v", tc.reason)
 	}
 }
 

@@ -26,7 +26,7 @@ const (
 	// "tools_list_changed", "prompts_list_changed",
 	// "resources_list_changed", "resource_updated" or "extension".
 	AttrNotificationKind = attribute.Key("mcp.listen.notification.kind")
-	// AttrCloseReason is a stream's close reason class (ReasonClass).
+	// AttrCloseReason is a stream's close reason class (listen.Classify).
 	AttrCloseReason = attribute.Key("mcp.listen.close.reason")
 	// AttrRefusalCause is why a listen was refused (RefusalCause).
 	AttrRefusalCause = attribute.Key("mcp.listen.refusal.cause")
@@ -70,7 +70,7 @@ var DefaultFanoutBuckets = []float64{
 //     handler's MaxStreams (DefaultMaxStreams when zero), summed over the
 //     handlers instrumented; Transport.AddCapacity sets it for another
 //     transport. Stdio's limit is per connection and is not recorded.
-//   - streams.closed: by close reason class (ReasonClass): complete,
+//   - streams.closed: by close reason class (listen.Classify): complete,
 //     cancelled, disconnected, error, shutdown, other, and one per early
 //     ending (revoked, expired, lifetime, fell_behind).
 //   - streams.write_timeouts: streams cut because a write missed the write

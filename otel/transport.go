@@ -17,9 +17,7 @@ import (
 )
 
 // Close reason classes (the values of AttrCloseReason): those of
-// listen.Classify, with the server's drain (listen.ErrShutdown) apart, and
-// one for each early ending (listen.ErrRevoked, ErrExpired, ErrLifetime,
-// ErrFellBehind).
+// listen.Classify.
 const (
 	ClassComplete     = "complete"
 	ClassCancelled    = "cancelled"
@@ -36,19 +34,8 @@ const (
 var classes = [...]string{ClassComplete, ClassCancelled, ClassDisconnected, ClassError, ClassShutdown, ClassOther,
 	ClassRevoked, ClassExpired, ClassLifetime, ClassFellBehind}
 
-// ReasonClass sorts a close reason into one of the Class constants:
-// listen.Classify, except that a reason matching listen.ErrShutdown (a
-// graceful drain whose completion result was written) is ClassShutdown
-// instead of ClassOther.
-func ReasonClass(reason error) string {
-	if errors.Is(reason, listen.ErrShutdown) {
-		return ClassShutdown
-	}
-	return listen.Classify(reason)
-}
-
 func classIndex(reason error) int {
-	if i := slices.Index(classes[:], ReasonClass(reason)); i >= 0 {
+	if i := slices.Index(classes[:], listen.Classify(reason)); i >= 0 {
 		return i
 	}
 	return 5 // ClassOther

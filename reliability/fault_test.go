@@ -264,7 +264,7 @@ func sourceCases() []sourceCase {
 			}
 			requireCompletion(t, m, id)
 			cs.end(t)
-			assert.ErrorIs(t, wantClass(t, st, "other"), listen.ErrShutdown)
+			assert.ErrorIs(t, wantClass(t, st, "shutdown"), listen.ErrShutdown)
 			fx.probeRefused(t)
 			fx.teardown(t)
 			wantTerminal(t, fx, id, "complete")

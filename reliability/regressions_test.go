@@ -60,7 +60,7 @@ func TestDrainDuringAContextAwareOpen(t *testing.T) {
 				}
 				requireCompletion(t, m, id)
 				cs.end(t)
-				assert.ErrorIs(t, wantClass(t, fx.src().stream(t, id), "other"), listen.ErrShutdown)
+				assert.ErrorIs(t, wantClass(t, fx.src().stream(t, id), "shutdown"), listen.ErrShutdown)
 				drained()
 				fx.probeRefused(t)
 				fx.teardown(t)
