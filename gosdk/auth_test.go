@@ -69,7 +69,7 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // go-sdk client with a token is served, a listen's listen.Request.Auth is
 // the go-sdk's *auth.TokenInfo with no extra wiring, and a listen whose
 // token expires ends at the expiry with its completion result (reason
-// streamhttp.ErrExpired). Before, NewHandler failed behind such a
+// listen.ErrExpired). Before, NewHandler failed behind such a
 // middleware, Auth was nil, and nothing ended a stream at its token's
 // expiry.
 func TestHTTPBehindAuth(t *testing.T) {
@@ -130,7 +130,7 @@ func TestHTTPBehindAuth(t *testing.T) {
 	assert.Equal(t, "notifications/subscriptions/acknowledged", short.next().Method)
 	assert.Equal(t, []string{"result"}, short.rest(), "the completion result at the expiry")
 	assert.False(t, time.Now().Before(shortExpiry))
-	assert.ErrorIs(t, <-reasons, streamhttp.ErrExpired)
+	assert.ErrorIs(t, <-reasons, listen.ErrExpired)
 
 	// Without a token, RequireBearerToken refuses.
 	resp = post(t, ts.URL, 1, "tools/list", "2026-07-28", nil)

@@ -64,7 +64,7 @@
 //
 // A listen's listen.Request.Auth is then the request's *auth.TokenInfo, and
 // its stream ends when the token's Expiration passes (its completion result,
-// with the reason "expired"; reason streamhttp.ErrExpired), so the client
+// with the reason "expired"; reason listen.ErrExpired), so the client
 // re-listens with a fresh
 // token. The bridge's own in-process calls carry Options.Token (BridgeToken
 // by default: UserID ClientName), which a receiving middleware that refuses

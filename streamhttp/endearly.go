@@ -27,15 +27,6 @@ func (endedError) Error() string { return "streamhttp: stream ended by the serve
 // Is makes errors.Is(err, listen.ErrRevoked) true.
 func (endedError) Is(target error) bool { return target == listen.ErrRevoked }
 
-// ErrExpired is the close reason of a stream whose expiry (Options.Expiry:
-// the expiry of the credential it was opened with) has passed, and the
-// cause of the 401 refusal of a listen whose expiry has passed before it
-// was admitted. It is listen.ErrExpired: the core ends the stream at its
-// listen.Request.Expiry with the early ending of an expired credential (by
-// default the completion result with the reason "expired"), so that a
-// client re-listens at once and its credential is judged again.
-var ErrExpired = listen.ErrExpired
-
 // endEarly ends st with cause, and reports whether this call ended it. A
 // stream is ended, and its cause read, under h.mu, where it moves to the
 // fanout (see stream.end).

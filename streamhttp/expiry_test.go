@@ -47,7 +47,7 @@ func expiringAuth(r *http.Request) (any, error) {
 func principalExpiry(_ *http.Request, auth any) time.Time { return auth.(*principal).expires }
 
 // A stream whose credential expires ends exactly when the expiry passes:
-// its client gets the completion result, OnClose the reason ErrExpired
+// its client gets the completion result, OnClose the reason listen.ErrExpired
 // (listen.ErrExpired), over HTTP/1.1 taken over or not,
 // and HTTP/2; a stream whose credential does not expire, and one that
 // expires later, stay open. Before, nothing ended a stream at its
@@ -93,7 +93,7 @@ func TestExpiryEndsTheStream(t *testing.T) {
 				assert.Equal(t, "expired", m["result"].(map[string]any)["_meta"].(map[string]any)[spec.MetaEndReason])
 				soon.end(t)
 				r := <-reasons
-				assert.ErrorIs(t, r, streamhttp.ErrExpired)
+				assert.ErrorIs(t, r, listen.ErrExpired)
 				assert.ErrorIs(t, r, listen.ErrExpired)
 				assert.Equal(t, uint64(1), p.h.Stats().Expired)
 				assert.Equal(t, 2, p.h.Stats().Active)
@@ -101,7 +101,7 @@ func TestExpiryEndsTheStream(t *testing.T) {
 				later.message(t)
 				assert.Equal(t, 120*time.Second, time.Since(start))
 				later.end(t)
-				assert.ErrorIs(t, <-reasons, streamhttp.ErrExpired)
+				assert.ErrorIs(t, <-reasons, listen.ErrExpired)
 
 				time.Sleep(10 * time.Minute) // never expires
 				st := streamOf(t, src, "never")
@@ -119,7 +119,7 @@ func TestExpiryEndsTheStream(t *testing.T) {
 }
 
 // A listen whose credential has already expired is refused like a failed
-// Authenticate: 401 "Unauthorized", cause ErrExpired; the Source is never
+// Authenticate: 401 "Unauthorized", cause listen.ErrExpired; the Source is never
 // opened.
 func TestExpiryAlreadyPast(t *testing.T) {
 	var causes []error
@@ -136,7 +136,7 @@ func TestExpiryAlreadyPast(t *testing.T) {
 	assert.Equal(t, jsonrpc.CodeInvalidRequest, b.Error.Code)
 	assert.Equal(t, streamhttp.MsgUnauthorized, b.Error.Message)
 	require.Len(t, causes, 1)
-	assert.ErrorIs(t, causes[0], streamhttp.ErrExpired)
+	assert.ErrorIs(t, causes[0], listen.ErrExpired)
 	assert.Empty(t, e.src.Streams())
 }
 
@@ -156,7 +156,7 @@ func TestExpiryOnHubStreams(t *testing.T) {
 			assert.Equal(t, `{"jsonrpc":"2.0","id":"x","result":{"_meta":{"io.github.mcplisten/endReason":"expired","io.modelcontextprotocol/subscriptionId":"x"},"resultType":"complete"}}`, c.data(t))
 			c.s.end(t)
 			cl := <-e.closes
-			assert.ErrorIs(t, cl.reason, streamhttp.ErrExpired)
+			assert.ErrorIs(t, cl.reason, listen.ErrExpired)
 		})
 	}
 }

@@ -218,7 +218,7 @@ type Options struct {
 	// exp. The zero time means never. It is called once per listen, right
 	// after Authenticate, and must be safe for concurrent use. A listen
 	// whose expiry has already passed is refused like a failed
-	// Authenticate (401, -32600 "Unauthorized", cause ErrExpired); an
+	// Authenticate (401, -32600 "Unauthorized", cause listen.ErrExpired); an
 	// admitted stream is ended when its expiry passes (its subscription's
 	// listen.Request.Expiry): it is sent the early ending of an expired
 	// credential (by default the completion result with the reason

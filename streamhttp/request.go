@@ -72,7 +72,7 @@ func (h *Handler) decode(w http.ResponseWriter, r *http.Request) (req *listen.Re
 	var expires time.Time
 	if h.opts.Expiry != nil {
 		if expires = h.opts.Expiry(r, auth); !expires.IsZero() && !time.Now().Before(expires) {
-			return nil, nil, refuse(http.StatusUnauthorized, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, MsgUnauthorized).WithCause(ErrExpired))
+			return nil, nil, refuse(http.StatusUnauthorized, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, MsgUnauthorized).WithCause(listen.ErrExpired))
 		}
 	}
 	st = h.pend(r, auth, expires)
