@@ -161,3 +161,6 @@ func ScopedKeys(h *Hub) int {
 	}
 	return n
 }
+
+// isScopedKey reports whether an index key is a scoped one.
+func isScopedKey(key string) bool { return len(key) > 0 && key[0] == 0 }

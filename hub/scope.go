@@ -144,6 +144,3 @@ func (h *Hub) selectScoped(ev *listen.Event, k scopeKeys) *set {
 	}
 	return k.get(h.scoped, tagList, kindKey(ev.Kind)) // a list change
 }
-
-// isScopedKey reports whether an index key is a scoped one.
-func isScopedKey(key string) bool { return len(key) > 0 && key[0] == 0 }

@@ -105,16 +105,6 @@ func Each(obj []byte, fn func(Member) bool) bool {
 	return true
 }
 
-// Members returns the members of obj in order; ok is false if obj is not
-// a JSON object.
-func Members(obj []byte) (ms []Member, ok bool) {
-	ok = Each(obj, func(m Member) bool {
-		ms = append(ms, m)
-		return true
-	})
-	return ms, ok
-}
-
 // Lookup walks the members of obj, keeping none but those named names: it
 // returns them in the order of names (a zero Member, Value nil, for a
 // missing one), whether none of those names appears more than once
