@@ -23,8 +23,9 @@ import (
 
 // HandlerOptions configure NewHandler.
 type HandlerOptions struct {
-	// Options configure the Bridge: the hub, listen.Options (Extensions,
-	// CanRead, SubResources), the logger.
+	// Options configure the Bridge: the hub, the listen.Options (every
+	// field but the three read from the server: see Options.Listen), the
+	// logger.
 	Options
 	// HTTP configures the endpoint (Origin and Host rules, limits,
 	// keep-alives, write deadlines, hooks; see streamhttp.Options). Its
