@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,25 +21,21 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/mcplisten/listen/examples/internal/command"
+	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/examples/internal/listencheck"
-	"github.com/mcplisten/listen/examples/mcpgo/fixture"
-	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/mcpgo"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// startServer serves the example's handler (and the capability check in
-// front of it) on a test server.
-func startServer(t *testing.T) string {
+// startServer serves the example's handler (and what main puts in front of
+// it) on a test server, with the bearer token token (none if empty).
+func startServer(t *testing.T, token string) string {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	h, err := hub.New(hub.Options{})
+	handler, err := newHandler(logger, config{token: token, maxStreams: 100})
 	require.NoError(t, err)
-	handler, err := newHandler(logger, mcpgo.Options{Hub: h, Logger: logger}, &command.HTTPFlags{MaxStreams: 100}, nil)
-	require.NoError(t, err)
-	ts := httptest.NewServer(requireSampling(handler, handler.Listen().CheckOrigin))
+	ts := httptest.NewServer(requireToken(token, requireSampling(handler, handler.Listen().CheckOrigin)))
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -87,7 +84,7 @@ func callTool(t *testing.T, url, name, args, caps string, header map[string]stri
 // else; the trigger tools change the mcp-go server only, and its own
 // broadcasts reach the streams.
 func TestListenStreamsGetOnlyWhatTheyAskedFor(t *testing.T) {
-	url := startServer(t)
+	url := startServer(t, "")
 	listencheck.OnlyWhatAsked(t,
 		func(ctx context.Context, method, body string) *http.Response {
 			return post(t, ctx, url, method, body, nil)
@@ -98,24 +95,24 @@ func TestListenStreamsGetOnlyWhatTheyAskedFor(t *testing.T) {
 			require.Equal(t, http.StatusOK, status, "%v", m)
 			require.Nil(t, m["error"], "%v", m)
 		},
-		fixture.ReadmeURI)
+		readmeURI)
 }
 
 // test_missing_capability is answered with -32021 and HTTP 400 when the
 // client did not declare sampling (which mcp-go alone cannot do), and runs
 // when it did; a cross-site call is refused by the endpoint's rules first.
 func TestMissingCapability(t *testing.T) {
-	url := startServer(t)
-	status, m := callTool(t, url, fixture.MissingCapabilityTool, `{}`, "{}", nil)
+	url := startServer(t, "")
+	status, m := callTool(t, url, missingCapabilityTool, `{}`, "{}", nil)
 	assert.Equal(t, http.StatusBadRequest, status)
 	assert.JSONEq(t, `{"code":-32021,"message":"sampling capability required but not declared by client","data":{"requiredCapabilities":{"sampling":{}}}}`, mustJSON(t, m["error"]))
 	assert.EqualValues(t, 99, m["id"])
 
-	status, m = callTool(t, url, fixture.MissingCapabilityTool, `{}`, `{"sampling":{}}`, nil)
+	status, m = callTool(t, url, missingCapabilityTool, `{}`, `{"sampling":{}}`, nil)
 	assert.Equal(t, http.StatusOK, status, "%v", m)
 	assert.Nil(t, m["error"])
 
-	status, _ = callTool(t, url, fixture.MissingCapabilityTool, `{}`, "{}", map[string]string{"Origin": "http://evil.example"})
+	status, _ = callTool(t, url, missingCapabilityTool, `{}`, "{}", map[string]string{"Origin": "http://evil.example"})
 	assert.Equal(t, http.StatusForbidden, status)
 }
 
@@ -168,4 +165,65 @@ func TestStdioFlag(t *testing.T) {
 	assert.Equal(t, ack.Params.Meta["io.modelcontextprotocol/subscriptionId"], n.Params.Meta["io.modelcontextprotocol/subscriptionId"])
 	stop()
 	require.NoError(t, c.Close())
+}
+
+// The server offers the tools and capabilities of the benchmark's plain
+// mcp-go server (bench/internal/mcpgofixture, kept equal by hand), and
+// advertises every kind a listen can receive.
+func TestServer(t *testing.T) {
+	s := newServer("t", "0")
+	d, err := mcpgo.Discover(context.Background(), s)
+	require.NoError(t, err)
+	assert.Equal(t, listen.Capabilities{ToolsListChanged: true, PromptsListChanged: true, ResourcesListChanged: true, ResourcesSubscribe: true}, d.Capabilities)
+	resp := s.HandleMessage(context.Background(), []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{`+withMeta("{}")+`}}`))
+	raw, err := json.Marshal(resp)
+	require.NoError(t, err)
+	var r struct {
+		Result struct {
+			Tools []struct{ Name string } `json:"tools"`
+		} `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &r), "%s", raw)
+	var names []string
+	for _, tool := range r.Result.Tools {
+		names = append(names, tool.Name)
+	}
+	slices.Sort(names)
+	assert.Equal(t, []string{"echo", "test_logging_tool", missingCapabilityTool, "test_streaming_elicitation",
+		"test_trigger_prompt_change", "test_trigger_tool_change", "trigger_resource_update"}, names)
+}
+
+// With -token: a request without the token is refused with 401, a listen
+// included; with it, mcp-go's handlers see the principal (whoami) and so
+// does the listen (CanRead lets the resource update through).
+func TestToken(t *testing.T) {
+	url := startServer(t, "s3cret")
+	bearer := map[string]string{"Authorization": "Bearer s3cret"}
+	status, _ := callTool(t, url, "whoami", `{}`, "{}", nil)
+	assert.Equal(t, http.StatusUnauthorized, status)
+	status, _ = callTool(t, url, "whoami", `{}`, "{}", map[string]string{"Authorization": "Bearer wrong"})
+	assert.Equal(t, http.StatusUnauthorized, status)
+	resp := post(t, t.Context(), url, "subscriptions/listen", `{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{`+withMeta("{}")+`,"notifications":{"toolsListChanged":true}}}`, nil)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+
+	status, m := callTool(t, url, "whoami", `{}`, "{}", bearer)
+	require.Equal(t, http.StatusOK, status, "%v", m)
+	assert.Contains(t, mustJSON(t, m["result"]), `"text":"token holder"`)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	resp = post(t, ctx, url, "subscriptions/listen", `{"jsonrpc":"2.0","id":2,"method":"subscriptions/listen","params":{`+withMeta("{}")+`,"notifications":{"resourceSubscriptions":["`+readmeURI+`"]}}}`, bearer)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	defer resp.Body.Close()
+	msgs := listencheck.Messages(resp.Body)
+	require.Equal(t, "notifications/subscriptions/acknowledged", (<-msgs)["method"])
+	status, m = callTool(t, url, "trigger_resource_update", `{"uri":"`+readmeURI+`"}`, "{}", bearer)
+	require.Equal(t, http.StatusOK, status, "%v", m)
+	select {
+	case n := <-msgs:
+		assert.Equal(t, "notifications/resources/updated", n["method"])
+	case <-ctx.Done():
+		t.Fatal("timed out")
+	}
 }
