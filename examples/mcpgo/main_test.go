@@ -22,7 +22,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mcplisten/listen"
-	"github.com/mcplisten/listen/examples/internal/listencheck"
+	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/mcpgo"
 )
 
@@ -49,7 +49,12 @@ const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","i
 
 func post(t *testing.T, ctx context.Context, url, method, body string, header map[string]string) *http.Response {
 	t.Helper()
-	req := listencheck.NewRequest(t, ctx, url, method, body)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", method)
 	var p struct {
 		Params json.RawMessage `json:"params"`
 	}
@@ -63,6 +68,44 @@ func post(t *testing.T, ctx context.Context, url, method, body string, header ma
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	return resp
+}
+
+// messages reads the JSON messages of an SSE stream onto a channel, closed
+// when the stream ends (read it to its end, or streams of a few messages).
+func messages(body io.Reader) <-chan map[string]any {
+	out := make(chan map[string]any, 64)
+	go func() { // ends with the stream
+		defer close(out)
+		r := listentest.NewSSEReader(body)
+		for {
+			data, err := r.Data()
+			if err != nil {
+				return
+			}
+			var m map[string]any
+			if json.Unmarshal(data, &m) == nil {
+				out <- m
+			}
+		}
+	}()
+	return out
+}
+
+// next returns the next message of c, failing t at ctx's end.
+func next(t *testing.T, ctx context.Context, c <-chan map[string]any) map[string]any {
+	t.Helper()
+	select {
+	case m := <-c:
+		return m
+	case <-ctx.Done():
+		t.Fatal("timed out")
+		return nil
+	}
+}
+
+// subID is the subscription id a listen's message is tagged with.
+func subID(m map[string]any) any {
+	return m["params"].(map[string]any)["_meta"].(map[string]any)["io.modelcontextprotocol/subscriptionId"]
 }
 
 func withMeta(caps string) string { return strings.Replace(meta, "%s", caps, 1) }
@@ -81,21 +124,46 @@ func callTool(t *testing.T, url, name, args, caps string, header map[string]stri
 }
 
 // Each listen stream gets exactly what it asked for, in order, and nothing
-// else; the trigger tools change the mcp-go server only, and its own
-// broadcasts reach the streams.
+// else, tagged with its id; the trigger tools change the mcp-go server only,
+// and its own broadcasts reach the streams. Two rounds, each read before
+// the next changes anything.
 func TestListenStreamsGetOnlyWhatTheyAskedFor(t *testing.T) {
 	url := startServer(t, "")
-	listencheck.OnlyWhatAsked(t,
-		func(ctx context.Context, method, body string) *http.Response {
-			return post(t, ctx, url, method, body, nil)
-		},
-		func(name, args string) {
-			t.Helper()
-			status, m := callTool(t, url, name, args, "{}", nil)
-			require.Equal(t, http.StatusOK, status, "%v", m)
-			require.Nil(t, m["error"], "%v", m)
-		},
-		readmeURI)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	open := func(id, filter string) <-chan map[string]any {
+		resp := post(t, ctx, url, "subscriptions/listen", `{"jsonrpc":"2.0","id":`+id+`,"method":"subscriptions/listen","params":{`+withMeta("{}")+`,"notifications":`+filter+`}}`, nil)
+		require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+		t.Cleanup(func() { resp.Body.Close() })
+		msgs := messages(resp.Body)
+		require.Equal(t, "notifications/subscriptions/acknowledged", next(t, ctx, msgs)["method"])
+		return msgs
+	}
+	tools := open(`"tools"`, `{"toolsListChanged":true}`)
+	prompts := open(`"prompts"`, `{"promptsListChanged":true}`)
+	readme := open(`7`, `{"resourceSubscriptions":["`+readmeURI+`"]}`)
+	call := func(name, args string) {
+		t.Helper()
+		status, m := callTool(t, url, name, args, "{}", nil)
+		require.Equal(t, http.StatusOK, status, "%v", m)
+		require.Nil(t, m["error"], "%v", m)
+	}
+	for range 2 {
+		call("trigger_resource_update", `{"uri":"test://static/other"}`) // nobody asked
+		call("test_trigger_tool_change", `{}`)
+		call("test_trigger_prompt_change", `{}`)
+		call("trigger_resource_update", `{"uri":"`+readmeURI+`"}`)
+		m := next(t, ctx, tools)
+		assert.Equal(t, "notifications/tools/list_changed", m["method"])
+		assert.Equal(t, "tools", subID(m))
+		m = next(t, ctx, prompts)
+		assert.Equal(t, "notifications/prompts/list_changed", m["method"])
+		assert.Equal(t, "prompts", subID(m))
+		m = next(t, ctx, readme)
+		assert.Equal(t, "notifications/resources/updated", m["method"])
+		assert.Equal(t, readmeURI, m["params"].(map[string]any)["uri"])
+		assert.EqualValues(t, 7, subID(m))
+	}
 }
 
 // test_missing_capability is answered with -32021 and HTTP 400 when the
@@ -216,14 +284,9 @@ func TestToken(t *testing.T) {
 	resp = post(t, ctx, url, "subscriptions/listen", `{"jsonrpc":"2.0","id":2,"method":"subscriptions/listen","params":{`+withMeta("{}")+`,"notifications":{"resourceSubscriptions":["`+readmeURI+`"]}}}`, bearer)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	defer resp.Body.Close()
-	msgs := listencheck.Messages(resp.Body)
-	require.Equal(t, "notifications/subscriptions/acknowledged", (<-msgs)["method"])
+	msgs := messages(resp.Body)
+	require.Equal(t, "notifications/subscriptions/acknowledged", next(t, ctx, msgs)["method"])
 	status, m = callTool(t, url, "trigger_resource_update", `{"uri":"`+readmeURI+`"}`, "{}", bearer)
 	require.Equal(t, http.StatusOK, status, "%v", m)
-	select {
-	case n := <-msgs:
-		assert.Equal(t, "notifications/resources/updated", n["method"])
-	case <-ctx.Done():
-		t.Fatal("timed out")
-	}
+	assert.Equal(t, "notifications/resources/updated", next(t, ctx, msgs)["method"])
 }
