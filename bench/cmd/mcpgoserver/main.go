@@ -35,8 +35,8 @@ func main() {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", server.NewStreamableHTTPServer(fixture.New("mcpgoserver", "1.2.1")))
 	if *profile {
-		// The same observability as examples/mcpgo: goroutine count in
-		// expvar, net/http/pprof.
+		// net/http/pprof, as examples/mcpgo serves with -pprof (and the
+		// goroutine count in expvar).
 		baseline.Debug(mux, func() any { return map[string]any{"goroutines": runtime.NumGoroutine()} })
 	}
 	// mcp-go's listens never end by themselves: ordinary requests get a
