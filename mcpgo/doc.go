@@ -3,11 +3,10 @@
 // one call; the mcp-go server's own broadcasts reach every listen that
 // asked for them, with no publish call in your code.
 //
-// Supported mcp-go releases: v1.2.1 (the first with listen support)
-// through v1.6.0 (the newest, which the module requires; v1.5.0 is the one
-// release between). The package's tests run against each (.ci/matrix in
-// the repository), which also reports, and tests, any newer release: one
-// is claimed once they pass on it.
+// Supported mcp-go releases: v1.2.1 through v1.6.0 (v1.2.1, v1.5.0 and
+// v1.6.0, the newest, which the module requires). The package's tests run
+// against each (.ci/matrix in the repository), which also reports, and
+// tests, any newer release: one is claimed once they pass on it.
 //
 // Over Streamable HTTP (s is your *server.MCPServer):
 //
