@@ -3,7 +3,7 @@ module github.com/mcplisten/listen/examples
 go 1.26.0
 
 require (
-	github.com/mark3labs/mcp-go v1.2.1
+	github.com/mark3labs/mcp-go v1.6.0
 	github.com/mcplisten/listen v0.1.0
 	github.com/mcplisten/listen/gosdk v0.1.0
 	github.com/mcplisten/listen/mcpgo v0.1.0

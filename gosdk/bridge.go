@@ -30,10 +30,12 @@ type Options struct {
 	// (an extension event, a change the go-sdk does not know about) is
 	// allowed.
 	Hub *hub.Hub
-	// Listen configures listen.Open: Extensions, CanRead and
-	// ReleaseTimeout are used as given. Its Capabilities, CapabilitiesFor
-	// and ServerInfo are ignored: they are read from the go-sdk server (see
-	// Bridge).
+	// Listen configures listen.Open. Every field is used as given
+	// (Extensions, CanRead, MaxURIBytes, MaxFilterBytes, MaxSettingsBytes,
+	// MaxURISegments, SubResources, Scopes, MaxLifetime, LifetimeJitter,
+	// Access, Disabled, EndWithError, ReleaseTimeout) but Capabilities,
+	// CapabilitiesFor and ServerInfo, which are ignored: they are read from
+	// the go-sdk server (see Bridge).
 	Listen listen.Options
 	// Logger receives the bridge's warnings (a server that advertises
 	// nothing a listen can receive, resources without resources.subscribe)

@@ -20,8 +20,9 @@ import (
 
 // StdioOptions configure NewStdio and Run.
 type StdioOptions struct {
-	// Options configure the Bridge: the hub, listen.Options (Extensions,
-	// CanRead), the logger.
+	// Options configure the Bridge: the hub, the listen.Options (every
+	// field but the three read from the server: see Options.Listen), the
+	// logger.
 	Options
 	// Stdio configures the listen multiplexer and the connection (limits,
 	// write timeout, hooks; see stdio.Options). NewStdio sets its Listen to

@@ -30,11 +30,13 @@ type Options struct {
 	// (100 events per listener, drop-oldest). Publishing to it yourself
 	// (an extension event, a change mcp-go does not broadcast) is allowed.
 	Hub *hub.Hub
-	// Listen configures listen.Open: Extensions, CanRead, SubResources,
-	// MaxURIBytes and the other bounds are used as given. Its
-	// Capabilities, CapabilitiesFor and ServerInfo are not: they are read
-	// from the mcp-go server (see Bridge), and Capabilities set here that
-	// differ from what the server advertises are logged as a warning.
+	// Listen configures listen.Open. Every field is used as given
+	// (Extensions, CanRead, MaxURIBytes, MaxFilterBytes, MaxSettingsBytes,
+	// MaxURISegments, SubResources, Scopes, MaxLifetime, LifetimeJitter,
+	// Access, Disabled, EndWithError, ReleaseTimeout) but Capabilities,
+	// CapabilitiesFor and ServerInfo: they are read from the mcp-go server
+	// (see Bridge), and Capabilities set here that differ from what the
+	// server advertises are logged as a warning.
 	Listen listen.Options
 	// Logger receives the bridge's warnings (a server that advertises
 	// nothing a listen can receive, a capability turned off, a broadcast

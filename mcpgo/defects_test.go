@@ -5,7 +5,10 @@ import (
 	"errors"
 	"io"
 	"net/http/httptest"
+	"os/exec"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -13,10 +16,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The tests of this file show what mcp-go v1.2.1 does on its own, without
-// this module, in the scenarios the adapter's tests then pass: each asserts
-// the defect, so that it fails the day mcp-go fixes it (and the adapter's
-// reason to exist is re-examined).
+// The tests of this file show what mcp-go does on its own, without this
+// module, in the scenarios the adapter's tests then pass, on each supported
+// release (.ci/matrix runs them on each): each asserts the defect, so that
+// it fails the day mcp-go fixes it (and the adapter's reason to exist is
+// re-examined). TestPlainMCPGoHTTPShutdown shows one that v1.6.0 fixed.
 
 // TestPlainMCPGoHTTPDropsResourceUpdates: mcp-go's own listen grants
 // resourceSubscriptions, then drops every resources/updated, the only kind
@@ -107,4 +111,41 @@ func TestPlainMCPGoStdioBreaksTheSpec(t *testing.T) {
 	require.NoError(t, <-served)
 	require.NoError(t, outW.Close())
 	out.rest()
+}
+
+// mcpgoRelease returns the mark3labs/mcp-go version the test binary was
+// built with, as go list tells it in the test's environment (the
+// workspace's, or .ci/matrix's GOWORK=off and -modfile): a test binary
+// records no module versions.
+func mcpgoRelease(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}", "github.com/mark3labs/mcp-go").Output()
+	require.NoError(t, err)
+	return strings.TrimSpace(string(out))
+}
+
+// TestPlainMCPGoHTTPShutdown: StreamableHTTPServer.Shutdown ends an open
+// listen with its completion result from v1.6.0 on; before, the stream was
+// cut without one.
+func TestPlainMCPGoHTTPShutdown(t *testing.T) {
+	ts := httptest.NewUnstartedServer(nil)
+	// Shutdown shuts ts's http.Server down: it returns once every handler
+	// has (or at the deadline, before v1.6.0, whose listens never end).
+	sdk := server.NewStreamableHTTPServer(plainServer(), server.WithStreamableHTTPServer(ts.Config))
+	ts.Config.Handler = sdk
+	ts.Start()
+	defer ts.Close()
+	s := openListen(t, ts.URL, "1", map[string]any{"toolsListChanged": true})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = sdk.Shutdown(ctx)
+	ts.CloseClientConnections() // what was written before is still read
+	completed := false
+	for _, m := range s.rest() {
+		completed = completed || (string(m.ID) == "1" && m.Result != nil)
+	}
+	s.resp.Body.Close()
+	release := mcpgoRelease(t)
+	fixed := release != "v1.2.1" && release != "v1.5.0"
+	assert.Equal(t, fixed, completed, "mcp-go %s: the listen got its completion result at Shutdown", release)
 }

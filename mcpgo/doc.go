@@ -1,7 +1,12 @@
 // Package mcpgo adds MCP 2026-07-28 subscriptions/listen, served by this
-// library, to a server built on mark3labs/mcp-go (v1.2.1), over HTTP or
-// stdio, in one call; the mcp-go server's own broadcasts reach every listen
-// that asked for them, with no publish call in your code.
+// library, to a server built on mark3labs/mcp-go, over HTTP or stdio, in
+// one call; the mcp-go server's own broadcasts reach every listen that
+// asked for them, with no publish call in your code.
+//
+// Supported mcp-go releases: v1.2.1 through v1.6.0 (v1.2.1, v1.5.0 and
+// v1.6.0, the newest, which the module requires). The package's tests run
+// against each (.ci/matrix in the repository), which also reports, and
+// tests, any newer release: one is claimed once they pass on it.
 //
 // Over Streamable HTTP (s is your *server.MCPServer):
 //
@@ -31,8 +36,47 @@
 //     it (HandlerOptions.Sessions).
 //   - Hooks that refuse requests (OnRequestInitialization without a token,
 //     say) must let through those for which FromBridge(ctx) is true.
-//   - Auth: put your middleware in front of the Handler; set
-//     HTTP.Authenticate to hand listen.Request.Auth to CanRead.
+//   - Auth: see Auth below.
+//
+// # Auth
+//
+// mcp-go hands a request's principal to its handlers through the context
+// function of server.WithHTTPContextFunc, which runs only for the requests
+// mcp-go serves: a listen never reaches mcp-go. Give the listens theirs
+// with HTTP.Authenticate (what it returns is listen.Request.Auth, which
+// CanRead gets; its error refuses the listen with 401), from the same
+// check:
+//
+//	// who returns the principal of r's credential (a bearer token, say).
+//	func who(r *http.Request) (*User, error) { ... }
+//
+//	h, err := mcpgo.NewHandler(s, mcpgo.HandlerOptions{
+//		Options: mcpgo.Options{Listen: listen.Options{
+//			CanRead: func(ctx context.Context, req *listen.Request, uri string) bool {
+//				u, _ := req.Auth.(*User) // resource updates, per URI
+//				return u != nil && u.MayRead(uri)
+//			},
+//		}},
+//		// Listens: their principal, or 401.
+//		HTTP: streamhttp.Options{Authenticate: func(r *http.Request) (any, error) { return who(r) }},
+//		// Everything else: mcp-go's handlers find the principal in ctx.
+//		SDK: []server.StreamableHTTPOption{server.WithHTTPContextFunc(
+//			func(ctx context.Context, r *http.Request) context.Context {
+//				if u, err := who(r); err == nil {
+//					ctx = context.WithValue(ctx, userKey{}, u)
+//				}
+//				return ctx
+//			})},
+//	})
+//
+// A context function cannot refuse a request: refuse those without a
+// principal in a middleware in front of the Handler (for every request,
+// listens included; examples/mcpgo does, with -token), or in an mcp-go
+// hook that lets FromBridge(ctx) through. NewHandler logs a warning when
+// SDK sets a context function and HTTP.Authenticate is nil, for then every
+// listen's principal is nil. Over stdio there is no request to
+// authenticate: stdio.Options.Auth (in StdioOptions.Stdio) names the
+// connection's principal.
 //
 // # Lifecycle and goroutines
 //
@@ -86,8 +130,9 @@
 //
 // mcp-go hands each session a notification with a non-blocking send on a
 // 100-slot channel and drops it when full (only an OnError hook hears of
-// it): a reading listen of plain mcp-go received 288 to 410 of 2,000
-// back-to-back broadcasts in three runs of this package's tests. The Bridge's session never drops: a
+// it): a reading listen of plain mcp-go v1.6.0 received 101, 215 and 303
+// of 2,000 back-to-back broadcasts in three runs of this package's tests
+// (TestPlainMCPGoHTTPDropsBursts, under load). The Bridge's session never drops: a
 // broadcast waits for room instead, and listens are served from the hub's
 // bounded queues, whose overflow policy applies and is reported
 // (hub.Report.Dropped, hub.Stats.Dropped, hub.Hooks.OnOverflow). Give the
@@ -95,9 +140,16 @@
 //
 // # Ids
 //
-// mcp-go decodes ids as float64 or string: it would answer
-// 9007199254740993 as 9007199254740992, and "\u0037" as "7". On stdio the
-// connection gives mcp-go ids of its own (see stdio.Conn); over HTTP a
-// request whose id would not survive reaches mcp-go under a surrogate id.
-// Every answer carries the client's id token exactly as sent.
+// mcp-go decodes an id and encodes it back into its answer, and its
+// releases differ: v1.2.1 decodes numbers as float64 (9007199254740993 is
+// answered as 9007199254740992), v1.5.0 and v1.6.0 keep integers exact but
+// normalise them (-0 is answered as 0, 1e2 as 100), and each re-escapes
+// strings ("\u0037" is answered as "7"). On stdio the connection gives
+// mcp-go ids of its own (see stdio.Conn); over HTTP only a plain id (an
+// integer of at most 2^53-1 in magnitude written the shortest way, or a
+// string encoding/json writes back unchanged) reaches mcp-go as sent, and
+// any other under a surrogate id. NewHandler checks, with an in-process
+// probe of the server, that it answers plain ids as sent (if not, every id
+// gets a surrogate) and a surrogate (if not, NewHandler fails). Every
+// answer carries the client's id token exactly as sent.
 package mcpgo

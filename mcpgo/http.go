@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -22,11 +23,16 @@ import (
 
 // HandlerOptions configure NewHandler.
 type HandlerOptions struct {
-	// Options configure the Bridge: the hub, listen.Options (Extensions,
-	// CanRead, SubResources), the logger.
+	// Options configure the Bridge: the hub, the listen.Options (every
+	// field but the three read from the server: see Options.Listen), the
+	// logger.
 	Options
 	// HTTP configures the endpoint (Origin and Host rules, limits,
-	// keep-alives, write deadlines, hooks; see streamhttp.Options).
+	// keep-alives, write deadlines, hooks; see streamhttp.Options). Its
+	// Authenticate gives each listen its principal (listen.Request.Auth,
+	// which CanRead gets): mcp-go's WithHTTPContextFunc, in SDK, never runs
+	// for a listen, and NewHandler logs a warning when SDK sets one and
+	// Authenticate is nil (see the package documentation, Auth).
 	// NewHandler sets three of its fields: Listen to Bridge.ListenOptions
 	// (built from Options.Listen), SupportedVersions to the versions mcp-go's
 	// StreamableHTTPServer serves, and RequireHeaders to true (mcp-go
@@ -121,6 +127,9 @@ type Handler struct {
 	// versions are the protocol versions mcp-go's StreamableHTTPServer
 	// serves, newest first.
 	versions []string
+	// plainIDs is true if mcp-go answers plain ids as sent (probeIDs):
+	// only the others then reach it under a surrogate.
+	plainIDs bool
 }
 
 // NewHandler returns the Handler for s: one call adds subscriptions/listen
@@ -133,9 +142,12 @@ type Handler struct {
 //	http.Handle("/mcp", h)
 //	... // on the way out: h.Shutdown(ctx)
 //
-// It fails as NewBridge does, if mcp-go's StreamableHTTPServer, as opts.SDK
-// configures it, does not serve protocol version 2026-07-28, and for
-// invalid opts.HTTP.
+// It logs a warning (Options.Logger) if opts.SDK sets mcp-go's
+// WithHTTPContextFunc and opts.HTTP.Authenticate is nil: the listens would
+// all have a nil principal. It fails as NewBridge does, if mcp-go's StreamableHTTPServer, as opts.SDK
+// configures it, does not serve protocol version 2026-07-28, if this
+// mcp-go release answers no id as sent (an in-process probe: see the
+// package documentation, Ids), and for invalid opts.HTTP.
 func NewHandler(s *server.MCPServer, opts HandlerOptions) (*Handler, error) {
 	if s == nil {
 		return nil, errors.New("mcpgo: nil *server.MCPServer")
@@ -149,10 +161,26 @@ func NewHandler(s *server.MCPServer, opts HandlerOptions) (*Handler, error) {
 		_ = sdk.Shutdown(context.Background())
 		return nil, fmt.Errorf("mcpgo: the StreamableHTTPServer does not serve protocol version %s, which subscriptions/listen needs (it serves %v)", spec.ProtocolVersion, versions)
 	}
+	plainIDs, err := probeIDs(func(m json.RawMessage) []byte {
+		b, _ := json.Marshal(s.HandleMessage(context.WithValue(context.Background(), bridgeKey{}, true), m))
+		return b
+	})
+	if err != nil {
+		_ = sdk.Shutdown(context.Background())
+		return nil, err
+	}
 	b, err := NewBridge(context.Background(), s, opts.Options)
 	if err != nil {
 		_ = sdk.Shutdown(context.Background())
 		return nil, err
+	}
+	if opts.HTTP.Authenticate == nil && setsContextFunc(sdk) {
+		b.log.Warn("mcpgo: HandlerOptions.SDK sets mcp-go's WithHTTPContextFunc but HTTP.Authenticate is nil: " +
+			"the context function never runs for a listen (listens never reach mcp-go), so every listen.Request.Auth, what CanRead gets, is nil; " +
+			"set HTTP.Authenticate to hand listens their principal (see the mcpgo package documentation, Auth)")
+	}
+	if !plainIDs {
+		b.log.Info("mcpgo: this mcp-go release does not answer every plain id as sent: every request with an id reaches it under a surrogate id")
 	}
 	ho := opts.HTTP
 	ho.Listen = b.ListenOptions()
@@ -168,12 +196,22 @@ func NewHandler(s *server.MCPServer, opts HandlerOptions) (*Handler, error) {
 		_ = sdk.Shutdown(context.Background())
 		return nil, fmt.Errorf("mcpgo: %w", err)
 	}
-	h := &Handler{bridge: b, listen: lh, sdk: sdk, server: s, versions: versions}
+	h := &Handler{bridge: b, listen: lh, sdk: sdk, server: s, versions: versions, plainIDs: plainIDs}
 	so := opts.Sessions
 	so.End = h.endSessions
 	h.sessions = streamhttp.NewSessions(http.HandlerFunc(h.serveMCPGo), so)
 	h.front = streamhttp.FrontWith(lh, http.HandlerFunc(h.serveSDK), streamhttp.FrontOptions{MaxBodyBytes: opts.MaxBodyBytes})
 	return h, nil
+}
+
+// setsContextFunc reports whether sdk has an HTTP context function
+// (server.WithHTTPContextFunc, where mcp-go servers put a request's
+// principal). mcp-go offers no accessor: the field is read by reflection
+// (every supported release names it contextFunc; the tests, run on each,
+// check it).
+func setsContextFunc(sdk *server.StreamableHTTPServer) bool {
+	f := reflect.ValueOf(sdk).Elem().FieldByName("contextFunc")
+	return f.IsValid() && f.Kind() == reflect.Func && !f.IsNil()
 }
 
 // ServeHTTP routes r (see Handler).
@@ -267,7 +305,7 @@ func (h *Handler) serveMCPGo(w http.ResponseWriter, r *http.Request) {
 		h.sdk.ServeHTTP(w, r)
 		return
 	}
-	if m, parsed := streamhttp.FrontMessage(r); parsed && (!m.HasID || survives(json.RawMessage(m.ID.Raw()))) {
+	if m, parsed := streamhttp.FrontMessage(r); parsed && (!m.HasID || (h.plainIDs && plainID(json.RawMessage(m.ID.Raw())))) {
 		// The front parsed the body: a notification, or a request mcp-go
 		// answers with the client's id token, is passed on as read, without
 		// copying or decoding the body again.
@@ -279,7 +317,7 @@ func (h *Handler) serveMCPGo(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "reading the request body failed", http.StatusBadRequest)
 		return
 	}
-	if out, token, surrogate, ok := withSurrogate(body); ok {
+	if out, token, surrogate, ok := withSurrogate(body, !h.plainIDs); ok {
 		body = out
 		w = &idWriter{ResponseWriter: w, from: surrogate, to: token}
 	}

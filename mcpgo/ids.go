@@ -3,30 +3,92 @@ package mcpgo
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync/atomic"
 )
 
-// mcp-go decodes a JSON-RPC id into an any with encoding/json and encodes
-// it back the same way: a number becomes a float64 (9007199254740993 is
-// answered as 9007199254740992, 1.0 as 1, -0 as -0 but 1e2 as 100), and a
-// string is re-escaped ("\u0037" is answered as "7", "<" as "\u003c"). The
-// HTTP side keeps the client's id token exactly: a request whose id would
-// not survive that round trip reaches mcp-go under a surrogate string id of
-// this package, which its answer carries back and which is replaced by the
-// client's token on the way out.
+// mcp-go decodes a JSON-RPC id and encodes it back into its answer, and
+// its releases do not agree on how: v1.2.1 decodes a number as a float64
+// (9007199254740993 is answered as 9007199254740992, 1e20 as
+// 100000000000000000000, -0 as -0), v1.5.0 and v1.6.0 keep integers exact
+// but normalise them (-0 and -0.0 are answered as 0, 1e2 and 1.0 as 100 and
+// 1); every release re-escapes a string ("\u0037" is answered as "7", "<"
+// as "\u003c"). The HTTP side keeps the client's id token exactly, on any
+// release: only a plain id (see plainID), which every release answers as
+// sent, reaches mcp-go as it is; any other reaches it under a surrogate
+// string id of this package, which its answer carries back and which is
+// replaced by the client's token on the way out. NewHandler checks with
+// probeIDs that the mcp-go it runs with does answer plain ids, and a
+// surrogate, as sent.
 
-// survives reports whether mcp-go answers a request whose id is token with
-// that very token.
-func survives(token json.RawMessage) bool {
-	var v any
-	if json.Unmarshal(token, &v) != nil {
-		return true // not ours to fix: mcp-go answers it as it can
+// maxPlainInteger is the largest integer id that passes as it is: 2^53-1,
+// which a float64 holds exactly (mcp-go v1.2.1 decodes numbers as float64).
+const maxPlainInteger = 1<<53 - 1
+
+// plainID reports whether token is an id that every supported mcp-go
+// release answers with that very token: an integer written the shortest
+// way (no sign on zero, no leading zero, no fraction, no exponent) of at
+// most maxPlainInteger in magnitude, or a string that encoding/json writes
+// back byte for byte (no escapes, no <, >, &, U+2028 or U+2029).
+func plainID(token json.RawMessage) bool {
+	if len(token) > 0 && token[0] == '"' {
+		var s string
+		if json.Unmarshal(token, &s) != nil {
+			return false
+		}
+		b, err := json.Marshal(s)
+		return err == nil && bytes.Equal(b, token)
 	}
-	b, err := json.Marshal(v)
-	return err == nil && bytes.Equal(b, token)
+	digits := token
+	if len(digits) > 0 && digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 || len(digits) > 16 || (digits[0] == '0' && len(token) > 1) {
+		return false // -0, a leading zero, or longer than 2^53 is
+	}
+	n, err := strconv.ParseUint(string(digits), 10, 64)
+	return err == nil && n <= maxPlainInteger
+}
+
+// probeSamples are the ids probeIDs sends: plain ids of each form.
+var probeSamples = []string{
+	`0`, `7`, `-12`, `9007199254740991`, `-9007199254740991`,
+	`"7"`, `"abc-DEF_1.2"`, `"é"`, `""`,
+}
+
+// probeSurrogate is a surrogate id of the longest form.
+const probeSurrogate = surrogatePrefix + "18446744073709551615" + `"`
+
+// probeIDs asks the mcp-go server, in process, how it answers ids: for each
+// sample, a message mcp-go refuses before any hook or handler runs (its
+// jsonrpc member is not "2.0"), whose error carries the id as mcp-go
+// decoded and encoded it. It returns whether every plain sample came back
+// as sent (if not, every id is to reach mcp-go under a surrogate); it fails
+// if a surrogate does not come back as sent either, for then no id could
+// be answered exactly.
+func probeIDs(handle func(json.RawMessage) []byte) (plain bool, err error) {
+	echoes := func(token string) (string, bool) {
+		answer := handle(json.RawMessage(`{"jsonrpc":"mcplisten-probe","id":` + token + `}`))
+		var m struct {
+			ID json.RawMessage `json:"id"`
+		}
+		if json.Unmarshal(answer, &m) != nil {
+			return string(answer), false
+		}
+		return string(m.ID), string(m.ID) == token
+	}
+	if got, ok := echoes(probeSurrogate); !ok {
+		return false, fmt.Errorf("mcpgo: mcp-go answers the id %s with %s: this mcp-go release is not supported (ids could not be answered as sent)", probeSurrogate, got)
+	}
+	for _, token := range probeSamples {
+		if _, ok := echoes(token); !ok {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // surrogates numbers the surrogate ids of a process.
@@ -35,18 +97,18 @@ var surrogates atomic.Uint64
 // surrogatePrefix begins every surrogate id.
 const surrogatePrefix = `"mcplisten-id-`
 
-// withSurrogate returns body, a JSON-RPC request whose "id" member would not
-// survive mcp-go's decoding, with a surrogate id instead, the id's own
-// token, and the surrogate's token; ok is false if body is left as it is
-// (no such id, or members named "id" in another case, which encoding/json
-// would also read as the id).
-func withSurrogate(body []byte) (out []byte, token, surrogate json.RawMessage, ok bool) {
+// withSurrogate returns body, a JSON-RPC request whose "id" member is not
+// plain (or any id, if all is true), with a surrogate id instead, the id's
+// own token, and the surrogate's token; ok is false if body is left as it
+// is (no such id, or members named "id" in another case, which
+// encoding/json would also read as the id).
+func withSurrogate(body []byte, all bool) (out []byte, token, surrogate json.RawMessage, ok bool) {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(body, &m) != nil {
 		return nil, nil, nil, false
 	}
 	token, has := m["id"]
-	if !has || survives(token) {
+	if !has || (!all && plainID(token)) {
 		return nil, nil, nil, false
 	}
 	for k := range m {

@@ -24,8 +24,9 @@ import (
 
 // StdioOptions configure NewStdio and Run.
 type StdioOptions struct {
-	// Options configure the Bridge: the hub, listen.Options (Extensions,
-	// CanRead, SubResources), the logger.
+	// Options configure the Bridge: the hub, the listen.Options (every
+	// field but the three read from the server: see Options.Listen), the
+	// logger.
 	Options
 	// Stdio configures the listen multiplexer and the connection (limits,
 	// write timeout, hooks; see stdio.Options). NewStdio sets its Listen to
@@ -306,7 +307,7 @@ func isInitialize(line []byte) bool {
 	return !mcp.IsModernProtocol(p.Meta.Version)
 }
 
-// notificationHead begins every notification mcp-go v1.2.1 writes (it
+// notificationHead begins every notification mcp-go writes (v1.2.1 through v1.6.0: it
 // encodes mcp.JSONRPCNotification: jsonrpc, then method); its answers
 // begin with the id instead.
 const notificationHead = `{"jsonrpc":"2.0","method":"`

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/mcplisten/listen/examples/mcpgo/fixture"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -20,7 +19,7 @@ const maxProbeBody = streamhttp.DefaultFrontMaxBodyBytes
 // (-32021, data.requiredCapabilities {"sampling": {}}, HTTP 400) the
 // specification asks for; it passes every other request to next unchanged,
 // and those check refuses too (the endpoint's Origin and Host rules).
-// mcp-go v1.2.1 cannot answer a tool call so: it answers every error a tool
+// mcp-go cannot answer a tool call so: it answers every error a tool
 // handler returns with -32603 and no data. This concerns one diagnostic
 // tool of the conformance suite, nothing of listen.
 func requireSampling(next http.Handler, check func(*http.Request) error) http.Handler {
@@ -44,7 +43,7 @@ func requireSampling(next http.Handler, check func(*http.Request) error) http.Ha
 				} `json:"_meta"`
 			} `json:"params"`
 		}
-		if err != nil || json.Unmarshal(body, &call) != nil || call.Params.Name != fixture.MissingCapabilityTool || call.Params.Meta.Caps["sampling"] != nil {
+		if err != nil || json.Unmarshal(body, &call) != nil || call.Params.Name != missingCapabilityTool || call.Params.Meta.Caps["sampling"] != nil {
 			next.ServeHTTP(w, r)
 			return
 		}

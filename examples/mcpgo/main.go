@@ -1,171 +1,294 @@
-// Command mcpgo is examples/server built on mark3labs/mcp-go (v1.2.1)
-// instead of the go-sdk: mcp-go serves server/discover, tools, prompts and
-// resources (and its own sessions for clients of earlier protocol
-// versions), and this library serves subscriptions/listen from a hub.Hub,
-// in one handler (mcpgo.NewHandler) that also republishes every broadcast
-// of the mcp-go server.
+// Command mcpgo is a complete mark3labs/mcp-go MCP server with
+// subscriptions/listen, small enough to copy: an mcp-go server (server.go)
+// and the one handler (mcpgo.NewHandler) that serves clients of 2026-07-28
+// (listens, served by this library) and of earlier versions (mcp-go's own
+// sessions) on one endpoint, or the same server over standard input and
+// output (mcpgo.NewStdio) with -stdio.
 //
-//	go run ./examples/mcpgo [-addr 127.0.0.1:8080]
+//	go run ./examples/mcpgo [-addr 127.0.0.1:8080] [-token SECRET]
 //	go run ./examples/mcpgo -stdio
 //
-// The endpoint is http://ADDR/mcp. It has the same flags and tools as
-// examples/server: test_trigger_tool_change and test_trigger_prompt_change
-// change the mcp-go server's tool and prompt lists (AddTool/DeleteTools,
-// AddPrompt/DeletePrompts), and trigger_resource_update {"uri": ...}
-// broadcasts notifications/resources/updated
-// (SendNotificationToAllClients); none of them calls this library: mcp-go's
-// own broadcasts reach every listen stream that asked for them. Every
-// listen opened and closed, and every publication, is logged with log/slog
-// on stderr. /debug/vars (expvar) shows the hub's, the handler's and the
-// bridge's counters and the goroutine count; -metrics serves the
-// OpenTelemetry metrics in the Prometheus text format at /metrics; -pprof
-// adds net/http/pprof at /debug/pprof/. -max-streams bounds the listen
-// streams served at once (default 20,000); -max-uri-bytes raises the
-// longest resource URI a listen may name; -session-idle sets the idle
-// time after which an older client's session ends (default 30m). SIGINT or
-// SIGTERM drains: every open listen stream gets its completion result.
+// The endpoint is http://ADDR/mcp; the command prints "listening on
+// http://ADDR/mcp" once it listens. test_trigger_tool_change and
+// test_trigger_prompt_change change the mcp-go server's tool and prompt
+// lists (AddTool/DeleteTools, AddPrompt/DeletePrompts), and
+// trigger_resource_update {"uri": ...} broadcasts
+// notifications/resources/updated (SendNotificationToAllClients); none of
+// them calls this library: mcp-go's own broadcasts reach every listen that
+// asked for them. The other tools are the diagnostic tools of the official
+// conformance suite's server-stateless scenario, which passes against it.
 //
-// -broker nats://HOST:PORT or redis://HOST:PORT joins the other instances
-// of the server on that broker (package examples/internal/broker), with
-// -broker-key or -broker-key-file for signed messages, as examples/server
-// does.
+// With -token, every HTTP request must carry "Authorization: Bearer TOKEN"
+// (401 otherwise), and its principal reaches both sides: mcp-go's handlers
+// through server.WithHTTPContextFunc (the whoami tool, added with -token,
+// answers with it), the listens through streamhttp.Options.Authenticate
+// (listen.Request.Auth, which CanRead gets), as the mcpgo package
+// documentation's Auth recipe says.
 //
-// With -stdio it serves the same server over standard input and output
-// (mcpgo.NewStdio) instead, logging on stderr; the HTTP flags are then
-// unused. It ends at the end of its input, or drains on SIGINT or SIGTERM.
+// -quiet logs warnings only (on standard error); -lifetime drains and exits
+// by itself after that long; -max-streams bounds the listen streams served
+// at once; -pprof serves net/http/pprof at /debug/pprof/. SIGINT or SIGTERM
+// drains: every open listen gets what is queued for it and its completion
+// result, mcp-go's sessions end, then the HTTP server stops. With -stdio it
+// ends at the end of its input, or drains on SIGINT or SIGTERM.
+//
+// It listens on a loopback address: elsewhere, list the names clients reach
+// it by in streamhttp.Options.AllowedHosts (requests naming another Host
+// are refused, against DNS rebinding).
 package main
 
 import (
 	"context"
-	"expvar"
+	"crypto/subtle"
+	"errors"
 	"flag"
+	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
-	"runtime"
+	"strings"
 	"syscall"
+	"time"
 
-	mcpserver "github.com/mark3labs/mcp-go/server"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcplisten/listen"
-	"github.com/mcplisten/listen/examples/internal/broker"
-	"github.com/mcplisten/listen/examples/internal/command"
-	"github.com/mcplisten/listen/examples/mcpgo/fixture"
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/mcpgo"
-	listenotel "github.com/mcplisten/listen/otel"
 	"github.com/mcplisten/listen/stdio"
+	"github.com/mcplisten/listen/streamhttp"
 )
 
+// drainTimeout bounds the drain when the server stops.
+const drainTimeout = 5 * time.Second
+
+// config is what the flags say.
+type config struct {
+	addr       string
+	token      string
+	maxStreams int
+	pprof      bool
+}
+
 func main() {
-	flags := command.Flags(flag.CommandLine)
+	var cfg config
+	flag.StringVar(&cfg.addr, "addr", "127.0.0.1:8080", "address to listen on (a loopback one: see streamhttp.Options.AllowedHosts otherwise)")
+	flag.StringVar(&cfg.token, "token", "", "bearer token every HTTP request must carry (none: no authentication)")
+	flag.IntVar(&cfg.maxStreams, "max-streams", 20000, "most listen streams served at once (streamhttp.Options.MaxStreams)")
+	flag.BoolVar(&cfg.pprof, "pprof", false, "serve net/http/pprof at /debug/pprof/")
 	overStdio := flag.Bool("stdio", false, "serve over standard input and output instead of HTTP")
-	cluster := broker.Flags(flag.CommandLine)
+	quiet := flag.Bool("quiet", false, "log warnings only")
+	lifetime := flag.Duration("lifetime", 0, "drain and exit by itself after this long (0: run until signalled)")
 	flag.Parse()
-	logger := flags.Logger()
-	ctx, stop := flags.Context()
+
+	level := slog.LevelInfo
+	if *quiet {
+		level = slog.LevelWarn
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if *lifetime > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *lifetime)
+		defer cancel()
+	}
 
-	m, metricsHandler, err := command.NewMetrics(flags.Metrics && !*overStdio)
-	if err != nil {
-		logger.Error("metrics setup failed", "err", err)
-		os.Exit(1)
-	}
-	// The hub every listen is served from, joined to the other instances
-	// with -broker.
-	h, err := hub.New(hub.Options{Hooks: m.HubHooks(hub.SlogHooks(logger))})
-	if err != nil {
-		logger.Error("setup failed", "err", err)
-		os.Exit(1)
-	}
-	leave, err := cluster.Join(h, logger, m)
-	if err != nil {
-		logger.Error("joining the other instances failed", "err", err)
-		os.Exit(1)
-	}
-	defer leave()
-	opts := mcpgo.Options{
-		Hub:         h,
-		Listen:      listen.Options{MaxURIBytes: flags.MaxURIBytes},
-		Logger:      logger,
-		OnRepublish: command.LogPublish(logger),
-	}
+	var err error
 	if *overStdio {
-		code := serveStdio(ctx, logger, opts)
-		_ = leave()
-		os.Exit(code)
+		err = serveStdio(ctx, logger)
+	} else {
+		err = serveHTTP(ctx, logger, cfg)
 	}
-
-	if err := command.CheckBind(flags.Addr, flags.Hosts()); err != nil {
-		logger.Error("refusing to start", "err", err)
-		os.Exit(2)
-	}
-	handler, err := newHandler(logger, opts, flags, m)
 	if err != nil {
-		logger.Error("setup failed", "err", err)
-		os.Exit(1)
-	}
-	expvar.Publish("listen", expvar.Func(func() any {
-		return map[string]any{
-			"hub":        h.Stats(),
-			"http":       handler.Listen().Stats(),
-			"sessions":   handler.Sessions().Stats(),
-			"mcpgo":      handler.Bridge().Stats(),
-			"goroutines": runtime.NumGoroutine(),
-		}
-	}))
-
-	// Until ctx ends; then the drain: every open listen gets what is queued
-	// for it and its completion result, mcp-go's sessions end, then the
-	// HTTP server stops.
-	if err := flags.Serve(ctx, logger, requireSampling(handler, handler.Listen().CheckOrigin), metricsHandler, handler.Shutdown); err != nil {
 		logger.Error("server stopped", "err", err)
 		os.Exit(1)
 	}
 	logger.Info("stopped")
 }
 
-// newHandler builds the mcp-go server (its tools change the mcp-go server
-// and call nothing of this library) and the one handler that serves it:
-// listens with this library, everything else with mcp-go, with the listen
-// handler's options the flags set. m (nil: none) records the hub's, the
-// handler's and the streams' OpenTelemetry metrics.
-func newHandler(logger *slog.Logger, opts mcpgo.Options, flags *command.HTTPFlags, m *listenotel.Metrics) (*mcpgo.Handler, error) {
-	httpOpts := flags.HTTPOptions(logger)
-	m.InstrumentHTTP(&httpOpts)
-	return mcpgo.NewHandler(fixture.New("mcplisten-example-mcpgo", "0.1.0"), mcpgo.HandlerOptions{
-		Options: opts,
-		HTTP:    httpOpts,
+// serveHTTP serves the endpoint on cfg.addr until ctx ends, then drains.
+func serveHTTP(ctx context.Context, logger *slog.Logger, cfg config) error {
+	h, err := newHandler(logger, cfg)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	// Outermost first: the token check refuses every request without the
+	// token (listens included); requireSampling answers one diagnostic
+	// tool call of the conformance suite; h serves the rest.
+	mux.Handle("/mcp", requireToken(cfg.token, requireSampling(h, h.Listen().CheckOrigin)))
+	if cfg.pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		_ = h.Shutdown(ctx)
+		return err
+	}
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second, // the body is bounded by the handler
+		IdleTimeout:       60 * time.Second,
+		MaxHeaderBytes:    16 << 10, // MCP headers plus a bearer token
+		// No ReadTimeout or WriteTimeout: they would cut long-lived streams.
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }() // ends on srv.Shutdown, which waits for it
+	fmt.Printf("listening on http://%s/mcp\n", ln.Addr())
+
+	var stopped error
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		stopped = fmt.Errorf("the HTTP server stopped: %w", err)
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+	defer cancel()
+	// Every open listen gets what is queued for it and its completion
+	// result; mcp-go's sessions end.
+	if err := h.Shutdown(sctx); err != nil {
+		logger.Warn("listen streams did not all end in time", "err", err)
+	}
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		_ = srv.Close()
+	}
+	if stopped == nil {
+		<-served
+	}
+	return stopped
+}
+
+// newHandler builds the mcp-go server and the one handler that serves it:
+// listens with this library, everything else with mcp-go.
+func newHandler(logger *slog.Logger, cfg config) (*mcpgo.Handler, error) {
+	var who func(*http.Request) (any, error) // nil without -token
+	if cfg.token != "" {
+		who = func(r *http.Request) (any, error) {
+			if !validToken(r, cfg.token) {
+				return nil, errors.New("no valid bearer token")
+			}
+			return principal{name: "token holder"}, nil
+		}
+	}
+	opts := mcpgo.HandlerOptions{
+		Options: mcpgo.Options{
+			Logger: logger,
+			Listen: listen.Options{
+				// Resource updates reach a listen only if its principal may
+				// read the resource (here: any authenticated one).
+				CanRead: func(_ context.Context, req *listen.Request, _ string) bool {
+					return who == nil || req.Auth != nil
+				},
+			},
+			OnRepublish: func(method, uri string, r hub.Report) {
+				logger.Info("published", "method", method, "uri", uri, "delivered", r.Delivered, "dropped", r.Dropped)
+			},
+		},
+		HTTP: streamhttp.Options{
+			MaxStreams: cfg.maxStreams,
+			// Listens: their principal (listen.Request.Auth), or 401.
+			Authenticate: who,
+			OnOpen: func(sub *listen.Subscription) {
+				logger.Info("listen opened", "id", sub.ID().Raw())
+			},
+			OnClose: func(sub *listen.Subscription, reason error) {
+				logger.Info("listen closed", "id", sub.ID().Raw(), "reason", listen.Classify(reason))
+			},
+		},
 		// mcp-go logs through this logger too.
-		SDK:        []mcpserver.StreamableHTTPOption{mcpserver.WithStreamableHTTPLogger(logger)},
-		Sessions:   flags.Sessions(),
-		WrapSource: m.Source,
+		SDK: []server.StreamableHTTPOption{server.WithStreamableHTTPLogger(logger)},
+	}
+	if who != nil {
+		// Everything else: mcp-go's handlers find the principal in their
+		// context (principalFrom). mcp-go never runs this for a listen.
+		opts.SDK = append(opts.SDK, server.WithHTTPContextFunc(func(ctx context.Context, r *http.Request) context.Context {
+			if p, err := who(r); err == nil {
+				ctx = context.WithValue(ctx, principalKey{}, p)
+			}
+			return ctx
+		}))
+	}
+	s := newServer("mcplisten-example-mcpgo", "0.1.0")
+	if who != nil {
+		s.AddTool(mcp.NewTool("whoami", mcp.WithDescription("Says who the request was authenticated as")),
+			func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				p, ok := principalFrom(ctx)
+				if !ok {
+					return mcp.NewToolResultError("no principal"), nil
+				}
+				return mcp.NewToolResultText(p.name), nil
+			})
+	}
+	return mcpgo.NewHandler(s, opts)
+}
+
+// principal is who a request was authenticated as.
+type principal struct{ name string }
+
+// principalKey is the context key of the principal of a request mcp-go
+// serves.
+type principalKey struct{}
+
+// principalFrom returns the principal of the request a tool handler of
+// the mcp-go server serves (ok false without -token).
+func principalFrom(ctx context.Context) (p principal, ok bool) {
+	p, ok = ctx.Value(principalKey{}).(principal)
+	return p, ok
+}
+
+// validToken reports whether r carries "Authorization: Bearer token".
+func validToken(r *http.Request, token string) bool {
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
+}
+
+// requireToken refuses every request without the bearer token (none with
+// an empty token) with 401, before anything reads its body.
+func requireToken(token string, next http.Handler) http.Handler {
+	if token == "" {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !validToken(r, token) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="mcp"`)
+			http.Error(w, "a bearer token is required", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
 	})
 }
 
-// serveStdio serves the mcp-go server over standard input and output until
-// the input ends or ctx does, and returns the exit status.
-func serveStdio(ctx context.Context, logger *slog.Logger, opts mcpgo.Options) int {
+// serveStdio serves the mcp-go server over standard input and output
+// until the input ends or ctx does, then drains.
+func serveStdio(ctx context.Context, logger *slog.Logger) error {
 	// A client may close its ends of our pipes (standard error included)
 	// before we are done: a write then fails instead of killing the process.
 	signal.Ignore(syscall.SIGPIPE)
-	x, err := mcpgo.NewStdio(fixture.New("mcplisten-example-mcpgo", "0.1.0"), mcpgo.StdioOptions{
-		Options: opts,
-		Stdio:   stdio.Options{Logger: logger, OnOpen: command.LogOpen(logger), OnClose: command.LogClose(logger)},
-		SDK:     []mcpserver.StdioOption{mcpserver.WithErrorLogger(slog.NewLogLogger(logger.Handler(), slog.LevelWarn))},
+	x, err := mcpgo.NewStdio(newServer("mcplisten-example-mcpgo", "0.1.0"), mcpgo.StdioOptions{
+		Options: mcpgo.Options{Logger: logger},
+		Stdio:   stdio.Options{Logger: logger},
+		// Standard output carries the protocol only: mcp-go logs on
+		// standard error too.
+		SDK: []server.StdioOption{server.WithErrorLogger(slog.NewLogLogger(logger.Handler(), slog.LevelWarn))},
 	})
 	if err != nil {
-		logger.Error("setup failed", "err", err)
-		return 1
+		return err
 	}
 	err = x.Run(ctx)
-	sctx, cancel := context.WithTimeout(context.Background(), command.DrainTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
 	defer cancel()
 	_ = x.Shutdown(sctx)
-	if err != nil && ctx.Err() == nil {
-		logger.Error("stdio server stopped", "err", err)
-		return 1
+	if ctx.Err() != nil {
+		return nil // signalled: drained
 	}
-	logger.Info("stopped")
-	return 0
+	return err
 }

@@ -3,6 +3,7 @@ package capcache_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -264,4 +265,69 @@ func TestParse(t *testing.T) {
 			assert.Equal(t, tt.want, got)
 		})
 	}
+}
+
+// TestListenOptionsKeepsFields: the listen.Options an adapter serves with
+// are the user's, field for field, but for the three it reads from its
+// SDK's server (Capabilities, CapabilitiesFor, ServerInfo); the adapters'
+// documentation of Options.Listen lists the others. A field added to
+// listen.Options fails here until it is set below (and documented there).
+func TestListenOptionsKeepsFields(t *testing.T) {
+	overwritten := map[string]bool{"Capabilities": true, "CapabilitiesFor": true, "ServerInfo": true}
+	var base listen.Options
+	called := ""
+	v := reflect.ValueOf(&base).Elem()
+	for i := range v.NumField() {
+		f, name := v.Field(i), v.Type().Field(i).Name
+		if overwritten[name] {
+			continue
+		}
+		switch f.Kind() {
+		case reflect.Func:
+			f.Set(reflect.MakeFunc(f.Type(), func(in []reflect.Value) []reflect.Value {
+				called = name
+				out := make([]reflect.Value, f.Type().NumOut())
+				for j := range out {
+					out[j] = reflect.Zero(f.Type().Out(j))
+				}
+				return out
+			}))
+		case reflect.Pointer:
+			f.Set(reflect.New(f.Type().Elem()))
+		case reflect.Int, reflect.Int64:
+			f.SetInt(int64(7 + i))
+		case reflect.Bool:
+			f.SetBool(true)
+		default:
+			t.Fatalf("listen.Options.%s: set it in this test", name)
+		}
+	}
+	c := capcache.New(tools, capcache.Options{Read: func(context.Context) (capcache.Reading, error) { return tools, nil }, Refresh: refresh})
+	got := reflect.ValueOf(c.ListenOptions(base, listen.Implementation{Name: "s", Version: "1"}))
+	var kept []string
+	for i := range v.NumField() {
+		name := v.Type().Field(i).Name
+		if overwritten[name] {
+			continue
+		}
+		g := got.Field(i)
+		if g.Kind() == reflect.Func {
+			args := make([]reflect.Value, g.Type().NumIn())
+			for j := range args {
+				args[j] = reflect.Zero(g.Type().In(j))
+			}
+			called = ""
+			g.Call(args)
+			assert.Equal(t, name, called, "%s kept", name)
+		} else {
+			assert.Equal(t, v.Field(i).Interface(), g.Interface(), "%s kept", name)
+		}
+		kept = append(kept, name)
+	}
+	assert.Equal(t, []string{"Extensions", "CanRead", "MaxURIBytes", "MaxFilterBytes", "MaxSettingsBytes", "MaxURISegments",
+		"SubResources", "Scopes", "MaxLifetime", "LifetimeJitter", "Access", "Disabled", "EndWithError", "ReleaseTimeout"}, kept,
+		"the fields gosdk.Options.Listen and mcpgo.Options.Listen document as used as given")
+	o := got.Interface().(listen.Options)
+	assert.Equal(t, listen.Implementation{Name: "s", Version: "1"}, o.ServerInfo)
+	assert.NotNil(t, o.CapabilitiesFor)
 }

@@ -1,6 +1,7 @@
 // Command mcpgoserver is the benchmark's mcp-go baseline: a plain server
-// built only on mark3labs/mcp-go v1.2.1, with the same tools and
-// capabilities as examples/mcpgo (its fixture package). It serves MCP over
+// built only on mark3labs/mcp-go (the release the bench module requires),
+// with the same tools and capabilities as examples/mcpgo
+// (bench/internal/mcpgofixture). It serves MCP over
 // Streamable HTTP with mcp-go's StreamableHTTPServer (both protocol eras)
 // and answers subscriptions/listen with mcp-go's own implementation.
 //
@@ -21,7 +22,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcplisten/listen/bench/internal/baseline"
-	"github.com/mcplisten/listen/examples/mcpgo/fixture"
+	fixture "github.com/mcplisten/listen/bench/internal/mcpgofixture"
 )
 
 func main() {
@@ -34,8 +35,8 @@ func main() {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", server.NewStreamableHTTPServer(fixture.New("mcpgoserver", "1.2.1")))
 	if *profile {
-		// The same observability as examples/mcpgo: goroutine count in
-		// expvar, net/http/pprof.
+		// net/http/pprof, as examples/mcpgo serves with -pprof (and the
+		// goroutine count in expvar).
 		baseline.Debug(mux, func() any { return map[string]any{"goroutines": runtime.NumGoroutine()} })
 	}
 	// mcp-go's listens never end by themselves: ordinary requests get a

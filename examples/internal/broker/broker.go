@@ -3,8 +3,8 @@
 // (the NATS bridge, natsbridge) or -broker redis://HOST:PORT (the Redis
 // bridge, redisbridge; rediss:// for TLS, redis://USER:PASSWORD@HOST:PORT
 // for an ACL user). -broker-key or -broker-key-file turns on envelope
-// authentication. Every example server (examples/server, examples/stdio,
-// examples/mcpgo) uses it the same way:
+// authentication. The example servers examples/server and examples/stdio
+// use it the same way (the tests join two mcp-go instances with it too):
 //
 //	bc := broker.Flags(flag.CommandLine) // before flag.Parse
 //	...

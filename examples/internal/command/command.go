@@ -1,7 +1,7 @@
-// Package command holds what the example server commands built on an SDK
-// adapter share (examples/server on the go-sdk, examples/mcpgo on mcp-go;
-// examples/stdio uses the log hooks), so that each main.go shows only its
-// own wiring:
+// Package command holds what the example server commands built on the
+// go-sdk adapter share (examples/server; examples/stdio uses the log
+// hooks), so that each main.go shows only its own wiring (the servers made
+// to be copied, examples/gosdk and examples/mcpgo, stand alone):
 //
 //	f := command.Flags(flag.CommandLine) // before flag.Parse
 //	...

@@ -1,5 +1,6 @@
 // Package listencheck holds what the tests of the example HTTP servers
-// (examples/server on the go-sdk, examples/mcpgo on mcp-go) share: the
+// built on shared code (examples/server, and examples/internal/broker's
+// mcp-go instances) share: the
 // 2026-07-28 POST they send, the SSE messages they read, and the check that
 // each listen stream gets exactly what it asked for.
 package listencheck
