@@ -19,10 +19,15 @@ const (
 	// DefaultOutboxBytes is the default Options.OutboxBytes (8 MiB, as
 	// nats.go's reconnect buffer).
 	DefaultOutboxBytes = 8 << 20
+	// DefaultReadBytes is the default Options.ReadBytes (4 MiB: four
+	// envelopes of the default MaxMessageBytes, or thousands of ordinary
+	// ones).
+	DefaultReadBytes = 4 << 20
 )
 
 // Options configure a Bridge. The zero Options is valid: stream
-// "mcp.listen.events" of about 10,000 entries, an 8 MiB outbox, and the
+// "mcp.listen.events" of about 10,000 entries, an 8 MiB outbox, reads of
+// at most 4 MiB, and the
 // defaults of cluster.Options (1 MiB messages, resync of the three list
 // changes, no authentication, no hooks).
 type Options struct {
@@ -46,6 +51,18 @@ type Options struct {
 	// instances find the gap. Zero means DefaultOutboxBytes; otherwise at
 	// least MaxMessageBytes.
 	OutboxBytes int
+
+	// ReadBytes bounds what one read of the stream fetches: the envelopes
+	// (and signatures) of the entries it returns, whoever appended them.
+	// The reader fetches the entries after the last one it read in batches
+	// of at most this many bytes (and 256 entries), and skips unread an
+	// entry whose envelope is larger than MaxMessageBytes
+	// (cluster.Drops.TooLarge, with its size): a client that appends a
+	// flood of large entries makes an instance hold about ReadBytes at a
+	// time, not the flood. (The one entry a reader that has caught up
+	// waits for is read whole: see the package documentation.) Zero means
+	// DefaultReadBytes; otherwise at least MaxMessageBytes.
+	ReadBytes int
 
 	// Options are the broker-neutral options: message size, resync,
 	// AuthKeys (signed envelopes, the signature in the entry's field "s"),
@@ -83,5 +100,13 @@ func resolve(o Options) (Options, error) {
 		return r, fmt.Errorf("%w: OutboxBytes (%d) must be at least MaxMessageBytes (%d)",
 			cluster.ErrInvalidOptions, r.OutboxBytes, maxMsg)
 	}
+	switch {
+	case r.ReadBytes == 0:
+		r.ReadBytes = max(DefaultReadBytes, maxMsg)
+	case r.ReadBytes < maxMsg:
+		return r, fmt.Errorf("%w: ReadBytes (%d) must be at least MaxMessageBytes (%d)",
+			cluster.ErrInvalidOptions, r.ReadBytes, maxMsg)
+	}
+	r.MaxMessageBytes = maxMsg
 	return r, nil
 }
