@@ -42,8 +42,8 @@
 // # One stream for delivery and recovery
 //
 // Every instance appends its events to one Redis stream (XADD, trimmed to
-// about Options.StreamLength entries) and reads it with a blocking XREAD
-// from the last entry it read: the stream is both the live fan-out (Redis
+// about Options.StreamLength entries) and reads it from the last entry it
+// read (a blocking XREAD once it has caught up): the stream is both the live fan-out (Redis
 // wakes the blocked readers as soon as an entry is appended, as it pushes
 // a pub/sub message) and the record a bridge catches up from. A separate
 // pub/sub channel would carry every event twice and need a deduplication
