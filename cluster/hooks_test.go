@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -15,32 +14,8 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/cluster"
+	"github.com/mcplisten/listen/listentest"
 )
-
-// logBuffer is a bytes.Buffer for a logger that a timer's goroutine
-// writes to.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func (b *logBuffer) Reset() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf.Reset()
-}
 
 // lines returns the lines of out.
 func lines(out string) []string {
@@ -53,8 +28,8 @@ func lines(out string) []string {
 // count by reason; a drop after a quiet interval is logged at once again.
 func TestSlogHooksDropRate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var buf logBuffer
-		hooks := cluster.SlogHooks(slog.New(slog.NewTextHandler(&buf, nil)))
+		var buf listentest.LogBuffer
+		hooks := cluster.SlogHooks(buf.Logger(slog.LevelInfo))
 		forged := cluster.DropInfo{Reason: cluster.ReasonUnauthenticated, Count: 1, Bytes: 152,
 			Err: errors.New("cluster: message not signed")}
 		for range 20000 {
@@ -88,10 +63,10 @@ func TestSlogHooksDropRate(t *testing.T) {
 		// After a quiet interval, a drop is logged at once.
 		time.Sleep(cluster.DefaultDropLogInterval)
 		synctest.Wait()
-		buf.Reset()
 		hooks.OnDrop(forged)
-		assert.Len(t, lines(buf.String()), 1)
-		assert.Contains(t, buf.String(), `msg="cluster drop" reason=unauthenticated`)
+		got = lines(buf.String())
+		require.Len(t, got, 2+3+1)
+		assert.Contains(t, got[5], `msg="cluster drop" reason=unauthenticated`)
 	})
 }
 
@@ -99,15 +74,15 @@ func TestSlogHooksDropRate(t *testing.T) {
 // logger whose level disables warnings gets nothing formatted or counted.
 func TestSlogHooksEvery(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var buf logBuffer
-		hooks := cluster.SlogHooksEvery(slog.New(slog.NewTextHandler(&buf, nil)), -1)
+		var every listentest.LogBuffer
+		hooks := cluster.SlogHooksEvery(every.Logger(slog.LevelInfo), -1)
 		for range 5 {
 			hooks.OnDrop(cluster.DropInfo{Reason: cluster.ReasonReplayed, Count: 1})
 		}
-		assert.Len(t, lines(buf.String()), 5)
+		assert.Len(t, lines(every.String()), 5)
 
-		buf.Reset()
-		hooks = cluster.SlogHooksEvery(slog.New(slog.NewTextHandler(&buf, nil)), time.Second)
+		var buf listentest.LogBuffer
+		hooks = cluster.SlogHooksEvery(buf.Logger(slog.LevelInfo), time.Second)
 		for range 3 {
 			hooks.OnDrop(cluster.DropInfo{Reason: cluster.ReasonStale, Count: 1})
 		}
@@ -118,12 +93,12 @@ func TestSlogHooksEvery(t *testing.T) {
 		require.Len(t, got, 2)
 		assert.Contains(t, got[1], `msg="cluster drops" count=42 bytes=0 reasons.slow_consumer=40 reasons.stale=2`)
 
-		buf.Reset()
-		quiet := cluster.SlogHooks(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelError})))
+		var none listentest.LogBuffer
+		quiet := cluster.SlogHooks(none.Logger(slog.LevelError))
 		quiet.OnDrop(cluster.DropInfo{Reason: cluster.ReasonStale, Count: 1})
 		time.Sleep(time.Minute)
 		synctest.Wait()
-		assert.Empty(t, buf.String())
+		assert.Empty(t, none.String())
 		assert.NotNil(t, cluster.SlogHooks(nil))
 	})
 }

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/cluster"
+	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/natsbridge"
 )
 
@@ -323,25 +323,6 @@ func TestAuthNeedsHeaders(t *testing.T) {
 	require.NoError(t, br.Close())
 }
 
-// lockedBuffer is a log destination that a timer's goroutine (SlogHooks'
-// drop summary) may write to while the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // TestForgedFloodLogsBounded: a peer without the key publishes 2,000
 // forged messages. The instance drops and counts every one (with their
 // bytes), delivers the genuine event that follows, and its SlogHooks
@@ -349,8 +330,8 @@ func (b *lockedBuffer) String() string {
 func TestForgedFloodLogsBounded(t *testing.T) {
 	const forged = 2000
 	ns := startNATS(t, 0)
-	var logs lockedBuffer
-	hooks := cluster.SlogHooks(slog.New(slog.NewTextHandler(&logs, nil)))
+	var logs listentest.LogBuffer
+	hooks := cluster.SlogHooks(logs.Logger(slog.LevelInfo))
 	opts := authOptions(keyOld)
 	opts.Hooks = hooks
 	b := newInstance(t, "B", connect(t, ns.ClientURL()), opts)

@@ -93,20 +93,26 @@ func resolve(o Options) (Options, error) {
 	if maxMsg == 0 {
 		maxMsg = cluster.DefaultMaxMessageBytes
 	}
-	switch {
-	case r.OutboxBytes == 0:
-		r.OutboxBytes = max(DefaultOutboxBytes, maxMsg)
-	case r.OutboxBytes < maxMsg:
-		return r, fmt.Errorf("%w: OutboxBytes (%d) must be at least MaxMessageBytes (%d)",
-			cluster.ErrInvalidOptions, r.OutboxBytes, maxMsg)
+	var err error
+	if r.OutboxBytes, err = atLeastMessage("OutboxBytes", r.OutboxBytes, DefaultOutboxBytes, maxMsg); err != nil {
+		return r, err
 	}
-	switch {
-	case r.ReadBytes == 0:
-		r.ReadBytes = max(DefaultReadBytes, maxMsg)
-	case r.ReadBytes < maxMsg:
-		return r, fmt.Errorf("%w: ReadBytes (%d) must be at least MaxMessageBytes (%d)",
-			cluster.ErrInvalidOptions, r.ReadBytes, maxMsg)
+	if r.ReadBytes, err = atLeastMessage("ReadBytes", r.ReadBytes, DefaultReadBytes, maxMsg); err != nil {
+		return r, err
 	}
 	r.MaxMessageBytes = maxMsg
 	return r, nil
+}
+
+// atLeastMessage resolves a byte bound that must hold one message: v, or
+// def (at least maxMsg) for zero; an error for less than maxMsg.
+func atLeastMessage(name string, v, def, maxMsg int) (int, error) {
+	switch {
+	case v == 0:
+		return max(def, maxMsg), nil
+	case v < maxMsg:
+		return v, fmt.Errorf("%w: %s (%d) must be at least MaxMessageBytes (%d)",
+			cluster.ErrInvalidOptions, name, v, maxMsg)
+	}
+	return v, nil
 }
