@@ -248,8 +248,9 @@ func SlogHooks(logger *slog.Logger) SharedHooks { return SlogHooksEvery(logger, 
 // "reasons", the last error), and so on, so that drop lines are at least
 // dropInterval apart. The exact counts are in Stats.Dropped and
 // Stats.DroppedBytes. The summary is written by a timer's goroutine,
-// which ends once it has written it; a summary still pending when the
-// process exits is lost. Zero means DefaultDropLogInterval; a negative
+// which ends once it has written it (a panic of the logger's handler
+// there is recovered, and the summary lost); a summary still pending when
+// the process exits is lost. Zero means DefaultDropLogInterval; a negative
 // dropInterval logs every drop.
 //
 // Attribute names: event_kind, extension_id, matched, delivered, buffered,
@@ -318,8 +319,11 @@ func (d *dropLog) drop(i DropInfo) {
 	d.mu.Unlock()
 }
 
-// flush writes the pending summary, on the timer's goroutine.
+// flush writes the pending summary, on the timer's goroutine, where
+// nothing would recover a panic of the logger's handler: it is recovered
+// here, and the summary lost.
 func (d *dropLog) flush() {
+	defer func() { _ = recover() }()
 	d.mu.Lock()
 	count, bytes, reasons, err := d.count, d.bytes, d.reasons, d.err
 	d.count, d.bytes, d.reasons, d.err = 0, 0, nil, nil

@@ -2,6 +2,7 @@ package cluster_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"log/slog"
 	"strings"
@@ -118,4 +119,23 @@ func TestNodeDroppedBytes(t *testing.T) {
 	assert.Equal(t, []cluster.DropReason{cluster.ReasonUnauthenticated, cluster.ReasonTooLarge, cluster.ReasonTooLarge},
 		a.rec.dropReasons())
 	assert.Equal(t, 5000, a.rec.drops[2].Bytes)
+}
+
+// panicHandler is a slog.Handler whose Handle panics.
+type panicHandler struct{ slog.Handler }
+
+func (panicHandler) Enabled(context.Context, slog.Level) bool  { return true }
+func (panicHandler) Handle(context.Context, slog.Record) error { panic("handler") }
+
+// A logger whose handler panics while the summary is written (on the
+// timer's goroutine) does not take the process down.
+func TestSlogHooksPanickingHandler(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hooks := cluster.SlogHooksEvery(slog.New(panicHandler{}), time.Second)
+		assert.Panics(t, func() { hooks.OnDrop(cluster.DropInfo{Reason: cluster.ReasonStale, Count: 1}) },
+			"on the caller's goroutine the node recovers it")
+		hooks.OnDrop(cluster.DropInfo{Reason: cluster.ReasonStale, Count: 1})
+		time.Sleep(time.Second)
+		synctest.Wait()
+	})
 }
