@@ -70,7 +70,11 @@
 // HMAC-SHA256, under the first key, of the scope, a newline and the
 // envelope, in unpadded base64url; a receiver checks it against each key
 // (constant time) before decoding, and drops unsigned or forged messages.
-// A holder of a key is trusted like an instance.
+// A holder of a key is trusted like an instance. Every message a node
+// drops, forged, replayed, stale or oversized, is counted (Stats.Dropped,
+// Stats.DroppedBytes) and reported to Hooks.OnDrop; SlogHooks logs drops
+// at a bounded rate (DefaultDropLogInterval), since a forger chooses how
+// many there are.
 //
 // # Replay protection
 //

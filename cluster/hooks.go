@@ -3,6 +3,9 @@ package cluster
 import (
 	"context"
 	"log/slog"
+	"slices"
+	"sync"
+	"time"
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
@@ -220,25 +223,127 @@ func (NopSharedHooks) OnConnection(ConnectionInfo) {}
 
 var _ SharedHooks = NopSharedHooks{}
 
-// SlogHooks returns hooks that log to logger (slog.Default() when nil). The
-// value also implements hub.Hooks (through hub.SlogHooks), so one value can
-// be given to hub.Options.Hooks and to Options.Hooks. Publications and
-// receptions log at Debug, resyncs and connection changes at Info, drops at
-// Warn (a connection loss too). Attribute names: event_kind, extension_id,
-// matched, delivered, buffered, dropped, bytes, seq, origin, stripped,
-// error, reason, count, kinds, uris, status, reconnects. A reception whose
-// reserved _meta keys were stripped logs at Warn. Nothing is formatted when the
-// logger's level disables the record.
-func SlogHooks(logger *slog.Logger) SharedHooks {
+// DefaultDropLogInterval is the least time between two drop lines of
+// SlogHooks.
+const DefaultDropLogInterval = 10 * time.Second
+
+// SlogHooks returns hooks that log to logger (slog.Default() when nil), at
+// most one drop line per DefaultDropLogInterval: SlogHooksEvery(logger, 0).
+func SlogHooks(logger *slog.Logger) SharedHooks { return SlogHooksEvery(logger, 0) }
+
+// SlogHooksEvery returns hooks that log to logger (slog.Default() when
+// nil). The value also implements hub.Hooks (through hub.SlogHooks), so
+// one value can be given to hub.Options.Hooks and to Options.Hooks.
+// Publications and receptions log at Debug, resyncs and connection changes
+// at Info, drops at Warn (a connection loss too). A reception whose
+// reserved _meta keys were stripped logs at Warn. Nothing is formatted
+// when the logger's level disables the record.
+//
+// Drops are logged at a bounded rate, since whoever can publish on the
+// broker can make them (a forger's flood would otherwise write a line per
+// message): the first drop after a quiet dropInterval is logged at once
+// ("cluster drop": reason, count, bytes, error); the drops that follow
+// within dropInterval of that line are summed into one line written at
+// its end ("cluster drops": count, bytes, one count per reason under
+// "reasons", the last error), and so on, so that drop lines are at least
+// dropInterval apart. The exact counts are in Stats.Dropped and
+// Stats.DroppedBytes. The summary is written by a timer's goroutine,
+// which ends once it has written it (a panic of the logger's handler
+// there is recovered, and the summary lost); a summary still pending when
+// the process exits is lost. Zero means DefaultDropLogInterval; a negative
+// dropInterval logs every drop.
+//
+// Attribute names: event_kind, extension_id, matched, delivered, buffered,
+// dropped, bytes, seq, origin, stripped, error, reason, count, reasons,
+// kinds, uris, status, reconnects.
+func SlogHooksEvery(logger *slog.Logger, dropInterval time.Duration) SharedHooks {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return slogHooks{Hooks: hub.SlogHooks(logger), l: logger}
+	if dropInterval == 0 {
+		dropInterval = DefaultDropLogInterval
+	}
+	return slogHooks{Hooks: hub.SlogHooks(logger), l: logger, drops: &dropLog{l: logger, every: dropInterval}}
 }
 
 type slogHooks struct {
 	hub.Hooks
-	l *slog.Logger
+	l     *slog.Logger
+	drops *dropLog
+}
+
+// dropLog writes the drop lines of SlogHooksEvery.
+type dropLog struct {
+	l     *slog.Logger
+	every time.Duration
+
+	mu      sync.Mutex
+	last    time.Time   // when the last line was written
+	timer   *time.Timer // writes the pending summary; nil when none is pending
+	count   int         // messages dropped since the last line
+	bytes   int
+	reasons map[DropReason]int
+	err     error // the last error since the last line
+}
+
+// drop logs i at once, or adds it to the pending summary.
+func (d *dropLog) drop(i DropInfo) {
+	d.mu.Lock()
+	now := time.Now()
+	if d.every < 0 || (d.timer == nil && now.Sub(d.last) >= d.every) {
+		d.last = now
+		d.mu.Unlock()
+		attrs := []slog.Attr{
+			slog.String("reason", string(i.Reason)),
+			slog.Int("count", i.Count),
+			slog.Int("bytes", i.Bytes),
+		}
+		if i.Err != nil {
+			attrs = append(attrs, slog.String("error", i.Err.Error()))
+		}
+		d.l.LogAttrs(context.Background(), slog.LevelWarn, "cluster drop", attrs...)
+		return
+	}
+	if d.reasons == nil {
+		d.reasons = make(map[DropReason]int)
+	}
+	d.count += i.Count
+	d.bytes += i.Bytes
+	d.reasons[i.Reason] += i.Count
+	if i.Err != nil {
+		d.err = i.Err
+	}
+	if d.timer == nil {
+		d.timer = time.AfterFunc(d.last.Add(d.every).Sub(now), d.flush)
+	}
+	d.mu.Unlock()
+}
+
+// flush writes the pending summary, on the timer's goroutine, where
+// nothing would recover a panic of the logger's handler: it is recovered
+// here, and the summary lost.
+func (d *dropLog) flush() {
+	defer func() { _ = recover() }()
+	d.mu.Lock()
+	count, bytes, reasons, err := d.count, d.bytes, d.reasons, d.err
+	d.count, d.bytes, d.reasons, d.err = 0, 0, nil, nil
+	d.timer = nil
+	d.last = time.Now()
+	d.mu.Unlock()
+	names := make([]string, 0, len(reasons))
+	for r := range reasons {
+		names = append(names, string(r))
+	}
+	slices.Sort(names)
+	per := make([]any, 0, len(names))
+	for _, r := range names {
+		per = append(per, slog.Int(r, reasons[DropReason(r)]))
+	}
+	attrs := []slog.Attr{slog.Int("count", count), slog.Int("bytes", bytes), slog.Group("reasons", per...)}
+	if err != nil {
+		attrs = append(attrs, slog.String("error", err.Error()))
+	}
+	d.l.LogAttrs(context.Background(), slog.LevelWarn, "cluster drops", attrs...)
 }
 
 func (s slogHooks) log(level slog.Level, msg string, attrs ...slog.Attr) {
@@ -297,18 +402,9 @@ func (s slogHooks) OnReceive(i ReceiveInfo) {
 }
 
 func (s slogHooks) OnDrop(i DropInfo) {
-	if !s.enabled(slog.LevelWarn) {
-		return
+	if s.enabled(slog.LevelWarn) {
+		s.drops.drop(i)
 	}
-	attrs := []slog.Attr{
-		slog.String("reason", string(i.Reason)),
-		slog.Int("count", i.Count),
-		slog.Int("bytes", i.Bytes),
-	}
-	if i.Err != nil {
-		attrs = append(attrs, slog.String("error", i.Err.Error()))
-	}
-	s.log(slog.LevelWarn, "cluster drop", attrs...)
 }
 
 func (s slogHooks) OnResync(i ResyncInfo) {

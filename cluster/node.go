@@ -106,7 +106,7 @@ type Node struct {
 	published, publishErrors, rejected, received, echoes   atomic.Uint64
 	gaps, resyncs, syncs, panics, sanitised                atomic.Uint64
 	dTooLarge, dMalformed, dVersion, dInvalid, dSlow, dPan atomic.Uint64
-	dUnauth, dReplayed, dStale                             atomic.Uint64
+	dUnauth, dReplayed, dStale, dBytes                     atomic.Uint64
 }
 
 // peer is what a node remembers of another: the last sequence number
@@ -289,6 +289,7 @@ func (n *Node) Receive(m Message) {
 			n.panics.Add(1)
 			if !handled {
 				n.dPan.Add(1)
+				n.dBytes.Add(uint64(len(m.Data)))
 				n.safeHook(func() {
 					n.opts.Hooks.OnDrop(DropInfo{Reason: ReasonPanic, Count: 1, Bytes: len(m.Data),
 						Err: fmt.Errorf("cluster: panic while delivering: %v", v)})
@@ -299,6 +300,7 @@ func (n *Node) Receive(m Message) {
 	data := m.Data
 	drop := func(c *atomic.Uint64, reason DropReason, err error) {
 		c.Add(1)
+		n.dBytes.Add(uint64(len(data)))
 		handled = true
 		n.opts.Hooks.OnDrop(DropInfo{Reason: reason, Count: 1, Bytes: len(data), Err: err})
 	}
@@ -512,6 +514,18 @@ func (n *Node) SlowConsumer(count int) {
 	n.requestLoss()
 }
 
+// DropTooLarge tells the node that its bridge skipped a message of size
+// bytes from the broker, larger than MaxMessageBytes, without reading it
+// (as redisbridge does): it is counted in Drops.TooLarge and reported to
+// Hooks.OnDrop (a panic there is recovered), as Receive reports a message
+// it finds too large. Call it from Receive's goroutine, in the order of
+// the broker's messages.
+func (n *Node) DropTooLarge(size int) {
+	n.dTooLarge.Add(1)
+	n.dBytes.Add(uint64(max(size, 0)))
+	n.safeHook(func() { n.opts.Hooks.OnDrop(DropInfo{Reason: ReasonTooLarge, Count: 1, Bytes: size}) })
+}
+
 // SendFailed tells the node that count messages Send had taken were lost
 // afterwards (a bridge that sends asynchronously and whose broker failed):
 // they are counted in Stats.PublishErrors. The other instances find the
@@ -632,6 +646,9 @@ type Stats struct {
 	Echoes uint64
 	// Dropped counts dropped messages by reason.
 	Dropped Drops
+	// DroppedBytes counts the bytes of the dropped messages (those of a
+	// slow consumer excepted: the broker's client does not tell them).
+	DroppedBytes uint64
 	// Gaps counts messages of other instances found missing by their
 	// sequence numbers.
 	Gaps uint64
@@ -665,9 +682,10 @@ func (n *Node) Stats() Stats {
 			Replayed:        n.dReplayed.Load(),
 			Stale:           n.dStale.Load(),
 		},
-		Gaps:    n.gaps.Load(),
-		Resyncs: n.resyncs.Load(),
-		Syncs:   n.syncs.Load(),
-		Panics:  n.panics.Load(),
+		DroppedBytes: n.dBytes.Load(),
+		Gaps:         n.gaps.Load(),
+		Resyncs:      n.resyncs.Load(),
+		Syncs:        n.syncs.Load(),
+		Panics:       n.panics.Load(),
 	}
 }

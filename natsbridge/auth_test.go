@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/cluster"
+	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/natsbridge"
 )
 
@@ -319,4 +321,39 @@ func TestAuthNeedsHeaders(t *testing.T) {
 	br, err := natsbridge.New(nc, newHub(t, nil), natsOptions())
 	require.NoError(t, err, "without AuthKeys headers are not needed")
 	require.NoError(t, br.Close())
+}
+
+// TestForgedFloodLogsBounded: a peer without the key publishes 2,000
+// forged messages. The instance drops and counts every one (with their
+// bytes), delivers the genuine event that follows, and its SlogHooks
+// write one drop line for the flood, not one per message.
+func TestForgedFloodLogsBounded(t *testing.T) {
+	const forged = 2000
+	ns := startNATS(t, 0)
+	var logs listentest.LogBuffer
+	hooks := cluster.SlogHooks(logs.Logger(slog.LevelInfo))
+	opts := authOptions(keyOld)
+	opts.Hooks = hooks
+	b := newInstance(t, "B", connect(t, ns.ClientURL()), opts)
+	aOpts := authOptions(keyOld)
+	aOpts.Hooks = cluster.NopHooks{} // A receives the flood too
+	a := newInstance(t, "A", connect(t, ns.ClientURL()), aOpts)
+	s := b.listen(t, "B-tools", `{"toolsListChanged":true}`)
+
+	raw := connect(t, ns.ClientURL())
+	size := 0
+	for i := range forged {
+		env := toolsEnvelope("forger", uint64(i+1), "forged")
+		size += len(env)
+		require.NoError(t, raw.Publish(b.bridge.Subject(), env))
+	}
+	require.NoError(t, raw.Flush())
+	_, err := a.hub.Publish(tagged(listen.ToolsListChanged(), "genuine"))
+	require.NoError(t, err)
+	assert.Equal(t, "genuine", s.next(t).id, "nothing forged reaches the listener")
+
+	st := b.bridge.Stats()
+	assert.Equal(t, uint64(forged), st.Dropped.Unauthenticated)
+	assert.Equal(t, uint64(size), st.DroppedBytes)
+	assert.Equal(t, 1, strings.Count(logs.String(), `msg="cluster drop`), "one drop line at once, the rest summed later:\n%.500s", logs.String())
 }

@@ -22,8 +22,12 @@ const (
 	// Entry fields: the envelope and its signature.
 	fieldData = "d"
 	fieldSig  = "s"
-	// readCount is the most entries one XREAD returns.
+	// readCount is the most entries one read returns.
 	readCount = 256
+	// maxSigBytes is the largest field "s" the reader fetches: a
+	// signature has cluster.SignatureLen bytes; an entry with a longer
+	// one is skipped unread, as too large.
+	maxSigBytes = 256
 	// readBlock is how long one XREAD waits for entries; a broken
 	// connection that sends nothing is noticed within it plus go-redis's
 	// 10 s margin.
@@ -130,7 +134,7 @@ func New(ro *redis.Options, h *hub.Hub, opts Options) (*Bridge, error) {
 	}
 	ctx, cancel := context.WithTimeout(b.ctx, startTimeout)
 	defer cancel()
-	last, err := b.position(ctx)
+	last, _, err := b.state(ctx, "")
 	if err != nil {
 		return fail(fmt.Errorf("redisbridge: reading stream %s: %w", o.Stream, err))
 	}
@@ -145,25 +149,6 @@ func New(ro *redis.Options, h *hub.Hub, opts Options) (*Bridge, error) {
 	go b.write()
 	go b.read()
 	return b, nil
-}
-
-// position returns the stream's last generated id, "0-0" when there is no
-// stream.
-func (b *Bridge) position(ctx context.Context) (string, error) {
-	info, err := b.reader.XInfoStream(ctx, b.opts.Stream).Result()
-	if err != nil {
-		if isNoSuchKey(err) {
-			return "0-0", nil
-		}
-		return "", err
-	}
-	return info.LastGeneratedID, nil
-}
-
-// isNoSuchKey reports Redis's answer to XINFO STREAM on a missing key.
-func isNoSuchKey(err error) bool {
-	var re redis.Error
-	return errors.As(err, &re) && strings.Contains(err.Error(), "no such key")
 }
 
 // ID returns the bridge's random instance id, the origin of its envelopes.
@@ -363,16 +348,20 @@ func (b *Bridge) sleep(backoff *time.Duration) bool {
 }
 
 // read is the reader goroutine: it reads the stream from the last entry it
-// saw, a batch at a time, and hands each entry to the node, in stream
-// order. When Redis fails it reports the disconnection and tries again;
-// once Redis answers it checks whether the stream still holds every entry
-// after the last one read: then it simply goes on reading (nothing was
-// lost), else (Redis restarted without them, or trimmed them) it tells
-// the node, which resynchronises the listeners. It ends when Close begins.
+// saw and hands each entry to the node, in stream order. It fetches what
+// is there with readScript, at most Options.ReadBytes of envelopes at a
+// time, skipping unread (as too large) the entries above
+// MaxMessageBytes; once it has caught up it waits for the next entry with
+// a blocking XREAD of one entry. When Redis fails it reports the
+// disconnection and tries again; once Redis answers it checks whether the
+// stream still holds every entry after the last one read: then it simply
+// goes on reading (nothing was lost), else (Redis restarted without them,
+// or trimmed them) it tells the node, which resynchronises the listeners.
+// It ends when Close begins.
 func (b *Bridge) read() {
 	defer close(b.rdDone)
 	backoff := minBackoff
-	down := false
+	down, caughtUp := false, false
 	for b.ctx.Err() == nil {
 		if down {
 			if !b.reconnect() {
@@ -381,30 +370,158 @@ func (b *Bridge) read() {
 				}
 				continue
 			}
-			down, backoff = false, minBackoff
+			down, caughtUp, backoff = false, false, minBackoff
 		}
-		res, err := b.reader.XRead(b.ctx, &redis.XReadArgs{
-			Streams: []string{b.opts.Stream, b.lastID}, Count: readCount, Block: readBlock,
-		}).Result()
+		var err error
+		if caughtUp {
+			caughtUp, err = b.wait()
+		} else {
+			caughtUp, err = b.fetch()
+		}
 		switch {
 		case b.ctx.Err() != nil:
 			return
-		case errors.Is(err, redis.Nil): // nothing new within readBlock
-			continue
 		case err != nil:
 			down = true
 			b.node.Connection(cluster.ConnectionInfo{Status: cluster.Disconnected, Reconnects: b.reconns.Load(), Err: err})
-			continue
-		}
-		for _, s := range res {
-			for _, e := range s.Messages {
-				b.lastID = e.ID
-				data, _ := e.Values[fieldData].(string)
-				sig, _ := e.Values[fieldSig].(string)
-				b.node.Receive(cluster.Message{Data: []byte(data), Sig: sig})
-			}
 		}
 	}
+}
+
+// readScript returns the entries after ARGV[1] (an entry id) of the
+// stream KEYS[1], in order: at most ARGV[2] entries, and no more of their
+// fields "d" and "s" than ARGV[3] bytes (but at least one entry). It
+// returns {id, d, s} for an entry whose "d" has at most ARGV[4] bytes and
+// "s" at most ARGV[5] (a missing field is empty; other fields are left
+// out), and {id, size} (the bytes of "d" and "s") for a larger one, which
+// is skipped. It takes the entries from the stream one at a time, so that
+// Redis holds no more than one of them at once for it.
+//
+// The id after ms-seq is ms-(seq+1), or (ms+1)-0 when seq is the largest
+// (2^64-1); the script computes it in decimal, as Lua's numbers would
+// round such ids (Redis 6.2's exclusive ranges would spare it that, at
+// the cost of Redis 5 and 6.0).
+var readScript = redis.NewScript(`
+local function succ(s)
+  local i = #s
+  while i > 0 and s:byte(i) == 57 do i = i - 1 end
+  if i == 0 then return '1' .. string.rep('0', #s) end
+  return s:sub(1, i - 1) .. string.char(s:byte(i) + 1) .. string.rep('0', #s - i)
+end
+local top = '18446744073709551615'
+local last = ARGV[1]
+local count, budget = tonumber(ARGV[2]), tonumber(ARGV[3])
+local maxd, maxs = tonumber(ARGV[4]), tonumber(ARGV[5])
+local out, used = {}, 0
+while #out < count do
+  local ms, seq = string.match(last, '^(%d+)-(%d+)$')
+  if not ms or (ms == top and seq == top) then break end
+  local from
+  if seq == top then from = succ(ms) .. '-0' else from = ms .. '-' .. succ(seq) end
+  local e = redis.call('XRANGE', KEYS[1], from, '+', 'COUNT', 1)[1]
+  if not e then break end
+  local d, s, f = '', '', e[2]
+  for i = 1, #f, 2 do
+    if f[i] == 'd' then d = f[i + 1] elseif f[i] == 's' then s = f[i + 1] end
+  end
+  if #d > maxd or #s > maxs then
+    out[#out + 1] = {e[1], #d + #s}
+  else
+    if #out > 0 and used + #d + #s > budget then break end
+    used = used + #d + #s
+    out[#out + 1] = {e[1], d, s}
+  end
+  last = e[1]
+end
+return out
+`)
+
+// fetch reads the entries after lastID with readScript and hands them to
+// the node. caughtUp reports that the stream holds no more of them.
+func (b *Bridge) fetch() (caughtUp bool, err error) {
+	res, err := readScript.Run(b.ctx, b.reader, []string{b.opts.Stream},
+		b.lastID, readCount, b.opts.ReadBytes, b.opts.MaxMessageBytes, maxSigBytes).Slice()
+	if err != nil {
+		return false, err
+	}
+	for _, r := range res {
+		e, _ := r.([]any)
+		if len(e) == 0 {
+			return false, fmt.Errorf("redisbridge: the read script answered %T", r)
+		}
+		id, _ := e[0].(string)
+		if len(e) == 2 { // skipped: larger than the limits
+			size, _ := e[1].(int64)
+			b.lastID = id
+			b.node.DropTooLarge(int(size))
+			continue
+		}
+		data, _ := e[1].(string)
+		sig, _ := e[2].(string)
+		b.lastID = id
+		b.node.Receive(cluster.Message{Data: []byte(data), Sig: sig})
+	}
+	return len(res) == 0, nil
+}
+
+// wait blocks (XREAD, up to readBlock) until the stream holds an entry
+// after lastID and hands that one entry to the node; the next ones are
+// fetched. This one is read whole, whatever its size: Redis offers no
+// blocking read of less than whole entries.
+func (b *Bridge) wait() (caughtUp bool, err error) {
+	res, err := b.reader.XRead(b.ctx, &redis.XReadArgs{
+		Streams: []string{b.opts.Stream, b.lastID}, Count: 1, Block: readBlock,
+	}).Result()
+	switch {
+	case errors.Is(err, redis.Nil): // nothing new within readBlock
+		return true, nil
+	case err != nil:
+		return false, err
+	}
+	for _, s := range res {
+		for _, e := range s.Messages {
+			b.lastID = e.ID
+			data, _ := e.Values[fieldData].(string)
+			sig, _ := e.Values[fieldSig].(string)
+			b.node.Receive(cluster.Message{Data: []byte(data), Sig: sig})
+		}
+	}
+	return false, nil
+}
+
+// stateScript returns the last generated id of the stream KEYS[1] ("0-0"
+// when there is no stream) and whether the stream holds the entry ARGV[1]
+// (1 or 0; 0 when ARGV[1] is empty), without sending any entry: XINFO
+// STREAM and XRANGE would send the entries they name whole.
+var stateScript = redis.NewScript(`
+local info = redis.pcall('XINFO', 'STREAM', KEYS[1])
+if info.err then
+  if string.find(info.err, 'no such key', 1, true) then return {'0-0', 0} end
+  return info
+end
+local last = '0-0'
+for i = 1, #info, 2 do
+  if info[i] == 'last-generated-id' then last = info[i + 1] end
+end
+local kept = 0
+if ARGV[1] ~= '' then kept = #redis.call('XRANGE', KEYS[1], ARGV[1], ARGV[1], 'COUNT', 1) end
+return {last, kept}
+`)
+
+// state runs stateScript: the stream's last generated id ("0-0" when
+// there is no stream), and whether it still holds the entry id ("" for
+// none).
+func (b *Bridge) state(ctx context.Context, id string) (last string, kept bool, err error) {
+	res, err := stateScript.Run(ctx, b.reader, []string{b.opts.Stream}, id).Slice()
+	if err != nil {
+		return "", false, err
+	}
+	if len(res) != 2 {
+		return "", false, fmt.Errorf("redisbridge: the state script answered %d values", len(res))
+	}
+	last, _ = res[0].(string)
+	n, _ := res[1].(int64)
+	return last, n == 1, nil
 }
 
 // reconnect checks whether Redis answers again and, if it does, whether
@@ -414,17 +531,13 @@ func (b *Bridge) read() {
 // Otherwise it tells the node, which resynchronises the listeners. It
 // returns false while Redis does not answer.
 func (b *Bridge) reconnect() bool {
-	last, err := b.position(b.ctx)
+	id := b.lastID
+	if id == "0-0" {
+		id = ""
+	}
+	last, kept, err := b.state(b.ctx, id)
 	if err != nil {
 		return false
-	}
-	kept := false
-	if b.lastID != "0-0" {
-		es, err := b.reader.XRangeN(b.ctx, b.opts.Stream, b.lastID, b.lastID, 1).Result()
-		if err != nil {
-			return false
-		}
-		kept = len(es) == 1
 	}
 	n := b.reconns.Add(1)
 	b.node.Connection(cluster.ConnectionInfo{Status: cluster.Connected, Reconnects: n})

@@ -98,6 +98,8 @@ func TestOptionsAndErrors(t *testing.T) {
 		"short stream":   {StreamLength: 10},
 		"space":          {Stream: "mcp listen"},
 		"outbox < msg":   {OutboxBytes: 1000, Options: cluster.Options{MaxMessageBytes: 4096}},
+		"read < msg":     {ReadBytes: 1000, Options: cluster.Options{MaxMessageBytes: 4096}},
+		"read < default": {ReadBytes: 1000},
 		"tiny messages":  {Options: cluster.Options{MaxMessageBytes: 10}},
 		"short key":      {Options: cluster.Options{AuthKeys: [][]byte{[]byte("password")}}},
 		"negative fresh": {Options: cluster.Options{Freshness: -1}},

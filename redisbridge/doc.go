@@ -25,8 +25,9 @@
 // A Bridge owns two goroutines, both started by New and both ended by
 // Close:
 //
-//   - the reader goroutine reads the stream (XREAD, at most 256 entries,
-//     blocking up to 5 s) and hands each entry to the node
+//   - the reader goroutine reads the stream (a script, at most 256 entries
+//     and Options.ReadBytes at a time; once it has caught up, a blocking
+//     XREAD of one entry, up to 5 s) and hands each entry to the node
 //     (cluster.Node.Receive), which delivers its event to the hub, one at a
 //     time, in stream order; it never blocks on a listener. It reconnects
 //     with a backoff (50 ms to 2 s) and runs the reconnect resync;
@@ -41,8 +42,8 @@
 // # One stream for delivery and recovery
 //
 // Every instance appends its events to one Redis stream (XADD, trimmed to
-// about Options.StreamLength entries) and reads it with a blocking XREAD
-// from the last entry it read: the stream is both the live fan-out (Redis
+// about Options.StreamLength entries) and reads it from the last entry it
+// read (a blocking XREAD once it has caught up): the stream is both the live fan-out (Redis
 // wakes the blocked readers as soon as an entry is appended, as it pushes
 // a pub/sub message) and the record a bridge catches up from. A separate
 // pub/sub channel would carry every event twice and need a deduplication
@@ -64,9 +65,10 @@
 // outbox serves the local listeners only, counted the same way.
 //
 // The bridge opens two connections of its own (reader, writer), with no
-// go-redis retries. It needs Redis 5 or later (streams); the ACL a user
-// needs is XADD, XREAD, XRANGE and XINFO STREAM on the stream key, plus
-// PING, HELLO and CLIENT SETNAME (it names its connections
+// go-redis retries. It needs Redis 5 or later (streams, Lua scripts); the
+// ACL a user needs is XADD, XREAD, XRANGE and XINFO STREAM on the stream
+// key, EVAL and EVALSHA (the reader's two scripts run XRANGE and XINFO
+// STREAM), plus PING, HELLO and CLIENT SETNAME (it names its connections
 // mcplisten-redisbridge): README.md shows such an ACL, which a test runs.
 //
 // # Authentication and permissions
@@ -78,12 +80,24 @@
 // server: give the instances their own Redis user restricted to the
 // stream's key, and let no other user touch it.
 //
-// Redis does not bound an entry by Options.MaxMessageBytes, only by its
-// proto-max-bulk-len (512 MiB a field, by default) and
-// client-query-buffer-limit (1 GiB a command): the reader takes a whole
-// XREAD reply (up to 256 entries) into memory before the node drops the
-// envelopes above MaxMessageBytes (cluster.Drops.TooLarge), so whoever
-// can append to the stream can make every instance hold that much.
-// Besides the ACL, lower both (1 MiB is the least Redis accepts) to bound
-// it.
+// # Floods
+//
+// Redis bounds an entry only by its proto-max-bulk-len (512 MiB a field,
+// by default), not by Options.MaxMessageBytes, and the ACL lets whoever
+// may append to the stream append as much as Redis takes. The reader
+// bounds what that makes an instance hold: it fetches entries with a Lua
+// script that returns at most Options.ReadBytes (default
+// 4 MiB) of envelopes and signatures at a time and only the fields "d" and
+// "s", and that skips, without sending it, an entry whose envelope is
+// larger than MaxMessageBytes (or whose "s" is longer than 256 bytes): the
+// bridge counts it as cluster.Drops.TooLarge, with its size in
+// cluster.DropInfo.Bytes. Its starting position and the reconnect check
+// use another script, which sends no entry. One entry is still read
+// whole: the one a reader that has caught up waits for (XREAD BLOCK COUNT
+// 1: Redis has no blocking read of less than a whole entry). Lower
+// proto-max-bulk-len (1 MiB is the least Redis accepts) to bound that
+// one, and Redis's own memory. With 512 unsigned entries of 1 MB appended
+// at once, an instance's peak RSS rises by 13 to 17 MiB (by 59 to 198 MiB
+// when the reader took up to 256 entries per XREAD); bench/cmd/bridgeflood
+// measures it.
 package redisbridge

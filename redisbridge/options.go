@@ -19,10 +19,15 @@ const (
 	// DefaultOutboxBytes is the default Options.OutboxBytes (8 MiB, as
 	// nats.go's reconnect buffer).
 	DefaultOutboxBytes = 8 << 20
+	// DefaultReadBytes is the default Options.ReadBytes (4 MiB: four
+	// envelopes of the default MaxMessageBytes, or thousands of ordinary
+	// ones).
+	DefaultReadBytes = 4 << 20
 )
 
 // Options configure a Bridge. The zero Options is valid: stream
-// "mcp.listen.events" of about 10,000 entries, an 8 MiB outbox, and the
+// "mcp.listen.events" of about 10,000 entries, an 8 MiB outbox, reads of
+// at most 4 MiB, and the
 // defaults of cluster.Options (1 MiB messages, resync of the three list
 // changes, no authentication, no hooks).
 type Options struct {
@@ -46,6 +51,18 @@ type Options struct {
 	// instances find the gap. Zero means DefaultOutboxBytes; otherwise at
 	// least MaxMessageBytes.
 	OutboxBytes int
+
+	// ReadBytes bounds what one read of the stream fetches: the envelopes
+	// (and signatures) of the entries it returns, whoever appended them.
+	// The reader fetches the entries after the last one it read in batches
+	// of at most this many bytes (and 256 entries), and skips unread an
+	// entry whose envelope is larger than MaxMessageBytes
+	// (cluster.Drops.TooLarge, with its size): a client that appends a
+	// flood of large entries makes an instance hold about ReadBytes at a
+	// time, not the flood. (The one entry a reader that has caught up
+	// waits for is read whole: see the package documentation.) Zero means
+	// DefaultReadBytes; otherwise at least MaxMessageBytes.
+	ReadBytes int
 
 	// Options are the broker-neutral options: message size, resync,
 	// AuthKeys (signed envelopes, the signature in the entry's field "s"),
@@ -76,12 +93,26 @@ func resolve(o Options) (Options, error) {
 	if maxMsg == 0 {
 		maxMsg = cluster.DefaultMaxMessageBytes
 	}
-	switch {
-	case r.OutboxBytes == 0:
-		r.OutboxBytes = max(DefaultOutboxBytes, maxMsg)
-	case r.OutboxBytes < maxMsg:
-		return r, fmt.Errorf("%w: OutboxBytes (%d) must be at least MaxMessageBytes (%d)",
-			cluster.ErrInvalidOptions, r.OutboxBytes, maxMsg)
+	var err error
+	if r.OutboxBytes, err = atLeastMessage("OutboxBytes", r.OutboxBytes, DefaultOutboxBytes, maxMsg); err != nil {
+		return r, err
 	}
+	if r.ReadBytes, err = atLeastMessage("ReadBytes", r.ReadBytes, DefaultReadBytes, maxMsg); err != nil {
+		return r, err
+	}
+	r.MaxMessageBytes = maxMsg
 	return r, nil
+}
+
+// atLeastMessage resolves a byte bound that must hold one message: v, or
+// def (at least maxMsg) for zero; an error for less than maxMsg.
+func atLeastMessage(name string, v, def, maxMsg int) (int, error) {
+	switch {
+	case v == 0:
+		return max(def, maxMsg), nil
+	case v < maxMsg:
+		return v, fmt.Errorf("%w: %s (%d) must be at least MaxMessageBytes (%d)",
+			cluster.ErrInvalidOptions, name, v, maxMsg)
+	}
+	return v, nil
 }
