@@ -17,10 +17,12 @@ import (
 // at open. Set one Access as Options.Access of every transport of a server
 // (HTTP, stdio, the go-sdk adapter): it sees all their listens. The zero
 // Access does nothing but track them (End works on it); set its fields
-// before the first listen opens and leave them afterwards.
+// before the first listen opens and leave them afterwards. Close it when
+// the server shuts down.
 //
 // A re-check of a principal (on the Every schedule, or by Recheck) calls
-// Check once for all its streams, and:
+// Check once for all its streams, with the Auth of its newest open
+// stream, and:
 //
 //   - if Check returns an error, ends each of them with ErrRevoked (or
 //     ErrExpired, when the error matches it): the early ending of
@@ -31,21 +33,44 @@ import (
 //     and asked for nothing else (a list change, an extension's events);
 //   - in both cases, forgets the verdicts Deliver cached for its streams.
 //
+// The principals of a round are re-checked concurrently, at most MaxChecks
+// at once, each on a goroutine of the round: a slow Check delays its own
+// principal's verdict only. A principal has at most one Check in flight:
+// a scheduled round skips a principal whose Check is still running, and
+// Recheck waits for it to return before it calls Check again.
+//
 // The streams of one principal are those whose Auth has the same Key. The
 // schedule is one timer per Access, armed while listens are open: an idle
-// stream costs no goroutine and no timer of its own.
+// stream costs no goroutine and no timer of its own, and between rounds
+// the Access runs no goroutine at all.
 type Access struct {
 	// Check re-evaluates a principal's access: nil keeps its streams, an
 	// error ends them (see above; a panic counts as an error). It gets the
-	// Auth of one of the principal's streams, on the goroutine of the
-	// schedule's timer or of the Recheck call, one principal after
-	// another; it may run concurrently with itself (a schedule and a
-	// Recheck). Nil: the principal is kept (CanRead is still asked again).
+	// Auth of the principal's newest open stream, on a goroutine of the
+	// round, and a context that ends after CheckTimeout, when the Recheck
+	// call's context ends, or at Close. It runs concurrently for different
+	// principals, never for one principal twice at once. An answer given
+	// once the round's context has ended (Recheck's, or the Access's at
+	// Close) is dropped: the streams stay until the next re-check. An
+	// error given once CheckTimeout has passed is an error like any other.
+	// Nil: the principal is kept (CanRead is still asked again).
 	Check func(ctx context.Context, auth any) error
 	// Every, if positive, re-checks every principal with an open listen
-	// each Every (the next round starts Every after the previous one
-	// ended). Zero: only Recheck re-checks.
+	// each Every: the next round starts Every after the previous one has
+	// started the Check of each of its principals (a Check that is still
+	// running does not hold the schedule back). Zero: only Recheck
+	// re-checks.
 	Every time.Duration
+	// MaxChecks bounds the Check calls (each with the CanRead calls of its
+	// principal) that run at once, over all the rounds of the Access.
+	// Zero means DefaultMaxChecks.
+	MaxChecks int
+	// CheckTimeout bounds each Check: its context ends that long after it
+	// started. Zero means DefaultCheckTimeout; negative, no bound. A
+	// Check that ignores its context still holds its principal (no other
+	// Check for it starts) and one of the MaxChecks slots until it
+	// returns.
+	CheckTimeout time.Duration
 	// Key returns the key that groups the streams of one principal
 	// (a user id from the token's claims): its streams are re-checked
 	// together, with one Check call. Nil means Auth itself. A key that is
@@ -65,16 +90,38 @@ type Access struct {
 
 	mu     sync.Mutex
 	groups map[any]*principal
-	n      int // streams in groups
+	n      int    // streams in groups
+	seq    uint64 // streams added so far: a stream's seq orders it
 	timer  *time.Timer
 	armed  bool
+	closed bool
+	// ctx ends at Close; sem holds a token per Check running. Both are
+	// made by the first round.
+	ctx    context.Context
+	cancel context.CancelFunc
+	sem    chan struct{}
+	// wg counts the rounds and their goroutines, for Close.
+	wg sync.WaitGroup
 }
 
-// principal is the group of one principal's streams in an Access.
+// Defaults of Access.
+const (
+	// DefaultMaxChecks is Access.MaxChecks when it is zero.
+	DefaultMaxChecks = 16
+	// DefaultCheckTimeout is Access.CheckTimeout when it is zero.
+	DefaultCheckTimeout = 30 * time.Second
+)
+
+// principal is the group of one principal's streams in an Access. Its
+// fields are guarded by the Access's mu, but gen.
 type principal struct {
 	key  any
-	auth any // the Auth of its first stream: what Check gets
 	subs []*life
+	// newest is the stream of subs opened last: its Auth is what Check
+	// and Recheck's match get.
+	newest *life
+	// busy is closed when the Check in flight returns; nil when none is.
+	busy chan struct{}
 	// gen counts the principal's re-checks: a delivery verdict cached under
 	// an older gen is stale.
 	gen atomic.Uint64
@@ -108,13 +155,15 @@ func (a *Access) add(l *life, auth any) {
 	}
 	p := a.groups[key]
 	if p == nil {
-		p = &principal{key: key, auth: auth}
+		p = &principal{key: key}
 		a.groups[key] = p
 	}
-	l.auth, l.p, l.slot = auth, p, int32(len(p.subs))
+	a.seq++
+	l.auth, l.p, l.slot, l.seq = auth, p, int32(len(p.subs)), a.seq
 	p.subs = append(p.subs, l)
+	p.newest = l
 	a.n++
-	if a.Every > 0 && !a.armed {
+	if a.Every > 0 && !a.armed && !a.closed {
 		a.armed = true
 		if a.timer == nil {
 			a.timer = time.AfterFunc(a.Every, a.tick)
@@ -124,7 +173,8 @@ func (a *Access) add(l *life, auth any) {
 	}
 }
 
-// remove takes l out of its principal; the last stream stops the schedule.
+// remove takes l out of its principal, which then keeps nothing of it;
+// the last stream stops the schedule.
 func (a *Access) remove(l *life) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -136,20 +186,58 @@ func (a *Access) remove(l *life) {
 	}
 	p.subs[last] = nil
 	p.subs = p.subs[:last]
-	a.n--
-	if last == 0 {
-		delete(a.groups, p.key)
+	if p.newest == l {
+		p.newest = nil
+		for _, o := range p.subs {
+			if p.newest == nil || o.seq > p.newest.seq {
+				p.newest = o
+			}
+		}
 	}
-	if len(a.groups) == 0 && a.armed && a.timer.Stop() {
+	a.n--
+	if last == 0 && p.busy == nil {
+		delete(a.groups, p.key) // with a Check in flight, its end does it
+	}
+	if a.n == 0 && a.armed && a.timer.Stop() {
 		a.armed = false
 	}
 }
 
-// tick is one scheduled round.
-func (a *Access) tick() {
-	a.recheck(context.Background(), nil)
+// begin registers a round (or Recheck call) with Close, and returns the
+// Access's context and its Check slots; ok is false once Close was called.
+func (a *Access) begin() (ctx context.Context, sem chan struct{}, ok bool) {
 	a.mu.Lock()
-	if len(a.groups) > 0 {
+	defer a.mu.Unlock()
+	if a.closed {
+		return nil, nil, false
+	}
+	if a.ctx == nil {
+		a.ctx, a.cancel = context.WithCancel(context.Background())
+		n := a.MaxChecks
+		if n <= 0 {
+			n = DefaultMaxChecks
+		}
+		a.sem = make(chan struct{}, n)
+	}
+	a.wg.Add(1)
+	return a.ctx, a.sem, true
+}
+
+// tick is one scheduled round: the next is armed once this one has
+// started the Check of each of its principals.
+func (a *Access) tick() {
+	ctx, sem, ok := a.begin()
+	if !ok {
+		return
+	}
+	defer a.wg.Done()
+	r := a.start(ctx, sem, a.principals(true), true)
+	select {
+	case <-r.dispatched:
+	case <-ctx.Done():
+	}
+	a.mu.Lock()
+	if a.n > 0 && !a.closed {
 		a.timer.Reset(a.Every)
 	} else {
 		a.armed = false
@@ -157,33 +245,83 @@ func (a *Access) tick() {
 	a.mu.Unlock()
 }
 
-// Recheck re-checks now, on the calling goroutine, the principals that
-// match selects (all, when match is nil), and returns how many streams it
-// ended: after a change of grants, so that the streams it revokes end at
-// once instead of at the next round. match is called once per principal,
-// with the Auth Check gets, with no lock held.
-func (a *Access) Recheck(ctx context.Context, match func(auth any) bool) int {
-	if match == nil {
-		return a.recheck(ctx, nil)
-	}
-	// match is the application's: it runs on the principals copied out,
-	// before the round takes the lock again for their streams.
+// Close stops the schedule, ends the context of every Check in flight and
+// waits for them (and the CanRead calls of their principals) to return;
+// their answers are dropped. It ends no stream: the Access still tracks
+// the open ones, End still ends them, but nothing re-checks them any more
+// (Recheck returns 0). It is idempotent. A Check that ignores its context
+// holds Close until it returns.
+func (a *Access) Close() {
 	a.mu.Lock()
-	ps := make([]*principal, 0, len(a.groups))
-	for _, p := range a.groups {
-		ps = append(ps, p)
+	a.closed = true
+	if a.armed && a.timer.Stop() {
+		a.armed = false
 	}
+	cancel := a.cancel
 	a.mu.Unlock()
-	selected := make(map[*principal]bool)
-	for _, p := range ps {
-		if match(p.auth) { // p.auth never changes
-			selected[p] = true
-		}
+	if cancel != nil {
+		cancel()
 	}
-	if len(selected) == 0 {
+	a.wg.Wait()
+}
+
+// Recheck re-checks now the principals that match selects (all, when match
+// is nil), and returns how many streams it ended: after a change of
+// grants, so that the streams it revokes end at once instead of at the
+// next round. match is called once per principal, with the Auth Check
+// gets, with no lock held, on the calling goroutine; the Checks run
+// concurrently (see Access). Recheck returns once every selected
+// principal has its verdict, or when ctx ends: then the Checks still
+// running get an ended context and their answers are dropped (the streams
+// they would have ended are not counted, and stay until the next
+// re-check). A principal whose Check is in flight (a scheduled round's)
+// is checked again once that one returns, so that the verdict is not one
+// begun before the change.
+func (a *Access) Recheck(ctx context.Context, match func(auth any) bool) int {
+	actx, sem, ok := a.begin()
+	if !ok {
 		return 0
 	}
-	return a.recheck(ctx, func(p *principal) bool { return selected[p] })
+	defer a.wg.Done()
+	var ps []*principal
+	if match == nil {
+		ps = a.principals(false)
+	} else {
+		// match is the application's: it runs on the principals and the
+		// Auth of their newest stream, copied out under the lock.
+		type cand struct {
+			p    *principal
+			auth any
+		}
+		a.mu.Lock()
+		cs := make([]cand, 0, len(a.groups))
+		for _, p := range a.groups {
+			if p.newest != nil {
+				cs = append(cs, cand{p, p.newest.auth})
+			}
+		}
+		a.mu.Unlock()
+		for _, c := range cs {
+			if match(c.auth) {
+				ps = append(ps, c.p)
+			}
+		}
+		clear(cs) // the credentials are not kept by a running round
+	}
+	if len(ps) == 0 {
+		return 0
+	}
+	// The round's context ends with ctx or at Close.
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(actx, cancel)
+	defer stop()
+	r := a.start(rctx, sem, ps, false)
+	select {
+	case <-r.done:
+	case <-rctx.Done():
+	}
+	return int(r.ended.Load())
 }
 
 // End ends, with reason (ErrRevoked when nil; see Subscription.End), every
@@ -215,52 +353,166 @@ func (a *Access) streams() []*life {
 	return out
 }
 
-// recheck re-checks the principals only selects (all: nil; it runs under
-// the lock) and returns how many streams it ended.
-func (a *Access) recheck(ctx context.Context, only func(*principal) bool) int {
-	// One pass under the lock copies the principals and their streams;
-	// the calls out (Check, CanRead) run after it.
-	var r round
+// principals returns the principals with open streams (but those whose
+// Check is in flight, with skipBusy), copied under the lock.
+func (a *Access) principals(skipBusy bool) []*principal {
 	a.mu.Lock()
-	r.ps = make([]round1, 0, len(a.groups))
-	r.subs = make([]*life, 0, a.n)
+	defer a.mu.Unlock()
+	out := make([]*principal, 0, len(a.groups))
 	for _, p := range a.groups {
-		if only == nil || only(p) {
-			r.subs = append(r.subs, p.subs...)
-			r.ps = append(r.ps, round1{p, len(r.subs)})
+		if len(p.subs) > 0 && (!skipBusy || p.busy == nil) {
+			out = append(out, p)
 		}
 	}
-	a.mu.Unlock()
-	n, from := 0, 0
-	for _, p := range r.ps {
-		n += a.recheckOne(ctx, p.p, r.subs[from:p.end], &r)
-		from = p.end
-	}
-	return n
+	return out
 }
 
-// round is the scratch space of one re-check round: it allocates its
-// lists once, not per principal, so that a round over 10,000 principals
-// does not feed the collector.
+// round is one re-check round over ps: up to MaxChecks goroutines (its
+// workers) take its principals in turn.
 type round struct {
-	ps   []round1
-	subs []*life         // the streams of ps, in order
+	a         *Access
+	ctx       context.Context
+	sem       chan struct{}
+	ps        []*principal
+	scheduled bool // skip a principal whose Check is in flight
+	next      atomic.Int64
+	ended     atomic.Int64 // streams ended
+	live      atomic.Int32 // workers running
+	// dispatched is closed once every principal has been taken by a
+	// worker (or the round's context ended); done once every worker has
+	// returned.
+	dispatched chan struct{}
+	once       sync.Once
+	done       chan struct{}
+}
+
+// start starts the round over ps, on ctx, and returns it.
+func (a *Access) start(ctx context.Context, sem chan struct{}, ps []*principal, scheduled bool) *round {
+	r := &round{a: a, ctx: ctx, sem: sem, ps: ps, scheduled: scheduled,
+		dispatched: make(chan struct{}), done: make(chan struct{})}
+	workers := min(len(ps), cap(sem))
+	if workers == 0 {
+		close(r.dispatched)
+		close(r.done)
+		return r
+	}
+	r.live.Store(int32(workers))
+	a.wg.Add(workers) // the caller's begin holds wg above zero
+	for range workers {
+		go r.work()
+	}
+	return r
+}
+
+// work re-checks the round's principals, one at a time, until none is
+// left or the round's context ends.
+func (r *round) work() {
+	defer r.a.wg.Done()
+	defer func() {
+		if r.live.Add(-1) == 0 {
+			r.once.Do(func() { close(r.dispatched) })
+			close(r.done)
+		}
+	}()
+	var w worker
+	for {
+		select {
+		case r.sem <- struct{}{}:
+		case <-r.ctx.Done():
+			r.once.Do(func() { close(r.dispatched) })
+			return
+		}
+		i := int(r.next.Add(1)) - 1
+		if i >= len(r.ps) || r.ctx.Err() != nil {
+			<-r.sem
+			r.once.Do(func() { close(r.dispatched) })
+			return
+		}
+		if i == len(r.ps)-1 {
+			r.once.Do(func() { close(r.dispatched) })
+		}
+		p := r.ps[i]
+		for {
+			busy := r.a.claim(p, &w)
+			if busy == nil {
+				r.ended.Add(int64(r.a.recheckOne(r.ctx, p, &w)))
+				break
+			}
+			if r.scheduled {
+				break // its Check is in flight: its verdict comes with it
+			}
+			<-r.sem // wait for the Check in flight, without its slot
+			select {
+			case <-busy:
+			case <-r.ctx.Done():
+				return
+			}
+			select {
+			case r.sem <- struct{}{}:
+			case <-r.ctx.Done():
+				return
+			}
+		}
+		<-r.sem
+	}
+}
+
+// worker is the scratch space of a round's goroutine: it reuses its lists
+// from one principal to the next, so that a round over 10,000 principals
+// does not feed the collector.
+type worker struct {
+	auth any
+	subs []*life         // the streams of the principal at hand
 	memo map[string]bool // CanRead's answers for the principal at hand
 }
 
-// round1 is one principal of a round: its streams end at subs[end].
-type round1 struct {
-	p   *principal
-	end int
+// claim makes p's Check in flight and copies its streams and the Auth of
+// its newest into w; when p has a Check in flight already, it returns the
+// channel closed when it returns, and claims nothing.
+func (a *Access) claim(p *principal, w *worker) (busy chan struct{}) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if p.busy != nil {
+		return p.busy
+	}
+	p.busy = make(chan struct{})
+	w.subs = append(w.subs[:0], p.subs...)
+	w.auth = nil
+	if p.newest != nil {
+		w.auth = p.newest.auth
+	}
+	return nil
 }
 
-// recheckOne re-checks one principal, whose streams were subs (see
-// Access).
-func (a *Access) recheckOne(ctx context.Context, p *principal, subs []*life, r *round) int {
+// release ends p's Check in flight, and forgets p when its streams all
+// ended meanwhile.
+func (a *Access) release(p *principal, w *worker) {
+	clear(w.subs) // nothing of the streams is kept between principals
+	w.subs, w.auth = w.subs[:0], nil
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	close(p.busy)
+	p.busy = nil
+	if len(p.subs) == 0 && a.groups[p.key] == p {
+		delete(a.groups, p.key)
+	}
+}
+
+// recheckOne re-checks p, claimed with its streams and Auth in w (see
+// Access), and returns how many streams it ended.
+func (a *Access) recheckOne(ctx context.Context, p *principal, w *worker) int {
+	defer a.release(p, w)
+	subs := w.subs
+	if len(subs) == 0 {
+		return 0
+	}
 	p.gen.Add(1) // the cached delivery verdicts are stale from now on
 	var err error
 	if a.Check != nil {
-		err = a.check(ctx, p.auth)
+		err = a.check(ctx, w.auth)
+	}
+	if ctx.Err() != nil {
+		return 0 // the round ended meanwhile: no verdict
 	}
 	n := 0
 	if err != nil {
@@ -277,11 +529,11 @@ func (a *Access) recheckOne(ctx context.Context, p *principal, subs []*life, r *
 	}
 	var memo map[string]bool // shared by the principal's streams, when several
 	if len(subs) > 1 {
-		if r.memo == nil {
-			r.memo = make(map[string]bool)
+		if w.memo == nil {
+			w.memo = make(map[string]bool)
 		}
-		clear(r.memo)
-		memo = r.memo
+		clear(w.memo)
+		memo = w.memo
 	}
 	for _, l := range subs {
 		if l.view != nil && !l.readsAnything(ctx, memo) && l.s.end(ErrRevoked) {
@@ -291,12 +543,29 @@ func (a *Access) recheckOne(ctx context.Context, p *principal, subs []*life, r *
 	return n
 }
 
-// check runs Check, turning a panic into an error.
+// check runs Check, within CheckTimeout, turning a panic into an error.
 func (a *Access) check(ctx context.Context, auth any) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = newPanicError("Access.Check", v)
 		}
 	}()
+	if d := a.checkTimeout(); d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
 	return a.Check(ctx, auth)
+}
+
+// checkTimeout is CheckTimeout or its default; zero: no bound.
+func (a *Access) checkTimeout() time.Duration {
+	switch d := a.CheckTimeout; {
+	case d == 0:
+		return DefaultCheckTimeout
+	case d < 0:
+		return 0
+	default:
+		return d
+	}
 }

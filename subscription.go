@@ -116,7 +116,7 @@ type Options struct {
 	// Access, if set, binds every listen to its principal for its life:
 	// scheduled and on-demand re-checks of its access, and CanRead at
 	// delivery (see Access). Share one Access among the transports of a
-	// server.
+	// server, and Close it at shutdown.
 	Access *Access
 	// Disabled switches subscriptions/listen off: every new listen is
 	// refused, before its Source is opened, with -32601 "Method not found:
