@@ -97,7 +97,9 @@ type Options struct {
 	// per listen and sets Request.Scopes from its result (empty strings
 	// and duplicates left out). An event published with a Scope
 	// (Event.Scope) reaches only the listens of that scope; unscoped events
-	// reach every listen, as without Scopes. The hub indexes a listen under
+	// reach every listen. Nil, the default: no listen has a scope, so a
+	// scoped event reaches none (and an unscoped one every listen that
+	// selects it). The hub indexes a listen under
 	// each of its scopes, so a scoped publication costs what its own
 	// listens cost. A panic in it is the internal error "Subscription
 	// source failed to open".
