@@ -117,11 +117,19 @@ const (
 type principal struct {
 	key  any
 	subs []*life
-	// newest is the stream of subs opened last: its Auth is what Check
-	// and Recheck's match get.
+	// newest is the stream of subs opened last, and auth its Auth: what
+	// Check and Recheck's match get (nil when subs is empty).
 	newest *life
-	// busy is closed when the Check in flight returns; nil when none is.
-	busy chan struct{}
+	auth   any
+	// inflight is true while a Check of the principal runs (a round
+	// claims it by swapping false for true). At its end, orphan (its
+	// streams all ended meanwhile) and waiting (a Recheck waits on wake,
+	// which mu guards) make it take the Access's lock, to forget the
+	// principal or to wake the Recheck.
+	inflight atomic.Bool
+	orphan   atomic.Bool
+	waiting  atomic.Bool
+	wake     chan struct{}
 	// gen counts the principal's re-checks: a delivery verdict cached under
 	// an older gen is stale.
 	gen atomic.Uint64
@@ -157,11 +165,13 @@ func (a *Access) add(l *life, auth any) {
 	if p == nil {
 		p = &principal{key: key}
 		a.groups[key] = p
+	} else if len(p.subs) == 0 {
+		p.orphan.Store(false) // kept for its Check in flight, and back
 	}
 	a.seq++
 	l.auth, l.p, l.slot, l.seq = auth, p, int32(len(p.subs)), a.seq
 	p.subs = append(p.subs, l)
-	p.newest = l
+	p.newest, p.auth = l, auth
 	a.n++
 	if a.Every > 0 && !a.armed && !a.closed {
 		a.armed = true
@@ -187,16 +197,22 @@ func (a *Access) remove(l *life) {
 	p.subs[last] = nil
 	p.subs = p.subs[:last]
 	if p.newest == l {
-		p.newest = nil
+		p.newest, p.auth = nil, nil
 		for _, o := range p.subs {
 			if p.newest == nil || o.seq > p.newest.seq {
-				p.newest = o
+				p.newest, p.auth = o, o.auth
 			}
 		}
 	}
 	a.n--
-	if last == 0 && p.busy == nil {
-		delete(a.groups, p.key) // with a Check in flight, its end does it
+	if last == 0 {
+		// With a Check in flight, its end forgets p (see done): orphan is
+		// set before inflight is read, and done clears inflight before it
+		// reads orphan, so one of the two sees the other.
+		p.orphan.Store(true)
+		if !p.inflight.Load() {
+			delete(a.groups, p.key)
+		}
 	}
 	if a.n == 0 && a.armed && a.timer.Stop() {
 		a.armed = false
@@ -231,7 +247,7 @@ func (a *Access) tick() {
 		return
 	}
 	defer a.wg.Done()
-	r := a.start(ctx, sem, a.principals(true), true)
+	r := a.start(ctx, sem, nil, true)
 	select {
 	case <-r.dispatched:
 	case <-ctx.Done():
@@ -283,10 +299,8 @@ func (a *Access) Recheck(ctx context.Context, match func(auth any) bool) int {
 		return 0
 	}
 	defer a.wg.Done()
-	var ps []*principal
-	if match == nil {
-		ps = a.principals(false)
-	} else {
+	var only map[*principal]bool
+	if match != nil {
 		// match is the application's: it runs on the principals and the
 		// Auth of their newest stream, copied out under the lock.
 		type cand struct {
@@ -296,27 +310,28 @@ func (a *Access) Recheck(ctx context.Context, match func(auth any) bool) int {
 		a.mu.Lock()
 		cs := make([]cand, 0, len(a.groups))
 		for _, p := range a.groups {
-			if p.newest != nil {
-				cs = append(cs, cand{p, p.newest.auth})
+			if len(p.subs) > 0 {
+				cs = append(cs, cand{p, p.auth})
 			}
 		}
 		a.mu.Unlock()
+		only = make(map[*principal]bool)
 		for _, c := range cs {
 			if match(c.auth) {
-				ps = append(ps, c.p)
+				only[c.p] = true
 			}
 		}
 		clear(cs) // the credentials are not kept by a running round
-	}
-	if len(ps) == 0 {
-		return 0
+		if len(only) == 0 {
+			return 0
+		}
 	}
 	// The round's context ends with ctx or at Close.
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(actx, cancel)
 	defer stop()
-	r := a.start(rctx, sem, ps, false)
+	r := a.start(rctx, sem, only, false)
 	select {
 	case <-r.done:
 	case <-rctx.Done():
@@ -353,31 +368,22 @@ func (a *Access) streams() []*life {
 	return out
 }
 
-// principals returns the principals with open streams (but those whose
-// Check is in flight, with skipBusy), copied under the lock.
-func (a *Access) principals(skipBusy bool) []*principal {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	out := make([]*principal, 0, len(a.groups))
-	for _, p := range a.groups {
-		if len(p.subs) > 0 && (!skipBusy || p.busy == nil) {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// round is one re-check round over ps: up to MaxChecks goroutines (its
-// workers) take its principals in turn.
+// round is one re-check round: up to MaxChecks goroutines (its workers)
+// take its principals in turn, each holding one of the Access's slots
+// (sem) while it runs.
 type round struct {
 	a         *Access
 	ctx       context.Context
 	sem       chan struct{}
-	ps        []*principal
 	scheduled bool // skip a principal whose Check is in flight
-	next      atomic.Int64
-	ended     atomic.Int64 // streams ended
-	live      atomic.Int32 // workers running
+	// ps are the round's principals, with the Auth of their newest stream
+	// and their streams (subs[ps[i-1].end:ps[i].end]), copied under the
+	// lock in one pass; a worker clears its entries once it is done.
+	ps    []round1
+	subs  []*life
+	next  atomic.Int64
+	ended atomic.Int64 // streams ended
+	live  atomic.Int32 // workers running
 	// dispatched is closed once every principal has been taken by a
 	// worker (or the round's context ended); done once every worker has
 	// returned.
@@ -386,11 +392,37 @@ type round struct {
 	done       chan struct{}
 }
 
-// start starts the round over ps, on ctx, and returns it.
-func (a *Access) start(ctx context.Context, sem chan struct{}, ps []*principal, scheduled bool) *round {
-	r := &round{a: a, ctx: ctx, sem: sem, ps: ps, scheduled: scheduled,
+// round1 is one principal of a round.
+type round1 struct {
+	p    *principal
+	auth any
+	end  int
+}
+
+// start starts a round, on ctx, over the principals with open streams
+// that only holds (all, when nil; but those whose Check is in flight, when
+// scheduled), and returns it.
+func (a *Access) start(ctx context.Context, sem chan struct{}, only map[*principal]bool, scheduled bool) *round {
+	r := &round{a: a, ctx: ctx, sem: sem, scheduled: scheduled,
 		dispatched: make(chan struct{}), done: make(chan struct{})}
-	workers := min(len(ps), cap(sem))
+	a.mu.Lock()
+	n, m := len(a.groups), a.n
+	if only != nil {
+		n, m = len(only), 0
+		for p := range only {
+			m += len(p.subs)
+		}
+	}
+	r.ps, r.subs = make([]round1, 0, n), make([]*life, 0, m)
+	for _, p := range a.groups {
+		if len(p.subs) == 0 || only != nil && !only[p] || scheduled && p.inflight.Load() {
+			continue
+		}
+		r.subs = append(r.subs, p.subs...)
+		r.ps = append(r.ps, round1{p, p.auth, len(r.subs)})
+	}
+	a.mu.Unlock()
+	workers := min(len(r.ps), cap(sem))
 	if workers == 0 {
 		close(r.dispatched)
 		close(r.done)
@@ -404,112 +436,227 @@ func (a *Access) start(ctx context.Context, sem chan struct{}, ps []*principal, 
 	return r
 }
 
+// dispatch records that every principal has been taken.
+func (r *round) dispatch() { r.once.Do(func() { close(r.dispatched) }) }
+
 // work re-checks the round's principals, one at a time, until none is
-// left or the round's context ends.
+// left or the round's context ends. It holds a slot while it runs but
+// while it waits for another round's Check.
 func (r *round) work() {
-	defer r.a.wg.Done()
+	w := worker{a: r.a, round: r.ctx}
 	defer func() {
+		w.close()
 		if r.live.Add(-1) == 0 {
-			r.once.Do(func() { close(r.dispatched) })
+			r.dispatch()
 			close(r.done)
 		}
+		r.a.wg.Done()
 	}()
-	var w worker
+	select {
+	case r.sem <- struct{}{}:
+	case <-r.ctx.Done():
+		r.dispatch()
+		return
+	}
 	for {
+		i := int(r.next.Add(1)) - 1
+		if i >= len(r.ps) || r.ctx.Err() != nil {
+			r.dispatch()
+			break
+		}
+		if i == len(r.ps)-1 {
+			r.dispatch()
+		}
+		from := 0
+		if i > 0 {
+			from = r.ps[i-1].end
+		}
+		one := r.ps[i]
+		subs := r.subs[from:one.end]
+		if !r.one(&w, one.p, one.auth, subs) {
+			return // its slot is already given back
+		}
+		clear(subs) // the round keeps nothing of the principals it is done with
+		r.ps[i].auth = nil
+	}
+	<-r.sem
+}
+
+// one re-checks p, whose Auth and streams were auth and subs when the
+// round began. It returns false when the round's context ended while it
+// waited without its slot.
+func (r *round) one(w *worker, p *principal, auth any, subs []*life) bool {
+	for !p.inflight.CompareAndSwap(false, true) {
+		if r.scheduled {
+			return true // its verdict comes with the Check in flight
+		}
+		wake := r.a.waitFor(p)
+		if wake == nil {
+			continue // that Check ended meanwhile
+		}
+		<-r.sem // wait for it without a slot
+		select {
+		case <-wake:
+		case <-r.ctx.Done():
+			return false
+		}
 		select {
 		case r.sem <- struct{}{}:
 		case <-r.ctx.Done():
-			r.once.Do(func() { close(r.dispatched) })
-			return
+			return false
 		}
-		i := int(r.next.Add(1)) - 1
-		if i >= len(r.ps) || r.ctx.Err() != nil {
-			<-r.sem
-			r.once.Do(func() { close(r.dispatched) })
-			return
-		}
-		if i == len(r.ps)-1 {
-			r.once.Do(func() { close(r.dispatched) })
-		}
-		p := r.ps[i]
-		for {
-			busy := r.a.claim(p, &w)
-			if busy == nil {
-				r.ended.Add(int64(r.a.recheckOne(r.ctx, p, &w)))
-				break
-			}
-			if r.scheduled {
-				break // its Check is in flight: its verdict comes with it
-			}
-			<-r.sem // wait for the Check in flight, without its slot
-			select {
-			case <-busy:
-			case <-r.ctx.Done():
-				return
-			}
-			select {
-			case r.sem <- struct{}{}:
-			case <-r.ctx.Done():
-				return
-			}
-		}
-		<-r.sem
+		// The streams and the Auth may have changed meanwhile.
+		auth, subs = r.a.snapshot(p, w)
 	}
+	if p.orphan.Load() {
+		// Its streams all ended since the round began (remove sets orphan
+		// before it reads inflight, which the claim set before this read):
+		// the Access may have forgotten it, or it may have new streams.
+		var ok bool
+		if auth, subs, ok = r.a.current(p, w); !ok {
+			r.a.done(p)
+			return true
+		}
+	}
+	if n := r.a.recheckOne(r.ctx, p, auth, subs, w); n > 0 {
+		r.ended.Add(int64(n))
+	}
+	r.a.done(p)
+	clear(w.subs) // a snapshot's, if any
+	w.subs = w.subs[:0]
+	return true
 }
 
-// worker is the scratch space of a round's goroutine: it reuses its lists
-// from one principal to the next, so that a round over 10,000 principals
-// does not feed the collector.
-type worker struct {
-	auth any
-	subs []*life         // the streams of the principal at hand
-	memo map[string]bool // CanRead's answers for the principal at hand
-}
-
-// claim makes p's Check in flight and copies its streams and the Auth of
-// its newest into w; when p has a Check in flight already, it returns the
-// channel closed when it returns, and claims nothing.
-func (a *Access) claim(p *principal, w *worker) (busy chan struct{}) {
+// waitFor returns a channel closed when p's Check in flight ends, or nil
+// when none is in flight any more. It sets waiting before it reads
+// inflight, and done clears inflight before it reads waiting, so that one
+// of the two sees the other.
+func (a *Access) waitFor(p *principal) chan struct{} {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if p.busy != nil {
-		return p.busy
+	if p.wake == nil {
+		p.wake = make(chan struct{})
 	}
-	p.busy = make(chan struct{})
+	p.waiting.Store(true)
+	if !p.inflight.Load() {
+		return nil
+	}
+	return p.wake
+}
+
+// current is snapshot for a p whose streams all ended once: ok is false
+// when p has no stream or the Access has forgotten it.
+func (a *Access) current(p *principal, w *worker) (auth any, subs []*life, ok bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.groups[p.key] != p || len(p.subs) == 0 {
+		return nil, nil, false
+	}
 	w.subs = append(w.subs[:0], p.subs...)
-	w.auth = nil
-	if p.newest != nil {
-		w.auth = p.newest.auth
-	}
-	return nil
+	return p.auth, w.subs, true
 }
 
-// release ends p's Check in flight, and forgets p when its streams all
-// ended meanwhile.
-func (a *Access) release(p *principal, w *worker) {
-	clear(w.subs) // nothing of the streams is kept between principals
-	w.subs, w.auth = w.subs[:0], nil
+// snapshot copies p's streams (into w's list) and the Auth of its newest.
+func (a *Access) snapshot(p *principal, w *worker) (auth any, subs []*life) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	close(p.busy)
-	p.busy = nil
-	if len(p.subs) == 0 && a.groups[p.key] == p {
+	w.subs = append(w.subs[:0], p.subs...)
+	return p.auth, w.subs
+}
+
+// done ends p's Check in flight; it forgets p when its streams all ended
+// meanwhile, and wakes the Rechecks waiting for it.
+func (a *Access) done(p *principal) {
+	p.inflight.Store(false)
+	if !p.orphan.Load() && !p.waiting.Load() {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if p.waiting.Load() {
+		p.waiting.Store(false)
+		close(p.wake)
+		p.wake = nil
+	}
+	if len(p.subs) == 0 && a.groups[p.key] == p && !p.inflight.Load() {
 		delete(a.groups, p.key)
 	}
 }
 
-// recheckOne re-checks p, claimed with its streams and Auth in w (see
-// Access), and returns how many streams it ended.
-func (a *Access) recheckOne(ctx context.Context, p *principal, w *worker) int {
-	defer a.release(p, w)
-	subs := w.subs
+// worker is the state of a round's goroutine, reused from one principal
+// to the next, so that a round over 10,000 principals does not feed the
+// collector: the CanRead answers for the principal at hand, and the
+// context Check gets, which ends after CheckTimeout.
+type worker struct {
+	a     *Access
+	round context.Context
+	subs  []*life
+	memo  map[string]bool
+	// ctx is the context the Checks get, until one of them times out;
+	// timer cancels it, with errCheckTimeout as its cause.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	timer  *time.Timer
+}
+
+// errCheckTimeout is the cause of a Check's context that ended after
+// Access.CheckTimeout.
+var errCheckTimeout = fmt.Errorf("listen: Access.CheckTimeout passed: %w", context.DeadlineExceeded)
+
+// checkCtx is the context a Check gets: its Err is DeadlineExceeded when
+// CheckTimeout ended it.
+type checkCtx struct{ context.Context }
+
+func (c checkCtx) Err() error {
+	err := c.Context.Err()
+	if err != nil && context.Cause(c.Context) == errCheckTimeout {
+		return context.DeadlineExceeded
+	}
+	return err
+}
+
+// check runs Check for auth, within CheckTimeout, turning a panic into an
+// error.
+func (w *worker) check(auth any) (err error) {
+	d := w.a.checkTimeout()
+	if d <= 0 {
+		return w.a.check(w.round, auth)
+	}
+	if w.ctx == nil {
+		ctx, cancel := context.WithCancelCause(w.round)
+		w.ctx, w.cancel = checkCtx{ctx}, cancel
+		w.timer = time.AfterFunc(d, func() { cancel(errCheckTimeout) })
+	} else {
+		w.timer.Reset(d)
+	}
+	err = w.a.check(w.ctx, auth)
+	if !w.timer.Stop() { // it timed out: the next Check gets a new context
+		w.cancel(errCheckTimeout)
+		w.ctx, w.cancel, w.timer = nil, nil, nil
+	}
+	return err
+}
+
+// close ends the worker's context.
+func (w *worker) close() {
+	if w.ctx != nil {
+		w.timer.Stop()
+		w.cancel(nil)
+	}
+	clear(w.subs)
+}
+
+// recheckOne re-checks p, whose Auth and streams are auth and subs (see
+// Access), on the round's context ctx, and returns how many streams it
+// ended.
+func (a *Access) recheckOne(ctx context.Context, p *principal, auth any, subs []*life, w *worker) int {
 	if len(subs) == 0 {
 		return 0
 	}
 	p.gen.Add(1) // the cached delivery verdicts are stale from now on
 	var err error
 	if a.Check != nil {
-		err = a.check(ctx, w.auth)
+		err = w.check(auth)
 	}
 	if ctx.Err() != nil {
 		return 0 // the round ended meanwhile: no verdict
@@ -543,18 +690,13 @@ func (a *Access) recheckOne(ctx context.Context, p *principal, w *worker) int {
 	return n
 }
 
-// check runs Check, within CheckTimeout, turning a panic into an error.
+// check runs Check, turning a panic into an error.
 func (a *Access) check(ctx context.Context, auth any) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = newPanicError("Access.Check", v)
 		}
 	}()
-	if d := a.checkTimeout(); d > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, d)
-		defer cancel()
-	}
 	return a.Check(ctx, auth)
 }
 

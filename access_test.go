@@ -2,6 +2,7 @@ package listen_test
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
 )
 
 // token is a credential of one user: streams group by user (Key), and a
@@ -320,4 +322,122 @@ func TestAccessCheckContext(t *testing.T) {
 		assert.Equal(t, 1, access.End(func(any) bool { return true }, nil))
 		assert.ErrorIs(t, <-s.done, listen.ErrRevoked)
 	})
+}
+
+// TestAccessPrincipalChangesDuringItsCheck: a principal whose streams all
+// end while its Check is in flight is forgotten when the Check returns; a
+// stream it opens meanwhile joins it (no second Check starts), and the
+// verdict of the Check in flight concerns the streams it began with.
+func TestAccessPrincipalChangesDuringItsCheck(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newGate("bob")
+		access := &listen.Access{Every: time.Minute, Key: byUser, Check: g.check}
+		defer access.Close()
+		opts := &listen.Options{Capabilities: allCaps, Access: access}
+		f := listen.Filter{"toolsListChanged": true}
+		b1 := serveWith(t, newTestSource(), opts, f, &token{"bob", "1"}, time.Time{})
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.Equal(t, 1, g.callsOf("bob"))
+		b1.sub.Close(nil)
+		<-b1.done
+		assert.Equal(t, 0, listen.Listens(access))
+		assert.Equal(t, 1, listen.Principals(access), "kept while its Check is in flight")
+
+		b2 := serveWith(t, newTestSource(), opts, f, &token{"bob", "2"}, time.Time{})
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.Equal(t, 1, g.callsOf("bob"), "no second Check while the first is in flight")
+		first := g.block["bob"]
+		g.set(func(g *gate) { g.block["bob"] = nil })
+		close(first)
+		synctest.Wait()
+		assert.Nil(t, b2.sub.CloseReason())
+		assert.Equal(t, 1, listen.Principals(access))
+
+		// Emptied during its Check: forgotten when the Check returns.
+		second := make(chan struct{})
+		g.set(func(g *gate) { g.block["bob"] = second })
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.Equal(t, 2, g.callsOf("bob"))
+		b2.sub.Close(nil)
+		<-b2.done
+		assert.Equal(t, 1, listen.Principals(access))
+		close(second)
+		synctest.Wait()
+		assert.Equal(t, 0, listen.Principals(access), "forgotten once its Check returned")
+	})
+}
+
+// TestAccessConcurrentBookkeeping: streams of a few principals open and
+// close on several goroutines while rounds (Recheck, the schedule) run
+// on others; afterwards the Access tracks nothing, and no principal ever
+// had two Checks at once.
+func TestAccessConcurrentBookkeeping(t *testing.T) {
+	var mu sync.Mutex
+	running := map[string]int{}
+	twice := false
+	access := &listen.Access{
+		Every: time.Millisecond, Key: byUser, MaxChecks: 3,
+		Check: func(_ context.Context, auth any) error {
+			u := auth.(*token).user
+			mu.Lock()
+			running[u]++
+			twice = twice || running[u] > 1
+			mu.Unlock()
+			runtime.Gosched() // let another Check overlap, if one could
+			mu.Lock()
+			running[u]--
+			mu.Unlock()
+			if auth.(*token).id == "revoked" {
+				return listen.ErrRevoked
+			}
+			return nil
+		},
+	}
+	opts := &listen.Options{Capabilities: allCaps, Access: access}
+	f := listen.Filter{"toolsListChanged": true}
+	users := []string{"a", "b", "c", "d"}
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for range 2 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					access.Recheck(context.Background(), nil)
+				}
+			}
+		})
+	}
+	var openers sync.WaitGroup
+	for i := range 8 {
+		openers.Go(func() {
+			for j := range 200 {
+				id := "ok"
+				if j%7 == 0 {
+					id = "revoked"
+				}
+				req := request(jsonrpc.IntID(int64(j)), f)
+				req.Auth = &token{users[(i+j)%len(users)], id}
+				sub, err := listen.Open(context.Background(), newTestSource(), req, opts)
+				if !assert.NoError(t, err) {
+					return
+				}
+				sub.Close(nil)
+			}
+		})
+	}
+	openers.Wait()
+	close(stop)
+	wg.Wait()
+	access.Close()
+	assert.Equal(t, 0, listen.Listens(access))
+	assert.Equal(t, 0, listen.Principals(access))
+	mu.Lock()
+	assert.False(t, twice, "two Checks of one principal at once")
+	mu.Unlock()
 }
