@@ -18,7 +18,7 @@ import (
 // (HTTP, stdio, the go-sdk adapter): it sees all their listens. The zero
 // Access does nothing but track them (End works on it); set its fields
 // before the first listen opens and leave them afterwards. Close it when
-// the server shuts down.
+// the server shuts down: it ends the Checks in flight and waits for them.
 //
 // A re-check of a principal (on the Every schedule, or by Recheck) calls
 // Check once for all its streams, with the Auth of its newest open
@@ -47,9 +47,11 @@ type Access struct {
 	// Check re-evaluates a principal's access: nil keeps its streams, an
 	// error ends them (see above; a panic counts as an error). It gets the
 	// Auth of the principal's newest open stream, on a goroutine of the
-	// round, and a context that ends after CheckTimeout, when the Recheck
-	// call's context ends, or at Close. It runs concurrently for different
-	// principals, never for one principal twice at once. An answer given
+	// round, and a context that ends after CheckTimeout (its Err is then
+	// context.DeadlineExceeded), when the Recheck call's context ends, or
+	// at Close; the context is not to be used once Check has returned. It
+	// runs concurrently for different principals, never for one principal
+	// twice at once. An answer given
 	// once the round's context has ended (Recheck's, or the Access's at
 	// Close) is dropped: the streams stay until the next re-check. An
 	// error given once CheckTimeout has passed is an error like any other.
@@ -65,8 +67,11 @@ type Access struct {
 	// principal) that run at once, over all the rounds of the Access.
 	// Zero means DefaultMaxChecks.
 	MaxChecks int
-	// CheckTimeout bounds each Check: its context ends that long after it
-	// started. Zero means DefaultCheckTimeout; negative, no bound. A
+	// CheckTimeout bounds each Check: its context ends between
+	// CheckTimeout and 5/4 of it after the Check began (a watchdog per
+	// round goroutine ticks every CheckTimeout/4, so that a Check costs no
+	// timer of its own). Zero means DefaultCheckTimeout; negative, no
+	// bound. A
 	// Check that ignores its context still holds its principal (no other
 	// Check for it starts) and one of the MaxChecks slots until it
 	// returns.
@@ -95,8 +100,8 @@ type Access struct {
 	timer  *time.Timer
 	armed  bool
 	closed bool
-	// ctx ends at Close; sem holds a token per Check running. Both are
-	// made by the first round.
+	// ctx ends at Close; sem holds a token per round goroutine at work
+	// (each runs one Check at a time). Both are made by the first round.
 	ctx    context.Context
 	cancel context.CancelFunc
 	sem    chan struct{}
@@ -113,7 +118,7 @@ const (
 )
 
 // principal is the group of one principal's streams in an Access. Its
-// fields are guarded by the Access's mu, but gen.
+// fields are guarded by the Access's mu, but the atomic ones.
 type principal struct {
 	key  any
 	subs []*life
@@ -587,16 +592,70 @@ func (a *Access) done(p *principal) {
 // to the next, so that a round over 10,000 principals does not feed the
 // collector: the CanRead answers for the principal at hand, and the
 // context Check gets, which ends after CheckTimeout.
+//
+// The timeout costs a Check two atomic operations, not a timer of its own:
+// while the worker runs, its watchdog ticks every CheckTimeout/4 and ends
+// the context of a Check it has seen running on checkTicks ticks in a
+// row, so between CheckTimeout and 5/4 of it after the Check began.
 type worker struct {
 	a     *Access
 	round context.Context
 	subs  []*life
 	memo  map[string]bool
-	// ctx is the context the Checks get, until one of them times out;
-	// timer cancels it, with errCheckTimeout as its cause.
+	// ctx is the context the Checks get, until the watchdog ends it (with
+	// errCheckTimeout as its cause); the next Check then gets a new one.
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	timer  *time.Timer
+	dog    *watchdog
+	n      uint64 // the Checks it ran
+}
+
+// watchdog is a worker's timeout clock.
+type watchdog struct {
+	tick  time.Duration
+	timer *time.Timer
+	// running holds the number of the worker's Check in flight (from 1),
+	// 0 between Checks, timedOut once the watchdog ended the context of
+	// the one in flight, closed once the worker returned. The worker sets
+	// cancel before it sets a Check's number.
+	running atomic.Uint64
+	cancel  context.CancelCauseFunc
+	mu      sync.Mutex // the ticks' own
+	seen    uint64
+	ticks   int
+}
+
+const (
+	timedOut = ^uint64(0)
+	closed   = ^uint64(0) - 1
+	// checkTicks is how many ticks in a row, a quarter of CheckTimeout
+	// apart, a Check is seen running before its context ends.
+	checkTicks = 5
+)
+
+// fire is a tick of the watchdog.
+func (d *watchdog) fire() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := d.running.Load()
+	switch {
+	case n == closed:
+		return // the worker is gone: tick no more
+	case n == 0 || n == timedOut || n != d.seen:
+		d.seen, d.ticks = n, 1
+	default:
+		d.ticks++
+		if d.ticks >= checkTicks {
+			// cancel is the one set before n was, and the worker sets no
+			// other until it sees the swap fail.
+			cancel := d.cancel
+			if d.running.CompareAndSwap(n, timedOut) {
+				cancel(errCheckTimeout)
+			}
+			d.seen, d.ticks = 0, 0
+		}
+	}
+	d.timer.Reset(d.tick)
 }
 
 // errCheckTimeout is the cause of a Check's context that ended after
@@ -616,8 +675,8 @@ func (c checkCtx) Err() error {
 }
 
 // check runs Check for auth, within CheckTimeout, turning a panic into an
-// error.
-func (w *worker) check(auth any) (err error) {
+// error. n numbers the worker's Checks.
+func (w *worker) check(auth any, n uint64) (err error) {
 	d := w.a.checkTimeout()
 	if d <= 0 {
 		return w.a.check(w.round, auth)
@@ -625,22 +684,31 @@ func (w *worker) check(auth any) (err error) {
 	if w.ctx == nil {
 		ctx, cancel := context.WithCancelCause(w.round)
 		w.ctx, w.cancel = checkCtx{ctx}, cancel
-		w.timer = time.AfterFunc(d, func() { cancel(errCheckTimeout) })
-	} else {
-		w.timer.Reset(d)
+		if w.dog == nil {
+			w.dog = &watchdog{tick: max(d/4, 1)}
+			w.dog.cancel = cancel
+			w.dog.timer = time.AfterFunc(w.dog.tick, w.dog.fire)
+		} else {
+			w.dog.cancel = cancel
+		}
 	}
+	w.dog.running.Store(n)
 	err = w.a.check(w.ctx, auth)
-	if !w.timer.Stop() { // it timed out: the next Check gets a new context
-		w.cancel(errCheckTimeout)
-		w.ctx, w.cancel, w.timer = nil, nil, nil
+	if !w.dog.running.CompareAndSwap(n, 0) {
+		// The watchdog ended this context: the next Check gets a new one.
+		w.dog.running.Store(0)
+		w.ctx, w.cancel = nil, nil
 	}
 	return err
 }
 
-// close ends the worker's context.
+// close ends the worker's context and its watchdog.
 func (w *worker) close() {
-	if w.ctx != nil {
-		w.timer.Stop()
+	if w.dog != nil {
+		w.dog.running.Store(closed)
+		w.dog.timer.Stop()
+	}
+	if w.cancel != nil {
 		w.cancel(nil)
 	}
 	clear(w.subs)
@@ -656,7 +724,8 @@ func (a *Access) recheckOne(ctx context.Context, p *principal, auth any, subs []
 	p.gen.Add(1) // the cached delivery verdicts are stale from now on
 	var err error
 	if a.Check != nil {
-		err = w.check(auth)
+		w.n++
+		err = w.check(auth, w.n)
 	}
 	if ctx.Err() != nil {
 		return 0 // the round ended meanwhile: no verdict

@@ -288,7 +288,8 @@ func TestAccessCheckContext(t *testing.T) {
 		synctest.Wait()
 		start := time.Now()
 		assert.Equal(t, 1, access.Recheck(t.Context(), nil))
-		assert.Equal(t, 5*time.Second, time.Since(start), "CheckTimeout")
+		took := time.Since(start)
+		assert.True(t, took >= 5*time.Second && took <= 5*time.Second*5/4, "CheckTimeout, to 5/4 of it: %v", took)
 		reason := <-s.done
 		assert.ErrorIs(t, reason, listen.ErrRevoked)
 		assert.ErrorIs(t, reason, context.DeadlineExceeded)
@@ -440,4 +441,56 @@ func TestAccessConcurrentBookkeeping(t *testing.T) {
 	mu.Lock()
 	assert.False(t, twice, "two Checks of one principal at once")
 	mu.Unlock()
+}
+
+// TestAccessCheckTimeoutPerCheck: on one round goroutine (MaxChecks 1),
+// Checks that each take most of CheckTimeout are never cut short, and the
+// one that blocks has its context ended between CheckTimeout and 5/4 of it
+// after it began, whatever came before it; the Checks after it get a live
+// context.
+func TestAccessCheckTimeoutPerCheck(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var cut []string
+		var slowTook time.Duration
+		access := &listen.Access{MaxChecks: 1, CheckTimeout: 4 * time.Second, Key: byUser,
+			Check: func(ctx context.Context, auth any) error {
+				u := auth.(*token).user
+				start := time.Now()
+				if u == "slow" {
+					<-ctx.Done()
+					mu.Lock()
+					slowTook = time.Since(start)
+					mu.Unlock()
+					return nil // kept: the answer of a Check past its time
+				}
+				ok := ctx.Err() == nil
+				time.Sleep(3 * time.Second)
+				if !ok || ctx.Err() != nil {
+					mu.Lock()
+					cut = append(cut, u)
+					mu.Unlock()
+				}
+				return nil
+			}}
+		defer access.Close()
+		opts := &listen.Options{Capabilities: allCaps, Access: access}
+		var all []*served
+		for _, u := range []string{"a", "b", "slow", "c", "d"} {
+			all = append(all, serveWith(t, newTestSource(), opts, listen.Filter{"toolsListChanged": true}, &token{u, u}, time.Time{}))
+		}
+		synctest.Wait()
+		for range 3 { // map order varies: slow comes first, last or between
+			assert.Equal(t, 0, access.Recheck(t.Context(), nil))
+			mu.Lock()
+			assert.Empty(t, cut, "a Check within its time is not cut short")
+			assert.True(t, slowTook >= 4*time.Second && slowTook <= 5*time.Second, "%v", slowTook)
+			mu.Unlock()
+		}
+		for _, s := range all {
+			assert.Nil(t, s.sub.CloseReason())
+			s.sub.Close(nil)
+			<-s.done
+		}
+	})
 }
