@@ -64,8 +64,9 @@ type Access struct {
 	// re-checks.
 	Every time.Duration
 	// MaxChecks bounds the Check calls (each with the CanRead calls of its
-	// principal) that run at once, over all the rounds of the Access.
-	// Zero means DefaultMaxChecks.
+	// principal) that run at once, over all the rounds of the Access: a
+	// round runs on at most that many goroutines. Zero (or less) means
+	// DefaultMaxChecks.
 	MaxChecks int
 	// CheckTimeout bounds each Check: its context ends between
 	// CheckTimeout and 5/4 of it after the Check began (a watchdog per
