@@ -298,7 +298,8 @@ func (a *Access) Close() {
 // they would have ended are not counted, and stay until the next
 // re-check). A principal whose Check is in flight (a scheduled round's)
 // is checked again once that one returns, so that the verdict is not one
-// begun before the change.
+// begun before the change. Give ctx a deadline when a Check may ignore
+// its own context: Recheck waits for such a Check until ctx ends.
 func (a *Access) Recheck(ctx context.Context, match func(auth any) bool) int {
 	actx, sem, ok := a.begin()
 	if !ok {
