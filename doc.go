@@ -72,7 +72,8 @@
 // # Listens bound to their principal
 //
 // Options.Access re-checks a principal's access on a schedule and on demand
-// (and, with Deliver, CanRead at each resource update); Request.Expiry and
+// (its principals concurrently, so that a slow Check delays only its own;
+// and, with Deliver, CanRead at each resource update); Request.Expiry and
 // Options.MaxLifetime bound a stream in time; Options.Scopes and
 // Event.Scope keep a tenant's events to its listens; Options.Disabled
 // turns listen off. The state machine writes the server's early endings

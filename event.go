@@ -30,8 +30,12 @@ type Event struct {
 	// Scope, if set, addresses the event to one scope (a principal, a
 	// tenant: whatever Options.Scopes names): only the listens whose
 	// request named it (Request.Scopes) receive it; a subscription drops
-	// it otherwise, whatever its source. Empty, the default, is unscoped:
-	// the event reaches every listen that selects it, scoped or not.
+	// it otherwise, whatever its source. A listen with no scope receives
+	// no scoped event, and without Options.Scopes (nil) no listen has a
+	// scope: a scoped event then reaches none. A scope narrows who gets an
+	// event; it never widens it to every listen. Empty, the default, is
+	// unscoped: the event reaches every listen that selects it, scoped or
+	// not.
 	Scope string
 }
 

@@ -26,6 +26,7 @@ func ExampleAccess() {
 			return nil
 		},
 	}
+	defer access.Close() // at shutdown: stops the schedule
 	opts := &listen.Options{
 		Capabilities: listen.Capabilities{ToolsListChanged: true},
 		Access:       access,

@@ -33,8 +33,9 @@ type life struct {
 	auth    any // Request.Auth
 	p       *principal
 	slot    int32
-	deliver bool // Access.Deliver: CanRead at delivery, cached in dc
-	others  bool // the filter selects more than resource updates
+	seq     uint64 // the order the Access saw the stream open in
+	deliver bool   // Access.Deliver: CanRead at delivery, cached in dc
+	others  bool   // the filter selects more than resource updates
 	view    *Request
 	uris    []string // the subscription's accepted URIs (Subscription.watch.list)
 	dc      *deliveryCache

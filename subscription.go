@@ -97,7 +97,9 @@ type Options struct {
 	// per listen and sets Request.Scopes from its result (empty strings
 	// and duplicates left out). An event published with a Scope
 	// (Event.Scope) reaches only the listens of that scope; unscoped events
-	// reach every listen, as without Scopes. The hub indexes a listen under
+	// reach every listen. Nil, the default: no listen has a scope, so a
+	// scoped event reaches none (and an unscoped one every listen that
+	// selects it). The hub indexes a listen under
 	// each of its scopes, so a scoped publication costs what its own
 	// listens cost. A panic in it is the internal error "Subscription
 	// source failed to open".
@@ -116,7 +118,7 @@ type Options struct {
 	// Access, if set, binds every listen to its principal for its life:
 	// scheduled and on-demand re-checks of its access, and CanRead at
 	// delivery (see Access). Share one Access among the transports of a
-	// server.
+	// server, and Close it at shutdown.
 	Access *Access
 	// Disabled switches subscriptions/listen off: every new listen is
 	// refused, before its Source is opened, with -32601 "Method not found:

@@ -16,6 +16,12 @@
 // it from the repository root:
 //
 //	go run ./bench/cmd/recheckcost [-n 10000] [-runs 5] [-window 20s] [-every 1s]
+//
+// With -revoke it measures instead, in process, how long a revoked
+// principal's stream stays open while another principal's Access.Check
+// blocks (see measureRevoke):
+//
+//	go run ./bench/cmd/recheckcost -revoke [-runs 5] [-every 1s] [-block 8s] [-others 100]
 package main
 
 import (
@@ -54,9 +60,15 @@ func main() {
 	window := flag.Duration("window", 20*time.Second, "CPU measurement window per run")
 	settle := flag.Duration("settle", 3*time.Second, "pause between the last open and the window")
 	every := flag.Duration("every", time.Second, "listen.Access.Every of the recheck variant")
+	revoke := flag.Bool("revoke", false, "measure instead how long a revoked stream stays open while another principal's Check blocks (in process)")
+	others := flag.Int("others", 100, "with -revoke: principals besides the blocked one and the revoked one")
+	block := flag.Duration("block", 8*time.Second, "with -revoke: how long the blocked principal's Check blocks")
+	limit := flag.Duration("limit", 15*time.Second, "with -revoke: how long to wait for the revoked stream's end")
 	flag.Parse()
 	var err error
-	if *serve {
+	if *revoke {
+		err = measureRevoke(*runs, *others, *every, *block, *limit)
+	} else if *serve {
 		err = runServer(*variant, *addr, *every)
 	} else {
 		err = measure(*n, *principals, *runs, *window, *settle, *every, *addr)
