@@ -37,12 +37,13 @@
 //     streams) needs no other; any other stream is pulled by a worker
 //     goroutine that Serve starts and waits for. A Poller has no goroutine
 //     of its own: its transport's goroutines take its steps.
-//   - A Worker of StartWorker, for a transport that writes the messages
-//     itself (ExampleSubscription_StartWorker), owns two goroutines: one
-//     calls Next, once per Continue, never two in flight; the other sends
-//     each outcome, and End's reason at once, on Outcomes, which it closes
-//     when both have exited (on Stop, its owner's end, the close, or after
-//     End's outcome). It never closes the stream.
+//   - A Worker, for a transport that writes the messages itself
+//     (ExampleSubscription_StartWorker), owns one goroutine: one Next per
+//     Continue, never two in flight, each outcome sent on Outcomes, which
+//     it closes when it exits (on Stop, its owner's end, the close, or once
+//     End's reason was handed over). An End made while a Next waits in the
+//     source hands its reason over from a goroutine of its own, which ends
+//     once it is received or the worker ended. It never closes the stream.
 //   - A Next blocked in the source is released by the guard's close of the
 //     stream (the Stream contract); Close waits for the worker, bounded by
 //     Options.ReleaseTimeout.

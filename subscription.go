@@ -550,7 +550,7 @@ func (s *Subscription) StartWorker(owner context.Context) (*Worker, error) {
 		return nil, errWorkerRunning
 	}
 	s.guard.handOverLocked(owner)
-	s.worker = startOwnedWorker(s.guard.stream, owner.Done(), s.guard.closingChanLocked(), s.endReason)
+	s.worker = startWorker(s.guard.stream, owner.Done(), s.guard.closingChanLocked(), &s.endState, nil)
 	s.wake = s.worker.signalEnd // End's wake-up (s.guard.mu is held)
 	return s.worker, nil
 }
@@ -564,7 +564,7 @@ func (s *Subscription) serveWorker(notify func()) (*Worker, error) {
 	if s.workerRunningLocked() {
 		return nil, errWorkerRunning
 	}
-	s.worker = startNotifyWorker(s.guard.stream, s.guard.closingChanLocked(), notify)
+	s.worker = startWorker(s.guard.stream, nil, s.guard.closingChanLocked(), nil, notify)
 	return s.worker, nil
 }
 
@@ -574,12 +574,7 @@ func (s *Subscription) workerRunningLocked() bool {
 	if s.worker == nil {
 		return false
 	}
-	select {
-	case <-s.worker.exiting:
-		return false
-	default:
-		return true
-	}
+	return !s.worker.exiting.Load()
 }
 
 // Close closes the subscription with reason (see Classify), if it is still

@@ -1,6 +1,9 @@
 package listen
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // Outcome is the result of one pull of a stream, read as Stream.Next's
 // contract reads it, one of three:
@@ -36,24 +39,26 @@ const (
 	outcomeExited
 )
 
-// Worker pulls a subscription's stream on demand: Stream.Next once per
-// Continue, never two calls in flight, each outcome sent on Outcomes. A
-// worker of StartWorker owns two goroutines: one sends the outcomes, the
-// other calls Next, so that Subscription.End reaches the owner at once
-// (as an outcome, ahead of any event not yet delivered) even while a Next
-// waits in the source.
+// Worker pulls a subscription's stream on demand. It owns one goroutine,
+// which calls Stream.Next once per Continue, never two calls in flight, and
+// sends each outcome on Outcomes.
 //
-// The goroutines end when Stop is called, when the owner context given to
+// The goroutine ends when Stop is called, when the owner context given to
 // StartWorker ends, when the subscription is closed (by Close or by its
-// owner's end), or once an End's outcome was sent. The worker never
-// closes the stream: the subscription's guard does.
-// Once the owner has ended or the close has begun, the worker delivers
-// nothing more: Outcomes is closed without a further value, so an owner
-// never writes a completion for a stream that was disconnected. A Next that
-// is blocked in the source when the worker is told to stop keeps the
-// goroutine alive until it returns; the guard's close of the stream must
-// release it (that is part of the Stream contract), and its outcome is then
-// discarded.
+// owner's end), or once End's reason was handed over. It never closes the
+// stream: the subscription's guard does. Once the owner has ended or the
+// close has begun, the worker delivers nothing more: Outcomes is closed
+// without a further value, so an owner never writes a completion for a
+// stream that was disconnected. A Next that is blocked in the source when
+// the worker is told to stop keeps the goroutine alive until it returns;
+// the guard's close of the stream must release it (that is part of the
+// Stream contract), and its outcome is then discarded.
+//
+// Subscription.End reaches the owner at once, as one more outcome: the
+// goroutine hands it over when it is not inside Next; while a Next waits
+// in the source, End hands it over from a goroutine of its own (which
+// ends once it is received, or the worker ended), and the Next's outcome
+// is then discarded.
 //
 // Continue and Stop may be called from any goroutine. Outcomes has one
 // receiver: the owner.
@@ -66,32 +71,38 @@ type Worker struct {
 
 	// out carries outcomes to the owner (a worker of StartWorker). Its
 	// buffer of one means a pull's outcome never waits for the owner to be
-	// ready. The worker goroutine is its only sender and closes it when it
-	// exits. It is nil for a worker that hands its outcomes over through
-	// notify instead (Serve's, see take).
+	// ready. The worker goroutine sends on it, and so does End's goroutine
+	// (ender) when it takes the hand-over; the worker goroutine closes it,
+	// once ender is done. It is nil for a worker that hands its outcomes
+	// over through notify instead (Serve's, see take).
 	out chan Outcome
 	// notify, for a worker without out, is called after each outcome is put
 	// in slot and when the goroutine exits.
 	notify func()
-	// wake is signalled (buffer of one, never closed) when demand rises.
+	// end, for a worker of StartWorker, is the subscription's End state
+	// (its reason, nil before End); nil for Serve's worker.
+	end *endState
+	// wake is signalled (buffer of one, never closed) when demand rises or
+	// End is called.
 	wake chan struct{}
-	// ending, for a worker of StartWorker, returns the reason given to
-	// Subscription.End (nil before); endWake is signalled (buffer of one,
-	// never closed) by End.
-	ending  func() error
-	endWake chan struct{}
 	// stop is closed by the first Stop.
 	stop     chan struct{}
 	stopOnce sync.Once
-	// exiting is closed by the worker goroutine as it begins to exit, before
+	// exiting is set by the worker goroutine as it begins to exit, before
 	// out is closed: from then on StartWorker may start the next worker (an
 	// owner that has seen Outcomes closed must be able to). done is closed
 	// last, once out is closed or notify called: Close waits for it.
-	exiting chan struct{}
+	exiting atomic.Bool
 	done    chan struct{}
 
 	mu     sync.Mutex
 	demand int
+	// inNext: the goroutine is inside Next (from the pull's use of demand
+	// to its return). endTaken: End's reason was taken for hand-over, by
+	// the goroutine or by ender (closed by ender once it is done).
+	inNext   bool
+	endTaken bool
+	ender    chan struct{}
 	// slot, full, asked and exited are a notify worker's hand-over: the
 	// outcome not yet taken, whether a pull was asked for and not yet
 	// taken, and whether the goroutine has exited.
@@ -101,55 +112,33 @@ type Worker struct {
 	exited bool
 }
 
-// startNotifyWorker starts the worker of Serve's Poller, for a stream that
-// blocks: it hands its outcomes over through notify (see take), and the
-// guard's close stops it.
-func startNotifyWorker(stream Stream, closing <-chan struct{}, notify func()) *Worker {
-	w := &Worker{
-		stream:  stream,
-		closing: closing,
-		notify:  notify,
-		wake:    make(chan struct{}, 1),
-		stop:    make(chan struct{}),
-		exiting: make(chan struct{}),
-		done:    make(chan struct{}),
-	}
-	go w.run() // ends on Stop or the close; Subscription.Close waits for it
-	return w
-}
-
-// startOwnedWorker starts the worker of StartWorker: its outcomes go out on
-// Outcomes, and ending (Subscription.endReason) is consulted before each
-// pull and each delivery; the returned worker's signalEnd is End's wake-up.
-func startOwnedWorker(stream Stream, owner, closing <-chan struct{}, ending func() error) *Worker {
+// startWorker starts a worker pulling stream. For a worker of StartWorker,
+// owner is the Done channel of the owner it answers to and end the
+// subscription's End state (signalEnd is then End's wake-up); Serve's
+// worker has neither (the guard's close stops it), and notify instead of
+// Outcomes (see take).
+func startWorker(stream Stream, owner, closing <-chan struct{}, end *endState, notify func()) *Worker {
 	w := &Worker{
 		stream:  stream,
 		owner:   owner,
 		closing: closing,
-		ending:  ending,
-		endWake: make(chan struct{}, 1),
+		end:     end,
+		notify:  notify,
 		wake:    make(chan struct{}, 1),
 		stop:    make(chan struct{}),
-		exiting: make(chan struct{}),
 		done:    make(chan struct{}),
-		out:     make(chan Outcome, 1),
 	}
-	go w.runOwned() // ends as run does, or once an End's outcome is sent
+	if notify == nil {
+		w.out = make(chan Outcome, 1)
+	}
+	go w.run() // ends on Stop, the owner's end, the close or End; Subscription.Close waits for it
 	return w
-}
-
-// signalEnd wakes a worker of StartWorker to look at End's reason.
-func (w *Worker) signalEnd() {
-	select {
-	case w.endWake <- struct{}{}:
-	default:
-	}
 }
 
 // Outcomes returns the channel of outcomes: exactly one per Continue, in
 // order, until the worker stops, and one more, not asked for, when
 // Subscription.End is called: its reason, after which nothing else comes.
-// The worker closes it when its goroutines exit: once it is closed,
+// The worker closes it when its goroutine exits: once it is closed,
 // StartWorker may start the next worker.
 func (w *Worker) Outcomes() <-chan Outcome { return w.out }
 
@@ -160,6 +149,11 @@ func (w *Worker) Continue() {
 	w.mu.Lock()
 	w.demand++
 	w.mu.Unlock()
+	w.signal()
+}
+
+// signal wakes the goroutine.
+func (w *Worker) signal() {
 	select {
 	case w.wake <- struct{}{}:
 	default:
@@ -173,10 +167,59 @@ func (w *Worker) Stop() {
 	w.stopOnce.Do(func() { close(w.stop) })
 }
 
-// run is the goroutine of Serve's worker (startNotifyWorker).
+// signalEnd is End's wake-up of a worker of StartWorker: while the
+// goroutine is inside Next it takes the hand-over of End's reason to a
+// goroutine of its own (ender); otherwise the goroutine takes it.
+func (w *Worker) signalEnd() {
+	w.mu.Lock()
+	if !w.inNext || w.endTaken {
+		w.mu.Unlock()
+		w.signal()
+		return
+	}
+	w.endTaken = true
+	w.ender = make(chan struct{})
+	w.mu.Unlock()
+	go func() { // ends once received, or the worker ended; exit waits for it
+		defer close(w.ender)
+		if !w.ended() {
+			w.deliver(endOutcome(*w.end.ending.Load()))
+		}
+	}()
+}
+
+// endOutcome is the outcome End's reason r stands for: r itself for the
+// server's own end (an early ending, ErrShutdown), Failed(r) for any other.
+func endOutcome(r error) Outcome {
+	if !serverEnded(r) {
+		r = Failed(r)
+	}
+	return Outcome{kind: outcomeError, Err: r}
+}
+
+// takeEnd takes End's reason for the goroutine to hand over, if End was
+// called and nobody took it yet.
+func (w *Worker) takeEnd() (error, bool) {
+	if w.end == nil {
+		return nil, false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	r := w.end.ending.Load()
+	if r == nil || w.endTaken {
+		return nil, false
+	}
+	w.endTaken = true
+	return *r, true
+}
+
 func (w *Worker) run() {
 	defer w.exit()
 	for {
+		if r, ok := w.takeEnd(); ok {
+			w.deliver(endOutcome(r))
+			return
+		}
 		select {
 		case <-w.wake:
 		case <-w.stop:
@@ -193,7 +236,14 @@ func (w *Worker) run() {
 			o := nextEvent(w.stream)
 			// A Next released by the close, or by the owner's end, returns
 			// after that end began: it is checked again before delivery.
-			if w.ended() {
+			// End wins over the outcome: ender hands it over, or the
+			// goroutine does.
+			taken := w.leaveNext()
+			if taken || w.ended() {
+				return
+			}
+			if r, ok := w.takeEnd(); ok {
+				w.deliver(endOutcome(r))
 				return
 			}
 			if !w.deliver(o) {
@@ -203,68 +253,13 @@ func (w *Worker) run() {
 	}
 }
 
-// runOwned is the goroutine of a worker of StartWorker. It hands each pull
-// to a puller goroutine, so that it can wait for the pull's outcome and for
-// End at once. It exits once the puller has: a Next blocked in the source
-// when the worker ends keeps both until the stream's close releases it.
-func (w *Worker) runOwned() {
-	ask := make(chan struct{})        // a pull, taken by the puller
-	pulled := make(chan Outcome, 1)   // its outcome
-	quit := make(chan struct{})       // closed when the worker ends
-	pullerDone := make(chan struct{}) // closed by the puller as it exits
-	go func() {                       // the puller: ends on quit, once its Next has returned
-		defer close(pullerDone)
-		for {
-			select {
-			case <-ask:
-			case <-quit:
-				return
-			}
-			pulled <- nextEvent(w.stream)
-		}
-	}()
-	defer func() {
-		close(quit)
-		<-pullerDone
-		w.exit()
-	}()
-	pulling := false
-	for {
-		if w.ended() {
-			return
-		}
-		if r := w.ending(); r != nil {
-			if !serverEnded(r) {
-				r = Failed(r)
-			}
-			w.deliver(Outcome{kind: outcomeError, Err: r})
-			return
-		}
-		if !pulling && w.use() {
-			ask <- struct{}{} // the puller waits for it: it has no pull in flight
-			pulling = true
-		}
-		select {
-		case o := <-pulled:
-			pulling = false
-			// End, the owner's end and the close win over an outcome
-			// ready at the same moment: checked at the top again.
-			if w.ended() || w.ending() != nil {
-				continue
-			}
-			if !w.deliver(o) {
-				return
-			}
-		case <-w.wake:
-		case <-w.endWake:
-		case <-w.stop:
-			return
-		case <-w.owner:
-			return
-		case <-w.closing:
-			return
-		}
-	}
+// leaveNext records that Next returned, and reports whether ender took
+// End's hand-over meanwhile.
+func (w *Worker) leaveNext() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.inNext = false
+	return w.ender != nil
 }
 
 // deliver hands o to the owner. It reports false when the worker ended
@@ -287,13 +282,19 @@ func (w *Worker) deliver(o Outcome) bool {
 	return false
 }
 
-// exit tells the owner that the goroutine is exiting: out is closed, or
-// notify called. exiting is closed before (an owner that has seen Outcomes
-// closed may start the next worker), done after (a Close that has waited
-// for done finds Outcomes closed).
+// exit tells the owner that the goroutine is exiting: out is closed (once
+// ender, if any, is done), or notify called. exiting is closed before (an
+// owner that has seen Outcomes closed may start the next worker), done
+// after (a Close that has waited for done finds Outcomes closed).
 func (w *Worker) exit() {
-	close(w.exiting)
+	w.exiting.Store(true)
 	if w.out != nil {
+		w.mu.Lock()
+		ender := w.ender
+		w.mu.Unlock()
+		if ender != nil {
+			<-ender
+		}
 		close(w.out)
 	} else {
 		w.mu.Lock()
@@ -319,14 +320,16 @@ func (w *Worker) ended() bool {
 	}
 }
 
-// use consumes one unit of demand.
+// use consumes one unit of demand; the goroutine then calls Next. Once End
+// was called there is no other pull: the goroutine hands End's reason over.
 func (w *Worker) use() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.demand == 0 {
+	if w.demand == 0 || w.endTaken || (w.end != nil && w.end.ending.Load() != nil) {
 		return false
 	}
 	w.demand--
+	w.inNext = true
 	return true
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"testing"
 	"testing/synctest"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/listentest"
 )
 
 // End reaches a stream driven by hand: the worker hands its reason over as
@@ -125,5 +127,49 @@ func TestTerminal(t *testing.T) {
 			assert.Equal(t, tt.wantReason.Error(), reason.Error())
 			decode(t, msg) // valid JSON
 		})
+	}
+}
+
+// End racing with pulls, many times: the owner gets End's reason exactly
+// once, nothing after it, and Outcomes is closed once Close returns.
+func TestEndRacingWithPulls(t *testing.T) {
+	for round := range 300 {
+		src := listentest.NewSource()
+		sub, err := listen.Open(context.Background(), src, request(jsonrpc.IntID(1), listen.Filter{"toolsListChanged": true}),
+			&listen.Options{Capabilities: allCaps})
+		require.NoError(t, err)
+		st := <-src.Opened()
+		w, err := sub.StartWorker(context.Background())
+		require.NoError(t, err)
+		sent := make(chan struct{})
+		go func() { // a publisher of a few events
+			defer close(sent)
+			for range 20 {
+				st.Send(listen.ToolsListChanged())
+				runtime.Gosched()
+			}
+		}()
+		go func() { sub.End(listen.ErrRevoked) }()
+		w.Continue()
+		ends := 0
+		for o := range w.Outcomes() {
+			if o.Err == nil {
+				require.Zero(t, ends, "round %d: an event after End's outcome", round)
+				w.Continue()
+				continue
+			}
+			ends++
+			require.ErrorIs(t, o.Err, listen.ErrRevoked, "round %d", round)
+			_, reason := sub.Terminal(o.Err)
+			sub.Close(reason)
+			select {
+			case _, open := <-w.Outcomes():
+				require.False(t, open, "round %d: an outcome after End's", round)
+			default:
+				require.Fail(t, "Outcomes open after Close", "round %d", round)
+			}
+		}
+		require.Equal(t, 1, ends, "round %d", round)
+		<-sent
 	}
 }
