@@ -22,8 +22,9 @@ import (
 
 // HandlerOptions configure NewHandler.
 type HandlerOptions struct {
-	// Options configure the Bridge: the hub, listen.Options (Extensions,
-	// CanRead), the logger, the in-process calls' token.
+	// Options configure the Bridge: the hub, listen.Options (every field
+	// but those read from the go-sdk server: see Options.Listen), the
+	// logger, the in-process calls' token.
 	Options
 	// HTTP configures the listen handler (limits, keep-alives, write
 	// deadlines, hooks; see streamhttp.Options). Its Origin and Host rules
