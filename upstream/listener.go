@@ -2,7 +2,6 @@ package upstream
 
 import (
 	"context"
-	"errors"
 	"math/rand/v2"
 	"reflect"
 	"sync"
@@ -44,7 +43,9 @@ type ListenerOptions struct {
 	// OnNotification receives every notification of the listen, in order.
 	OnNotification func(Notification)
 	// OnAck is told of every acknowledged listen: the first, each one
-	// after a gap (Ack.Gap set), and each re-listen for a new filter.
+	// after a gap (Ack.Gap set), and each re-listen for a new filter;
+	// before any notification of that listen. Stats counts the listen
+	// once OnAck has returned.
 	OnAck func(Ack)
 	// OnLoss is told when an acknowledged listen ends (the connection
 	// dropped or went silent, the upstream completed it or sent an error,
@@ -274,17 +275,19 @@ func (l *Listener) run() {
 				gap.Attempts = attempt
 				continue
 			}
-			cur = l.start(s, want)
-			l.listens.Add(1)
 			ack := Ack{Accepted: s.Accepted(), Gap: gap}
 			if gap != nil {
 				gap.Attempts = attempt + 1
-				l.gaps.Add(1)
 			}
-			gap, attempt, retry = nil, 0, nil
 			if f := l.opts.OnAck; f != nil {
 				l.call(func() { f(ack) })
 			}
+			cur = l.start(s, want)
+			l.listens.Add(1)
+			if gap != nil {
+				l.gaps.Add(1)
+			}
+			gap, attempt, retry = nil, 0, nil
 			continue
 		}
 		select {
@@ -341,21 +344,24 @@ func (l *Listener) relisten(cur **active, last *time.Time, retry *<-chan time.Ti
 		return
 	}
 	old := *cur
-	*cur = l.start(s, want)
-	old.stop()
 	ack := Ack{Accepted: s.Accepted(), Relisten: true}
 	select {
-	case err := <-old.ended:
-		if !errors.Is(err, ErrClosed) { // it ended before the new one's ack
-			ack.Gap = &Gap{Err: err, Since: time.Now(), Attempts: 1}
-			l.gaps.Add(1)
+	case err := <-old.ended: // it ended before the new one's ack
+		ack.Gap = &Gap{Err: err, Since: time.Now(), Attempts: 1}
+		if f := l.opts.OnLoss; f != nil {
+			l.call(func() { f(err) })
 		}
 	default:
 	}
-	l.listens.Add(1)
-	l.relistens.Add(1)
-	*retry = nil
 	if f := l.opts.OnAck; f != nil {
 		l.call(func() { f(ack) })
 	}
+	*cur = l.start(s, want)
+	old.stop()
+	l.listens.Add(1)
+	l.relistens.Add(1)
+	if ack.Gap != nil {
+		l.gaps.Add(1)
+	}
+	*retry = nil
 }

@@ -53,13 +53,14 @@ type Stdio struct {
 	closed bool
 }
 
-// Command returns a Dial that starts the command make returns, with pipes
-// to its standard input and output (its standard error is left as make
-// set it). Closing the returned pair closes the upstream's input, then
-// kills it if it has not exited within a second, and waits for it.
-func Command(make func(ctx context.Context) *exec.Cmd) func(ctx context.Context) (io.ReadCloser, io.WriteCloser, error) {
-	return func(ctx context.Context) (io.ReadCloser, io.WriteCloser, error) {
-		cmd := make(ctx)
+// Command returns a Dial that starts the command newCmd returns (a new
+// *exec.Cmd each time: a Cmd runs once), with pipes to its standard input
+// and output (its standard error is left as newCmd set it). Closing the
+// returned pair closes the upstream's input, then kills it if it has not
+// exited within a second, and waits for it.
+func Command(newCmd func() *exec.Cmd) func(ctx context.Context) (io.ReadCloser, io.WriteCloser, error) {
+	return func(context.Context) (io.ReadCloser, io.WriteCloser, error) {
+		cmd := newCmd()
 		in, err := cmd.StdinPipe()
 		if err != nil {
 			return nil, nil, err
