@@ -207,7 +207,9 @@ func TestGatewayInFrontOfRealUpstreams(t *testing.T) {
 
 	// Changes in the upstreams, by their own SDKs.
 	sdkServer.AddTool(&mcp.Tool{Name: "added", InputSchema: map[string]any{"type": "object"}},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
 	require.NoError(t, sdkServer.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: fixture.ReadmeURI}))
 	mcpgoServer.AddTool(mcpgo.NewTool("added"), func(context.Context, mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 		return &mcpgo.CallToolResult{}, nil
