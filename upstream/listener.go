@@ -77,6 +77,11 @@ type Gap struct {
 	Since time.Time
 	// Attempts counts the listens tried until the one acknowledged.
 	Attempts int
+	// Backoff is the wait before the listen acknowledged (zero for the
+	// first attempt after a loss): once the upstream is reachable again,
+	// it is acknowledged at most this wait plus the listen's round trips
+	// later.
+	Backoff time.Duration
 }
 
 // ListenerStats are a Listener's counters.
@@ -259,7 +264,8 @@ func (l *Listener) run() {
 					continue
 				}
 			}
-			if !l.sleep(l.backoff(attempt)) {
+			wait := l.backoff(attempt)
+			if !l.sleep(wait) {
 				return
 			}
 			s, err := Open(l.ctx, l.t, want, l.opts.Open)
@@ -277,7 +283,7 @@ func (l *Listener) run() {
 			}
 			ack := Ack{Accepted: s.Accepted(), Gap: gap}
 			if gap != nil {
-				gap.Attempts = attempt + 1
+				gap.Attempts, gap.Backoff = attempt+1, wait
 			}
 			if f := l.opts.OnAck; f != nil {
 				l.call(func() { f(ack) })
