@@ -56,4 +56,3 @@ func FuzzStdioMessage(f *testing.F) {
 		}
 	})
 }
-
