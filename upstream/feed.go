@@ -129,12 +129,11 @@ type feedUpstream struct {
 
 	lists, uris *Listener // set by Start
 
-	mu        sync.Mutex
-	watched   map[string]int // upstream URI -> gateway watches mapping to it
-	caps      listen.Capabilities
-	known     bool // caps were configured or learned
-	noSub     bool // a resource ack left resourceSubscriptions out
-	unwatched int
+	mu      sync.Mutex
+	watched map[string]int // upstream URI -> gateway watches mapping to it
+	caps    listen.Capabilities
+	known   bool // caps were configured or learned
+	noSub   bool // a resource ack left resourceSubscriptions out
 
 	published, hints, dropped atomic.Uint64
 }
@@ -253,7 +252,11 @@ func (f *Feed) Stats() []UpstreamStats {
 	out := make([]UpstreamStats, len(f.ups))
 	for i, u := range f.ups {
 		u.mu.Lock()
-		out[i] = UpstreamStats{Name: u.u.Name, Watched: len(u.watched) - u.unwatched, Unwatched: u.unwatched,
+		unwatched := max(0, len(u.watched)-spec.MaxResourceSubscriptions)
+		if u.known && !u.caps.ResourcesSubscribe {
+			unwatched = len(u.watched)
+		}
+		out[i] = UpstreamStats{Name: u.u.Name, Watched: len(u.watched) - unwatched, Unwatched: unwatched,
 			Published: u.published.Load(), Hints: u.hints.Load(), Dropped: u.dropped.Load()}
 		u.mu.Unlock()
 		if started {
@@ -291,14 +294,20 @@ func (u *feedUpstream) start() {
 	u.lists = NewListener(u.u.Transport, lo)
 
 	ro := base
-	u.mu.Lock()
-	ro.Filter = u.filterLocked()
-	u.mu.Unlock()
+	ro.Filter = nil
 	ro.OnNotification = u.uriNotification
 	ro.OnAck = u.uriAck
 	ro.OnLoss = func(err error) { u.loss(true, err) }
+	// The URI set is read when a re-listen is due, not at each attach
+	// (a burst of a thousand opens builds it a few times, not a
+	// thousand).
+	filter := func() listen.Filter {
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		return u.filterLocked()
+	}
 	u.mu.Lock() // watch reads u.uris under u.mu
-	u.uris = NewListener(u.u.Transport, ro)
+	u.uris = newListener(u.u.Transport, ro, filter)
 	u.mu.Unlock()
 }
 
@@ -318,7 +327,7 @@ func (u *feedUpstream) watch(up string, delta int) {
 		delete(u.watched, up)
 	}
 	if u.uris != nil {
-		u.uris.SetFilter(u.filterLocked())
+		u.uris.poke()
 	}
 }
 
@@ -326,7 +335,6 @@ func (u *feedUpstream) watch(up string, delta int) {
 // at most spec.MaxResourceSubscriptions (nil when none). u.mu is held.
 func (u *feedUpstream) filterLocked() listen.Filter {
 	if len(u.watched) == 0 || (u.known && !u.caps.ResourcesSubscribe) {
-		u.unwatched = 0
 		return nil
 	}
 	uris := make([]string, 0, len(u.watched))
@@ -334,8 +342,7 @@ func (u *feedUpstream) filterLocked() listen.Filter {
 		uris = append(uris, k)
 	}
 	slices.Sort(uris)
-	u.unwatched = max(0, len(uris)-spec.MaxResourceSubscriptions)
-	uris = uris[:len(uris)-u.unwatched]
+	uris = uris[:min(len(uris), spec.MaxResourceSubscriptions)]
 	list := make([]any, len(uris))
 	for i, s := range uris {
 		list[i] = s

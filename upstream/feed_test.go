@@ -244,3 +244,48 @@ func TestFeedWatchesFollowListens(t *testing.T) {
 	require.Eventually(t, func() bool { return st().Watched == 0 && st().Resources.Open == 0 && a.hub.Stats().Subscriptions == 1 }, wait, 5*time.Millisecond,
 		"the last listen gone, the resource listen is released")
 }
+
+// An upstream listen names at most spec.MaxResourceSubscriptions URIs: the
+// rest are counted as unwatched, and watched once room is made.
+func TestFeedURILimit(t *testing.T) {
+	a := newServer(t, all, 0)
+	feed, err := upstream.NewFeed(upstream.FeedOptions{Upstreams: []upstream.Upstream{{Name: "a", Transport: &upstream.HTTP{URL: a.URL}}}})
+	require.NoError(t, err)
+	defer feed.Close()
+	for i := range spec.MaxResourceSubscriptions + 1 {
+		feed.Attach(hub.Watch{URI: fmt.Sprintf("file:///%04d", i)})
+	}
+	h, err := hub.New(hub.Options{OnAttach: feed.Attach, OnDetach: feed.Detach})
+	require.NoError(t, err)
+	require.NoError(t, feed.Start(h))
+	require.Eventually(t, func() bool {
+		s := feed.Stats()[0]
+		return s.Resources.Listens == 1 && s.Watched == spec.MaxResourceSubscriptions && s.Unwatched == 1
+	}, wait, 5*time.Millisecond)
+	feed.Detach(hub.Watch{URI: "file:///0000"})
+	require.Eventually(t, func() bool {
+		s := feed.Stats()[0]
+		return s.Resources.Relistens == 1 && s.Watched == spec.MaxResourceSubscriptions && s.Unwatched == 0
+	}, wait, 5*time.Millisecond)
+}
+
+// A callback that panics takes nothing down: the notifications keep
+// coming.
+func TestListenerCallbackPanics(t *testing.T) {
+	s := newServer(t, all, 0)
+	got := make(chan struct{}, 10)
+	l := upstream.NewListener(&upstream.HTTP{URL: s.URL}, upstream.ListenerOptions{
+		Filter: listen.Filter{spec.KeyToolsListChanged: true},
+		OnAck:  func(upstream.Ack) { panic("a broken callback") },
+		OnNotification: func(upstream.Notification) {
+			got <- struct{}{}
+			panic("a broken callback")
+		},
+	})
+	defer l.Close()
+	require.Eventually(t, func() bool { return l.Stats().Listens == 1 }, wait, 5*time.Millisecond)
+	s.hub.ToolsListChanged()
+	listentest.Recv(t, got, wait)
+	s.hub.ToolsListChanged()
+	listentest.Recv(t, got, wait)
+}

@@ -110,7 +110,8 @@ type Listener struct {
 
 	mu      sync.Mutex
 	filter  listen.Filter
-	changed chan struct{} // cap 1: SetFilter's signal
+	filterf func() listen.Filter // set by the Feed: computes the filter when needed, instead of filter
+	changed chan struct{}        // cap 1: SetFilter's signal
 
 	cbMu sync.Mutex // callbacks one at a time
 
@@ -119,7 +120,12 @@ type Listener struct {
 }
 
 // NewListener starts listening on t as opts say.
-func NewListener(t Transport, opts ListenerOptions) *Listener {
+func NewListener(t Transport, opts ListenerOptions) *Listener { return newListener(t, opts, nil) }
+
+// newListener is NewListener; a filterf, if set, is called for the
+// filter at each (re-)listen (and must not call the Listener), and
+// poke tells of its changes.
+func newListener(t Transport, opts ListenerOptions, filterf func() listen.Filter) *Listener {
 	if opts.MinBackoff <= 0 {
 		opts.MinBackoff = DefaultMinBackoff
 	}
@@ -132,7 +138,7 @@ func NewListener(t Transport, opts ListenerOptions) *Listener {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &Listener{t: t, opts: opts, ctx: ctx, cancel: cancel, done: make(chan struct{}),
-		filter: opts.Filter.Clone(), changed: make(chan struct{}, 1)}
+		filter: opts.Filter.Clone(), filterf: filterf, changed: make(chan struct{}, 1)}
 	go l.run() // ends at Close
 	return l
 }
@@ -144,6 +150,11 @@ func (l *Listener) SetFilter(f listen.Filter) {
 	l.mu.Lock()
 	l.filter = f
 	l.mu.Unlock()
+	l.poke()
+}
+
+// poke signals a change of the filter.
+func (l *Listener) poke() {
 	select {
 	case l.changed <- struct{}{}:
 	default:
@@ -164,6 +175,9 @@ func (l *Listener) Stats() ListenerStats {
 }
 
 func (l *Listener) wanted() listen.Filter {
+	if l.filterf != nil {
+		return l.filterf()
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.filter
