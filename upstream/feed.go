@@ -65,7 +65,10 @@ type Upstream struct {
 	// learned from its acknowledgements: the list kinds from the list
 	// listen's, and resource subscriptions assumed once the upstream has
 	// acknowledged a listen, until a resource listen's acknowledgement
-	// leaves resourceSubscriptions out.
+	// leaves resourceSubscriptions out (and again once one names it). An
+	// upstream that completes a listen at once when it accepts nothing
+	// (the go-sdk does) is listened to again with growing waits, at
+	// most once per MaxBackoff.
 	Capabilities *listen.Capabilities
 }
 

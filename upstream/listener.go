@@ -32,7 +32,10 @@ type ListenerOptions struct {
 	// MinBackoff and MaxBackoff bound the wait before a re-listen: the
 	// first after a loss is at once, the next ones wait MinBackoff, then
 	// twice as long each time, up to MaxBackoff, each chosen at random
-	// in its upper half (jitter). Zero means DefaultMinBackoff,
+	// in its upper half (jitter). A listen that ended within a second of
+	// its acknowledgement does not reset the waits: an upstream that
+	// completes or drops every listen at once is listened to at most
+	// once per MaxBackoff. Zero means DefaultMinBackoff,
 	// DefaultMaxBackoff.
 	MinBackoff, MaxBackoff time.Duration
 	// RelistInterval is the least time between two re-listens for a
@@ -224,6 +227,10 @@ func (a *active) stop() {
 	<-a.done
 }
 
+// stableAfter is how long a listen must have lasted for the next
+// re-listen after its loss to be immediate.
+const stableAfter = time.Second
+
 // backoff is the wait before attempt n (0: none).
 func (l *Listener) backoff(n int) time.Duration {
 	if n <= 0 {
@@ -261,7 +268,10 @@ func (l *Listener) run() {
 		}
 	}()
 	var gap *Gap
-	attempt := 0 // failed attempts since the last ack
+	attempt := 0 // the backoff step of the next attempt
+	tries := 0   // attempts since the last ack
+	flaps := 0   // listens in a row that ended within stableAfter of their ack
+	var ackedAt time.Time
 	var lastRelist time.Time
 	var retry <-chan time.Time // a failed re-listen's next try
 	for {
@@ -282,6 +292,7 @@ func (l *Listener) run() {
 			if !l.sleep(wait) {
 				return
 			}
+			tries++
 			s, err := Open(l.ctx, l.t, want, l.opts.Open)
 			if err != nil {
 				if l.ctx.Err() != nil {
@@ -292,12 +303,13 @@ func (l *Listener) run() {
 				if gap == nil {
 					gap = &Gap{Err: err, Since: time.Now()}
 				}
-				gap.Attempts = attempt
+				gap.Attempts = tries
 				continue
 			}
+			ackedAt = time.Now()
 			ack := Ack{Accepted: s.Accepted(), Gap: gap}
 			if gap != nil {
-				gap.Attempts, gap.Backoff = attempt+1, wait
+				gap.Attempts, gap.Backoff = tries, wait
 			}
 			if f := l.opts.OnAck; f != nil {
 				l.call(func() { f(ack) })
@@ -307,7 +319,7 @@ func (l *Listener) run() {
 			if gap != nil {
 				l.gaps.Add(1)
 			}
-			gap, attempt, retry = nil, 0, nil
+			gap, attempt, tries, retry = nil, 0, 0, nil
 			continue
 		}
 		select {
@@ -317,6 +329,16 @@ func (l *Listener) run() {
 			<-cur.done
 			cur = nil
 			gap = &Gap{Err: err, Since: time.Now()}
+			// A listen that ends soon after its acknowledgement (an
+			// upstream that completes every listen at once, one that
+			// accepts and drops) is listened to again with growing
+			// waits, not at once each time.
+			if time.Since(ackedAt) < stableAfter {
+				flaps++
+			} else {
+				flaps = 0
+			}
+			attempt = flaps
 			if f := l.opts.OnLoss; f != nil {
 				l.call(func() { f(err) })
 			}

@@ -1,6 +1,7 @@
 package upstream_test
 
 import (
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -142,4 +143,30 @@ func TestListenerCoalesces(t *testing.T) {
 	l.SetFilter(nil)
 	require.Eventually(t, func() bool { return s.hub.Stats().Subscriptions == 0 && l.Stats().Open == 0 }, wait, 5*time.Millisecond)
 	assert.Empty(t, r.losses, "closing for an empty filter is no loss")
+}
+
+// An upstream that completes every listen right after its acknowledgement
+// (the go-sdk does for a filter it accepts nothing of) is not listened to
+// in a loop: the waits grow up to MaxBackoff.
+func TestListenerFlappingBacksOff(t *testing.T) {
+	ts := httptest.NewServer(sse(event(strings.Replace(ackTools, `{"toolsListChanged":true}`, `{}`, 1))+
+		event(`{"jsonrpc":"2.0","id":ID,"result":{"resultType":"complete","_meta":{"io.modelcontextprotocol/subscriptionId":ID}}}`), false))
+	defer ts.Close()
+	defer ts.CloseClientConnections()
+	r := newRecorder()
+	l := upstream.NewListener(&upstream.HTTP{URL: ts.URL}, r.options(listen.Filter{spec.KeyToolsListChanged: true}))
+	defer l.Close()
+	assert.Nil(t, listentest.Recv(t, r.acks, wait).Gap)
+	var backoffs []time.Duration
+	for range 5 {
+		assert.ErrorIs(t, listentest.Recv(t, r.losses, wait), upstream.ErrCompleted)
+		ack := listentest.Recv(t, r.acks, wait)
+		require.NotNil(t, ack.Gap)
+		backoffs = append(backoffs, ack.Gap.Backoff)
+	}
+	// MinBackoff 20 ms doubling to MaxBackoff 100 ms, each in its upper
+	// half: the first wait is at least 10 ms, the fourth and fifth 50.
+	assert.GreaterOrEqual(t, backoffs[0], 10*time.Millisecond, "%v", backoffs)
+	assert.GreaterOrEqual(t, backoffs[3], 50*time.Millisecond, "%v", backoffs)
+	assert.GreaterOrEqual(t, backoffs[4], 50*time.Millisecond, "%v", backoffs)
 }
