@@ -157,7 +157,7 @@ func strs(s ...string) []any {
 func TestGatewayInFrontOfRealUpstreams(t *testing.T) {
 	notesBin := build(t, "gosdk")
 	stdioBin := build(t, "stdio")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*wait)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*wait)
 	defer cancel()
 
 	sdkServer := fixture.New(fixture.Options{Name: "plain-gosdk", Version: "1"})
@@ -235,10 +235,13 @@ func TestGatewayInFrontOfRealUpstreams(t *testing.T) {
 		return s.Lists.Open == 0 && s.Resources.Open == 0
 	}, wait, 10*time.Millisecond, "the loss is noticed")
 	notes.start()
-	require.Eventually(t, func() bool {
-		s := g.feed.Stats()[2]
-		return s.Lists.Gaps == 1 && s.Resources.Gaps == 1 // counted once the hints are published
-	}, wait, 10*time.Millisecond, "listened to again, hinted")
+	var last upstream.UpstreamStats
+	if !assert.Eventually(t, func() bool {
+		last = g.feed.Stats()[2]
+		return last.Lists.Gaps == 1 && last.Resources.Gaps == 1 // counted once the hints are published
+	}, 3*wait, 10*time.Millisecond, "listened to again (the backoff grows while notes restarts, up to 30 s), hinted") {
+		t.Fatalf("%+v", last)
+	}
 	_, err = g.hub.ResourceUpdated(sentinel)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"notifications/tools/list_changed"}, tools.upTo(), "the hint of notes's tools")

@@ -111,7 +111,7 @@ func run(args []string, stdin io.Reader, stdout, log io.Writer) error {
 	if *childURL != "" {
 		return runChild(*childURL, cfg.n, cfg.conc, stdin, stdout)
 	}
-	cfg.log = log
+	cfg.log = &lockedWriter{w: log} // the client's standard error is copied to it too
 	report, err := bench(cfg)
 	if err != nil {
 		return err
@@ -674,6 +674,18 @@ func startChild(self, url string, cfg config) (*child, error) {
 		return nil, err
 	}
 	return &child{cmdp: cmd, in: in, out: bufio.NewReaderSize(out, 1<<20)}, nil
+}
+
+// lockedWriter serializes writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // childEnv marks the client process (for the test binary, whose TestMain
