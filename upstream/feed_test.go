@@ -289,3 +289,36 @@ func TestListenerCallbackPanics(t *testing.T) {
 	s.hub.ToolsListChanged()
 	listentest.Recv(t, got, wait)
 }
+
+// A stdio upstream whose process dies: the Feed dials it again, listens
+// again and hints the listens watching it.
+func TestFeedStdioRestart(t *testing.T) {
+	s := newStdioServer(t)
+	tr := &upstream.Stdio{Dial: s.dial}
+	defer tr.Close()
+	g := newGateway(t, upstream.Upstream{Name: "s", Transport: tr, Map: upstream.SchemePrefix("s")})
+	g.waitAcks(t, "s")
+	d := g.listen(t, withSentinel(listen.Filter{spec.KeyPromptsListChanged: true, spec.KeyResourceSubscriptions: uris("s+file:///a")}))
+	for {
+		if a := listentest.Recv(t, g.acks, wait); a.resources {
+			break
+		}
+	}
+	_, err := s.hub.ResourceUpdated("file:///a")
+	require.NoError(t, err)
+	n, err := d.Next()
+	require.NoError(t, err)
+	assert.Equal(t, "s+file:///a", n.URI)
+
+	s.kill()
+	gaps := map[bool]bool{}
+	for len(gaps) < 2 {
+		if a := listentest.Recv(t, g.acks, wait); a.ack.Gap != nil {
+			gaps[a.resources] = true
+		}
+	}
+	_, err = g.hub.ResourceUpdated(sentinel)
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"notifications/prompts/list_changed", "notifications/resources/updated s+file:///a"}, upTo(t, d))
+	assert.Equal(t, 2, s.dials)
+}
