@@ -29,9 +29,10 @@
 //     the list changes, whatever the number of downstream listens, and
 //     one for the URIs the hub's listeners watch (its OnAttach and
 //     OnDetach), reference-counted by the hub. After a gap it publishes
-//     hints: a list_changed of each kind the upstream acknowledged and a
-//     resources/updated for each URI of its listen, which the hub
-//     delivers only to the listens that asked for them.
+//     hints, before anything else of the new listen: a list_changed of
+//     each kind the upstream acknowledged and a resources/updated for
+//     each URI of its listen, which the hub delivers only to the listens
+//     that asked for them.
 //
 // # Bounds
 //
@@ -39,8 +40,8 @@
 // default) on either transport; a stdio listen queues at most Buffer
 // messages (then it is dropped and re-listened, its gap reported); the
 // acknowledgement is awaited at most AckTimeout (10 s); a listen whose
-// upstream sends keep-alives is taken for lost after twice their interval
-// of silence (HTTP.IdleTimeout).
+// upstream sends keep-alives is taken for lost after a silence of twice
+// the longest interval seen between them (or HTTP.IdleTimeout).
 //
 // # Goroutines
 //
