@@ -15,15 +15,18 @@
 // could have missed something from it is told: a list_changed of each kind
 // it listens to, a resources/updated of each of its URIs.
 //
-// The gateway serves subscriptions/listen only: every other request (tools,
-// prompts, resources/read, server/discover) is answered 404 with -32601
-// "Method not found". A gateway that also forwards them puts
-// streamhttp.Front(listens, forwarder) at /mcp instead. SIGINT or SIGTERM
-// drains: every open listen gets its completion result.
+// The gateway serves subscriptions/listen, and server/discover with the
+// capabilities its upstreams can send (ttlMs 0: they follow the upstreams),
+// so that an SDK client (the go-sdk's, say) discovers, then listens; a
+// notification gets 202. Every other request (tools, prompts,
+// resources/read) is answered 404 with -32601 "Method not found": a gateway
+// that also forwards them does so in serveOther. SIGINT or SIGTERM drains:
+// every open listen gets its completion result.
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -38,6 +41,8 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
+	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/streamhttp"
 	"github.com/mcplisten/listen/upstream"
 )
@@ -59,7 +64,7 @@ func main() {
 		log.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", g.listens)
+	mux.Handle("/mcp", g.Handler())
 	srv := &http.Server{
 		Addr:              *addr,
 		Handler:           mux,
@@ -123,7 +128,7 @@ func newGateway(ups []upstream.Upstream) (*gateway, error) {
 	}
 	listens, err := streamhttp.New(h, streamhttp.Options{Listen: listen.Options{
 		CapabilitiesFor: feed.Capabilities, // what the upstreams can send, no more
-		ServerInfo:      listen.Implementation{Name: "gateway", Version: "1.0.0"},
+		ServerInfo:      serverInfo,
 	}})
 	if err != nil {
 		feed.Close()
@@ -137,6 +142,50 @@ func newGateway(ups []upstream.Upstream) (*gateway, error) {
 	}
 	return g, nil
 }
+
+// Handler serves the gateway's endpoint: listens to the hub, every other
+// request to serveOther (Front checks their Origin and bounds their body).
+func (g *gateway) Handler() http.Handler {
+	return streamhttp.Front(g.listens, http.HandlerFunc(g.serveOther))
+}
+
+// serveOther answers server/discover, takes notifications, and refuses
+// every other request.
+func (g *gateway) serveOther(w http.ResponseWriter, r *http.Request) {
+	m, ok := streamhttp.FrontMessage(r)
+	if ok && !m.HasID { // a notification (notifications/cancelled, ...)
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if !ok || m.Method != "server/discover" {
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write(jsonrpc.ErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "Method not found")))
+		return
+	}
+	c, _ := g.feed.Capabilities(r.Context(), nil)
+	caps := map[string]any{}
+	if c.ToolsListChanged {
+		caps["tools"] = map[string]any{"listChanged": true}
+	}
+	if c.PromptsListChanged {
+		caps["prompts"] = map[string]any{"listChanged": true}
+	}
+	if c.ResourcesListChanged || c.ResourcesSubscribe {
+		caps["resources"] = map[string]any{"listChanged": c.ResourcesListChanged, "subscribe": c.ResourcesSubscribe}
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": map[string]any{
+		"resultType":        "complete",
+		"supportedVersions": []string{spec.ProtocolVersion},
+		"capabilities":      caps,
+		"cacheScope":        "public",
+		"ttlMs":             0,
+		"_meta":             map[string]any{spec.MetaServerInfo: serverInfo},
+	}})
+}
+
+// serverInfo names the gateway.
+var serverInfo = listen.Implementation{Name: "gateway", Version: "1.0.0"}
 
 // Shutdown ends every client listen with its completion result, then the
 // upstream listens, then the stdio upstreams.

@@ -177,7 +177,7 @@ func TestGatewayInFrontOfRealUpstreams(t *testing.T) {
 	g, err := newGateway(ups.list)
 	require.NoError(t, err)
 	defer g.Shutdown(ctx)
-	gw := httptest.NewServer(g.listens)
+	gw := httptest.NewServer(g.Handler())
 	defer gw.Close()
 	defer gw.CloseClientConnections()
 
@@ -265,4 +265,61 @@ func addNote(t *testing.T, ctx context.Context, url, text string) {
 	defer cs.Close()
 	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "add_note", Arguments: map[string]any{"text": text}})
 	require.NoError(t, err)
+}
+
+// A go-sdk v1.8.0 client of the gateway, on 2026-07-28: it discovers the
+// gateway's capabilities (those of its upstream, a plain go-sdk server),
+// listens for tool list changes by itself, subscribes to a URI of the
+// upstream's in its namespace, and hears of both; a request the gateway
+// does not serve gets -32601.
+func TestGoSDKClientThroughGateway(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	sdkServer := fixture.New(fixture.Options{Name: "plain-gosdk", Version: "1"})
+	sdk := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return sdkServer },
+		&mcp.StreamableHTTPOptions{Stateless: true}))
+	defer sdk.Close()
+	var ups upstreams
+	require.NoError(t, ups.http("sdk="+sdk.URL))
+	g, err := newGateway(ups.list)
+	require.NoError(t, err)
+	defer g.Shutdown(ctx)
+	gw := httptest.NewServer(g.Handler())
+	defer gw.Close()
+	require.Eventually(t, func() bool { return g.feed.Stats()[0].Lists.Listens > 0 }, wait, 10*time.Millisecond)
+
+	toolsChanged, updated := make(chan struct{}, 10), make(chan string, 10)
+	client := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "0"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { toolsChanged <- struct{}{} },
+		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) { updated <- r.Params.URI },
+	})
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: gw.URL, MaxRetries: -1},
+		&mcp.ClientSessionOptions{ProtocolVersion: spec.ProtocolVersion})
+	require.NoError(t, err)
+	defer cs.Close()
+	require.NoError(t, cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "sdk+" + fixture.ReadmeURI}))
+	// Both listens open, and the upstream's resource listen acknowledged.
+	require.Eventually(t, func() bool {
+		s := g.feed.Stats()[0]
+		return g.listens.Stats().Active == 2 && s.Watched == 1 && s.Resources.Listens > 0
+	}, wait, 10*time.Millisecond)
+
+	sdkServer.AddTool(&mcp.Tool{Name: "added", InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
+	select {
+	case <-toolsChanged:
+	case <-ctx.Done():
+		t.Fatal("no tools/list_changed")
+	}
+	require.NoError(t, sdkServer.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: fixture.ReadmeURI}))
+	select {
+	case uri := <-updated:
+		assert.Equal(t, "sdk+"+fixture.ReadmeURI, uri)
+	case <-ctx.Done():
+		t.Fatal("no resources/updated")
+	}
+	_, err = cs.ListTools(ctx, nil)
+	assert.ErrorContains(t, err, "Method not found")
 }
