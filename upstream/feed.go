@@ -101,8 +101,9 @@ type UpstreamStats struct {
 	Watched, Unwatched int
 	// Published counts the events published into the hub from its
 	// notifications, Hints the hints published after its gaps, Dropped
-	// its notifications that could not be published (a URI its Map
-	// refused, an event the hub refused).
+	// its notifications that were not published (a kind the listen did
+	// not ask for, an extension's, a URI its Map refused, an event the
+	// hub refused).
 	Published, Hints, Dropped uint64
 }
 
@@ -115,7 +116,9 @@ type UpstreamStats struct {
 //
 // Create it with NewFeed, give its Attach and Detach to hub.New, Start it
 // with the hub, and Close it before the hub's Shutdown. Its goroutines
-// are its Listeners'.
+// are its Listeners'. It publishes with hub.Hub.PublishLocal: each
+// instance of a gateway whose hubs are joined by a bridge has a Feed of
+// its own, and relaying what it publishes would deliver it twice.
 type Feed struct {
 	opts FeedOptions
 	ups  []*feedUpstream
