@@ -88,6 +88,7 @@ func main() {
 
 type config struct {
 	n, runs, burst, conc int
+	fanoutRuns           int
 	keepAlive, idle      time.Duration
 	out                  string
 	log                  io.Writer
@@ -99,6 +100,7 @@ func run(args []string, stdin io.Reader, stdout, log io.Writer) error {
 	var cfg config
 	fs.IntVar(&cfg.n, "n", 10000, "downstream listens")
 	fs.IntVar(&cfg.runs, "runs", 5, "runs of each timed scenario")
+	fs.IntVar(&cfg.fanoutRuns, "fanout-runs", 0, "runs of the fan-out comparison (0: -runs)")
 	fs.IntVar(&cfg.burst, "burst", 1000, "downstream listens opened in one second, each on a fresh URI")
 	fs.IntVar(&cfg.conc, "open-concurrency", 200, "downstream listens being opened at once")
 	fs.DurationVar(&cfg.keepAlive, "keepalive", time.Second, "the upstreams' keep-alive interval")
@@ -110,6 +112,9 @@ func run(args []string, stdin io.Reader, stdout, log io.Writer) error {
 	}
 	if *childURL != "" {
 		return runChild(*childURL, cfg.n, cfg.conc, stdin, stdout)
+	}
+	if cfg.fanoutRuns <= 0 {
+		cfg.fanoutRuns = cfg.runs
 	}
 	cfg.log = &lockedWriter{w: log} // the client's standard error is copied to it too
 	report, err := bench(cfg)
@@ -305,8 +310,8 @@ func bench(cfg config) (string, error) {
 	if cfg.idle != 0 {
 		idle = cfg.idle.String()
 	}
-	fmt.Fprintf(&r, "# Gateway (upstream.Feed)\n\n`go run ./bench/cmd/gatewaybench -n %d -runs %d -keepalive %v -idle %v`: %d downstream listens over %d upstreams (idle timeout %s), loopback, %s/%s, %d CPUs, load %s.\n\n",
-		cfg.n, cfg.runs, cfg.keepAlive, cfg.idle, cfg.n, nUpstreams, idle, runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), strings.Join(strings.Fields(string(load))[:3], " "))
+	fmt.Fprintf(&r, "# Gateway (upstream.Feed)\n\n`go run ./bench/cmd/gatewaybench -n %d -runs %d -fanout-runs %d -keepalive %v -idle %v`: %d downstream listens over %d upstreams (idle timeout %s), loopback, %s/%s, %d CPUs, load %s.\n\n",
+		cfg.n, cfg.runs, cfg.fanoutRuns, cfg.keepAlive, cfg.idle, cfg.n, nUpstreams, idle, runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), strings.Join(strings.Fields(string(load))[:3], " "))
 
 	// At rest.
 	if err := settle(feed, 10*time.Second); err != nil {
@@ -320,7 +325,7 @@ func bench(cfg config) (string, error) {
 	// Fan-out.
 	rtt := loopbackRTT()
 	var viaUp, direct []time.Duration
-	for run := range cfg.runs {
+	for run := range cfg.fanoutRuns {
 		order := []bool{false, true}
 		if run%2 == 1 { // alternate which path goes first
 			order = []bool{true, false}
@@ -351,7 +356,7 @@ func bench(cfg config) (string, error) {
 		}
 	}
 	mu, md, mr := median(viaUp), median(direct), median(rtt)
-	fmt.Fprintf(&r, "\n## Fan-out of one change to %d downstream listens (last listen's latency)\n\n| path | median [min–max] over %d runs |\n|---|---|\n", cfg.n, cfg.runs)
+	fmt.Fprintf(&r, "\n## Fan-out of one change to %d downstream listens (last listen's latency)\n\n| path | median [min–max] over %d runs |\n|---|---|\n", cfg.n, cfg.fanoutRuns)
 	fmt.Fprintf(&r, "| upstream change (u1's hub) → its listen → gateway's hub → listens | %s |\n| published straight into the gateway's hub | %s |\n| loopback round trip (TCP echo, 1 byte) | %s |\n",
 		spread(viaUp), spread(direct), spread(rtt))
 	fmt.Fprintf(&r, "\nRatio of medians: %.2f; bound 1.2 × direct + one round trip = %v: %s.\n",
