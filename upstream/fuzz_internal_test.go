@@ -18,7 +18,7 @@ func FuzzSSE(f *testing.F) {
 	f.Add("data: cut")
 	f.Fuzz(func(t *testing.T, body string) {
 		const max = 256
-		s := newSSEMessages(io.NopCloser(strings.NewReader(body)), func() {}, -1, max)
+		s := newSSEMessages(io.NopCloser(strings.NewReader(body)), func() {}, -1, nil, max)
 		defer s.Close()
 		for range len(body) + 1 {
 			m, err := s.Next()

@@ -43,7 +43,8 @@ type HTTP struct {
 	// keep-alive comment) before it is taken for lost (ErrSilent). Zero
 	// means automatic: no timeout until the upstream's first keep-alive
 	// comment, then twice the longest silence seen before one of its
-	// keep-alives (at least one second): an upstream that sends
+	// keep-alives (at least one second), on that stream and, from their
+	// start, on this transport's later streams: an upstream that sends
 	// keep-alives every 15 s is taken for lost after 30 s of silence, and
 	// one that sends none is never timed out (TCP keep-alive still
 	// notices a dead peer). Negative disables it.
@@ -51,6 +52,11 @@ type HTTP struct {
 	// MaxMessageBytes bounds one SSE event (and a JSON answer).
 	// Zero means DefaultMaxMessageBytes.
 	MaxMessageBytes int
+
+	// learned is the automatic idle timeout learned on this upstream's
+	// streams (ns; 0 until a keep-alive was seen): a new stream is armed
+	// with it from its start.
+	learned atomic.Int64
 }
 
 var defaultClient = &http.Client{Transport: &http.Transport{
@@ -110,7 +116,7 @@ func (t *HTTP) Listen(ctx context.Context, id jsonrpc.ID, request []byte) (Messa
 	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch {
 	case resp.StatusCode == http.StatusOK && ct == "text/event-stream":
-		return newSSEMessages(resp.Body, cancel, t.IdleTimeout, max), nil
+		return newSSEMessages(resp.Body, cancel, t.IdleTimeout, &t.learned, max), nil
 	case ct == "application/json":
 		defer cancel()
 		defer resp.Body.Close()
@@ -195,6 +201,7 @@ type sseMessages struct {
 	max    int
 
 	fixed    time.Duration // IdleTimeout as configured (0: automatic)
+	learned  *atomic.Int64 // the transport's learned timeout (automatic mode)
 	timeout  time.Duration // in force: 0 until known (automatic), <0 never
 	last     time.Time     // the last line read (automatic mode)
 	tmu      sync.Mutex    // guards timer and shutDown
@@ -205,8 +212,12 @@ type sseMessages struct {
 	once     sync.Once
 }
 
-func newSSEMessages(body io.ReadCloser, cancel context.CancelFunc, idle time.Duration, max int) *sseMessages {
-	s := &sseMessages{body: body, cancel: cancel, rd: bufio.NewReaderSize(body, 4096), max: max, fixed: idle, timeout: idle, last: time.Now()}
+func newSSEMessages(body io.ReadCloser, cancel context.CancelFunc, idle time.Duration, learned *atomic.Int64, max int) *sseMessages {
+	s := &sseMessages{body: body, cancel: cancel, rd: bufio.NewReaderSize(body, 4096), max: max, fixed: idle, timeout: idle, learned: learned, last: time.Now()}
+	if idle == 0 && learned != nil {
+		idle = time.Duration(learned.Load()) // 0 while nothing was learned
+		s.timeout = idle
+	}
 	if idle > 0 {
 		s.arm(idle)
 	}
@@ -258,6 +269,9 @@ func (s *sseMessages) seen(comment bool) {
 		quiet := now.Sub(s.last)
 		if t := max(2*quiet, time.Second); t > s.timeout {
 			s.timeout = t
+			if s.learned != nil {
+				s.learned.Store(int64(t))
+			}
 		}
 	}
 	s.last = now

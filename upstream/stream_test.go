@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/upstream"
 )
@@ -144,4 +145,36 @@ func TestStreamEnds(t *testing.T) {
 			assert.ErrorIs(t, err, tc.want)
 		})
 	}
+}
+
+// The automatic idle timeout learned on one stream arms the transport's
+// later streams from their start: a path stalled before a new stream's
+// first keep-alive is still noticed.
+func TestIdleTimeoutLearnedAcrossStreams(t *testing.T) {
+	s := newServer(t, all, 100*time.Millisecond)
+	p := listentest.NewProxy(t, strings.TrimPrefix(s.URL, "http://"))
+	tr := &upstream.HTTP{URL: "http://" + p.Addr()}
+	f := listen.Filter{spec.KeyToolsListChanged: true}
+	first, err := upstream.Open(context.Background(), tr, f, upstream.OpenOptions{})
+	require.NoError(t, err)
+	read := make(chan error, 1)
+	go func() { // reads the keep-alives; ends at Close
+		_, err := first.Next()
+		read <- err
+	}()
+	listentest.Recv(t, s.keepAlives, wait)
+	listentest.Recv(t, s.keepAlives, wait) // the first has been read
+	first.Close()
+	assert.ErrorIs(t, listentest.Recv(t, read, wait), upstream.ErrClosed)
+
+	second, err := upstream.Open(context.Background(), tr, f, upstream.OpenOptions{})
+	require.NoError(t, err)
+	defer second.Close()
+	p.Stall()
+	ended := make(chan error, 1)
+	go func() { // ends with the stream
+		_, err := second.Next()
+		ended <- err
+	}()
+	assert.ErrorIs(t, listentest.Recv(t, ended, wait), upstream.ErrSilent)
 }
