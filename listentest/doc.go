@@ -6,7 +6,7 @@
 // Streamable HTTP (and ReadMessages for a whole answer), a PipeListener
 // that carries HTTP over net.Pipe, so that a server and its clients run
 // inside a testing/synctest bubble, a loopback TCP Proxy that a test cuts
-// to partition the clients of a broker, ProcessCPU, the process's CPU time,
+// to partition the clients of a broker (or stalls, for a silent drop), ProcessCPU, the process's CPU time,
 // for benchmarks on a shared machine, SourceFunc, which adapts a function
 // to listen.Source, a LogBuffer that collects a logger's output, AckFor,
 // the acknowledgement narrowing gives a listen asking for everything, and

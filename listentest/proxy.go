@@ -1,7 +1,6 @@
 package listentest
 
 import (
-	"io"
 	"net"
 	"sync"
 	"testing"
@@ -17,10 +16,11 @@ type Proxy struct {
 	addr     string
 	upstream string
 
-	mu    sync.Mutex
-	ln    net.Listener
-	conns map[net.Conn]struct{}
-	wg    sync.WaitGroup
+	mu      sync.Mutex
+	ln      net.Listener
+	conns   map[net.Conn]struct{}
+	stalled bool // Stall: bytes are read and dropped, connections kept
+	wg      sync.WaitGroup
 }
 
 // NewProxy starts a proxy on a free loopback port that forwards each
@@ -81,7 +81,21 @@ func (p *Proxy) serve(ln net.Listener) {
 // them, so that a test making many connections does not keep them all.
 func (p *Proxy) pipe(dst, src net.Conn) {
 	defer p.wg.Done()
-	_, _ = io.Copy(dst, src)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		p.mu.Lock()
+		stalled := p.stalled
+		p.mu.Unlock()
+		if n > 0 && !stalled {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				break
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
 	dst.Close()
 	src.Close()
 	p.mu.Lock()
@@ -90,10 +104,21 @@ func (p *Proxy) pipe(dst, src net.Conn) {
 	p.mu.Unlock()
 }
 
-// Cut closes the listener and every proxied connection.
+// Stall makes the proxy stop forwarding without closing anything: what
+// either side sends is read and dropped, on the connections open now and
+// on those accepted later, until Cut. To the peers it is a silent drop (a
+// path that black-holes packets), which only their keep-alives reveal.
+func (p *Proxy) Stall() {
+	p.mu.Lock()
+	p.stalled = true
+	p.mu.Unlock()
+}
+
+// Cut closes the listener and every proxied connection, and ends a Stall.
 func (p *Proxy) Cut() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.stalled = false
 	if p.ln != nil {
 		p.ln.Close()
 		p.ln = nil

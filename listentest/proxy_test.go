@@ -2,7 +2,9 @@ package listentest_test
 
 import (
 	"bufio"
+	"io"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -95,4 +97,61 @@ func TestProxyForgetsEndedConnections(t *testing.T) {
 		c.Close()
 	}
 	require.Eventually(t, func() bool { return listentest.ProxyConns(p) == 0 }, 5*time.Second, time.Millisecond)
+}
+
+// A stalled proxy keeps its connections open but forwards nothing; a Cut
+// ends the stall, and after Restore bytes flow again.
+func TestProxyStall(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	done := make(chan struct{})
+	go func() { // an echo server; ends when ln is closed
+		defer close(done)
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() { // ends when the connection does
+				defer wg.Done()
+				defer c.Close()
+				_, _ = io.Copy(c, c)
+			}()
+		}
+	}()
+	p := listentest.NewProxy(t, ln.Addr().String())
+	t.Cleanup(func() { p.Cut(); ln.Close(); <-done })
+
+	c, err := net.Dial("tcp", p.Addr())
+	require.NoError(t, err)
+	defer c.Close()
+	rd := bufio.NewReader(c)
+	_, err = c.Write([]byte("one\n"))
+	require.NoError(t, err)
+	got, err := rd.ReadString('\n')
+	require.NoError(t, err)
+	assert.Equal(t, "one\n", got)
+
+	p.Stall()
+	_, err = c.Write([]byte("two\n"))
+	require.NoError(t, err, "the connection stays open")
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(200*time.Millisecond)))
+	_, err = rd.ReadString('\n')
+	var ne net.Error
+	require.ErrorAs(t, err, &ne)
+	assert.True(t, ne.Timeout(), "nothing comes back: %v", err)
+
+	p.Cut()
+	p.Restore()
+	c2, err := net.Dial("tcp", p.Addr())
+	require.NoError(t, err)
+	defer c2.Close()
+	_, err = c2.Write([]byte("three\n"))
+	require.NoError(t, err)
+	got, err = bufio.NewReader(c2).ReadString('\n')
+	require.NoError(t, err)
+	assert.Equal(t, "three\n", got)
 }
