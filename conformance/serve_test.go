@@ -140,7 +140,7 @@ func TestServeStreamConforms(t *testing.T) {
 			shutdownAfter: 3, // ack and two notifications
 			wantEnd:       endCompletion,
 			wantMethods:   []string{tools, methodTasks},
-			wantReason:    "other", // ErrShutdown
+			wantReason:    "shutdown",
 		},
 	}
 	for _, tt := range tests {
