@@ -24,7 +24,6 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/examples/fixture"
-	mcpgofixture "github.com/mcplisten/listen/examples/mcpgo/fixture"
 	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/upstream"
 )
@@ -164,7 +163,7 @@ func TestGatewayInFrontOfRealUpstreams(t *testing.T) {
 	sdk := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return sdkServer },
 		&mcp.StreamableHTTPOptions{Stateless: true}))
 	defer sdk.Close()
-	mcpgoServer := mcpgofixture.New("plain-mcpgo", "1")
+	mcpgoServer := plainMCPGo()
 	mg := httptest.NewServer(mcpgoserver.NewStreamableHTTPServer(mcpgoServer))
 	defer mg.Close()
 	notes := startProcess(t, notesBin)
@@ -197,7 +196,7 @@ func TestGatewayInFrontOfRealUpstreams(t *testing.T) {
 
 	tools := listenTo(t, gw.URL, listen.Filter{spec.KeyToolsListChanged: true, spec.KeyResourceSubscriptions: strs(sentinel)})
 	todo := listenTo(t, gw.URL, listen.Filter{spec.KeyResourceSubscriptions: strs("notes+note://todo", "sdk+"+fixture.ReadmeURI, sentinel)})
-	other := listenTo(t, gw.URL, listen.Filter{spec.KeyResourceSubscriptions: strs("mcpgo+"+mcpgofixture.ReadmeURI, sentinel)})
+	other := listenTo(t, gw.URL, listen.Filter{spec.KeyResourceSubscriptions: strs("mcpgo+"+mcpgoReadme, sentinel)})
 	// The resource listens of notes and sdk are acknowledged with the URIs.
 	require.Eventually(t, func() bool {
 		st := g.feed.Stats()
@@ -322,4 +321,26 @@ func TestGoSDKClientThroughGateway(t *testing.T) {
 	}
 	_, err = cs.ListTools(ctx, nil)
 	assert.ErrorContains(t, err, "Method not found")
+}
+
+// mcpgoReadme is the one resource of plainMCPGo.
+const mcpgoReadme = "test://static/readme"
+
+// plainMCPGo is a plain mcp-go server, with no code of this library: list
+// changes and resource subscriptions declared, one resource, one tool.
+func plainMCPGo() *mcpgoserver.MCPServer {
+	s := mcpgoserver.NewMCPServer("plain-mcpgo", "1",
+		mcpgoserver.WithToolCapabilities(true),
+		mcpgoserver.WithPromptCapabilities(true),
+		mcpgoserver.WithResourceCapabilities(true, true),
+	)
+	s.AddResource(mcpgo.NewResource(mcpgoReadme, "readme", mcpgo.WithMIMEType("text/plain")),
+		func(_ context.Context, r mcpgo.ReadResourceRequest) ([]mcpgo.ResourceContents, error) {
+			return []mcpgo.ResourceContents{mcpgo.TextResourceContents{URI: r.Params.URI, MIMEType: "text/plain", Text: "plain mcp-go\n"}}, nil
+		})
+	s.AddTool(mcpgo.NewTool("echo", mcpgo.WithString("text")),
+		func(_ context.Context, r mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+			return mcpgo.NewToolResultText(r.GetString("text", "")), nil
+		})
+	return s
 }
