@@ -17,16 +17,18 @@ import (
 // is the only one that adds in-flight ids: a check of c.entries followed by
 // an insert cannot be raced by another insert.
 func (c *conn) handleLine(line []byte) {
-	msg, err := jsonrpc.ParseMessage(line)
+	maxID := c.srv.opts.Listen.MaxIDBytes
+	msg, err := jsonrpc.ParseMessageMaxID(line, maxID)
 	if err != nil {
 		if c.peer {
-			if resp, ok := parseResponse(line); ok {
+			if resp, ok := parseResponse(line, maxID); ok {
 				// The client's answer to a request of the peer.
 				c.forward(resp)
 				return
 			}
 		}
-		// The id is echoed when it could be read (ParseMessage keeps it).
+		// The id is echoed when it could be read (ParseMessage keeps it),
+		// and never when it is over the bound.
 		c.srv.log.Debug("stdio: malformed message", "err", err)
 		c.reply(msg.ID, err)
 		return
@@ -81,7 +83,7 @@ func (c *conn) notification(msg jsonrpc.Message) {
 // in flight, or malformed) is dropped at once: it could mean nothing to the
 // peer, which knows no id of the client's.
 func (c *conn) cancellation(params json.RawMessage) {
-	id, reason, at, ok := parseCancelled(params)
+	id, reason, at, ok := parseCancelled(params, c.srv.opts.Listen.MaxIDBytes)
 	if !ok {
 		c.srv.log.Debug("stdio: malformed cancellation ignored")
 		return
@@ -207,13 +209,17 @@ func (c *conn) listen(msg jsonrpc.Message) {
 // requestId (a string or an integer) and an optional string reason, neither
 // repeated (names matched exactly). at is the index of requestId's value in
 // params. Anything else is malformed (ok false): such cancellations are
-// ignored.
-func parseCancelled(params json.RawMessage) (id jsonrpc.ID, reason string, at int, ok bool) {
+// ignored, and so is a requestId longer than maxID bytes, which names no
+// request in flight (every one's id is within the bound).
+func parseCancelled(params json.RawMessage, maxID int) (id jsonrpc.ID, reason string, at int, ok bool) {
 	found, unique, isObject := jsonobj.Lookup(params, "requestId", "reason")
 	if !isObject || !unique {
 		return jsonrpc.ID{}, "", 0, false
 	}
 	rawID, rawReason := found[0].Value, found[1].Value
+	if jsonrpc.IDTooLong(rawID, maxID) {
+		return jsonrpc.ID{}, "", 0, false
+	}
 	if id, ok = jsonrpc.ParseID(rawID); !ok {
 		return jsonrpc.ID{}, "", 0, false
 	}
@@ -225,9 +231,10 @@ func parseCancelled(params json.RawMessage) (id jsonrpc.ID, reason string, at in
 
 // parseResponse reads line as a JSON-RPC 2.0 response: jsonrpc "2.0", no
 // method, exactly one of result and error, and a string or integer id (or
-// a null id for an error), no member repeated (names matched exactly). It
-// returns the response rebuilt from those members, for the peer.
-func parseResponse(line []byte) ([]byte, bool) {
+// a null id for an error) of at most maxID bytes, no member repeated (names
+// matched exactly). It returns the response rebuilt from those members, for
+// the peer.
+func parseResponse(line []byte, maxID int) ([]byte, bool) {
 	if !json.Valid(line) {
 		return nil, false
 	}
@@ -241,6 +248,8 @@ func parseResponse(line []byte) ([]byte, bool) {
 		if rerr == nil {
 			return nil, false
 		}
+	} else if jsonrpc.IDTooLong(id, maxID) {
+		return nil, false
 	} else if _, ok := jsonrpc.ParseID(id); !ok {
 		return nil, false
 	}

@@ -73,7 +73,8 @@ type Options struct {
 	// Listen configures listen.Open for every subscription: the server's
 	// capabilities (which the requested filters are narrowed against), its
 	// server info (for the completion result), extensions, CanRead and
-	// ReleaseTimeout.
+	// ReleaseTimeout. Its MaxIDBytes bounds the id of every message a
+	// connection reads, listens or not (see the package documentation).
 	Listen listen.Options
 	// Handler serves every other method on the connections of Serve. Nil
 	// answers every other request with -32601 "Method not found: <method>"
