@@ -30,6 +30,10 @@
 //     say) must let through those for which FromBridge(ctx) is true.
 //   - Auth: put your middleware in front of the Handler; set
 //     HTTP.Authenticate to hand listen.Request.Auth to CanRead.
+//   - Ids: every message's id is at most Options.Listen.MaxIDBytes (256
+//     bytes by default), over HTTP and stdio alike; a longer one is
+//     answered with -32600 "Invalid request: id must be at most 256 bytes"
+//     without an id, before mcp-go sees it.
 //
 // # Lifecycle and goroutines
 //

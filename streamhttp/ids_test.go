@@ -101,11 +101,10 @@ func TestFrontIDBound(t *testing.T) {
 		{"a long id inside params", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"id":` + long + `}}`, true},
 		{"malformed JSON", `{"jsonrpc":"2.0","id":` + long, true},
 	}
-	h := newHandler(t, listentest.NewSource(), streamhttp.Options{Listen: listen.Options{Capabilities: caps()}})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			other := make(chan string, 1)
-			f := streamhttp.Front(h, routeMark("other", other))
+			f := streamhttp.Front(routeMark("listen", other), routeMark("other", other))
 			w := httptest.NewRecorder()
 			f.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(tt.body)))
 			if tt.pass {
@@ -135,5 +134,5 @@ func TestFrontIDBound(t *testing.T) {
 		tt.f.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body)))
 		assert.Equal(t, tt.want, w.Code, tt.name)
 	}
-	assert.Panics(t, func() { streamhttp.FrontWith(h, nil, streamhttp.FrontOptions{MaxIDBytes: -1}) })
+	assert.Panics(t, func() { streamhttp.FrontWith(wide, nil, streamhttp.FrontOptions{MaxIDBytes: -1}) })
 }
