@@ -34,7 +34,7 @@ func (c *conn) handleLine(line []byte) {
 		return
 	}
 	if !msg.HasID {
-		c.notification(msg)
+		c.notification(msg, len(line))
 		return
 	}
 	if c.inFlight(msg.ID) {
@@ -49,14 +49,15 @@ func (c *conn) handleLine(line []byte) {
 	case msg.Method == spec.MethodListen:
 		c.listen(msg)
 	case c.peer:
-		c.forwardRequest(msg)
+		c.forwardRequest(msg, len(line))
 	default:
-		c.request(msg)
+		c.request(msg, len(line))
 	}
 }
 
-// notification handles a message without an id. It is never answered.
-func (c *conn) notification(msg jsonrpc.Message) {
+// notification handles a message without an id, of size bytes. It is
+// never answered.
+func (c *conn) notification(msg jsonrpc.Message, size int) {
 	switch msg.Method {
 	case spec.MethodCancelled:
 		c.cancellation(msg.Params)
@@ -67,13 +68,13 @@ func (c *conn) notification(msg jsonrpc.Message) {
 			c.forward(peerMessage(nil, 0, msg))
 			return
 		}
-		if c.srv.opts.Handler == nil || !c.takeSlot() {
+		if c.srv.opts.Handler == nil || !c.takeSlot(size) {
 			return
 		}
 		c.mu.Lock()
 		c.active++
 		c.mu.Unlock()
-		go c.runHandler(nil, msg)
+		go c.runHandler(nil, msg, size)
 	}
 }
 
@@ -93,35 +94,36 @@ func (c *conn) cancellation(params json.RawMessage) {
 	}
 }
 
-// request starts a handler call for a request other than a listen, once a
-// unit of MaxInFlight is free.
-func (c *conn) request(msg jsonrpc.Message) {
+// request starts a handler call for a request other than a listen, of size
+// bytes, once a unit of MaxInFlight and room for its bytes are free.
+func (c *conn) request(msg jsonrpc.Message, size int) {
 	if c.srv.opts.Handler == nil {
 		c.reply(msg.ID, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "Method not found: "+echo.Cut(msg.Method)))
 		return
 	}
-	if !c.takeSlot() {
+	if !c.takeSlot(size) {
 		return // drained or killed while waiting: not taken
 	}
-	e := &entry{id: msg.ID, kind: kindHandler, gone: make(chan struct{})}
+	e := &entry{id: msg.ID, kind: kindHandler, gone: make(chan struct{}), size: size}
 	e.ctx, e.cancel = context.WithCancelCause(c.hctx)
 	c.mu.Lock()
 	c.entries[e.id] = e
 	c.active++
 	c.mu.Unlock()
-	go c.runHandler(e, msg)
+	go c.runHandler(e, msg, size)
 }
 
-// forwardRequest hands a request to the peer under an id of the
-// connection's own (see Conn), once a unit of MaxInFlight is free. The
-// unit is held until the peer's answer was written, or dropped.
-func (c *conn) forwardRequest(msg jsonrpc.Message) {
-	if !c.takeSlot() {
+// forwardRequest hands a request of size bytes to the peer under an id of
+// the connection's own (see Conn), once a unit of MaxInFlight and room for
+// its bytes are free. Both are held until the peer's answer was written,
+// or dropped.
+func (c *conn) forwardRequest(msg jsonrpc.Message, size int) {
+	if !c.takeSlot(size) {
 		return
 	}
 	c.mu.Lock()
 	c.lastPeerID++
-	e := &entry{id: msg.ID, kind: kindForward, peerID: c.lastPeerID}
+	e := &entry{id: msg.ID, kind: kindForward, peerID: c.lastPeerID, size: size}
 	c.entries[e.id] = e
 	c.addForwardLocked(e)
 	c.mu.Unlock()
@@ -137,7 +139,7 @@ func (c *conn) forwardRequest(msg jsonrpc.Message) {
 		}
 		c.mu.Unlock()
 		if pending {
-			c.giveSlot()
+			c.giveSlot(e.size)
 		}
 	}
 }

@@ -20,7 +20,8 @@
 // peer runs on its own goroutines.
 //
 // The connection holds a bounded amount of work whatever the client sends:
-// at most Options.MaxInFlight handler calls or forwarded requests (64), as
+// at most Options.MaxInFlight handler calls or forwarded requests (64),
+// adding up to at most Options.MaxLineBytes (but for a lone one), as
 // many messages queued for the peer, Options.MaxSubscriptions listens (32),
 // one input line of Options.MaxLineBytes (4 MiB), and ids of at most
 // Options.Listen.MaxIDBytes (256 bytes; see listen.Options). Output is not queued:
