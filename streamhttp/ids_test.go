@@ -1,6 +1,8 @@
 package streamhttp_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -135,4 +137,76 @@ func TestFrontIDBound(t *testing.T) {
 		assert.Equal(t, tt.want, w.Code, tt.name)
 	}
 	assert.Panics(t, func() { streamhttp.FrontWith(wide, nil, streamhttp.FrontOptions{MaxIDBytes: -1}) })
+}
+
+// longIDs reports whether the JSON text body is an object, or an array
+// holding an object, with an "id" member (its name decoded) longer than max
+// bytes: the reference FuzzFrontIDBound compares Front with, read with
+// encoding/json's tokenizer.
+func longIDs(t *testing.T, body []byte, max int) bool {
+	var top any
+	if json.Unmarshal(body, &top) != nil {
+		return false
+	}
+	object := func(raw []byte) bool {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+			return false
+		}
+		long := false
+		for dec.More() {
+			name, err := dec.Token()
+			require.NoError(t, err)
+			var v json.RawMessage
+			require.NoError(t, dec.Decode(&v))
+			long = long || (name == "id" && len(v) > max)
+		}
+		return long
+	}
+	switch top.(type) {
+	case map[string]any:
+		return object(body)
+	case []any:
+		var elems []json.RawMessage
+		require.NoError(t, json.Unmarshal(body, &elems))
+		for _, e := range elems {
+			if object(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// FuzzFrontIDBound: Front refuses a body with the id error exactly when it
+// holds a message (the body, or a member of a batch) whose id member is over
+// the bound, and hands every other body to the handler it routes it to,
+// unchanged.
+func FuzzFrontIDBound(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":"abcdefghijklmnop","method":"ping"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"ping"}`,
+		`[{"id":1},{"id":"abcdefghijklmnop"}]`,
+		`{"\u0069d": "abcdefghijklmnop" }`,
+		`{"ID":"abcdefghijklmnop","id":1}`,
+		`{"id":1,"id":"abcdefghijklmnop"}`,
+		`{"params":{"id":"abcdefghijklmnop"}}`,
+		`{"id":[1,2,3,4,5,6,7,8,9]}`,
+		`"abcdefghijklmnop"`, `{`, `[`,
+	} {
+		f.Add([]byte(s))
+	}
+	const max = 16
+	front := streamhttp.FrontWith(routeMark("listen", nil), routeMark("other", nil), streamhttp.FrontOptions{MaxIDBytes: max})
+	f.Fuzz(func(t *testing.T, body []byte) {
+		w := httptest.NewRecorder()
+		front.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/mcp", bytes.NewReader(body)))
+		refused := w.Code == http.StatusBadRequest && w.Body.String() == idTooLarge(max)
+		if want := longIDs(t, body, max); refused != want {
+			t.Fatalf("refused %v (status %d), the reference says %v: %q", refused, w.Code, want, body)
+		}
+		if !refused && w.Header().Get("X-Routed") == "" {
+			t.Fatalf("neither refused nor routed: status %d %q", w.Code, w.Body.String())
+		}
+	})
 }
