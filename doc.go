@@ -21,8 +21,9 @@
 //	log(listen.Classify(reason))                 // "complete", "cancelled", "revoked", ... (see Classify)
 //
 // Errors of ParseRequest and Open are JSON-RPC errors for the client
-// (jsonrpc.ErrorResponse writes them; package spec names their exact
-// messages). Cancel Serve's ctx with a cause to end the stream from the
+// (jsonrpc.ErrorResponse(req.ID, err) writes them; package spec names their
+// exact messages). Open refuses an id over Options.MaxIDBytes (256 bytes by
+// default) and clears req.ID, so that the response does not repeat it. Cancel Serve's ctx with a cause to end the stream from the
 // transport's side: ErrShutdown writes the completion first (a graceful
 // drain), Cancelled and Disconnected write nothing.
 //

@@ -117,3 +117,50 @@ func TestMaxFilterBytesIsExact(t *testing.T) {
 		}
 	}
 }
+
+// A listen's id is bounded (Options.MaxIDBytes, 256 bytes by default): Open
+// refuses a longer one with -32600 and the exact message, before the source
+// is opened, and clears Request.ID so that the error response written for
+// it carries no id. ParseRequest leaves the bound to Open. Before, a listen
+// whose id was a 250,000-byte string was opened, and its stream repeated
+// the id in every notification.
+func TestListenIDBound(t *testing.T) {
+	str := func(n int) jsonrpc.ID { return jsonrpc.StringID(strings.Repeat("x", n-2)) }
+	tests := []struct {
+		name    string
+		max     int
+		id      jsonrpc.ID
+		wantMsg string // "" when accepted
+	}{
+		{"256 bytes by default", 0, str(256), ""},
+		{"257 bytes by default", 0, str(257), "Invalid request: id must be at most 256 bytes"},
+		{"250,000 bytes", 0, str(250_000), "Invalid request: id must be at most 256 bytes"},
+		{"a custom bound that fits", 1000, str(1000), ""},
+		{"over a custom bound", 16, jsonrpc.IntID(12345678901234567), "Invalid request: id must be at most 16 bytes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := `{"jsonrpc":"2.0","id":` + tt.id.Raw() + `,"method":"subscriptions/listen","params":{"_meta":{` +
+				`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},` +
+				`"notifications":{"toolsListChanged":true}}}`
+			req, err := listen.ParseRequest([]byte(body))
+			require.NoError(t, err, "ParseRequest does not bound the id")
+			require.Equal(t, tt.id, req.ID)
+			src := newTestSource()
+			sub, err := listen.Open(context.Background(), src, req, &listen.Options{Capabilities: allCaps, MaxIDBytes: tt.max})
+			if tt.wantMsg == "" {
+				require.NoError(t, err)
+				assert.Equal(t, tt.id, sub.ID())
+				sub.Close(nil)
+				return
+			}
+			var we *jsonrpc.Error
+			require.ErrorAs(t, err, &we)
+			assert.Equal(t, jsonrpc.CodeInvalidRequest, we.Code)
+			assert.Equal(t, tt.wantMsg, we.Message)
+			assert.Empty(t, src.opened, "the source is not opened")
+			assert.Equal(t, `{"jsonrpc":"2.0","error":{"code":-32600,"message":"`+tt.wantMsg+`"}}`,
+				string(jsonrpc.ErrorResponse(req.ID, err)), "the id is cleared")
+		})
+	}
+}

@@ -252,8 +252,10 @@ func exactURIs(rawURIs []byte) bool {
 // jsonrpc.ParseMessage, a method check (-32601 "Method not found: subscriptions/listen"
 // for any other method), a required id (-32600), then ParseParams. On
 // error the returned Request still carries the id when it could be read.
+// It does not bound the id: Open does (Options.MaxIDBytes), and clears it
+// when it refuses it.
 func ParseRequest(data []byte) (*Request, error) {
-	m, err := jsonrpc.ParseMessage(data)
+	m, err := jsonrpc.ParseMessageMaxID(data, len(data)) // no token is longer than data
 	req := &Request{ID: m.ID}
 	if err != nil {
 		return req, err

@@ -65,6 +65,18 @@ type Options struct {
 	// life (shared with the hub), so this also bounds what one open listen
 	// holds.
 	MaxFilterBytes int
+	// MaxIDBytes bounds a request's JSON-RPC id: the bytes of its JSON
+	// token, quotes and escapes included. Zero means
+	// jsonrpc.DefaultMaxIDBytes (256): real clients send integers or short
+	// strings. Open refuses a listen whose id is longer with -32600
+	// "Invalid request: id must be at most <N> bytes" (jsonrpc.IDTooLarge)
+	// and clears Request.ID, so that the error response written for it
+	// (jsonrpc.ErrorResponse(req.ID, err)) carries no id. The subscription
+	// keeps its id for its life and repeats it in every message of its
+	// stream, so this bounds both. The transports of this module (streamhttp,
+	// its Front, stdio, and the adapters built on them) apply it to every
+	// message they read, listens or not, before anything else sees it.
+	MaxIDBytes int
 	// MaxSettingsBytes bounds the settings a listen's client declared for
 	// the extensions that serve part of its filter
 	// (clientCapabilities.extensions[id] of each, added up), counted as
@@ -276,6 +288,10 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 	}
 	if req == nil || !req.ID.Valid() {
 		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Invalid request: subscriptions/listen requires an id")
+	}
+	if idTooLong(req.ID, opts) {
+		req.ID = jsonrpc.ID{}
+		return nil, jsonrpc.IDTooLarge(opts.MaxIDBytes)
 	}
 	if opts.Disabled {
 		return nil, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, spec.MsgListenDisabled)
@@ -642,6 +658,15 @@ func canRead(ctx context.Context, f func(context.Context, *Request, string) bool
 		}
 	}()
 	return f(ctx, req, uri), nil
+}
+
+// idTooLong reports whether id is longer than Options.MaxIDBytes allows.
+func idTooLong(id jsonrpc.ID, opts *Options) bool {
+	limit := opts.MaxIDBytes
+	if limit <= 0 {
+		limit = jsonrpc.DefaultMaxIDBytes
+	}
+	return len(id.Raw()) > limit
 }
 
 // cloneID copies id so that the subscription keeps no byte of the request.

@@ -18,8 +18,11 @@
 //
 // Every request of the endpoint passes one front: the Origin and Host check
 // (403; streamhttp.Options.AllowedHosts on a non-loopback address), a body
-// bound (512 KiB by default, HandlerOptions.SDK.MaxRequestBodyBytes; 413)
-// and a read deadline that ends with the body (408). Every listen is this
+// bound (512 KiB by default, HandlerOptions.SDK.MaxRequestBodyBytes; 413),
+// a read deadline that ends with the body (408) and a bound on every
+// message's id (Options.Listen.MaxIDBytes, 256 bytes by default; 400 with
+// -32600 "Invalid request: id must be at most 256 bytes", before the go-sdk
+// sees it; over stdio the same, per line). Every listen is this
 // library's, whatever its headers or version (see Handler).
 //
 // # stdio

@@ -32,8 +32,10 @@ type StdioOptions struct {
 	// Its bounds hold for the go-sdk's traffic too: MaxLineBytes bounds
 	// every input line (a longer one is never buffered past the limit and
 	// is answered with the multiplexer's -32600 error; the connection goes
-	// on), and MaxInFlight the requests the go-sdk is handling (each until
-	// its answer was written) and the messages queued for it to read. The
+	// on), MaxInFlight the requests the go-sdk is handling (each until
+	// its answer was written) and the messages queued for it to read, and
+	// MaxLineBytes again the bytes of the requests it is handling, added
+	// up. The
 	// go-sdk reads notifications into a queue of its own, unbounded, and
 	// handles them one at a time, as over its own IOTransport: keep
 	// notification handlers (ProgressNotificationHandler, ...) quick.

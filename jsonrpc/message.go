@@ -3,6 +3,7 @@ package jsonrpc
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 
 	"github.com/mcplisten/listen/internal/jsonobj"
 )
@@ -26,7 +27,42 @@ const MsgDuplicateMember = "Invalid request: a JSON-RPC member is repeated"
 // reads their values in this order.
 var envelope = [...]string{"jsonrpc", "id", "method", "params", "result", "error"}
 
-// ParseMessage decodes one JSON-RPC request or notification. It returns a
+// DefaultMaxIDBytes is the default bound of a request's id (ParseMessage,
+// and the MaxIDBytes of the listen packages' options): 256 bytes of its JSON
+// token, quotes and escapes included. Real clients send integers or short
+// strings (a UUID is 38 bytes with its quotes, an id with a prefix and a
+// UUID rarely 60); 256 is four times that, and small enough that a stream
+// which repeats its listen's id in every notification stays small.
+const DefaultMaxIDBytes = 256
+
+// IDTooLarge returns the -32600 error for a message whose id is longer than
+// max bytes (zero or less: DefaultMaxIDBytes), with the exact message
+// "Invalid request: id must be at most <max> bytes". It is answered without
+// an id: an id that long is not repeated.
+func IDTooLarge(max int) *Error {
+	if max <= 0 {
+		max = DefaultMaxIDBytes
+	}
+	return NewError(CodeInvalidRequest, "Invalid request: id must be at most "+strconv.Itoa(max)+" bytes")
+}
+
+// IDTooLong reports whether the id token raw (a member's raw JSON value,
+// surrounding spaces not counted) is longer than max bytes (zero or less:
+// DefaultMaxIDBytes). Transports use it on the members they do not parse
+// (a response's id, a cancellation's requestId).
+func IDTooLong(raw []byte, max int) bool {
+	if max <= 0 {
+		max = DefaultMaxIDBytes
+	}
+	return len(raw) > max && len(bytes.TrimSpace(raw)) > max
+}
+
+// ParseMessage is ParseMessageMaxID with DefaultMaxIDBytes.
+func ParseMessage(data []byte) (Message, error) {
+	return ParseMessageMaxID(data, DefaultMaxIDBytes)
+}
+
+// ParseMessageMaxID decodes one JSON-RPC request or notification. It returns a
 // -32700 *Error for malformed JSON and a -32600 *Error for a message that is
 // not a valid request or notification (the returned Message then still holds
 // the id when it could be read, so the error can echo it).
@@ -39,7 +75,14 @@ var envelope = [...]string{"jsonrpc", "id", "method", "params", "result", "error
 // counts (most take the last, some the first), and a message read one way
 // here and another way by a gateway or an SDK behind the same endpoint
 // must not be served. Other members are ignored.
-func ParseMessage(data []byte) (Message, error) {
+//
+// An id whose JSON token is longer than maxIDBytes (zero or less:
+// DefaultMaxIDBytes; spaces around the token not counted) is refused with
+// IDTooLarge's -32600, before it is decoded; the returned Message then has
+// HasID set but no ID, so that the error response carries no id (the
+// schema's error response without one): a transport never keeps nor
+// repeats an id over the bound.
+func ParseMessageMaxID(data []byte, maxIDBytes int) (Message, error) {
 	if !jsonobj.Valid(data) {
 		return Message{}, NewError(CodeParseError, "Parse error")
 	}
@@ -63,6 +106,9 @@ func ParseMessage(data []byte) (Message, error) {
 	var m Message
 	if id != nil {
 		m.HasID = true
+		if IDTooLong(id, maxIDBytes) {
+			return m, IDTooLarge(maxIDBytes)
+		}
 		v, ok := ParseID(id)
 		if !ok {
 			return m, NewError(CodeInvalidRequest, "Invalid request: id must be a string or an integer")

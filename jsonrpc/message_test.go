@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -196,4 +197,101 @@ func TestUnsupportedVersionErrorIsTheExample(t *testing.T) {
 	resp := jsonrpc.ErrorResponse(jsonrpc.IntID(1), spec.UnsupportedVersionError([]string{"2026-07-28", "2025-11-25"}, "1900-01-01"))
 	assert.Equal(t, `{"jsonrpc":"2.0","id":1,"error":{"code":-32022,"message":"Unsupported protocol version",`+
 		`"data":{"supported":["2026-07-28","2025-11-25"],"requested":"1900-01-01"}}}`, string(resp))
+}
+
+// An id is bounded: its JSON token (quotes and escapes included, spaces
+// around it not) may be at most DefaultMaxIDBytes long, or the bound given;
+// a longer one is refused with -32600 and the exact message, and the
+// Message keeps no id, so that the error response carries none. Before,
+// every id was accepted whatever its size.
+func TestParseMessageBoundsTheID(t *testing.T) {
+	str := func(n int) string { return `"` + strings.Repeat("x", n-2) + `"` }
+	msg := func(id string) []byte {
+		return []byte(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/list"}`)
+	}
+	tests := []struct {
+		name    string
+		id      string
+		max     int
+		wantMsg string // "" : accepted
+	}{
+		{"a 256-byte string", str(256), 0, ""},
+		{"a 257-byte string", str(257), 0, "Invalid request: id must be at most 256 bytes"},
+		{"a 250,000-byte string", str(250_000), 0, "Invalid request: id must be at most 256 bytes"},
+		{"a 257-digit integer", strings.Repeat("7", 257), 0, "Invalid request: id must be at most 256 bytes"},
+		{"escapes count as sent", `"` + strings.Repeat(`\u0061`, 43) + `"`, 0, "Invalid request: id must be at most 256 bytes"},
+		{"spaces around it do not count", "  " + str(256) + "  ", 0, ""},
+		{"a long object is refused for its size first", `{"a":"` + strings.Repeat("x", 300) + `"}`, 0, "Invalid request: id must be at most 256 bytes"},
+		{"a bound of 8: 8 bytes", `12345678`, 8, ""},
+		{"a bound of 8: 9 bytes", `"1234567"`, 8, "Invalid request: id must be at most 8 bytes"},
+		{"a bound of 1000", str(1000), 1000, ""},
+		{"a negative bound is the default", str(257), -1, "Invalid request: id must be at most 256 bytes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := jsonrpc.ParseMessageMaxID(msg(tt.id), tt.max)
+			if tt.wantMsg == "" {
+				require.NoError(t, err)
+				assert.Equal(t, strings.TrimSpace(tt.id), m.ID.Raw())
+				return
+			}
+			var we *jsonrpc.Error
+			require.ErrorAs(t, err, &we)
+			assert.Equal(t, jsonrpc.CodeInvalidRequest, we.Code)
+			assert.Equal(t, tt.wantMsg, we.Message)
+			assert.True(t, m.HasID)
+			assert.False(t, m.ID.Valid(), "the id over the bound is not kept")
+			assert.Equal(t, `{"jsonrpc":"2.0","error":{"code":-32600,"message":"`+tt.wantMsg+`"}}`,
+				string(jsonrpc.ErrorResponse(m.ID, err)), "answered without an id")
+			if tt.max <= 0 {
+				_, err := jsonrpc.ParseMessage(msg(tt.id))
+				assert.Equal(t, we, err, "ParseMessage is ParseMessageMaxID with the default")
+			}
+		})
+	}
+}
+
+// FuzzParseMessageMaxID: with a bound, ParseMessageMaxID answers exactly as
+// without one (a bound of the data's length), but for a message whose id
+// token is longer than the bound, which it refuses with IDTooLarge and no
+// id; it never returns an id over the bound.
+func FuzzParseMessageMaxID(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":"abcdefghij","method":"ping"}`,
+		`{"jsonrpc":"2.0","id": "abcdefghij" ,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":"abcdefghij","id":1,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":{"a":"bcdefghij"},"method":"ping"}`,
+		`{"jsonrpc":"1.0","id":12345678901,"method":"ping"}`,
+		`{"id":"\u0061\u0062"}`,
+	} {
+		f.Add([]byte(s), uint16(8))
+	}
+	f.Fuzz(func(t *testing.T, data []byte, bound uint16) {
+		limit := int(bound)
+		eff := limit
+		if eff <= 0 {
+			eff = jsonrpc.DefaultMaxIDBytes
+		}
+		free, ferr := jsonrpc.ParseMessageMaxID(data, len(data)+1)
+		m, err := jsonrpc.ParseMessageMaxID(data, limit)
+		if m.ID.Valid() && len(m.ID.Raw()) > eff {
+			t.Fatalf("id of %d bytes returned under a bound of %d", len(m.ID.Raw()), eff)
+		}
+		var we *jsonrpc.Error
+		if errors.As(err, &we) && we.Code == jsonrpc.CodeInvalidRequest && we.Message == jsonrpc.IDTooLarge(limit).Message {
+			if m.ID.Valid() || !m.HasID {
+				t.Fatalf("refused for its id, but returns the id %q (has %v)", m.ID.Raw(), m.HasID)
+			}
+			var fe *jsonrpc.Error
+			if errors.As(ferr, &fe) && (fe.Code == jsonrpc.CodeParseError || fe.Message == jsonrpc.MsgDuplicateMember ||
+				fe.Message == "Invalid request: expected a JSON-RPC object") {
+				t.Fatalf("refused for its id, but unbounded it fails before the id: %v", ferr)
+			}
+			return
+		}
+		if !assert.ObjectsAreEqual(free, m) || !assert.ObjectsAreEqual(ferr, err) {
+			t.Fatalf("bounded (%+v, %v) differs from unbounded (%+v, %v)", m, err, free, ferr)
+		}
+	})
 }

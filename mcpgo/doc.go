@@ -36,6 +36,10 @@
 //     it (HandlerOptions.Sessions).
 //   - Hooks that refuse requests (OnRequestInitialization without a token,
 //     say) must let through those for which FromBridge(ctx) is true.
+//   - Ids: every message's id is at most Options.Listen.MaxIDBytes (256
+//     bytes by default), over HTTP and stdio alike; a longer one is
+//     answered with -32600 "Invalid request: id must be at most 256 bytes"
+//     without an id, before mcp-go sees it.
 //   - Auth: see Auth below.
 //
 // # Auth

@@ -35,9 +35,12 @@ type StdioOptions struct {
 	// message that is not a listen or a cancellation goes to mcp-go). Its
 	// bounds hold for mcp-go's traffic too: MaxLineBytes bounds every input
 	// line (a longer one never reaches mcp-go and is answered with the
-	// multiplexer's -32600 error; the connection goes on), and MaxInFlight
+	// multiplexer's -32600 error; the connection goes on), MaxInFlight
 	// the requests mcp-go is handling (each until its answer was written)
-	// and the messages waiting for it.
+	// and the messages waiting for it, and MaxLineBytes again the bytes of
+	// the requests mcp-go is handling, added up: mcp-go serves each request
+	// on a goroutine of its own, so the connection hands it no more than
+	// that at once.
 	Stdio stdio.Options
 	// SDK are the options of the mcp-go StdioServer made for each
 	// connection, which serves every message that is not a listen
@@ -249,9 +252,18 @@ type peer struct {
 	// legacy is set once the client sent initialize through the peer.
 	legacy atomic.Bool
 
-	mu  sync.Mutex
-	buf []byte // read from r, not yet handed to mcp-go
+	mu sync.Mutex
+	// line is the beginning of the line mcp-go is reading (all of it when
+	// it may be an initialize); skip: the rest of the line is not kept.
+	line []byte
+	skip bool
 }
+
+// initializeHead is how far into a line an initialize names its method: the
+// Conn writes {"jsonrpc":"2.0","id":N,"method":"initialize", N at most 20
+// digits. Only such a line is kept whole, so that a large line is not
+// copied again for the check.
+const initializeHead = 64
 
 // broadcastOnly are the notifications mcp-go writes to its stdio session
 // only as broadcasts, which a 2026-07-28 client receives on its listens.
@@ -268,22 +280,45 @@ func (p *peer) Read(b []byte) (int, error) {
 	n, err := p.r.Read(b)
 	if n > 0 && !p.legacy.Load() {
 		p.mu.Lock()
-		p.buf = append(p.buf, b[:n]...)
-		for {
-			i := bytes.IndexByte(p.buf, '\n')
-			if i < 0 {
-				break
-			}
-			if isInitialize(p.buf[:i]) {
-				p.legacy.Store(true)
-				p.buf = nil
-				break
-			}
-			p.buf = p.buf[i+1:]
-		}
+		p.scan(b[:n])
 		p.mu.Unlock()
 	}
 	return n, err
+}
+
+// scan follows the lines in b, the next bytes mcp-go reads, and sets legacy
+// at an initialize. It keeps the first initializeHead bytes of each line,
+// and the rest only of a line that names initialize there.
+func (p *peer) scan(b []byte) {
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		chunk := b
+		if i >= 0 {
+			chunk = b[:i]
+		}
+		if !p.skip && len(p.line) < initializeHead {
+			k := min(len(chunk), initializeHead-len(p.line))
+			p.line = append(p.line, chunk[:k]...)
+			chunk = chunk[k:]
+			p.skip = len(p.line) == initializeHead && !bytes.Contains(p.line, []byte(`"method":"initialize"`))
+		}
+		if !p.skip {
+			p.line = append(p.line, chunk...)
+		}
+		if i < 0 {
+			return
+		}
+		if !p.skip && isInitialize(p.line) {
+			p.legacy.Store(true)
+			p.line = nil
+			return
+		}
+		if cap(p.line) > 4*initializeHead {
+			p.line = nil // an initialize's: not kept for the connection's life
+		}
+		p.line, p.skip = p.line[:0], false
+		b = b[i+1:]
+	}
 }
 
 // isInitialize reports whether line is an initialize request of an

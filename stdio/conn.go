@@ -24,10 +24,11 @@ import (
 // from then on nothing more can be written, and Serve stops the writer.
 //
 // Bounds: slots (MaxInFlight) is taken by the reader for every handler call
-// and every request forwarded to the peer, and given back once the call's
-// response, or the peer's answer, was written (or dropped); the reader
-// waits for one, which stops the reading: a client that does not read its
-// output stops being read. inbound (capacity MaxInFlight) is the queue of messages
+// and every request forwarded to the peer, with the message's bytes
+// (bytesInFlight, at most MaxLineBytes but for a lone message), and given
+// back once the call's response, or the peer's answer, was written (or
+// dropped); the reader waits for them, which stops the reading: a client
+// that does not read its output stops being read. inbound (capacity MaxInFlight) is the queue of messages
 // for the peer; the reader waits when it is full. Output is not queued: each
 // message waits in its sender until the writer wrote it.
 type conn struct {
@@ -69,6 +70,12 @@ type conn struct {
 	// slots holds one value per handler call or forwarded request whose
 	// response is not written yet (capacity MaxInFlight).
 	slots chan struct{}
+	// bytesInFlight adds up the sizes of the messages holding a unit of
+	// slots (at most MaxLineBytes, or one message); bytesFreed (capacity
+	// 1) wakes the reader when some are given back.
+	bytesMu       sync.Mutex
+	bytesInFlight int
+	bytesFreed    chan struct{}
 	// inbound queues the messages for the peer (capacity MaxInFlight; nil
 	// without a peer). The reader goroutine closes it as it exits.
 	inbound chan []byte
@@ -148,6 +155,9 @@ type entry struct {
 
 	// Requests forwarded to the peer: the id the peer knows it by.
 	peerID uint64
+	// size is the bytes of the request (handler calls and forwarded
+	// requests), counted while it holds its unit of MaxInFlight.
+	size int
 
 	// shutdown: a drain ended it; its terminal message is preceded by
 	// notifications/cancelled.
@@ -194,6 +204,7 @@ func (s *Server) newConn(r io.Reader, w io.Writer, peer bool) *conn {
 		timeoutDone:  make(chan struct{}),
 		finished:     make(chan struct{}),
 		slots:        make(chan struct{}, s.opts.MaxInFlight),
+		bytesFreed:   make(chan struct{}, 1),
 		peerDone:     make(chan struct{}),
 		entries:      make(map[jsonrpc.ID]*entry),
 		forwards:     make(map[uint64]*entry),
@@ -341,19 +352,56 @@ func (c *conn) setStoppingLocked() {
 	}
 }
 
-// takeSlot waits for a unit of MaxInFlight; false if the connection stopped
-// taking messages meanwhile. Only the reader calls it.
-func (c *conn) takeSlot() bool {
+// takeSlot waits for room for the size bytes of the message that takes it,
+// then for a unit of MaxInFlight: the messages holding a unit add up to at
+// most MaxLineBytes, but one is always let in when none holds one. false if
+// the connection stopped taking messages meanwhile. Only the reader calls
+// it.
+func (c *conn) takeSlot(size int) bool {
+	for logged := false; ; logged = true {
+		c.bytesMu.Lock()
+		inFlight := c.bytesInFlight
+		if inFlight == 0 || inFlight+size <= c.srv.opts.MaxLineBytes {
+			c.bytesInFlight += size
+			c.bytesMu.Unlock()
+			break
+		}
+		c.bytesMu.Unlock()
+		if !logged {
+			c.srv.log.Debug("stdio: reading waits for bytes in flight to be answered",
+				"in_flight", inFlight, "message", size, "limit", c.srv.opts.MaxLineBytes)
+		}
+		select {
+		case <-c.bytesFreed:
+		case <-c.stopped:
+			return false
+		}
+	}
 	select {
 	case c.slots <- struct{}{}:
 		return true
 	case <-c.stopped:
+		c.giveBytes(size)
 		return false
 	}
 }
 
-// giveSlot gives back a unit of MaxInFlight.
-func (c *conn) giveSlot() { <-c.slots }
+// giveBytes gives back size bytes of MaxLineBytes in flight.
+func (c *conn) giveBytes(size int) {
+	c.bytesMu.Lock()
+	c.bytesInFlight -= size
+	c.bytesMu.Unlock()
+	select {
+	case c.bytesFreed <- struct{}{}: // the reader may be waiting for room
+	default: // a wake-up is pending already
+	}
+}
+
+// giveSlot gives back a unit of MaxInFlight and its size bytes.
+func (c *conn) giveSlot(size int) {
+	c.giveBytes(size)
+	<-c.slots
+}
 
 // inputDone records the end of the input: EOF or a read error ends every
 // listen as disconnected; handler calls in flight go on and are answered,

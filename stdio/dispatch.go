@@ -17,22 +17,24 @@ import (
 // is the only one that adds in-flight ids: a check of c.entries followed by
 // an insert cannot be raced by another insert.
 func (c *conn) handleLine(line []byte) {
-	msg, err := jsonrpc.ParseMessage(line)
+	maxID := c.srv.opts.Listen.MaxIDBytes
+	msg, err := jsonrpc.ParseMessageMaxID(line, maxID)
 	if err != nil {
 		if c.peer {
-			if resp, ok := parseResponse(line); ok {
+			if resp, ok := parseResponse(line, maxID); ok {
 				// The client's answer to a request of the peer.
 				c.forward(resp)
 				return
 			}
 		}
-		// The id is echoed when it could be read (ParseMessage keeps it).
+		// The id is echoed when it could be read (ParseMessage keeps it),
+		// and never when it is over the bound.
 		c.srv.log.Debug("stdio: malformed message", "err", err)
 		c.reply(msg.ID, err)
 		return
 	}
 	if !msg.HasID {
-		c.notification(msg)
+		c.notification(msg, len(line))
 		return
 	}
 	if c.inFlight(msg.ID) {
@@ -47,14 +49,15 @@ func (c *conn) handleLine(line []byte) {
 	case msg.Method == spec.MethodListen:
 		c.listen(msg)
 	case c.peer:
-		c.forwardRequest(msg)
+		c.forwardRequest(msg, len(line))
 	default:
-		c.request(msg)
+		c.request(msg, len(line))
 	}
 }
 
-// notification handles a message without an id. It is never answered.
-func (c *conn) notification(msg jsonrpc.Message) {
+// notification handles a message without an id, of size bytes. It is
+// never answered.
+func (c *conn) notification(msg jsonrpc.Message, size int) {
 	switch msg.Method {
 	case spec.MethodCancelled:
 		c.cancellation(msg.Params)
@@ -65,13 +68,13 @@ func (c *conn) notification(msg jsonrpc.Message) {
 			c.forward(peerMessage(nil, 0, msg))
 			return
 		}
-		if c.srv.opts.Handler == nil || !c.takeSlot() {
+		if c.srv.opts.Handler == nil || !c.takeSlot(size) {
 			return
 		}
 		c.mu.Lock()
 		c.active++
 		c.mu.Unlock()
-		go c.runHandler(nil, msg)
+		go c.runHandler(nil, msg, size)
 	}
 }
 
@@ -81,7 +84,7 @@ func (c *conn) notification(msg jsonrpc.Message) {
 // in flight, or malformed) is dropped at once: it could mean nothing to the
 // peer, which knows no id of the client's.
 func (c *conn) cancellation(params json.RawMessage) {
-	id, reason, at, ok := parseCancelled(params)
+	id, reason, at, ok := parseCancelled(params, c.srv.opts.Listen.MaxIDBytes)
 	if !ok {
 		c.srv.log.Debug("stdio: malformed cancellation ignored")
 		return
@@ -91,35 +94,36 @@ func (c *conn) cancellation(params json.RawMessage) {
 	}
 }
 
-// request starts a handler call for a request other than a listen, once a
-// unit of MaxInFlight is free.
-func (c *conn) request(msg jsonrpc.Message) {
+// request starts a handler call for a request other than a listen, of size
+// bytes, once a unit of MaxInFlight and room for its bytes are free.
+func (c *conn) request(msg jsonrpc.Message, size int) {
 	if c.srv.opts.Handler == nil {
 		c.reply(msg.ID, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "Method not found: "+echo.Cut(msg.Method)))
 		return
 	}
-	if !c.takeSlot() {
+	if !c.takeSlot(size) {
 		return // drained or killed while waiting: not taken
 	}
-	e := &entry{id: msg.ID, kind: kindHandler, gone: make(chan struct{})}
+	e := &entry{id: msg.ID, kind: kindHandler, gone: make(chan struct{}), size: size}
 	e.ctx, e.cancel = context.WithCancelCause(c.hctx)
 	c.mu.Lock()
 	c.entries[e.id] = e
 	c.active++
 	c.mu.Unlock()
-	go c.runHandler(e, msg)
+	go c.runHandler(e, msg, size)
 }
 
-// forwardRequest hands a request to the peer under an id of the
-// connection's own (see Conn), once a unit of MaxInFlight is free. The
-// unit is held until the peer's answer was written, or dropped.
-func (c *conn) forwardRequest(msg jsonrpc.Message) {
-	if !c.takeSlot() {
+// forwardRequest hands a request of size bytes to the peer under an id of
+// the connection's own (see Conn), once a unit of MaxInFlight and room for
+// its bytes are free. Both are held until the peer's answer was written,
+// or dropped.
+func (c *conn) forwardRequest(msg jsonrpc.Message, size int) {
+	if !c.takeSlot(size) {
 		return
 	}
 	c.mu.Lock()
 	c.lastPeerID++
-	e := &entry{id: msg.ID, kind: kindForward, peerID: c.lastPeerID}
+	e := &entry{id: msg.ID, kind: kindForward, peerID: c.lastPeerID, size: size}
 	c.entries[e.id] = e
 	c.addForwardLocked(e)
 	c.mu.Unlock()
@@ -135,7 +139,7 @@ func (c *conn) forwardRequest(msg jsonrpc.Message) {
 		}
 		c.mu.Unlock()
 		if pending {
-			c.giveSlot()
+			c.giveSlot(e.size)
 		}
 	}
 }
@@ -207,13 +211,17 @@ func (c *conn) listen(msg jsonrpc.Message) {
 // requestId (a string or an integer) and an optional string reason, neither
 // repeated (names matched exactly). at is the index of requestId's value in
 // params. Anything else is malformed (ok false): such cancellations are
-// ignored.
-func parseCancelled(params json.RawMessage) (id jsonrpc.ID, reason string, at int, ok bool) {
+// ignored, and so is a requestId longer than maxID bytes, which names no
+// request in flight (every one's id is within the bound).
+func parseCancelled(params json.RawMessage, maxID int) (id jsonrpc.ID, reason string, at int, ok bool) {
 	found, unique, isObject := jsonobj.Lookup(params, "requestId", "reason")
 	if !isObject || !unique {
 		return jsonrpc.ID{}, "", 0, false
 	}
 	rawID, rawReason := found[0].Value, found[1].Value
+	if jsonrpc.IDTooLong(rawID, maxID) {
+		return jsonrpc.ID{}, "", 0, false
+	}
 	if id, ok = jsonrpc.ParseID(rawID); !ok {
 		return jsonrpc.ID{}, "", 0, false
 	}
@@ -225,9 +233,10 @@ func parseCancelled(params json.RawMessage) (id jsonrpc.ID, reason string, at in
 
 // parseResponse reads line as a JSON-RPC 2.0 response: jsonrpc "2.0", no
 // method, exactly one of result and error, and a string or integer id (or
-// a null id for an error), no member repeated (names matched exactly). It
-// returns the response rebuilt from those members, for the peer.
-func parseResponse(line []byte) ([]byte, bool) {
+// a null id for an error) of at most maxID bytes, no member repeated (names
+// matched exactly). It returns the response rebuilt from those members, for
+// the peer.
+func parseResponse(line []byte, maxID int) ([]byte, bool) {
 	if !json.Valid(line) {
 		return nil, false
 	}
@@ -241,6 +250,8 @@ func parseResponse(line []byte) ([]byte, bool) {
 		if rerr == nil {
 			return nil, false
 		}
+	} else if jsonrpc.IDTooLong(id, maxID) {
+		return nil, false
 	} else if _, ok := jsonrpc.ParseID(id); !ok {
 		return nil, false
 	}

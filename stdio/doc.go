@@ -20,9 +20,11 @@
 // peer runs on its own goroutines.
 //
 // The connection holds a bounded amount of work whatever the client sends:
-// at most Options.MaxInFlight handler calls or forwarded requests (64), as
+// at most Options.MaxInFlight handler calls or forwarded requests (64),
+// adding up to at most Options.MaxLineBytes (but for a lone one), as
 // many messages queued for the peer, Options.MaxSubscriptions listens (32),
-// and one input line of Options.MaxLineBytes (4 MiB). Output is not queued:
+// one input line of Options.MaxLineBytes (4 MiB), and ids of at most
+// Options.Listen.MaxIDBytes (256 bytes; see listen.Options). Output is not queued:
 // a message waits in its goroutine until written (Options.WriteTimeout,
 // 5 s). At a bound the reader waits, so a client that sends without reading
 // is slowed to the pace of its own reading.
@@ -49,7 +51,11 @@
 // goroutine, so two messages never interleave. Malformed input is answered
 // (-32700, -32600; a line over Options.MaxLineBytes with MsgLineTooLong,
 // skipped to its newline, never buffered past the limit) and the
-// connection goes on.
+// connection goes on. A message whose id is over Options.Listen.MaxIDBytes
+// (a request of any method, a response to the peer) is answered with
+// -32600 "Invalid request: id must be at most <N> bytes" without an id
+// (jsonrpc.IDTooLarge), and neither kept nor forwarded; a cancellation
+// naming such an id is ignored.
 //
 // Many listens and requests share the connection. Each listen has its own
 // stream (its acknowledgement, its notifications in order, one terminal

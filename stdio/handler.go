@@ -11,10 +11,10 @@ import (
 
 // runHandler runs one Handler call and answers it when it is a request (e is
 // nil for a notification). It owns one unit of conn.active and one of
-// MaxInFlight.
-func (c *conn) runHandler(e *entry, msg jsonrpc.Message) {
+// MaxInFlight, with size bytes (the message's).
+func (c *conn) runHandler(e *entry, msg jsonrpc.Message, size int) {
 	defer c.release()
-	defer c.giveSlot()
+	defer c.giveSlot(size)
 	ctx := c.hctx
 	if e != nil {
 		defer e.cancel(context.Canceled)

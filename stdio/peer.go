@@ -53,9 +53,11 @@ import (
 // peer never sees it.
 //
 // Bounds (see Options.MaxInFlight): a request forwarded to the peer holds a
-// unit of MaxInFlight until the peer's answer has been written to the
-// client (or dropped), so a client that does not read its output stops
-// being read after MaxInFlight requests, however fast the peer answers; the
+// unit of MaxInFlight, and its bytes of MaxLineBytes, until the peer's
+// answer has been written to the client (or dropped), so a client that
+// does not read its output stops being read after MaxInFlight requests,
+// however fast the peer answers, and the requests the peer is serving add
+// up to at most MaxLineBytes (one alone may take it all); the
 // queue of messages the peer has not read yet holds at most MaxInFlight
 // messages. When either is full Serve stops reading. The peer must
 // therefore answer every request it reads, even one the client cancelled:
@@ -198,7 +200,7 @@ func (c *conn) answer(ctx context.Context, line []byte, h head) error {
 		c.removeEntryLocked(e) // the client's id is free from now on
 	}
 	c.mu.Unlock()
-	defer c.giveSlot()
+	defer c.giveSlot(e.size)
 	if cancelled {
 		c.srv.log.Debug("stdio: answer to a cancelled request dropped", "id", e.id.Raw())
 		return nil

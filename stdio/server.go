@@ -45,7 +45,8 @@ const TransportKind = "stdio"
 // Each call runs on its own goroutine, concurrently with other calls and with
 // the subscriptions; Serve waits for it before returning. At most
 // Options.MaxInFlight calls run at once on a connection; while that many
-// run, Serve reads nothing more. ctx is cancelled when the client cancels
+// run, Serve reads nothing more; so it does while the calls running add up
+// to Options.MaxLineBytes. ctx is cancelled when the client cancels
 // the request (notifications/cancelled; the cause matches listen.ErrCancelled
 // and the response is then not sent), when the connection is lost
 // (listen.ErrDisconnected), and when Serve's own context ends. A panic is
@@ -73,7 +74,8 @@ type Options struct {
 	// Listen configures listen.Open for every subscription: the server's
 	// capabilities (which the requested filters are narrowed against), its
 	// server info (for the completion result), extensions, CanRead and
-	// ReleaseTimeout.
+	// ReleaseTimeout. Its MaxIDBytes bounds the id of every message a
+	// connection reads, listens or not (see the package documentation).
 	Listen listen.Options
 	// Handler serves every other method on the connections of Serve. Nil
 	// answers every other request with -32601 "Method not found: <method>"
@@ -93,13 +95,21 @@ type Options struct {
 	// read yet. When either is full Serve stops reading (the client's writes
 	// then block: this is the connection's backpressure) until there is
 	// room; so a client that does not read its output is not read either.
-	// Listens are bounded by MaxSubscriptions instead. Zero means
-	// DefaultMaxInFlight (64).
+	// The bytes of that work are bounded too, by MaxLineBytes. Listens are
+	// bounded by MaxSubscriptions instead. Zero means DefaultMaxInFlight
+	// (64).
 	MaxInFlight int
 	// MaxLineBytes bounds the length of one input line, newline excluded.
 	// A longer line is skipped (never buffered past the limit) and answered
 	// with a -32600 error without an id (MsgLineTooLong); the connection goes
-	// on. Zero means DefaultMaxLineBytes (4 MiB).
+	// on. It also bounds the bytes of the work in flight (see MaxInFlight):
+	// the requests and notifications handed to the Handler, and the requests
+	// handed to a Conn's peer, not answered yet, add up to at most
+	// MaxLineBytes (one alone may take it all); Serve reads nothing more
+	// until there is room, so 64 large requests are not all decoded and
+	// served at once (a peer that serves each on its own goroutine, as
+	// mcp-go does, would hold them all). Zero means DefaultMaxLineBytes
+	// (4 MiB).
 	MaxLineBytes int
 	// WriteTimeout bounds each write of one message. A write that does not
 	// complete in time ends the connection (see Serve). Zero means

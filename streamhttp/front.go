@@ -3,6 +3,7 @@ package streamhttp
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -49,7 +50,12 @@ const DefaultFrontMaxBodyBytes = 512 << 10
 //     GET or DELETE) gets none, so neither a long-lived GET stream nor a
 //     long tool call is ever cut by it. other then reads the same bytes
 //     from the request's Body, and FrontMessage gives it the message
-//     already parsed.
+//     already parsed;
+//   - a bound on the ids of its body: a message (the body's, or a member
+//     of a batch; a request, a notification or a response) whose id is
+//     longer than FrontOptions.MaxIDBytes is refused with 400 and -32600
+//     "Invalid request: id must be at most <N> bytes" without an id
+//     (jsonrpc.IDTooLarge), so that other never keeps nor repeats it.
 //
 // Refusals are reported to the *Handler's OnError. FrontWith chooses
 // another check, or none, and other limits. The request line and headers,
@@ -81,6 +87,11 @@ type FrontOptions struct {
 	// it is a *Handler, else DefaultReadTimeout (10 s). FrontWith panics if
 	// it is negative.
 	ReadTimeout time.Duration
+	// MaxIDBytes bounds the id of every message of a body Front reads
+	// (see listen.Options.MaxIDBytes). Zero means listenHandler's
+	// Listen.MaxIDBytes when it is a *Handler, else
+	// jsonrpc.DefaultMaxIDBytes (256). FrontWith panics if it is negative.
+	MaxIDBytes int
 }
 
 // FrontWith is Front with the check and the limits of the requests routed
@@ -89,13 +100,13 @@ func FrontWith(listenHandler, other http.Handler, opts FrontOptions) http.Handle
 	if listenHandler == nil {
 		panic("streamhttp: Front needs a listen handler")
 	}
-	if opts.MaxBodyBytes < 0 || opts.ReadTimeout < 0 {
-		panic(fmt.Sprintf("streamhttp: negative FrontOptions limit (MaxBodyBytes %d, ReadTimeout %v)", opts.MaxBodyBytes, opts.ReadTimeout))
+	if opts.MaxBodyBytes < 0 || opts.ReadTimeout < 0 || opts.MaxIDBytes < 0 {
+		panic(fmt.Sprintf("streamhttp: negative FrontOptions limit (MaxBodyBytes %d, ReadTimeout %v, MaxIDBytes %d)", opts.MaxBodyBytes, opts.ReadTimeout, opts.MaxIDBytes))
 	}
 	if other == nil {
 		other = http.NotFoundHandler()
 	}
-	f := &front{listen: listenHandler, other: other, maxBody: opts.MaxBodyBytes, readTimeout: opts.ReadTimeout}
+	f := &front{listen: listenHandler, other: other, maxBody: opts.MaxBodyBytes, readTimeout: opts.ReadTimeout, maxID: opts.MaxIDBytes}
 	f.h, _ = listenHandler.(*Handler)
 	switch {
 	case opts.Unchecked:
@@ -108,6 +119,12 @@ func FrontWith(listenHandler, other http.Handler, opts FrontOptions) http.Handle
 	}
 	if f.maxBody == 0 {
 		f.maxBody = DefaultFrontMaxBodyBytes
+	}
+	if f.maxID == 0 && f.h != nil {
+		f.maxID = f.h.opts.Listen.MaxIDBytes
+	}
+	if f.maxID <= 0 {
+		f.maxID = jsonrpc.DefaultMaxIDBytes
 	}
 	if f.readTimeout == 0 {
 		f.readTimeout = DefaultReadTimeout
@@ -126,6 +143,7 @@ type front struct {
 	check       func(r *http.Request) error
 	maxBody     int64
 	readTimeout time.Duration
+	maxID       int
 }
 
 func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -158,8 +176,15 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_ = rc.SetReadDeadline(time.Time{})
-	m, parsed := parseFront(body)
-	if r.Method == http.MethodPost && isListenBody(body, m, parsed) {
+	m, err := jsonrpc.ParseMessageMaxID(body, f.maxID)
+	parsed := err == nil
+	if !parsed && !errors.Is(err, jsonrpc.ErrParse) && oversizedID(body, f.maxID) {
+		// Read as a message, or as JSON (a batch, a response): no id over
+		// the bound goes further.
+		refuse(http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.IDTooLarge(f.maxID)).write(f.h, w, r)
+		return
+	}
+	if r.Method == http.MethodPost && isListenBody(body, m, parsed, f.maxID) {
 		// Without FrontMessage: a stream keeps its request's context values
 		// for its whole life (see newStream), and would keep the message's
 		// params with them.
@@ -216,10 +241,34 @@ func FrontMessage(r *http.Request) (m jsonrpc.Message, ok bool) {
 	return fr.msg, fr.ok
 }
 
-// parseFront parses a body read by Front as one JSON-RPC message.
-func parseFront(body []byte) (jsonrpc.Message, bool) {
-	m, err := jsonrpc.ParseMessage(body)
-	return m, err == nil
+// oversizedID reports whether body, valid JSON, is an object or an array
+// of objects (a batch) of which one has an "id" member longer than max
+// bytes.
+func oversizedID(body []byte, max int) bool {
+	body = bytes.TrimSpace(body)
+	if len(body) <= max {
+		return false
+	}
+	if body[0] == '{' {
+		return objectIDTooLong(body, max)
+	}
+	found := false
+	jsonobj.Elements(body, func(elem []byte) bool {
+		found = elem[0] == '{' && objectIDTooLong(elem, max)
+		return !found
+	})
+	return found
+}
+
+// objectIDTooLong reports whether the JSON object obj has an "id" member
+// (named exactly) longer than max bytes.
+func objectIDTooLong(obj []byte, max int) bool {
+	long := false
+	jsonobj.Each(obj, func(m jsonobj.Member) bool {
+		long = m.Is("id") && jsonrpc.IDTooLong(m.Value, max)
+		return !long
+	})
+	return long
 }
 
 // isListenBody reports whether body, parsed as m (parsed reports whether it
@@ -227,7 +276,7 @@ func parseFront(body []byte) (jsonrpc.Message, bool) {
 // any member of a JSON-RPC batch. A batch is walked in place (jsonobj), and
 // only a member that names the method is parsed, so that a batch of many
 // tiny members costs no allocation per member.
-func isListenBody(body []byte, m jsonrpc.Message, parsed bool) bool {
+func isListenBody(body []byte, m jsonrpc.Message, parsed bool, maxID int) bool {
 	if parsed {
 		return m.Method == spec.MethodListen
 	}
@@ -237,7 +286,7 @@ func isListenBody(body []byte, m jsonrpc.Message, parsed bool) bool {
 	found := false
 	jsonobj.Elements(body, func(elem []byte) bool {
 		if namesListen(elem) {
-			bm, err := jsonrpc.ParseMessage(elem)
+			bm, err := jsonrpc.ParseMessageMaxID(elem, maxID)
 			found = err == nil && bm.Method == spec.MethodListen
 		}
 		return !found

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
 )
 
@@ -76,10 +77,14 @@ func TestFrontBatchCostsNoAllocationPerMember(t *testing.T) {
 	for _, member := range []string{`1`, `{}`, `{"method":"x"}`, `{"jsonrpc":"2.0","id":1,"method":"ping"}`} {
 		n := DefaultFrontMaxBodyBytes / (len(member) + 1)
 		body := []byte("[" + strings.Repeat(member+",", n-1) + member + "]")
-		m, parsed := parseFront(body)
+		m, err := jsonrpc.ParseMessage(body)
+		parsed := err == nil
 		require.False(t, parsed)
 		allocs := testing.AllocsPerRun(3, func() {
-			if isListenBody(body, m, parsed) {
+			if oversizedID(body, jsonrpc.DefaultMaxIDBytes) {
+				t.Error("no id is too long")
+			}
+			if isListenBody(body, m, parsed, jsonrpc.DefaultMaxIDBytes) {
 				t.Error("not a listen")
 			}
 		})

@@ -139,6 +139,7 @@ func FuzzServeHTTPRequest(f *testing.F) {
 		`null`, ``, `{`, "\xff\xfe", `{"jsonrpc":"2.0","id":1,}`,
 		strings.Repeat("[", 200),
 		listenBody(`"big"`, `{"pad":"`+strings.Repeat("x", 5000)+`"}`),
+		listenBody(`"`+strings.Repeat("i", 255)+`"`, `{}`), // an id over the bound
 	}
 	for i, s := range seeds {
 		f.Add([]byte(s), uint8(0))

@@ -258,6 +258,7 @@ func (h *Handler) Stats() Stats {
 //	body not received within ReadTimeout         408  -32600 "Request timeout: the request body was not received in time"
 //	request ended once its body was read         nothing is written (an HTTP/2 stream reset after its listen, a client gone)
 //	malformed JSON / not a JSON-RPC request      400  -32700 "Parse error" / -32600
+//	id over Listen.MaxIDBytes (256 by default)   400  -32600 "Invalid request: id must be at most 256 bytes", no id
 //	Mcp-Method header ≠ body method              400  -32020 "Header mismatch: ..."
 //	a notification (no id), not a listen         202  accepted and ignored, no body
 //	another method                               404  -32601 "Method not found: <method>"

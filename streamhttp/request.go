@@ -29,7 +29,8 @@ const TransportKind = "streamable_http"
 //  4. body over MaxBodyBytes: 413; not received within ReadTimeout: 408;
 //     unreadable body: 400; the request ended once its body was read (an
 //     HTTP/2 stream reset after its listen): nothing is written;
-//  5. JSON: -32700 or -32600, 400;
+//  5. JSON: -32700 or -32600, 400; an id over Listen.MaxIDBytes: -32600
+//     without an id (jsonrpc.IDTooLarge), 400;
 //  6. Mcp-Method header vs body method: -32020, 400;
 //  7. a notification (no id) of another method: 202, ignored; any other
 //     method: -32601, 404; a listen without id: -32600, 400;
@@ -95,7 +96,7 @@ func (h *Handler) decodeBody(w http.ResponseWriter, r *http.Request) (*listen.Re
 	if gone(r) {
 		return nil, noReply() // reset or closed once its body was sent: nobody to answer
 	}
-	m, err := jsonrpc.ParseMessage(body)
+	m, err := jsonrpc.ParseMessageMaxID(body, h.opts.Listen.MaxIDBytes)
 	if err != nil {
 		return nil, refuse(http.StatusBadRequest, m.ID, jsonrpc.AsError(err, "Internal error"))
 	}

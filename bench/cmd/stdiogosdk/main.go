@@ -2,10 +2,12 @@
 // gosdk.NewStdio (the examples/stdio binary) from outside, as a client
 // process sees it. Linux only (it reads /proc). From the repository root:
 //
-//	go run ./bench/cmd/stdiogosdk [-mode cancels|unread|both] [-runs 5] [-bin path]
+//	go run ./bench/cmd/stdiogosdk [-mode cancels|unread|both|large] [-runs 5] [-bin path] [-args "..."]
 //
 // Without -bin it builds ./examples/stdio first; -bin runs another build
-// (an older one, to compare).
+// (an older one, to compare, or another server: -bin of examples/mcpgo with
+// -args -stdio for the mcp-go adapter, of bench/cmd/mcpgoserver with -args
+// -stdio for plain mcp-go).
 //
 //   - cancels: after an initialize, the client writes -n notifications/cancelled
 //     naming ids that are not in flight, then a ping, and waits for the
@@ -17,6 +19,12 @@
 //     fast as the server takes them and never reads its standard output;
 //     the server's peak RSS (VmHWM) and the requests it took, until it
 //     exits (its write timeout) or -watch passes.
+//   - large (not part of both): after an initialize (with -modern, as a
+//     2026-07-28 client: a server/discover), the client writes
+//     -lines tools/list requests of -line-bytes each (their params._meta
+//     padded) at once, and reads their -lines answers; the rise of the
+//     server's peak RSS (VmHWM after, less VmRSS before): what the server
+//     holds of large lines in flight.
 package main
 
 import (
@@ -45,7 +53,12 @@ func main() {
 	flood := flag.Int("flood", 200_000, "tools/list requests the client sends (unread)")
 	watch := flag.Duration("watch", 15*time.Second, "how long to watch the server (unread)")
 	runs := flag.Int("runs", 5, "runs of each measurement")
+	args := flag.String("args", "", "arguments of the server binary, space-separated")
+	lines := flag.Int("lines", 64, "requests the client sends at once (large)")
+	lineBytes := flag.Int("line-bytes", 1<<20, "the size of each (large)")
+	modern := flag.Bool("modern", false, "a 2026-07-28 client: no initialize, each request with its _meta (large)")
 	flag.Parse()
+	serverArgs = strings.Fields(*args)
 
 	if *bin == "" {
 		dir, err := os.MkdirTemp("", "stdiogosdk")
@@ -77,7 +90,57 @@ func main() {
 		fmt.Printf("unread, %d runs: peak RSS median %.1f MiB [%.1f–%.1f]; requests taken median %.0f [%.0f–%.0f]\n",
 			*runs, procstat.Median(peaks), slices.Min(peaks), slices.Max(peaks), procstat.Median(taken), slices.Min(taken), slices.Max(taken))
 	}
+	if *mode == "large" {
+		var rises []float64
+		for i := range *runs {
+			rise, before := large(*bin, *lines, *lineBytes, *modern)
+			fmt.Printf("large run %d: peak RSS rise %.1f MiB (RSS before %.1f MiB)\n", i+1, procstat.MiB(rise), procstat.MiB(before))
+			rises = append(rises, procstat.MiB(rise))
+		}
+		fmt.Printf("large, %d runs of %d lines of %d bytes: peak RSS rise median %.1f MiB [%.1f–%.1f]\n",
+			*runs, *lines, *lineBytes, procstat.Median(rises), slices.Min(rises), slices.Max(rises))
+	}
 	fmt.Printf("load average after: %s", loadavg())
+}
+
+// serverArgs are the arguments the server binary is started with.
+var serverArgs []string
+
+// large returns the rise of the server's peak RSS over its RSS before, as
+// it serves n tools/list requests of size bytes written at once.
+func large(bin string, n, size int, modern bool) (rise, before int64) {
+	s := start(bin)
+	defer s.stop()
+	head, tail := `{"jsonrpc":"2.0","id":%d,"method":"tools/list","params":{"_meta":{"pad":"`, `"}}}`
+	if modern {
+		tail = `","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+		s.call(`{"jsonrpc":"2.0","id":"warm","method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`, `"id":"warm"`)
+	} else {
+		s.initialize()
+	}
+	pid := s.cmd.Process.Pid
+	time.Sleep(200 * time.Millisecond) // the handshake's garbage settles
+	before, _, err := procstat.Memory(pid)
+	check(err)
+	pad := strings.Repeat("x", max(size-len(head)-len(tail), 0))
+	var buf []byte
+	for i := range n {
+		buf = fmt.Appendf(buf, head, i+1)
+		buf = append(append(append(buf, pad...), tail...), '\n')
+	}
+	written := make(chan error, 1)
+	go func() { _, err := s.in.Write(buf); written <- err }() // the client's writes, all at once
+	for answered := 0; answered < n; {
+		l, err := s.out.ReadString('\n')
+		check(err)
+		if strings.Contains(l, `"id":`) && (strings.Contains(l, `"result":`) || strings.Contains(l, `"error":`)) {
+			answered++
+		}
+	}
+	check(<-written)
+	_, hwm, err := procstat.Memory(pid)
+	check(err)
+	return hwm - before, before
 }
 
 // server is a started server process.
@@ -89,7 +152,7 @@ type server struct {
 }
 
 func start(bin string) *server {
-	cmd := exec.Command(bin)
+	cmd := exec.Command(bin, serverArgs...)
 	in, err := cmd.StdinPipe()
 	check(err)
 	out, err := cmd.StdoutPipe()
