@@ -31,7 +31,7 @@ type Options struct {
 	// allowed.
 	Hub *hub.Hub
 	// Listen configures listen.Open. Every field is used as given
-	// (Extensions, CanRead, MaxURIBytes, MaxFilterBytes, MaxSettingsBytes,
+	// (Extensions, CanRead, MaxURIBytes, MaxFilterBytes, MaxIDBytes, MaxSettingsBytes,
 	// MaxURISegments, SubResources, Scopes, MaxLifetime, LifetimeJitter,
 	// Access, Disabled, EndWithError, ReleaseTimeout) but Capabilities,
 	// CapabilitiesFor and ServerInfo, which are ignored: they are read from

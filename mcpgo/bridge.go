@@ -31,7 +31,7 @@ type Options struct {
 	// (an extension event, a change mcp-go does not broadcast) is allowed.
 	Hub *hub.Hub
 	// Listen configures listen.Open. Every field is used as given
-	// (Extensions, CanRead, MaxURIBytes, MaxFilterBytes, MaxSettingsBytes,
+	// (Extensions, CanRead, MaxURIBytes, MaxFilterBytes, MaxIDBytes, MaxSettingsBytes,
 	// MaxURISegments, SubResources, Scopes, MaxLifetime, LifetimeJitter,
 	// Access, Disabled, EndWithError, ReleaseTimeout) but Capabilities,
 	// CapabilitiesFor and ServerInfo: they are read from the mcp-go server

@@ -324,7 +324,7 @@ func TestListenOptionsKeepsFields(t *testing.T) {
 		}
 		kept = append(kept, name)
 	}
-	assert.Equal(t, []string{"Extensions", "CanRead", "MaxURIBytes", "MaxFilterBytes", "MaxSettingsBytes", "MaxURISegments",
+	assert.Equal(t, []string{"Extensions", "CanRead", "MaxURIBytes", "MaxFilterBytes", "MaxIDBytes", "MaxSettingsBytes", "MaxURISegments",
 		"SubResources", "Scopes", "MaxLifetime", "LifetimeJitter", "Access", "Disabled", "EndWithError", "ReleaseTimeout"}, kept,
 		"the fields gosdk.Options.Listen and mcpgo.Options.Listen document as used as given")
 	o := got.Interface().(listen.Options)
