@@ -31,11 +31,11 @@ type Options struct {
 	// allowed.
 	Hub *hub.Hub
 	// Listen configures listen.Open. Every field is used as given
-	// (Extensions, CanRead, MaxURIBytes, MaxFilterBytes, MaxIDBytes, MaxSettingsBytes,
-	// MaxURISegments, SubResources, Scopes, MaxLifetime, LifetimeJitter,
-	// Access, Disabled, EndWithError, ReleaseTimeout) but Capabilities,
-	// CapabilitiesFor and ServerInfo, which are ignored: they are read from
-	// the go-sdk server (see Bridge).
+	// (Extensions, CanRead, MaxURIBytes, MaxFilterBytes, MaxIDBytes,
+	// MaxSettingsBytes, MaxURISegments, SubResources, Scopes, MaxLifetime,
+	// LifetimeJitter, Access, Disabled, EndWithError, ReleaseTimeout) but
+	// Capabilities, CapabilitiesFor and ServerInfo, which are ignored: they
+	// are read from the go-sdk server (see Bridge).
 	Listen listen.Options
 	// Logger receives the bridge's warnings (a server that advertises
 	// nothing a listen can receive, resources without resources.subscribe)

@@ -31,12 +31,12 @@ type Options struct {
 	// (an extension event, a change mcp-go does not broadcast) is allowed.
 	Hub *hub.Hub
 	// Listen configures listen.Open. Every field is used as given
-	// (Extensions, CanRead, MaxURIBytes, MaxFilterBytes, MaxIDBytes, MaxSettingsBytes,
-	// MaxURISegments, SubResources, Scopes, MaxLifetime, LifetimeJitter,
-	// Access, Disabled, EndWithError, ReleaseTimeout) but Capabilities,
-	// CapabilitiesFor and ServerInfo: they are read from the mcp-go server
-	// (see Bridge), and Capabilities set here that differ from what the
-	// server advertises are logged as a warning.
+	// (Extensions, CanRead, MaxURIBytes, MaxFilterBytes, MaxIDBytes,
+	// MaxSettingsBytes, MaxURISegments, SubResources, Scopes, MaxLifetime,
+	// LifetimeJitter, Access, Disabled, EndWithError, ReleaseTimeout) but
+	// Capabilities, CapabilitiesFor and ServerInfo: they are read from the
+	// mcp-go server (see Bridge), and Capabilities set here that differ
+	// from what the server advertises are logged as a warning.
 	Listen listen.Options
 	// Logger receives the bridge's warnings (a server that advertises
 	// nothing a listen can receive, a capability turned off, a broadcast
