@@ -40,8 +40,8 @@
 // default) on either transport; a stdio listen queues at most Buffer
 // messages (then it is dropped and re-listened, its gap reported); the
 // acknowledgement is awaited at most AckTimeout (10 s); a listen whose
-// upstream sends keep-alives is taken for lost after a silence of twice
-// the longest interval seen between them (or HTTP.IdleTimeout).
+// upstream sends keep-alives is taken for lost after a silence of 1.75
+// times the longest interval seen between them (or HTTP.IdleTimeout).
 //
 // # Goroutines
 //

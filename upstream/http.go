@@ -42,12 +42,13 @@ type HTTP struct {
 	// IdleTimeout is how long a stream may stay silent (no event, no
 	// keep-alive comment) before it is taken for lost (ErrSilent). Zero
 	// means automatic: no timeout until the upstream's first keep-alive
-	// comment, then twice the longest silence seen before one of its
+	// comment, then 1.75 times the longest silence seen before one of its
 	// keep-alives (at least one second), on that stream and, from their
 	// start, on this transport's later streams: an upstream that sends
-	// keep-alives every 15 s is taken for lost after 30 s of silence, and
-	// one that sends none is never timed out (TCP keep-alive still
-	// notices a dead peer). Negative disables it.
+	// keep-alives every 15 s (this library's, 15 to 18.75 s apart) is
+	// taken for lost after 26 to 33 s of silence, and one that sends none is
+	// never timed out (TCP keep-alive still notices a dead peer). Negative
+	// disables it.
 	IdleTimeout time.Duration
 	// MaxMessageBytes bounds one SSE event (and a JSON answer).
 	// Zero means DefaultMaxMessageBytes.
@@ -267,7 +268,7 @@ func (s *sseMessages) seen(comment bool) {
 	now := time.Now()
 	if s.fixed == 0 && comment {
 		quiet := now.Sub(s.last)
-		if t := max(2*quiet, time.Second); t > s.timeout {
+		if t := max(quiet*7/4, time.Second); t > s.timeout {
 			s.timeout = t
 			if s.learned != nil {
 				s.learned.Store(int64(t))

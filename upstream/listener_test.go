@@ -69,7 +69,8 @@ func TestListenerReconnects(t *testing.T) {
 }
 
 // A path that stops forwarding is noticed by the upstream's missing
-// keep-alives (twice their interval, with the automatic idle timeout).
+// keep-alives (1.75 times their longest interval, with the automatic idle
+// timeout).
 func TestListenerSilentDrop(t *testing.T) {
 	s := newServer(t, all, 100*time.Millisecond)
 	p := listentest.NewProxy(t, strings.TrimPrefix(s.URL, "http://"))

@@ -104,7 +104,7 @@ func run(args []string, stdin io.Reader, stdout, log io.Writer) error {
 	fs.IntVar(&cfg.burst, "burst", 1000, "downstream listens opened in one second, each on a fresh URI")
 	fs.IntVar(&cfg.conc, "open-concurrency", 200, "downstream listens being opened at once")
 	fs.DurationVar(&cfg.keepAlive, "keepalive", time.Second, "the upstreams' keep-alive interval")
-	fs.DurationVar(&cfg.idle, "idle", 0, "the gateway's upstream.HTTP.IdleTimeout (0: automatic, twice the keep-alive interval it observes)")
+	fs.DurationVar(&cfg.idle, "idle", 0, "the gateway's upstream.HTTP.IdleTimeout (0: automatic, 1.75 times the longest keep-alive interval it observes)")
 	fs.StringVar(&cfg.out, "out", "", "also write the report to this file")
 	childURL := fs.String("child", "", "internal: run as the client process of the gateway at this URL")
 	if err := fs.Parse(args); err != nil {
