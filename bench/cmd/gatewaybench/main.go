@@ -660,7 +660,6 @@ type child struct {
 	cmdp *exec.Cmd
 	in   io.WriteCloser
 	out  *bufio.Reader
-	done chan struct{}
 }
 
 func startChild(self, url string, cfg config) (*child, error) {
