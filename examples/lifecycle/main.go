@@ -102,10 +102,13 @@ func main() {
 	// Elsewhere in the server, once the source has nothing more to say:
 	// the principal's access is revoked (Options.Access does this by
 	// itself; any goroutine may call End).
-	go func() {
-		<-src.idle
-		fmt.Println("server: access revoked")
-		sub.End(listen.ErrRevoked)
+	go func() { // ends at End, which returns at once, or once the stream closed otherwise
+		select {
+		case <-src.idle:
+			fmt.Println("server: access revoked")
+			sub.End(listen.ErrRevoked)
+		case <-sub.Closed():
+		}
 	}()
 
 	// The owner: context.Background() for a stream with nothing above it;
