@@ -59,6 +59,8 @@ type Server struct {
 	mu sync.Mutex
 	// slots holds the admitted listens: being opened or streaming.
 	slots map[*Slot]struct{}
+	// begun holds the listens begun (Begin) but not admitted yet.
+	begun map[*Slot]struct{}
 	// perKey counts the slots of each MaxStreamsPerKey key; nil without.
 	perKey   map[string]int
 	draining bool
@@ -109,7 +111,7 @@ func NewServer(src Source, opts Options) (*Server, error) {
 		log = slog.Default()
 	}
 	s := &Server{src: src, opts: opts, log: log, retryAfter: opts.RetryAfter,
-		slots: make(map[*Slot]struct{}), over: make(chan struct{})}
+		slots: make(map[*Slot]struct{}), begun: make(map[*Slot]struct{}), over: make(chan struct{})}
 	if opts.MaxStreamsPerKey > 0 {
 		s.perKey = make(map[string]int)
 	}
@@ -136,10 +138,33 @@ type Slot struct {
 	done    bool
 }
 
+// Begin registers a listen whose principal is known (auth, what the
+// transport's authentication returned) while its request is still being
+// read: EndStreams already ends it (as soon as it is open). Admit it with
+// Slot.Admit, or let it go with Done.
+func (s *Server) Begin(auth any) *Slot {
+	sl := &Slot{srv: s, auth: auth}
+	s.mu.Lock()
+	s.begun[sl] = struct{}{}
+	s.mu.Unlock()
+	return sl
+}
+
+// Admit is Begin(req.Auth) and Slot.Admit in one step: the admitted slot,
+// or the refusal.
+func (s *Server) Admit(ctx context.Context, req *Request) (*Slot, error) {
+	sl := s.Begin(req.Auth)
+	if err := sl.Admit(ctx, req); err != nil {
+		return nil, err
+	}
+	return sl, nil
+}
+
 // Admit admits the listen req (decoded; Auth and Expiry set by the
 // transport's authentication) or refuses it, in this order; a refusal is a
-// *jsonrpc.Error, already reported to OnRefuse and counted in
-// Stats.Refused when it is for capacity:
+// *jsonrpc.Error, already reported to OnRefuse (and counted in
+// Stats.Refused when it is for capacity, a quota or the drain), and the
+// slot is then done:
 //
 //	an older protocol version         -32601 "Method not found: subscriptions/listen"
 //	another unsupported version       -32022 "Unsupported protocol version", data.supported (Options.SupportedVersions), requested
@@ -150,20 +175,24 @@ type Slot struct {
 //	over MaxStreams                   -32603 "Server subscription capacity exhausted" (cause ErrOverloaded)
 //	Quota refuses                     its error (cause ErrOverQuota for a quota)
 //
-// The transport maps a refusal to its framing with Refusal (an HTTP
+// The transport maps a refusal to its framing with Server.Refusal (an HTTP
 // status, Retry-After).
-func (s *Server) Admit(ctx context.Context, req *Request) (*Slot, error) {
+func (sl *Slot) Admit(ctx context.Context, req *Request) error {
+	s := sl.srv
 	if err := s.precheck(req); err != nil {
+		sl.Done(nil)
 		s.Refused(req, err)
-		return nil, err
+		return err
 	}
-	sl := &Slot{srv: s, auth: req.Auth}
 	if s.perKey != nil {
 		sl.key = s.streamKey(req)
 	}
 	s.mu.Lock()
 	var err error
 	switch {
+	case sl.done:
+		s.mu.Unlock()
+		return errors.New("listen: Slot.Admit after Done")
 	case s.draining:
 		err = jsonrpc.NewError(jsonrpc.CodeInternalError, MsgShuttingDown).WithCause(ErrShutdown)
 	case s.perKey != nil && s.perKey[sl.key] >= s.opts.MaxStreamsPerKey:
@@ -171,6 +200,7 @@ func (s *Server) Admit(ctx context.Context, req *Request) (*Slot, error) {
 	case len(s.slots) >= s.opts.MaxStreams:
 		err = jsonrpc.NewError(jsonrpc.CodeInternalError, msgCapacityReached).WithCause(ErrOverloaded)
 	default:
+		delete(s.begun, sl)
 		s.slots[sl] = struct{}{}
 		if s.perKey != nil {
 			s.perKey[sl.key]++
@@ -187,14 +217,14 @@ func (s *Server) Admit(ctx context.Context, req *Request) (*Slot, error) {
 			s.mu.Lock()
 			s.refused++
 			s.mu.Unlock()
-			s.free(sl)
 		}
 	}
 	if err != nil {
+		sl.Done(nil)
 		s.Refused(req, err)
-		return nil, err
+		return err
 	}
-	return sl, nil
+	return nil
 }
 
 // precheck refuses what Admit refuses before counting: the protocol
@@ -350,6 +380,7 @@ func (sl *Slot) Done(reason error) {
 func (s *Server) free(sl *Slot) {
 	s.mu.Lock()
 	sl.done = true
+	delete(s.begun, sl)
 	delete(s.slots, sl)
 	if sl.keyed {
 		if s.perKey[sl.key]--; s.perKey[sl.key] <= 0 {
@@ -404,7 +435,7 @@ func (sl *Slot) Auth() any { return sl.auth }
 // returns how many listens this call ended. match runs under no lock.
 func (s *Server) EndStreams(match func(auth any) bool, reason error) int {
 	n := 0
-	for _, sl := range s.snapshot() {
+	for _, sl := range s.snapshot(true) {
 		ok := false
 		s.hook("EndStreams match", func() { ok = match(sl.auth) })
 		if !ok {
@@ -417,12 +448,18 @@ func (s *Server) EndStreams(match func(auth any) bool, reason error) int {
 	return n
 }
 
-func (s *Server) snapshot() []*Slot {
+// snapshot lists the admitted slots, and the begun ones too if begun.
+func (s *Server) snapshot(begun bool) []*Slot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]*Slot, 0, len(s.slots))
+	out := make([]*Slot, 0, len(s.slots)+len(s.begun))
 	for sl := range s.slots {
 		out = append(out, sl)
+	}
+	if begun {
+		for sl := range s.begun {
+			out = append(out, sl)
+		}
 	}
 	return out
 }
@@ -504,7 +541,7 @@ func (s *Server) drain(ctx context.Context) {
 			window = left
 		}
 	}
-	slots := s.snapshot()
+	slots := s.snapshot(false)
 	if window <= 0 || len(slots) < 2 {
 		s.endAll()
 		return
@@ -533,7 +570,7 @@ func (s *Server) drain(ctx context.Context) {
 
 // endAll ends every slot not yet ended with the shutdown reason.
 func (s *Server) endAll() {
-	for _, sl := range s.snapshot() {
+	for _, sl := range s.snapshot(false) {
 		s.end(sl, s.shutdownReason())
 	}
 }
