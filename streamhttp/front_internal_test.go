@@ -31,8 +31,9 @@ func TestFrontListenKeepsNoBody(t *testing.T) {
 		inContext <- ctx.Value(frontKey{}) != nil
 		return nil
 	}
-	h, err := New(src, Options{NoTakeover: true, MaxBodyBytes: 4 << 20,
-		Listen: listen.Options{Capabilities: listen.Capabilities{ToolsListChanged: true}}})
+	srv, err := listen.NewServer(src, listen.Options{Capabilities: listen.Capabilities{ToolsListChanged: true}})
+	require.NoError(t, err)
+	h, err := New(srv, Options{NoTakeover: true, MaxBodyBytes: 4 << 20})
 	require.NoError(t, err)
 	var body weak.Pointer[byte]
 	f := FrontWith(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
