@@ -71,17 +71,13 @@ type Server struct {
 	ended                   [len(endings)]uint64
 }
 
-// ErrInvalidOptions matches every error NewServer returns for invalid
-// Options.
-var ErrInvalidOptions = errors.New("listen: invalid options")
-
 // NewServer returns a Server that opens every listen on src with opts
-// (copied; the zero value means every default). It fails for a nil src,
-// and, with an error matching ErrInvalidOptions naming the field, for a
-// negative limit.
-func NewServer(src Source, opts Options) (*Server, error) {
+// (copied; the zero value means every default). Like http.Handle given a
+// nil handler, it panics for a nil src and for a negative limit: both are
+// programming errors.
+func NewServer(src Source, opts Options) *Server {
 	if src == nil {
-		return nil, fmt.Errorf("%w: the Source is nil", ErrInvalidOptions)
+		panic("listen: NewServer with a nil Source")
 	}
 	for _, f := range []struct {
 		name string
@@ -93,7 +89,7 @@ func NewServer(src Source, opts Options) (*Server, error) {
 		{"DrainWindow", opts.DrainWindow < 0},
 	} {
 		if f.bad {
-			return nil, fmt.Errorf("%w: %s must not be negative (zero means the default)", ErrInvalidOptions, f.name)
+			panic("listen: NewServer: Options." + f.name + " must not be negative (zero means the default)")
 		}
 	}
 	if opts.MaxStreams == 0 {
@@ -115,7 +111,7 @@ func NewServer(src Source, opts Options) (*Server, error) {
 	if opts.MaxStreamsPerKey > 0 {
 		s.perKey = make(map[string]int)
 	}
-	return s, nil
+	return s
 }
 
 // Options returns the Server's options, defaults filled in. Do not modify

@@ -263,7 +263,10 @@ type Subscription struct {
 	id jsonrpc.ID
 	// opts is the Options it was opened with, read for ServerInfo,
 	// Extensions and ReleaseTimeout while it lives.
-	opts  *Options
+	opts *Options
+	// kind is the Kind of the Transport of the request it was opened for
+	// (a transport's constant: kept without a copy).
+	kind  string
 	lists uint64 // bit k: the list change of Kind k is accepted
 	// watch is the accepted resourceSubscriptions (nil when not accepted);
 	// ext the extensions' parts (nil when none). With lists, they are the
@@ -401,7 +404,7 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 		return nil, werr
 	}
 
-	s := &Subscription{id: cloneID(req.ID), opts: opts}
+	s := &Subscription{id: cloneID(req.ID), opts: opts, kind: req.Transport.Kind}
 	s.guard.stream = stream
 	if valid.Validated(stream) {
 		s.lists |= 1 << checkedBit
@@ -559,6 +562,10 @@ func narrowURIs(ctx context.Context, req *Request, v any, canReadFn func(context
 
 // ID returns the listen request's id, which is also the subscription id.
 func (s *Subscription) ID() jsonrpc.ID { return s.id }
+
+// TransportKind is the Kind of the Transport of the request the
+// subscription was opened for ("streamable_http", "stdio", ...).
+func (s *Subscription) TransportKind() string { return s.kind }
 
 // Accepted returns the accepted filter, as the acknowledgement echoes it: a
 // new map on each call (the subscription keeps its parts, not the map).

@@ -55,15 +55,10 @@ func (c config) split() (listen.Options, streamhttp.Options) {
 	}
 }
 
-// build returns the Handler c describes on src, or New's or NewServer's
-// error.
+// build returns the Handler c describes on src, or New's error.
 func (c config) build(src listen.Source) (*streamhttp.Handler, error) {
 	lo, ho := c.split()
-	srv, err := listen.NewServer(src, lo)
-	if err != nil {
-		return nil, err
-	}
-	return streamhttp.New(srv, ho)
+	return streamhttp.New(listen.NewServer(src, lo), ho)
 }
 
 // newHandler returns the Handler c describes on src, failing the test on

@@ -41,12 +41,9 @@ func (s *oneShotStream) Close(reason error) {}
 // A listen over HTTP: the acknowledgement, the notifications, and the
 // completion result, one SSE event each.
 func Example() {
-	server, err := listen.NewServer(oneShot{}, listen.Options{
+	server := listen.NewServer(oneShot{}, listen.Options{
 		Capabilities: listen.Capabilities{ToolsListChanged: true},
 	})
-	if err != nil {
-		log.Fatal(err)
-	}
 	h, err := streamhttp.New(server, streamhttp.Options{})
 	if err != nil {
 		log.Fatal(err)
@@ -98,13 +95,10 @@ func ExampleFront() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	server, err := listen.NewServer(oneShot{}, listen.Options{
+	server := listen.NewServer(oneShot{}, listen.Options{
 		Capabilities: caps,
 		ServerInfo:   listen.Implementation{Name: "example", Version: "1.0.0"},
 	})
-	if err != nil {
-		log.Fatal(err)
-	}
 	listens, err := streamhttp.New(server, streamhttp.Options{})
 	if err != nil {
 		log.Fatal(err)
@@ -171,10 +165,7 @@ func Example_endStreams() {
 		log.Fatal(err)
 	}
 	var revoked sync.Map // user -> true
-	server, err := listen.NewServer(changes, listen.Options{Capabilities: listen.Capabilities{ToolsListChanged: true}})
-	if err != nil {
-		log.Fatal(err)
-	}
+	server := listen.NewServer(changes, listen.Options{Capabilities: listen.Capabilities{ToolsListChanged: true}})
 	listens, err := streamhttp.New(server, streamhttp.Options{
 		Authenticate: func(r *http.Request) (any, error) {
 			// Stands for the verification of a real token.

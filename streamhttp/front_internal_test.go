@@ -31,9 +31,7 @@ func TestFrontListenKeepsNoBody(t *testing.T) {
 		inContext <- ctx.Value(frontKey{}) != nil
 		return nil
 	}
-	srv, err := listen.NewServer(src, listen.Options{Capabilities: listen.Capabilities{ToolsListChanged: true}})
-	require.NoError(t, err)
-	h, err := New(srv, Options{NoTakeover: true, MaxBodyBytes: 4 << 20})
+	h, err := New(listen.NewServer(src, listen.Options{Capabilities: listen.Capabilities{ToolsListChanged: true}}), Options{NoTakeover: true, MaxBodyBytes: 4 << 20})
 	require.NoError(t, err)
 	var body weak.Pointer[byte]
 	f := FrontWith(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
