@@ -124,7 +124,9 @@ func TestServerDefaultKey(t *testing.T) {
 
 type quotaFunc func(ctx context.Context, req *listen.Request) (func(), error)
 
-func (f quotaFunc) Acquire(ctx context.Context, req *listen.Request) (func(), error) { return f(ctx, req) }
+func (f quotaFunc) Acquire(ctx context.Context, req *listen.Request) (func(), error) {
+	return f(ctx, req)
+}
 
 // A Quota admits after the Server's own limits; its release runs once,
 // when the slot is Done; its refusal is sent as it is (429 for
