@@ -66,12 +66,12 @@ type Access struct {
 	// MaxChecks bounds the Check calls (each with the CanRead calls of its
 	// principal) that run at once, over all the rounds of the Access: a
 	// round runs on at most that many goroutines. Zero (or less) means
-	// DefaultMaxChecks.
+	// 16.
 	MaxChecks int
 	// CheckTimeout bounds each Check: its context ends between
 	// CheckTimeout and 5/4 of it after the Check began (a watchdog per
 	// round goroutine ticks every CheckTimeout/4, so that a Check costs no
-	// timer of its own). Zero means DefaultCheckTimeout; negative, no
+	// timer of its own). Zero means 30 seconds; negative, no
 	// bound. A
 	// Check that ignores its context still holds its principal (no other
 	// Check for it starts) and one of the MaxChecks slots until it
@@ -112,10 +112,10 @@ type Access struct {
 
 // Defaults of Access.
 const (
-	// DefaultMaxChecks is Access.MaxChecks when it is zero.
-	DefaultMaxChecks = 16
-	// DefaultCheckTimeout is Access.CheckTimeout when it is zero.
-	DefaultCheckTimeout = 30 * time.Second
+	// defaultMaxChecks is Access.MaxChecks when it is zero.
+	defaultMaxChecks = 16
+	// defaultCheckTimeout is Access.CheckTimeout when it is zero.
+	defaultCheckTimeout = 30 * time.Second
 )
 
 // principal is the group of one principal's streams in an Access. Its
@@ -237,7 +237,7 @@ func (a *Access) begin() (ctx context.Context, sem chan struct{}, ok bool) {
 		a.ctx, a.cancel = context.WithCancel(context.Background())
 		n := a.MaxChecks
 		if n <= 0 {
-			n = DefaultMaxChecks
+			n = defaultMaxChecks
 		}
 		a.sem = make(chan struct{}, n)
 	}
@@ -344,24 +344,6 @@ func (a *Access) Recheck(ctx context.Context, match func(auth any) bool) int {
 	case <-rctx.Done():
 	}
 	return int(r.ended.Load())
-}
-
-// End ends, with reason (ErrRevoked when nil; see Subscription.End), every
-// open stream whose Auth match selects, and returns how many. match runs on
-// the calling goroutine, once per stream, with no lock held. It is the
-// by-hand form of a re-check: after revoking a credential, make the
-// transport's authentication refuse it, then End its streams.
-func (a *Access) End(match func(auth any) bool, reason error) int {
-	if reason == nil {
-		reason = ErrRevoked
-	}
-	n := 0
-	for _, l := range a.streams() {
-		if match(l.auth) && l.s.end(reason) {
-			n++
-		}
-	}
-	return n
 }
 
 // streams returns every stream, copied under the lock.
@@ -775,7 +757,7 @@ func (a *Access) check(ctx context.Context, auth any) (err error) {
 func (a *Access) checkTimeout() time.Duration {
 	switch d := a.CheckTimeout; {
 	case d == 0:
-		return DefaultCheckTimeout
+		return defaultCheckTimeout
 	case d < 0:
 		return 0
 	default:

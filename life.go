@@ -111,7 +111,7 @@ func jitter(opts *Options) time.Duration {
 }
 
 // release lets go of the timer and the Access once the subscription is
-// closed (the Close hook of its stream: see OpenOwned).
+// closed (the Close hook of its stream: see openOwned).
 func (l *life) release(error) {
 	if l.timer != nil {
 		l.timer.Stop()

@@ -20,18 +20,11 @@ import (
 const (
 	// DefaultMaxStreams is the default Options.MaxStreams.
 	DefaultMaxStreams = 1024
-	// DefaultRetryAfter is the default Options.RetryAfter.
-	DefaultRetryAfter = 5 * time.Second
+	// defaultRetryAfter is the default Options.RetryAfter.
+	defaultRetryAfter = 5 * time.Second
 )
 
-// Messages of the Server's refusals (the JSON-RPC error's message, code
-// -32603).
-const (
-	MsgShuttingDown    = "Server is shutting down"
-	MsgTooManyForKey   = "Too many subscriptions open for this client"
-	msgUnauthorized    = "Unauthorized"
-	msgCapacityReached = spec.MsgCapacityExhausted
-)
+const msgUnauthorized = "Unauthorized"
 
 // Server is the listen policy every transport shares: it admits listens
 // (Options.MaxStreams, MaxStreamsPerKey, Quota, the drain), opens them on
@@ -96,7 +89,7 @@ func NewServer(src Source, opts Options) *Server {
 		opts.MaxStreams = DefaultMaxStreams
 	}
 	if opts.RetryAfter == 0 {
-		opts.RetryAfter = DefaultRetryAfter
+		opts.RetryAfter = defaultRetryAfter
 	}
 	if opts.SupportedVersions == nil {
 		opts.SupportedVersions = spec.SupportedProtocolVersions
@@ -190,11 +183,11 @@ func (sl *Slot) Admit(ctx context.Context, req *Request) error {
 		s.mu.Unlock()
 		return errors.New("listen: Slot.Admit after Done")
 	case s.draining:
-		err = jsonrpc.NewError(jsonrpc.CodeInternalError, MsgShuttingDown).WithCause(ErrShutdown)
+		err = jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgShuttingDown).WithCause(ErrShutdown)
 	case s.perKey != nil && s.perKey[sl.key] >= s.opts.MaxStreamsPerKey:
-		err = jsonrpc.NewError(jsonrpc.CodeInternalError, MsgTooManyForKey).WithCause(ErrOverQuota)
+		err = jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgTooManyForKey).WithCause(ErrOverQuota)
 	case len(s.slots) >= s.opts.MaxStreams:
-		err = jsonrpc.NewError(jsonrpc.CodeInternalError, msgCapacityReached).WithCause(ErrOverloaded)
+		err = jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgCapacityExhausted).WithCause(ErrOverloaded)
 	default:
 		delete(s.begun, sl)
 		s.slots[sl] = struct{}{}
@@ -304,7 +297,7 @@ func (s *Server) Refusal(err error) (status int, retryAfter time.Duration) {
 }
 
 // Open opens the slot's subscription for req on the Server's Source
-// (OpenOwned: ctx reaches Source.Open, owner owns the subscription), counts
+// (openOwned: ctx reaches Source.Open, owner owns the subscription), counts
 // it and calls OnOpen. A listen the server ended while it was being opened
 // (a drain, EndStreams) is opened and ended at once: the stream writes its
 // acknowledgement and its terminal message. A failed open is reported to
@@ -332,7 +325,7 @@ func (sl *Slot) Open(ctx, owner context.Context, req *Request) (*Subscription, e
 	return sub, nil
 }
 
-// open is OpenOwned with a panic turned into the internal error of a
+// open is openOwned with a panic turned into the internal error of a
 // failed open.
 func (s *Server) open(ctx, owner context.Context, req *Request) (sub *Subscription, err error) {
 	defer func() {
@@ -341,7 +334,7 @@ func (s *Server) open(ctx, owner context.Context, req *Request) (sub *Subscripti
 			sub, err = nil, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen).WithCause(&PanicError{Op: "Source.Open", Value: v})
 		}
 	}()
-	return OpenOwned(ctx, owner, s.src, req, &s.opts)
+	return openOwned(ctx, owner, s.src, req, &s.opts)
 }
 
 // Done ends the slot: its subscription, if opened, has ended with reason
@@ -420,9 +413,6 @@ func (s *Server) end(sl *Slot, reason error) bool {
 	s.mu.Unlock()
 	return sub.end(reason)
 }
-
-// Auth returns what the listen's authentication named (Request.Auth).
-func (sl *Slot) Auth() any { return sl.auth }
 
 // EndStreams ends every listen whose principal (Request.Auth) match
 // accepts, with reason, an early ending (ErrRevoked, ErrExpired, ...; see
@@ -579,9 +569,6 @@ func (s *Server) shutdownReason() error {
 	}
 	return &shutdownError{retry: rand.N(s.retryAfter + 1)}
 }
-
-// RetryAfter is Options.RetryAfter, default filled in.
-func (s *Server) RetryAfter() time.Duration { return s.retryAfter }
 
 // shutdownError is ErrShutdown with the retry hint of its completion.
 type shutdownError struct{ retry time.Duration }

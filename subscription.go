@@ -241,7 +241,7 @@ type Options struct {
 // protected from the start; StartWorker(owner) with a non-nil owner hands the
 // subscription over: from then on only owner's end closes it, and the ctx
 // given to Open may end (a per-request context, say) without closing the
-// stream. OpenOwned names the first owner apart from the open context.
+// stream. A Server's Slot.Open names the first owner apart from the open context.
 //
 // # What it keeps
 //
@@ -322,22 +322,22 @@ type extParts struct {
 // jsonrpc.ErrInvalidParams, jsonrpc.ErrInternal, ...). ctx is passed to src.Open and is the
 // subscription's owner (see Subscription). opts may be nil.
 func Open(ctx context.Context, src Source, req *Request, opts *Options) (*Subscription, error) {
-	return OpenOwned(ctx, ctx, src, req, opts)
+	return openOwned(ctx, ctx, src, req, opts)
 }
 
-// OpenOwned is Open with the owner given apart from ctx: ctx is passed to
+// openOwned is Open with the owner given apart from ctx: ctx is passed to
 // src.Open, Options.CanRead and the extension hooks (so a slow open sees the
 // request go away), while owner is what the guard watches for the life of the
 // subscription. An owner that can never end (context.Background()) leaves
 // the subscription without an owner until StartWorker hands one over; a nil
-// owner is a programming error (OpenOwned panics).
+// owner is a programming error (openOwned panics).
 //
 // Transports use it when the request's context ends for reasons the stream
 // should report itself (net/http cancels a request's context on a failed
 // write, which would otherwise race the transport's own Disconnected reason).
-func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Options) (*Subscription, error) {
+func openOwned(ctx, owner context.Context, src Source, req *Request, opts *Options) (*Subscription, error) {
 	if owner == nil {
-		panic("listen: OpenOwned with a nil owner context (pass context.Background() for no owner)")
+		panic("listen: openOwned with a nil owner context (pass context.Background() for no owner)")
 	}
 	if opts == nil {
 		opts = &Options{}
@@ -602,7 +602,7 @@ var errWorkerRunning = errors.New("listen: the subscription's worker is still ru
 // (ExampleSubscription_StartWorker).
 //
 // owner becomes the subscription's only owner: the watch on the previous
-// owner (the ctx given to Open, or the owner given to OpenOwned) is
+// owner (the ctx given to Open, or the owner given to openOwned) is
 // released, so that context may end without closing the stream, and
 // owner's end now closes it (reason Disconnected with cause ErrOwnerGone).
 // To keep the owner, pass it again. An owner that can never end, such as

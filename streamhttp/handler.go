@@ -23,7 +23,7 @@ import (
 // # Goroutines and ownership
 //
 // ServeHTTP runs a listen in named steps: decode (the request checks above),
-// admit (a slot under MaxStreams), open (listen.OpenOwned on the Source),
+// admit (a slot under MaxStreams), open (listen.Slot.Open on the Source),
 // serve, end. The first three, and OnOpen, run on the net/http goroutine of
 // the request on every path. The stream is then served in one of three
 // ways:
