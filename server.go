@@ -50,8 +50,9 @@ type Server struct {
 	retryAfter time.Duration
 
 	mu sync.Mutex
-	// slots holds the admitted listens: being opened or streaming.
-	slots map[*Slot]struct{}
+	// slots holds the admitted listens, being opened or streaming, each at
+	// its Slot.at (a slice: 8 bytes a listen, not a map entry's ~40).
+	slots []*Slot
 	// begun holds the listens begun (Begin) but not admitted yet.
 	begun map[*Slot]struct{}
 	// perKey counts the slots of each MaxStreamsPerKey key; nil without.
@@ -100,7 +101,7 @@ func NewServer(src Source, opts Options) *Server {
 		log = slog.Default()
 	}
 	s := &Server{src: src, opts: opts, log: log, retryAfter: opts.RetryAfter,
-		slots: make(map[*Slot]struct{}), begun: make(map[*Slot]struct{}), over: make(chan struct{})}
+		begun: make(map[*Slot]struct{}), over: make(chan struct{})}
 	if opts.MaxStreamsPerKey > 0 {
 		s.perKey = make(map[string]int)
 	}
@@ -115,7 +116,9 @@ func (s *Server) Options() *Options { return &s.opts }
 // Its transport opens it (Open), serves the subscription, then calls Done
 // exactly once, however the listen ended.
 type Slot struct {
-	srv     *Server
+	srv *Server
+	// at is the slot's index in Server.slots, -1 when not there.
+	at      int32
 	auth    any
 	key     string
 	keyed   bool
@@ -132,7 +135,7 @@ type Slot struct {
 // read: EndStreams already ends it (as soon as it is open). Admit it with
 // Slot.Admit, or let it go with Done.
 func (s *Server) Begin(auth any) *Slot {
-	sl := &Slot{srv: s, auth: auth}
+	sl := &Slot{srv: s, auth: auth, at: -1}
 	s.mu.Lock()
 	s.begun[sl] = struct{}{}
 	s.mu.Unlock()
@@ -190,7 +193,8 @@ func (sl *Slot) Admit(ctx context.Context, req *Request) error {
 		err = jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgCapacityExhausted).WithCause(ErrOverloaded)
 	default:
 		delete(s.begun, sl)
-		s.slots[sl] = struct{}{}
+		sl.at = int32(len(s.slots))
+		s.slots = append(s.slots, sl)
 		if s.perKey != nil {
 			s.perKey[sl.key]++
 			sl.keyed = true
@@ -370,7 +374,16 @@ func (s *Server) free(sl *Slot) {
 	s.mu.Lock()
 	sl.done = true
 	delete(s.begun, sl)
-	delete(s.slots, sl)
+	if i := sl.at; i >= 0 {
+		last := s.slots[len(s.slots)-1]
+		s.slots[i], last.at = last, i
+		s.slots[len(s.slots)-1] = nil
+		s.slots = s.slots[:len(s.slots)-1]
+		sl.at = -1
+		if cap(s.slots) > 64 && len(s.slots) < cap(s.slots)/4 {
+			s.slots = slices.Clone(s.slots) // a mass close gives memory back
+		}
+	}
 	if sl.keyed {
 		if s.perKey[sl.key]--; s.perKey[sl.key] <= 0 {
 			delete(s.perKey, sl.key)
@@ -439,9 +452,7 @@ func (s *Server) snapshot(begun bool) []*Slot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]*Slot, 0, len(s.slots)+len(s.begun))
-	for sl := range s.slots {
-		out = append(out, sl)
-	}
+	out = append(out, s.slots...)
 	if begun {
 		for sl := range s.begun {
 			out = append(out, sl)
