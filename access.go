@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mcplisten/listen/internal/safe"
 )
 
 // Access binds listens to their principal (Request.Auth) for their whole
@@ -145,13 +147,8 @@ type principal struct {
 // comparable; otherwise (and when Key panics) a key of its own.
 func (a *Access) keyOf(auth any) (key any) {
 	key = auth
-	if a.Key != nil {
-		defer func() {
-			if recover() != nil {
-				key = new(byte)
-			}
-		}()
-		key = a.Key(auth)
+	if a.Key != nil && safe.Call(func() { key = a.Key(auth) }) != nil {
+		key = new(byte)
 	}
 	if key == nil || reflect.ValueOf(key).Comparable() {
 		return key
@@ -745,12 +742,10 @@ func (a *Access) recheckOne(ctx context.Context, p *principal, auth any, subs []
 
 // check runs Check, turning a panic into an error.
 func (a *Access) check(ctx context.Context, auth any) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = newPanicError("Access.Check", v)
-		}
-	}()
-	return a.Check(ctx, auth)
+	if p := catch("Access.Check", func() { err = a.Check(ctx, auth) }); p != nil {
+		return p
+	}
+	return err
 }
 
 // checkTimeout is CheckTimeout or its default; zero: no bound.

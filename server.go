@@ -3,15 +3,14 @@ package listen
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net"
-	"runtime/debug"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/mcplisten/listen/internal/safe"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
 )
@@ -237,13 +236,10 @@ func (s *Server) precheck(req *Request) error {
 
 // acquire calls the Quota, a panic and a plain error becoming -32603.
 func (s *Server) acquire(ctx context.Context, req *Request) (release func(), err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			s.log.Error("listen: Quota.Acquire panicked", "panic", v, "stack", string(debug.Stack()))
-			release, err = nil, jsonrpc.NewError(jsonrpc.CodeInternalError, "Internal error").WithCause(fmt.Errorf("listen: Quota.Acquire panicked: %v", v))
-		}
-	}()
-	release, err = s.opts.Quota.Acquire(ctx, req)
+	if p := catch("Quota.Acquire", func() { release, err = s.opts.Quota.Acquire(ctx, req) }); p != nil {
+		s.log.Error("listen: Quota.Acquire panicked", "panic", p.Value, "stack", string(p.Stack))
+		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, "Internal error").WithCause(p)
+	}
 	if err != nil {
 		return nil, jsonrpc.AsError(err, "Internal error")
 	}
@@ -332,13 +328,11 @@ func (sl *Slot) Open(ctx, owner context.Context, req *Request) (*Subscription, e
 // open is openOwned with a panic turned into the internal error of a
 // failed open.
 func (s *Server) open(ctx, owner context.Context, req *Request) (sub *Subscription, err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			s.log.Error("listen: panic opening a subscription", "panic", v, "stack", string(debug.Stack()))
-			sub, err = nil, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen).WithCause(&PanicError{Op: "Source.Open", Value: v})
-		}
-	}()
-	return openOwned(ctx, owner, s.src, req, &s.opts)
+	if p := catch("listen.Open", func() { sub, err = openOwned(ctx, owner, s.src, req, &s.opts) }); p != nil {
+		s.log.Error("listen: panic opening a subscription", "panic", p.Value, "stack", string(p.Stack))
+		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen).WithCause(p)
+	}
+	return sub, err
 }
 
 // Done ends the slot: its subscription, if opened, has ended with reason
@@ -589,10 +583,7 @@ func (e *shutdownError) Is(target error) bool { return target == ErrShutdown }
 
 // hook runs a user callback, recovering and logging its panic.
 func (s *Server) hook(name string, f func()) {
-	defer func() {
-		if v := recover(); v != nil {
-			s.log.Error("listen: "+name+" panicked", "panic", v, "stack", string(debug.Stack()))
-		}
-	}()
-	f()
+	if p := safe.Call(f); p != nil {
+		s.log.Error("listen: "+name+" panicked", "panic", p.Value, "stack", string(p.Stack))
+	}
 }

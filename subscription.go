@@ -464,13 +464,11 @@ func scopes(req *Request, opts *Options) (out []string, err error) {
 	if opts.Scopes == nil {
 		return nil, nil
 	}
-	defer func() {
-		if v := recover(); v != nil {
-			out, err = nil, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen).
-				WithCause(newPanicError("Options.Scopes", v))
-		}
-	}()
-	for _, sc := range opts.Scopes(req) {
+	var scopes []string
+	if p := catch("Options.Scopes", func() { scopes = opts.Scopes(req) }); p != nil {
+		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen).WithCause(p)
+	}
+	for _, sc := range scopes {
 		if sc != "" && !slices.Contains(out, sc) {
 			out = append(out, strings.Clone(sc))
 		}
@@ -484,13 +482,9 @@ func capabilities(ctx context.Context, req *Request, opts *Options) (caps Capabi
 	if opts.CapabilitiesFor == nil {
 		return opts.Capabilities, nil
 	}
-	defer func() {
-		if v := recover(); v != nil {
-			caps, err = Capabilities{}, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen).
-				WithCause(newPanicError("Options.CapabilitiesFor", v))
-		}
-	}()
-	caps, err = opts.CapabilitiesFor(ctx, req)
+	if p := catch("Options.CapabilitiesFor", func() { caps, err = opts.CapabilitiesFor(ctx, req) }); p != nil {
+		return Capabilities{}, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen).WithCause(p)
+	}
 	if err != nil {
 		return Capabilities{}, jsonrpc.AsError(err, spec.MsgSourceFailedToOpen)
 	}
@@ -712,12 +706,10 @@ func (s *Subscription) Closed() <-chan struct{} { return s.guard.doneChan() }
 // canRead calls a CanRead policy, turning its panic into the internal error
 // of a failed open (as for a panic in Source.Open).
 func canRead(ctx context.Context, f func(context.Context, *Request, string) bool, req *Request, uri string) (ok bool, err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			ok, err = false, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen).WithCause(newPanicError("Options.CanRead", v))
-		}
-	}()
-	return f(ctx, req, uri), nil
+	if p := catch("Options.CanRead", func() { ok = f(ctx, req, uri) }); p != nil {
+		return false, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen).WithCause(p)
+	}
+	return ok, nil
 }
 
 // idTooLong reports whether id is longer than Options.MaxIDBytes allows.
