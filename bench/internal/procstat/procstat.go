@@ -1,8 +1,6 @@
 // Package procstat reads a Linux process's memory and CPU time from /proc
-// and summarises samples, for the measurement programs that watch a server
-// process from outside (bench/cmd/stdioflood, bench/cmd/stdiogosdk,
-// bench/cmd/slowbody, bench/cmd/trailingbytes, bench/cmd/ampbench and
-// bench/cmd/sdkfront).
+// and summarises samples, for bench/cmd/scenarios, which watches a server
+// process from outside.
 package procstat
 
 import (
