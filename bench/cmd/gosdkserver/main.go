@@ -19,7 +19,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"runtime"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -31,7 +30,7 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:8090", "address to listen on")
 	lifetime := flag.Duration("lifetime", 0, "exit by itself after this long (0: run until signalled)")
 	quiet := flag.Bool("quiet", true, "suppress the SDK's info logging")
-	profile := flag.Bool("pprof", false, "serve expvar at /debug/vars and net/http/pprof at /debug/pprof/")
+	profile := flag.Bool("pprof", false, "serve net/http/pprof at /debug/pprof/")
 	flag.Parse()
 
 	logLevel := slog.LevelInfo
@@ -48,9 +47,7 @@ func main() {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", handler)
 	if *profile {
-		// For the side-by-side benchmark: the same observability as
-		// examples/server (goroutine count in expvar, net/http/pprof).
-		baseline.Debug(mux, func() any { return map[string]any{"goroutines": runtime.NumGoroutine()} })
+		baseline.Debug(mux)
 	}
 	baseline.Main(*addr, *lifetime, mux, nil)
 }

@@ -35,13 +35,14 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"slices"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/mcplisten/listen"
-	"github.com/mcplisten/listen/bench/internal/procstat"
+	"github.com/mcplisten/listen/bench/internal/harness"
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/stdio"
@@ -93,8 +94,7 @@ func main() {
 		fmt.Printf("run %d: %s\n", i+1, line)
 		vs = append(vs, v)
 	}
-	fmt.Printf("%s: %.2f [%.2f–%.2f] %s, median [min–max] of %d runs\n",
-		*name, procstat.Median(vs), slices.Min(vs), slices.Max(vs), sc.unit, len(vs))
+	fmt.Printf("%s: %s %s, median [min–max] of %d runs\n", *name, harness.Summarize(vs), sc.unit, len(vs))
 }
 
 func check(err error) {
@@ -201,7 +201,7 @@ func (c *child) stop() {
 	}
 }
 
-// peakRSS samples the server's peak RSS every 100 ms until done is closed
+// peakRSS samples the server's peak RSS (KiB) every 100 ms until done is closed
 // or d has passed, and returns it.
 func (c *child) peakRSS(d time.Duration, done <-chan struct{}) int64 {
 	var peak int64
@@ -209,9 +209,7 @@ func (c *child) peakRSS(d time.Duration, done <-chan struct{}) int64 {
 	defer tick.Stop()
 	end := time.After(d)
 	for {
-		if _, hwm, err := procstat.Memory(c.pid()); err == nil {
-			peak = max(peak, hwm)
-		}
+		peak = max(peak, statusKB(c.pid(), "VmHWM"))
 		select {
 		case <-tick.C:
 		case <-done:
@@ -275,9 +273,9 @@ func slowBody(o opts) (float64, string, error) {
 	if len(lives) == 0 {
 		return 0, "", fmt.Errorf("none of %d connections ended within %v", o.n, o.watch)
 	}
-	life := procstat.Median(lives)
-	return life, fmt.Sprintf("%d of %d connections ended by the server after %.2f s [%.2f–%.2f] (%v); server peak RSS %.1f MiB",
-		len(lives), o.n, life, slices.Min(lives), slices.Max(lives), statuses, procstat.MiB(peak)), nil
+	life := harness.Summarize(lives)
+	return life.Median, fmt.Sprintf("%d of %d connections ended by the server after %s s (%v); server peak RSS %.1f MiB",
+		len(lives), o.n, life, statuses, float64(peak)/1024), nil
 }
 
 func trailingBytes(o opts) (float64, string, error) {
@@ -304,10 +302,7 @@ func trailingBytes(o opts) (float64, string, error) {
 			break
 		}
 	}
-	cpu0, err := procstat.CPU(c.pid())
-	if err != nil {
-		return 0, "", err
-	}
+	cpu0 := cpuTime(c.pid())
 	sent, chunk := 0, make([]byte, 64<<10)
 	for sent < o.bytes {
 		n, err := conn.Write(chunk[:min(len(chunk), o.bytes-sent)])
@@ -322,11 +317,7 @@ func trailingBytes(o opts) (float64, string, error) {
 	if !c.lines.Scan() {
 		return 0, "", errors.New("the stream did not end")
 	}
-	cpu1, err := procstat.CPU(c.pid())
-	if err != nil {
-		return 0, "", err
-	}
-	ms := float64(cpu1-cpu0) / 1e6
+	ms := float64(cpuTime(c.pid())-cpu0) / 1e6
 	return ms, fmt.Sprintf("server CPU %.2f ms while the client sent %d of %d bytes; stream %s", ms, sent, o.bytes, c.lines.Text()), nil
 }
 
@@ -351,5 +342,30 @@ func stdioFlood(o opts) (float64, string, error) {
 		end = fmt.Sprintf("Serve returned after %.1f s", time.Since(t0).Seconds())
 	default:
 	}
-	return procstat.MiB(peak), fmt.Sprintf("peak RSS %.1f MiB; %s", procstat.MiB(peak), end), nil
+	return float64(peak) / 1024, fmt.Sprintf("peak RSS %.1f MiB; %s", float64(peak)/1024, end), nil
+}
+
+// statusKB is a field of /proc/PID/status in KiB, 0 if unreadable.
+func statusKB(pid int, field string) int64 {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	_, v, _ := strings.Cut(string(b), "\n"+field+":")
+	v, _, _ = strings.Cut(strings.TrimSpace(v), " ")
+	n, _ := strconv.ParseInt(v, 10, 64)
+	return n
+}
+
+// cpuTime is the time the threads of process pid have run: the first
+// field of each /proc/PID/task/TID/schedstat, in nanoseconds.
+func cpuTime(pid int) time.Duration {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	var total time.Duration
+	for _, t := range tasks {
+		b, _ := os.ReadFile(t) // a thread that exited meanwhile counts 0
+		f := strings.Fields(string(b))
+		if len(f) > 0 {
+			ns, _ := strconv.ParseInt(f[0], 10, 64)
+			total += time.Duration(ns)
+		}
+	}
+	return total
 }
