@@ -54,8 +54,8 @@ func run(ctx context.Context, args []string, log io.Writer) error {
 		return err
 	}
 	if *quick {
-		q := harness.Quick()
-		cfg.Ns, cfg.Runs, cfg.Triggers, cfg.TriggerGap, cfg.Settle, cfg.DeliveryTimeout = q.Ns, q.Runs, q.Triggers, q.TriggerGap, q.Settle, q.DeliveryTimeout
+		cfg.Ns, cfg.Runs, cfg.Triggers = []int{20}, 1, 2
+		cfg.TriggerGap, cfg.Settle, cfg.DeliveryTimeout = 20*time.Millisecond, 200*time.Millisecond, 10*time.Second
 	}
 	if set["n"] || !*quick {
 		if cfg.Ns, err = parseInts(*ns); err != nil {

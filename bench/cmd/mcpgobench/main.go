@@ -23,7 +23,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -189,22 +188,7 @@ func openListen(ctx context.Context, url, method string) (<-chan time.Time, erro
 	if method == mcp.MethodNotificationResourceUpdated {
 		filter = map[string]any{"resourceSubscriptions": []any{fixture.ReadmeURI}}
 	}
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "subscriptions/listen", "params": map[string]any{
-		"notifications": filter,
-		"_meta": map[string]any{
-			"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
-			"io.modelcontextprotocol/clientCapabilities": map[string]any{},
-		},
-	}})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", "subscriptions/listen")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := harness.Post(ctx, http.DefaultClient, url, 1, "subscriptions/listen", "", map[string]any{"notifications": filter})
 	if err != nil {
 		return nil, err
 	}

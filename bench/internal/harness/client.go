@@ -38,8 +38,8 @@ func newTransport() *http.Transport {
 	}
 }
 
-// post sends a JSON-RPC request with the 2026-07-28 Streamable HTTP headers.
-func post(ctx context.Context, c *http.Client, url string, id int, method, name string, params map[string]any) (*http.Response, error) {
+// Post sends a JSON-RPC request with the 2026-07-28 Streamable HTTP headers.
+func Post(ctx context.Context, c *http.Client, url string, id int, method, name string, params map[string]any) (*http.Response, error) {
 	params["_meta"] = meta
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
@@ -187,7 +187,7 @@ var errRefused = errors.New("refused with 503")
 // open opens stream i and waits for its acknowledgement, then reads it in
 // its own goroutine until it ends.
 func (s *streams) open(i int, filter map[string]any) error {
-	resp, err := post(s.ctx, s.client, s.url, i+1, "subscriptions/listen", "", map[string]any{"notifications": filter})
+	resp, err := Post(s.ctx, s.client, s.url, i+1, "subscriptions/listen", "", map[string]any{"notifications": filter})
 	if err != nil {
 		return err
 	}
@@ -289,7 +289,7 @@ func callTool(ctx context.Context, client *http.Client, url string, id int, name
 	if args == nil {
 		args = map[string]any{}
 	}
-	resp, err := post(ctx, client, url, id, "tools/call", name, map[string]any{"name": name, "arguments": args})
+	resp, err := Post(ctx, client, url, id, "tools/call", name, map[string]any{"name": name, "arguments": args})
 	if err != nil {
 		return err
 	}

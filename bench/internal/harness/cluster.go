@@ -120,7 +120,7 @@ type broker struct {
 
 // url is what -broker takes.
 func (b *broker) url() string {
-	return map[string]string{"nats": "nats", "redis": "redis"}[b.kind] + "://127.0.0.1:" + strconv.Itoa(b.port)
+	return b.kind + "://127.0.0.1:" + strconv.Itoa(b.port)
 }
 
 // startBroker starts a broker of kind on a free loopback port.
@@ -197,7 +197,7 @@ func RunCluster(ctx context.Context, cfg ClusterConfig) (*ClusterResults, error)
 	}
 	res := &ClusterResults{Command: cfg.Command, Started: time.Now(), Config: cfg, BrokerVersions: map[string]string{}}
 	res.Config.Log = nil
-	nofile, err := raiseNoFile(uint64(cfg.Instances*max(cfg.Streams, cfg.FaultStreams) + 1024))
+	nofile, err := RaiseNoFile(uint64(cfg.Instances*max(cfg.Streams, cfg.FaultStreams) + 1024))
 	if err != nil {
 		return nil, err
 	}
@@ -558,28 +558,30 @@ func renderCluster(res *ClusterResults) string {
 	for _, s := range res.Setups {
 		rows := map[string][][]float64{} // instance → figures by run
 		for _, r := range s.Runs {
-			var cpuAll, brokerAll time.Duration
-			var notes int
-			for i := range r.Opened {
+			// Instance len(r.Opened) is "all": every stream, every server.
+			for i := range len(r.Opened) + 1 {
 				var last, p50, p99 []float64
-				var cpu time.Duration
+				var cpu, broker time.Duration
+				notes, name := 0, "all"
 				for _, t := range r.Triggers {
-					last, p50, p99 = append(last, ms(t.PerInstance[i].Last)), append(p50, ms(t.PerInstance[i].P50)), append(p99, ms(t.PerInstance[i].P99))
-					cpu += t.ServerCPU[i]
+					st := t.All
+					if i < len(r.Opened) {
+						st, name = t.PerInstance[i], string(rune('A'+i))
+						cpu, notes = cpu+t.ServerCPU[i], notes+r.Opened[i]
+					} else {
+						for k, c := range t.ServerCPU {
+							cpu, notes = cpu+c, notes+r.Opened[k]
+						}
+						broker += t.BrokerCPU
+					}
+					last, p50, p99 = append(last, ms(st.Last)), append(p50, ms(st.P50)), append(p99, ms(st.P99))
 				}
-				name := string(rune('A' + i))
-				fig := []float64{Summarize(last).Median, Summarize(p50).Median, Summarize(p99).Median, float64(cpu) / 1e3 / float64(r.Opened[i]*len(r.Triggers))}
+				fig := []float64{Summarize(last).Median, Summarize(p50).Median, Summarize(p99).Median, float64(cpu) / 1e3 / float64(notes)}
+				if name == "all" {
+					fig = append(fig, ms(broker)/float64(len(r.Triggers)))
+				}
 				rows[name] = append(rows[name], fig)
-				cpuAll += cpu
-				notes += r.Opened[i] * len(r.Triggers)
 			}
-			var last, p50, p99 []float64
-			for _, t := range r.Triggers {
-				last, p50, p99 = append(last, ms(t.All.Last)), append(p50, ms(t.All.P50)), append(p99, ms(t.All.P99))
-				brokerAll += t.BrokerCPU
-			}
-			rows["all"] = append(rows["all"], []float64{Summarize(last).Median, Summarize(p50).Median, Summarize(p99).Median,
-				float64(cpuAll) / 1e3 / float64(notes), ms(brokerAll) / float64(len(r.Triggers))})
 		}
 		for _, name := range []string{"A", "B", "C", "D", "E", "all"} {
 			runs := rows[name]

@@ -69,15 +69,6 @@ func Default() Config {
 	}
 }
 
-// Quick returns a smoke test's parameters: the whole pipeline on small
-// numbers, in seconds.
-func Quick() Config {
-	c := Default()
-	c.Ns, c.Runs, c.Triggers = []int{20}, 1, 2
-	c.TriggerGap, c.Settle, c.DeliveryTimeout = 20*time.Millisecond, 200*time.Millisecond, 10*time.Second
-	return c
-}
-
 func (c *Config) validate() error {
 	if len(c.Ns) == 0 || c.Runs < 1 || c.Triggers < 1 || c.Warmup < 0 || c.OpenConcurrency < 1 {
 		return errors.New("need a stream count, and positive runs, triggers and open concurrency")

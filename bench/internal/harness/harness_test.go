@@ -2,6 +2,7 @@ package harness
 
 import (
 	"bufio"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -93,5 +94,25 @@ func TestBoardAndStream(t *testing.T) {
 	}
 	if err := b.wait(t.Context(), 0, time.Second); err != nil || b.extra.Load() != 1 {
 		t.Errorf("round 0: %v; extra %d, want 1", err, b.extra.Load())
+	}
+}
+
+// Dirs keeps an absolute -out-dir, joins a relative one to the root, and
+// finds the root from the working directory when -repo is empty.
+func TestDirs(t *testing.T) {
+	abs := t.TempDir()
+	root, out, err := Dirs("/repo", abs)
+	if err != nil || root != "/repo" || out != abs {
+		t.Errorf("Dirs(/repo, %s) = %s, %s, %v", abs, root, out, err)
+	}
+	if _, out, _ := Dirs("/repo", "bench/results"); out != filepath.Join("/repo", "bench/results") {
+		t.Errorf("relative out-dir: %s", out)
+	}
+	root, out, err = Dirs("", "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := FindRepoRoot("."); root != want || out != filepath.Join(want, "r") {
+		t.Errorf("Dirs(\"\", r) = %s, %s; want the root %s", root, out, want)
 	}
 }

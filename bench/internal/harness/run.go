@@ -63,7 +63,7 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	res.Config.Log = nil
 	// Each process (this one, and each server) holds one descriptor per
 	// stream plus a few; the servers inherit the limit.
-	nofile, err := raiseNoFile(uint64(slices.Max(cfg.Ns) + 1024))
+	nofile, err := RaiseNoFile(uint64(slices.Max(cfg.Ns) + 1024))
 	if err != nil {
 		return nil, err
 	}
@@ -170,9 +170,7 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 
 // RaiseNoFile raises RLIMIT_NOFILE (the server processes inherit it) to at
 // least need if it can, and returns the soft limit in force.
-func RaiseNoFile(need uint64) (uint64, error) { return raiseNoFile(need) }
-
-func raiseNoFile(need uint64) (uint64, error) {
+func RaiseNoFile(need uint64) (uint64, error) {
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		return 0, err
