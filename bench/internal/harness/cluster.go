@@ -33,12 +33,7 @@ type ClusterConfig struct {
 	// Runs is the number of rounds; each round runs every setup once
 	// (one instance, then each broker, rotated), on fresh processes.
 	Runs int
-	// Triggers are measured per run, after Warmup ones.
-	Triggers, Warmup int
-	TriggerGap       time.Duration
-	OpenConcurrency  int
-	Settle           time.Duration
-	DeliveryTimeout  time.Duration
+	Pace
 	// FaultStreams is the streams per instance of the fault scenarios,
 	// FaultChanges the changes published during the broker restart (one
 	// resource URI each), FaultGap the time between two of them.
@@ -52,14 +47,11 @@ func DefaultCluster() ClusterConfig {
 	return ClusterConfig{
 		OutDir:    "bench/results",
 		Instances: 3, Streams: 5000,
-		Brokers:  []string{"nats", "redis"},
-		Runs:     5,
-		Triggers: 5, Warmup: 1,
-		TriggerGap:      200 * time.Millisecond,
-		OpenConcurrency: 64,
-		Settle:          2 * time.Second,
-		DeliveryTimeout: 60 * time.Second,
-		FaultStreams:    1000, FaultChanges: 60, FaultGap: 50 * time.Millisecond,
+		Brokers: []string{"nats", "redis"},
+		Runs:    5,
+		Pace: Pace{Triggers: 5, Warmup: 1, TriggerGap: 200 * time.Millisecond, OpenConcurrency: 64,
+			Settle: 2 * time.Second, DeliveryTimeout: 60 * time.Second},
+		FaultStreams: 1000, FaultChanges: 60, FaultGap: 50 * time.Millisecond,
 	}
 }
 

@@ -32,6 +32,19 @@ type Config struct {
 	// servers take turns within each round of runs, in an order rotated
 	// from round to round.
 	Runs int
+	Pace
+
+	// Bins maps a server's Kind.ID to a prebuilt binary (else it is built
+	// from RepoRoot); Args to extra flags for it.
+	Bins map[string]string   `json:"-"`
+	Args map[string][]string `json:",omitempty"`
+
+	// Log, if set, receives progress lines.
+	Log func(format string, args ...any) `json:"-"`
+}
+
+// Pace is how a run opens its streams and triggers its changes.
+type Pace struct {
 	// Triggers is the number of measured triggers per run; Warmup triggers
 	// run first and are not counted.
 	Triggers, Warmup int
@@ -44,29 +57,14 @@ type Config struct {
 	Settle time.Duration
 	// DeliveryTimeout bounds the wait for one trigger's notifications.
 	DeliveryTimeout time.Duration
-
-	// Bins maps a server's Kind.ID to a prebuilt binary (else it is built
-	// from RepoRoot); Args to extra flags for it.
-	Bins map[string]string   `json:"-"`
-	Args map[string][]string `json:",omitempty"`
-
-	// Log, if set, receives progress lines.
-	Log func(format string, args ...any) `json:"-"`
 }
 
 // Default returns the full benchmark's parameters.
 func Default() Config {
-	return Config{
-		OutDir:          "bench/results",
-		Ns:              []int{100, 1000, 10000},
-		Runs:            5,
-		Triggers:        5,
-		Warmup:          1,
-		TriggerGap:      100 * time.Millisecond,
-		OpenConcurrency: 128,
-		Settle:          2 * time.Second,
-		DeliveryTimeout: 60 * time.Second,
-	}
+	return Config{OutDir: "bench/results", Ns: []int{100, 1000, 10000}, Runs: 5, Pace: Pace{
+		Triggers: 5, Warmup: 1, TriggerGap: 100 * time.Millisecond, OpenConcurrency: 128,
+		Settle: 2 * time.Second, DeliveryTimeout: 60 * time.Second,
+	}}
 }
 
 func (c *Config) validate() error {
