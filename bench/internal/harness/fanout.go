@@ -54,17 +54,24 @@ func (s *Server) Fanout(ctx context.Context, cfg *Config, n, round int) (*Fanout
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}
 	r := &FanoutRun{N: n, Round: round}
-	snapshot := func(st *procStatus, g *int, heap *int64) error {
+	// The baseline RSS is read after the forced GC of the heap reading,
+	// the RSS with the streams open before it (as the server runs).
+	snapshot := func(gcFirst bool, st *procStatus, g *int, heap *int64) error {
 		if err := sleep(ctx, cfg.Settle); err != nil {
 			return err
 		}
-		if *g, *heap, err = p.inside(ctx, client); err != nil {
+		if gcFirst {
+			if *g, *heap, err = p.inside(ctx, client); err != nil {
+				return err
+			}
+		}
+		if *st, err = readStatus(p.pid); err != nil || gcFirst {
 			return err
 		}
-		*st, err = readStatus(p.pid)
+		*g, *heap, err = p.inside(ctx, client)
 		return err
 	}
-	if err := snapshot(&r.Before, &r.GoroutinesBefore, &r.HeapBefore); err != nil {
+	if err := snapshot(true, &r.Before, &r.GoroutinesBefore, &r.HeapBefore); err != nil {
 		return nil, err
 	}
 
@@ -80,7 +87,7 @@ func (s *Server) Fanout(ctx context.Context, cfg *Config, n, round int) (*Fanout
 	if err != nil {
 		return r, fmt.Errorf("opening %d listens: %w", n, err)
 	}
-	if err := snapshot(&r.Settled, &r.Goroutines, &r.Heap); err != nil {
+	if err := snapshot(false, &r.Settled, &r.Goroutines, &r.Heap); err != nil {
 		return nil, err
 	}
 	if opened < n {
