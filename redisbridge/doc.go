@@ -98,6 +98,6 @@
 // proto-max-bulk-len (1 MiB is the least Redis accepts) to bound that
 // one, and Redis's own memory. With 512 unsigned entries of 1 MB appended
 // at once, an instance's peak RSS rises by 13 to 17 MiB (by 59 to 198 MiB
-// when the reader took up to 256 entries per XREAD); bench/cmd/bridgeflood
-// measures it.
+// when the reader took up to 256 entries per XREAD; measured by
+// bench/cmd/bridgeflood, removed after commit 4053784).
 package redisbridge
