@@ -159,7 +159,6 @@ func (s *Server) Admit(ctx context.Context, req *Request) (*Slot, error) {
 //
 //	an older protocol version         -32601 "Method not found: subscriptions/listen"
 //	another unsupported version       -32022 "Unsupported protocol version", data.supported (Options.SupportedVersions), requested
-//	Options.Disabled                  -32601 "Method not found: subscriptions/listen is turned off on this server"
 //	Request.Expiry already passed     -32600 "Unauthorized" (cause ErrExpired)
 //	draining (Shutdown was called)    -32603 "Server is shutting down" (cause ErrShutdown)
 //	over MaxStreamsPerKey             -32603 "Too many subscriptions open for this client" (cause ErrOverQuota)
@@ -220,15 +219,12 @@ func (sl *Slot) Admit(ctx context.Context, req *Request) error {
 }
 
 // precheck refuses what Admit refuses before counting: the protocol
-// version, a disabled method, an expired credential.
+// version, an expired credential.
 func (s *Server) precheck(req *Request) error {
 	if err := spec.ListenVersionError(s.opts.SupportedVersions, req.ProtocolVersion); err != nil {
 		return err
 	}
-	switch {
-	case s.opts.Disabled:
-		return jsonrpc.NewError(jsonrpc.CodeMethodNotFound, spec.MsgListenDisabled)
-	case !req.Expiry.IsZero() && !time.Now().Before(req.Expiry):
+	if !req.Expiry.IsZero() && !time.Now().Before(req.Expiry) {
 		return jsonrpc.NewError(jsonrpc.CodeInvalidRequest, msgUnauthorized).WithCause(ErrExpired)
 	}
 	return nil

@@ -107,7 +107,8 @@ type Options struct {
 	SubResources *SubResources
 	// Scopes, if set, names the scopes each listen belongs to (a
 	// principal, a tenant, derived from Request.Auth): Open calls it once
-	// per listen and sets Request.Scopes from its result (empty strings
+	// per listen and sets the Request.Scopes the Source sees (a copy of the
+	// request) from its result (empty strings
 	// and duplicates left out). An event published with a Scope
 	// (Event.Scope) reaches only the listens of that scope; unscoped events
 	// reach every listen. Nil, the default: no listen has a scope, so a
@@ -352,6 +353,10 @@ func openOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 	if opts.Disabled {
 		return nil, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, spec.MsgListenDisabled)
 	}
+	// The Source sees a copy, with SubResources and Scopes set: the
+	// caller's request is left as it was (but for an id that was too long).
+	r := *req
+	req = &r
 	req.SubResources = opts.SubResources
 	req.Scopes = nil
 	if !spec.HasListen(req.ProtocolVersion) {
