@@ -451,7 +451,8 @@ func TestOpenSubscriptionDoesNotRetainTheRequest(t *testing.T) {
 	require.NoError(t, err)
 	defer sub.Close(nil)
 	seen := src.seen[0]
-	assert.Same(t, req, seen, "the source sees the full request")
+	assert.Equal(t, req.Params, seen.Params, "the source sees the full request")
+	assert.Equal(t, req.Auth, seen.Auth)
 	src.seen = nil
 	body, req, seen = nil, nil, nil //nolint:ineffassign,wastedassign // drop our references
 
