@@ -85,15 +85,19 @@
 // Redis bounds an entry only by its proto-max-bulk-len (512 MiB a field,
 // by default), not by Options.MaxMessageBytes, and the ACL lets whoever
 // may append to the stream append as much as Redis takes. The reader
-// bounds what that makes an instance hold: a Lua script returns at most
-// Options.ReadBytes (default 4 MiB) of the fields "d" and "s" at a time,
-// and skips unsent an entry whose envelope is larger than MaxMessageBytes
-// (or whose "s" is longer than 256 bytes), counted as
-// cluster.Drops.TooLarge with its size in cluster.DropInfo.Bytes; the
-// starting position and the reconnect check send no entry. One entry is
-// still read whole: the one a reader that has caught up waits for (XREAD
-// BLOCK COUNT 1). Lower proto-max-bulk-len (1 MiB at least) to bound it,
-// and Redis's own memory. With 512 unsigned entries of 1 MB appended at
-// once, an instance's peak RSS rises by 13 to 17 MiB (bench/cmd/bridgeflood
-// measures it).
+// bounds what that makes an instance hold: it fetches entries with a Lua
+// script that returns at most Options.ReadBytes (default
+// 4 MiB) of envelopes and signatures at a time and only the fields "d" and
+// "s", and that skips, without sending it, an entry whose envelope is
+// larger than MaxMessageBytes (or whose "s" is longer than 256 bytes): the
+// bridge counts it as cluster.Drops.TooLarge, with its size in
+// cluster.DropInfo.Bytes. Its starting position and the reconnect check
+// use another script, which sends no entry. One entry is still read
+// whole: the one a reader that has caught up waits for (XREAD BLOCK COUNT
+// 1: Redis has no blocking read of less than a whole entry). Lower
+// proto-max-bulk-len (1 MiB is the least Redis accepts) to bound that
+// one, and Redis's own memory. With 512 unsigned entries of 1 MB appended
+// at once, an instance's peak RSS rises by 13 to 17 MiB (by 59 to 198 MiB
+// when the reader took up to 256 entries per XREAD); bench/cmd/bridgeflood
+// measures it.
 package redisbridge
