@@ -1,7 +1,8 @@
 package cluster
 
-// Defaults the external tests wait on.
+// Defaults and limits the external tests use.
 const (
 	DefaultResyncInterval = defaultResyncInterval
 	DefaultFreshness      = defaultFreshness
+	MinMaxMessageBytes    = minMaxMessageBytes
 )
