@@ -17,8 +17,8 @@
 // does, and shares with it the package github.com/mcplisten/listen/cluster:
 // the envelope, its numbering, timestamps and signatures, replay
 // protection, gap detection and resynchronisation, the Options embedded
-// here, Hooks and Stats. Its documentation gives the delivery semantics
-// and the trust model; this one what Redis adds.
+// here (with the hooks and the logger) and Stats. Its documentation gives
+// the delivery semantics and the trust model; this one what Redis adds.
 //
 // # Goroutines
 //
