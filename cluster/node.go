@@ -12,7 +12,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
-	"github.com/mcplisten/listen/internal/safecall"
+	"github.com/mcplisten/listen/internal/safe"
 )
 
 const (
@@ -288,7 +288,7 @@ func (n *Node) SendSync() {
 // returns.
 func (n *Node) Receive(m Message) {
 	handled := false // delivered to the hub, or counted as dropped
-	v := safecall.Run(func() { n.receive(m, &handled) })
+	v := safe.Call(func() { n.receive(m, &handled) })
 	if v == nil {
 		return
 	}
@@ -298,7 +298,7 @@ func (n *Node) Receive(m Message) {
 		n.dBytes.Add(uint64(len(m.Data)))
 		n.safeHook(func() {
 			n.opts.hooks.drop(DropInfo{Reason: ReasonPanic, Count: 1, Bytes: len(m.Data),
-				Err: fmt.Errorf("cluster: panic while delivering: %v", v)})
+				Err: fmt.Errorf("cluster: panic while delivering: %v", v.Value)})
 		})
 	}
 }
@@ -609,7 +609,7 @@ func (n *Node) resync(reason ResyncReason) {
 // safeHook runs f, recovering (and counting) a panic: a hook never takes
 // down a bridge goroutine.
 func (n *Node) safeHook(f func()) {
-	if safecall.Run(f) != nil {
+	if safe.Call(f) != nil {
 		n.panics.Add(1)
 	}
 }

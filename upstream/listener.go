@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/mcplisten/listen"
-	"github.com/mcplisten/listen/internal/safecall"
+	"github.com/mcplisten/listen/internal/safe"
 )
 
 // Defaults of ListenerOptions.
@@ -194,7 +194,7 @@ func (l *listener) wanted() listen.Filter {
 func (l *listener) call(f func()) {
 	l.cbMu.Lock()
 	defer l.cbMu.Unlock()
-	_ = safecall.Run(f)
+	_ = safe.Call(f)
 }
 
 // active is an open listen and its reader.

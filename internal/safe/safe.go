@@ -14,7 +14,8 @@ type Panic struct {
 
 // Call runs f and returns its panic, or nil when f returned. A panic is
 // recovered whatever its value (http.ErrAbortHandler included: a callback
-// has no handler to abort).
+// has no handler to abort; panic(nil) comes back as a
+// *runtime.PanicNilError, so it is never mistaken for a return).
 func Call(f func()) (p *Panic) {
 	defer func() {
 		if v := recover(); v != nil {
