@@ -14,9 +14,9 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
 	listenotel "github.com/mcplisten/listen/otel"
-	"github.com/mcplisten/listen/stdio"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -33,7 +33,7 @@ func promNames(t *testing.T) map[string]bool {
 	m, reader := newMetrics(t)
 	var hopts streamhttp.Options
 	m.InstrumentHTTP(&hopts)
-	var sopts stdio.Options
+	var sopts listen.Options
 	m.InstrumentStdio(&sopts)
 	h, err := hub.New(hub.Options{Hooks: m.HubHooks(nil)})
 	require.NoError(t, err)

@@ -64,7 +64,7 @@ const (
 var causes = [...]string{CauseCapacity, CauseShutdown, CauseAuth, CauseValidation, CauseError}
 
 // RefusalCause sorts the error a listen was refused with (the error given
-// to streamhttp's OnError or stdio's OnListenError) into one of the Cause
+// to streamhttp's OnError or listen.Options.OnRefuse) into one of the Cause
 // constants.
 func RefusalCause(err error) string { return causes[causeIndex(err)] }
 
@@ -82,7 +82,7 @@ func causeIndex(err error) int {
 		switch {
 		case we.Message == spec.MsgCapacityExhausted:
 			return 0
-		case we.Message == streamhttp.MsgShuttingDown:
+		case we.Message == streamhttp.MsgShuttingDown, we.Message == listen.MsgShuttingDown:
 			return 1
 		case we.Message == streamhttp.MsgUnauthorized, we.Message == streamhttp.MsgForbidden:
 			return 2
@@ -269,17 +269,18 @@ func (m *Metrics) InstrumentHTTP(opts *streamhttp.Options) {
 	}
 }
 
-// InstrumentStdio sets opts' OnOpen, OnClose and OnListenError to record on
-// m (transport "stdio"), each calling the hook that was set before, after
-// recording. Call it before stdio.New, which copies the options. A
+// InstrumentStdio sets the OnOpen, OnClose and OnRefuse of opts, the
+// options of the listen.Server a stdio.Server serves, to record on m
+// (transport "stdio"), each calling the hook that was set before, after
+// recording. Call it before listen.NewServer, which copies the options. A
 // nil or disabled m leaves opts unchanged. (The stdio transport sends no
 // keep-alives.)
-func (m *Metrics) InstrumentStdio(opts *stdio.Options) {
+func (m *Metrics) InstrumentStdio(opts *listen.Options) {
 	if m == nil || opts == nil {
 		return
 	}
 	t := m.Transport(stdio.TransportKind)
-	onOpen, onClose, onListenError := opts.OnOpen, opts.OnClose, opts.OnListenError
+	onOpen, onClose, onRefuse := opts.OnOpen, opts.OnClose, opts.OnRefuse
 	opts.OnOpen = func(sub *listen.Subscription) {
 		t.OnOpen(sub)
 		if onOpen != nil {
@@ -292,10 +293,10 @@ func (m *Metrics) InstrumentStdio(opts *stdio.Options) {
 			onClose(sub, reason)
 		}
 	}
-	opts.OnListenError = func(err error) {
+	opts.OnRefuse = func(req *listen.Request, err error) {
 		t.OnRefuse(err)
-		if onListenError != nil {
-			onListenError(err)
+		if onRefuse != nil {
+			onRefuse(req, err)
 		}
 	}
 }

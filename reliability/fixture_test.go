@@ -57,6 +57,14 @@ func listenOptions() listen.Options {
 	}
 }
 
+// newListenServer is listen.NewServer for options a test knows are valid.
+func newListenServer(t testing.TB, src listen.Source, opts listen.Options) *listen.Server {
+	t.Helper()
+	ls, err := listen.NewServer(src, opts)
+	require.NoError(t, err)
+	return ls
+}
+
 // ending is how a client ends a listen.
 type ending int
 
@@ -800,13 +808,13 @@ func newStdioFixture(t testing.TB, osPipe bool, end ending) *stdioFixture {
 	fx := &stdioFixture{source: newFaultSource(), osPipe: osPipe, end: end}
 	lo := listenOptions()
 	lo.CanRead = fx.source.canRead
-	srv, err := stdio.New(fx.source, stdio.Options{
-		Listen:       lo,
+	lo.OnOpen, lo.OnClose = fx.opened, fx.closed
+	ls, err := listen.NewServer(fx.source, lo)
+	require.NoError(t, err)
+	srv, err := stdio.New(ls, stdio.Options{
 		Handler:      pingHandler,
 		MaxLineBytes: maxRequestBytes,
 		WriteTimeout: failsafe,
-		OnOpen:       fx.opened,
-		OnClose:      fx.closed,
 	})
 	require.NoError(t, err)
 	fx.srv = srv

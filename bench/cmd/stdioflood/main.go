@@ -27,6 +27,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/bench/internal/procstat"
 
 	"github.com/mcplisten/listen/hub"
@@ -143,7 +144,9 @@ func serve(wt time.Duration, maxInFlight int, blockingFiles bool) {
 	app := stdio.HandlerFunc(func(context.Context, jsonrpc.Message) (json.RawMessage, error) {
 		return json.RawMessage(`{"tools":[]}`), nil
 	})
-	srv, err := stdio.New(h, stdio.Options{Handler: app, WriteTimeout: wt, MaxInFlight: maxInFlight, BlockingFiles: blockingFiles})
+	ls, err := listen.NewServer(h, listen.Options{})
+	check(err)
+	srv, err := stdio.New(ls, stdio.Options{Handler: app, WriteTimeout: wt, MaxInFlight: maxInFlight, BlockingFiles: blockingFiles})
 	check(err)
 	go func() { // for the life of the server process
 		var ms runtime.MemStats
