@@ -104,8 +104,18 @@ func startHarness(t *testing.T, ctx context.Context, src *listentest.Source, opt
 	if reflect.ValueOf(opts.Listen.Capabilities).IsZero() {
 		opts.Listen.Capabilities = testCaps
 	}
-	h := &harness{t: t, src: src, lines: make(chan msg, 1024), done: make(chan error, 1)}
-	h.srv, h.ls = newServers(t, src, *opts)
+	srv, ls := newServers(t, src, *opts)
+	return serveHarness(t, ctx, src, srv, ls, conn)
+}
+
+// another serves a second connection on h's Server, with ctx.
+func (h *harness) another(ctx context.Context) *harness {
+	h.t.Helper()
+	return serveHarness(h.t, ctx, h.src, h.srv, h.ls, false)
+}
+
+func serveHarness(t *testing.T, ctx context.Context, src *listentest.Source, srv *stdio.Server, ls *listen.Server, conn bool) *harness {
+	h := &harness{t: t, src: src, srv: srv, ls: ls, lines: make(chan msg, 1024), done: make(chan error, 1)}
 	var outR *io.PipeReader
 	h.inR, h.in = io.Pipe()
 	outR, h.outW = io.Pipe()
