@@ -18,8 +18,9 @@
 //
 // HubHooks, InstrumentHTTP and InstrumentStdio chain the hooks already set:
 // each records, then calls the hook it replaced (HubHooks' argument, the
-// option's previous value). For another transport, call the methods of
-// Metrics.Transport(kind) from its hooks. The bridges between instances
+// option's previous value; InstrumentStdio, those of the listen.Options of
+// a stdio.Server's listen.Server). For another transport, call the methods
+// of Metrics.Transport(kind) from its hooks. The bridges between instances
 // (natsbridge, redisbridge) take Metrics.BridgeHooks as their Hooks.
 //
 // # Goroutines
