@@ -77,8 +77,9 @@ func main() {
 	// done (every open listen got its completion result).
 	err = s.Run(ctx)
 	_ = s.Shutdown(context.Background())
-	bs := s.Bridge().Stats()
-	logger.Info("stopped", "list_changes", bs.ListChanges, "resource_updates", bs.ResourceUpdates, "err", err)
+	st, bs := s.Listen().Stats(), s.Bridge().Stats()
+	logger.Info("stopped", "listens_opened", st.Opened, "listens_refused", st.Refused,
+		"list_changes", bs.ListChanges, "resource_updates", bs.ResourceUpdates, "err", err)
 	if err != nil && ctx.Err() == nil {
 		os.Exit(1)
 	}
