@@ -347,9 +347,12 @@ func TestCapacityExhausted(t *testing.T) {
 		h.quiet()
 		require.Empty(t, h.src.Opened(), "the source is not opened for a refused listen")
 
-		// A cancellation frees its slot at once.
+		// A cancellation frees its id at once, its slot on the
+		// listen.Server once its stream has closed and its goroutine
+		// returned (Slot.Done).
 		h.send(cancelLine(`1`, ""))
 		requireReason(t, h.closedReason(), `1`, listen.ErrCancelled)
+		synctest.Wait()
 		h.openListen(`3`)
 		h.send(listenLine(`4`, `{"toolsListChanged":true}`))
 		requireError(t, h.recv(), `4`, jsonrpc.CodeInternalError, spec.MsgCapacityExhausted)
