@@ -12,6 +12,7 @@ import (
 	sdkjsonrpc "github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/internal/serving"
 	"github.com/mcplisten/listen/jsonrpc"
@@ -24,10 +25,11 @@ type StdioOptions struct {
 	// field but the three read from the server: see Options.Listen), the
 	// logger.
 	Options
-	// Stdio configures the listen multiplexer and the connection (limits,
-	// write timeout, hooks; see stdio.Options). NewStdio sets its Listen to
-	// Bridge.ListenOptions (built from Options.Listen) and its
-	// SupportedVersions to the go-sdk server's; Handler is not used (every
+	// Stdio configures the connection (limits, write timeout; see
+	// stdio.Options). The listens are served by a listen.Server made with
+	// Bridge.ListenOptions (built from Options.Listen: the hooks, the
+	// stream limits, the drain window), its SupportedVersions set to the
+	// go-sdk server's (see Stdio.Listen). Handler is not used (every
 	// message that is not a listen or a cancellation goes to the go-sdk).
 	// Its bounds hold for the go-sdk's traffic too: MaxLineBytes bounds
 	// every input line (a longer one is never buffered past the limit and
@@ -55,6 +57,7 @@ type Stdio struct {
 	server  *mcp.Server
 	bridge  *Bridge
 	mux     *stdio.Server
+	listen  *listen.Server // mux's listen policy
 	timeout time.Duration
 
 	serving serving.Group // the Serve calls under way
@@ -83,12 +86,12 @@ func NewStdio(server *mcp.Server, opts StdioOptions) (*Stdio, error) {
 	if err != nil {
 		return nil, err
 	}
-	mux, err := serving.NewMux(b.Source(), b.ListenOptions(), b.Versions(), opts.Stdio)
+	mux, ls, err := serving.NewMux(b.Source(), b.ListenOptions(), b.Versions(), opts.Stdio)
 	if err != nil {
 		_ = b.Close()
 		return nil, fmt.Errorf("gosdk: %w", err)
 	}
-	return &Stdio{server: server, bridge: b, mux: mux, timeout: opts.ShutdownTimeout}, nil
+	return &Stdio{server: server, bridge: b, mux: mux, listen: ls, timeout: opts.ShutdownTimeout}, nil
 }
 
 // Run serves the process's standard input and output: Serve with os.Stdin
@@ -193,9 +196,13 @@ func (s *Stdio) ResourceUpdated(ctx context.Context, uri string) error {
 	return s.bridge.ResourceUpdated(ctx, uri)
 }
 
-// Stats returns the listen multiplexer's counters: connections, listens
-// open, requests in flight, subscriptions opened, closed and refused.
+// Stats returns the connections' counters: connections, requests in
+// flight. Listen().Stats() counts the listens.
 func (s *Stdio) Stats() stdio.Stats { return s.mux.Stats() }
+
+// Listen returns the listen.Server that serves the listens (its Stats,
+// EndStreams), made with the Bridge's ListenOptions.
+func (s *Stdio) Listen() *listen.Server { return s.listen }
 
 // Run serves server over the process's standard input and output until
 // the input ends or ctx ends (see Stdio.Serve), then shuts down: the

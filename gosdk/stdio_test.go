@@ -61,8 +61,9 @@ func TestStdioPlainServer(t *testing.T) {
 	served := make(chan error, 1)
 	go func() {
 		served <- serveStdio(context.Background(), srv, inR, outW, gosdk.StdioOptions{
-			Options: gosdk.Options{Hub: changes},
-			Stdio:   stdio.Options{OnClose: func(sub *listen.Subscription, _ error) { closed <- sub.ID().Raw() }},
+			Options: gosdk.Options{Hub: changes, Listen: listen.Options{
+				OnClose: func(sub *listen.Subscription, _ error) { closed <- sub.ID().Raw() },
+			}},
 		})
 		outW.Close()
 	}()
@@ -449,10 +450,10 @@ func TestStdioShutdown(t *testing.T) {
 		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)
 	send(`{"jsonrpc":"2.0","id":4,"method":"ping"}`)
 	require.Equal(t, `{"jsonrpc":"2.0","id":4,"result":{}}`, recv())
-	st := s.Stats()
+	st, ls := s.Stats(), s.Listen().Stats()
 	assert.Equal(t, 1, st.Connections)
-	assert.Equal(t, 2, st.Active)
-	assert.EqualValues(t, 2, st.Opened)
+	assert.Equal(t, 2, ls.Active)
+	assert.EqualValues(t, 2, ls.Opened)
 	assert.GreaterOrEqual(t, st.InFlight, 1, "the call in flight") // the ping's unit may not be back yet
 
 	shut := make(chan error, 1)
@@ -470,7 +471,8 @@ func TestStdioShutdown(t *testing.T) {
 	require.ErrorIs(t, <-served, stdio.ErrServerClosed)
 	require.NoError(t, <-shut)
 	assert.False(t, out.Scan(), "nothing more")
-	assert.Equal(t, stdio.Stats{Opened: 2, Closed: 2, ShuttingDown: true}, s.Stats())
+	assert.Equal(t, stdio.Stats{}, s.Stats())
+	assert.Equal(t, listen.Stats{Opened: 2, Closed: 2, Draining: true}, s.Listen().Stats())
 	require.ErrorIs(t, s.Serve(context.Background(), strings.NewReader(""), io.Discard), stdio.ErrServerClosed)
 	require.NoError(t, s.Shutdown(context.Background()), "idempotent")
 	inW.Close()

@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/internal/serving"
 	"github.com/mcplisten/listen/jsonrpc"
@@ -28,10 +29,11 @@ type StdioOptions struct {
 	// field but the three read from the server: see Options.Listen), the
 	// logger.
 	Options
-	// Stdio configures the listen multiplexer and the connection (limits,
-	// write timeout, hooks; see stdio.Options). NewStdio sets its Listen to
-	// Bridge.ListenOptions (built from Options.Listen) and its
-	// SupportedVersions to the mcp-go server's; Handler is not used (every
+	// Stdio configures the connection (limits, write timeout; see
+	// stdio.Options). The listens are served by a listen.Server made with
+	// Bridge.ListenOptions (built from Options.Listen: the hooks, the
+	// stream limits, the drain window), its SupportedVersions set to the
+	// mcp-go server's (see Stdio.Listen). Handler is not used (every
 	// message that is not a listen or a cancellation goes to mcp-go). Its
 	// bounds hold for mcp-go's traffic too: MaxLineBytes bounds every input
 	// line (a longer one never reaches mcp-go and is answered with the
@@ -64,6 +66,7 @@ type Stdio struct {
 	server  *server.MCPServer
 	bridge  *Bridge
 	mux     *stdio.Server
+	listen  *listen.Server // mux's listen policy
 	sdk     []server.StdioOption
 	timeout time.Duration
 
@@ -92,12 +95,12 @@ func NewStdio(s *server.MCPServer, opts StdioOptions) (*Stdio, error) {
 	if err != nil {
 		return nil, err
 	}
-	mux, err := serving.NewMux(b.Source(), b.ListenOptions(), b.Versions(), opts.Stdio)
+	mux, ls, err := serving.NewMux(b.Source(), b.ListenOptions(), b.Versions(), opts.Stdio)
 	if err != nil {
 		_ = b.Close()
 		return nil, fmt.Errorf("mcpgo: %w", err)
 	}
-	return &Stdio{server: s, bridge: b, mux: mux, sdk: slices.Clone(opts.SDK), timeout: opts.ShutdownTimeout}, nil
+	return &Stdio{server: s, bridge: b, mux: mux, listen: ls, sdk: slices.Clone(opts.SDK), timeout: opts.ShutdownTimeout}, nil
 }
 
 // Run serves the process's standard input and output: Serve with os.Stdin
@@ -225,9 +228,13 @@ func (x *Stdio) Bridge() *Bridge { return x.bridge }
 // Hub returns the hub the listens are served from.
 func (x *Stdio) Hub() *hub.Hub { return x.bridge.hub }
 
-// Stats returns the listen multiplexer's counters: connections, listens
-// open, requests in flight, subscriptions opened, closed and refused.
+// Stats returns the connections' counters: connections, requests in
+// flight. Listen().Stats() counts the listens.
 func (x *Stdio) Stats() stdio.Stats { return x.mux.Stats() }
+
+// Listen returns the listen.Server that serves the listens (its Stats,
+// EndStreams), made with the Bridge's ListenOptions.
+func (x *Stdio) Listen() *listen.Server { return x.listen }
 
 // Run serves s over the process's standard input and output until the
 // input ends or ctx ends (see Stdio.Serve), then shuts down: the one-line

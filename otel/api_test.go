@@ -48,11 +48,11 @@ func TestDisabled(t *testing.T) {
 			assert.Nil(t, hopts.OnClose)
 			assert.Nil(t, hopts.OnError)
 			assert.Nil(t, hopts.OnKeepAlive)
-			var sopts stdio.Options
+			var sopts listen.Options
 			m.InstrumentStdio(&sopts)
 			assert.Nil(t, sopts.OnOpen)
 			assert.Nil(t, sopts.OnClose)
-			assert.Nil(t, sopts.OnListenError)
+			assert.Nil(t, sopts.OnRefuse)
 		})
 	}
 }
@@ -175,14 +175,14 @@ func TestInstrumentChainsHooks(t *testing.T) {
 	hopts.OnKeepAlive(nil)
 	hopts.OnError(nil, http.StatusServiceUnavailable, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgCapacityExhausted))
 	hopts.OnClose(nil, listen.ErrShutdown)
-	sopts := stdio.Options{
-		OnOpen:        func(*listen.Subscription) { calls = append(calls, "stdio open") },
-		OnClose:       func(*listen.Subscription, error) { calls = append(calls, "stdio close") },
-		OnListenError: func(error) { calls = append(calls, "stdio error") },
+	sopts := listen.Options{
+		OnOpen:   func(*listen.Subscription) { calls = append(calls, "stdio open") },
+		OnClose:  func(*listen.Subscription, error) { calls = append(calls, "stdio close") },
+		OnRefuse: func(*listen.Request, error) { calls = append(calls, "stdio error") },
 	}
 	m.InstrumentStdio(&sopts)
 	sopts.OnOpen(nil)
-	sopts.OnListenError(jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgNotificationsObject))
+	sopts.OnRefuse(nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgNotificationsObject))
 	sopts.OnClose(nil, listen.Cancelled(""))
 	assert.Equal(t, []string{"http open", "http keep-alive", "http error", "http close",
 		"stdio open", "stdio error", "stdio close"}, calls)

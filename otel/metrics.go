@@ -80,7 +80,7 @@ var DefaultFanoutBuckets = []float64{
 //     as disconnected. On stdio one timed-out write ends the connection, so
 //     every listen of that connection counts.
 //   - requests.refused: listens answered with an error instead of a
-//     stream (streamhttp's OnError, stdio's OnListenError), by cause
+//     stream (streamhttp's OnError, listen.Options.OnRefuse), by cause
 //     (RefusalCause): capacity, shutdown, auth, validation, error. On
 //     Streamable HTTP it counts every request the listen handler refused,
 //     a wrong method or a body too large included (validation).

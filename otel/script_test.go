@@ -206,12 +206,9 @@ func TestScriptStdio(t *testing.T) {
 		m, reader := newMetrics(t)
 		h, err := hub.New(hub.Options{Hooks: m.HubHooks(nil)})
 		require.NoError(t, err)
-		opts := stdio.Options{
-			Listen:           listen.Options{Capabilities: listen.Capabilities{ResourcesSubscribe: true}},
-			MaxSubscriptions: 1,
-		}
-		m.InstrumentStdio(&opts)
-		srv, err := stdio.New(m.Source(h), opts)
+		opts := listen.Options{Capabilities: listen.Capabilities{ResourcesSubscribe: true}, MaxStreams: 1}
+		m.Instrument(&opts)
+		srv, err := stdio.New(listen.NewServer(m.Source(h), opts), stdio.Options{})
 		require.NoError(t, err)
 		inR, inW := io.Pipe()
 		outR, outW := io.Pipe()

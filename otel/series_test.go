@@ -6,10 +6,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/cluster"
 	"github.com/mcplisten/listen/hub"
 	listenotel "github.com/mcplisten/listen/otel"
-	"github.com/mcplisten/listen/stdio"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -21,7 +21,7 @@ func TestSeriesStartAtZero(t *testing.T) {
 	m, reader := newMetrics(t)
 	var hopts streamhttp.Options
 	m.InstrumentHTTP(&hopts)
-	var sopts stdio.Options
+	var sopts listen.Options
 	m.InstrumentStdio(&sopts)
 	_, err := hub.New(hub.Options{Hooks: m.HubHooks(nil)})
 	assert.NoError(t, err)

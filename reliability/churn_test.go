@@ -76,7 +76,7 @@ func TestChurnSoak(t *testing.T) {
 	require.NoError(t, err)
 	ts := httptest.NewServer(hh)
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: failsafe}
-	ss, err := stdio.New(h, stdio.Options{Listen: opts, WriteTimeout: failsafe})
+	ss, err := stdio.New(listen.NewServer(h, opts), stdio.Options{WriteTimeout: failsafe})
 	require.NoError(t, err)
 	conns := []*stdioConn{
 		newStdioConn(t, ss, false, connOptions{routeBuf: 16, strict: true}),

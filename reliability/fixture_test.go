@@ -801,13 +801,11 @@ func newStdioFixture(t testing.TB, osPipe bool, end ending) *stdioFixture {
 	fx := &stdioFixture{source: newFaultSource(), osPipe: osPipe, end: end}
 	lo := listenOptions()
 	lo.CanRead = fx.source.canRead
-	srv, err := stdio.New(fx.source, stdio.Options{
-		Listen:       lo,
+	lo.OnOpen, lo.OnClose = fx.opened, fx.closed
+	srv, err := stdio.New(listen.NewServer(fx.source, lo), stdio.Options{
 		Handler:      pingHandler,
 		MaxLineBytes: maxRequestBytes,
 		WriteTimeout: failsafe,
-		OnOpen:       fx.opened,
-		OnClose:      fx.closed,
 	})
 	require.NoError(t, err)
 	fx.srv = srv

@@ -185,7 +185,7 @@ func isolation(t *testing.T, mode string, seed uint64) {
 		}
 	}
 	if mode != "http" {
-		ss, err := stdio.New(h, stdio.Options{Listen: opts, WriteTimeout: failsafe})
+		ss, err := stdio.New(listen.NewServer(h, opts), stdio.Options{WriteTimeout: failsafe})
 		require.NoError(t, err)
 		ids := []string{`1`, `2`, `3`, `4`, `"1"`, `"2"`, `"3"`, `"4"`}
 		for c := range isoConns {

@@ -65,14 +65,16 @@ func (g *Group) Wait(ctx context.Context) error {
 }
 
 // NewMux returns the listen multiplexer of an adapter's Stdio: stdio.New
-// on src with so, whose Listen is set to lo (the Bridge's ListenOptions),
-// its SupportedVersions to versions (the SDK server's) and its Handler to
-// nil (every other message goes to the SDK server).
-func NewMux(src listen.Source, lo listen.Options, versions []string, so stdio.Options) (*stdio.Server, error) {
-	so.Listen = lo
-	so.SupportedVersions = versions
+// with so on ls, a listen.Server for src whose options are lo (the
+// Bridge's ListenOptions) with SupportedVersions set to versions (the SDK
+// server's); so's Handler is set to nil (every other message goes to the
+// SDK server).
+func NewMux(src listen.Source, lo listen.Options, versions []string, so stdio.Options) (mux *stdio.Server, ls *listen.Server, err error) {
+	lo.SupportedVersions = versions
+	ls = listen.NewServer(src, lo)
 	so.Handler = nil
-	return stdio.New(src, so)
+	mux, err = stdio.New(ls, so)
+	return mux, ls, err
 }
 
 // Drain returns what served yields (the result of a connection's Serve),

@@ -117,7 +117,7 @@ func serve(kind string) error {
 		app := stdio.HandlerFunc(func(context.Context, jsonrpc.Message) (json.RawMessage, error) {
 			return json.RawMessage(`{"tools":[]}`), nil
 		})
-		srv, err := stdio.New(h, stdio.Options{Handler: app})
+		srv, err := stdio.New(listen.NewServer(h, listen.Options{}), stdio.Options{Handler: app})
 		if err != nil {
 			return err
 		}

@@ -12,15 +12,19 @@ import (
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/spec"
-	"github.com/mcplisten/listen/stdio"
 )
 
-// OnListenError sees every listen answered with an error instead of a
-// stream, with the error sent, and nothing else: not a refused request of
-// another method, not a listen that opened. A panic in it is contained.
-func TestOnListenError(t *testing.T) {
+// listen.Options.OnRefuse sees every stdio listen answered with an error
+// instead of a stream, with the error sent and the request once it could
+// be read, and nothing else: not a refused request of another method, not
+// a listen that opened. A panic in it is contained.
+func TestOnRefuse(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		errs := make(chan error, 16)
+		type refusal struct {
+			req *listen.Request
+			err error
+		}
+		errs := make(chan refusal, 16)
 		src := listentest.NewSource()
 		src.BeforeOpen = func(_ context.Context, req *listen.Request) error {
 			if req.ID.Raw() == `"fails"` {
@@ -28,16 +32,20 @@ func TestOnListenError(t *testing.T) {
 			}
 			return nil
 		}
-		h := start(t, t.Context(), src, &stdio.Options{
-			MaxSubscriptions: 1,
-			OnListenError: func(err error) {
-				errs <- err
-				panic("a hook bug is contained")
-			},
-		})
-		next := func(code int, message string) error {
+		h := start(t, t.Context(), src, &options{Listen: listen.Options{MaxStreams: 1, OnRefuse: func(req *listen.Request, err error) {
+			errs <- refusal{req, err}
+			panic("a hook bug is contained")
+		}}})
+		next := func(code int, message string, id string) error {
 			t.Helper()
-			err := <-errs
+			r := <-errs
+			if id == "" {
+				require.Nil(t, r.req, "refused before the request was read")
+			} else {
+				require.NotNil(t, r.req)
+				require.Equal(t, id, r.req.ID.Raw())
+			}
+			err := r.err
 			var we *jsonrpc.Error
 			require.ErrorAs(t, err, &we)
 			require.Equal(t, code, we.Code)
@@ -48,29 +56,30 @@ func TestOnListenError(t *testing.T) {
 		h.openListen(`1`) // takes the only slot
 		h.send(listenLine(`1`, `{}`))
 		requireError(t, h.recv(), `1`, jsonrpc.CodeInvalidRequest, spec.MsgDuplicateID)
-		next(jsonrpc.CodeInvalidRequest, spec.MsgDuplicateID)
+		next(jsonrpc.CodeInvalidRequest, spec.MsgDuplicateID, "")
 
 		h.send(listenLine(`2`, `[]`))
 		requireError(t, h.recv(), `2`, jsonrpc.CodeInvalidParams, spec.MsgNotificationsObject)
-		next(jsonrpc.CodeInvalidParams, spec.MsgNotificationsObject)
+		next(jsonrpc.CodeInvalidParams, spec.MsgNotificationsObject, "")
 
 		h.send(listenLineVersion(`3`, `{}`, "2025-06-18"))
 		requireError(t, h.recv(), `3`, jsonrpc.CodeMethodNotFound, spec.MsgMethodNotFoundListen)
-		next(jsonrpc.CodeMethodNotFound, spec.MsgMethodNotFoundListen)
+		next(jsonrpc.CodeMethodNotFound, spec.MsgMethodNotFoundListen, `3`)
 
 		h.send(listenLineVersion(`4`, `{}`, "2099-01-01"))
 		requireError(t, h.recv(), `4`, jsonrpc.CodeUnsupportedProtocolVersion, spec.MsgUnsupportedVersion)
-		next(jsonrpc.CodeUnsupportedProtocolVersion, spec.MsgUnsupportedVersion)
+		next(jsonrpc.CodeUnsupportedProtocolVersion, spec.MsgUnsupportedVersion, `4`)
 
 		h.send(listenLine(`5`, `{}`))
 		requireError(t, h.recv(), `5`, jsonrpc.CodeInternalError, spec.MsgCapacityExhausted)
-		require.ErrorIs(t, next(jsonrpc.CodeInternalError, spec.MsgCapacityExhausted), listen.ErrOverloaded)
+		require.ErrorIs(t, next(jsonrpc.CodeInternalError, spec.MsgCapacityExhausted, `5`), listen.ErrOverloaded)
 
 		h.send(cancelLine(`1`, "bye")) // frees the slot
 		h.closedReason()
+		synctest.Wait() // the slot is free once the listen's goroutine is done
 		h.send(listenLine(`"fails"`, `{}`))
 		requireError(t, h.recv(), `"fails"`, jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen)
-		next(jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen)
+		next(jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen, `"fails"`)
 
 		// Not listens: not reported.
 		h.send(requestLine(`6`, "tools/list"))
