@@ -123,10 +123,7 @@ func serve(kind string) error {
 		}
 		return srv.Serve(context.Background(), os.Stdin, os.Stdout)
 	}
-	sh, err := streamhttp.New(h, streamhttp.Options{
-		Listen:  listen.Options{Capabilities: listen.Capabilities{ToolsListChanged: true}},
-		OnClose: func(_ *listen.Subscription, reason error) { fmt.Println("closed:", reason) },
-	})
+	sh, err := streamhttp.New(listen.NewServer(h, listen.Options{Capabilities: listen.Capabilities{ToolsListChanged: true}, OnClose: func(_ *listen.Subscription, reason error) { fmt.Println("closed:", reason) }}), streamhttp.Options{})
 	if err != nil {
 		return err
 	}
