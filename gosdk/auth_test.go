@@ -156,7 +156,7 @@ func TestHTTPBridgeToken(t *testing.T) {
 	assert.Contains(t, err.Error(), "Options.Token")
 
 	h, err := gosdk.NewHandler(srv, gosdk.HandlerOptions{Options: gosdk.Options{
-		Token: &auth.TokenInfo{UserID: gosdk.ClientName, Scopes: []string{"mcp"}},
+		Token: &auth.TokenInfo{UserID: "mcplisten-gosdk", Scopes: []string{"mcp"}},
 	}})
 	require.NoError(t, err)
 	require.NoError(t, h.Shutdown(context.Background()))

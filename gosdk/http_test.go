@@ -307,12 +307,16 @@ func TestHTTPFolderListen(t *testing.T) {
 
 // The capabilities are read again only for a listen that asks for a kind
 // the last reading does not allow, and then at most once per
-// RefreshInterval: listens the reading allows cost no server/discover.
+// refresh interval: listens the reading allows cost no server/discover.
 func TestCapabilitiesReadingIsShared(t *testing.T) {
 	// In a bubble: the Sleeps advance the fake clock and the opens take no
 	// time on it, so the count of readings is exact.
 	synctest.Test(t, testCapabilitiesReadingIsShared)
 }
+
+// refreshInterval is the Bridge's shortest time between two readings caused
+// by listens asking for more (see adapter.Bridge).
+const refreshInterval = 10 * time.Millisecond
 
 func testCapabilitiesReadingIsShared(t *testing.T) {
 	ctx := context.Background()
@@ -333,7 +337,7 @@ func testCapabilitiesReadingIsShared(t *testing.T) {
 		return sub.Accepted()
 	}
 
-	time.Sleep(2 * gosdk.RefreshInterval) // the reading is old enough to be read again
+	time.Sleep(2 * refreshInterval) // the reading is old enough to be read again
 	read := b.Stats().Discovers
 	prompts := listen.Filter{spec.KeyPromptsListChanged: true}
 	for i := range 20 {
@@ -341,17 +345,17 @@ func testCapabilitiesReadingIsShared(t *testing.T) {
 	}
 	assert.Equal(t, read, b.Stats().Discovers, "the reading allows every one of them")
 
-	time.Sleep(2 * gosdk.RefreshInterval) // and again
+	time.Sleep(2 * refreshInterval) // and again
 	more := listen.Filter{spec.KeyPromptsListChanged: true, spec.KeyToolsListChanged: true}
 	for i := range 20 {
 		assert.Equal(t, prompts, open(100+i, more), "no tools capability")
 	}
 	assert.Equal(t, read+1, b.Stats().Discovers, "a listen asking for more reads again, once")
 
-	time.Sleep(gosdk.RefreshInterval / 2)
+	time.Sleep(refreshInterval / 2)
 	open(200, more)
-	assert.Equal(t, read+1, b.Stats().Discovers, "not again within RefreshInterval")
-	time.Sleep(gosdk.RefreshInterval/2 + time.Millisecond)
+	assert.Equal(t, read+1, b.Stats().Discovers, "not again within the refresh interval")
+	time.Sleep(refreshInterval/2 + time.Millisecond)
 	open(201, more)
-	assert.Equal(t, read+2, b.Stats().Discovers, "again once RefreshInterval has passed")
+	assert.Equal(t, read+2, b.Stats().Discovers, "again once the refresh interval has passed")
 }

@@ -332,7 +332,7 @@ func TestStdioUndecodable(t *testing.T) {
 	r := startRaw(t, plainServer(), true, gosdk.StdioOptions{Stdio: stdio.Options{MaxInFlight: 1}})
 	r.send(`{"jsonrpc":"2.0","method":"notifications/foo","params":{"x":` + deep + `}}`) // dropped
 	r.send(`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":` + deep + `}}`)
-	require.Equal(t, `{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"`+gosdk.MsgUndecodable+`"}}`, r.recv())
+	require.Equal(t, `{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"Invalid request: the server cannot decode it"}}`, r.recv())
 	r.send(`{"jsonrpc":"2.0","id":5,"method":"ping"}`)
 	assert.Equal(t, `{"jsonrpc":"2.0","id":5,"result":{}}`, r.recv())
 	rest, err := r.end()

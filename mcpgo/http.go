@@ -2,21 +2,21 @@ package mcpgo
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"reflect"
 	"slices"
-	"strings"
 
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcplisten/listen"
-	"github.com/mcplisten/listen/hub"
-	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/adapter"
 	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/streamhttp"
 )
@@ -33,8 +33,8 @@ type HandlerOptions struct {
 	// which CanRead gets): mcp-go's WithHTTPContextFunc, in SDK, never runs
 	// for a listen, and NewHandler logs a warning when SDK sets one and
 	// Authenticate is nil (see the package documentation, Auth).
-	// NewHandler sets three of its fields: Listen to Bridge.ListenOptions
-	// (built from Options.Listen), SupportedVersions to the versions mcp-go's
+	// NewHandler sets three of its fields (see adapter.HandlerOptions.HTTP):
+	// Listen, SupportedVersions to the versions mcp-go's
 	// StreamableHTTPServer serves, and RequireHeaders to true (mcp-go
 	// requires both headers on 2026-07-28 requests too).
 	HTTP streamhttp.Options
@@ -98,44 +98,21 @@ type HandlerOptions struct {
 }
 
 // Handler serves one MCP Streamable HTTP endpoint for an mcp-go server:
-// subscriptions/listen with this library (streamhttp, from the Bridge's
-// hub), whatever version it names, and everything else with mcp-go's
-// StreamableHTTPServer.
-//
-// Every request passes the same front first (streamhttp.FrontWith): the
-// Origin and Host check of HTTP (403), a body bounded in bytes
-// (MaxBodyBytes, 413) and in time (HTTP.ReadTimeout, 408; no deadline once
-// the body has been read, none on a GET or DELETE). Every
-// subscriptions/listen, by its Mcp-Method header or by its body, is this
-// library's: a version mcp-go serves before 2026-07-28 gets -32601, any
-// other version it does not serve 400 -32022 with the versions it serves;
-// mcp-go's own listen code never runs. Any other request naming in
-// MCP-Protocol-Version a version mcp-go does not serve gets the same
-// -32022 (mcp-go would answer some of them in plain text). A request mcp-go
-// answers keeps the client's id token exactly (see the package
-// documentation, Ids).
-//
-// Shutdown ends it. A Handler is safe for concurrent use.
-type Handler struct {
-	bridge *Bridge
-	listen *streamhttp.Handler
-	sdk    *server.StreamableHTTPServer
-	server *server.MCPServer
-	front  http.Handler
-	// sessions fronts sdk for the requests of older clients.
-	sessions *streamhttp.Sessions
-	// versions are the protocol versions mcp-go's StreamableHTTPServer
-	// serves, newest first.
-	versions []string
-	// plainIDs is true if mcp-go answers plain ids as sent (probeIDs):
-	// only the others then reach it under a surrogate.
-	plainIDs bool
-}
+// subscriptions/listen with this library, whatever version it names, and
+// everything else with mcp-go's StreamableHTTPServer. It is the adapter
+// package's Handler: see there for the front every request passes (a
+// request naming in MCP-Protocol-Version a version mcp-go does not serve
+// gets -32022, where mcp-go would answer some in plain text) and for
+// Shutdown, which also ends mcp-go's sessions
+// (StreamableHTTPServer.Shutdown: the GET streams of older clients). A
+// request mcp-go answers keeps the client's id token exactly (see the
+// package documentation, Ids).
+type Handler = adapter.Handler
 
 // NewHandler returns the Handler for s: one call adds subscriptions/listen
 // to an mcp-go server over HTTP, with the server's own broadcasts (AddTool,
 // DeletePrompts, SendNotificationToAllClients of resources/updated, ...)
-// reaching every listen that asked for them (see Bridge).
+// reaching every listen that asked for them (see NewBridge).
 //
 //	h, err := mcpgo.NewHandler(s, mcpgo.HandlerOptions{})
 //	if err != nil { ... }
@@ -144,64 +121,70 @@ type Handler struct {
 //
 // It logs a warning (Options.Logger) if opts.SDK sets mcp-go's
 // WithHTTPContextFunc and opts.HTTP.Authenticate is nil: the listens would
-// all have a nil principal. It fails as NewBridge does, if mcp-go's StreamableHTTPServer, as opts.SDK
-// configures it, does not serve protocol version 2026-07-28, if this
-// mcp-go release answers no id as sent (an in-process probe: see the
-// package documentation, Ids), and for invalid opts.HTTP.
+// all have a nil principal. It fails as NewBridge does, if mcp-go's
+// StreamableHTTPServer, as opts.SDK configures it, does not serve protocol
+// version 2026-07-28, if this mcp-go release answers no id as sent (an
+// in-process probe: see the package documentation, Ids), for a negative
+// MaxBodyBytes and for invalid opts.HTTP.
 func NewHandler(s *server.MCPServer, opts HandlerOptions) (*Handler, error) {
+	return newHandler(s, opts, false)
+}
+
+// newHandler is NewHandler; surrogateAll sends every id to mcp-go under a
+// surrogate, as when the probe finds plain ids not answered as sent.
+func newHandler(s *server.MCPServer, opts HandlerOptions, surrogateAll bool) (*Handler, error) {
 	if s == nil {
 		return nil, errors.New("mcpgo: nil *server.MCPServer")
 	}
-	if opts.MaxBodyBytes < 0 {
-		return nil, errors.New("mcpgo: negative MaxBodyBytes: every request body must be bounded")
-	}
 	sdk := server.NewStreamableHTTPServer(s, append(slices.Clip(opts.SDK), server.WithDisableLocalhostProtection(true))...)
 	versions := server.FilterSupportedVersions(sdk)
-	if !slices.Contains(versions, spec.ProtocolVersion) {
-		_ = sdk.Shutdown(context.Background())
-		return nil, fmt.Errorf("mcpgo: the StreamableHTTPServer does not serve protocol version %s, which subscriptions/listen needs (it serves %v)", spec.ProtocolVersion, versions)
-	}
 	plainIDs, err := probeIDs(func(m json.RawMessage) []byte {
 		b, _ := json.Marshal(s.HandleMessage(context.WithValue(context.Background(), bridgeKey{}, true), m))
 		return b
 	})
+	if err == nil && !slices.Contains(versions, spec.ProtocolVersion) {
+		err = fmt.Errorf("mcpgo: the StreamableHTTPServer does not serve protocol version %s, which subscriptions/listen needs (it serves %v)", spec.ProtocolVersion, versions)
+	}
+	var b *adapter.Bridge
+	if err == nil {
+		b, err = NewBridge(context.Background(), s, opts.Options)
+	}
 	if err != nil {
 		_ = sdk.Shutdown(context.Background())
 		return nil, err
 	}
-	b, err := NewBridge(context.Background(), s, opts.Options)
-	if err != nil {
-		_ = sdk.Shutdown(context.Background())
-		return nil, err
-	}
+	log := cmp.Or(opts.Logger, slog.Default())
 	if opts.HTTP.Authenticate == nil && setsContextFunc(sdk) {
-		b.log.Warn("mcpgo: HandlerOptions.SDK sets mcp-go's WithHTTPContextFunc but HTTP.Authenticate is nil: " +
+		log.Warn("mcpgo: HandlerOptions.SDK sets mcp-go's WithHTTPContextFunc but HTTP.Authenticate is nil: " +
 			"the context function never runs for a listen (listens never reach mcp-go), so every listen.Request.Auth, what CanRead gets, is nil; " +
 			"set HTTP.Authenticate to hand listens their principal (see the mcpgo package documentation, Auth)")
 	}
 	if !plainIDs {
-		b.log.Info("mcpgo: this mcp-go release does not answer every plain id as sent: every request with an id reaches it under a surrogate id")
+		log.Info("mcpgo: this mcp-go release does not answer every plain id as sent: every request with an id reaches it under a surrogate id")
 	}
-	ho := opts.HTTP
-	ho.Listen = b.ListenOptions()
-	ho.SupportedVersions = versions
-	ho.RequireHeaders = true
-	src := b.Source()
-	if opts.WrapSource != nil {
-		src = opts.WrapSource(src)
-	}
-	lh, err := streamhttp.New(src, ho)
-	if err != nil {
-		_ = b.Close()
-		_ = sdk.Shutdown(context.Background())
-		return nil, fmt.Errorf("mcpgo: %w", err)
-	}
-	h := &Handler{bridge: b, listen: lh, sdk: sdk, server: s, versions: versions, plainIDs: plainIDs}
+	x := &httpSDK{sdk: sdk, server: s, plainIDs: plainIDs && !surrogateAll}
 	so := opts.Sessions
-	so.End = h.endSessions
-	h.sessions = streamhttp.NewSessions(http.HandlerFunc(h.serveMCPGo), so)
-	h.front = streamhttp.FrontWith(lh, http.HandlerFunc(h.serveSDK), streamhttp.FrontOptions{MaxBodyBytes: opts.MaxBodyBytes})
-	return h, nil
+	so.End = x.endSessions
+	serve := http.HandlerFunc(x.serve)
+	return adapter.NewHandler(b, adapter.HandlerOptions{
+		HTTP:         opts.HTTP,
+		Sessions:     so,
+		MaxBodyBytes: opts.MaxBodyBytes,
+		WrapSource:   opts.WrapSource,
+		Versions:     versions,
+		Modern:       serve, // a 2026-07-28 request: mcp-go gives it no session
+		Legacy:       serve,
+		Close:        func(ctx context.Context) { _ = sdk.Shutdown(ctx) },
+	})
+}
+
+// httpSDK is mcp-go's StreamableHTTPServer behind the Handler.
+type httpSDK struct {
+	sdk    *server.StreamableHTTPServer
+	server *server.MCPServer
+	// plainIDs is true if mcp-go answers plain ids as sent (probeIDs):
+	// only the others then reach it under a surrogate.
+	plainIDs bool
 }
 
 // setsContextFunc reports whether sdk has an HTTP context function
@@ -214,56 +197,10 @@ func setsContextFunc(sdk *server.StreamableHTTPServer) bool {
 	return f.IsValid() && f.Kind() == reflect.Func && !f.IsNil()
 }
 
-// ServeHTTP routes r (see Handler).
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.front.ServeHTTP(w, r) }
-
-// serveSDK serves a request that is not a listen, once the front has
-// checked it and read its body (bounded): a request of an older client
-// through Sessions, then with mcp-go (serveMCPGo).
-func (h *Handler) serveSDK(w http.ResponseWriter, r *http.Request) {
-	v := strings.TrimSpace(r.Header.Get(streamhttp.HeaderProtocolVersion))
-	if r.Method == http.MethodPost && r.Body != nil && v != "" && !slices.Contains(h.versions, v) {
-		// mcp-go answers a version it does not know with a plain-text 400
-		// when it sorts before 2026-07-28: the endpoint answers every
-		// request naming such a version as it answers a listen, with the
-		// JSON-RPC -32022 error and the versions it serves.
-		m, _ := streamhttp.FrontMessage(r)
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusBadRequest)
-		_, _ = w.Write(jsonrpc.ErrorResponse(m.ID, spec.UnsupportedVersionError(h.versions, v)))
-		return
-	}
-	if v >= spec.ProtocolVersion || namesVersion(r) {
-		// A 2026-07-28 request: mcp-go gives it no session, and ignores a
-		// session id it names.
-		h.serveMCPGo(w, r)
-		return
-	}
-	h.sessions.ServeHTTP(w, r)
-}
-
-// namesVersion reports whether r's body, as the front parsed it, names a
-// protocol version in its _meta, as only 2026-07-28 requests do (mcp-go
-// then serves it as one, whatever MCP-Protocol-Version says).
-func namesVersion(r *http.Request) bool {
-	m, ok := streamhttp.FrontMessage(r)
-	if !ok || len(m.Params) == 0 {
-		return false
-	}
-	var p struct {
-		Meta map[string]json.RawMessage `json:"_meta"`
-	}
-	if json.Unmarshal(m.Params, &p) != nil {
-		return false
-	}
-	_, named := p.Meta[spec.MetaProtocolVersion]
-	return named
-}
-
 // endSessions ends in mcp-go the sessions of ids (Sessions.End: they
 // expired) with a DELETE of each, served to the StreamableHTTPServer, or,
 // where that is refused, MCPServer.UnregisterSession.
-func (h *Handler) endSessions(ids []string) {
+func (x *httpSDK) endSessions(ids []string) {
 	ctx := context.Background()
 	for _, id := range ids {
 		r, err := http.NewRequestWithContext(ctx, http.MethodDelete, "/", nil)
@@ -272,9 +209,9 @@ func (h *Handler) endSessions(ids []string) {
 		}
 		r.Header.Set(streamhttp.HeaderSessionID, id)
 		w := &statusWriter{header: http.Header{}}
-		h.sdk.ServeHTTP(w, r)
+		x.sdk.ServeHTTP(w, r)
 		if w.status >= 300 {
-			h.server.UnregisterSession(ctx, id)
+			x.server.UnregisterSession(ctx, id)
 		}
 	}
 }
@@ -298,18 +235,18 @@ func (w *statusWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// serveMCPGo serves a request with mcp-go: under a surrogate id if mcp-go
-// would not answer with the client's token.
-func (h *Handler) serveMCPGo(w http.ResponseWriter, r *http.Request) {
+// serve serves a request that is not a listen with mcp-go: under a
+// surrogate id if mcp-go would not answer with the client's token.
+func (x *httpSDK) serve(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost || r.Body == nil {
-		h.sdk.ServeHTTP(w, r)
+		x.sdk.ServeHTTP(w, r)
 		return
 	}
-	if m, parsed := streamhttp.FrontMessage(r); parsed && (!m.HasID || (h.plainIDs && plainID(json.RawMessage(m.ID.Raw())))) {
+	if m, parsed := streamhttp.FrontMessage(r); parsed && (!m.HasID || (x.plainIDs && plainID(json.RawMessage(m.ID.Raw())))) {
 		// The front parsed the body: a notification, or a request mcp-go
 		// answers with the client's id token, is passed on as read, without
 		// copying or decoding the body again.
-		h.sdk.ServeHTTP(w, r)
+		x.sdk.ServeHTTP(w, r)
 		return
 	}
 	body, err := io.ReadAll(r.Body) // in memory already: the front read it
@@ -317,56 +254,11 @@ func (h *Handler) serveMCPGo(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "reading the request body failed", http.StatusBadRequest)
 		return
 	}
-	if out, token, surrogate, ok := withSurrogate(body, !h.plainIDs); ok {
+	if out, token, surrogate, ok := withSurrogate(body, !x.plainIDs); ok {
 		body = out
 		w = &idWriter{ResponseWriter: w, from: surrogate, to: token}
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
-	h.sdk.ServeHTTP(w, r)
+	x.sdk.ServeHTTP(w, r)
 }
-
-// Shutdown stops the expiry of older clients' sessions (Sessions.Close),
-// and ends every listen stream gracefully: each first gets every
-// change the mcp-go server made before the call (the Bridge's hub is shut
-// down: a hub given in Options.Hub and shared with another transport ends
-// that transport's streams too), then its completion result; new listens
-// are refused with 503 and waits for them as
-// streamhttp.Handler.Shutdown does, then ends mcp-go's sessions
-// (StreamableHTTPServer.Shutdown: the GET streams of older clients) and
-// closes the Bridge. It returns ctx's error if the streams did not all end
-// in time (the rest is done all the same). Stop the http.Server too.
-// Shutdown is idempotent.
-func (h *Handler) Shutdown(ctx context.Context) error {
-	h.sessions.Close()
-	err := h.bridge.drain(ctx)
-	if lerr := h.listen.Shutdown(ctx); err == nil {
-		err = lerr
-	}
-	_ = h.sdk.Shutdown(ctx)
-	_ = h.bridge.Close()
-	return err
-}
-
-// ResourceUpdated tells every listen covering uri, and every older client,
-// that the resource changed: see Bridge.ResourceUpdated.
-func (h *Handler) ResourceUpdated(ctx context.Context, uri string) error {
-	return h.bridge.ResourceUpdated(ctx, uri)
-}
-
-// Bridge returns the Handler's Bridge (capabilities, counters).
-func (h *Handler) Bridge() *Bridge { return h.bridge }
-
-// Hub returns the hub the listens are served from.
-func (h *Handler) Hub() *hub.Hub { return h.bridge.hub }
-
-// Listen returns the listen handler (its Stats).
-func (h *Handler) Listen() *streamhttp.Handler { return h.listen }
-
-// Sessions returns what bounds and expires the sessions of older clients
-// (its Stats).
-func (h *Handler) Sessions() *streamhttp.Sessions { return h.sessions }
-
-// SDK returns mcp-go's StreamableHTTPServer, which serves every request
-// that is not a listen.
-func (h *Handler) SDK() *server.StreamableHTTPServer { return h.sdk }
