@@ -218,10 +218,15 @@ type Discovery struct {
 	ServerInfo listen.Implementation
 }
 
-// ParseDiscovery reads a server/discover result (the JSON-RPC response's
-// result member, as SDK.Discover returns it).
-func ParseDiscovery(result []byte) (*Discovery, error) {
-	d, err := capcache.Parse(result)
+// Discover runs sdk.Discover once, within 5 seconds, and returns what the
+// server advertises; then it calls sdk.Close, if set. It serves an
+// adapter's own Discover function: only Name, Discover and Close are used.
+func Discover(ctx context.Context, sdk SDK) (*Discovery, error) {
+	if sdk.Close != nil {
+		defer sdk.Close()
+	}
+	b := &Bridge{sdk: sdk, opts: Options{CallTimeout: 5 * time.Second}}
+	d, err := b.discover(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -27,10 +27,24 @@ type HandlerOptions struct {
 	// three of its fields: Listen to Bridge.ListenOptions, SupportedVersions
 	// to Versions, and RequireHeaders to true.
 	HTTP streamhttp.Options
-	// Sessions bound and expire the SDK's sessions of older clients in
-	// front of Legacy (streamhttp.Sessions): in total, per client, idle,
-	// and a request naming a session id never issued or ended gets 404.
-	// Its End must end a session in the SDK.
+	// Sessions bound and expire the SDK's sessions (those with a session
+	// id: the clients of earlier versions) in front of Legacy
+	// (streamhttp.Sessions): at most MaxPerClient open at once per client
+	// (default 1,000) and Max in all (default 10,000), so that a flood from
+	// one client cannot take every slot. An initialize beyond them is
+	// answered 429 (the client's share: -32603
+	// streamhttp.MsgTooManyClientSessions) or 503 (every slot:
+	// streamhttp.MsgTooManySessions), with Retry-After, and never reaches
+	// the SDK. A slot is free again as soon as its session is deleted,
+	// ends, or expires. A session no request has used for IdleTimeout
+	// (default 30 minutes; an open GET stream is use) is ended (End, which
+	// the adapter sets). A request naming a session id that was never
+	// issued here, or has ended or expired, is answered 404 before the SDK
+	// sees it: route every request of a session to the instance that
+	// issued it. GET streams are bounded by MaxGetStreams (default 10,000)
+	// and MaxPerClient. ClientKey, if nil, is streamhttp.ClientAddr, the
+	// connection's address: behind a reverse proxy, give one that reads
+	// the address your proxy forwards.
 	Sessions streamhttp.SessionOptions
 	// MaxBodyBytes bounds the body of every request of the endpoint but
 	// listens, which HTTP.MaxBodyBytes bounds (413). Zero means

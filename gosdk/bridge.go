@@ -23,13 +23,9 @@ import (
 // they share.
 type Options struct {
 	// Hub, Listen, Logger, OnRepublish and CallTimeout are those of
-	// adapter.Options: the hub the listens are served from (nil: a new
-	// one), listen.Options (all but Capabilities, CapabilitiesFor and
-	// ServerInfo, read from the go-sdk server), where warnings go, a hook
-	// after each change published (a list change: on the go-sdk's
-	// debounce goroutine; ResourceUpdated: on its caller's), and the bound
-	// of each in-process call (server/discover, the observer's initialize;
-	// zero: 5 s).
+	// adapter.Options. OnRepublish runs on the go-sdk's debounce goroutine
+	// for a list change, on the caller's for ResourceUpdated; CallTimeout
+	// also bounds the observer's initialize.
 	Hub         *hub.Hub
 	Listen      listen.Options
 	Logger      *slog.Logger
@@ -43,9 +39,8 @@ type Options struct {
 	Token *auth.TokenInfo
 }
 
-// clientName is the client name of the bridge's in-process sessions (in
-// server/discover's _meta and in initialize) and the UserID of the default
-// Options.Token: a middleware or Server.Sessions loop may meet them.
+// clientName names the bridge's in-process sessions (in server/discover's
+// _meta and in initialize) and is the UserID of the default Options.Token.
 const clientName = "mcplisten-gosdk"
 
 // legacyVersion is the protocol version of the observer session: an
@@ -60,41 +55,21 @@ var probeMeta = map[string]any{
 }
 
 // NewBridge connects to server: the adapter.Bridge that NewHandler and
-// NewStdio serve; use it directly to serve listens over another transport.
-//
-// It holds two in-process sessions of the go-sdk server, connected with
-// Server.Connect over a transport of this package (messages pass as Go
-// values; nothing is encoded to bytes, no goroutine is added in between),
-// whose requests carry Options.Token:
-//
-//   - the observer, an initialize-era (2025-11-25) session: the go-sdk
-//     sends such sessions every list change (after AddTool, RemoveTools,
-//     AddPrompt, RemovePrompts, AddResource, RemoveResources,
-//     AddResourceTemplate and RemoveResourceTemplates, once its own 10 ms
-//     debounce has passed), which the bridge publishes into the hub on the
-//     go-sdk goroutine that sends it.
-//   - the probe, a 2026-07-28 session on which the bridge runs an
-//     in-memory server/discover to read the capabilities exactly as
-//     server/discover advertises them (see adapter.Bridge for when: a
-//     server/discover costs about 0.5 ms and 215 KB of garbage in the
-//     go-sdk, so listens do not run one each).
-//
-// A listen's resource URIs cost the go-sdk nothing: they live in the hub's
-// index only (your SubscribeHandler is not called for them; authorise them
-// with listen.Options.CanRead). Both sessions appear in Server.Sessions,
-// with the client name "mcplisten-gosdk". Neither sends
-// notifications/initialized, so an InitializedHandler does not see them.
-// The Bridge's ResourceUpdated tells the listens through the hub and older
-// clients through the go-sdk's Server.ResourceUpdated; the go-sdk's
-// subscribers are told even when the hub refuses uri (not an absolute URI:
-// the error returned).
-//
-// Bridge.Close ends both sessions and waits for their goroutines (the
-// go-sdk's, and one per keep-alive ping a session sends, until answered).
-// NewBridge fails if the server does not serve protocol version 2026-07-28
-// (ServerOptions.SupportedProtocolVersions left it out) or cannot be
-// reached in process (a receiving middleware that refuses the bridge's
-// calls: see Options.Token), and warns as adapter.NewBridge does.
+// NewStdio serve (use it directly for another transport). It holds two
+// in-process sessions of the go-sdk server (client name
+// "mcplisten-gosdk", in Server.Sessions; their requests carry
+// Options.Token), over a transport that passes messages as Go values: the
+// observer, an initialize-era session, which the go-sdk tells every list
+// change once its 10 ms debounce has passed (published into the hub on
+// that goroutine); and the probe, on which the Bridge runs an in-memory
+// server/discover to read the capabilities exactly as advertised (about
+// 0.5 ms and 215 KB of garbage in the go-sdk: see adapter.Bridge for
+// when). The Bridge's ResourceUpdated tells the listens through the hub
+// and older clients through the go-sdk's Server.ResourceUpdated, even
+// when the hub refuses uri (the error returned). A listen's URIs cost the
+// go-sdk nothing (authorise them with listen.Options.CanRead). NewBridge
+// fails if the server does not serve 2026-07-28 or refuses the Bridge's
+// calls (see Options.Token), and warns as adapter.NewBridge does.
 func NewBridge(ctx context.Context, server *mcp.Server, opts Options) (*adapter.Bridge, error) {
 	if server == nil {
 		return nil, errors.New("gosdk: nil *mcp.Server")
@@ -128,22 +103,11 @@ func Discover(ctx context.Context, server *mcp.Server) (*adapter.Discovery, erro
 	if server == nil {
 		return nil, errors.New("gosdk: nil *mcp.Server")
 	}
-	s := &sdkServer{server: server, token: &auth.TokenInfo{UserID: clientName}, timeout: 5 * time.Second}
+	s := &sdkServer{server: server, token: &auth.TokenInfo{UserID: clientName}}
 	if err := s.connectProbe(ctx); err != nil {
 		return nil, err
 	}
-	defer s.close()
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	res, err := s.discover(ctx)
-	if err != nil {
-		return nil, err
-	}
-	d, err := adapter.ParseDiscovery(res)
-	if err != nil {
-		return nil, fmt.Errorf("gosdk: server/discover: %w", err)
-	}
-	return d, nil
+	return adapter.Discover(ctx, adapter.SDK{Name: "gosdk", Discover: s.discover, Close: s.close})
 }
 
 // sdkServer is the go-sdk server as the adapter package reaches it (its

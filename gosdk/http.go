@@ -20,85 +20,47 @@ type HandlerOptions struct {
 	// but those read from the go-sdk server), the logger, the in-process
 	// calls' token.
 	Options
-	// HTTP configures the listen handler and the endpoint's front, as
-	// adapter.HandlerOptions.HTTP says (NewHandler sets its Listen,
-	// SupportedVersions and RequireHeaders: the go-sdk requires both
-	// headers on 2026-07-28 requests too). Authenticate, if nil, hands each
-	// listen the go-sdk's *auth.TokenInfo of its request (set by
+	// HTTP, WrapSource: see adapter.HandlerOptions (NewHandler sets HTTP's
+	// Listen, SupportedVersions and RequireHeaders). Authenticate, if nil,
+	// hands each listen the go-sdk's *auth.TokenInfo of its request (set by
 	// auth.RequireBearerToken in front of the Handler) as
 	// listen.Request.Auth; Expiry, if nil, ends a listen's stream when that
 	// token's Expiration passes (reason listen.ErrExpired).
-	HTTP streamhttp.Options
-	// SDK configures the go-sdk's StreamableHTTPHandlers, which serve every
-	// request that is not a listen. Nil means the go-sdk's defaults. With
-	// Stateless false (the default) the endpoint serves both eras: requests
-	// naming protocol 2026-07-28 (MCP-Protocol-Version, or the body's _meta
-	// without that header) go to a stateless handler, the go-sdk's only way
-	// to serve that version, and everything else (initialize, requests with
-	// Mcp-Session-Id, the GET stream, DELETE, earlier versions) to a
-	// stateful one on the same server, so clients of earlier versions keep
-	// their sessions and notifications. Stateless true serves every request
-	// statelessly (clients of earlier versions then have no session).
-	// With Stateless false, each initialize makes a go-sdk session (its
-	// state and its goroutine) that lives until DELETE, Shutdown, or
-	// Sessions.IdleTimeout idle (see Sessions). SessionTimeout, if set, is
-	// the go-sdk's own idle timeout besides (it counts only POSTs: a session
-	// whose client only holds its GET stream open ends when it passes).
-	// MaxRequestBodyBytes bounds the body of every request of the endpoint
-	// but listens (adapter.HandlerOptions.MaxBodyBytes): zero means
-	// streamhttp.DefaultFrontMaxBodyBytes (512 KiB, not the go-sdk's 4 MiB);
-	// negative (unbounded) is an error.
-	SDK *mcp.StreamableHTTPOptions
-	// Sessions bound and expire the go-sdk sessions (those with a session
-	// id: the clients of earlier versions, see SDK), in front of the go-sdk
-	// (streamhttp.Sessions): at most MaxPerClient open at once per client
-	// (default 1,000) and Max in all (default 10,000), so that a flood from
-	// one client cannot take every slot. An initialize beyond them is
-	// answered 429 (the client's share: -32603
-	// streamhttp.MsgTooManyClientSessions) or 503 (every slot:
-	// streamhttp.MsgTooManySessions), with Retry-After, and nothing reaches
-	// the go-sdk. The count is exact: a slot is free again as soon as its
-	// session is deleted (DELETE answered), ends, or expires. A session no
-	// request has used for IdleTimeout (default 30 minutes; an open GET
-	// stream is use) is closed (ServerSession.Close). A request naming a
-	// session id that was never issued, or has ended or expired, is
-	// answered 404 before the go-sdk sees it; GET streams are bounded by
-	// MaxGetStreams (default 10,000) and MaxPerClient. ClientKey, if nil, is
-	// the UserID of the request's go-sdk TokenInfo (auth.RequireBearerToken
-	// in front of the Handler), if it has one, else streamhttp.ClientAddr,
-	// the connection's address: behind a reverse proxy without
-	// authentication, every client has the proxy's address and shares one
-	// client's share; give a ClientKey that reads the address your proxy
-	// forwards. End is set by NewHandler.
-	Sessions streamhttp.SessionOptions
-	// WrapSource, if set, wraps the Bridge's source before the listen
-	// handler serves it (an instrumented source, such as the otel module's
-	// Metrics.Source).
+	HTTP       streamhttp.Options
 	WrapSource func(listen.Source) listen.Source
+	// SDK configures the go-sdk's StreamableHTTPHandlers, which serve every
+	// request that is not a listen (nil: the go-sdk's defaults). With
+	// Stateless false (the default), requests naming 2026-07-28 go to a
+	// stateless handler, the go-sdk's only way to serve that version, and
+	// everything else (initialize, Mcp-Session-Id, the GET stream, DELETE)
+	// to a stateful one on the same server, so clients of earlier versions
+	// keep their sessions; each lives until DELETE, Shutdown, or idle (see
+	// Sessions; SessionTimeout, if set, is the go-sdk's own, counting only
+	// POSTs). Stateless true serves every request statelessly.
+	// MaxRequestBodyBytes is adapter.HandlerOptions.MaxBodyBytes (zero:
+	// 512 KiB, not the go-sdk's 4 MiB; negative is an error).
+	SDK *mcp.StreamableHTTPOptions
+	// Sessions bound and expire the go-sdk sessions of older clients, as
+	// adapter.HandlerOptions.Sessions says (an expired one is closed with
+	// ServerSession.Close). ClientKey, if nil, is the UserID of the
+	// request's go-sdk TokenInfo (auth.RequireBearerToken in front of the
+	// Handler), if it has one, else streamhttp.ClientAddr. End is set by
+	// NewHandler.
+	Sessions streamhttp.SessionOptions
 }
 
 // Handler serves one MCP Streamable HTTP endpoint for a go-sdk server:
-// subscriptions/listen with this library, everything else with the go-sdk's
-// StreamableHTTPHandlers (see HandlerOptions.SDK for which). It is the
-// adapter package's Handler: see there for the front every request passes
-// and for Shutdown, which also closes the go-sdk sessions that have a
-// session id (clients of earlier versions; their GET streams end, so that
-// http.Server.Shutdown can return).
+// listens with this library, everything else with the go-sdk's
+// StreamableHTTPHandlers (see HandlerOptions.SDK). It is the adapter
+// package's Handler; its Shutdown also closes the go-sdk sessions that
+// have a session id (the GET streams of older clients end).
 type Handler = adapter.Handler
 
 // NewHandler returns the Handler for server: one call adds
 // subscriptions/listen to a go-sdk server over HTTP, with the go-sdk's own
-// list changes (AddTool, RemovePrompts, ...) reaching every listen that
-// asked for them, and Handler.ResourceUpdated reaching every listen and
-// older client watching a resource (see NewBridge).
-//
-//	h, err := gosdk.NewHandler(server, gosdk.HandlerOptions{})
-//	if err != nil { ... }
-//	http.Handle("/mcp", h)
-//	... // on the way out: h.Shutdown(ctx)
-//
+// list changes reaching every listen that asked for them (see NewBridge).
 // It fails as NewBridge does, for a negative SDK.MaxRequestBodyBytes, and
-// as streamhttp.New does for invalid HTTP options.
+// for invalid HTTP options.
 func NewHandler(server *mcp.Server, opts HandlerOptions) (*Handler, error) {
 	sdkOpts := mcp.StreamableHTTPOptions{}
 	if opts.SDK != nil {

@@ -17,50 +17,32 @@ import (
 
 // StdioOptions configure NewStdio and Run.
 type StdioOptions struct {
-	// Options configure the Bridge: the hub, the listen.Options (every
-	// field but the three read from the server), the logger.
+	// Options configure the Bridge.
 	Options
-	// Stdio configures the listen multiplexer and the connection, as
-	// adapter.StdioOptions.Stdio says: its bounds hold for the go-sdk's
-	// traffic too. The go-sdk reads notifications into a queue of its own,
-	// unbounded, and handles them one at a time, as over its own
-	// IOTransport: keep notification handlers (ProgressNotificationHandler,
-	// ...) quick.
-	Stdio stdio.Options
-	// ShutdownTimeout bounds the drain when Serve's context ends: every
-	// open listen is sent notifications/cancelled and its completion result
-	// (see the stdio package), and the go-sdk answers what it is handling,
-	// within it; then the connection and the go-sdk session are closed.
-	// Zero means 5 s.
+	// Stdio and ShutdownTimeout are those of adapter.StdioOptions: the
+	// listen multiplexer's and the connection's options, whose bounds hold
+	// for the go-sdk's traffic too, and the drain's bound when Serve's
+	// context ends (zero: 5 s). The go-sdk reads notifications into a
+	// queue of its own, unbounded, and handles them one at a time, as over
+	// its own IOTransport: keep notification handlers quick.
+	Stdio           stdio.Options
 	ShutdownTimeout time.Duration
 }
 
 // Stdio serves a go-sdk server over stdio with subscriptions/listen added:
-// the stdio counterpart of Handler, the adapter package's Stdio. Its Serve
-// connects the go-sdk server with Server.Connect over a transport on the
-// stdio.Conn, so clients of earlier versions (initialize,
-// resources/subscribe, the go-sdk's own notifications) are served by the
-// go-sdk on the same connection; the go-sdk's goroutines have returned
-// when Serve returns. A request the go-sdk cannot decode (JSON nested
-// deeper than it accepts, for one) is answered with -32600 "Invalid
-// request: the server cannot decode it"; any other message it cannot
-// decode is dropped. So, while the connection is up, every request the
-// go-sdk is handed is answered, and its unit of stdio.Options.MaxInFlight
-// comes back.
+// the adapter package's Stdio. Its Serve connects the go-sdk server with
+// Server.Connect over a transport on the stdio.Conn, so clients of earlier
+// versions are served by the go-sdk on the same connection. A request the
+// go-sdk cannot decode (JSON nested deeper than it accepts, for one) is
+// answered with -32600 "Invalid request: the server cannot decode it"
+// (any other such message is dropped), so every request the go-sdk is
+// handed is answered and its unit of stdio.Options.MaxInFlight comes back.
 type Stdio = adapter.Stdio
 
 // NewStdio returns the Stdio for server: one call adds
 // subscriptions/listen to a go-sdk server over stdio, with the go-sdk's own
-// list changes (AddTool, RemovePrompts, ...) reaching every listen that
-// asked for them, and Stdio.ResourceUpdated every listen and older client
-// watching a resource (see NewBridge).
-//
-//	s, err := gosdk.NewStdio(server, gosdk.StdioOptions{})
-//	if err != nil { ... }
-//	defer s.Shutdown(ctx)
-//	err = s.Run(ctx)
-//
-// It fails as NewBridge does, and for invalid stdio options.
+// list changes reaching every listen that asked for them (see NewBridge).
+// It fails as NewBridge does, and for invalid options.
 func NewStdio(server *mcp.Server, opts StdioOptions) (*Stdio, error) {
 	b, err := NewBridge(context.Background(), server, opts.Options)
 	if err != nil {

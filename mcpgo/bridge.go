@@ -23,9 +23,8 @@ import (
 // in-process server/discover. See adapter.Options.
 type Options = adapter.Options
 
-// clientName is the client name of the bridge's in-process
-// server/discover (in its _meta clientInfo), which mcp-go's hooks
-// (OnBeforeAny, OnRequestInitialization, ...) see.
+// clientName names the client of the bridge's in-process server/discover,
+// which mcp-go's hooks see.
 const clientName = "mcplisten-mcpgo"
 
 // bridgeKey marks the context of the bridge's own requests.
@@ -48,45 +47,24 @@ func FromBridge(ctx context.Context) bool {
 	return v
 }
 
-// sessionIDPrefix begins the session id of the bridge's observer session,
-// which OnRegisterSession and OnUnregisterSession hooks see.
+// sessionIDPrefix begins the session id of the bridge's observer session.
 const sessionIDPrefix = "mcplisten-observer-"
 
 // observerSeq numbers the observer sessions of a process.
 var observerSeq atomic.Uint64
 
 // NewBridge connects to s: the adapter.Bridge that NewHandler and NewStdio
-// serve; use it directly to serve listens over another transport. It
-// republishes into its hub every broadcast of the mcp-go server that a
-// listen can receive: the list changes of AddTool(s), SetTools,
-// DeleteTools, AddPrompt(s), SetPrompts, DeletePrompts, AddResource(s),
-// SetResources, DeleteResources, RemoveResource and the resource-template
-// equivalents (mcp-go sends them when the capability's listChanged is on,
-// at once: it has no debounce), and SendNotificationToAllClients of
-// notifications/resources/updated {"uri": ...}, to exactly the listens
-// covering that URI. Each reaches a listen once.
-//
-// It registers one session of its own with the mcp-go server
-// (RegisterSession; its id begins with "mcplisten-observer-"), initialized
-// and unfiltered, to which mcp-go hands every broadcast, on the
-// broadcasting goroutine. The bridge takes each off that session's queue
-// on a goroutine of its own and publishes it into the hub. mcp-go drops a
-// notification a session's queue has no room for; the bridge's session
-// never lets that happen: a broadcast waits for room instead (see the
-// package documentation, No silent loss). The capabilities are read with
-// an in-memory server/discover (MCPServer.HandleMessage, which runs the
-// server's hooks; the request names the client "mcplisten-mcpgo" and its
-// context is marked: see FromBridge), when adapter.Bridge says.
-//
-// The Bridge's ResourceUpdated is mcp-go's SendNotificationToAllClients of
-// notifications/resources/updated {"uri": uri}, which mcp-go hands its own
-// sessions (clients of earlier versions) and the Bridge republishes to the
-// listens; it returns once the listens have it (Bridge.Flush). It fails
-// for an empty uri. Bridge.Close unregisters the session and ends the
-// goroutine (idempotent, waits).
-//
-// NewBridge fails if the server does not answer server/discover (a hook
-// refused it, for one), and warns as adapter.NewBridge does.
+// serve (use it directly for another transport). It registers a session
+// of its own with the mcp-go server (its id begins with
+// "mcplisten-observer-"), to which mcp-go hands every broadcast, and which
+// never drops one (see the package documentation, No silent loss); a
+// goroutine of the Bridge publishes each into the hub. The capabilities
+// are read with MCPServer.HandleMessage, which runs the server's hooks
+// (see FromBridge). The Bridge's ResourceUpdated is mcp-go's
+// SendNotificationToAllClients of notifications/resources/updated, and
+// returns once the listens have it; it fails for an empty uri. NewBridge
+// fails if the server does not answer server/discover, and warns as
+// adapter.NewBridge does.
 func NewBridge(ctx context.Context, s *server.MCPServer, opts Options) (*adapter.Bridge, error) {
 	if s == nil {
 		return nil, errors.New("mcpgo: nil *server.MCPServer")
@@ -115,37 +93,18 @@ func Discover(ctx context.Context, s *server.MCPServer) (*adapter.Discovery, err
 	if s == nil {
 		return nil, errors.New("mcpgo: nil *server.MCPServer")
 	}
-	res, err := discover(ctx, s)
-	if err != nil {
-		return nil, err
-	}
-	d, err := adapter.ParseDiscovery(res)
-	if err != nil {
-		return nil, fmt.Errorf("mcpgo: server/discover: %w", err)
-	}
-	return d, nil
+	return adapter.Discover(ctx, adapter.SDK{Name: "mcpgo", Discover: func(ctx context.Context) (json.RawMessage, error) { return discover(ctx, s) }})
 }
 
 // discoverRequest is the bridge's server/discover.
-var discoverRequest = func() json.RawMessage {
-	b, err := json.Marshal(map[string]any{
-		"jsonrpc": "2.0", "id": 1, "method": string(mcp.MethodServerDiscover),
-		"params": map[string]any{"_meta": map[string]any{
-			spec.MetaProtocolVersion:    spec.ProtocolVersion,
-			spec.MetaClientCapabilities: map[string]any{},
-			spec.MetaClientInfo:         map[string]any{"name": clientName, "version": "0"},
-		}},
-	})
-	if err != nil {
-		panic(err)
-	}
-	return b
-}()
+const discoverRequest = `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{` +
+	`"` + spec.MetaProtocolVersion + `":"` + spec.ProtocolVersion + `","` + spec.MetaClientCapabilities + `":{},` +
+	`"` + spec.MetaClientInfo + `":{"name":"` + clientName + `","version":"0"}}}}`
 
 // discover runs server/discover on s with HandleMessage and returns the
 // result member of the answer.
 func discover(ctx context.Context, s *server.MCPServer) (json.RawMessage, error) {
-	resp := s.HandleMessage(context.WithValue(ctx, bridgeKey{}, true), discoverRequest)
+	resp := s.HandleMessage(context.WithValue(ctx, bridgeKey{}, true), json.RawMessage(discoverRequest))
 	raw, err := json.Marshal(resp)
 	if err != nil {
 		return nil, fmt.Errorf("mcpgo: server/discover: encoding the answer: %w", err)

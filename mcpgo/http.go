@@ -27,105 +27,51 @@ type HandlerOptions struct {
 	// field but the three read from the server: see Options.Listen), the
 	// logger.
 	Options
-	// HTTP configures the endpoint (Origin and Host rules, limits,
-	// keep-alives, write deadlines, hooks; see streamhttp.Options). Its
-	// Authenticate gives each listen its principal (listen.Request.Auth,
-	// which CanRead gets): mcp-go's WithHTTPContextFunc, in SDK, never runs
-	// for a listen, and NewHandler logs a warning when SDK sets one and
-	// Authenticate is nil (see the package documentation, Auth).
-	// NewHandler sets three of its fields (see adapter.HandlerOptions.HTTP):
-	// Listen, SupportedVersions to the versions mcp-go's
-	// StreamableHTTPServer serves, and RequireHeaders to true (mcp-go
-	// requires both headers on 2026-07-28 requests too).
-	HTTP streamhttp.Options
+	// HTTP, MaxBodyBytes, WrapSource: see adapter.HandlerOptions (NewHandler
+	// sets HTTP's Listen, SupportedVersions to the versions mcp-go's
+	// StreamableHTTPServer serves, and RequireHeaders). HTTP.Authenticate
+	// gives each listen its principal: mcp-go's WithHTTPContextFunc, in SDK,
+	// never runs for a listen (see the package documentation, Auth).
+	HTTP         streamhttp.Options
+	MaxBodyBytes int64
+	WrapSource   func(listen.Source) listen.Source
 	// SDK are the options of mcp-go's StreamableHTTPServer, which serves
 	// every request that is not a listen (stateful sessions for older
-	// clients, as mcp-go defaults to, and stateless 2026-07-28 requests,
-	// on the same URL). NewHandler adds
-	// server.WithDisableLocalhostProtection(true): the endpoint's Host rule
-	// is HTTP's (AllowedHosts, or the same loopback rule), applied to every
-	// request before mcp-go sees it.
-	//
-	// Each initialize an older client sends makes an mcp-go session (about
-	// 10 KB of heap with v1.2.1) that mcp-go keeps until a DELETE of its
-	// id, Shutdown or, with server.WithSessionIdleTTL, its own idle sweep:
-	// the session registered with the MCPServer (MCPServer.RegisterSession;
-	// every broadcast visits it) and the same session in the
-	// StreamableHTTPServer's active sessions. mcp-go's default session id manager
-	// (StatelessGeneratingSessionIdManager) keeps nothing: it checks an id's
-	// format only. Sessions bounds and expires these sessions in front of
-	// mcp-go.
+	// clients, and stateless 2026-07-28 requests, on the same URL).
+	// NewHandler adds server.WithDisableLocalhostProtection(true): the
+	// endpoint's Host rule is HTTP's, applied to every request before
+	// mcp-go sees it. Each initialize makes an mcp-go session (about 10 KB
+	// of heap with v1.2.1, visited by every broadcast) that mcp-go keeps
+	// until a DELETE of its id, Shutdown, or its own idle sweep
+	// (server.WithSessionIdleTTL): Sessions bounds and expires them.
 	SDK []server.StreamableHTTPOption
 	// Sessions bound and expire the sessions of older clients in front of
-	// mcp-go (streamhttp.Sessions), as gosdk.HandlerOptions.Sessions does
-	// for the go-sdk: at most Max open at once (default 10,000) and
-	// MaxPerClient per client (default 1,000; ClientKey, if nil, is
-	// streamhttp.ClientAddr, the connection's address: behind a reverse
-	// proxy, give one that reads the address your proxy forwards), so that
-	// a flood from one client cannot take every slot; an initialize beyond
-	// them is answered 429 (the client's share: -32603
-	// streamhttp.MsgTooManyClientSessions) or 503 (every slot:
-	// MsgTooManySessions), with Retry-After, and never reaches mcp-go. A
-	// slot is free as soon as its session is deleted or expires. A session
-	// no request has used for IdleTimeout (default 30 minutes; an open GET
-	// stream is use) is ended in mcp-go: a DELETE of its id is served to the
-	// StreamableHTTPServer (which unregisters the session from the
-	// MCPServer and drops its per-session state), and if that is refused (a
-	// SessionIdManager that does not allow termination) the session is
-	// unregistered with MCPServer.UnregisterSession, which leaves the
-	// StreamableHTTPServer's entry for it. What a SessionIdManager of your
-	// own keeps (InsecureStatefulSessionIdManager: every id it issued or
-	// terminated, for the life of the server) is not covered. A request
-	// naming a session id that was never issued here, or has ended or
-	// expired, is answered 404 before mcp-go sees it (mcp-go would serve a
-	// GET stream for any well-formed id): route every request of a session
-	// to the instance that issued it. GET streams, with a session id or
-	// without (mcp-go then opens a session for the stream), are bounded by
-	// MaxGetStreams (default 10,000) and MaxPerClient. 2026-07-28 requests
-	// have no session and pass. End is set by NewHandler.
+	// mcp-go, as adapter.HandlerOptions.Sessions says (mcp-go would serve a
+	// GET stream for any well-formed id). An expired session is ended in
+	// mcp-go with a DELETE of its id served to the StreamableHTTPServer,
+	// or, if that is refused (a SessionIdManager that does not allow
+	// termination), with MCPServer.UnregisterSession. What a
+	// SessionIdManager of your own keeps is not covered. 2026-07-28
+	// requests have no session and pass. End is set by NewHandler.
 	Sessions streamhttp.SessionOptions
-	// MaxBodyBytes bounds the body of every request of the endpoint but
-	// listens, which HTTP.MaxBodyBytes bounds
-	// (streamhttp.FrontOptions.MaxBodyBytes: a larger one is refused with
-	// 413 before mcp-go, which reads bodies whole, sees it). Zero means
-	// streamhttp.DefaultFrontMaxBodyBytes (512 KiB); negative is an error.
-	// HTTP.ReadTimeout bounds the time to read it.
-	MaxBodyBytes int64
-	// WrapSource, if set, wraps the Bridge's source before the listen
-	// handler serves it (an instrumented source, such as the otel module's
-	// Metrics.Source).
-	WrapSource func(listen.Source) listen.Source
 }
 
 // Handler serves one MCP Streamable HTTP endpoint for an mcp-go server:
-// subscriptions/listen with this library, whatever version it names, and
-// everything else with mcp-go's StreamableHTTPServer. It is the adapter
-// package's Handler: see there for the front every request passes (a
-// request naming in MCP-Protocol-Version a version mcp-go does not serve
-// gets -32022, where mcp-go would answer some in plain text) and for
-// Shutdown, which also ends mcp-go's sessions
-// (StreamableHTTPServer.Shutdown: the GET streams of older clients). A
-// request mcp-go answers keeps the client's id token exactly (see the
-// package documentation, Ids).
+// listens with this library, everything else with mcp-go's
+// StreamableHTTPServer, each answer with the client's id token exactly
+// (see the package documentation, Ids). It is the adapter package's
+// Handler; its Shutdown also shuts the StreamableHTTPServer down (the GET
+// streams of older clients end).
 type Handler = adapter.Handler
 
 // NewHandler returns the Handler for s: one call adds subscriptions/listen
-// to an mcp-go server over HTTP, with the server's own broadcasts (AddTool,
-// DeletePrompts, SendNotificationToAllClients of resources/updated, ...)
-// reaching every listen that asked for them (see NewBridge).
-//
-//	h, err := mcpgo.NewHandler(s, mcpgo.HandlerOptions{})
-//	if err != nil { ... }
-//	http.Handle("/mcp", h)
-//	... // on the way out: h.Shutdown(ctx)
-//
-// It logs a warning (Options.Logger) if opts.SDK sets mcp-go's
-// WithHTTPContextFunc and opts.HTTP.Authenticate is nil: the listens would
-// all have a nil principal. It fails as NewBridge does, if mcp-go's
-// StreamableHTTPServer, as opts.SDK configures it, does not serve protocol
-// version 2026-07-28, if this mcp-go release answers no id as sent (an
-// in-process probe: see the package documentation, Ids), for a negative
-// MaxBodyBytes and for invalid opts.HTTP.
+// to an mcp-go server over HTTP, with the server's own broadcasts reaching
+// every listen that asked for them (see NewBridge). It warns if opts.SDK
+// sets mcp-go's WithHTTPContextFunc and opts.HTTP.Authenticate is nil
+// (every listen's principal would be nil). It fails as NewBridge does, if
+// the StreamableHTTPServer, as opts.SDK configures it, does not serve
+// 2026-07-28, if this mcp-go release answers no id as sent (see the
+// package documentation, Ids), and for invalid options.
 func NewHandler(s *server.MCPServer, opts HandlerOptions) (*Handler, error) {
 	return newHandler(s, opts, false)
 }
@@ -188,10 +134,9 @@ type httpSDK struct {
 }
 
 // setsContextFunc reports whether sdk has an HTTP context function
-// (server.WithHTTPContextFunc, where mcp-go servers put a request's
-// principal). mcp-go offers no accessor: the field is read by reflection
-// (every supported release names it contextFunc; the tests, run on each,
-// check it).
+// (server.WithHTTPContextFunc). mcp-go offers no accessor: the field is read
+// by reflection (every supported release names it contextFunc; the tests,
+// run on each, check it).
 func setsContextFunc(sdk *server.StreamableHTTPServer) bool {
 	f := reflect.ValueOf(sdk).Elem().FieldByName("contextFunc")
 	return f.IsValid() && f.Kind() == reflect.Func && !f.IsNil()

@@ -22,61 +22,38 @@ import (
 
 // StdioOptions configure NewStdio and Run.
 type StdioOptions struct {
-	// Options configure the Bridge: the hub, the listen.Options (every
-	// field but the three read from the server), the logger.
+	// Options configure the Bridge.
 	Options
-	// Stdio configures the listen multiplexer and the connection, as
-	// adapter.StdioOptions.Stdio says: its bounds hold for mcp-go's traffic
-	// too (a line longer than MaxLineBytes never reaches mcp-go). mcp-go
-	// serves each request on a goroutine of its own, so the connection
-	// hands it no more than MaxInFlight at once.
-	Stdio stdio.Options
-	// SDK are the options of the mcp-go StdioServer made for each
-	// connection, which serves every message that is not a listen
-	// (server.WithErrorLogger, server.WithWorkerPoolSize, ...).
-	SDK []server.StdioOption
-	// ShutdownTimeout bounds the drain when Serve's context ends: every
-	// open listen is sent notifications/cancelled and its completion result
-	// (see the stdio package), and mcp-go answers what it is handling,
-	// within it. Zero means 5 s.
+	// Stdio and ShutdownTimeout are those of adapter.StdioOptions: the
+	// listen multiplexer's and the connection's options, whose bounds hold
+	// for mcp-go's traffic too (it serves each request on a goroutine of
+	// its own: the connection hands it at most MaxInFlight at once), and
+	// the drain's bound when Serve's context ends (zero: 5 s).
+	Stdio           stdio.Options
 	ShutdownTimeout time.Duration
+	// SDK are the options of the mcp-go StdioServer made for each
+	// connection (server.WithErrorLogger, server.WithWorkerPoolSize, ...).
+	SDK []server.StdioOption
 }
 
 // Stdio serves an mcp-go server over stdio with subscriptions/listen added:
-// the stdio counterpart of Handler, the adapter package's Stdio. Its Serve
-// runs mcp-go's StdioServer.Listen on the stdio.Conn's peer side
-// (stdio.Conn.Lines), on a goroutine of its own (with mcp-go's
-// goroutines), so clients of earlier versions (initialize and mcp-go's
-// notifications) are served by mcp-go on the same connection. Everything
-// is written through the Conn's one writer, including what mcp-go sends
-// on its own (the logging and progress notifications of a request, its
-// requests to the client).
-//
-// mcp-go also writes every broadcast to its stdio session, untagged and
-// unasked for. On a connection whose client spoke initialize (protocol
-// versions before 2026-07-28, which receive list changes without opting
-// in) they go out as mcp-go writes them. On any other connection the
-// notifications a listen carries (the three list changes and
-// resources/updated) and notifications/tasks/status are dropped there: that
-// client receives them on its listens, tagged, if it asked.
-//
-// mcp-go's StdioServer has one session per process (a package variable):
-// serve one connection at a time, and run no other mcp-go StdioServer
-// beside it. After ShutdownTimeout, an mcp-go handler that ignores its
-// context may outlive Serve.
+// the adapter package's Stdio. Its Serve runs mcp-go's StdioServer.Listen
+// on the stdio.Conn's peer side (stdio.Conn.Lines), on a goroutine of its
+// own, so clients of earlier versions are served by mcp-go on the same
+// connection; mcp-go writes through the Conn's one writer too. mcp-go also
+// writes every broadcast to its stdio session, untagged: they go out as
+// written on a connection whose client spoke initialize (versions before
+// 2026-07-28), and on any other the kinds a listen carries and
+// notifications/tasks/status are dropped there (that client receives them
+// on its listens, if it asked). mcp-go's StdioServer has one session per
+// process: serve one connection at a time. After ShutdownTimeout, an
+// mcp-go handler that ignores its context may outlive Serve.
 type Stdio = adapter.Stdio
 
 // NewStdio returns the Stdio for s: one call adds subscriptions/listen to
-// an mcp-go server over stdio, with the server's own broadcasts (AddTool,
-// DeletePrompts, SendNotificationToAllClients of resources/updated, ...)
-// reaching every listen that asked for them (see NewBridge).
-//
-//	x, err := mcpgo.NewStdio(s, mcpgo.StdioOptions{})
-//	if err != nil { ... }
-//	defer x.Shutdown(ctx)
-//	err = x.Run(ctx)
-//
-// It fails as NewBridge does, and for invalid stdio options.
+// an mcp-go server over stdio, with the server's own broadcasts reaching
+// every listen that asked for them (see NewBridge). It fails as NewBridge
+// does, and for invalid options.
 func NewStdio(s *server.MCPServer, opts StdioOptions) (*Stdio, error) {
 	b, err := NewBridge(context.Background(), s, opts.Options)
 	if err != nil {
