@@ -70,10 +70,13 @@ type Options struct {
 	// per listener, drop-oldest). Publishing to it yourself (an extension
 	// event, a change the SDK does not broadcast) is allowed.
 	Hub *hub.Hub
-	// Listen configures listen.Open. Every field is used as given but
-	// Capabilities, CapabilitiesFor and ServerInfo: they are read from the
-	// server (see Bridge), and Capabilities set here that differ from what
-	// the server advertises are logged as a warning.
+	// Listen configures the listen.Server of the handlers (its policy:
+	// MaxStreams, hooks, Quota, DrainWindow, ...) and listen.Open. Every
+	// field is used as given but Capabilities, CapabilitiesFor and
+	// ServerInfo: they are read from the server (see Bridge), and
+	// Capabilities set here that differ from what the server advertises
+	// are logged as a warning; and SupportedVersions, which the handlers
+	// set to the versions the SDK serves.
 	Listen listen.Options
 	// Logger receives the Bridge's warnings (a server that advertises
 	// nothing a listen can receive, resources without resources.subscribe,
