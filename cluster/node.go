@@ -149,7 +149,15 @@ func NewNode(h *hub.Hub, t Transport, opts Options) (*Node, error) {
 		n.signer = newSigner(o.AuthKeys[0], t.Scope)
 		n.verifier = newVerifier(o.AuthKeys, t.Scope)
 	}
+	if q := o.Quota; q != nil {
+		if err := q.attach(n); err != nil {
+			return nil, err
+		}
+	}
 	if err := h.Join(n); err != nil {
+		if q := o.Quota; q != nil {
+			q.detach(n)
+		}
 		return nil, err
 	}
 	return n, nil
@@ -354,6 +362,15 @@ func (n *Node) Receive(m Message) {
 		n.requestLoss()
 		return
 	}
+	if d.quota != nil {
+		if gap {
+			n.requestLoss()
+		}
+		if q := n.opts.Quota; q != nil {
+			q.receive(d.origin, d.quota)
+		}
+		return
+	}
 	if d.event.Kind == 0 { // a sync message
 		if gap {
 			n.requestLoss()
@@ -499,6 +516,9 @@ func (n *Node) Reconnected() {
 	n.cancelLoss()
 	n.resetEpoch.Add(1)
 	n.SendSync()
+	if q := n.opts.Quota; q != nil {
+		q.reconnected()
+	}
 	n.safeHook(func() { n.resync(ResyncReconnect) })
 }
 
@@ -539,6 +559,9 @@ func (n *Node) SendFailed(count int) {
 // Connection reports a change of the bridge's connection to
 // Hooks.OnConnection (a panic there is recovered and counted).
 func (n *Node) Connection(info ConnectionInfo) {
+	if q := n.opts.Quota; q != nil {
+		q.connection(info.Status)
+	}
 	n.safeHook(func() { n.opts.Hooks.OnConnection(info) })
 }
 
@@ -589,6 +612,9 @@ func (n *Node) safeHook(f func()) {
 // ErrClosed. Close is idempotent.
 func (n *Node) Close() {
 	n.closeOnce.Do(func() {
+		if q := n.opts.Quota; q != nil {
+			q.detach(n)
+		}
 		n.hub.Leave(n)
 		n.lossMu.Lock()
 		n.closed.Store(true)

@@ -109,6 +109,13 @@ type Options struct {
 	// instrumentation. A value that also implements hub.Hooks (see
 	// SharedHooks) can be given to the hub too.
 	Hooks Hooks
+
+	// Quota, if set, is carried by the node: it reports the quota's counts
+	// to the other instances on the broker and takes theirs into account
+	// (see the package documentation, Quotas). A Quota can be given to one
+	// node at a time; Close hands it back (it then holds each key to its
+	// local share).
+	Quota *Quota
 }
 
 // resolved is Options with defaults applied.
