@@ -12,7 +12,8 @@
 // # Goroutines
 //
 // Run starts a sampler and one timer callback per admitted listen (its
-// release); it returns once every one of them has ended.
+// release); it returns once every one of them has ended. Check runs the
+// scenario the bridges' tests share.
 package quotatest
 
 import (
@@ -21,7 +22,11 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/cluster"
@@ -72,6 +77,8 @@ type Result struct {
 	// once, counted at every admission.
 	Samples              int
 	MaxSampled, MaxExact int
+	// MaxGap is the longest time between two samples.
+	MaxGap time.Duration
 	// Admitted and Refused count the hot tenant's attempts.
 	Admitted, Refused int
 	// MaxWindow is the most hot listens admitted within one Window.
@@ -108,19 +115,22 @@ func Run(ctx context.Context, cfg Config) Result {
 	}
 
 	stopSampling := make(chan struct{})
-	sampled := make(chan [2]int)
+	sampled := make(chan Result)
 	go func() { // the sampler: ends when stopSampling is closed
 		tick := time.NewTicker(cfg.Sample)
 		defer tick.Stop()
-		n, m := 0, 0
+		var r Result
+		last := time.Now()
 		for {
 			select {
 			case <-stopSampling:
-				sampled <- [2]int{n, m}
+				sampled <- r
 				return
-			case <-tick.C:
-				n++
-				m = max(m, int(open.Load()))
+			case now := <-tick.C:
+				r.Samples++
+				r.MaxSampled = max(r.MaxSampled, int(open.Load()))
+				r.MaxGap = max(r.MaxGap, now.Sub(last))
+				last = now
 			}
 		}
 	}()
@@ -188,7 +198,7 @@ func Run(ctx context.Context, cfg Config) Result {
 	wg.Wait()
 	close(stopSampling)
 	s := <-sampled
-	res.Samples, res.MaxSampled = s[0], s[1]
+	res.Samples, res.MaxSampled, res.MaxGap = s.Samples, s.MaxSampled, s.MaxGap
 	res.MaxExact = int(maxExact.Load())
 	res.CalmRefused = int(calmRef.Load())
 	for i := range maxLocal {
@@ -202,4 +212,55 @@ func Run(ctx context.Context, cfg Config) Result {
 		res.MaxWindow = max(res.MaxWindow, i-j+1)
 	}
 	return res
+}
+
+// Check runs the scenario of the bridges' quota tests on quotas (joined
+// to their bridges on one broker, quota q per tenant): the instances see
+// each other; under 1,000 opens per second of the hot tenant for 3 s
+// (sampled every 10 ms) its open listens never exceed q plus the slack
+// (the listens admitted within Interval + 20 ms, the delivery time
+// allowed), and the calm tenant is never refused; then, after lose has
+// cut every instance off the broker (and returned once each bridge has
+// noticed), each instance holds the hot tenant to its local share ⌊q/n⌋
+// during 1 s of churn.
+func Check(t testing.TB, quotas []*cluster.Quota, q int, lose func()) {
+	t.Helper()
+	n := len(quotas)
+	require.Eventually(t, func() bool {
+		for _, qt := range quotas {
+			if qt.Stats().Instances != n {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, 5*time.Millisecond, "the instances see each other")
+
+	cfg := Config{
+		Quotas: quotas, Rate: 1000, Duration: 3 * time.Second,
+		MinLife: 100 * time.Millisecond, MaxLife: 300 * time.Millisecond,
+		Sample: 10 * time.Millisecond, Window: 10*time.Millisecond + 20*time.Millisecond, Calm: 30,
+	}
+	r := Run(context.Background(), cfg)
+	t.Logf("quota churn, broker up: max open %d (sampled %d, %d samples, %v apart at most), Q %d, slack bound %d; admitted %d, refused %d; calm refused %d",
+		r.MaxExact, r.MaxSampled, r.Samples, r.MaxGap.Round(time.Millisecond), q, r.MaxWindow, r.Admitted, r.Refused, r.CalmRefused)
+	assert.LessOrEqual(t, r.MaxExact, q+r.MaxWindow, "over the quota and its slack")
+	assert.GreaterOrEqual(t, r.Samples, 30, "a sample every 100 ms")
+	assert.Positive(t, r.Refused, "the tenant asked for more than its quota")
+	assert.Zero(t, r.CalmRefused, "the calm tenant was refused")
+
+	lose()
+	for _, qt := range quotas {
+		s := qt.Stats()
+		assert.True(t, s.Fallback)
+		assert.Equal(t, n, s.Instances)
+	}
+	cfg.Duration = time.Second
+	r = Run(context.Background(), cfg)
+	t.Logf("quota churn, broker down: max open %d (sampled %d), per instance %v; calm refused %d",
+		r.MaxExact, r.MaxSampled, r.MaxLocal, r.CalmRefused)
+	for _, m := range r.MaxLocal {
+		assert.Equal(t, q/n, m, "an instance's most open listens, broker down")
+	}
+	assert.LessOrEqual(t, r.MaxExact, n*(q/n))
+	assert.Zero(t, r.CalmRefused, "the calm tenant was refused")
 }
