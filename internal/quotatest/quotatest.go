@@ -79,6 +79,9 @@ type Result struct {
 	MaxSampled, MaxExact int
 	// MaxGap is the longest time between two samples.
 	MaxGap time.Duration
+	// Mean is the mean of the samples taken while Run opened listens
+	// (the tenant's use of its quota).
+	Mean float64
 	// Admitted and Refused count the hot tenant's attempts.
 	Admitted, Refused int
 	// MaxWindow is the most hot listens admitted within one Window.
@@ -114,6 +117,7 @@ func Run(ctx context.Context, cfg Config) Result {
 		return cfg.MinLife + rand.N(cfg.MaxLife-cfg.MinLife+1)
 	}
 
+	begin := time.Now()
 	stopSampling := make(chan struct{})
 	sampled := make(chan Result)
 	go func() { // the sampler: ends when stopSampling is closed
@@ -121,6 +125,7 @@ func Run(ctx context.Context, cfg Config) Result {
 		defer tick.Stop()
 		var r Result
 		last := time.Now()
+		var sum, during int
 		for {
 			select {
 			case <-stopSampling:
@@ -128,7 +133,13 @@ func Run(ctx context.Context, cfg Config) Result {
 				return
 			case now := <-tick.C:
 				r.Samples++
-				r.MaxSampled = max(r.MaxSampled, int(open.Load()))
+				v := int(open.Load())
+				r.MaxSampled = max(r.MaxSampled, v)
+				if now.Sub(begin) < cfg.Duration {
+					sum += v
+					during++
+					r.Mean = float64(sum) / float64(during)
+				}
 				r.MaxGap = max(r.MaxGap, now.Sub(last))
 				last = now
 			}
@@ -198,7 +209,7 @@ func Run(ctx context.Context, cfg Config) Result {
 	wg.Wait()
 	close(stopSampling)
 	s := <-sampled
-	res.Samples, res.MaxSampled, res.MaxGap = s.Samples, s.MaxSampled, s.MaxGap
+	res.Samples, res.MaxSampled, res.MaxGap, res.Mean = s.Samples, s.MaxSampled, s.MaxGap, s.Mean
 	res.MaxExact = int(maxExact.Load())
 	res.CalmRefused = int(calmRef.Load())
 	for i := range maxLocal {
@@ -241,8 +252,8 @@ func Check(t testing.TB, quotas []*cluster.Quota, q int, lose func()) {
 		Sample: 10 * time.Millisecond, Window: 10*time.Millisecond + 20*time.Millisecond, Calm: 30,
 	}
 	r := Run(context.Background(), cfg)
-	t.Logf("quota churn, broker up: max open %d (sampled %d, %d samples, %v apart at most), Q %d, slack bound %d; admitted %d, refused %d; calm refused %d",
-		r.MaxExact, r.MaxSampled, r.Samples, r.MaxGap.Round(time.Millisecond), q, r.MaxWindow, r.Admitted, r.Refused, r.CalmRefused)
+	t.Logf("quota churn, broker up: max open %d (sampled %d, mean %.1f, %d samples, %v apart at most), Q %d, slack bound %d; admitted %d, refused %d; calm refused %d",
+		r.MaxExact, r.MaxSampled, r.Mean, r.Samples, r.MaxGap.Round(time.Millisecond), q, r.MaxWindow, r.Admitted, r.Refused, r.CalmRefused)
 	assert.LessOrEqual(t, r.MaxExact, q+r.MaxWindow, "over the quota and its slack")
 	assert.GreaterOrEqual(t, r.Samples, 30, "a sample every 100 ms")
 	assert.Positive(t, r.Refused, "the tenant asked for more than its quota")
