@@ -367,7 +367,7 @@ func (n *Node) Receive(m Message) {
 			n.requestLoss()
 		}
 		if q := n.opts.Quota; q != nil {
-			q.receive(d.origin, d.quota)
+			q.receive(n, d.origin, d.quota)
 		}
 		return
 	}
@@ -517,7 +517,7 @@ func (n *Node) Reconnected() {
 	n.resetEpoch.Add(1)
 	n.SendSync()
 	if q := n.opts.Quota; q != nil {
-		q.reconnected()
+		q.reconnected(n)
 	}
 	n.safeHook(func() { n.resync(ResyncReconnect) })
 }
@@ -560,7 +560,7 @@ func (n *Node) SendFailed(count int) {
 // Hooks.OnConnection (a panic there is recovered and counted).
 func (n *Node) Connection(info ConnectionInfo) {
 	if q := n.opts.Quota; q != nil {
-		q.connection(info.Status)
+		q.connection(n, info.Status)
 	}
 	n.safeHook(func() { n.opts.Hooks.OnConnection(info) })
 }

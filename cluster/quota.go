@@ -368,10 +368,13 @@ func (q *Quota) lose(now time.Time) {
 	q.instances = 1 + len(q.peers)
 }
 
-// connection tells q whether its node's broker is reachable.
-func (q *Quota) connection(st ConnStatus) {
+// connection tells q whether its node n's broker is reachable.
+func (q *Quota) connection(n *Node, st ConnStatus) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if q.node != n {
+		return
+	}
 	up := st == Connected
 	if q.connected && !up {
 		q.lose(time.Now())
@@ -381,8 +384,12 @@ func (q *Quota) connection(st ConnStatus) {
 
 // reconnected asks for a report of every count, asking the others for
 // theirs.
-func (q *Quota) reconnected() {
+func (q *Quota) reconnected(n *Node) {
 	q.mu.Lock()
+	if q.node != n {
+		q.mu.Unlock()
+		return
+	}
 	q.asked = true
 	q.mu.Unlock()
 	q.signal()
@@ -501,12 +508,16 @@ func (q *Quota) report(n *Node, full bool) {
 	flush()
 }
 
-// receive applies another instance's report. Receive's goroutine.
-func (q *Quota) receive(origin string, w *wireQuotaBody) {
+// receive applies another instance's report, received by n. Receive's
+// goroutine.
+func (q *Quota) receive(n *Node, origin string, w *wireQuotaBody) {
 	now := time.Now()
-	q.received.Add(1)
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if q.node != n {
+		return // after detach
+	}
+	q.received.Add(1)
 	p := q.peers[origin]
 	if w.B {
 		if p != nil {

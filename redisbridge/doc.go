@@ -108,5 +108,9 @@
 // listens per tenant and principal on the same stream, so that a tenant's
 // quota holds across the instances within a small slack, each instance
 // falling back to a local share while Redis is unreachable: see the
-// cluster package documentation, Quotas, and docs/quotas.md.
+// cluster package documentation, Quotas, and docs/quotas.md. The counts
+// are entries of the stream too: under churn each instance appends up to
+// one per QuotaOptions.Interval (100 a second by default) and one every
+// TTL/3, which shortens how far back (StreamLength entries) a bridge that
+// lost Redis can catch up without a resynchronisation.
 package redisbridge
