@@ -347,5 +347,9 @@ func TestQuotaOptions(t *testing.T) {
 	n1.Close()
 	n2, err := cluster.NewNode(h2, cluster.Transport{Scope: scope, Send: send}, cluster.Options{Quota: q})
 	require.NoError(t, err, "a closed node hands its quota back")
+	assert.False(t, q.Stats().Fallback)
+	n1.Connection(cluster.ConnectionInfo{Status: cluster.Disconnected}) // the old node's bridge, late
+	assert.False(t, q.Stats().Fallback, "the old node's connection changed the new one's quota")
 	n2.Close()
+	assert.True(t, q.Stats().Fallback)
 }
