@@ -26,7 +26,7 @@ func TestRun(t *testing.T) {
 		r := quotatest.Run(context.Background(), quotatest.Config{
 			Quotas: []*cluster.Quota{q}, Rate: 1000, Duration: time.Second,
 			MinLife: 50 * time.Millisecond, MaxLife: 150 * time.Millisecond,
-			Sample: 10 * time.Millisecond, Window: 10 * time.Millisecond, Calm: 5,
+			Sample: 10 * time.Millisecond, Calm: 5,
 		})
 		assert.Equal(t, 20, r.MaxExact)
 		assert.LessOrEqual(t, r.MaxSampled, 20)
@@ -35,6 +35,6 @@ func TestRun(t *testing.T) {
 		assert.Equal(t, 1000, r.Admitted+r.Refused)
 		assert.Zero(t, r.CalmRefused)
 		assert.Equal(t, []int{20}, r.MaxLocal)
-		assert.Equal(t, 11, r.MaxWindow) // 1 ms apart, both ends counted
+		assert.Equal(t, 11, r.MaxAdmits(10*time.Millisecond)) // 1 ms apart, both ends counted
 	})
 }
