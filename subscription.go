@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"math"
 	"slices"
 	"strconv"
@@ -165,6 +166,58 @@ type Options struct {
 	// Stream contract). Zero means 5 seconds. After it, Close returns and the
 	// worker goroutine exits whenever Next returns.
 	ReleaseTimeout time.Duration
+
+	// The fields below are the Server's policy (see Server); Open alone
+	// ignores them.
+
+	// MaxStreams is the most listens a Server serves at once, on all its
+	// transports, counted from Admit to Done. Zero means
+	// DefaultMaxStreams (1024).
+	MaxStreams int
+	// MaxStreamsPerKey, if positive, is the most listens served at once for
+	// one key (StreamKey), so that one client cannot take every slot.
+	MaxStreamsPerKey int
+	// StreamKey returns the key a listen counts against under
+	// MaxStreamsPerKey: the principal (from Request.Auth), a tenant. Nil
+	// means the host of Request.Transport.RemoteAddr: the client's IP
+	// address over HTTP (a proxy's, behind one), one key for every stdio
+	// listen.
+	StreamKey func(req *Request) string
+	// Quota, if set, admits every listen the Server's own limits admitted
+	// against shares they do not know (a tenant's share of a deployment).
+	Quota Quota
+	// RetryAfter is the delay the capacity and drain refusals tell clients
+	// to wait (HTTP Retry-After, whole seconds rounded up), and the bound of
+	// RetryHint. Zero means DefaultRetryAfter (5 s).
+	RetryAfter time.Duration
+	// DrainWindow, if positive, spreads Shutdown's completions over that
+	// long, so that the clients of a stopping instance re-listen elsewhere
+	// at a steady rate (see Server.Shutdown). Zero ends every stream at
+	// once.
+	DrainWindow time.Duration
+	// RetryHint puts a random delay in [0, RetryAfter] in the _meta of every
+	// shutdown completion (spec.MetaRetryAfterMs, milliseconds): a client
+	// that honours it spreads its re-listen.
+	RetryHint bool
+	// SupportedVersions is the "supported" list of the unsupported-version
+	// error (-32022). Nil means spec.SupportedProtocolVersions.
+	SupportedVersions []string
+	// Logger receives the Server's diagnostics: a hook's panic, a panicking
+	// Source.Open. Nil means slog.Default().
+	Logger *slog.Logger
+	// OnOpen, if set, is called once a subscription is open, before its
+	// acknowledgement is written, on the goroutine that opened it.
+	OnOpen func(sub *Subscription)
+	// OnClose, if set, is called once for every subscription OnOpen saw,
+	// after its stream has ended, with its close reason (see Classify). The
+	// slot is already free and counted in Stats when it runs.
+	OnClose func(sub *Subscription, reason error)
+	// OnRefuse, if set, is called for every listen answered with an error
+	// instead of a stream, with the error sent (a *jsonrpc.Error whose
+	// cause, errors.Unwrap, tells what the client is not told) and the
+	// request when it could be read (nil otherwise), before the answer is
+	// written.
+	OnRefuse func(req *Request, err error)
 }
 
 // Subscription is an opened subscriptions/listen request.
@@ -210,7 +263,10 @@ type Subscription struct {
 	id jsonrpc.ID
 	// opts is the Options it was opened with, read for ServerInfo,
 	// Extensions and ReleaseTimeout while it lives.
-	opts  *Options
+	opts *Options
+	// kind is the Kind of the Transport of the request it was opened for
+	// (a transport's constant: kept without a copy).
+	kind  string
 	lists uint64 // bit k: the list change of Kind k is accepted
 	// watch is the accepted resourceSubscriptions (nil when not accepted);
 	// ext the extensions' parts (nil when none). With lists, they are the
@@ -348,7 +404,7 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 		return nil, werr
 	}
 
-	s := &Subscription{id: cloneID(req.ID), opts: opts}
+	s := &Subscription{id: cloneID(req.ID), opts: opts, kind: req.Transport.Kind}
 	s.guard.stream = stream
 	if valid.Validated(stream) {
 		s.lists |= 1 << checkedBit
@@ -506,6 +562,10 @@ func narrowURIs(ctx context.Context, req *Request, v any, canReadFn func(context
 
 // ID returns the listen request's id, which is also the subscription id.
 func (s *Subscription) ID() jsonrpc.ID { return s.id }
+
+// TransportKind is the Kind of the Transport of the request the
+// subscription was opened for ("streamable_http", "stdio", ...).
+func (s *Subscription) TransportKind() string { return s.kind }
 
 // Accepted returns the accepted filter, as the acknowledgement echoes it: a
 // new map on each call (the subscription keeps its parts, not the map).

@@ -49,9 +49,9 @@ func newBenchPair(b *testing.B, opts natsbridge.Options) *benchPair {
 	optsB.Hooks = dropsOnly{rec}
 	bb, err := natsbridge.New(connect(b, ns.ClientURL()), hbB, optsB)
 	require.NoError(b, err)
-	h, err := streamhttp.New(hbB, streamhttp.Options{
-		Listen:    listen.Options{Capabilities: caps()},
-		KeepAlive: failsafe, // none during the benchmark
+	h, err := streamhttp.New(listen.NewServer(hbB, listen.Options{Capabilities: caps()}), streamhttp.Options{
+		KeepAlive: failsafe,
+		// none during the benchmark,
 	})
 	require.NoError(b, err)
 	srv := &http.Server{Handler: h}

@@ -141,10 +141,10 @@ func newInstance(t testing.TB, name string, nc *nats.Conn, opts natsbridge.Optio
 	require.NoError(t, err)
 	reg, err := listen.NewExtensionRegistry(tasksExt{})
 	require.NoError(t, err)
-	h, err := streamhttp.New(hb, streamhttp.Options{
-		Listen:         listen.Options{Capabilities: caps(), Extensions: reg, ServerInfo: listen.Implementation{Name: name, Version: "1.0.0"}},
+	h, err := streamhttp.New(listen.NewServer(hb, listen.Options{Capabilities: caps(), Extensions: reg, ServerInfo: listen.Implementation{Name: name, Version: "1.0.0"}}), streamhttp.Options{
 		RequireHeaders: true,
-		KeepAlive:      failsafe, // none during a test
+		KeepAlive:      failsafe,
+		// none during a test,
 	})
 	require.NoError(t, err)
 	ts := httptest.NewServer(h)

@@ -2,7 +2,6 @@ package otel
 
 import (
 	"errors"
-	"net/http"
 	"os"
 	"slices"
 
@@ -43,11 +42,14 @@ func classIndex(reason error) int {
 
 // Refusal causes (the values of AttrRefusalCause).
 const (
-	// CauseCapacity: the transport was at its stream limit
+	// CauseCapacity: the server was at its stream limit
 	// (spec.MsgCapacityExhausted, listen.ErrOverloaded).
 	CauseCapacity = "capacity"
-	// CauseShutdown: the transport was draining.
+	// CauseShutdown: the server was draining.
 	CauseShutdown = "shutdown"
+	// CauseQuota: a per-client limit (listen.Options.MaxStreamsPerKey) or a
+	// listen.Quota refused it (listen.ErrOverQuota).
+	CauseQuota = "quota"
 	// CauseAuth: Authenticate or CheckOrigin refused the request
 	// (streamhttp.MsgUnauthorized, streamhttp.MsgForbidden,
 	// *streamhttp.AuthError).
@@ -61,28 +63,31 @@ const (
 	CauseError = "error"
 )
 
-var causes = [...]string{CauseCapacity, CauseShutdown, CauseAuth, CauseValidation, CauseError}
+var causes = [...]string{CauseCapacity, CauseShutdown, CauseAuth, CauseValidation, CauseError, CauseQuota}
 
 // RefusalCause sorts the error a listen was refused with (the error given
-// to streamhttp's OnError or stdio's OnListenError) into one of the Cause
-// constants.
+// to listen.Options.OnRefuse) into one of the Cause constants.
 func RefusalCause(err error) string { return causes[causeIndex(err)] }
 
 func causeIndex(err error) int {
 	var we *jsonrpc.Error
 	var ae *streamhttp.AuthError
 	switch {
+	case errors.Is(err, listen.ErrOverQuota):
+		return 5
 	case errors.Is(err, listen.ErrOverloaded):
 		return 0
 	case errors.Is(err, listen.ErrShutdown):
 		return 1
+	case errors.Is(err, listen.ErrExpired):
+		return 2
 	case errors.As(err, &ae):
 		return 2
 	case errors.As(err, &we):
 		switch {
 		case we.Message == spec.MsgCapacityExhausted:
 			return 0
-		case we.Message == streamhttp.MsgShuttingDown:
+		case we.Message == listen.MsgShuttingDown:
 			return 1
 		case we.Message == streamhttp.MsgUnauthorized, we.Message == streamhttp.MsgForbidden:
 			return 2
@@ -225,77 +230,65 @@ func (t *Transport) OnKeepAlive(*listen.Subscription) {
 	t.m.keepAlives.Add(ctx, 1, t.one...)
 }
 
-// InstrumentHTTP sets opts' OnOpen, OnClose, OnError and OnKeepAlive to
-// record on m (transport "streamable_http"), each calling the hook that
-// was set before, after recording, and adds opts.MaxStreams
-// (streamhttp.DefaultMaxStreams when zero) to mcp.listen.streams.capacity.
-// Call it once per handler, before streamhttp.New, which copies the
-// options. A nil or disabled m leaves opts unchanged.
+// Instrument sets the listen.Server hooks of opts (OnOpen, OnClose and
+// OnRefuse) to record on m, each stream under its transport kind
+// (Subscription.TransportKind; a refusal under its request's, "" when it
+// could not be read), each calling the hook that was set before, after
+// recording; and it adds opts.MaxStreams (listen.DefaultMaxStreams when
+// zero) to mcp.listen.streams.capacity, which has no transport: the limit
+// covers every transport of the Server. Call it once per Server, before
+// listen.NewServer, which copies the options. A nil or disabled m leaves
+// opts unchanged.
+func (m *Metrics) Instrument(opts *listen.Options) {
+	if m == nil || opts == nil {
+		return
+	}
+	switch {
+	case opts.MaxStreams == 0:
+		m.Transport("").AddCapacity(listen.DefaultMaxStreams)
+	case opts.MaxStreams > 0: // negative: listen.NewServer refuses the options
+		m.Transport("").AddCapacity(int64(opts.MaxStreams))
+	}
+	onOpen, onClose, onRefuse := opts.OnOpen, opts.OnClose, opts.OnRefuse
+	opts.OnOpen = func(sub *listen.Subscription) {
+		m.Transport(sub.TransportKind()).OnOpen(sub)
+		if onOpen != nil {
+			onOpen(sub)
+		}
+	}
+	opts.OnClose = func(sub *listen.Subscription, reason error) {
+		m.Transport(sub.TransportKind()).OnClose(sub, reason)
+		if onClose != nil {
+			onClose(sub, reason)
+		}
+	}
+	opts.OnRefuse = func(req *listen.Request, err error) {
+		kind := ""
+		if req != nil {
+			kind = req.Transport.Kind
+		}
+		m.Transport(kind).OnRefuse(err)
+		if onRefuse != nil {
+			onRefuse(req, err)
+		}
+	}
+}
+
+// InstrumentHTTP sets opts' OnKeepAlive to record on m (transport
+// "streamable_http"), calling the hook that was set before, after
+// recording. Call it before streamhttp.New, which copies the options; the
+// streams themselves are recorded by Instrument. A nil or disabled m
+// leaves opts unchanged. (The stdio transport sends no keep-alives.)
 func (m *Metrics) InstrumentHTTP(opts *streamhttp.Options) {
 	if m == nil || opts == nil {
 		return
 	}
 	t := m.Transport(streamhttp.TransportKind)
-	switch {
-	case opts.MaxStreams == 0:
-		t.AddCapacity(streamhttp.DefaultMaxStreams)
-	case opts.MaxStreams > 0: // negative: streamhttp.New refuses the options
-		t.AddCapacity(int64(opts.MaxStreams))
-	}
-	onOpen, onClose, onError, onKeepAlive := opts.OnOpen, opts.OnClose, opts.OnError, opts.OnKeepAlive
-	opts.OnOpen = func(sub *listen.Subscription) {
-		t.OnOpen(sub)
-		if onOpen != nil {
-			onOpen(sub)
-		}
-	}
-	opts.OnClose = func(sub *listen.Subscription, reason error) {
-		t.OnClose(sub, reason)
-		if onClose != nil {
-			onClose(sub, reason)
-		}
-	}
-	opts.OnError = func(r *http.Request, status int, err error) {
-		t.OnRefuse(err)
-		if onError != nil {
-			onError(r, status, err)
-		}
-	}
+	onKeepAlive := opts.OnKeepAlive
 	opts.OnKeepAlive = func(sub *listen.Subscription) {
 		t.OnKeepAlive(sub)
 		if onKeepAlive != nil {
 			onKeepAlive(sub)
-		}
-	}
-}
-
-// InstrumentStdio sets opts' OnOpen, OnClose and OnListenError to record on
-// m (transport "stdio"), each calling the hook that was set before, after
-// recording. Call it before stdio.New, which copies the options. A
-// nil or disabled m leaves opts unchanged. (The stdio transport sends no
-// keep-alives.)
-func (m *Metrics) InstrumentStdio(opts *stdio.Options) {
-	if m == nil || opts == nil {
-		return
-	}
-	t := m.Transport(stdio.TransportKind)
-	onOpen, onClose, onListenError := opts.OnOpen, opts.OnClose, opts.OnListenError
-	opts.OnOpen = func(sub *listen.Subscription) {
-		t.OnOpen(sub)
-		if onOpen != nil {
-			onOpen(sub)
-		}
-	}
-	opts.OnClose = func(sub *listen.Subscription, reason error) {
-		t.OnClose(sub, reason)
-		if onClose != nil {
-			onClose(sub, reason)
-		}
-	}
-	opts.OnListenError = func(err error) {
-		t.OnRefuse(err)
-		if onListenError != nil {
-			onListenError(err)
 		}
 	}
 }

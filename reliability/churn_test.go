@@ -69,7 +69,10 @@ func TestChurnSoak(t *testing.T) {
 	h, err := hub.New(hub.Options{})
 	require.NoError(t, err)
 	opts := listen.Options{Capabilities: allCaps()}
-	hh, err := streamhttp.New(h, streamhttp.Options{Listen: opts, KeepAlive: failsafe, WriteTimeout: failsafe})
+	hh, err := streamhttp.New(listen.NewServer(h, opts), streamhttp.Options{
+		KeepAlive:    failsafe,
+		WriteTimeout: failsafe,
+	})
 	require.NoError(t, err)
 	ts := httptest.NewServer(hh)
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: failsafe}
@@ -174,7 +177,7 @@ func TestChurnSoak(t *testing.T) {
 	require.NoError(t, hh.Shutdown(ctx))
 	ts.Close()
 	client.CloseIdleConnections()
-	hs := hh.Stats()
+	hs := hh.Server().Stats()
 	assert.Zero(t, hs.Active)
 	assert.Equal(t, hs.Opened, hs.Closed)
 	assert.EqualValues(t, httpN.Load(), hs.Opened)

@@ -162,7 +162,10 @@ func isolation(t *testing.T, mode string, seed uint64) {
 	var streams []*isoStream
 
 	if mode != "stdio" {
-		hh, err := streamhttp.New(h, streamhttp.Options{Listen: opts, KeepAlive: failsafe, WriteTimeout: failsafe})
+		hh, err := streamhttp.New(listen.NewServer(h, opts), streamhttp.Options{
+			KeepAlive:    failsafe,
+			WriteTimeout: failsafe,
+		})
 		require.NoError(t, err)
 		ts := httptest.NewServer(hh)
 		client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}

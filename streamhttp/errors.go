@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/internal/echo"
 	"github.com/mcplisten/listen/jsonrpc"
 )
@@ -17,8 +18,6 @@ const (
 	MsgBodyTooLarge     = "Request body too large"
 	MsgBodyUnreadable   = "Invalid request: the request body could not be read"
 	MsgBodyTimeout      = "Request timeout: the request body was not received in time"
-	MsgShuttingDown     = "Server is shutting down"
-	MsgTooManyStreams   = "Too many subscriptions open for this client"
 )
 
 // Header names of MCP 2026-07-28 Streamable HTTP.
@@ -66,6 +65,11 @@ type reply struct {
 	id     jsonrpc.ID
 	err    *jsonrpc.Error // nil: no body
 	header http.Header
+	// req is the refused listen, when it was read (for OnRefuse).
+	req *listen.Request
+	// reported is set when the Server already told OnRefuse (its own
+	// refusals: Admit, Open).
+	reported bool
 }
 
 // refuse is the error response err with status, echoing id.
@@ -91,8 +95,8 @@ func (f *reply) write(h *Handler, w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(f.status)
 		return
 	}
-	if h != nil && h.opts.OnError != nil {
-		h.opts.OnError(r, f.status, f.err)
+	if h != nil && !f.reported {
+		h.srv.Refused(f.req, f.err)
 	}
 	body := jsonrpc.ErrorResponse(f.id, f.err)
 	hdr := w.Header()

@@ -121,7 +121,7 @@ func FrontWith(listenHandler, other http.Handler, opts FrontOptions) http.Handle
 		f.maxBody = DefaultFrontMaxBodyBytes
 	}
 	if f.maxID == 0 && f.h != nil {
-		f.maxID = f.h.opts.Listen.MaxIDBytes
+		f.maxID = f.h.srv.Options().MaxIDBytes
 	}
 	if f.maxID <= 0 {
 		f.maxID = jsonrpc.DefaultMaxIDBytes

@@ -14,7 +14,6 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/listentest"
-	"github.com/mcplisten/listen/streamhttp"
 )
 
 // OnKeepAlive is told about every keep-alive comment written, with the
@@ -31,7 +30,7 @@ func TestOnKeepAlive(t *testing.T) {
 				var mu sync.Mutex
 				var ids []string
 				src := listentest.NewSource()
-				h, err := streamhttp.New(src, streamhttp.Options{
+				h, err := (config{
 					Listen:     listen.Options{Capabilities: caps()},
 					KeepAlive:  time.Second,
 					NoTakeover: noTakeover,
@@ -44,7 +43,7 @@ func TestOnKeepAlive(t *testing.T) {
 							panic("a broken hook")
 						}
 					},
-				})
+				}).build(src)
 				require.NoError(t, err)
 				l := listentest.NewPipeListener()
 				srv := &http.Server{Handler: h}

@@ -9,7 +9,7 @@
 //	h, err := hub.New(hub.Options{OnAttach: feed.Attach, OnDetach: feed.Detach})
 //	feed.Start(h)
 //	defer feed.Close()
-//	listens, err := streamhttp.New(h, streamhttp.Options{Listen: listen.Options{CapabilitiesFor: feed.Capabilities}})
+//	listens, err := streamhttp.New(listen.NewServer(h, listen.Options{CapabilitiesFor: feed.Capabilities}), streamhttp.Options{})
 //
 // # Three layers
 //

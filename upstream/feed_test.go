@@ -46,7 +46,7 @@ func newGateway(t *testing.T, ups ...upstream.Upstream) *gateway {
 	h, err := hub.New(hub.Options{OnAttach: feed.Attach, OnDetach: feed.Detach})
 	require.NoError(t, err)
 	require.NoError(t, feed.Start(h))
-	handler, err := streamhttp.New(h, streamhttp.Options{Listen: listen.Options{CapabilitiesFor: feed.Capabilities}})
+	handler, err := streamhttp.New(listen.NewServer(h, listen.Options{CapabilitiesFor: feed.Capabilities}), streamhttp.Options{})
 	require.NoError(t, err)
 	ts := httptest.NewServer(handler)
 	t.Cleanup(func() {

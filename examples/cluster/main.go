@@ -188,15 +188,13 @@ func start(name, natsURL string, key []byte) (*instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	lh, err := streamhttp.New(h, streamhttp.Options{
-		Listen: listen.Options{
-			Capabilities: listen.Capabilities{
-				ToolsListChanged:   true,
-				ResourcesSubscribe: true,
-			},
-			ServerInfo: listen.Implementation{Name: "cluster-example-" + name, Version: "1.0.0"},
+	lh, err := streamhttp.New(listen.NewServer(h, listen.Options{
+		Capabilities: listen.Capabilities{
+			ToolsListChanged:   true,
+			ResourcesSubscribe: true,
 		},
-	})
+		ServerInfo: listen.Implementation{Name: "cluster-example-" + name, Version: "1.0.0"},
+	}), streamhttp.Options{})
 	if err != nil {
 		br.Close()
 		return nil, err
