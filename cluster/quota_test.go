@@ -34,8 +34,12 @@ type qbroker struct {
 func (b *qbroker) start(t *testing.T, n int, qo cluster.QuotaOptions, co cluster.Options) []*cluster.Quota {
 	t.Helper()
 	quotas := make([]*cluster.Quota, n)
-	b.cut = make(map[int]bool)
-	for i := range n {
+	if b.cut == nil {
+		b.cut = make(map[int]bool)
+	}
+	base := len(b.nodes)
+	for j := range n {
+		i := base + j
 		h, err := hub.New(hub.Options{})
 		require.NoError(t, err)
 		q, err := cluster.NewQuota(qo)
@@ -50,7 +54,7 @@ func (b *qbroker) start(t *testing.T, n int, qo cluster.QuotaOptions, co cluster
 		b.nodes = append(b.nodes, node)
 		b.mu.Unlock()
 		t.Cleanup(node.Close)
-		quotas[i] = q
+		quotas[j] = q
 	}
 	return quotas
 }
@@ -236,6 +240,24 @@ func TestQuotaFallback(t *testing.T) {
 		refused(t, alone, "acme/a", msgTenant)
 		assert.True(t, alone.Stats().Fallback)
 		assert.Equal(t, 1, alone.Stats().Instances)
+	})
+}
+
+// TestQuotaHello: an instance that joins asks for the others' counts and
+// has them within a few Intervals, not at their next full report.
+func TestQuotaHello(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var b qbroker
+		qs := b.start(t, 2, quotaOptions(3, 0), cluster.Options{})
+		settle()
+		acquire(t, qs[0], "acme/a", 2)
+		acquire(t, qs[1], "acme/a", 1)
+		time.Sleep(500 * time.Millisecond) // well before the next full report
+		late := b.start(t, 1, quotaOptions(3, 0), cluster.Options{})[0]
+		time.Sleep(30 * time.Millisecond)
+		synctest.Wait()
+		assert.Equal(t, 3, late.Stats().Instances)
+		refused(t, late, "acme/a", msgTenant)
 	})
 }
 
