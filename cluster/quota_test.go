@@ -28,6 +28,7 @@ type qbroker struct {
 	mu    sync.Mutex
 	nodes []*cluster.Node
 	cut   map[int]bool // by node index: its messages neither leave nor arrive
+	lose  map[int]int  // by node index: how many of its next messages are lost
 }
 
 // start joins n instances, each with a Quota of qo, to the broker.
@@ -64,6 +65,10 @@ func (b *qbroker) send(from int, m cluster.Message) error {
 	defer b.mu.Unlock()
 	if b.cut[from] {
 		return errors.New("cut off")
+	}
+	if b.lose[from] > 0 {
+		b.lose[from]--
+		return nil
 	}
 	m.Data = bytes.Clone(m.Data)
 	for i, n := range b.nodes {
@@ -258,6 +263,25 @@ func TestQuotaHello(t *testing.T) {
 		synctest.Wait()
 		assert.Equal(t, 3, late.Stats().Instances)
 		refused(t, late, "acme/a", msgTenant)
+	})
+}
+
+// TestQuotaLostReport: a lost report is repaired by the next full one
+// (every TTL/3).
+func TestQuotaLostReport(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var b qbroker
+		qs := b.start(t, 2, quotaOptions(1, 0), cluster.Options{})
+		settle()
+		b.mu.Lock()
+		b.lose = map[int]int{0: 1}
+		b.mu.Unlock()
+		acquire(t, qs[0], "acme/a", 1)
+		settle()
+		acquire(t, qs[1], "acme/a", 1)[0]() // admitted: qs[1] has not heard of qs[0]'s
+		time.Sleep(time.Second)
+		synctest.Wait()
+		refused(t, qs[1], "acme/a", msgTenant)
 	})
 }
 
