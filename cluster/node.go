@@ -121,9 +121,10 @@ var bodyPool = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b 
 // NewNode returns a node for h over t and joins it to h as its relay
 // (hub.Hub.Join): from then on every event published on h is also handed
 // to t.Send. It fails with an error matching ErrInvalidOptions for invalid
-// opts, a nil h or a t without Scope or Send, and with hub.ErrRelayJoined
-// when another relay has joined h. The node starts no goroutine; Close
-// leaves the hub.
+// opts, a nil h, a t without Scope or Send or an Options.Quota another
+// node holds, and with hub.ErrRelayJoined when another relay has joined
+// h. The node starts no goroutine, except the reporter of its
+// Options.Quota (see Quota); Close leaves the hub and ends it.
 func NewNode(h *hub.Hub, t Transport, opts Options) (*Node, error) {
 	if h == nil || t.Scope == "" || t.Send == nil {
 		return nil, fmt.Errorf("%w: NewNode needs a hub, a scope and a Send function", ErrInvalidOptions)
@@ -607,7 +608,9 @@ func (n *Node) safeHook(f func()) {
 }
 
 // Close leaves the hub (later publications stay local), stops a pending
-// loss resync and waits for one that is running. It does not touch the
+// loss resync and waits for one that is running. With Options.Quota it
+// first stops the quota's reporter and tells the other instances that this
+// one leaves; the quota then holds keys to their local shares. It does not touch the
 // hub's listeners. Receive still delivers afterwards; Resync fails with
 // ErrClosed. Close is idempotent.
 func (n *Node) Close() {

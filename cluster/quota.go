@@ -343,11 +343,12 @@ func (q *Quota) attach(n *Node) error {
 // leaves, and falls back to local shares. Idempotent.
 func (q *Quota) detach(n *Node) {
 	q.mu.Lock()
-	if q.node != n {
+	if q.node != n || q.stop == nil {
 		q.mu.Unlock()
 		return
 	}
 	stop, done := q.stop, q.done
+	q.stop = nil
 	q.mu.Unlock()
 	close(stop)
 	<-done
