@@ -512,7 +512,8 @@ func (n *Node) cancelLoss() {
 // reaches it: the node sends a sync message (SendSync), stops counting
 // gaps against the numbers seen before (what was published meanwhile is
 // covered), and resynchronises its listeners (ResyncReconnect), in the
-// calling goroutine. A pending loss resync is folded into it.
+// calling goroutine. With Options.Quota it also has the quota report all
+// its counts and ask the other instances for theirs. A pending loss resync is folded into it.
 func (n *Node) Reconnected() {
 	n.cancelLoss()
 	n.resetEpoch.Add(1)
@@ -558,7 +559,9 @@ func (n *Node) SendFailed(count int) {
 }
 
 // Connection reports a change of the bridge's connection to
-// Hooks.OnConnection (a panic there is recovered and counted).
+// Hooks.OnConnection (a panic there is recovered and counted). With
+// Options.Quota, a status other than Connected puts the quota in fallback
+// (local shares) until the next Connected.
 func (n *Node) Connection(info ConnectionInfo) {
 	if q := n.opts.Quota; q != nil {
 		q.connection(n, info.Status)
