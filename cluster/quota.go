@@ -104,7 +104,8 @@ type Quota struct {
 	node      *Node
 	connected bool
 	instances int // the divisor of the local share: instances seen when the broker was lost
-	asked     bool
+	hello     bool // the next report asks the others for theirs (after attach, a reconnect)
+	asked     bool // another instance asked: the next report holds every count
 	stop      chan struct{}
 	done      chan struct{}
 	rest      uint64 // refusals of tenants no longer counted
@@ -332,7 +333,7 @@ func (q *Quota) attach(n *Node) error {
 	if q.node != nil {
 		return fmt.Errorf("%w: the Quota is already given to another bridge", ErrInvalidOptions)
 	}
-	q.node, q.connected, q.asked = n, true, true
+	q.node, q.connected, q.hello = n, true, true
 	q.dirty = make(map[string]struct{})
 	q.stop, q.done = make(chan struct{}), make(chan struct{})
 	go q.run(n, q.stop, q.done)
@@ -391,7 +392,7 @@ func (q *Quota) reconnected(n *Node) {
 		q.mu.Unlock()
 		return
 	}
-	q.asked = true
+	q.hello = true
 	q.mu.Unlock()
 	q.signal()
 }
@@ -445,9 +446,11 @@ func (q *Quota) run(n *Node, stop <-chan struct{}, done chan<- struct{}) {
 // also tells the others it is alive), in as many messages as they need.
 func (q *Quota) report(n *Node, full bool) {
 	q.mu.Lock()
-	hello := q.asked
-	full = full || hello
-	q.asked = false
+	// A report that answers a hello is full but asks for nothing, or two
+	// instances would keep asking each other.
+	hello := q.hello
+	full = full || hello || q.asked
+	q.hello, q.asked = false, false
 	type entry struct {
 		tok string
 		n   int

@@ -266,6 +266,26 @@ func TestQuotaHello(t *testing.T) {
 	})
 }
 
+// TestQuotaQuiet: once the instances have greeted each other, a quota
+// without changes sends nothing until its next full report: answers to a
+// hello ask for nothing back.
+func TestQuotaQuiet(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var b qbroker
+		qs := b.start(t, 3, quotaOptions(5, 0), cluster.Options{})
+		settle()
+		var before []uint64
+		for _, q := range qs {
+			before = append(before, q.Stats().ReportsSent)
+		}
+		time.Sleep(900 * time.Millisecond) // the full reports are due at 1 s
+		synctest.Wait()
+		for i, q := range qs {
+			assert.Equal(t, before[i], q.Stats().ReportsSent, "instance %d", i)
+		}
+	})
+}
+
 // TestQuotaLostReport: a lost report is repaired by the next full one
 // (every TTL/3).
 func TestQuotaLostReport(t *testing.T) {
