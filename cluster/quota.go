@@ -109,6 +109,7 @@ type Quota struct {
 	stop      chan struct{}
 	done      chan struct{}
 	rest      uint64 // refusals of tenants no longer counted
+	round     uint64 // this instance's reports so far: a round ends with each
 
 	wake chan struct{} // cap 1: the counts changed, or a peer asked for a report
 
@@ -120,6 +121,9 @@ type quotaKey struct {
 	local, remote int
 	tenant        string // a tenant key's name, once a listen here named it
 	refused       uint64
+	// since counts the listens admitted here in round (Quota.round).
+	since int
+	round uint64
 }
 
 // quotaPeer is what a quota knows of another instance.
@@ -130,7 +134,8 @@ type quotaPeer struct {
 
 type peerCount struct {
 	n  int
-	at time.Time
+	at time.Time // last reported
+	up time.Time // last reported higher than before
 }
 
 // NewQuota returns a quota with opts. It fails (ErrInvalidOptions) for a
@@ -183,14 +188,15 @@ func (q *Quota) Acquire(_ context.Context, req *listen.Request) (release func(),
 		q.admitted.Add(1)
 		return func() {}, nil
 	}
+	now := time.Now()
 	q.mu.Lock()
 	switch {
-	case tt != "" && !q.fits(tt, tlim):
+	case tt != "" && !q.fits(tt, tlim, now):
 		q.refuse(tt)
 		q.mu.Unlock()
 		q.refusedT.Add(1)
 		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, msgTenantQuota).WithCause(listen.ErrOverQuota)
-	case pt != "" && !q.fits(pt, plim):
+	case pt != "" && !q.fits(pt, plim, now):
 		q.refuse(tt)
 		q.mu.Unlock()
 		q.refusedP.Add(1)
@@ -253,18 +259,36 @@ func quotaToken(level byte, tenant, principal string) string {
 }
 
 // fits reports whether one more listen of tok fits under limit. q.mu held.
-func (q *Quota) fits(tok string, limit int) bool {
+func (q *Quota) fits(tok string, limit int, now time.Time) bool {
 	if limit <= 0 {
 		return true
 	}
-	var local, remote int
-	if k := q.keys[tok]; k != nil {
-		local, remote = k.local, k.remote
+	k := q.keys[tok]
+	if k == nil {
+		return true // nobody holds a listen of tok
 	}
 	if q.fallback() {
-		return local < max(1, limit/q.instances)
+		return k.local < max(1, limit/q.instances)
 	}
-	return local+remote < limit
+	if k.local+k.remote >= limit {
+		return false
+	}
+	// The headroom every instance sees is shared by those admitting.
+	n := 1
+	for _, p := range q.peers {
+		if c, ok := p.counts[tok]; ok && now.Sub(c.up) <= q.hb {
+			n++
+		}
+	}
+	if n == 1 {
+		return true
+	}
+	since := 0
+	if k.round == q.round {
+		since = k.since
+	}
+	headroom := limit - k.local - k.remote + since // when this round began
+	return since < max(1, (headroom+n-1)/n)
 }
 
 // fallback reports whether the quota admits by local shares: no node, or
@@ -294,6 +318,12 @@ func (q *Quota) key(tok string) *quotaKey {
 func (q *Quota) change(tok string, d int) {
 	k := q.key(tok)
 	k.local += d
+	if d > 0 {
+		if k.round != q.round {
+			k.round, k.since = q.round, 0
+		}
+		k.since += d
+	}
 	if q.node != nil {
 		q.dirty[tok] = struct{}{}
 	}
@@ -451,6 +481,7 @@ func (q *Quota) report(n *Node, full bool) {
 	hello := q.hello
 	full = full || hello || q.asked
 	q.hello, q.asked = false, false
+	q.round++
 	type entry struct {
 		tok string
 		n   int
@@ -553,7 +584,11 @@ func (q *Quota) receive(n *Node, origin string, w *wireQuotaBody) {
 			if !had {
 				q.remoteN++
 			}
-			p.counts[tok] = peerCount{n: int(v), at: now}
+			c := peerCount{n: int(v), at: now, up: old.up}
+			if c.n > old.n {
+				c.up = now
+			}
+			p.counts[tok] = c
 		}
 		q.addRemote(tok, int(v)-old.n)
 	}

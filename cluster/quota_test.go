@@ -182,6 +182,51 @@ func TestQuotaAcrossInstances(t *testing.T) {
 	})
 }
 
+// TestQuotaShare: while other instances admit listens of a key (within
+// the last TTL/3), an instance takes at most its share of the room it
+// sees, ⌈room/n⌉, per report of its own; alone, all of it.
+func TestQuotaShare(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var b qbroker
+		qs := b.start(t, 3, quotaOptions(30, 0), cluster.Options{})
+		settle()
+		rel := make([][]func(), 3)
+		for range 10 { // one a round: always within the share
+			for i, q := range qs {
+				rel[i] = append(rel[i], acquire(t, q, "acme/a", 1)...)
+			}
+			settle()
+		}
+		refused(t, qs[0], "acme/a", msgTenant)
+		for _, r := range rel[0][:6] { // qs[0] frees 6 places
+			r()
+		}
+		settle()
+		acquire(t, qs[1], "acme/a", 1) // ⌈6/3⌉ = 2 in this round
+		synctest.Wait()                // its report goes: a new round
+		acquire(t, qs[1], "acme/a", 2) // ⌈5/3⌉ = 2
+		refused(t, qs[1], "acme/a", msgTenant)
+		settle()
+		acquire(t, qs[2], "acme/a", 1) // the room left, 3, shared: 1
+		synctest.Wait()
+		acquire(t, qs[2], "acme/a", 1) // ⌈2/3⌉
+		refused(t, qs[2], "acme/a", msgTenant)
+		settle() // the next round
+		acquire(t, qs[2], "acme/a", 1)
+		assert.Equal(t, 30, qs[2].Stats().Tenants[0].Deployment)
+
+		// Once the others have admitted nothing for TTL/3, the room is all
+		// of one instance's again.
+		time.Sleep(time.Second)
+		synctest.Wait()
+		for _, r := range rel[0][6:] {
+			r()
+		}
+		settle()
+		acquire(t, qs[0], "acme/a", 4)
+	})
+}
+
 // TestQuotaPrincipal: a principal's quota holds across instances within
 // its tenant; a refusal at this level has its own message and counts
 // against the tenant.
@@ -198,10 +243,11 @@ func TestQuotaPrincipal(t *testing.T) {
 		refused(t, qs[1], "acme/alice", msgPrincipal)
 		acquire(t, qs[1], "acme/bob", 2)
 		acquire(t, qs[1], "beta/alice", 2) // the same name in another tenant
+		settle()
 		s := qs[0].Stats()
 		assert.Equal(t, uint64(1), s.RefusedPrincipal)
 		assert.Equal(t, uint64(0), s.RefusedTenant)
-		assert.Equal(t, cluster.TenantStats{Tenant: "acme", Open: 1, Deployment: 2, Refused: 1}, s.Tenants[0])
+		assert.Equal(t, cluster.TenantStats{Tenant: "acme", Open: 1, Deployment: 4, Refused: 1}, s.Tenants[0])
 	})
 }
 
@@ -236,7 +282,9 @@ func TestQuotaFallback(t *testing.T) {
 			r()
 		}
 		settle()
-		acquire(t, qs[2], "acme/a", 2)
+		acquire(t, qs[2], "acme/a", 1) // the others admitted within TTL/3: a third of the room per round
+		settle()
+		acquire(t, qs[2], "acme/a", 1)
 
 		// A quota no bridge carries admits its key's whole quota.
 		alone, err := cluster.NewQuota(quotaOptions(3, 0))
@@ -313,16 +361,20 @@ func TestQuotaForgets(t *testing.T) {
 		var b qbroker
 		qs := b.start(t, 3, quotaOptions(4, 0), cluster.Options{})
 		settle()
-		acquire(t, qs[1], "acme/a", 2)
-		acquire(t, qs[2], "acme/a", 2)
-		settle()
+		for range 2 { // one a round: always within the share
+			acquire(t, qs[1], "acme/a", 1)
+			acquire(t, qs[2], "acme/a", 1)
+			settle()
+		}
 		refused(t, qs[0], "acme/a", msgTenant)
 
 		b.node(1).Close()
 		synctest.Wait()
 		assert.Equal(t, 2, qs[0].Stats().Instances)
 		assert.True(t, qs[1].Stats().Fallback)
-		acquire(t, qs[0], "acme/a", 2)
+		acquire(t, qs[0], "acme/a", 1) // qs[2] admits too: half the room per round
+		settle()
+		acquire(t, qs[0], "acme/a", 1)
 		refused(t, qs[0], "acme/a", msgTenant)
 
 		b.setCut(2, true) // silent, without knowing
