@@ -103,7 +103,7 @@ type Quota struct {
 	dirty     map[string]struct{} // keys changed since the last report (with a node)
 	node      *Node
 	connected bool
-	instances int // the divisor of the local share: instances seen when the broker was lost
+	instances int  // the divisor of the local share: instances seen when the broker was lost
 	hello     bool // the next report asks the others for theirs (after attach, a reconnect)
 	asked     bool // another instance asked: the next report holds every count
 	stop      chan struct{}
