@@ -108,10 +108,14 @@
 // numbered, stamped and signed like events: the changed counts at most
 // once per QuotaOptions.Interval (default 10 ms), all of them every
 // TTL/3 (default 1 s). An instance admits a listen when its own count plus
-// the counts the others last reported is under the quota; a refusal is
-// -32603 "Subscription quota exceeded for this tenant" (or "... for this
-// principal") and wraps listen.ErrOverQuota, which the transports answer
-// with 429 and Retry-After.
+// the counts the others last reported is under the quota and, while other
+// instances admit listens of the key too (their count of it rose within
+// the last TTL/3; n counts them and this one), when it has admitted fewer
+// than ⌈room/n⌉ of them since its own last report, room being what the
+// quota left when that report left: the instances that see the same room
+// share it instead of each filling it. A refusal is -32603 "Subscription
+// quota exceeded for this tenant" (or "... for this principal") and wraps
+// listen.ErrOverQuota, which the server answers with 429 and Retry-After.
 //
 // Slack. A report reaches the others at most Interval + d after the
 // change it reports (d: the broker's delivery time), so the deployment
@@ -120,7 +124,10 @@
 // d before the latest admission. Under a rate r of admitted opens spread
 // over N instances, A ≈ r × (N−1)/N × (Interval + d): with the defaults,
 // 1,000 admitted opens per second over 3 instances and d ≈ 1 ms, about 7.
-// A lost report is repaired by the next full one, within TTL/3.
+// Sharing the room only refuses more, so the bound holds with it; in
+// practice it keeps the excess far below (docs/quotas.md has the figures),
+// at the cost of filling a room a share per Interval. A lost report is
+// repaired by the next full one, within TTL/3.
 //
 // Fallback. While its bridge reports the broker unreachable (a status
 // other than Connected, see Hooks.OnConnection), and once its node is

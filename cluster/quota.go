@@ -167,8 +167,10 @@ var _ listen.Quota = (*Quota)(nil)
 
 // Acquire implements listen.Quota: it admits the listen when its tenant
 // and its principal are both under their quotas, counting the listens
-// open on this instance and those the other instances last reported (or,
-// in fallback, this instance's alone against its local share). A refusal
+// open on this instance and those the other instances last reported, and
+// within this instance's share of the room while others admit listens of
+// the same key (see the package documentation, Quotas); in fallback, this
+// instance's alone against its local share. A refusal
 // is a *jsonrpc.Error -32603 "Subscription quota exceeded for this tenant"
 // (or "... for this principal"), wrapping listen.ErrOverQuota. release
 // uncounts the listen; calling it more than once does nothing.
