@@ -144,5 +144,6 @@
 // that starts, or reconnects, asks for the others' counts and takes them
 // into account once they arrive (about Interval + 2d later; at the latest
 // at their next full report); until then it admits as if they held none.
-// Instances of earlier versions drop quota messages (Drops.Malformed).
+// A node without Options.Quota ignores quota messages; instances of
+// earlier versions drop them (Drops.Malformed).
 package cluster
