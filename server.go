@@ -3,15 +3,14 @@ package listen
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net"
-	"runtime/debug"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/mcplisten/listen/internal/safe"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
 )
@@ -20,18 +19,11 @@ import (
 const (
 	// DefaultMaxStreams is the default Options.MaxStreams.
 	DefaultMaxStreams = 1024
-	// DefaultRetryAfter is the default Options.RetryAfter.
-	DefaultRetryAfter = 5 * time.Second
+	// defaultRetryAfter is the default Options.RetryAfter.
+	defaultRetryAfter = 5 * time.Second
 )
 
-// Messages of the Server's refusals (the JSON-RPC error's message, code
-// -32603).
-const (
-	MsgShuttingDown    = "Server is shutting down"
-	MsgTooManyForKey   = "Too many subscriptions open for this client"
-	msgUnauthorized    = "Unauthorized"
-	msgCapacityReached = spec.MsgCapacityExhausted
-)
+const msgUnauthorized = "Unauthorized"
 
 // Server is the listen policy every transport shares: it admits listens
 // (Options.MaxStreams, MaxStreamsPerKey, Quota, the drain), opens them on
@@ -57,8 +49,9 @@ type Server struct {
 	retryAfter time.Duration
 
 	mu sync.Mutex
-	// slots holds the admitted listens: being opened or streaming.
-	slots map[*Slot]struct{}
+	// slots holds the admitted listens, being opened or streaming, each at
+	// its Slot.at (a slice: 8 bytes a listen, not a map entry's ~40).
+	slots []*Slot
 	// begun holds the listens begun (Begin) but not admitted yet.
 	begun map[*Slot]struct{}
 	// perKey counts the slots of each MaxStreamsPerKey key; nil without.
@@ -96,7 +89,7 @@ func NewServer(src Source, opts Options) *Server {
 		opts.MaxStreams = DefaultMaxStreams
 	}
 	if opts.RetryAfter == 0 {
-		opts.RetryAfter = DefaultRetryAfter
+		opts.RetryAfter = defaultRetryAfter
 	}
 	if opts.SupportedVersions == nil {
 		opts.SupportedVersions = spec.SupportedProtocolVersions
@@ -107,7 +100,7 @@ func NewServer(src Source, opts Options) *Server {
 		log = slog.Default()
 	}
 	s := &Server{src: src, opts: opts, log: log, retryAfter: opts.RetryAfter,
-		slots: make(map[*Slot]struct{}), begun: make(map[*Slot]struct{}), over: make(chan struct{})}
+		begun: make(map[*Slot]struct{}), over: make(chan struct{})}
 	if opts.MaxStreamsPerKey > 0 {
 		s.perKey = make(map[string]int)
 	}
@@ -122,7 +115,9 @@ func (s *Server) Options() *Options { return &s.opts }
 // Its transport opens it (Open), serves the subscription, then calls Done
 // exactly once, however the listen ended.
 type Slot struct {
-	srv     *Server
+	srv *Server
+	// at is the slot's index in Server.slots, -1 when not there.
+	at      int32
 	auth    any
 	key     string
 	keyed   bool
@@ -139,7 +134,7 @@ type Slot struct {
 // read: EndStreams already ends it (as soon as it is open). Admit it with
 // Slot.Admit, or let it go with Done.
 func (s *Server) Begin(auth any) *Slot {
-	sl := &Slot{srv: s, auth: auth}
+	sl := &Slot{srv: s, auth: auth, at: -1}
 	s.mu.Lock()
 	s.begun[sl] = struct{}{}
 	s.mu.Unlock()
@@ -164,7 +159,6 @@ func (s *Server) Admit(ctx context.Context, req *Request) (*Slot, error) {
 //
 //	an older protocol version         -32601 "Method not found: subscriptions/listen"
 //	another unsupported version       -32022 "Unsupported protocol version", data.supported (Options.SupportedVersions), requested
-//	Options.Disabled                  -32601 "Method not found: subscriptions/listen is turned off on this server"
 //	Request.Expiry already passed     -32600 "Unauthorized" (cause ErrExpired)
 //	draining (Shutdown was called)    -32603 "Server is shutting down" (cause ErrShutdown)
 //	over MaxStreamsPerKey             -32603 "Too many subscriptions open for this client" (cause ErrOverQuota)
@@ -190,14 +184,15 @@ func (sl *Slot) Admit(ctx context.Context, req *Request) error {
 		s.mu.Unlock()
 		return errors.New("listen: Slot.Admit after Done")
 	case s.draining:
-		err = jsonrpc.NewError(jsonrpc.CodeInternalError, MsgShuttingDown).WithCause(ErrShutdown)
+		err = jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgShuttingDown).WithCause(ErrShutdown)
 	case s.perKey != nil && s.perKey[sl.key] >= s.opts.MaxStreamsPerKey:
-		err = jsonrpc.NewError(jsonrpc.CodeInternalError, MsgTooManyForKey).WithCause(ErrOverQuota)
+		err = jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgTooManyForKey).WithCause(ErrOverQuota)
 	case len(s.slots) >= s.opts.MaxStreams:
-		err = jsonrpc.NewError(jsonrpc.CodeInternalError, msgCapacityReached).WithCause(ErrOverloaded)
+		err = jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgCapacityExhausted).WithCause(ErrOverloaded)
 	default:
 		delete(s.begun, sl)
-		s.slots[sl] = struct{}{}
+		sl.at = int32(len(s.slots))
+		s.slots = append(s.slots, sl)
 		if s.perKey != nil {
 			s.perKey[sl.key]++
 			sl.keyed = true
@@ -224,15 +219,12 @@ func (sl *Slot) Admit(ctx context.Context, req *Request) error {
 }
 
 // precheck refuses what Admit refuses before counting: the protocol
-// version, a disabled method, an expired credential.
+// version, an expired credential.
 func (s *Server) precheck(req *Request) error {
 	if err := spec.ListenVersionError(s.opts.SupportedVersions, req.ProtocolVersion); err != nil {
 		return err
 	}
-	switch {
-	case s.opts.Disabled:
-		return jsonrpc.NewError(jsonrpc.CodeMethodNotFound, spec.MsgListenDisabled)
-	case !req.Expiry.IsZero() && !time.Now().Before(req.Expiry):
+	if !req.Expiry.IsZero() && !time.Now().Before(req.Expiry) {
 		return jsonrpc.NewError(jsonrpc.CodeInvalidRequest, msgUnauthorized).WithCause(ErrExpired)
 	}
 	return nil
@@ -240,13 +232,10 @@ func (s *Server) precheck(req *Request) error {
 
 // acquire calls the Quota, a panic and a plain error becoming -32603.
 func (s *Server) acquire(ctx context.Context, req *Request) (release func(), err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			s.log.Error("listen: Quota.Acquire panicked", "panic", v, "stack", string(debug.Stack()))
-			release, err = nil, jsonrpc.NewError(jsonrpc.CodeInternalError, "Internal error").WithCause(fmt.Errorf("listen: Quota.Acquire panicked: %v", v))
-		}
-	}()
-	release, err = s.opts.Quota.Acquire(ctx, req)
+	if p := catch("Quota.Acquire", func() { release, err = s.opts.Quota.Acquire(ctx, req) }); p != nil {
+		s.log.Error("listen: Quota.Acquire panicked", "panic", p.Value, "stack", string(p.Stack))
+		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, "Internal error").WithCause(p)
+	}
 	if err != nil {
 		return nil, jsonrpc.AsError(err, "Internal error")
 	}
@@ -304,7 +293,7 @@ func (s *Server) Refusal(err error) (status int, retryAfter time.Duration) {
 }
 
 // Open opens the slot's subscription for req on the Server's Source
-// (OpenOwned: ctx reaches Source.Open, owner owns the subscription), counts
+// (openOwned: ctx reaches Source.Open, owner owns the subscription), counts
 // it and calls OnOpen. A listen the server ended while it was being opened
 // (a drain, EndStreams) is opened and ended at once: the stream writes its
 // acknowledgement and its terminal message. A failed open is reported to
@@ -332,16 +321,14 @@ func (sl *Slot) Open(ctx, owner context.Context, req *Request) (*Subscription, e
 	return sub, nil
 }
 
-// open is OpenOwned with a panic turned into the internal error of a
+// open is openOwned with a panic turned into the internal error of a
 // failed open.
 func (s *Server) open(ctx, owner context.Context, req *Request) (sub *Subscription, err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			s.log.Error("listen: panic opening a subscription", "panic", v, "stack", string(debug.Stack()))
-			sub, err = nil, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen).WithCause(&PanicError{Op: "Source.Open", Value: v})
-		}
-	}()
-	return OpenOwned(ctx, owner, s.src, req, &s.opts)
+	if p := catch("listen.Open", func() { sub, err = openOwned(ctx, owner, s.src, req, &s.opts) }); p != nil {
+		s.log.Error("listen: panic opening a subscription", "panic", p.Value, "stack", string(p.Stack))
+		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen).WithCause(p)
+	}
+	return sub, err
 }
 
 // Done ends the slot: its subscription, if opened, has ended with reason
@@ -377,7 +364,16 @@ func (s *Server) free(sl *Slot) {
 	s.mu.Lock()
 	sl.done = true
 	delete(s.begun, sl)
-	delete(s.slots, sl)
+	if i := sl.at; i >= 0 {
+		last := s.slots[len(s.slots)-1]
+		s.slots[i], last.at = last, i
+		s.slots[len(s.slots)-1] = nil
+		s.slots = s.slots[:len(s.slots)-1]
+		sl.at = -1
+		if cap(s.slots) > 64 && len(s.slots) < cap(s.slots)/4 {
+			s.slots = slices.Clone(s.slots) // a mass close gives memory back
+		}
+	}
 	if sl.keyed {
 		if s.perKey[sl.key]--; s.perKey[sl.key] <= 0 {
 			delete(s.perKey, sl.key)
@@ -421,9 +417,6 @@ func (s *Server) end(sl *Slot, reason error) bool {
 	return sub.end(reason)
 }
 
-// Auth returns what the listen's authentication named (Request.Auth).
-func (sl *Slot) Auth() any { return sl.auth }
-
 // EndStreams ends every listen whose principal (Request.Auth) match
 // accepts, with reason, an early ending (ErrRevoked, ErrExpired, ...; see
 // Subscription.End): each open stream writes its terminal message and is
@@ -449,9 +442,7 @@ func (s *Server) snapshot(begun bool) []*Slot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]*Slot, 0, len(s.slots)+len(s.begun))
-	for sl := range s.slots {
-		out = append(out, sl)
-	}
+	out = append(out, s.slots...)
 	if begun {
 		for sl := range s.begun {
 			out = append(out, sl)
@@ -580,9 +571,6 @@ func (s *Server) shutdownReason() error {
 	return &shutdownError{retry: rand.N(s.retryAfter + 1)}
 }
 
-// RetryAfter is Options.RetryAfter, default filled in.
-func (s *Server) RetryAfter() time.Duration { return s.retryAfter }
-
 // shutdownError is ErrShutdown with the retry hint of its completion.
 type shutdownError struct{ retry time.Duration }
 
@@ -591,10 +579,7 @@ func (e *shutdownError) Is(target error) bool { return target == ErrShutdown }
 
 // hook runs a user callback, recovering and logging its panic.
 func (s *Server) hook(name string, f func()) {
-	defer func() {
-		if v := recover(); v != nil {
-			s.log.Error("listen: "+name+" panicked", "panic", v, "stack", string(debug.Stack()))
-		}
-	}()
-	f()
+	if p := safe.Call(f); p != nil {
+		s.log.Error("listen: "+name+" panicked", "panic", p.Value, "stack", string(p.Stack))
+	}
 }

@@ -75,7 +75,7 @@ func TestServerAdmit(t *testing.T) {
 		slots = append(slots, sl)
 	}
 	_, err := srv.Admit(context.Background(), as("ann"))
-	refusal(t, srv, err, jsonrpc.CodeInternalError, listen.MsgTooManyForKey, listen.ErrOverQuota, 429, 1500*time.Millisecond)
+	refusal(t, srv, err, jsonrpc.CodeInternalError, spec.MsgTooManyForKey, listen.ErrOverQuota, 429, 1500*time.Millisecond)
 	_, err = srv.Admit(context.Background(), as("cid"))
 	refusal(t, srv, err, jsonrpc.CodeInternalError, spec.MsgCapacityExhausted, listen.ErrOverloaded, 503, 1500*time.Millisecond)
 
@@ -161,7 +161,7 @@ func TestServerQuota(t *testing.T) {
 	sl, err := srv.Admit(context.Background(), as("acme"))
 	require.NoError(t, err)
 	_, err = srv.Admit(context.Background(), as("acme"))
-	refusal(t, srv, err, jsonrpc.CodeInternalError, "Subscription quota exceeded for this tenant", listen.ErrOverQuota, 429, listen.DefaultRetryAfter)
+	refusal(t, srv, err, jsonrpc.CodeInternalError, "Subscription quota exceeded for this tenant", listen.ErrOverQuota, 429, 5*time.Second)
 	_, err = srv.Admit(context.Background(), as("panic"))
 	refusal(t, srv, err, jsonrpc.CodeInternalError, "Internal error", nil, 500, 0)
 	assert.Contains(t, logs.String(), "broken quota")

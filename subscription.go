@@ -107,7 +107,8 @@ type Options struct {
 	SubResources *SubResources
 	// Scopes, if set, names the scopes each listen belongs to (a
 	// principal, a tenant, derived from Request.Auth): Open calls it once
-	// per listen and sets Request.Scopes from its result (empty strings
+	// per listen and sets the Request.Scopes the Source sees (a copy of the
+	// request) from its result (empty strings
 	// and duplicates left out). An event published with a Scope
 	// (Event.Scope) reaches only the listens of that scope; unscoped events
 	// reach every listen. Nil, the default: no listen has a scope, so a
@@ -241,7 +242,7 @@ type Options struct {
 // protected from the start; StartWorker(owner) with a non-nil owner hands the
 // subscription over: from then on only owner's end closes it, and the ctx
 // given to Open may end (a per-request context, say) without closing the
-// stream. OpenOwned names the first owner apart from the open context.
+// stream. A Server's Slot.Open names the first owner apart from the open context.
 //
 // # What it keeps
 //
@@ -322,22 +323,22 @@ type extParts struct {
 // jsonrpc.ErrInvalidParams, jsonrpc.ErrInternal, ...). ctx is passed to src.Open and is the
 // subscription's owner (see Subscription). opts may be nil.
 func Open(ctx context.Context, src Source, req *Request, opts *Options) (*Subscription, error) {
-	return OpenOwned(ctx, ctx, src, req, opts)
+	return openOwned(ctx, ctx, src, req, opts)
 }
 
-// OpenOwned is Open with the owner given apart from ctx: ctx is passed to
+// openOwned is Open with the owner given apart from ctx: ctx is passed to
 // src.Open, Options.CanRead and the extension hooks (so a slow open sees the
 // request go away), while owner is what the guard watches for the life of the
 // subscription. An owner that can never end (context.Background()) leaves
 // the subscription without an owner until StartWorker hands one over; a nil
-// owner is a programming error (OpenOwned panics).
+// owner is a programming error (openOwned panics).
 //
 // Transports use it when the request's context ends for reasons the stream
 // should report itself (net/http cancels a request's context on a failed
 // write, which would otherwise race the transport's own Disconnected reason).
-func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Options) (*Subscription, error) {
+func openOwned(ctx, owner context.Context, src Source, req *Request, opts *Options) (*Subscription, error) {
 	if owner == nil {
-		panic("listen: OpenOwned with a nil owner context (pass context.Background() for no owner)")
+		panic("listen: openOwned with a nil owner context (pass context.Background() for no owner)")
 	}
 	if opts == nil {
 		opts = &Options{}
@@ -352,6 +353,10 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 	if opts.Disabled {
 		return nil, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, spec.MsgListenDisabled)
 	}
+	// The Source sees a copy, with SubResources and Scopes set: the
+	// caller's request is left as it was (but for an id that was too long).
+	r := *req
+	req = &r
 	req.SubResources = opts.SubResources
 	req.Scopes = nil
 	if !spec.HasListen(req.ProtocolVersion) {
@@ -464,13 +469,11 @@ func scopes(req *Request, opts *Options) (out []string, err error) {
 	if opts.Scopes == nil {
 		return nil, nil
 	}
-	defer func() {
-		if v := recover(); v != nil {
-			out, err = nil, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen).
-				WithCause(newPanicError("Options.Scopes", v))
-		}
-	}()
-	for _, sc := range opts.Scopes(req) {
+	var scopes []string
+	if p := catch("Options.Scopes", func() { scopes = opts.Scopes(req) }); p != nil {
+		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen).WithCause(p)
+	}
+	for _, sc := range scopes {
 		if sc != "" && !slices.Contains(out, sc) {
 			out = append(out, strings.Clone(sc))
 		}
@@ -484,13 +487,9 @@ func capabilities(ctx context.Context, req *Request, opts *Options) (caps Capabi
 	if opts.CapabilitiesFor == nil {
 		return opts.Capabilities, nil
 	}
-	defer func() {
-		if v := recover(); v != nil {
-			caps, err = Capabilities{}, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen).
-				WithCause(newPanicError("Options.CapabilitiesFor", v))
-		}
-	}()
-	caps, err = opts.CapabilitiesFor(ctx, req)
+	if p := catch("Options.CapabilitiesFor", func() { caps, err = opts.CapabilitiesFor(ctx, req) }); p != nil {
+		return Capabilities{}, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen).WithCause(p)
+	}
 	if err != nil {
 		return Capabilities{}, jsonrpc.AsError(err, spec.MsgSourceFailedToOpen)
 	}
@@ -602,7 +601,7 @@ var errWorkerRunning = errors.New("listen: the subscription's worker is still ru
 // (ExampleSubscription_StartWorker).
 //
 // owner becomes the subscription's only owner: the watch on the previous
-// owner (the ctx given to Open, or the owner given to OpenOwned) is
+// owner (the ctx given to Open, or the owner given to openOwned) is
 // released, so that context may end without closing the stream, and
 // owner's end now closes it (reason Disconnected with cause ErrOwnerGone).
 // To keep the owner, pass it again. An owner that can never end, such as
@@ -712,12 +711,10 @@ func (s *Subscription) Closed() <-chan struct{} { return s.guard.doneChan() }
 // canRead calls a CanRead policy, turning its panic into the internal error
 // of a failed open (as for a panic in Source.Open).
 func canRead(ctx context.Context, f func(context.Context, *Request, string) bool, req *Request, uri string) (ok bool, err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			ok, err = false, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen).WithCause(newPanicError("Options.CanRead", v))
-		}
-	}()
-	return f(ctx, req, uri), nil
+	if p := catch("Options.CanRead", func() { ok = f(ctx, req, uri) }); p != nil {
+		return false, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen).WithCause(p)
+	}
+	return ok, nil
 }
 
 // idTooLong reports whether id is longer than Options.MaxIDBytes allows.

@@ -3,8 +3,8 @@
 // numbering, timestamps and signatures, replay protection, gap detection
 // and the resynchronisation of the listeners. The nested modules
 // natsbridge (NATS) and redisbridge (Redis) are built on it and share its
-// Options, Hooks and Stats; start there. This package is for writing a
-// bridge over another broker.
+// Options (with the hooks and the logger) and Stats; start there. This
+// package is for writing a bridge over another broker.
 //
 // A bridge makes a Node for the instance's hub.Hub with a Transport (the
 // scope its messages travel on, and a Send function), hands it every
@@ -19,11 +19,11 @@
 // A Node starts no goroutine of its own, except that with Options.Quota
 // it runs the quota's reporter from NewNode to Close. Relay (from the hub's Publish)
 // runs in the publisher's goroutine; Receive in the bridge's delivery
-// goroutine, one message at a time; Reconnected, SlowConsumer and
-// Connection in the bridge's; a loss resync in Receive's goroutine, or on
-// a timer's goroutine when throttled. Close leaves the hub and waits for a
-// running timer. Hooks run on the goroutine that caused them and must not
-// call Close. All methods are safe for concurrent use, except Receive (one
+// goroutine, one message at a time; Reconnected, Dropped and Connection
+// in the bridge's; a loss resync in Receive's goroutine, or on a timer's
+// goroutine when throttled. Close leaves the hub and waits for a running
+// timer. Hooks (Options.OnDrop...) run on the goroutine that caused them
+// and must not call Close. All methods are safe for concurrent use, except Receive (one
 // goroutine at a time).
 //
 // # Envelope
@@ -65,16 +65,19 @@
 // Whoever can publish on the broker's channel speaks for the server to
 // every listener: restrict it with the broker's permissions. Whatever the
 // sender, a node removes the _meta keys the MCP specification reserves
-// (ReservedMetaKey) from every event it receives, validates it, and never
-// reaches a listener whose filter does not select it. With
+// from every event it receives (the keys whose prefix, the part before the
+// first "/", has "modelcontextprotocol" or "mcp" as its second
+// dot-separated label, in any case: io.modelcontextprotocol/serverInfo,
+// dev.mcp/x, but not com.example.mcp/z), validates it, and never reaches a
+// listener whose filter does not select it. With
 // Options.AuthKeys every message is signed: Message.Sig is the
 // HMAC-SHA256, under the first key, of the scope, a newline and the
 // envelope, in unpadded base64url; a receiver checks it against each key
 // (constant time) before decoding, and drops unsigned or forged messages.
 // A holder of a key is trusted like an instance. Every message a node
 // drops, forged, replayed, stale or oversized, is counted (Stats.Dropped,
-// Stats.DroppedBytes) and reported to Hooks.OnDrop; SlogHooks logs drops
-// at a bounded rate (DefaultDropLogInterval), since a forger chooses how
+// Stats.DroppedBytes) and reported to Options.OnDrop; Options.Logger logs
+// drops at a bounded rate (a line per 10 s), since a forger chooses how
 // many there are.
 //
 // # Replay protection
@@ -130,7 +133,7 @@
 // repaired by the next full one, within TTL/3.
 //
 // Fallback. While its bridge reports the broker unreachable (a status
-// other than Connected, see Hooks.OnConnection), and once its node is
+// other than Connected, see Options.OnConnection), and once its node is
 // closed, an instance admits a listen when its own count is under its
 // local share max(1, ⌊Q/n⌋), n counting itself and the instances whose
 // reports were live when it lost the broker. With every instance cut off

@@ -187,13 +187,13 @@ func checkDecode(t *testing.T, data []byte) {
 		t.Fatalf("a decoded event does not re-encode: %v", err)
 	}
 	for k := range d.event.Metadata {
-		if ReservedMetaKey(k) {
+		if reservedMetaKey(k) {
 			t.Fatalf("reserved key %q left in the metadata", k)
 		}
 	}
 	if pm, ok := d.event.Params["_meta"].(map[string]any); ok {
 		for k := range pm {
-			if ReservedMetaKey(k) {
+			if reservedMetaKey(k) {
 				t.Fatalf("reserved key %q left in params _meta", k)
 			}
 		}
@@ -221,7 +221,7 @@ func TestReservedMetaKey(t *testing.T) {
 		"":                                       false,
 		"a/io.modelcontextprotocol/b":            false, // only the first "/" ends the prefix
 	} {
-		assert.Equal(t, want, ReservedMetaKey(key), key)
+		assert.Equal(t, want, reservedMetaKey(key), key)
 	}
 }
 

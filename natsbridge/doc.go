@@ -23,9 +23,9 @@
 // The broker-neutral part, shared with redisbridge, is the package
 // github.com/mcplisten/listen/cluster: the envelope, its numbering,
 // timestamps and signatures, replay protection, gap detection and
-// resynchronisation, the Options embedded here (cluster.Options), Hooks
-// and Stats. Its documentation gives the delivery semantics and the trust
-// model; this one what NATS adds.
+// resynchronisation, the Options embedded here (cluster.Options, with its
+// hooks and logger) and Stats. Its documentation gives the delivery
+// semantics and the trust model; this one what NATS adds.
 //
 // # Goroutines
 //
@@ -67,8 +67,8 @@
 // nats.ReconnectBufSize, 8 MiB by default) and sends them after the
 // reconnect; when it refuses one (buffer full or disabled, connection
 // closed), the hub's Publish still serves the local listeners and returns
-// no error: the loss is counted (Stats.PublishErrors, Hooks.OnPublishOut)
-// and the others learn of it through the gap. The server's max_payload
+// no error: the loss is counted (Stats.PublishErrors, OnPublishOut) and
+// the others learn of it through the gap. The server's max_payload
 // bounds an envelope as MaxMessageBytes does (with the signature header):
 // the hub's Publish refuses a larger one (cluster.ErrTooLarge).
 //

@@ -42,9 +42,9 @@ func TestQuotaChurn(t *testing.T) {
 		require.NoError(t, err)
 		h, err := hub.New(hub.Options{})
 		require.NoError(t, err)
-		rec := newRecorder()
-		br, err := natsbridge.Connect(ns.ClientURL(), h,
-			natsbridge.Options{Options: cluster.Options{Quota: qt, Hooks: rec}},
+		o := natsbridge.Options{Options: cluster.Options{Quota: qt}}
+		rec := record(&o.Options)
+		br, err := natsbridge.Connect(ns.ClientURL(), h, o,
 			nats.ReconnectWait(50*time.Millisecond), nats.ErrorHandler(func(*nats.Conn, *nats.Subscription, error) {}))
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = br.Close() })

@@ -16,11 +16,12 @@
 //	m.InstrumentHTTP(&opts)                                        // streams, refusals, keep-alives
 //	handler, _ := streamhttp.New(m.Source(h), opts)                // delivered notifications
 //
-// HubHooks, InstrumentHTTP and InstrumentStdio chain the hooks already set:
-// each records, then calls the hook it replaced (HubHooks' argument, the
-// option's previous value). For another transport, call the methods of
-// Metrics.Transport(kind) from its hooks. The bridges between instances
-// (natsbridge, redisbridge) take Metrics.BridgeHooks as their Hooks.
+// HubHooks, InstrumentHTTP, InstrumentStdio and InstrumentBridge chain the
+// hooks already set: each records, then calls the hook it replaced
+// (HubHooks' argument, the option's previous value). For another
+// transport, call the methods of Metrics.Transport(kind) from its hooks.
+// The bridges between instances (natsbridge, redisbridge) are instrumented
+// by InstrumentBridge on their cluster.Options.
 //
 // # Goroutines
 //
@@ -63,7 +64,7 @@
 //	mcp.listen.bridge.disconnected        UpDownCounter   {bridge}        bridge.broker
 //
 // Metrics says what each counts and where it comes from; the bridge
-// instruments are BridgeHooks'. Every counter series starts at zero when
+// instruments are InstrumentBridge's. Every counter series starts at zero when
 // its transport, hub or bridge is wired, so that the first refusal or drop
 // is seen by rate() and increase() (see Metrics).
 //

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/mcplisten/listen/cluster"
 	"github.com/mcplisten/listen/hub"
 	listenotel "github.com/mcplisten/listen/otel"
 	"github.com/mcplisten/listen/stdio"
@@ -38,7 +39,7 @@ func promNames(t *testing.T) map[string]bool {
 	h, err := hub.New(hub.Options{Hooks: m.HubHooks(nil)})
 	require.NoError(t, err)
 	h.ToolsListChanged() // a first fan-out, so that the histogram exists
-	m.BridgeHooks("nats", nil)
+	m.InstrumentBridge("nats", &cluster.Options{})
 
 	var rm metricdata.ResourceMetrics
 	require.NoError(t, reader.Collect(context.Background(), &rm))

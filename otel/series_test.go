@@ -25,7 +25,7 @@ func TestSeriesStartAtZero(t *testing.T) {
 	m.InstrumentStdio(&sopts)
 	_, err := hub.New(hub.Options{Hooks: m.HubHooks(nil)})
 	assert.NoError(t, err)
-	m.BridgeHooks("nats", nil)
+	m.InstrumentBridge("nats", &cluster.Options{})
 
 	got := allSeries(t, reader)
 	perName := map[string]int{}
@@ -90,22 +90,24 @@ func TestCapacity(t *testing.T) {
 func TestBridgeDisconnected(t *testing.T) {
 	m, reader := newMetrics(t)
 	var calls []string
-	a := m.BridgeHooks("nats", signal{calls: &calls})
-	b := m.BridgeHooks("nats", nil)
+	var a, b cluster.Options
+	signal{calls: &calls}.set(&a)
+	m.InstrumentBridge("nats", &a)
+	m.InstrumentBridge("nats", &b)
 	const key = "mcp.listen.bridge.disconnected{mcp.listen.bridge.broker=nats}"
 	for _, step := range []struct {
-		h      cluster.Hooks
+		h      *cluster.Options
 		status cluster.ConnStatus
 		want   int64
 	}{
-		{a, cluster.Connected, 0},
-		{a, cluster.Disconnected, 1},
-		{a, cluster.Reconnecting, 1},
-		{b, cluster.Reconnecting, 2},
-		{a, cluster.Connected, 1},
-		{a, cluster.Connected, 1},
-		{b, cluster.Closed, 0},
-		{b, cluster.Closed, 0},
+		{&a, cluster.Connected, 0},
+		{&a, cluster.Disconnected, 1},
+		{&a, cluster.Reconnecting, 1},
+		{&b, cluster.Reconnecting, 2},
+		{&a, cluster.Connected, 1},
+		{&a, cluster.Connected, 1},
+		{&b, cluster.Closed, 0},
+		{&b, cluster.Closed, 0},
 	} {
 		step.h.OnConnection(cluster.ConnectionInfo{Status: step.status})
 		assert.Equal(t, step.want, series(t, reader)[key], "after %s", step.status)

@@ -87,7 +87,7 @@ func causeIndex(err error) int {
 		switch {
 		case we.Message == spec.MsgCapacityExhausted:
 			return 0
-		case we.Message == listen.MsgShuttingDown:
+		case we.Message == spec.MsgShuttingDown:
 			return 1
 		case we.Message == streamhttp.MsgUnauthorized, we.Message == streamhttp.MsgForbidden:
 			return 2

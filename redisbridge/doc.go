@@ -17,8 +17,8 @@
 // does, and shares with it the package github.com/mcplisten/listen/cluster:
 // the envelope, its numbering, timestamps and signatures, replay
 // protection, gap detection and resynchronisation, the Options embedded
-// here, Hooks and Stats. Its documentation gives the delivery semantics
-// and the trust model; this one what Redis adds.
+// here (with the hooks and the logger) and Stats. Its documentation gives
+// the delivery semantics and the trust model; this one what Redis adds.
 //
 // # Goroutines
 //
@@ -98,8 +98,8 @@
 // proto-max-bulk-len (1 MiB is the least Redis accepts) to bound that
 // one, and Redis's own memory. With 512 unsigned entries of 1 MB appended
 // at once, an instance's peak RSS rises by 13 to 17 MiB (by 59 to 198 MiB
-// when the reader took up to 256 entries per XREAD); bench/cmd/bridgeflood
-// measures it.
+// when the reader took up to 256 entries per XREAD; measured by
+// bench/cmd/bridgeflood, removed after commit 4053784).
 //
 // # Quotas
 //

@@ -473,7 +473,7 @@ func TestAttackOneClientTakesEverySlot(t *testing.T) {
 		for i := range 20 {
 			resp := at.post(t, listenBody(strconv.Itoa(i), `{}`), as("greedy"))
 			if resp.StatusCode != http.StatusOK {
-				wantRefusal(t, resp, http.StatusTooManyRequests, jsonrpc.CodeInternalError, listen.MsgTooManyForKey)
+				wantRefusal(t, resp, http.StatusTooManyRequests, jsonrpc.CodeInternalError, spec.MsgTooManyForKey)
 				assert.Equal(t, "5", resp.Header.Get("Retry-After"))
 				break
 			}

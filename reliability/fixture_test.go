@@ -615,7 +615,7 @@ func (fx *httpFixture) probeRefused(t testing.TB) {
 	t.Helper()
 	status, m := fx.request(t, listenBody(`"late"`, `{}`), `"late"`)
 	assert.Equal(t, http.StatusServiceUnavailable, status)
-	requireError(t, m, `"late"`, jsonrpc.CodeInternalError, listen.MsgShuttingDown)
+	requireError(t, m, `"late"`, jsonrpc.CodeInternalError, spec.MsgShuttingDown)
 }
 
 func (fx *httpFixture) transcript(t testing.TB, id string) []msg {

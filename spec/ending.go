@@ -15,6 +15,12 @@ const (
 	// hint (listen.Options.RetryHint): how long, in milliseconds, the client
 	// should wait before it listens again.
 	MetaRetryAfterMs = "io.github.mcplisten/retryAfterMs"
+	// MsgShuttingDown is the message of the -32603 error a listen gets
+	// while the server drains (listen.Server.Shutdown).
+	MsgShuttingDown = "Server is shutting down"
+	// MsgTooManyForKey is the message of the -32603 error a listen gets
+	// over listen.Options.MaxStreamsPerKey.
+	MsgTooManyForKey = "Too many subscriptions open for this client"
 	// CodeEnded is the JSON-RPC error code of an early ending sent as an
 	// error: an implementation-defined server error, in the range JSON-RPC
 	// reserves for them (-32000 to -32099), clear of the codes MCP

@@ -85,7 +85,7 @@ func acceptedNotification() *reply { return &reply{status: http.StatusAccepted} 
 func noReply() *reply { return &reply{} }
 
 // write sends the reply: an error response as an application/json
-// JSON-RPC error response, reported to h's OnError (h may be nil: Front
+// JSON-RPC error response, reported to h's Server's OnRefuse (h may be nil: Front
 // with another listen handler).
 func (f *reply) write(h *Handler, w http.ResponseWriter, r *http.Request) {
 	if f.status == 0 { // noReply

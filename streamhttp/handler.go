@@ -23,8 +23,8 @@ import (
 // # Goroutines and ownership
 //
 // ServeHTTP runs a listen in named steps: decode (the request checks above),
-// admit (a slot under MaxStreams), open (listen.OpenOwned on the Source),
-// serve, end. The first three, and OnOpen, run on the net/http goroutine of
+// admit (listen.Slot.Admit: the Server's limits), open (Slot.Open on the
+// Source), serve, end. The first three, and OnOpen, run on the net/http goroutine of
 // the request on every path. The stream is then served in one of three
 // ways:
 //
@@ -76,11 +76,11 @@ import (
 // ErrUnexpectedBytes, without reading further.
 //
 // Every path ends a stream in the same order: the subscription is closed
-// (Serve has returned, or the Poller is done); the stream's slot is freed
-// and Stats count it closed; OnClose runs (a panic in it is recovered and
-// logged to the http.Server's ErrorLog); the response ends (net/http ends
-// it after ServeHTTP returns, or the taken-over connection is closed); and
-// the stream is over for Shutdown. So a client that has seen its stream
+// (Serve has returned, or the Poller is done); the stream's slot is Done
+// (freed and counted in the Server's Stats, then OnClose, a panic in it
+// recovered and logged to the Server's Logger); the response ends
+// (net/http ends it after ServeHTTP returns, or the taken-over connection
+// is closed); and the stream is over for Shutdown. So a client that has seen its stream
 // end, and an OnClose hook, both find the slot free and Stats up to date;
 // http.Server.Shutdown, which does not track hijacked connections, waits
 // for none of this.
@@ -90,8 +90,8 @@ import (
 // contexts; each stream ends on its own goroutine.
 //
 // The stream owns its subscription (it is opened without an owner
-// context): however the stream ends (even by a panic in a hook, which then
-// goes on up to net/http), a subscription still open is closed (reason
+// context): however the stream ends (even by a panic, which then goes on
+// up to net/http), a subscription still open is closed (reason
 // Disconnected, cause listen.ErrOwnerGone), so a subscription never outlives
 // its stream. A client disconnect is seen through the stream's serving
 // context (the request's end, the reader of a taken-over connection, or the
@@ -172,7 +172,7 @@ var errNilServer = errors.New("streamhttp: New needs a listen.Server, got nil")
 func (h *Handler) Server() *listen.Server { return h.srv }
 
 // ServeHTTP serves one listen request in steps, each a method below: decode
-// (the request checks and the body), admit (a slot under MaxStreams), open
+// (the request checks and the body), admit (the Server's Slot.Admit), open
 // (the subscription, on the Source), serve (the stream, here or on the
 // goroutine of a taken-over connection) and end (the one order every
 // stream ends in). A request refused by a step is answered with a JSON-RPC
@@ -197,26 +197,24 @@ func (h *Handler) Server() *listen.Server { return h.srv }
 //	body not received within ReadTimeout         408  -32600 "Request timeout: the request body was not received in time"
 //	request ended once its body was read         nothing is written (an HTTP/2 stream reset after its listen, a client gone)
 //	malformed JSON / not a JSON-RPC request      400  -32700 "Parse error" / -32600
-//	id over Listen.MaxIDBytes (256 by default)   400  -32600 "Invalid request: id must be at most 256 bytes", no id
+//	id over MaxIDBytes (256 by default)          400  -32600 "Invalid request: id must be at most 256 bytes", no id
 //	Mcp-Method header ≠ body method              400  -32020 "Header mismatch: ..."
 //	a notification (no id), not a listen         202  accepted and ignored, no body
 //	another method                               404  -32601 "Method not found: <method>"
 //	listen without id                            400  -32600
 //	bad params (_meta, notifications)            400  -32602, the core's exact messages (spec.Msg...)
 //	MCP-Protocol-Version header ≠ _meta version  400  -32020 "Header mismatch: ..."
-//	protocol version older than 2026-07-28       404  -32601 "Method not found: subscriptions/listen"
-//	any other unsupported protocol version       400  -32022 "Unsupported protocol version", data.supported/requested
-//	shutting down                                503  -32603 "Server is shutting down"
-//	over MaxStreamsPerKey (one client's share)   429  -32603 "Too many subscriptions open for this client", Retry-After
-//	over MaxStreams                              503  -32603 "Server subscription capacity exhausted", Retry-After
-//	listen.Open fails                            500 for -32603, 404 for -32601, else 400; the error as given
+//	the Server refuses (listen.Slot.Admit)       its error: 404 for an older protocol version, 400 for another
+//	                                             unsupported one, 503 while draining and over MaxStreams,
+//	                                             429 over MaxStreamsPerKey or a Quota (Retry-After on 503, 429)
+//	the open fails (listen.Slot.Open)            500 for -32603, 404 for -32601, else 400; the error as given
 //
 // The MCP-Protocol-Version and Mcp-Method headers are compared with the body
 // when present; Options.RequireHeaders also refuses their absence.
 // Last-Event-ID and Mcp-Session-Id are ignored and never echoed: streams are
 // not resumable and have no session.
 //
-// Options.Listen is what listen.Open narrows against: the requested filter
+// The Server's options are what the listen is narrowed against: the requested filter
 // keeps only what the capabilities advertise, and CanRead leaves out the
 // resource URIs the caller may not read (they are missing from the
 // acknowledgement; it is not an error). The Source gets the request with
@@ -379,7 +377,7 @@ func (h *Handler) end(st *stream, reason error, letGo func()) {
 }
 
 // abandonOnPanic, deferred while st is served on the request's goroutine,
-// ends st when a panic (such as one in OnOpen) unwinds it, then lets the
+// ends st when a panic unwinds it, then lets the
 // panic go on: st.stop closes the subscription (reason Disconnected, cause
 // listen.ErrOwnerGone), and st ends as usual.
 func (h *Handler) abandonOnPanic(st *stream) {

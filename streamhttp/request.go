@@ -42,7 +42,7 @@ const TransportKind = "streamable_http"
 // The body is referenced only by the returned request; once listen.Open has
 // copied what it keeps, nothing holds it.
 //
-// Once authenticated, the request has its stream, which EndStreams sees
+// Once authenticated, the request has its stream, which the Server's EndStreams sees
 // from then on (see Handler.pending): the stream is returned with the
 // request, for admit, or forgotten with the reply.
 func (h *Handler) decode(w http.ResponseWriter, r *http.Request) (req *listen.Request, st *stream, f *reply) {

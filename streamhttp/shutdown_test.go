@@ -52,7 +52,7 @@ func TestShutdown(t *testing.T) {
 			eb := readError(t, resp)
 			assert.Equal(t, `"late"`, string(eb.ID))
 			assert.Equal(t, -32603, eb.Error.Code)
-			assert.Equal(t, listen.MsgShuttingDown, eb.Error.Message)
+			assert.Equal(t, spec.MsgShuttingDown, eb.Error.Message)
 			assert.Len(t, e.src.Streams(), 2)
 
 			assert.Equal(t, listen.Stats{Opened: 2, Closed: 2, Refused: 1, Draining: true}, e.h.Server().Stats())
@@ -184,7 +184,7 @@ func TestMaxStreamsPerKey(t *testing.T) {
 	b := readError(t, resp)
 	assert.Equal(t, `"a3"`, string(b.ID))
 	assert.Equal(t, jsonrpc.CodeInternalError, b.Error.Code)
-	assert.Equal(t, listen.MsgTooManyForKey, b.Error.Message)
+	assert.Equal(t, spec.MsgTooManyForKey, b.Error.Message)
 	assert.Len(t, e.src.Streams(), 2, "the refused listen never reached the source")
 
 	open("b1", "bob") // another key is not affected

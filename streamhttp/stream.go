@@ -27,7 +27,7 @@ type stream struct {
 	// Handler's shared context for logf).
 	fast *fastStream
 	// sub is the subscription, once opened. The stream owns it: it is
-	// opened without an owner context (listen.OpenOwned with context.Background() as the owner),
+	// opened without an owner context (listen.Slot.Open with context.Background() as the owner),
 	// and stop closes it if it is still open, however the stream ends (even
 	// by a panic in a hook), so a subscription never outlives its stream. A
 	// client disconnect or a failed write ends ctx instead, so that Serve

@@ -274,7 +274,7 @@ func TestFeedURILimit(t *testing.T) {
 func TestListenerCallbackPanics(t *testing.T) {
 	s := newServer(t, all, 0)
 	got := make(chan struct{}, 10)
-	l := upstream.NewListener(&upstream.HTTP{URL: s.URL}, upstream.ListenerOptions{
+	l := upstream.NewListener(&upstream.HTTP{URL: s.URL}, upstream.ListenerConfig{
 		Filter: listen.Filter{spec.KeyToolsListChanged: true},
 		OnAck:  func(upstream.Ack) { panic("a broken callback") },
 		OnNotification: func(upstream.Notification) {

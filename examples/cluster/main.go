@@ -123,8 +123,8 @@ func run(ctx context.Context) error {
 			return err
 		}
 		ins = append(ins, in)
-		fmt.Fprintf(out, "instance %s: listen handler on %s, bridge %s on subject %s\n",
-			name, in.url, in.bridge.ID()[:8], in.bridge.Subject())
+		fmt.Fprintf(out, "instance %s: listen handler on %s, bridge %s on subject mcp.listen.events\n",
+			name, in.url, in.bridge.ID()[:8]) // the default Prefix, "mcp.listen", + ".events"
 	}
 
 	// A listen stream on each instance, each with its own filter.
