@@ -23,6 +23,7 @@ const (
 	wireUpdated   = "updated"   // notifications/resources/updated
 	wireExt       = "ext"       // an extension event
 	wireSync      = "sync"      // no event: announces the sender's sequence number
+	wireQuota     = "quota"     // no event: the sender's quota counts (see Quota)
 )
 
 func wireKind(k listen.Kind) string {
@@ -136,6 +137,17 @@ type wireEnvelope struct {
 	S map[string]any             `json:"s"`
 	D json.RawMessage            `json:"d"`
 	A string                     `json:"a"`
+	Q *wireQuotaBody             `json:"q"`
+}
+
+// wireQuotaBody is the "q" member of a quota report: "c" maps a key's
+// token to the sender's count of it (absolute; 0 when it has none left),
+// "h" (hello) asks the receivers for a report of all their counts, "b"
+// (bye) says the sender leaves.
+type wireQuotaBody struct {
+	C map[string]int64 `json:"c"`
+	H bool             `json:"h"`
+	B bool             `json:"b"`
 }
 
 // decoded is a received message: who sent it, its sequence number, its
@@ -148,6 +160,8 @@ type decoded struct {
 	event  listen.Event
 	// stripped counts the reserved _meta keys removed from the event.
 	stripped int
+	// quota is a quota report's body (event Kind 0).
+	quota *wireQuotaBody
 }
 
 // Classes of undecodable messages.
@@ -186,6 +200,17 @@ func decodeEnvelope(data []byte, decodePayload func(string, json.RawMessage) (an
 	d := decoded{origin: e.O, seq: e.N, stamp: e.T}
 	switch e.K {
 	case wireSync:
+		return d, nil
+	case wireQuota:
+		if e.Q == nil {
+			return decoded{}, fmt.Errorf("%w: quota report without counts", errInvalidEvent)
+		}
+		for tok, c := range e.Q.C {
+			if len(tok) != quotaTokenLen || c < 0 || c > maxQuotaCount {
+				return decoded{}, fmt.Errorf("%w: quota report with a bad count", errInvalidEvent)
+			}
+		}
+		d.quota = e.Q
 		return d, nil
 	case wireTools:
 		d.event.Kind = listen.KindToolsListChanged

@@ -125,9 +125,10 @@ var bodyPool = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b 
 // NewNode returns a node for h over t and joins it to h as its relay
 // (hub.Hub.Join): from then on every event published on h is also handed
 // to t.Send. It fails with an error matching ErrInvalidOptions for invalid
-// opts, a nil h or a t without Scope or Send, and with hub.ErrRelayJoined
-// when another relay has joined h. The node starts no goroutine; Close
-// leaves the hub.
+// opts, a nil h, a t without Scope or Send or an Options.Quota another
+// node holds, and with hub.ErrRelayJoined when another relay has joined
+// h. The node starts no goroutine, except the reporter of its
+// Options.Quota (see Quota); Close leaves the hub and ends it.
 func NewNode(h *hub.Hub, t Transport, opts Options) (*Node, error) {
 	if h == nil || t.Scope == "" || t.Send == nil {
 		return nil, fmt.Errorf("%w: NewNode needs a hub, a scope and a Send function", ErrInvalidOptions)
@@ -153,8 +154,16 @@ func NewNode(h *hub.Hub, t Transport, opts Options) (*Node, error) {
 		n.signer = newSigner(o.AuthKeys[0], t.Scope)
 		n.verifier = newVerifier(o.AuthKeys, t.Scope)
 	}
+	if q := o.Quota; q != nil {
+		if err := q.attach(n); err != nil {
+			return nil, err
+		}
+	}
 	n.relay = relay{n}
 	if err := h.Join(n.relay); err != nil {
+		if q := o.Quota; q != nil {
+			q.detach(n)
+		}
 		return nil, err
 	}
 	return n, nil
@@ -363,6 +372,15 @@ func (n *Node) receive(m Message, handled *bool) {
 		n.requestLoss()
 		return
 	}
+	if d.quota != nil {
+		if gap {
+			n.requestLoss()
+		}
+		if q := n.opts.Quota; q != nil {
+			q.receive(n, d.origin, d.quota)
+		}
+		return
+	}
 	if d.event.Kind == 0 { // a sync message
 		if gap {
 			n.requestLoss()
@@ -503,11 +521,15 @@ func (n *Node) cancelLoss() {
 // reaches it: the node sends a sync message (SendSync), stops counting
 // gaps against the numbers seen before (what was published meanwhile is
 // covered), and resynchronises its listeners (ResyncReconnect), in the
-// calling goroutine. A pending loss resync is folded into it.
+// calling goroutine. With Options.Quota it also has the quota report all
+// its counts and ask the other instances for theirs. A pending loss resync is folded into it.
 func (n *Node) Reconnected() {
 	n.cancelLoss()
 	n.resetEpoch.Add(1)
 	n.SendSync()
+	if q := n.opts.Quota; q != nil {
+		q.reconnected(n)
+	}
 	n.safeHook(func() { n.resync(ResyncReconnect) })
 }
 
@@ -571,8 +593,13 @@ func (n *Node) SendFailed(count int) {
 }
 
 // Connection reports a change of the bridge's connection to OnConnection
-// (a panic there is recovered and counted).
+// (a panic there is recovered and counted). With Options.Quota, a status
+// other than Connected puts the quota in fallback (local shares) until the
+// next Connected.
 func (n *Node) Connection(info ConnectionInfo) {
+	if q := n.opts.Quota; q != nil {
+		q.connection(n, info.Status)
+	}
 	n.safeHook(func() { n.opts.hooks.connection(info) })
 }
 
@@ -615,11 +642,16 @@ func (n *Node) safeHook(f func()) {
 }
 
 // Close leaves the hub (later publications stay local), stops a pending
-// loss resync and waits for one that is running. It does not touch the
+// loss resync and waits for one that is running. With Options.Quota it
+// first stops the quota's reporter and tells the other instances that this
+// one leaves; the quota then holds keys to their local shares. It does not touch the
 // hub's listeners. Receive still delivers afterwards; Resync fails with
 // ErrClosed. Close is idempotent.
 func (n *Node) Close() {
 	n.closeOnce.Do(func() {
+		if q := n.opts.Quota; q != nil {
+			q.detach(n)
+		}
 		n.hub.Leave(n.relay)
 		n.lossMu.Lock()
 		n.closed.Store(true)

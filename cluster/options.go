@@ -146,6 +146,13 @@ type Options struct {
 	OnDrop       func(DropInfo)
 	OnResync     func(ResyncInfo)
 	OnConnection func(ConnectionInfo)
+
+	// Quota, if set, is carried by the node: it reports the quota's counts
+	// to the other instances on the broker and takes theirs into account
+	// (see the package documentation, Quotas). A Quota can be given to one
+	// node at a time; Close hands it back (it then holds each key to its
+	// local share).
+	Quota *Quota
 }
 
 // resolved is Options with defaults applied.

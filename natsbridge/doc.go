@@ -84,4 +84,13 @@
 // README.md shows such a configuration, which a test runs, and the
 // figures of the benchmarks (authentication costs about 2 µs of CPU per
 // event across the pipeline).
+//
+// # Quotas
+//
+// With Options.Quota (a cluster.Quota, also given to the server as
+// listen.Options.Quota) the bridge carries the instance's counts of open
+// listens per tenant and principal on the same subject, so that a
+// tenant's quota holds across the instances within a small slack, each
+// instance falling back to a local share while NATS is unreachable: see
+// the cluster package documentation, Quotas, and docs/quotas.md.
 package natsbridge
