@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/internal/safe"
 	"github.com/mcplisten/listen/jsonrpc"
 )
 
@@ -233,16 +234,16 @@ func (q *Quota) Acquire(_ context.Context, req *listen.Request) (release func(),
 
 // keysOf runs the key functions, turning a panic into an error.
 func (q *Quota) keysOf(req *listen.Request) (tenant string, tlim int, principal string, plim int, err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = fmt.Errorf("cluster: quota key function panicked: %v", v)
+	p := safe.Call(func() {
+		if q.opts.Tenant != nil {
+			tenant, tlim = q.opts.Tenant(req)
 		}
-	}()
-	if q.opts.Tenant != nil {
-		tenant, tlim = q.opts.Tenant(req)
-	}
-	if q.opts.Principal != nil {
-		principal, plim = q.opts.Principal(req)
+		if q.opts.Principal != nil {
+			principal, plim = q.opts.Principal(req)
+		}
+	})
+	if p != nil {
+		return "", 0, "", 0, fmt.Errorf("cluster: quota key function panicked: %v", p.Value)
 	}
 	return tenant, tlim, principal, plim, nil
 }
