@@ -107,7 +107,7 @@ func newStream(r *http.Request) *stream {
 // stream that cannot move to the fanout any more (fast is read).
 func (st *stream) end(cause error) {
 	if st.fast != nil {
-		st.fast.cancel(cause)
+		st.fast.Cancel(cause)
 		return
 	}
 	st.cancel(cause)
@@ -117,7 +117,7 @@ func (st *stream) end(cause error) {
 // Handler.mu held, as for end).
 func (st *stream) cause() error {
 	if st.fast != nil {
-		return st.fast.ended()
+		return st.fast.Cause()
 	}
 	if st.ctx.Err() != nil {
 		return context.Cause(st.ctx)
