@@ -571,7 +571,7 @@ func (s *Subscription) StartWorker(owner context.Context) (*Worker, error) {
 	return s.worker, nil
 }
 
-// serveWorker starts the worker of Serve's Poller, for a stream that
+// serveWorker starts the worker of Serve's poller, for a stream that
 // blocks: it hands its outcomes over through notify, and the subscription
 // keeps its owner (the guard watches it, and its close stops the worker).
 func (s *Subscription) serveWorker(notify func()) (*Worker, error) {

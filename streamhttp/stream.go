@@ -11,7 +11,7 @@ import (
 // stream is one admitted listen, from its admission to its end (see
 // Handler.end). It is created on the request's goroutine, and served there
 // or, once its connection is taken over, on a goroutine of its own or on
-// the Handler's fanout (Linux, a stream with a listen.Poller).
+// the Handler's fanout (Linux, a stream served in steps).
 type stream struct {
 	// ctx is the serving context given to Subscription.Serve. It ends
 	// through cancel, with the cause Serve acts on: listen.ErrShutdown

@@ -143,13 +143,21 @@ func (f *Fanout) Trips() (trips, files uint64) { return f.trips.Load(), f.files.
 // *listen.Subscription, served by its Poller: see Attach) to conn, the
 // first one after head, or nil, having changed nothing, when it cannot be
 // one: conn is not a socket (a TLS connection), or sub has no Poller. The
-// stream is attached to sub but not running: notifications wait until Run.
+// stream is ready but not running: what it is notified of waits until Run.
 // owner is what Options.Done and Options.KeptAlive get.
 //
 // The transport's end is the stream's cause (Cancel, Cause): a fast stream
 // has no context of its own, and nothing on the fast path reads a
 // request's values (Attach declines a subscription whose shaping asks
 // CanRead).
+//
+// A fast stream keeps the socket's descriptor only: Stream duplicates it
+// and closes conn, whose per-connection objects (descriptor, poller
+// registration, addresses) a stream would otherwise hold for its life. The
+// slow path registers that descriptor with Go's poller the first time it
+// needs to wait for the socket (Stream.file), and keeps it so. A stream
+// that cannot be set up (no descriptor, no watch for its client's end) is
+// served nonetheless, and ends at once.
 func (f *Fanout) Stream(conn net.Conn, sub any, head []byte, owner any) *Stream {
 	sc, ok := conn.(syscall.Conn)
 	if !ok {
@@ -159,31 +167,16 @@ func (f *Fanout) Stream(conn net.Conn, sub any, head []byte, owner any) *Stream 
 	if err != nil {
 		return nil
 	}
-	fs := &Stream{f: f, owner: owner, conn: conn, rc: rc, fd: -1, head: head}
+	fs := &Stream{f: f, owner: owner, fd: -1, head: head}
 	fs.l = f.loops[int(f.next.Add(1))%len(f.loops)]
-	// Owned by the caller until Run schedules it: a notify that comes first
-	// only marks it pending.
+	// Owned by the caller until Run schedules it: a notify or a Cancel that
+	// comes first only marks it pending.
 	fs.state.Store(stateLoop)
 	p, ok := Attach(sub, fs.notify, fs.Cause)
 	if !ok {
 		return nil
 	}
 	fs.p = p
-	return fs
-}
-
-// Run starts serving fs (a stream of Stream, once). A fast stream keeps the
-// socket's descriptor only: Run duplicates it and closes the net.Conn, whose
-// per-connection objects (descriptor, poller registration, addresses) a
-// stream would otherwise hold for its life. The slow path registers that
-// descriptor with Go's poller the first time it needs to wait for the
-// socket (Stream.file), and keeps it so. A stream that cannot be set up
-// (no descriptor, no watch for its client's end) is served nonetheless,
-// and ends at once.
-func (fs *Stream) Run() {
-	f := fs.f
-	conn, rc := fs.conn, fs.rc
-	fs.conn, fs.rc = nil, nil
 	var derr error
 	if err := rc.Control(func(s uintptr) { fs.fd, derr = dupCloseOnExec(int(s)) }); err != nil || derr != nil {
 		fs.Cancel(errors.Join(err, derr))
@@ -195,7 +188,13 @@ func (fs *Stream) Run() {
 			fs.Cancel(err)
 		}
 	}
-	fs.l.schedule(fs) // the acknowledgement
+	return fs
+}
+
+// Run starts serving fs, a stream of Stream (once): its acknowledgement is
+// written, then what it was notified of.
+func (fs *Stream) Run() {
+	fs.l.schedule(fs)
 }
 
 // dupCloseOnExec duplicates fd (close-on-exec).
@@ -382,9 +381,6 @@ type Stream struct {
 	f     *Fanout
 	owner any // Options.Done's and KeptAlive's
 	fd    int // the socket (a duplicate of the connection's)
-	// conn and rc are the connection, until Run.
-	conn net.Conn
-	rc   syscall.RawConn
 	// file owns fd once the slow path first needed to wait for the socket:
 	// an os.File on fd itself (no dup), registered with Go's poller once,
 	// kept until the stream ends (about 200 bytes; nil while the stream
