@@ -69,6 +69,9 @@ type poller struct {
 	with *pollerWith
 
 	state pollState
+	// validated: the stream's events were validated when they were
+	// published (validatedStream), so they are not validated again.
+	validated bool
 	// final is the reason the subscription is closed with once the terminal
 	// message was written.
 	final error
@@ -117,14 +120,14 @@ func (s *Subscription) attach(notify func(), ended func() error) (*poller, bool)
 	}
 	s.setWake(notify)
 	ns.SetNotify(notify)
-	return &poller{s: s, ended: ended}, true
+	return &poller{s: s, ended: ended, validated: validatedStream(s.guard.stream)}, true
 }
 
 // servePoller returns the poller Serve drives: on a NotifyStream, pulled
 // with TryNext; on any other stream, through a worker goroutine that calls
 // notify with each outcome (keeping the subscription's owner).
 func (s *Subscription) servePoller(ctx context.Context, notify func()) (poller, error) {
-	p := poller{s: s, with: &pollerWith{ctx: ctx}}
+	p := poller{s: s, with: &pollerWith{ctx: ctx}, validated: validatedStream(s.guard.stream)}
 	s.setWake(notify)
 	if ns, ok := s.guard.stream.(NotifyStream); ok {
 		ns.SetNotify(notify)
@@ -202,7 +205,7 @@ func (p *poller) Next(dst []byte) (fastpath.Step, []byte) {
 		}
 		switch o.kind {
 		case outcomeEvent:
-			out, send, err := s.appendNotification(p.shapeCtx(), dst, o.Event, true)
+			out, send, err := s.appendNotification(p.shapeCtx(), dst, o.Event, p.validated)
 			if err != nil {
 				return p.fail(dst, err)
 			}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/mcplisten/listen/internal/resuri"
-	"github.com/mcplisten/listen/internal/valid"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
 )
@@ -227,14 +226,6 @@ type Subscription struct {
 	worker *Worker
 }
 
-// checkedBit is the bit of Subscription.lists (above every kind's) that
-// tells that the stream's events were validated when they were published.
-const checkedBit = 63
-
-// checked reports whether the stream's events were validated when they were
-// published (see internal/valid).
-func (s *Subscription) checked() bool { return s.lists&(1<<checkedBit) != 0 }
-
 // watchedURIs is a subscription's accepted resourceSubscriptions.
 type watchedURIs struct {
 	// list is as accepted (order and duplicates kept, for the
@@ -350,9 +341,6 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 
 	s := &Subscription{id: cloneID(req.ID), opts: opts}
 	s.guard.stream = stream
-	if valid.Validated(stream) {
-		s.lists |= 1 << checkedBit
-	}
 	for k := range kinds {
 		if Kind(k).listChange() && accepted[kinds[k].key] == true {
 			s.lists |= 1 << k
