@@ -392,7 +392,7 @@ type Stream struct {
 	head []byte // written with the first frame (may be shared: never modified)
 
 	lastWrite atomic.Int64          // fanout clock of the last write
-	cause     atomic.Pointer[error] // the transport's end (see cancel), first one kept
+	cause     atomic.Pointer[error] // the transport's end (see Cancel), first one kept
 	// The 4-byte fields last, packed.
 	state atomic.Uint32
 	gen   uint32      // its registration with hup

@@ -9,11 +9,15 @@
 //     subscription (package listen sets Attach when it is initialised, so
 //     the core exports nothing for this path);
 //   - New, Fanout.Stream, Stream.Run, Stream.Cancel, Stream.Cause and
-//     Fanout.Wait: what the transport calls.
+//     Fanout.Wait: what the transport calls (Fanout.Count and Fanout.Trips
+//     are for its tests).
 //
 // The transport frames messages (Options' prefix, suffix and keep-alive
-// frame) and decides what ends a stream; the fanout writes, watches for the
-// client's end and keeps the stream alive.
+// frame), decides what ends a stream (Cancel) and what its end does
+// (Options.Done); the fanout writes, watches for the client's end and
+// keeps the stream alive. Its writes are syscall.Write on the socket's
+// descriptor (one non-blocking write(2); package syscall's Write, not
+// RawSyscall, so the runtime knows the thread is in a system call).
 package fastpath
 
 import (
