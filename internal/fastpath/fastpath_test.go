@@ -145,7 +145,8 @@ func TestCancelWithShutdownCompletes(t *testing.T) {
 }
 
 // A connection that is not a socket, or a subscription whose stream blocks,
-// is not taken: Stream returns nil and the caller serves it otherwise.
+// is not taken: Stream returns nil, having registered nothing, and the
+// caller serves it otherwise.
 func TestStreamDeclines(t *testing.T) {
 	f, _ := newFanout(t)
 	h, err := hub.New(hub.Options{})
@@ -157,5 +158,32 @@ func TestStreamDeclines(t *testing.T) {
 	defer a.Close()
 	defer b.Close()
 	assert.Nil(t, f.Stream(a, sub, nil, nil), "not a socket")
+
+	blocking, err := listen.Open(context.Background(), blockingSource{}, &listen.Request{
+		ID: jsonrpc.IntID(2), ProtocolVersion: spec.ProtocolVersion, Notifications: listen.Filter{},
+	}, nil)
+	require.NoError(t, err)
+	defer blocking.Close(nil)
+	server, client := socketPair(t)
+	defer server.Close()
+	defer client.Close()
+	assert.Nil(t, f.Stream(server, blocking, nil, nil), "a stream that blocks")
 	assert.Equal(t, 0, f.Count())
 }
+
+// blockingSource opens streams whose Next blocks until Close: not a
+// listen.NotifyStream.
+type blockingSource struct{}
+
+type blockingStream struct{ closed chan struct{} }
+
+func (blockingSource) Open(_ context.Context, _ *listen.Request, supported listen.Filter) (listen.Filter, listen.Stream, error) {
+	return supported, &blockingStream{closed: make(chan struct{})}, nil
+}
+
+func (s *blockingStream) Next() (listen.Event, error) {
+	<-s.closed
+	return listen.Event{}, listen.ErrClosed
+}
+
+func (s *blockingStream) Close(error) { close(s.closed) }
