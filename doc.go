@@ -36,9 +36,8 @@
 //     registration.
 //   - Serve runs on the caller's goroutine. A NotifyStream (the hub's
 //     streams) needs no other; any other stream is pulled by a worker
-//     goroutine that Serve starts and waits for. streamhttp's fast path
-//     (Linux) serves many such streams from a few goroutines, with none
-//     per idle stream.
+//     goroutine that Serve starts and waits for. A Poller has no goroutine
+//     of its own: its transport's goroutines take its steps.
 //   - A Worker, for a transport that writes the messages itself
 //     (ExampleSubscription_StartWorker), owns one goroutine: one Next per
 //     Continue, never two in flight, each outcome sent on Outcomes, which
@@ -63,9 +62,9 @@
 // terminal message, the completion result (Completion) or the failure
 // error -32603 "Subscription source failed" (Failure). A client
 // cancellation or a lost transport has no terminal message. These rules
-// live in one place, the serving state machine (poller.go): Serve drives
-// it on its goroutine, and streamhttp's fast path, which serves many
-// streams from a few goroutines, drives it too.
+// live in one place, the Poller: Serve drives it on its goroutine, and a
+// transport that serves many streams from a few goroutines (streamhttp's
+// fast path) drives it itself.
 //
 // By default a URI of resourceSubscriptions covers only itself; with
 // Options.SubResources it covers its sub-resources too (see SubResources

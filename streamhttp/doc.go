@@ -1,6 +1,6 @@
 // Package streamhttp serves MCP 2026-07-28 subscriptions/listen over
 // Streamable HTTP: a listen is one POST whose response is a long-lived SSE
-// stream, served by the core's state machine (one for every path), on the
+// stream, served by the core's state machine (listen.Poller), on the
 // request's goroutine or, for a taken-over HTTP/1.x connection, on none.
 //
 //	h, err := streamhttp.New(src, streamhttp.Options{

@@ -17,8 +17,15 @@ type fanout struct {
 	base atomic.Pointer[baseContext] // the last baseContext
 }
 
-// fastStream is a stream on the fanout (stream.fast).
-type fastStream = fastpath.Stream
+// fastStream is a stream on the fanout (stream.fast): fastpath's, with
+// the names stream uses.
+type fastStream fastpath.Stream
+
+// cancel ends the stream with cause (fastpath.Stream.Cancel).
+func (fs *fastStream) cancel(cause error) { (*fastpath.Stream)(fs).Cancel(cause) }
+
+// ended returns the cause it was ended with, or nil.
+func (fs *fastStream) ended() error { return (*fastpath.Stream)(fs).Cause() }
 
 // newFanout returns the fanout of h (whose options are set), or nil where
 // there is no fast path.
@@ -69,7 +76,7 @@ func (f *fanout) start(h *Handler, t *takenOver) bool {
 	st := t.st
 	old := st.ctx
 	h.mu.Lock()
-	st.fast = fs
+	st.fast = (*fastStream)(fs)
 	st.ctx, st.cancel = f.baseContext(old), nil
 	h.mu.Unlock()
 	if old.Err() != nil {

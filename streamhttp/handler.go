@@ -81,7 +81,7 @@ import (
 // ErrUnexpectedBytes, without reading further.
 //
 // Every path ends a stream in the same order: the subscription is closed
-// (Serve has returned, or the fast path is done); the stream's slot is freed
+// (Serve has returned, or the Poller is done); the stream's slot is freed
 // and Stats count it closed; OnClose runs (a panic in it is recovered and
 // logged to the http.Server's ErrorLog); the response ends (net/http ends
 // it after ServeHTTP returns, or the taken-over connection is closed); and

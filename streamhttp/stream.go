@@ -11,7 +11,7 @@ import (
 // stream is one admitted listen, from its admission to its end (see
 // Handler.end). It is created on the request's goroutine, and served there
 // or, once its connection is taken over, on a goroutine of its own or on
-// the Handler's fanout (Linux, a stream served in steps).
+// the Handler's fanout (Linux, a stream with a listen.Poller).
 type stream struct {
 	// ctx is the serving context given to Subscription.Serve. It ends
 	// through cancel, with the cause Serve acts on: listen.ErrShutdown
@@ -107,7 +107,7 @@ func newStream(r *http.Request) *stream {
 // stream that cannot move to the fanout any more (fast is read).
 func (st *stream) end(cause error) {
 	if st.fast != nil {
-		st.fast.Cancel(cause)
+		st.fast.cancel(cause)
 		return
 	}
 	st.cancel(cause)
@@ -117,7 +117,7 @@ func (st *stream) end(cause error) {
 // Handler.mu held, as for end).
 func (st *stream) cause() error {
 	if st.fast != nil {
-		return st.fast.Cause()
+		return st.fast.ended()
 	}
 	if st.ctx.Err() != nil {
 		return context.Cause(st.ctx)
