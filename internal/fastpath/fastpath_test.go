@@ -51,6 +51,15 @@ func newFanout(t *testing.T) (*fastpath.Fanout, chan ended) {
 	return f, done
 }
 
+// newHub returns a hub that is shut down when the test ends.
+func newHub(t *testing.T) *hub.Hub {
+	t.Helper()
+	h, err := hub.New(hub.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, h.Shutdown(context.Background())) })
+	return h
+}
+
 // openOnHub opens a listen for tools list changes on h.
 func openOnHub(t *testing.T, h *hub.Hub) *listen.Subscription {
 	t.Helper()
@@ -84,9 +93,7 @@ func socketPair(t *testing.T) (server, client net.Conn) {
 // returns once the fanout's goroutines are gone.
 func TestStreamServesUntilTheClientLeaves(t *testing.T) {
 	f, done := newFanout(t)
-	h, err := hub.New(hub.Options{})
-	require.NoError(t, err)
-	defer func() { require.NoError(t, h.Shutdown(context.Background())) }()
+	h := newHub(t)
 	sub := openOnHub(t, h)
 	server, client := socketPair(t)
 	defer client.Close()
@@ -122,9 +129,7 @@ func TestStreamServesUntilTheClientLeaves(t *testing.T) {
 // a drain writes the completion before the close.
 func TestCancelWithShutdownCompletes(t *testing.T) {
 	f, done := newFanout(t)
-	h, err := hub.New(hub.Options{})
-	require.NoError(t, err)
-	defer func() { require.NoError(t, h.Shutdown(context.Background())) }()
+	h := newHub(t)
 	sub := openOnHub(t, h)
 	server, client := socketPair(t)
 	defer client.Close()
@@ -149,10 +154,7 @@ func TestCancelWithShutdownCompletes(t *testing.T) {
 // caller serves it otherwise.
 func TestStreamDeclines(t *testing.T) {
 	f, _ := newFanout(t)
-	h, err := hub.New(hub.Options{})
-	require.NoError(t, err)
-	defer func() { require.NoError(t, h.Shutdown(context.Background())) }()
-	sub := openOnHub(t, h)
+	sub := openOnHub(t, newHub(t))
 	defer sub.Close(nil)
 	a, b := net.Pipe()
 	defer a.Close()
