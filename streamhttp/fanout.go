@@ -17,16 +17,6 @@ type fanout struct {
 	base atomic.Pointer[baseContext] // the last baseContext
 }
 
-// fastStream is a stream on the fanout (stream.fast): fastpath's, with
-// the names stream uses.
-type fastStream fastpath.Stream
-
-// cancel ends the stream with cause (fastpath.Stream.Cancel).
-func (fs *fastStream) cancel(cause error) { (*fastpath.Stream)(fs).Cancel(cause) }
-
-// ended returns the cause it was ended with, or nil.
-func (fs *fastStream) ended() error { return (*fastpath.Stream)(fs).Cause() }
-
 // newFanout returns the fanout of h (whose options are set), or nil where
 // there is no fast path.
 func newFanout(h *Handler) *fanout {
@@ -65,20 +55,16 @@ func (f *fanout) start(h *Handler, t *takenOver) bool {
 	if fs == nil {
 		return false
 	}
-	// From now on the stream ends through fs.Cancel (stream.end, under
-	// h.mu, where Shutdown and EndStreams call it), which also wakes it;
-	// its ctx is the Handler's shared one, for logf, and the old one is
-	// dropped (nothing else ends it: takeover ended it, if at all, before
-	// now), so that its chain (net/http's per-connection contexts, about
-	// 700 bytes) does not live as long as the stream. An end of the old
-	// context carries over: Shutdown and EndStreams end a stream under
-	// h.mu, so one that came before the swap is seen here.
+	// From now on the transport's side of the stream ends through
+	// fs.Cancel (the hang-up watcher), and the server's through
+	// Subscription.End; its ctx is the Handler's shared one and the old
+	// one is dropped (nothing else ends it: takeover ended it, if at all,
+	// before now), so that its chain (net/http's per-connection contexts,
+	// about 700 bytes) does not live as long as the stream. An end of the
+	// old context carries over.
 	st := t.st
 	old := st.ctx
-	h.mu.Lock()
-	st.fast = (*fastStream)(fs)
 	st.ctx, st.cancel = f.baseContext(old), nil
-	h.mu.Unlock()
 	if old.Err() != nil {
 		fs.Cancel(context.Cause(old))
 	}

@@ -76,7 +76,7 @@ import (
 // ErrUnexpectedBytes, without reading further.
 //
 // Every path ends a stream in the same order: the subscription is closed
-// (Serve has returned, or the Poller is done); the stream's slot is Done
+// (Serve has returned, or the fast path is done); the stream's slot is Done
 // (freed and counted in the Server's Stats, then OnClose, a panic in it
 // recovered and logged to the Server's Logger); the response ends
 // (net/http ends it after ServeHTTP returns, or the taken-over connection
