@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -22,54 +21,6 @@ import (
 	"github.com/mcplisten/listen/spec"
 )
 
-// pipeListener is a net.Listener of in-memory connections (net.Pipe), so
-// that an http.Server and its clients can run inside a synctest bubble:
-// every read and write of theirs blocks durably, and time is the bubble's.
-type pipeListener struct {
-	conns  chan net.Conn
-	closed chan struct{}
-	once   sync.Once
-}
-
-func newPipeListener() *pipeListener {
-	return &pipeListener{conns: make(chan net.Conn), closed: make(chan struct{})}
-}
-
-func (l *pipeListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.closed:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *pipeListener) Close() error {
-	l.once.Do(func() { close(l.closed) })
-	return nil
-}
-
-func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
-
-// dial is an http.Transport's DialContext: the client's end of a new pipe
-// whose other end Accept returns.
-func (l *pipeListener) dial(ctx context.Context, _, _ string) (net.Conn, error) {
-	client, server := net.Pipe()
-	select {
-	case l.conns <- server:
-		return client, nil
-	case <-l.closed:
-		return nil, net.ErrClosed
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-type pipeAddr struct{}
-
-func (pipeAddr) Network() string { return "pipe" }
-func (pipeAddr) String() string  { return "pipe" }
-
 // completion is a stream's completion result, as its client read it.
 type completion struct {
 	id  string
@@ -82,7 +33,8 @@ type completion struct {
 // stream its completion (with the retry hint under RetryHint) before it
 // returns, one by one, spread evenly over the window: the i-th completion
 // a client reads comes within the i-th 1/n of the window (synctest's
-// clock; the streams are HTTP/1.1 connections the Handler took over).
+// clock; the streams are HTTP/1.1 connections the Handler took over, on
+// listentest.PipeListener).
 func TestPacedDrainOverHTTP(t *testing.T) {
 	for _, hint := range []bool{false, true} {
 		t.Run(fmt.Sprintf("RetryHint=%v", hint), func(t *testing.T) {
@@ -99,11 +51,11 @@ func pacedDrain(t *testing.T, hint bool) {
 		RetryAfter: retryAfter,
 		Listen:     listen.Options{Capabilities: caps(), DrainWindow: window, RetryHint: hint},
 	})
-	ln := newPipeListener()
+	ln := listentest.NewPipeListener()
 	hs := &http.Server{Handler: h}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }() // ends on hs.Close below
-	tr := &http.Transport{DialContext: ln.dial}
+	tr := &http.Transport{DialContext: ln.Dial}
 	client := &http.Client{Transport: tr}
 	post := func(id string) *http.Response {
 		req, err := http.NewRequest(http.MethodPost, "http://pipe/mcp", strings.NewReader(listenBody(`"`+id+`"`, `{"toolsListChanged":true}`)))
