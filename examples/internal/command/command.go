@@ -10,7 +10,7 @@
 //	ctx, stop := f.Context() // SIGINT, SIGTERM or -lifetime
 //	defer stop()
 //	m, metrics, err := command.NewMetrics(f.Metrics)
-//	... // the hub, the handler, with f.HTTPOptions(logger) and m
+//	... // the hub, the handler, with f.ListenOptions(logger), f.HTTPOptions() and m
 //	err = f.Serve(ctx, logger, handler, metrics, handler.Shutdown)
 //
 // CheckBind, called first, refuses a non-loopback -addr without
