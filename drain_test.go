@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
+	"github.com/mcplisten/listen/internal/fastpath"
 	"github.com/mcplisten/listen/jsonrpc"
 )
 
@@ -39,9 +40,9 @@ func TestServerDrainCatchesUpGradually(t *testing.T) {
 			require.NoError(t, err)
 			sub, err := sl.Open(context.Background(), context.Background(), req)
 			require.NoError(t, err)
-			var p listen.Poller
+			var p fastpath.Poller
 			var once sync.Once
-			p, ok := sub.Poller(context.Background(), func() {
+			p, ok := fastpath.Attach(sub, func() {
 				once.Do(func() { // the drain ends the stream
 					mu.Lock()
 					ends = append(ends, time.Since(start))
@@ -53,9 +54,9 @@ func TestServerDrainCatchesUpGradually(t *testing.T) {
 					served.Go(func() { // writes the acknowledgement and the completion
 						for {
 							switch step, _ := p.Next(nil); step {
-							case listen.StepWrite:
+							case fastpath.StepWrite:
 								p.Written(nil)
-							case listen.StepDone:
+							case fastpath.StepDone:
 								sl.Done(sub.CloseReason())
 								return
 							default:
@@ -66,7 +67,7 @@ func TestServerDrainCatchesUpGradually(t *testing.T) {
 					})
 				})
 			}, nil)
-			require.True(t, ok, "a hub stream has a Poller")
+			require.True(t, ok, "a hub stream can be taken in steps")
 		}
 
 		start = time.Now()

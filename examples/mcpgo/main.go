@@ -202,21 +202,21 @@ func newHandler(logger *slog.Logger, cfg config) (*mcpgo.Handler, error) {
 					return who == nil || req.Auth != nil
 				},
 				DrainWindow: cfg.drain,
+				MaxStreams:  cfg.maxStreams,
+				OnOpen: func(sub *listen.Subscription) {
+					logger.Info("listen opened", "id", sub.ID().Raw())
+				},
+				OnClose: func(sub *listen.Subscription, reason error) {
+					logger.Info("listen closed", "id", sub.ID().Raw(), "reason", listen.Classify(reason))
+				},
 			},
 			OnRepublish: func(method, uri string, r hub.Report) {
 				logger.Info("published", "method", method, "uri", uri, "delivered", r.Delivered, "dropped", r.Dropped)
 			},
 		},
 		HTTP: streamhttp.Options{
-			MaxStreams: cfg.maxStreams,
 			// Listens: their principal (listen.Request.Auth), or 401.
 			Authenticate: who,
-			OnOpen: func(sub *listen.Subscription) {
-				logger.Info("listen opened", "id", sub.ID().Raw())
-			},
-			OnClose: func(sub *listen.Subscription, reason error) {
-				logger.Info("listen closed", "id", sub.ID().Raw(), "reason", listen.Classify(reason))
-			},
 		},
 		// mcp-go logs through this logger too.
 		SDK: []server.StreamableHTTPOption{server.WithStreamableHTTPLogger(logger)},

@@ -183,7 +183,7 @@ func newServer(logger *slog.Logger, flags *command.HTTPFlags, tune tuning, m *li
 func (s *server) vars() any {
 	return map[string]any{
 		"hub":        s.hub.Stats(),
-		"http":       s.handler.Listen().Stats(),
+		"http":       s.handler.Server().Stats(),
 		"sessions":   s.handler.Sessions().Stats(),
 		"gosdk":      s.handler.Bridge().Stats(),
 		"goroutines": runtime.NumGoroutine(),

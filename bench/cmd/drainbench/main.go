@@ -229,7 +229,7 @@ func post(addr, id string) (net.Conn, *bufio.Reader, int, error) {
 	}
 	if resp.StatusCode == http.StatusServiceUnavailable {
 		b, _ := io.ReadAll(resp.Body)
-		if resp.Header.Get("Retry-After") == "" || !strings.Contains(string(b), `"code":-32603,"message":"`+listen.MsgShuttingDown+`"`) {
+		if resp.Header.Get("Retry-After") == "" || !strings.Contains(string(b), `"code":-32603,"message":"`+"Server is shutting down"+`"`) {
 			return conn, br, 0, fmt.Errorf("a 503 without Retry-After or the drain's error: %s", b)
 		}
 	}
