@@ -162,10 +162,12 @@ func newServer(logger *slog.Logger, flags *command.HTTPFlags, tune tuning, m *li
 	httpOpts := flags.HTTPOptions()
 	httpOpts.WriteTimeout = tune.WriteTimeout
 	m.InstrumentHTTP(&httpOpts)
+	listenOpts := flags.ListenOptions(logger) // -max-streams, -max-uri-bytes, -drain, the log hooks
+	m.Instrument(&listenOpts)                 // the streams, refusals and capacity, once for the Server
 	handler, err = gosdk.NewHandler(sdk, gosdk.HandlerOptions{
 		Options: gosdk.Options{
 			Hub:         h,
-			Listen:      flags.ListenOptions(logger), // -max-streams, -max-uri-bytes, -drain, the log hooks
+			Listen:      listenOpts,
 			Logger:      logger,
 			OnRepublish: command.LogPublish(logger),
 		},
