@@ -15,7 +15,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/cluster"
-	"github.com/mcplisten/listen/listentest"
+	"github.com/mcplisten/listen/internal/testkit"
 )
 
 // lines returns the lines of out.
@@ -29,7 +29,7 @@ func lines(out string) []string {
 // count by reason; a drop after a quiet interval is logged at once again.
 func TestSlogHooksDropRate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var buf listentest.LogBuffer
+		var buf testkit.LogBuffer
 		hooks := cluster.SlogHooks(buf.Logger(slog.LevelInfo))
 		forged := cluster.DropInfo{Reason: cluster.ReasonUnauthenticated, Count: 1, Bytes: 152,
 			Err: errors.New("cluster: message not signed")}
@@ -75,14 +75,14 @@ func TestSlogHooksDropRate(t *testing.T) {
 // logger whose level disables warnings gets nothing formatted or counted.
 func TestSlogHooksEvery(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var every listentest.LogBuffer
+		var every testkit.LogBuffer
 		hooks := cluster.SlogHooksEvery(every.Logger(slog.LevelInfo), -1)
 		for range 5 {
 			hooks.OnDrop(cluster.DropInfo{Reason: cluster.ReasonReplayed, Count: 1})
 		}
 		assert.Len(t, lines(every.String()), 5)
 
-		var buf listentest.LogBuffer
+		var buf testkit.LogBuffer
 		hooks = cluster.SlogHooksEvery(buf.Logger(slog.LevelInfo), time.Second)
 		for range 3 {
 			hooks.OnDrop(cluster.DropInfo{Reason: cluster.ReasonStale, Count: 1})
@@ -94,7 +94,7 @@ func TestSlogHooksEvery(t *testing.T) {
 		require.Len(t, got, 2)
 		assert.Contains(t, got[1], `msg="cluster drops" count=42 bytes=0 reasons.slow_consumer=40 reasons.stale=2`)
 
-		var none listentest.LogBuffer
+		var none testkit.LogBuffer
 		quiet := cluster.SlogHooks(none.Logger(slog.LevelError))
 		quiet.OnDrop(cluster.DropInfo{Reason: cluster.ReasonStale, Count: 1})
 		time.Sleep(time.Minute)

@@ -21,7 +21,6 @@ import (
 	"github.com/mcplisten/listen/gosdk"
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/jsonrpc"
-	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/stdio"
 )
@@ -126,7 +125,7 @@ func TestStdioPlainServer(t *testing.T) {
 	autoJSON, _ := json.Marshal(auto.Notifications)
 	var gotAuto map[string]any
 	require.NoError(t, json.Unmarshal(autoJSON, &gotAuto))
-	wantAuto := listentest.AckFor(caps, nil)
+	wantAuto := ackFor(caps, nil)
 	delete(wantAuto, "resourceSubscriptions")
 	assert.Equal(t, wantAuto, gotAuto)
 	assert.Len(t, gotAuto, 3, "tools, prompts and resources list changes inferred")

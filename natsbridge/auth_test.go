@@ -19,7 +19,6 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/cluster"
-	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/natsbridge"
 )
 
@@ -330,7 +329,7 @@ func TestAuthNeedsHeaders(t *testing.T) {
 func TestForgedFloodLogsBounded(t *testing.T) {
 	const forged = 2000
 	ns := startNATS(t, 0)
-	var logs listentest.LogBuffer
+	var logs logBuffer
 	hooks := cluster.SlogHooks(logs.Logger(slog.LevelInfo))
 	opts := authOptions(keyOld)
 	opts.Hooks = hooks

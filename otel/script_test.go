@@ -86,7 +86,7 @@ func TestScriptHTTP(t *testing.T) {
 		m.InstrumentHTTP(&opts)
 		lh, err := streamhttp.New(m.Source(h), opts)
 		require.NoError(t, err)
-		l := listentest.NewPipeListener()
+		l := newPipeListener()
 		srv := &http.Server{Handler: lh}
 		served := make(chan error, 1)
 		go func() { served <- srv.Serve(l) }()

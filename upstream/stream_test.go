@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/internal/testkit"
 	"github.com/mcplisten/listen/jsonrpc"
-	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/upstream"
 )
@@ -152,7 +152,7 @@ func TestStreamEnds(t *testing.T) {
 // first keep-alive is still noticed.
 func TestIdleTimeoutLearnedAcrossStreams(t *testing.T) {
 	s := newServer(t, all, 100*time.Millisecond)
-	p := listentest.NewProxy(t, strings.TrimPrefix(s.URL, "http://"))
+	p := testkit.NewProxy(t, strings.TrimPrefix(s.URL, "http://"))
 	tr := &upstream.HTTP{URL: "http://" + p.Addr()}
 	f := listen.Filter{spec.KeyToolsListChanged: true}
 	first, err := upstream.Open(context.Background(), tr, f, upstream.OpenOptions{})
@@ -162,10 +162,10 @@ func TestIdleTimeoutLearnedAcrossStreams(t *testing.T) {
 		_, err := first.Next()
 		read <- err
 	}()
-	listentest.Recv(t, s.keepAlives, wait)
-	listentest.Recv(t, s.keepAlives, wait) // the first has been read
+	testkit.Recv(t, s.keepAlives, wait)
+	testkit.Recv(t, s.keepAlives, wait) // the first has been read
 	first.Close()
-	assert.ErrorIs(t, listentest.Recv(t, read, wait), upstream.ErrClosed)
+	assert.ErrorIs(t, testkit.Recv(t, read, wait), upstream.ErrClosed)
 
 	second, err := upstream.Open(context.Background(), tr, f, upstream.OpenOptions{})
 	require.NoError(t, err)
@@ -176,5 +176,5 @@ func TestIdleTimeoutLearnedAcrossStreams(t *testing.T) {
 		_, err := second.Next()
 		ended <- err
 	}()
-	assert.ErrorIs(t, listentest.Recv(t, ended, wait), upstream.ErrSilent)
+	assert.ErrorIs(t, testkit.Recv(t, ended, wait), upstream.ErrSilent)
 }

@@ -43,7 +43,6 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
-	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/streamhttp"
 	"github.com/mcplisten/listen/upstream"
@@ -174,7 +173,7 @@ type upstreamServer struct {
 	hub     *hub.Hub
 	handler *streamhttp.Handler
 	srv     *http.Server
-	proxy   *listentest.Proxy
+	proxy   *proxy
 }
 
 // tb is the testing.TB of the Proxies in a program: they call only
@@ -228,9 +227,9 @@ func bench(cfg config) (string, error) {
 		// u0, the one the benchmark cuts and stalls, is reached through
 		// a proxy; the others directly (the fan-out goes through u1).
 		addr := ln.Addr().String()
-		var p *listentest.Proxy
+		var p *proxy
 		if i == 0 {
-			p = listentest.NewProxy(t, addr)
+			p = newProxy(t, addr)
 			addr = p.Addr()
 		}
 		ups = append(ups, &upstreamServer{hub: h, handler: handler, srv: srv, proxy: p})

@@ -1,4 +1,4 @@
-package listentest
+package main
 
 import (
 	"net"
@@ -6,12 +6,11 @@ import (
 	"testing"
 )
 
-// Proxy is a loopback TCP proxy in front of a server (a broker, in the
-// tests of the bridges between instances): cutting it partitions the
-// clients that dial through it, and only them, until it is restored on the
-// same address. Its goroutines (one accept loop, two per proxied
-// connection) end at Cut and, at the latest, with the test.
-type Proxy struct {
+// proxy is a loopback TCP proxy in front of an upstream (u0): cutting it
+// partitions the clients that dial through it, and only them, until it is
+// restored on the same address. Its goroutines (one accept loop, two per
+// proxied connection) end at Cut and, at the latest, at the tb's cleanup.
+type proxy struct {
 	t        testing.TB
 	addr     string
 	upstream string
@@ -23,16 +22,16 @@ type Proxy struct {
 	wg      sync.WaitGroup
 }
 
-// NewProxy starts a proxy on a free loopback port that forwards each
+// newProxy starts a proxy on a free loopback port that forwards each
 // connection to upstream (host:port). It is cut and waited for when the
 // test ends.
-func NewProxy(t testing.TB, upstream string) *Proxy {
+func newProxy(t testing.TB, upstream string) *proxy {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("listentest: proxy: %v", err)
+		t.Fatalf("proxy: %v", err)
 	}
-	p := &Proxy{t: t, addr: ln.Addr().String(), upstream: upstream, conns: map[net.Conn]struct{}{}}
+	p := &proxy{t: t, addr: ln.Addr().String(), upstream: upstream, conns: map[net.Conn]struct{}{}}
 	p.serve(ln)
 	t.Cleanup(func() {
 		p.Cut()
@@ -42,9 +41,9 @@ func NewProxy(t testing.TB, upstream string) *Proxy {
 }
 
 // Addr is the proxy's address (host:port).
-func (p *Proxy) Addr() string { return p.addr }
+func (p *proxy) Addr() string { return p.addr }
 
-func (p *Proxy) serve(ln net.Listener) {
+func (p *proxy) serve(ln net.Listener) {
 	p.mu.Lock()
 	p.ln = ln
 	p.mu.Unlock()
@@ -79,7 +78,7 @@ func (p *Proxy) serve(ln net.Listener) {
 
 // pipe copies src to dst until either ends, then closes both and forgets
 // them, so that a test making many connections does not keep them all.
-func (p *Proxy) pipe(dst, src net.Conn) {
+func (p *proxy) pipe(dst, src net.Conn) {
 	defer p.wg.Done()
 	buf := make([]byte, 32<<10)
 	for {
@@ -108,14 +107,14 @@ func (p *Proxy) pipe(dst, src net.Conn) {
 // either side sends is read and dropped, on the connections open now and
 // on those accepted later, until Cut. To the peers it is a silent drop (a
 // path that black-holes packets), which only their keep-alives reveal.
-func (p *Proxy) Stall() {
+func (p *proxy) Stall() {
 	p.mu.Lock()
 	p.stalled = true
 	p.mu.Unlock()
 }
 
 // Cut closes the listener and every proxied connection, and ends a Stall.
-func (p *Proxy) Cut() {
+func (p *proxy) Cut() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.stalled = false
@@ -130,10 +129,10 @@ func (p *Proxy) Cut() {
 }
 
 // Restore listens again on the proxy's address.
-func (p *Proxy) Restore() {
+func (p *proxy) Restore() {
 	ln, err := net.Listen("tcp", p.addr)
 	if err != nil {
-		p.t.Fatalf("listentest: proxy: %v", err)
+		p.t.Fatalf("proxy: %v", err)
 	}
 	p.serve(ln)
 }
