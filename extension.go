@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/mcplisten/listen/internal/wiremsg"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
 )
@@ -161,7 +162,7 @@ func (r *ExtensionRegistry) subscriptionFilters(ctx context.Context, req *Reques
 		}
 		m, err := merge(merged, contrib)
 		if err != nil {
-			return nil, nil, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgExtFiltersCollide).
+			return nil, nil, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.ExtFiltersCollide).
 				WithCause(fmt.Errorf("extension %s: %w", e.ID(), err))
 		}
 		merged = m
@@ -176,7 +177,7 @@ func (r *ExtensionRegistry) subscriptionFilters(ctx context.Context, req *Reques
 func callFilterHook(ctx context.Context, e SubscriptionExtension, req *Request) (f Filter, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			f, err = nil, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgExtCallbackPanicked).
+			f, err = nil, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.ExtCallbackPanicked).
 				WithCause(newPanicError(e.ID()+".SubscriptionFilter", v))
 		}
 	}()
@@ -186,13 +187,13 @@ func callFilterHook(ctx context.Context, e SubscriptionExtension, req *Request) 
 		if errors.As(err, &we) {
 			return nil, we
 		}
-		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgExtInvalidFilter).WithCause(err)
+		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.ExtInvalidFilter).WithCause(err)
 	}
 	if !f.Valid() {
-		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgExtNonJSONFilter)
+		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.ExtNonJSONFilter)
 	}
 	if !f.SubsetOf(req.Notifications) {
-		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgExtUnrequested)
+		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.ExtUnrequested)
 	}
 	return f, nil
 }
@@ -223,15 +224,15 @@ func (s *Subscription) shapeExtensionEvent(dst []byte, ev Event) ([]byte, bool, 
 		return dst, false, err
 	}
 	if !extensionMethod(method) {
-		return dst, false, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgExtInvalidEvent).
+		return dst, false, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.ExtInvalidEvent).
 			WithCause(fmt.Errorf("extension %s shaped method %q", ext.ID(), method))
 	}
 	if !objectValid(params) {
-		return dst, false, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgExtNonJSONEvent)
+		return dst, false, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.ExtNonJSONEvent)
 	}
 	out, ok := s.appendMessage(dst, method, "", params, ev.Metadata)
 	if !ok {
-		return dst, false, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgExtNonJSONEvent)
+		return dst, false, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.ExtNonJSONEvent)
 	}
 	return out, true, nil
 }
@@ -267,13 +268,13 @@ func extensionMethod(method string) bool {
 func callShapeHook(sh shapeHook, id string, ev Event, owned, settings Filter) (method string, params map[string]any, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			err = jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgExtCallbackPanicked).
+			err = jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.ExtCallbackPanicked).
 				WithCause(newPanicError(id+".ShapeSubscriptionEvent", v))
 		}
 	}()
 	method, params, err = sh.ShapeSubscriptionEvent(ev, owned, Settings{settings})
 	if err != nil {
-		return "", nil, jsonrpc.AsError(err, spec.MsgExtInvalidEvent)
+		return "", nil, jsonrpc.AsError(err, wiremsg.ExtInvalidEvent)
 	}
 	return method, params, nil
 }

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"io"
 
+	"github.com/mcplisten/listen/internal/wiremsg"
 	"github.com/mcplisten/listen/jsonrpc"
-	"github.com/mcplisten/listen/spec"
 )
 
 // Source is the application boundary: it turns an opened listen request into
@@ -90,7 +90,7 @@ func openSource(ctx context.Context, src Source, req *Request, supported Filter)
 	defer func() {
 		if v := recover(); v != nil {
 			accepted, stream = nil, nil
-			err = jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen).WithCause(newPanicError("Source.Open", v))
+			err = jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.SourceFailedToOpen).WithCause(newPanicError("Source.Open", v))
 		}
 	}()
 	accepted, stream, err = src.Open(ctx, req, supported)
@@ -102,10 +102,10 @@ func openSource(ctx context.Context, src Source, req *Request, supported Filter)
 		if errors.As(err, &we) {
 			return nil, nil, we
 		}
-		return nil, nil, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen).WithCause(err)
+		return nil, nil, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.SourceFailedToOpen).WithCause(err)
 	}
 	if stream == nil {
-		return nil, nil, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgInvalidOpenResult)
+		return nil, nil, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.InvalidOpenResult)
 	}
 	if accepted == nil {
 		accepted = Filter{}

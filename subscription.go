@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcplisten/listen/internal/resuri"
 	"github.com/mcplisten/listen/internal/valid"
+	"github.com/mcplisten/listen/internal/wiremsg"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
 )
@@ -262,8 +263,8 @@ type extParts struct {
 // Failed reason and Open returns the internal error "Subscription source
 // accepted notifications not requested".
 //
-// Errors are *jsonrpc.Error values for the client (match them with errors.Is against
-// jsonrpc.ErrInvalidParams, jsonrpc.ErrInternal, ...). ctx is passed to src.Open and is the
+// Errors are *jsonrpc.Error values for the client (read their code with
+// jsonrpc.CodeOf: jsonrpc.CodeInvalidParams, jsonrpc.CodeInternalError, ...). ctx is passed to src.Open and is the
 // subscription's owner (see Subscription). opts may be nil.
 func Open(ctx context.Context, src Source, req *Request, opts *Options) (*Subscription, error) {
 	return OpenOwned(ctx, ctx, src, req, opts)
@@ -294,12 +295,12 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 		return nil, jsonrpc.IDTooLarge(opts.MaxIDBytes)
 	}
 	if opts.Disabled {
-		return nil, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, spec.MsgListenDisabled)
+		return nil, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, wiremsg.ListenDisabled)
 	}
 	req.SubResources = opts.SubResources
 	req.Scopes = nil
-	if !spec.HasListen(req.ProtocolVersion) {
-		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgNoShaping)
+	if req.ProtocolVersion != spec.ProtocolVersion {
+		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.NoShaping)
 	}
 	if err := validateNotifications(req.Notifications); err != nil {
 		return nil, err
@@ -328,7 +329,7 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 	supported := core
 	if len(extMerged) > 0 {
 		if _, err := merge(core, extMerged); err != nil {
-			return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgExtCollideWithCore).WithCause(err)
+			return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.ExtCollideWithCore).WithCause(err)
 		}
 		for k, v := range extMerged {
 			supported[strings.Clone(k)] = cloneValue(v)
@@ -343,7 +344,7 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 		return nil, err
 	}
 	if !accepted.SubsetOf(supported) {
-		werr := jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgSourceOverclaimed)
+		werr := jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.SourceOverclaimed)
 		closeStream(stream, Failed(werr))
 		return nil, werr
 	}
@@ -410,7 +411,7 @@ func scopes(req *Request, opts *Options) (out []string, err error) {
 	}
 	defer func() {
 		if v := recover(); v != nil {
-			out, err = nil, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen).
+			out, err = nil, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.SourceFailedToOpen).
 				WithCause(newPanicError("Options.Scopes", v))
 		}
 	}()
@@ -430,13 +431,13 @@ func capabilities(ctx context.Context, req *Request, opts *Options) (caps Capabi
 	}
 	defer func() {
 		if v := recover(); v != nil {
-			caps, err = Capabilities{}, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen).
+			caps, err = Capabilities{}, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.SourceFailedToOpen).
 				WithCause(newPanicError("Options.CapabilitiesFor", v))
 		}
 	}()
 	caps, err = opts.CapabilitiesFor(ctx, req)
 	if err != nil {
-		return Capabilities{}, jsonrpc.AsError(err, spec.MsgSourceFailedToOpen)
+		return Capabilities{}, jsonrpc.AsError(err, wiremsg.SourceFailedToOpen)
 	}
 	return caps, nil
 }
@@ -654,7 +655,7 @@ func (s *Subscription) Closed() <-chan struct{} { return s.guard.doneChan() }
 func canRead(ctx context.Context, f func(context.Context, *Request, string) bool, req *Request, uri string) (ok bool, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			ok, err = false, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen).WithCause(newPanicError("Options.CanRead", v))
+			ok, err = false, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.SourceFailedToOpen).WithCause(newPanicError("Options.CanRead", v))
 		}
 	}()
 	return f(ctx, req, uri), nil

@@ -28,7 +28,7 @@
 //   - Publications ordered by happens-before reach every listener in that
 //     order; concurrent ones have no defined relative order.
 //   - A stream has one puller: a second Next while one is blocked returns
-//     ErrPullPending. Close may run concurrently with a blocked Next and
+//     an error. Close may run concurrently with a blocked Next and
 //     releases it; Next after Close returns [listen.ErrClosed].
 //   - A stream is a [listen.NotifyStream] (Serve pulls it without a worker
 //     goroutine; streamhttp's fast path serves idle streams without any):

@@ -15,9 +15,9 @@ import (
 	"github.com/mcplisten/listen/spec"
 )
 
-// DefaultMaxBuffer is the per-listener queue bound used when
+// defaultMaxBuffer is the per-listener queue bound used when
 // Options.MaxBuffer is zero.
-const DefaultMaxBuffer = 100
+const defaultMaxBuffer = 100
 
 // Overflow is what a listener's full queue does with one more event.
 type Overflow uint8
@@ -60,7 +60,7 @@ func (o Overflow) MarshalText() ([]byte, error) { return []byte(o.String()), nil
 // Options configure New. The zero Options is valid: MaxBuffer 100,
 // DropOldest, no hooks.
 type Options struct {
-	// MaxBuffer bounds each listener's queue. Zero means DefaultMaxBuffer
+	// MaxBuffer bounds each listener's queue. Zero means the default
 	// (100); a negative value, or one above math.MaxInt32, is an error. The queue's memory is allocated on
 	// demand, so a large bound costs nothing until events pile up.
 	MaxBuffer int
@@ -184,7 +184,7 @@ var (
 func New(opts Options) (*Hub, error) {
 	if opts.MaxBuffer < 0 || opts.MaxBuffer > math.MaxInt32 {
 		return nil, fmt.Errorf("%w: MaxBuffer must be a positive integer (or 0 for the default %d), got %d",
-			ErrInvalidOptions, DefaultMaxBuffer, opts.MaxBuffer)
+			ErrInvalidOptions, defaultMaxBuffer, opts.MaxBuffer)
 	}
 	if opts.Overflow > EndListener {
 		return nil, fmt.Errorf("%w: Overflow must be DropOldest, DropNewest or EndListener, got %v",
@@ -200,7 +200,7 @@ func New(opts Options) (*Hub, error) {
 		scoped:    make(map[string]*set),
 	}
 	if h.maxBuffer == 0 {
-		h.maxBuffer = DefaultMaxBuffer
+		h.maxBuffer = defaultMaxBuffer
 	}
 	h.watch = newWatcher(h, opts)
 	return h, nil
@@ -211,7 +211,7 @@ func New(opts Options) (*Hub, error) {
 // hub keeps the filter's extension keys, and the values of the rest in its
 // index (it must not be modified afterwards; listen.Open hands over a
 // private copy). An invalid filter (see listen.Filter.Valid)
-// fails with ErrInvalidFilter, which listen.Open reports as "Subscription
+// fails, which listen.Open reports as "Subscription
 // source failed to open". A request whose SubResources is set (listen.Open
 // sets it from listen.Options.SubResources) opens a folder listener, whose
 // URIs also cover their sub-resources by that rule. The subscription's
@@ -230,7 +230,7 @@ func (h *Hub) Open(ctx context.Context, req *listen.Request, supported listen.Fi
 		return nil, nil, ErrShutdown
 	}
 	if !supported.Valid() {
-		return nil, nil, ErrInvalidFilter
+		return nil, nil, errInvalidFilter
 	}
 	if supported == nil {
 		supported = listen.Filter{}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
+	"github.com/mcplisten/listen/internal/wiremsg"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
 )
@@ -561,10 +562,10 @@ func TestPanickingOnOpenClosesTheListener(t *testing.T) {
 	assert.Empty(t, h.CheckIndex())
 
 	_, err := listen.Open(context.Background(), h, listenRequest("y", listen.Filter{spec.KeyToolsListChanged: true}, false), serverOptions(nil))
-	require.ErrorIs(t, err, jsonrpc.ErrInternal)
+	require.ErrorIs(t, err, &jsonrpc.Error{Code: jsonrpc.CodeInternalError})
 	var we *jsonrpc.Error
 	require.ErrorAs(t, err, &we)
-	assert.Equal(t, spec.MsgSourceFailedToOpen, we.Message)
+	assert.Equal(t, wiremsg.SourceFailedToOpen, we.Message)
 	assert.Equal(t, 0, h.Stats().Subscriptions)
 }
 

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/mcplisten/listen/internal/jsonobj"
+	"github.com/mcplisten/listen/internal/wiremsg"
 )
 
 // Message is one decoded JSON-RPC message, before it is known to be a
@@ -18,10 +19,6 @@ type Message struct {
 	Method string
 	Params json.RawMessage
 }
-
-// MsgDuplicateMember is the message of the -32600 error for a message that
-// repeats a member of the JSON-RPC envelope.
-const MsgDuplicateMember = "Invalid request: a JSON-RPC member is repeated"
 
 // envelope lists the member names of a JSON-RPC message; ParseMessage
 // reads their values in this order.
@@ -71,7 +68,7 @@ func ParseMessage(data []byte) (Message, error) {
 // not "method" (encoding/json would take it for one), and an escaped name
 // is read decoded ("\u006dethod" is "method"). A message that repeats one
 // of the members jsonrpc, id, method, params, result or error is refused
-// with -32600 MsgDuplicateMember: JSON parsers disagree on which of the two
+// with -32600 "Invalid request: a JSON-RPC member is repeated": JSON parsers disagree on which of the two
 // counts (most take the last, some the first), and a message read one way
 // here and another way by a gateway or an SDK behind the same endpoint
 // must not be served. Other members are ignored.
@@ -101,7 +98,7 @@ func ParseMessageMaxID(data []byte, maxIDBytes int) (Message, error) {
 		return Message{}, NewError(CodeInvalidRequest, "Invalid request: expected a JSON-RPC object")
 	}
 	if !unique {
-		return Message{}, NewError(CodeInvalidRequest, MsgDuplicateMember)
+		return Message{}, NewError(CodeInvalidRequest, wiremsg.DuplicateMember)
 	}
 	var m Message
 	if id != nil {

@@ -62,9 +62,8 @@ func TestRefusalCause(t *testing.T) {
 		err  error
 		want string
 	}{
-		{jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgCapacityExhausted).WithCause(listen.ErrOverloaded), listenotel.CauseCapacity},
-		{jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgCapacityExhausted), listenotel.CauseCapacity},
-		{jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgCapacityExhausted).WithCause(listen.Failed(listen.ErrOverloaded)), listenotel.CauseCapacity},
+		{jsonrpc.NewError(jsonrpc.CodeInternalError, "Server subscription capacity exhausted").WithCause(listen.ErrOverloaded), listenotel.CauseCapacity},
+		{jsonrpc.NewError(jsonrpc.CodeInternalError, "Server subscription capacity exhausted").WithCause(listen.Failed(listen.ErrOverloaded)), listenotel.CauseCapacity},
 		{jsonrpc.NewError(jsonrpc.CodeInternalError, streamhttp.MsgShuttingDown).WithCause(listen.ErrShutdown), listenotel.CauseShutdown},
 		{jsonrpc.NewError(jsonrpc.CodeInvalidRequest, streamhttp.MsgUnauthorized).WithCause(errors.New("no token")), listenotel.CauseAuth},
 		{jsonrpc.NewError(jsonrpc.CodeInvalidRequest, streamhttp.MsgUnauthorized).WithCause(&streamhttp.AuthError{Status: 403}), listenotel.CauseAuth},
@@ -72,13 +71,13 @@ func TestRefusalCause(t *testing.T) {
 		{&streamhttp.AuthError{}, listenotel.CauseAuth},
 		{jsonrpc.NewError(jsonrpc.CodeParseError, "Parse error"), listenotel.CauseValidation},
 		{jsonrpc.NewError(jsonrpc.CodeInvalidRequest, streamhttp.MsgBodyTooLarge), listenotel.CauseValidation},
-		{jsonrpc.NewError(jsonrpc.CodeInvalidRequest, spec.MsgDuplicateID), listenotel.CauseValidation},
-		{jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgNotificationsObject), listenotel.CauseValidation},
-		{jsonrpc.NewError(jsonrpc.CodeMethodNotFound, spec.MsgMethodNotFoundListen), listenotel.CauseValidation},
+		{jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Duplicate in-flight request id"), listenotel.CauseValidation},
+		{jsonrpc.NewError(jsonrpc.CodeInvalidParams, "subscriptions/listen requires a notifications object"), listenotel.CauseValidation},
+		{jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "Method not found: subscriptions/listen"), listenotel.CauseValidation},
 		{jsonrpc.NewError(jsonrpc.CodeHeaderMismatch, "Header mismatch: missing Mcp-Method header"), listenotel.CauseValidation},
 		{spec.UnsupportedVersionError(nil, "2099-01-01"), listenotel.CauseValidation},
 		{jsonrpc.NewError(jsonrpc.CodeMissingRequiredClientCapability, "Missing required client capability"), listenotel.CauseValidation},
-		{jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen).WithCause(errors.New("db down")), listenotel.CauseError},
+		{jsonrpc.NewError(jsonrpc.CodeInternalError, "Subscription source failed to open").WithCause(errors.New("db down")), listenotel.CauseError},
 		{errors.New("not a wire error"), listenotel.CauseError},
 		{nil, listenotel.CauseError},
 	} {
@@ -173,7 +172,7 @@ func TestInstrumentChainsHooks(t *testing.T) {
 	m.InstrumentHTTP(&hopts)
 	hopts.OnOpen(nil)
 	hopts.OnKeepAlive(nil)
-	hopts.OnError(nil, http.StatusServiceUnavailable, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgCapacityExhausted))
+	hopts.OnError(nil, http.StatusServiceUnavailable, jsonrpc.NewError(jsonrpc.CodeInternalError, "Server subscription capacity exhausted").WithCause(listen.ErrOverloaded))
 	hopts.OnClose(nil, listen.ErrShutdown)
 	sopts := stdio.Options{
 		OnOpen:        func(*listen.Subscription) { calls = append(calls, "stdio open") },
@@ -182,7 +181,7 @@ func TestInstrumentChainsHooks(t *testing.T) {
 	}
 	m.InstrumentStdio(&sopts)
 	sopts.OnOpen(nil)
-	sopts.OnListenError(jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgNotificationsObject))
+	sopts.OnListenError(jsonrpc.NewError(jsonrpc.CodeInvalidParams, "subscriptions/listen requires a notifications object"))
 	sopts.OnClose(nil, listen.Cancelled(""))
 	assert.Equal(t, []string{"http open", "http keep-alive", "http error", "http close",
 		"stdio open", "stdio error", "stdio close"}, calls)

@@ -18,9 +18,8 @@
 //
 // HubHooks, InstrumentHTTP and InstrumentStdio chain the hooks already set:
 // each records, then calls the hook it replaced (HubHooks' argument, the
-// option's previous value). For another transport, call the methods of
-// Metrics.Transport(kind) from its hooks. The bridges between instances
-// (natsbridge, redisbridge) take Metrics.BridgeHooks as their Hooks.
+// option's previous value). The bridges between instances (natsbridge,
+// redisbridge) take Metrics.BridgeHooks as their Hooks.
 //
 // # Goroutines
 //

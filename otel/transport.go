@@ -11,62 +11,62 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
-	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/stdio"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
 // Close reason classes (the values of AttrCloseReason): those of
-// listen.Classify.
+// listen.Classify, listed in the package documentation.
 const (
-	ClassComplete     = "complete"
-	ClassCancelled    = "cancelled"
-	ClassDisconnected = "disconnected"
-	ClassError        = "error"
-	ClassShutdown     = "shutdown"
-	ClassOther        = "other"
-	ClassRevoked      = "revoked"
-	ClassExpired      = "expired"
-	ClassLifetime     = "lifetime"
-	ClassFellBehind   = "fell_behind"
+	classComplete     = "complete"
+	classCancelled    = "cancelled"
+	classDisconnected = "disconnected"
+	classError        = "error"
+	classShutdown     = "shutdown"
+	classOther        = "other"
+	classRevoked      = "revoked"
+	classExpired      = "expired"
+	classLifetime     = "lifetime"
+	classFellBehind   = "fell_behind"
 )
 
-var classes = [...]string{ClassComplete, ClassCancelled, ClassDisconnected, ClassError, ClassShutdown, ClassOther,
-	ClassRevoked, ClassExpired, ClassLifetime, ClassFellBehind}
+var classes = [...]string{classComplete, classCancelled, classDisconnected, classError, classShutdown, classOther,
+	classRevoked, classExpired, classLifetime, classFellBehind}
 
 func classIndex(reason error) int {
 	if i := slices.Index(classes[:], listen.Classify(reason)); i >= 0 {
 		return i
 	}
-	return 5 // ClassOther
+	return 5 // classOther
 }
 
-// Refusal causes (the values of AttrRefusalCause).
+// Refusal causes (the values of AttrRefusalCause), listed in the package
+// documentation.
 const (
-	// CauseCapacity: the transport was at its stream limit
-	// (spec.MsgCapacityExhausted, listen.ErrOverloaded).
-	CauseCapacity = "capacity"
-	// CauseShutdown: the transport was draining.
-	CauseShutdown = "shutdown"
-	// CauseAuth: Authenticate or CheckOrigin refused the request
+	// causeCapacity: the transport was at its stream limit
+	// ("Server subscription capacity exhausted", listen.ErrOverloaded).
+	causeCapacity = "capacity"
+	// causeShutdown: the transport was draining.
+	causeShutdown = "shutdown"
+	// causeAuth: Authenticate or CheckOrigin refused the request
 	// (streamhttp.MsgUnauthorized, streamhttp.MsgForbidden,
 	// *streamhttp.AuthError).
-	CauseAuth = "auth"
-	// CauseValidation: the request itself was wrong (parse, method, params,
+	causeAuth = "auth"
+	// causeValidation: the request itself was wrong (parse, method, params,
 	// headers, protocol version, body size, a duplicate id: every error
 	// but -32603).
-	CauseValidation = "validation"
-	// CauseError: the server failed to open the listen (any other -32603,
+	causeValidation = "validation"
+	// causeError: the server failed to open the listen (any other -32603,
 	// such as "Subscription source failed to open").
-	CauseError = "error"
+	causeError = "error"
 )
 
-var causes = [...]string{CauseCapacity, CauseShutdown, CauseAuth, CauseValidation, CauseError}
+var causes = [...]string{causeCapacity, causeShutdown, causeAuth, causeValidation, causeError}
 
-// RefusalCause sorts the error a listen was refused with (the error given
-// to streamhttp's OnError or stdio's OnListenError) into one of the Cause
-// constants.
-func RefusalCause(err error) string { return causes[causeIndex(err)] }
+// refusalCause sorts the error a listen was refused with (the error given
+// to streamhttp's OnError or stdio's OnListenError) into one of the
+// refusal causes.
+func refusalCause(err error) string { return causes[causeIndex(err)] }
 
 func causeIndex(err error) int {
 	var we *jsonrpc.Error
@@ -80,10 +80,6 @@ func causeIndex(err error) int {
 		return 2
 	case errors.As(err, &we):
 		switch {
-		case we.Message == spec.MsgCapacityExhausted:
-			return 0
-		case we.Message == streamhttp.MsgShuttingDown:
-			return 1
 		case we.Message == streamhttp.MsgUnauthorized, we.Message == streamhttp.MsgForbidden:
 			return 2
 		case we.Code != jsonrpc.CodeInternalError:
@@ -101,11 +97,11 @@ func cutByDeadline(reason error) bool {
 		(errors.Is(reason, os.ErrDeadlineExceeded) || errors.Is(reason, stdio.ErrWriteTimeout))
 }
 
-// Transport records the stream instruments of one transport kind. Its
+// transport records the stream instruments of one transport kind. Its
 // methods fit the hooks of a transport (OnOpen, OnClose, a refusal, a
 // keep-alive); InstrumentHTTP and InstrumentStdio wire them. A nil
-// *Transport (from disabled Metrics) records nothing.
-type Transport struct {
+// *transport (from disabled Metrics) records nothing.
+type transport struct {
 	m         *Metrics
 	kind      string
 	one       []metric.AddOption
@@ -114,11 +110,11 @@ type Transport struct {
 	delivered [numKinds][]metric.AddOption
 }
 
-// Transport returns the recorder of the transport kind (the
+// recorder returns the recorder of the transport kind (the
 // listen.Transport.Kind of its requests, such as streamhttp.TransportKind),
-// or nil when m is disabled. Use it to instrument a transport of your own;
-// the same kind always gives the same *Transport.
-func (m *Metrics) Transport(kind string) *Transport {
+// or nil when m is disabled; the same kind always gives the same
+// *transport.
+func (m *Metrics) recorder(kind string) *transport {
 	if m == nil {
 		return nil
 	}
@@ -133,7 +129,7 @@ func (m *Metrics) Transport(kind string) *Transport {
 	if t := m.transports[kind]; t != nil {
 		return t
 	}
-	t = &Transport{m: m, kind: kind}
+	t = &transport{m: m, kind: kind}
 	tr := AttrTransport.String(kind)
 	t.one = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(tr))}
 	for i, c := range classes {
@@ -164,17 +160,9 @@ func (m *Metrics) Transport(kind string) *Transport {
 	return t
 }
 
-// Kind returns the transport kind t records ("" for nil).
-func (t *Transport) Kind() string {
-	if t == nil {
-		return ""
-	}
-	return t.kind
-}
-
 // OnOpen records an opened stream: mcp.listen.streams.open +1,
 // mcp.listen.streams.opened +1.
-func (t *Transport) OnOpen(*listen.Subscription) {
+func (t *transport) OnOpen(*listen.Subscription) {
 	if t == nil {
 		return
 	}
@@ -185,7 +173,7 @@ func (t *Transport) OnOpen(*listen.Subscription) {
 // OnClose records a closed stream with its reason: mcp.listen.streams.open
 // -1, mcp.listen.streams.closed +1 with the reason's class, and
 // mcp.listen.streams.write_timeouts +1 when a write deadline cut it.
-func (t *Transport) OnClose(_ *listen.Subscription, reason error) {
+func (t *transport) OnClose(_ *listen.Subscription, reason error) {
 	if t == nil {
 		return
 	}
@@ -201,7 +189,7 @@ func (t *Transport) OnClose(_ *listen.Subscription, reason error) {
 // open at once: the stream limit of a transport instrumented by hand, or
 // minus the limit of a handler retired while the process goes on.
 // InstrumentHTTP adds the limit of the handlers it instruments.
-func (t *Transport) AddCapacity(n int64) {
+func (t *transport) AddCapacity(n int64) {
 	if t == nil {
 		return
 	}
@@ -209,8 +197,8 @@ func (t *Transport) AddCapacity(n int64) {
 }
 
 // OnRefuse records a listen answered with err instead of a stream:
-// mcp.listen.requests.refused +1 with RefusalCause(err).
-func (t *Transport) OnRefuse(err error) {
+// mcp.listen.requests.refused +1 with refusalCause(err).
+func (t *transport) OnRefuse(err error) {
 	if t == nil {
 		return
 	}
@@ -218,7 +206,7 @@ func (t *Transport) OnRefuse(err error) {
 }
 
 // OnKeepAlive records a keep-alive written: mcp.listen.keepalives.sent +1.
-func (t *Transport) OnKeepAlive(*listen.Subscription) {
+func (t *transport) OnKeepAlive(*listen.Subscription) {
 	if t == nil {
 		return
 	}
@@ -235,7 +223,7 @@ func (m *Metrics) InstrumentHTTP(opts *streamhttp.Options) {
 	if m == nil || opts == nil {
 		return
 	}
-	t := m.Transport(streamhttp.TransportKind)
+	t := m.recorder(streamhttp.TransportKind)
 	switch {
 	case opts.MaxStreams == 0:
 		t.AddCapacity(streamhttp.DefaultMaxStreams)
@@ -278,7 +266,7 @@ func (m *Metrics) InstrumentStdio(opts *stdio.Options) {
 	if m == nil || opts == nil {
 		return
 	}
-	t := m.Transport(stdio.TransportKind)
+	t := m.recorder(stdio.TransportKind)
 	onOpen, onClose, onListenError := opts.OnOpen, opts.OnClose, opts.OnListenError
 	opts.OnOpen = func(sub *listen.Subscription) {
 		t.OnOpen(sub)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
+	"github.com/mcplisten/listen/internal/wiremsg"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/spec"
@@ -486,7 +487,7 @@ func TestAttackOneClientTakesEverySlot(t *testing.T) {
 			at.listen(t, `"other"`, as(fmt.Sprintf("user-%d", i)))
 		}
 		resp := at.post(t, listenBody(`"late"`, `{}`), as("late"))
-		wantRefusal(t, resp, http.StatusServiceUnavailable, jsonrpc.CodeInternalError, spec.MsgCapacityExhausted)
+		wantRefusal(t, resp, http.StatusServiceUnavailable, jsonrpc.CodeInternalError, wiremsg.CapacityExhausted)
 		assert.Equal(t, "5", resp.Header.Get("Retry-After"))
 		st := at.h.Stats()
 		assert.Equal(t, 20, st.Active)

@@ -16,7 +16,4 @@ const (
 	// reserves for them (-32000 to -32099), clear of the codes MCP
 	// 2026-07-28 uses (-32020 to -32022). Its data is {"reason": "<reason>"}.
 	CodeEnded = -32050
-	// MsgListenDisabled is the message of the -32601 error every new listen
-	// gets while listen.Options.Disabled is set.
-	MsgListenDisabled = "Method not found: subscriptions/listen is turned off on this server"
 )

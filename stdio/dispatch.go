@@ -9,6 +9,7 @@ import (
 	"github.com/mcplisten/listen/internal/echo"
 	"github.com/mcplisten/listen/internal/jsonenc"
 	"github.com/mcplisten/listen/internal/jsonobj"
+	"github.com/mcplisten/listen/internal/wiremsg"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
 )
@@ -38,7 +39,7 @@ func (c *conn) handleLine(line []byte) {
 		return
 	}
 	if c.inFlight(msg.ID) {
-		err := jsonrpc.NewError(jsonrpc.CodeInvalidRequest, spec.MsgDuplicateID)
+		err := jsonrpc.NewError(jsonrpc.CodeInvalidRequest, wiremsg.DuplicateID)
 		if msg.Method == spec.MethodListen {
 			c.hookListenError(err)
 		}
@@ -190,7 +191,7 @@ func (c *conn) listen(msg jsonrpc.Message) {
 		e.serveCancel(nil)
 		c.srv.nRefused.Add(1)
 		c.srv.log.Debug("stdio: listen refused: capacity exhausted", "id", msg.ID.Raw(), "max", c.srv.opts.MaxSubscriptions)
-		err := jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgCapacityExhausted).WithCause(listen.Failed(listen.ErrOverloaded))
+		err := jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.CapacityExhausted).WithCause(listen.Failed(listen.ErrOverloaded))
 		c.hookListenError(err)
 		c.reply(msg.ID, err)
 		return

@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/internal/wiremsg"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
-	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/stdio"
 )
 
@@ -47,30 +47,30 @@ func TestOnListenError(t *testing.T) {
 
 		h.openListen(`1`) // takes the only slot
 		h.send(listenLine(`1`, `{}`))
-		requireError(t, h.recv(), `1`, jsonrpc.CodeInvalidRequest, spec.MsgDuplicateID)
-		next(jsonrpc.CodeInvalidRequest, spec.MsgDuplicateID)
+		requireError(t, h.recv(), `1`, jsonrpc.CodeInvalidRequest, wiremsg.DuplicateID)
+		next(jsonrpc.CodeInvalidRequest, wiremsg.DuplicateID)
 
 		h.send(listenLine(`2`, `[]`))
-		requireError(t, h.recv(), `2`, jsonrpc.CodeInvalidParams, spec.MsgNotificationsObject)
-		next(jsonrpc.CodeInvalidParams, spec.MsgNotificationsObject)
+		requireError(t, h.recv(), `2`, jsonrpc.CodeInvalidParams, wiremsg.NotificationsObject)
+		next(jsonrpc.CodeInvalidParams, wiremsg.NotificationsObject)
 
 		h.send(listenLineVersion(`3`, `{}`, "2025-06-18"))
-		requireError(t, h.recv(), `3`, jsonrpc.CodeMethodNotFound, spec.MsgMethodNotFoundListen)
-		next(jsonrpc.CodeMethodNotFound, spec.MsgMethodNotFoundListen)
+		requireError(t, h.recv(), `3`, jsonrpc.CodeMethodNotFound, wiremsg.MethodNotFoundListen)
+		next(jsonrpc.CodeMethodNotFound, wiremsg.MethodNotFoundListen)
 
 		h.send(listenLineVersion(`4`, `{}`, "2099-01-01"))
-		requireError(t, h.recv(), `4`, jsonrpc.CodeUnsupportedProtocolVersion, spec.MsgUnsupportedVersion)
-		next(jsonrpc.CodeUnsupportedProtocolVersion, spec.MsgUnsupportedVersion)
+		requireError(t, h.recv(), `4`, jsonrpc.CodeUnsupportedProtocolVersion, wiremsg.UnsupportedVersion)
+		next(jsonrpc.CodeUnsupportedProtocolVersion, wiremsg.UnsupportedVersion)
 
 		h.send(listenLine(`5`, `{}`))
-		requireError(t, h.recv(), `5`, jsonrpc.CodeInternalError, spec.MsgCapacityExhausted)
-		require.ErrorIs(t, next(jsonrpc.CodeInternalError, spec.MsgCapacityExhausted), listen.ErrOverloaded)
+		requireError(t, h.recv(), `5`, jsonrpc.CodeInternalError, wiremsg.CapacityExhausted)
+		require.ErrorIs(t, next(jsonrpc.CodeInternalError, wiremsg.CapacityExhausted), listen.ErrOverloaded)
 
 		h.send(cancelLine(`1`, "bye")) // frees the slot
 		h.closedReason()
 		h.send(listenLine(`"fails"`, `{}`))
-		requireError(t, h.recv(), `"fails"`, jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen)
-		next(jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen)
+		requireError(t, h.recv(), `"fails"`, jsonrpc.CodeInternalError, wiremsg.SourceFailedToOpen)
+		next(jsonrpc.CodeInternalError, wiremsg.SourceFailedToOpen)
 
 		// Not listens: not reported.
 		h.send(requestLine(`6`, "tools/list"))

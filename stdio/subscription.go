@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/internal/early"
+	"github.com/mcplisten/listen/internal/wiremsg"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
 )
@@ -168,7 +169,7 @@ func (c *conn) recoverHook(name string) {
 func openRecovered(ctx context.Context, src listen.Source, req *listen.Request, opts *listen.Options) (sub *listen.Subscription, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			sub, err = nil, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen).WithCause(fmt.Errorf("stdio: panic opening a subscription: %v", v))
+			sub, err = nil, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.SourceFailedToOpen).WithCause(fmt.Errorf("stdio: panic opening a subscription: %v", v))
 		}
 	}()
 	return listen.Open(ctx, src, req, opts)

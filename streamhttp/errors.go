@@ -9,7 +9,7 @@ import (
 )
 
 // Exact messages of the JSON-RPC errors this package writes itself. The
-// params, parse and open errors carry the core's messages (spec.Msg...).
+// params, parse and open errors carry the core's exact messages.
 const (
 	MsgMethodNotAllowed = "Method not allowed: subscriptions/listen is served over POST"
 	MsgForbidden        = "Forbidden: invalid Origin or Host"

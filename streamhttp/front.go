@@ -3,7 +3,6 @@ package streamhttp
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -178,7 +177,7 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = rc.SetReadDeadline(time.Time{})
 	m, err := jsonrpc.ParseMessageMaxID(body, f.maxID)
 	parsed := err == nil
-	if !parsed && !errors.Is(err, jsonrpc.ErrParse) && oversizedID(body, f.maxID) {
+	if !parsed && !(jsonrpc.CodeOf(err) == jsonrpc.CodeParseError) && oversizedID(body, f.maxID) {
 		// Read as a message, or as JSON (a batch, a response): no id over
 		// the bound goes further.
 		refuse(http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.IDTooLarge(f.maxID)).write(f.h, w, r)

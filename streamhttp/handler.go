@@ -13,8 +13,8 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/internal/early"
+	"github.com/mcplisten/listen/internal/wiremsg"
 	"github.com/mcplisten/listen/jsonrpc"
-	"github.com/mcplisten/listen/spec"
 )
 
 // Handler serves subscriptions/listen over MCP 2026-07-28 Streamable HTTP:
@@ -263,7 +263,7 @@ func (h *Handler) Stats() Stats {
 //	a notification (no id), not a listen         202  accepted and ignored, no body
 //	another method                               404  -32601 "Method not found: <method>"
 //	listen without id                            400  -32600
-//	bad params (_meta, notifications)            400  -32602, the core's exact messages (spec.Msg...)
+//	bad params (_meta, notifications)            400  -32602, the core's exact messages
 //	MCP-Protocol-Version header ≠ _meta version  400  -32020 "Header mismatch: ..."
 //	protocol version older than 2026-07-28       404  -32601 "Method not found: subscriptions/listen"
 //	any other unsupported protocol version       400  -32022 "Unsupported protocol version", data.supported/requested
@@ -341,7 +341,7 @@ func (h *Handler) admit(st *stream, r *http.Request, id jsonrpc.ID) *reply {
 		f = refuse(http.StatusTooManyRequests, id, jsonrpc.NewError(jsonrpc.CodeInternalError, MsgTooManyStreams).WithCause(listen.ErrOverloaded))
 		f.header = http.Header{"Retry-After": {h.retryAfter}}
 	case len(h.streams.items) >= h.opts.MaxStreams:
-		f = refuse(http.StatusServiceUnavailable, id, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgCapacityExhausted).WithCause(listen.ErrOverloaded))
+		f = refuse(http.StatusServiceUnavailable, id, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.CapacityExhausted).WithCause(listen.ErrOverloaded))
 		f.header = http.Header{"Retry-After": {h.retryAfter}}
 	default:
 		h.streams.add(st)

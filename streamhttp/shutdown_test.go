@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/internal/wiremsg"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/spec"
@@ -132,7 +133,7 @@ func TestCapacity(t *testing.T) {
 	b := readError(t, resp)
 	assert.Equal(t, `"two"`, string(b.ID))
 	assert.Equal(t, -32603, b.Error.Code)
-	assert.Equal(t, spec.MsgCapacityExhausted, b.Error.Message)
+	assert.Equal(t, wiremsg.CapacityExhausted, b.Error.Message)
 	assert.Equal(t, "5", resp.Header.Get("Retry-After"), "DefaultRetryAfter, in seconds")
 	assert.Len(t, e.src.Streams(), 1, "the refused listen never reached the source")
 	assert.Equal(t, streamhttp.Stats{Active: 1, Opened: 1, Refused: 1}, e.h.Stats())

@@ -71,8 +71,8 @@ func TestOpenFails(t *testing.T) {
 		want    error
 		code    int
 	}{
-		{"method not found", jsonError(404, `{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found"}}`), jsonrpc.ErrMethodNotFound, -32601},
-		{"error on the stream", sse(event(`{"jsonrpc":"2.0","id":ID,"error":{"code":-32602,"message":"Invalid params"}}`), false), jsonrpc.ErrInvalidParams, -32602},
+		{"method not found", jsonError(404, `{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found"}}`), &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound}, -32601},
+		{"error on the stream", sse(event(`{"jsonrpc":"2.0","id":ID,"error":{"code":-32602,"message":"Invalid params"}}`), false), &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams}, -32602},
 		{"completed at once", sse(event(`{"jsonrpc":"2.0","id":ID,"result":{"resultType":"complete","_meta":{"io.modelcontextprotocol/subscriptionId":ID}}}`), false), upstream.ErrCompleted, 0},
 		{"ack accepts more", sse(event(tagged(spec.MethodAcknowledged, `,"notifications":{"toolsListChanged":true,"promptsListChanged":true}`)), true), upstream.ErrProtocol, 0},
 		{"not the ack first", sse(event(tagged(spec.MethodToolsListChanged, ``)), true), upstream.ErrProtocol, 0},
@@ -120,7 +120,7 @@ func TestStreamEnds(t *testing.T) {
 		want error
 	}{
 		{"completion", ack + event(`{"jsonrpc":"2.0","id":ID,"result":{"resultType":"complete","_meta":{"io.modelcontextprotocol/subscriptionId":ID}}}`), false, 0, upstream.ErrCompleted},
-		{"error", ack + event(`{"jsonrpc":"2.0","id":ID,"error":{"code":-32603,"message":"Subscription source failed"}}`), false, 0, jsonrpc.ErrInternal},
+		{"error", ack + event(`{"jsonrpc":"2.0","id":ID,"error":{"code":-32603,"message":"Subscription source failed"}}`), false, 0, &jsonrpc.Error{Code: jsonrpc.CodeInternalError}},
 		{"connection closed", ack, false, 0, upstream.ErrDropped},
 		{"cut inside an event", ack + "event: message\ndata: {", false, 0, upstream.ErrDropped},
 		{"silent past the idle timeout", ack, true, 200 * time.Millisecond, upstream.ErrSilent},
