@@ -67,11 +67,10 @@ type Options struct {
 	// holds.
 	MaxFilterBytes int
 	// MaxIDBytes bounds a request's JSON-RPC id: the bytes of its JSON
-	// token, quotes and escapes included. Zero means
-	// jsonrpc.DefaultMaxIDBytes (256): real clients send integers or short
-	// strings. Open refuses a listen whose id is longer with -32600
-	// "Invalid request: id must be at most <N> bytes" (jsonrpc.IDTooLarge)
-	// and clears Request.ID, so that the error response written for it
+	// token, quotes and escapes included. Zero means 256: real clients send
+	// integers or short strings. Open refuses a listen whose id is longer
+	// with -32600 "Invalid request: id must be at most <N> bytes" and
+	// clears Request.ID, so that the error response written for it
 	// (jsonrpc.ErrorResponse(req.ID, err)) carries no id. The subscription
 	// keeps its id for its life and repeats it in every message of its
 	// stream, so this bounds both. The transports of this module (streamhttp,
@@ -292,7 +291,7 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 	}
 	if idTooLong(req.ID, opts) {
 		req.ID = jsonrpc.ID{}
-		return nil, jsonrpc.IDTooLarge(opts.MaxIDBytes)
+		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, wiremsg.IDTooLarge(opts.MaxIDBytes))
 	}
 	if opts.Disabled {
 		return nil, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, wiremsg.ListenDisabled)
@@ -665,7 +664,7 @@ func canRead(ctx context.Context, f func(context.Context, *Request, string) bool
 func idTooLong(id jsonrpc.ID, opts *Options) bool {
 	limit := opts.MaxIDBytes
 	if limit <= 0 {
-		limit = jsonrpc.DefaultMaxIDBytes
+		limit = wiremsg.DefaultMaxIDBytes
 	}
 	return len(id.Raw()) > limit
 }

@@ -1,6 +1,11 @@
 package hub
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/mcplisten/listen"
+)
 
 var (
 	// ErrInvalidOptions matches every error New returns for invalid Options.
@@ -13,10 +18,10 @@ var (
 	// same stream is blocked. A subscription's worker never does that; it
 	// reveals a second puller.
 	errPullPending = errors.New("hub: pull already pending")
-	// ErrShutdown is returned by Open after Shutdown: the subscription
-	// fails to open with the internal error "Subscription source failed to
-	// open".
-	ErrShutdown = errors.New("hub: shut down")
+	// errShutdown is returned by Open after Shutdown: it matches
+	// listen.ErrShutdown, and the subscription fails to open with the
+	// internal error "Subscription source failed to open".
+	errShutdown = fmt.Errorf("hub: shut down: %w", listen.ErrShutdown)
 
 	// errHookPanicked is the cause of the Failed reason a new listener is
 	// closed with when OnOpen panics.

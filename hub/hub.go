@@ -227,7 +227,7 @@ func (h *Hub) Open(ctx context.Context, req *listen.Request, supported listen.Fi
 	shut := h.shut
 	h.mu.RUnlock()
 	if shut {
-		return nil, nil, ErrShutdown
+		return nil, nil, errShutdown
 	}
 	if !supported.Valid() {
 		return nil, nil, errInvalidFilter
@@ -249,7 +249,7 @@ func (h *Hub) Open(ctx context.Context, req *listen.Request, supported listen.Fi
 	h.mu.Lock()
 	if h.shut { // Shutdown began since the check above: it would not complete l
 		h.mu.Unlock()
-		return nil, nil, ErrShutdown
+		return nil, nil, errShutdown
 	}
 	l.join(&h.all)
 	for k, v := range supported {
@@ -631,7 +631,7 @@ func (h *Hub) mustPublish(ev listen.Event) Report {
 // listen.ErrClosed, so its subscription writes the completion result and
 // closes. Completed listeners take no new events and leave every index, but
 // they count in Stats.Subscriptions and Stats.Closing until they are closed.
-// After Shutdown the hub refuses new listeners (Open returns ErrShutdown).
+// After Shutdown the hub refuses new listeners (Open returns an error matching listen.ErrShutdown).
 // Shutdown is idempotent; every call waits.
 //
 // Call it before (or together with) the transports' Shutdown: the

@@ -202,7 +202,7 @@ func TestUnsupportedVersionErrorIsTheExample(t *testing.T) {
 }
 
 // An id is bounded: its JSON token (quotes and escapes included, spaces
-// around it not) may be at most DefaultMaxIDBytes long, or the bound given;
+// around it not) may be at most 256 bytes long, or the bound given;
 // a longer one is refused with -32600 and the exact message, and the
 // Message keeps no id, so that the error response carries none. Before,
 // every id was accepted whatever its size.
@@ -255,7 +255,7 @@ func TestParseMessageBoundsTheID(t *testing.T) {
 
 // FuzzParseMessageMaxID: with a bound, ParseMessageMaxID answers exactly as
 // without one (a bound of the data's length), but for a message whose id
-// token is longer than the bound, which it refuses with IDTooLarge and no
+// token is longer than the bound, which it refuses with "id must be at most" and no
 // id; it never returns an id over the bound.
 func FuzzParseMessageMaxID(f *testing.F) {
 	for _, s := range []string{
@@ -273,7 +273,7 @@ func FuzzParseMessageMaxID(f *testing.F) {
 		limit := int(bound)
 		eff := limit
 		if eff <= 0 {
-			eff = jsonrpc.DefaultMaxIDBytes
+			eff = wiremsg.DefaultMaxIDBytes
 		}
 		free, ferr := jsonrpc.ParseMessageMaxID(data, len(data)+1)
 		m, err := jsonrpc.ParseMessageMaxID(data, limit)
@@ -281,7 +281,7 @@ func FuzzParseMessageMaxID(f *testing.F) {
 			t.Fatalf("id of %d bytes returned under a bound of %d", len(m.ID.Raw()), eff)
 		}
 		var we *jsonrpc.Error
-		if errors.As(err, &we) && we.Code == jsonrpc.CodeInvalidRequest && we.Message == jsonrpc.IDTooLarge(limit).Message {
+		if errors.As(err, &we) && we.Code == jsonrpc.CodeInvalidRequest && we.Message == wiremsg.IDTooLarge(limit) {
 			if m.ID.Valid() || !m.HasID {
 				t.Fatalf("refused for its id, but returns the id %q (has %v)", m.ID.Raw(), m.HasID)
 			}

@@ -220,7 +220,7 @@ func parseCancelled(params json.RawMessage, maxID int) (id jsonrpc.ID, reason st
 		return jsonrpc.ID{}, "", 0, false
 	}
 	rawID, rawReason := found[0].Value, found[1].Value
-	if jsonrpc.IDTooLong(rawID, maxID) {
+	if wiremsg.IDTooLong(rawID, maxID) {
 		return jsonrpc.ID{}, "", 0, false
 	}
 	if id, ok = jsonrpc.ParseID(rawID); !ok {
@@ -251,7 +251,7 @@ func parseResponse(line []byte, maxID int) ([]byte, bool) {
 		if rerr == nil {
 			return nil, false
 		}
-	} else if jsonrpc.IDTooLong(id, maxID) {
+	} else if wiremsg.IDTooLong(id, maxID) {
 		return nil, false
 	} else if _, ok := jsonrpc.ParseID(id); !ok {
 		return nil, false

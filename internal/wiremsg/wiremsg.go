@@ -1,8 +1,13 @@
 // Package wiremsg holds the exact messages of the JSON-RPC errors the listen
-// packages answer with. They are exact: the tests compare them, and a client
+// packages answer with, and the bound on request ids one of them states. They are exact: the tests compare them, and a client
 // may show them. Users match errors by code (jsonrpc.CodeOf), never by
 // message, so the messages are not part of the public API.
 package wiremsg
+
+import (
+	"bytes"
+	"strconv"
+)
 
 // Messages of the internal errors the core produces.
 const (
@@ -50,3 +55,34 @@ const (
 	// repeats a member of the JSON-RPC envelope.
 	DuplicateMember = "Invalid request: a JSON-RPC member is repeated"
 )
+
+// DefaultMaxIDBytes is the default bound of a request's id
+// (jsonrpc.ParseMessage, and the MaxIDBytes of the listen packages'
+// options): 256 bytes of its JSON token, quotes and escapes included. Real
+// clients send integers or short strings (a UUID is 38 bytes with its
+// quotes, an id with a prefix and a UUID rarely 60); 256 is four times
+// that, and small enough that a stream which repeats its listen's id in
+// every notification stays small.
+const DefaultMaxIDBytes = 256
+
+// IDTooLarge returns the message of the -32600 error for a message whose
+// id is longer than max bytes (zero or less: DefaultMaxIDBytes): "Invalid
+// request: id must be at most <max> bytes". The error is answered without
+// an id: an id that long is not repeated.
+func IDTooLarge(max int) string {
+	if max <= 0 {
+		max = DefaultMaxIDBytes
+	}
+	return "Invalid request: id must be at most " + strconv.Itoa(max) + " bytes"
+}
+
+// IDTooLong reports whether the id token raw (a member's raw JSON value,
+// surrounding spaces not counted) is longer than max bytes (zero or less:
+// DefaultMaxIDBytes). Transports use it on the members they do not parse
+// (a response's id, a cancellation's requestId).
+func IDTooLong(raw []byte, max int) bool {
+	if max <= 0 {
+		max = DefaultMaxIDBytes
+	}
+	return len(raw) > max && len(bytes.TrimSpace(raw)) > max
+}
