@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 	"math"
 	"slices"
@@ -58,7 +59,7 @@ func (o Overflow) String() string {
 func (o Overflow) MarshalText() ([]byte, error) { return []byte(o.String()), nil }
 
 // Options configure New. The zero Options is valid: MaxBuffer 100,
-// DropOldest, no hooks.
+// DropOldest, no hooks and no logger.
 type Options struct {
 	// MaxBuffer bounds each listener's queue. Zero means the default
 	// (100); a negative value, or one above math.MaxInt32, is an error. The queue's memory is allocated on
@@ -68,9 +69,33 @@ type Options struct {
 	// a value other than DropOldest, DropNewest and EndListener is an
 	// error.
 	Overflow Overflow
-	// Hooks, if set, is told about opens, publications, overflows,
-	// completions and closes. Nil means no instrumentation. See Hooks.
-	Hooks Hooks
+	// Logger, if set, logs the hub's life: opens, publications and closes
+	// at Debug (a close for an early ending, such as fell_behind, at Info),
+	// overflows at Warn, shutdowns at Info, with these attributes:
+	// subscriptions, filter_keys, request_id, transport, matched,
+	// delivered, buffered, dropped, queued, event_kind, extension_id,
+	// policy, ended, reason (a close's listen.Classify class). Nothing is
+	// formatted when the logger's level disables the record.
+	Logger *slog.Logger
+	// OnOpen, OnPublish, OnOverflow, OnShutdown and OnClose, if set, are
+	// told (after Logger's line) of each listener opened, each event
+	// published (also one that matched nobody), each publication that
+	// dropped events (after its OnPublish), each Shutdown call, once it
+	// completed the open listeners (each then hands out what it has
+	// queued and ends), and each listener closed (once per listener). The
+	// hub calls them synchronously, in the goroutine of the operation that
+	// caused them (Open, Publish, Shutdown, a stream's Close), after that
+	// operation has updated the hub and released every lock: they may call
+	// back into the hub. They must be safe for concurrent use and should be
+	// quick, since Publish waits for them. One that panics propagates the
+	// panic to that caller, after the hub's state is consistent; a
+	// panicking OnOpen also closes the listener it was told about. With
+	// none of them and no Logger, the hub does not even read the clock.
+	OnOpen     func(OpenInfo)
+	OnPublish  func(PublishInfo)
+	OnOverflow func(OverflowInfo)
+	OnShutdown func(ShutdownInfo)
+	OnClose    func(CloseInfo)
 	// OnAttach, if set, is called when the first listener starts watching a
 	// URI (exactly, or as a folder: see Watch), so that the application
 	// starts watching what it names; OnDetach when the last one stops (its
@@ -137,7 +162,7 @@ type Stats struct {
 type Hub struct {
 	maxBuffer int
 	overflow  Overflow
-	hooks     Hooks
+	hooks     *hooks
 
 	// mu guards the index below, every listener's memb and counted, and
 	// closing. Publish holds it for reading only while it copies its targets;
@@ -193,7 +218,7 @@ func New(opts Options) (*Hub, error) {
 	h := &Hub{
 		maxBuffer: opts.MaxBuffer,
 		overflow:  opts.Overflow,
-		hooks:     opts.Hooks,
+		hooks:     newHooks(opts),
 		uris:      make(map[string]*set),
 		folders:   folderIndex{sets: make(map[string]*set)},
 		keys:      make(map[string]*set),
@@ -336,7 +361,7 @@ func (h *Hub) callOnOpen(l *listener, info OpenInfo) {
 			l.Close(listen.Failed(errHookPanicked))
 		}
 	}()
-	h.hooks.OnOpen(info)
+	h.hooks.open(info)
 	ok = true
 }
 
@@ -566,9 +591,9 @@ func (h *Hub) published(ev listen.Event, r Report, start time.Time) {
 	if h.hooks != nil {
 		info := PublishInfo{Report: r, Queued: h.queuedNow(), EventKind: ev.Kind, ExtensionID: ev.ExtensionID,
 			Duration: time.Since(start)}
-		h.hooks.OnPublish(info)
+		h.hooks.publish(info)
 		if r.Dropped > 0 {
-			h.hooks.OnOverflow(OverflowInfo{
+			h.hooks.overflow(OverflowInfo{
 				Dropped: r.Dropped, Queued: info.Queued,
 				EventKind: ev.Kind, ExtensionID: ev.ExtensionID, Policy: h.overflow,
 				Ended: r.Ended,
@@ -697,7 +722,7 @@ func (h *Hub) complete() {
 	}
 
 	if h.hooks != nil {
-		h.hooks.OnShutdown(ShutdownInfo{Subscriptions: subs, Queued: h.queuedNow()})
+		h.hooks.shutdown(ShutdownInfo{Subscriptions: subs, Queued: h.queuedNow()})
 	}
 }
 

@@ -282,7 +282,7 @@ func (l *listener) Close(reason error) {
 	}
 
 	if h.hooks != nil {
-		h.hooks.OnClose(CloseInfo{
+		h.hooks.close(CloseInfo{
 			Subscriptions: remaining,
 			Reason:        listen.Classify(reason),
 			Err:           reason,

@@ -19,9 +19,9 @@ import (
 	"github.com/mcplisten/listen/spec"
 )
 
-func newHub(t testing.TB, hooks hub.Hooks) *hub.Hub {
+func newHub(t testing.TB, logger *slog.Logger) *hub.Hub {
 	t.Helper()
-	h, err := hub.New(hub.Options{Hooks: hooks})
+	h, err := hub.New(hub.Options{Logger: logger})
 	require.NoError(t, err)
 	return h
 }
@@ -241,7 +241,7 @@ func TestSlogHooks(t *testing.T) {
 	hooks := cluster.SlogHooks(logger)
 	ns := startNATS(t, 0)
 	nc := connect(t, ns.ClientURL())
-	h := newHub(t, hooks) // the same value instruments the hub
+	h := newHub(t, logger) // the same logger logs the hub
 	b, err := natsbridge.New(nc, h, natsbridge.Options{Options: cluster.Options{Hooks: hooks}})
 	require.NoError(t, err)
 	_, err = b.Hub().Publish(listen.ToolsListChanged())

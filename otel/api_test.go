@@ -34,9 +34,10 @@ func TestDisabled(t *testing.T) {
 			m, err := listenotel.New(mp)
 			require.NoError(t, err)
 			assert.False(t, m.Enabled())
-			assert.Nil(t, m.HubHooks(nil))
-			slog := hub.SlogHooks(nil)
-			assert.Equal(t, slog, m.HubHooks(slog))
+			var hubOpts hub.Options
+			m.InstrumentHub(&hubOpts)
+			assert.Nil(t, hubOpts.OnPublish)
+			assert.Nil(t, hubOpts.OnOverflow)
 			h, err := hub.New(hub.Options{})
 			require.NoError(t, err)
 			assert.Same(t, h, m.Source(h))
@@ -201,11 +202,15 @@ func TestInstrumentChainsHooks(t *testing.T) {
 	}, series(t, reader))
 }
 
-// HubHooks records, then calls the hooks it wraps.
-func TestHubHooksChain(t *testing.T) {
+// InstrumentHub records, then calls the hooks it wraps, and leaves the
+// others alone.
+func TestInstrumentHubChains(t *testing.T) {
 	m, reader := newMetrics(t)
 	rec := &hubRecorder{}
-	h, err := hub.New(hub.Options{MaxBuffer: 1, Overflow: hub.DropNewest, Hooks: m.HubHooks(rec)})
+	hopts := hub.Options{MaxBuffer: 1, Overflow: hub.DropNewest,
+		OnOpen: rec.OnOpen, OnPublish: rec.OnPublish, OnOverflow: rec.OnOverflow, OnShutdown: rec.OnShutdown, OnClose: rec.OnClose}
+	m.InstrumentHub(&hopts)
+	h, err := hub.New(hopts)
 	require.NoError(t, err)
 	_, st, err := h.Open(context.Background(), nil, listen.Filter{spec.KeyResourceSubscriptions: []any{"file:///a"}})
 	require.NoError(t, err)

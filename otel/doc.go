@@ -11,14 +11,16 @@
 // # Wiring
 //
 //	m, err := listenotel.New(listenotel.Options{MeterProvider: mp}) // mp: an SDK MeterProvider
-//	h, _ := hub.New(hub.Options{Hooks: m.HubHooks(nil)})           // published, dropped, fan-out time
+//	hopts := hub.Options{}
+//	m.InstrumentHub(&hopts)                                        // published, dropped, fan-out time
+//	h, _ := hub.New(hopts)
 //	opts := streamhttp.Options{Listen: lopts}
 //	m.InstrumentHTTP(&opts)                                        // streams, refusals, keep-alives
 //	handler, _ := streamhttp.New(m.Source(h), opts)                // delivered notifications
 //
-// HubHooks, InstrumentHTTP and InstrumentStdio chain the hooks already set:
-// each records, then calls the hook it replaced (HubHooks' argument, the
-// option's previous value). The bridges between instances (natsbridge,
+// InstrumentHub, InstrumentHTTP and InstrumentStdio chain the hooks already
+// set: each records, then calls the hook it replaced (the option's
+// previous value). The bridges between instances (natsbridge,
 // redisbridge) take Metrics.BridgeHooks as their Hooks.
 //
 // # Goroutines
@@ -34,8 +36,8 @@
 // # Without a provider
 //
 // New with a nil MeterProvider (or the no-op one) returns nil Metrics, which
-// are valid and disabled: HubHooks(next) returns next, Source(src) returns
-// src and the Instrument methods leave the options as they are. A hub
+// are valid and disabled: Source(src) returns src and the Instrument
+// methods leave the options as they are. A hub
 // without hooks does not even read the clock, so nothing costs anything.
 // (To use the global provider, pass otel.GetMeterProvider() explicitly.)
 //

@@ -24,7 +24,9 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	h, _ := hub.New(hub.Options{MaxBuffer: 1, Hooks: m.HubHooks(nil)})
+	hopts := hub.Options{MaxBuffer: 1}
+	m.InstrumentHub(&hopts)
+	h, _ := hub.New(hopts)
 
 	// One listener that never pulls: its queue holds one event.
 	_, st, _ := h.Open(context.Background(), nil, listen.Filter{spec.KeyToolsListChanged: true})
@@ -43,7 +45,7 @@ func Example() {
 			}
 		}
 	}
-	// Every kind's series exists from HubHooks on, at zero until counted.
+	// Every kind's series exists from InstrumentHub on, at zero until counted.
 	//
 	// Unordered output:
 	// mcp.listen.notifications.published {notification} tools_list_changed: 2

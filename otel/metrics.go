@@ -55,7 +55,7 @@ var defaultFanoutBuckets = []float64{
 }
 
 // Metrics holds the instruments and hands out the hooks that feed them:
-// HubHooks for a hub.Hub, Source for the delivered notifications,
+// InstrumentHub for a hub.Hub, Source for the delivered notifications,
 // InstrumentHTTP and InstrumentStdio for the transports. Create it with
 // New. All its methods are safe for concurrent use, and a nil *Metrics is
 // valid and disabled.
@@ -109,8 +109,9 @@ var defaultFanoutBuckets = []float64{
 //
 // Every series of a counter is created at zero before its first count: a
 // transport's (by close reason, refusal cause and notification kind) when
-// it is first instrumented (by InstrumentHTTP or InstrumentStdio), a hub's published and dropped (by kind) in HubHooks. A scraper
-// such as Prometheus then sees the first refusal or drop as an increase
+// it is first instrumented (by InstrumentHTTP or InstrumentStdio), a hub's
+// published and dropped (by kind) in InstrumentHub. A scraper such as
+// Prometheus then sees the first refusal or drop as an increase
 // from 0, which rate() and increase() count, instead of a series that
 // appears at 1 and whose first count is lost.
 type Metrics struct {

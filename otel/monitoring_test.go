@@ -35,7 +35,7 @@ func promNames(t *testing.T) map[string]bool {
 	m.InstrumentHTTP(&hopts)
 	var sopts stdio.Options
 	m.InstrumentStdio(&sopts)
-	h, err := hub.New(hub.Options{Hooks: m.HubHooks(nil)})
+	h, err := hub.New(withMetrics(m, hub.Options{}))
 	require.NoError(t, err)
 	h.ToolsListChanged() // a first fan-out, so that the histogram exists
 	m.BridgeHooks("nats", nil)

@@ -62,7 +62,7 @@ func frames(body io.Reader) <-chan string {
 func TestScriptHTTP(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m, reader := newMetrics(t)
-		h, err := hub.New(hub.Options{MaxBuffer: 1, Hooks: m.HubHooks(nil)})
+		h, err := hub.New(withMetrics(m, hub.Options{MaxBuffer: 1}))
 		require.NoError(t, err)
 		const (
 			keepAlive    = 3 * time.Second
@@ -204,7 +204,7 @@ func TestScriptHTTP(t *testing.T) {
 func TestScriptStdio(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m, reader := newMetrics(t)
-		h, err := hub.New(hub.Options{Hooks: m.HubHooks(nil)})
+		h, err := hub.New(withMetrics(m, hub.Options{}))
 		require.NoError(t, err)
 		opts := stdio.Options{
 			Listen:           listen.Options{Capabilities: listen.Capabilities{ResourcesSubscribe: true}},

@@ -23,7 +23,7 @@ func TestSeriesStartAtZero(t *testing.T) {
 	m.InstrumentHTTP(&hopts)
 	var sopts stdio.Options
 	m.InstrumentStdio(&sopts)
-	_, err := hub.New(hub.Options{Hooks: m.HubHooks(nil)})
+	_, err := hub.New(withMetrics(m, hub.Options{}))
 	assert.NoError(t, err)
 	m.BridgeHooks("nats", nil)
 

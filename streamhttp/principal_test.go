@@ -237,7 +237,7 @@ func TestFellBehindEndsTheStreamOverHTTP(t *testing.T) {
 	for i, p := range servePaths {
 		t.Run(p.name, func(t *testing.T) {
 			overflowed := make(chan struct{}, 1)
-			e, h := pathEnv(t, i, hub.Options{MaxBuffer: 4, Overflow: hub.EndListener, Hooks: endedHook{overflowed}},
+			e, h := pathEnv(t, i, hub.Options{MaxBuffer: 4, Overflow: hub.EndListener, OnOverflow: endedHook(overflowed)},
 				streamhttp.Options{WriteTimeout: failsafe, Listen: listen.Options{Capabilities: caps()}})
 			s := e.listenAs(t, "slow", "", `{"toolsListChanged":true}`)
 			// Publish until the hub ends the listener: the client reads
@@ -268,18 +268,15 @@ func TestFellBehindEndsTheStreamOverHTTP(t *testing.T) {
 	}
 }
 
-// endedHook signals when a publication ended a listener.
-type endedHook struct{ ch chan struct{} }
-
-func (endedHook) OnOpen(hub.OpenInfo)         {}
-func (endedHook) OnPublish(hub.PublishInfo)   {}
-func (endedHook) OnShutdown(hub.ShutdownInfo) {}
-func (endedHook) OnClose(hub.CloseInfo)       {}
-func (h endedHook) OnOverflow(i hub.OverflowInfo) {
-	if i.Ended > 0 {
-		select {
-		case h.ch <- struct{}{}:
-		default:
+// endedHook returns an OnOverflow that signals on ch when a publication
+// ended a listener.
+func endedHook(ch chan struct{}) func(hub.OverflowInfo) {
+	return func(i hub.OverflowInfo) {
+		if i.Ended > 0 {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
 		}
 	}
 }
