@@ -3,19 +3,16 @@
 // refuses, the notifications its hubs publish, deliver and drop, and how
 // long a fan-out takes. It is fed by the public hooks of the hub and the
 // transports and uses the OpenTelemetry metric API only: the application
-// chooses the SDK and the exporter (Prometheus, OTLP, ...).
-//
-// (Import it under another name, such as listenotel, next to
-// go.opentelemetry.io/otel.)
+// chooses the SDK and the exporter (Prometheus, OTLP, ...). Import it under
+// another name, such as listenotel, next to go.opentelemetry.io/otel.
 //
 // # Wiring
 //
 //	m, err := listenotel.New(listenotel.Options{MeterProvider: mp}) // mp: an SDK MeterProvider
-//	hopts := hub.Options{}
+//	hopts, opts := hub.Options{}, streamhttp.Options{Listen: lopts}
 //	m.InstrumentHub(&hopts)                                        // published, dropped, fan-out time
-//	h, _ := hub.New(hopts)
-//	opts := streamhttp.Options{Listen: lopts}
 //	m.InstrumentHTTP(&opts)                                        // streams, refusals, keep-alives
+//	h, _ := hub.New(hopts)
 //	handler, _ := streamhttp.New(m.Source(h), opts)                // delivered notifications
 //
 // InstrumentHub, InstrumentHTTP and InstrumentStdio chain the hooks already
@@ -27,18 +24,16 @@
 //
 // The package starts no goroutine. A measurement takes no lock of its own
 // (only the SDK's, inside it); the first use of a transport kind takes a
-// brief one to build its attribute sets.
-// Every hook records in the goroutine that called it (the publisher, the
-// stream's serving goroutine, the request's goroutine), then calls the
-// hook it wrapped. Metrics has nothing to close: shut the MeterProvider
-// down as the SDK says.
+// brief one to build its attribute sets. Every hook records in the
+// goroutine that called it, then calls the hook it wrapped. Metrics has
+// nothing to close: shut the MeterProvider down as the SDK says.
 //
 // # Without a provider
 //
 // New with a nil MeterProvider (or the no-op one) returns nil Metrics, which
 // are valid and disabled: Source(src) returns src and the Instrument
-// methods leave the options as they are. A hub
-// without hooks does not even read the clock, so nothing costs anything.
+// methods leave the options as they are. A hub without hooks does not even
+// read the clock, so nothing costs anything.
 // (To use the global provider, pass otel.GetMeterProvider() explicitly.)
 //
 // # Instruments
@@ -70,15 +65,13 @@
 //
 // # Dashboard and alerts
 //
-// The monitoring directory of this module holds a Grafana dashboard
-// (dashboard.json) and Prometheus alert rules (alerts.yml, with their
-// promtool unit tests in alerts_test.yml) for these instruments as the
-// OpenTelemetry Prometheus exporter names them (mcp_listen_streams_open,
-// mcp_listen_requests_refused_total, ...). docs/operations.md has a
-// runbook line for each alert. A refusal answered in-band (a JSON-RPC
-// error on stdio, a 4xx that an HTTP 5xx alert does not see) and an
-// early ending inside a 200 stream count like any other, in
-// requests.refused and streams.closed.
+// The monitoring directory of this module holds a Grafana dashboard and
+// Prometheus alert rules (with their promtool unit tests) for these
+// instruments as the OpenTelemetry Prometheus exporter names them
+// (mcp_listen_streams_open, ...); docs/operations.md has a runbook line
+// for each alert. A refusal answered in-band (a JSON-RPC error on stdio, a
+// 4xx that an HTTP 5xx alert does not see) and an early ending inside a
+// 200 stream count like any other, in requests.refused and streams.closed.
 //
 // # Attributes
 //
