@@ -54,6 +54,12 @@ const (
 	// DuplicateMember is the message of the -32600 error for a message that
 	// repeats a member of the JSON-RPC envelope.
 	DuplicateMember = "Invalid request: a JSON-RPC member is repeated"
+	// ShuttingDown is the message of the -32603 error a listen gets while
+	// the server drains.
+	ShuttingDown = "Server is shutting down"
+	// TooManyForKey is the message of the -32603 error a listen gets over
+	// the per-key stream limit.
+	TooManyForKey = "Too many subscriptions open for this client"
 )
 
 // DefaultMaxIDBytes is the default bound of a request's id
