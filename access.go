@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mcplisten/listen/internal/safe"
 )
 
 // Access binds listens to their principal (Request.Auth) for their whole
@@ -66,12 +68,12 @@ type Access struct {
 	// MaxChecks bounds the Check calls (each with the CanRead calls of its
 	// principal) that run at once, over all the rounds of the Access: a
 	// round runs on at most that many goroutines. Zero (or less) means
-	// DefaultMaxChecks.
+	// 16.
 	MaxChecks int
 	// CheckTimeout bounds each Check: its context ends between
 	// CheckTimeout and 5/4 of it after the Check began (a watchdog per
 	// round goroutine ticks every CheckTimeout/4, so that a Check costs no
-	// timer of its own). Zero means DefaultCheckTimeout; negative, no
+	// timer of its own). Zero means 30 seconds; negative, no
 	// bound. A
 	// Check that ignores its context still holds its principal (no other
 	// Check for it starts) and one of the MaxChecks slots until it
@@ -112,10 +114,10 @@ type Access struct {
 
 // Defaults of Access.
 const (
-	// DefaultMaxChecks is Access.MaxChecks when it is zero.
-	DefaultMaxChecks = 16
-	// DefaultCheckTimeout is Access.CheckTimeout when it is zero.
-	DefaultCheckTimeout = 30 * time.Second
+	// defaultMaxChecks is Access.MaxChecks when it is zero.
+	defaultMaxChecks = 16
+	// defaultCheckTimeout is Access.CheckTimeout when it is zero.
+	defaultCheckTimeout = 30 * time.Second
 )
 
 // principal is the group of one principal's streams in an Access. Its
@@ -145,13 +147,8 @@ type principal struct {
 // comparable; otherwise (and when Key panics) a key of its own.
 func (a *Access) keyOf(auth any) (key any) {
 	key = auth
-	if a.Key != nil {
-		defer func() {
-			if recover() != nil {
-				key = new(byte)
-			}
-		}()
-		key = a.Key(auth)
+	if a.Key != nil && safe.Call(func() { key = a.Key(auth) }) != nil {
+		key = new(byte)
 	}
 	if key == nil || reflect.ValueOf(key).Comparable() {
 		return key
@@ -237,7 +234,7 @@ func (a *Access) begin() (ctx context.Context, sem chan struct{}, ok bool) {
 		a.ctx, a.cancel = context.WithCancel(context.Background())
 		n := a.MaxChecks
 		if n <= 0 {
-			n = DefaultMaxChecks
+			n = defaultMaxChecks
 		}
 		a.sem = make(chan struct{}, n)
 	}
@@ -344,24 +341,6 @@ func (a *Access) Recheck(ctx context.Context, match func(auth any) bool) int {
 	case <-rctx.Done():
 	}
 	return int(r.ended.Load())
-}
-
-// End ends, with reason (ErrRevoked when nil; see Subscription.End), every
-// open stream whose Auth match selects, and returns how many. match runs on
-// the calling goroutine, once per stream, with no lock held. It is the
-// by-hand form of a re-check: after revoking a credential, make the
-// transport's authentication refuse it, then End its streams.
-func (a *Access) End(match func(auth any) bool, reason error) int {
-	if reason == nil {
-		reason = ErrRevoked
-	}
-	n := 0
-	for _, l := range a.streams() {
-		if match(l.auth) && l.s.end(reason) {
-			n++
-		}
-	}
-	return n
 }
 
 // streams returns every stream, copied under the lock.
@@ -763,19 +742,17 @@ func (a *Access) recheckOne(ctx context.Context, p *principal, auth any, subs []
 
 // check runs Check, turning a panic into an error.
 func (a *Access) check(ctx context.Context, auth any) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = newPanicError("Access.Check", v)
-		}
-	}()
-	return a.Check(ctx, auth)
+	if p := catch("Access.Check", func() { err = a.Check(ctx, auth) }); p != nil {
+		return p
+	}
+	return err
 }
 
 // checkTimeout is CheckTimeout or its default; zero: no bound.
 func (a *Access) checkTimeout() time.Duration {
 	switch d := a.CheckTimeout; {
 	case d == 0:
-		return DefaultCheckTimeout
+		return defaultCheckTimeout
 	case d < 0:
 		return 0
 	default:

@@ -68,8 +68,8 @@ func BenchmarkDeliverResourceUpdate(b *testing.B) {
 // defaults (MaxChecks 16, CheckTimeout 30 s), without CheckTimeout, and on
 // one goroutine (MaxChecks 1); cpu-ns/principal is the CPU time of the
 // whole process (where the system reports it), wall ns/principal the
-// round's. bench/cmd/recheckcost measures the same over real idle
-// streams, as server CPU per second.
+// round's. docs/performance.md gives the same over real idle streams, as
+// server CPU per second.
 //
 // Run: go test . -run '^$' -bench RecheckRound -benchmem -count 10
 func BenchmarkRecheckRound(b *testing.B) {

@@ -5,27 +5,30 @@
 //
 // # Where to start
 //
-// Most servers need three ready-made pieces: a Source of events (the hub
-// package's Hub: Publish a change and every listen that asked for it gets
-// it; implement Source to feed listens from your own change feed), a
-// transport (streamhttp for Streamable HTTP, stdio for standard input and
+// A server needs three pieces: a Source of events (the hub package's Hub:
+// Publish a change and every listen that asked for it gets it; or your own
+// Source), a Server holding the policy, and a transport framing its
+// listens (streamhttp for Streamable HTTP, stdio for standard input and
 // output; the gosdk and mcpgo modules put both in front of a go-sdk or an
-// mcp-go server) and Options (the
-// Capabilities the server advertises, CapabilitiesFrom reading them from
-// the object you already have, or CapabilitiesFor when they change; its
-// ServerInfo). A transport does, for every listen request:
+// mcp-go server):
 //
-//	req, err := listen.ParseRequest(body)       // or ParseParams on a routed message
-//	sub, err := listen.Open(ctx, src, req, opts) // narrows, opens src, starts the guard
-//	reason := sub.Serve(ctx, listen.Sink{Write: write, KeepAlive: 15 * time.Second, Ping: ping})
-//	log(listen.Classify(reason))                 // "complete", "cancelled", "revoked", ... (see Classify)
+//	srv := listen.NewServer(hub, listen.Options{Capabilities: caps, ServerInfo: info})
+//	h, err := streamhttp.New(srv, streamhttp.Options{})
 //
-// Errors of ParseRequest and Open are JSON-RPC errors for the client
-// (jsonrpc.ErrorResponse(req.ID, err) writes them; package spec names their
-// exact messages). Open refuses an id over Options.MaxIDBytes (256 bytes by
-// default) and clears req.ID, so that the response does not repeat it. Cancel Serve's ctx with a cause to end the stream from the
-// transport's side: ErrShutdown writes the completion first (a graceful
-// drain), Cancelled and Disconnected write nothing.
+// Options describe the server (the Capabilities it advertises, read with
+// CapabilitiesFrom, or CapabilitiesFor when they change) and its policy:
+// MaxStreams and MaxStreamsPerKey, a Quota, the hooks (OnOpen, OnClose,
+// OnRefuse; a panic in one is recovered and logged), DrainWindow. The
+// Server counts (Stats), ends streams by principal (EndStreams) and drains
+// (Shutdown) for every transport at once. A transport serves a listen
+// with Server.Begin, Slot.Admit, Slot.Open, then Subscription.Serve (or
+// the worker, below), then Slot.Done. Its refusals are JSON-RPC errors for
+// the client (jsonrpc.ErrorResponse(req.ID, err); package spec names their
+// exact messages; Server.Refusal their HTTP status).
+//
+// Open alone (no Server) opens one subscription; with Serve, or with
+// StartWorker and the message methods (Acknowledgement, Notification,
+// Terminal) to drive a stream by hand (examples/lifecycle).
 //
 // # Goroutines
 //
@@ -36,8 +39,9 @@
 //     registration.
 //   - Serve runs on the caller's goroutine. A NotifyStream (the hub's
 //     streams) needs no other; any other stream is pulled by a worker
-//     goroutine that Serve starts and waits for. A Poller has no goroutine
-//     of its own: its transport's goroutines take its steps.
+//     goroutine that Serve starts and waits for.
+//   - A Server starts no goroutine: Shutdown paces the drain on its
+//     caller's goroutine.
 //   - A Worker, for a transport that writes the messages itself
 //     (ExampleSubscription_StartWorker), owns one goroutine: one Next per
 //     Continue, never two in flight, each outcome sent on Outcomes, which
@@ -62,9 +66,8 @@
 // terminal message, the completion result (Completion) or the failure
 // error -32603 "Subscription source failed" (Failure). A client
 // cancellation or a lost transport has no terminal message. These rules
-// live in one place, the Poller: Serve drives it on its goroutine, and a
-// transport that serves many streams from a few goroutines (streamhttp's
-// fast path) drives it itself.
+// live in one state machine: Serve drives it on its goroutine, and
+// streamhttp's fast path from a few goroutines for many streams.
 //
 // By default a URI of resourceSubscriptions covers only itself; with
 // Options.SubResources it covers its sub-resources too (see SubResources

@@ -3,7 +3,8 @@ package listen
 import (
 	"errors"
 	"fmt"
-	"runtime/debug"
+
+	"github.com/mcplisten/listen/internal/safe"
 )
 
 // Close reasons. A reason is an error value handed to Stream.Close and to
@@ -155,6 +156,11 @@ func (e *PanicError) Unwrap() error {
 	return err
 }
 
-func newPanicError(op string, v any) *PanicError {
-	return &PanicError{Op: op, Value: v, Stack: debug.Stack()}
+// catch runs f, a user callback called op, and returns its panic as a
+// *PanicError, or nil when f returned (see package internal/safe).
+func catch(op string, f func()) *PanicError {
+	if p := safe.Call(f); p != nil {
+		return &PanicError{Op: op, Value: p.Value, Stack: p.Stack}
+	}
+	return nil
 }

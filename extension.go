@@ -175,13 +175,10 @@ func (r *ExtensionRegistry) subscriptionFilters(ctx context.Context, req *Reques
 }
 
 func callFilterHook(ctx context.Context, e SubscriptionExtension, req *Request) (f Filter, err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			f, err = nil, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.ExtCallbackPanicked).
-				WithCause(newPanicError(e.ID()+".SubscriptionFilter", v))
-		}
-	}()
-	f, err = e.SubscriptionFilter(ctx, req, req.Notifications)
+	if p := catch("SubscriptionFilter", func() { f, err = e.SubscriptionFilter(ctx, req, req.Notifications) }); p != nil {
+		p.Op = e.ID() + "." + p.Op
+		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.ExtCallbackPanicked).WithCause(p)
+	}
 	if err != nil {
 		var we *jsonrpc.Error
 		if errors.As(err, &we) {
@@ -266,13 +263,10 @@ func extensionMethod(method string) bool {
 }
 
 func callShapeHook(sh shapeHook, id string, ev Event, owned, settings Filter) (method string, params map[string]any, err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.ExtCallbackPanicked).
-				WithCause(newPanicError(id+".ShapeSubscriptionEvent", v))
-		}
-	}()
-	method, params, err = sh.ShapeSubscriptionEvent(ev, owned, Settings{settings})
+	if p := catch("ShapeSubscriptionEvent", func() { method, params, err = sh.ShapeSubscriptionEvent(ev, owned, Settings{settings}) }); p != nil {
+		p.Op = id + "." + p.Op
+		return "", nil, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.ExtCallbackPanicked).WithCause(p)
+	}
 	if err != nil {
 		return "", nil, jsonrpc.AsError(err, wiremsg.ExtInvalidEvent)
 	}

@@ -55,7 +55,7 @@ var closedChan = func() chan struct{} {
 // Disconnected(ErrOwnerGone wrapping the owner's cause). The previous owner,
 // if any, is released, so its end no longer closes anything. An owner that
 // can never end (context.Background) leaves the guard without an owner.
-// owner is never nil (OpenOwned and StartWorker refuse it).
+// owner is never nil (openOwned and StartWorker refuse it).
 func (g *guard) handOver(owner context.Context) {
 	g.mu.Lock()
 	defer g.mu.Unlock()

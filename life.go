@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/mcplisten/listen/internal/safe"
 )
 
 // This file holds what ties an open subscription to its clock and to its
@@ -111,7 +113,7 @@ func jitter(opts *Options) time.Duration {
 }
 
 // release lets go of the timer and the Access once the subscription is
-// closed (the Close hook of its stream: see OpenOwned).
+// closed (the Close hook of its stream: see openOwned).
 func (l *life) release(error) {
 	if l.timer != nil {
 		l.timer.Stop()
@@ -138,12 +140,9 @@ func (l *life) readable(ctx context.Context, uri string) (ok bool, err error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	defer func() {
-		if v := recover(); v != nil {
-			ok, err = false, deliveryPanic("Options.CanRead", v)
-		}
-	}()
-	ok = l.canRead()(ctx, l.view, uri)
+	if p := catch("Options.CanRead", func() { ok = l.canRead()(ctx, l.view, uri) }); p != nil {
+		return false, deliveryPanic(p)
+	}
 	if dc.cache == nil {
 		dc.cache = make(map[string]bool)
 	} else if len(dc.cache) >= maxReadCache {
@@ -180,10 +179,8 @@ func (l *life) readsAnything(ctx context.Context, memo map[string]bool) bool {
 }
 
 func (l *life) check(ctx context.Context, uri string) (ok bool) {
-	defer func() {
-		if recover() != nil {
-			ok = false
-		}
-	}()
-	return l.canRead()(ctx, l.view, uri)
+	if safe.Call(func() { ok = l.canRead()(ctx, l.view, uri) }) != nil {
+		return false
+	}
+	return ok
 }

@@ -227,26 +227,21 @@ func (m *resourceMatch) covers(uri string) (bool, error) {
 }
 
 func (m *resourceMatch) customFolders(uri string) (fs []string, ok bool, err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			fs, ok, err = nil, false, deliveryPanic("SubResources.Folders", v)
-		}
-	}()
-	fs, ok = m.folders(uri)
+	if p := catch("SubResources.Folders", func() { fs, ok = m.folders(uri) }); p != nil {
+		return nil, false, deliveryPanic(p)
+	}
 	return fs, ok, nil
 }
 
 func (m *resourceMatch) readable(ctx context.Context, uri string) (ok bool, err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			ok, err = false, deliveryPanic("Options.CanRead", v)
-		}
-	}()
-	return m.canRead(ctx, m.view, uri), nil
+	if p := catch("Options.CanRead", func() { ok = m.canRead(ctx, m.view, uri) }); p != nil {
+		return false, deliveryPanic(p)
+	}
+	return ok, nil
 }
 
 // deliveryPanic is the error of a policy that panicked while an update was
 // shaped: the stream fails with "Subscription source failed".
-func deliveryPanic(op string, v any) error {
-	return jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.SourceFailed).WithCause(newPanicError(op, v))
+func deliveryPanic(p *PanicError) error {
+	return jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.SourceFailed).WithCause(p)
 }

@@ -352,7 +352,7 @@ func (p *Poller) end(dst []byte, cause error) (Step, []byte) {
 		s.Close(cause)
 	case errors.Is(cause, ErrShutdown):
 		if s.CloseReason() == nil {
-			return p.terminal(dst, s.Completion(), cause, pollFinal)
+			return p.terminal(dst, s.shutdownCompletion(cause), cause, pollFinal)
 		}
 		s.Close(cause)
 	case errors.Is(cause, ErrCancelled), errors.Is(cause, ErrDisconnected):

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 
+	"github.com/mcplisten/listen/internal/safe"
 	"github.com/mcplisten/listen/internal/wiremsg"
 	"github.com/mcplisten/listen/jsonrpc"
 )
@@ -87,13 +88,9 @@ type NotifyStream interface {
 // openSource calls src.Open with panic recovery and maps its results to the
 // errors named at Source.
 func openSource(ctx context.Context, src Source, req *Request, supported Filter) (accepted Filter, stream Stream, err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			accepted, stream = nil, nil
-			err = jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.SourceFailedToOpen).WithCause(newPanicError("Source.Open", v))
-		}
-	}()
-	accepted, stream, err = src.Open(ctx, req, supported)
+	if p := catch("Source.Open", func() { accepted, stream, err = src.Open(ctx, req, supported) }); p != nil {
+		return nil, nil, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.SourceFailedToOpen).WithCause(p)
+	}
 	if err != nil {
 		if stream != nil {
 			closeStream(stream, Failed(err))
@@ -115,23 +112,21 @@ func openSource(ctx context.Context, src Source, req *Request, supported Filter)
 
 // nextEvent calls stream.Next with panic recovery and returns the outcome.
 func nextEvent(stream Stream) (out Outcome) {
-	defer func() {
-		if v := recover(); v != nil {
-			out = Outcome{kind: outcomeError, Err: newPanicError("Stream.Next", v)}
-		}
-	}()
-	return outcomeOf(stream.Next())
+	if p := catch("Stream.Next", func() { out = outcomeOf(stream.Next()) }); p != nil {
+		return Outcome{kind: outcomeError, Err: p}
+	}
+	return out
 }
 
 // pollEvent calls stream.TryNext with panic recovery. ok is false when no
 // event is ready.
 func pollEvent(stream NotifyStream) (out Outcome, ok bool) {
-	defer func() {
-		if v := recover(); v != nil {
-			out, ok = Outcome{kind: outcomeError, Err: newPanicError("Stream.TryNext", v)}, true
-		}
-	}()
-	ev, ready, err := stream.TryNext()
+	var ev Event
+	var ready bool
+	var err error
+	if p := catch("Stream.TryNext", func() { ev, ready, err = stream.TryNext() }); p != nil {
+		return Outcome{kind: outcomeError, Err: p}, true
+	}
 	if err == nil && !ready {
 		return Outcome{}, false
 	}
@@ -154,6 +149,5 @@ func outcomeOf(ev Event, err error) Outcome {
 
 // closeStream calls stream.Close, swallowing panics: close always succeeds.
 func closeStream(stream Stream, reason error) {
-	defer func() { _ = recover() }()
-	stream.Close(reason)
+	_ = safe.Call(func() { stream.Close(reason) })
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"math"
 	"slices"
 	"strconv"
@@ -106,7 +107,8 @@ type Options struct {
 	SubResources *SubResources
 	// Scopes, if set, names the scopes each listen belongs to (a
 	// principal, a tenant, derived from Request.Auth): Open calls it once
-	// per listen and sets Request.Scopes from its result (empty strings
+	// per listen and sets the Request.Scopes the Source sees (a copy of the
+	// request) from its result (empty strings
 	// and duplicates left out). An event published with a Scope
 	// (Event.Scope) reaches only the listens of that scope; unscoped events
 	// reach every listen. Nil, the default: no listen has a scope, so a
@@ -165,6 +167,60 @@ type Options struct {
 	// Stream contract). Zero means 5 seconds. After it, Close returns and the
 	// worker goroutine exits whenever Next returns.
 	ReleaseTimeout time.Duration
+
+	// The fields below are the Server's policy (see Server); Open alone
+	// ignores them.
+
+	// MaxStreams is the most listens a Server serves at once, on all its
+	// transports, counted from Admit to Done. Zero means
+	// DefaultMaxStreams (1024).
+	MaxStreams int
+	// MaxStreamsPerKey, if positive, is the most listens served at once for
+	// one key (StreamKey), so that one client cannot take every slot.
+	MaxStreamsPerKey int
+	// StreamKey returns the key a listen counts against under
+	// MaxStreamsPerKey: the principal (from Request.Auth), a tenant. Nil
+	// means the host of Request.Transport.RemoteAddr: the client's IP
+	// address over HTTP (a proxy's, behind one), one key for every stdio
+	// listen.
+	StreamKey func(req *Request) string
+	// Quota, if set, admits every listen the Server's own limits admitted
+	// against shares they do not know (a tenant's share of a deployment).
+	Quota Quota
+	// RetryAfter is the delay the capacity and drain refusals tell clients
+	// to wait (HTTP Retry-After, whole seconds rounded up), and the bound of
+	// RetryHint. Zero means DefaultRetryAfter (5 s).
+	RetryAfter time.Duration
+	// DrainWindow, if positive, spreads Shutdown's completions over that
+	// long, so that the clients of a stopping instance re-listen elsewhere
+	// at a steady rate (see Server.Shutdown). Zero ends every stream at
+	// once.
+	DrainWindow time.Duration
+	// RetryHint puts a random delay in [0, RetryAfter] in the _meta of every
+	// shutdown completion (spec.MetaRetryAfterMs, milliseconds): a client
+	// that honours it spreads its re-listen.
+	RetryHint bool
+	// SupportedVersions is the "supported" list of the unsupported-version
+	// error (-32022). Nil means spec.SupportedProtocolVersions.
+	SupportedVersions []string
+	// Logger receives the Server's diagnostics: a hook's panic, a panicking
+	// Source.Open. Nil means slog.Default().
+	Logger *slog.Logger
+	// OnOpen, if set, is called once a subscription is open, before its
+	// acknowledgement is written, on the goroutine that opened it.
+	OnOpen func(sub *Subscription)
+	// OnClose, if set, is called once for every subscription OnOpen saw,
+	// after its stream has ended, with its close reason (see Classify). The
+	// slot is already free and counted in Stats when it runs.
+	OnClose func(sub *Subscription, reason error)
+	// OnRefuse, if set, is called for every listen answered with an error
+	// instead of a stream, with the error sent (a *jsonrpc.Error whose
+	// cause, errors.Unwrap, tells what the client is not told) and the
+	// request as far as it was read (the transports of this module always
+	// set its Transport, so that a refusal is counted under its transport
+	// kind, and its ID when they could read it), before the answer is
+	// written.
+	OnRefuse func(req *Request, err error)
 }
 
 // Subscription is an opened subscriptions/listen request.
@@ -188,7 +244,7 @@ type Options struct {
 // protected from the start; StartWorker(owner) with a non-nil owner hands the
 // subscription over: from then on only owner's end closes it, and the ctx
 // given to Open may end (a per-request context, say) without closing the
-// stream. OpenOwned names the first owner apart from the open context.
+// stream. A Server's Slot.Open names the first owner apart from the open context.
 //
 // # What it keeps
 //
@@ -210,7 +266,10 @@ type Subscription struct {
 	id jsonrpc.ID
 	// opts is the Options it was opened with, read for ServerInfo,
 	// Extensions and ReleaseTimeout while it lives.
-	opts  *Options
+	opts *Options
+	// kind is the Kind of the Transport of the request it was opened for
+	// (a transport's constant: kept without a copy).
+	kind  string
 	lists uint64 // bit k: the list change of Kind k is accepted
 	// watch is the accepted resourceSubscriptions (nil when not accepted);
 	// ext the extensions' parts (nil when none). With lists, they are the
@@ -266,22 +325,22 @@ type extParts struct {
 // jsonrpc.CodeOf: jsonrpc.CodeInvalidParams, jsonrpc.CodeInternalError, ...). ctx is passed to src.Open and is the
 // subscription's owner (see Subscription). opts may be nil.
 func Open(ctx context.Context, src Source, req *Request, opts *Options) (*Subscription, error) {
-	return OpenOwned(ctx, ctx, src, req, opts)
+	return openOwned(ctx, ctx, src, req, opts)
 }
 
-// OpenOwned is Open with the owner given apart from ctx: ctx is passed to
+// openOwned is Open with the owner given apart from ctx: ctx is passed to
 // src.Open, Options.CanRead and the extension hooks (so a slow open sees the
 // request go away), while owner is what the guard watches for the life of the
 // subscription. An owner that can never end (context.Background()) leaves
 // the subscription without an owner until StartWorker hands one over; a nil
-// owner is a programming error (OpenOwned panics).
+// owner is a programming error (openOwned panics).
 //
 // Transports use it when the request's context ends for reasons the stream
 // should report itself (net/http cancels a request's context on a failed
 // write, which would otherwise race the transport's own Disconnected reason).
-func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Options) (*Subscription, error) {
+func openOwned(ctx, owner context.Context, src Source, req *Request, opts *Options) (*Subscription, error) {
 	if owner == nil {
-		panic("listen: OpenOwned with a nil owner context (pass context.Background() for no owner)")
+		panic("listen: openOwned with a nil owner context (pass context.Background() for no owner)")
 	}
 	if opts == nil {
 		opts = &Options{}
@@ -296,6 +355,10 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 	if opts.Disabled {
 		return nil, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, wiremsg.ListenDisabled)
 	}
+	// The Source sees a copy, with SubResources and Scopes set: the
+	// caller's request is left as it was (but for an id that was too long).
+	r := *req
+	req = &r
 	req.SubResources = opts.SubResources
 	req.Scopes = nil
 	if req.ProtocolVersion != spec.ProtocolVersion {
@@ -348,7 +411,7 @@ func OpenOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 		return nil, werr
 	}
 
-	s := &Subscription{id: cloneID(req.ID), opts: opts}
+	s := &Subscription{id: cloneID(req.ID), opts: opts, kind: req.Transport.Kind}
 	s.guard.stream = stream
 	if valid.Validated(stream) {
 		s.lists |= 1 << checkedBit
@@ -408,13 +471,11 @@ func scopes(req *Request, opts *Options) (out []string, err error) {
 	if opts.Scopes == nil {
 		return nil, nil
 	}
-	defer func() {
-		if v := recover(); v != nil {
-			out, err = nil, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.SourceFailedToOpen).
-				WithCause(newPanicError("Options.Scopes", v))
-		}
-	}()
-	for _, sc := range opts.Scopes(req) {
+	var scopes []string
+	if p := catch("Options.Scopes", func() { scopes = opts.Scopes(req) }); p != nil {
+		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.SourceFailedToOpen).WithCause(p)
+	}
+	for _, sc := range scopes {
 		if sc != "" && !slices.Contains(out, sc) {
 			out = append(out, strings.Clone(sc))
 		}
@@ -428,13 +489,9 @@ func capabilities(ctx context.Context, req *Request, opts *Options) (caps Capabi
 	if opts.CapabilitiesFor == nil {
 		return opts.Capabilities, nil
 	}
-	defer func() {
-		if v := recover(); v != nil {
-			caps, err = Capabilities{}, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.SourceFailedToOpen).
-				WithCause(newPanicError("Options.CapabilitiesFor", v))
-		}
-	}()
-	caps, err = opts.CapabilitiesFor(ctx, req)
+	if p := catch("Options.CapabilitiesFor", func() { caps, err = opts.CapabilitiesFor(ctx, req) }); p != nil {
+		return Capabilities{}, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.SourceFailedToOpen).WithCause(p)
+	}
 	if err != nil {
 		return Capabilities{}, jsonrpc.AsError(err, wiremsg.SourceFailedToOpen)
 	}
@@ -507,6 +564,10 @@ func narrowURIs(ctx context.Context, req *Request, v any, canReadFn func(context
 // ID returns the listen request's id, which is also the subscription id.
 func (s *Subscription) ID() jsonrpc.ID { return s.id }
 
+// TransportKind is the Kind of the Transport of the request the
+// subscription was opened for ("streamable_http", "stdio", ...).
+func (s *Subscription) TransportKind() string { return s.kind }
+
 // Accepted returns the accepted filter, as the acknowledgement echoes it: a
 // new map on each call (the subscription keeps its parts, not the map).
 func (s *Subscription) Accepted() Filter {
@@ -542,7 +603,7 @@ var errWorkerRunning = errors.New("listen: the subscription's worker is still ru
 // (ExampleSubscription_StartWorker).
 //
 // owner becomes the subscription's only owner: the watch on the previous
-// owner (the ctx given to Open, or the owner given to OpenOwned) is
+// owner (the ctx given to Open, or the owner given to openOwned) is
 // released, so that context may end without closing the stream, and
 // owner's end now closes it (reason Disconnected with cause ErrOwnerGone).
 // To keep the owner, pass it again. An owner that can never end, such as
@@ -652,12 +713,10 @@ func (s *Subscription) Closed() <-chan struct{} { return s.guard.doneChan() }
 // canRead calls a CanRead policy, turning its panic into the internal error
 // of a failed open (as for a panic in Source.Open).
 func canRead(ctx context.Context, f func(context.Context, *Request, string) bool, req *Request, uri string) (ok bool, err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			ok, err = false, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.SourceFailedToOpen).WithCause(newPanicError("Options.CanRead", v))
-		}
-	}()
-	return f(ctx, req, uri), nil
+	if p := catch("Options.CanRead", func() { ok = f(ctx, req, uri) }); p != nil {
+		return false, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.SourceFailedToOpen).WithCause(p)
+	}
+	return ok, nil
 }
 
 // idTooLong reports whether id is longer than Options.MaxIDBytes allows.

@@ -451,7 +451,8 @@ func TestOpenSubscriptionDoesNotRetainTheRequest(t *testing.T) {
 	require.NoError(t, err)
 	defer sub.Close(nil)
 	seen := src.seen[0]
-	assert.Same(t, req, seen, "the source sees the full request")
+	assert.Equal(t, req.Params, seen.Params, "the source sees the full request")
+	assert.Equal(t, req.Auth, seen.Auth)
 	src.seen = nil
 	body, req, seen = nil, nil, nil //nolint:ineffassign,wastedassign // drop our references
 
@@ -847,13 +848,17 @@ func FuzzParseListenRequest(f *testing.F) {
 	})
 }
 
-// OpenOwned: the open context may end without closing the subscription; the
-// owner's end closes it.
+// Slot.Open: the open context may end without closing the subscription;
+// the owner's end closes it.
 func TestOpenOwnedSeparatesTheOwner(t *testing.T) {
 	src := newTestSource()
+	srv := listen.NewServer(src, listen.Options{})
 	openCtx, cancelOpen := context.WithCancel(context.Background())
 	owner, cancelOwner := context.WithCancel(context.Background())
-	sub, err := listen.OpenOwned(openCtx, owner, src, request(jsonrpc.IntID(1), listen.Filter{}), nil)
+	req := request(jsonrpc.IntID(1), listen.Filter{})
+	sl, err := srv.Admit(context.Background(), req)
+	require.NoError(t, err)
+	sub, err := sl.Open(openCtx, owner, req)
 	require.NoError(t, err)
 	cancelOpen()
 	assert.Nil(t, sub.CloseReason())
@@ -861,10 +866,7 @@ func TestOpenOwnedSeparatesTheOwner(t *testing.T) {
 	<-sub.Closed()
 	assert.ErrorIs(t, sub.CloseReason(), listen.ErrOwnerGone)
 
-	// No owner is context.Background(), not nil.
-	assert.Panics(t, func() {
-		_, _ = listen.OpenOwned(context.Background(), nil, src, request(jsonrpc.IntID(2), listen.Filter{}), nil)
-	})
+	sl.Done(sub.CloseReason())
 }
 
 func TestPanickingCanReadIsAFailedOpen(t *testing.T) {

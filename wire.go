@@ -6,7 +6,9 @@ import (
 	"errors"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/mcplisten/listen/internal/wiremsg"
 	"github.com/mcplisten/listen/jsonrpc"
@@ -283,9 +285,23 @@ func (s *Subscription) Completion() []byte { return s.completion("") }
 
 // completion returns the completion result, with reason (an early
 // ending's class) in _meta under MetaEndReason when it is not empty.
-func (s *Subscription) completion(reason string) []byte {
+func (s *Subscription) completion(reason string) []byte { return s.completionHint(reason, -1) }
+
+// shutdownCompletion is the completion result of a drain ended with cause
+// (ErrShutdown, with the Server's retry hint if it carries one).
+func (s *Subscription) shutdownCompletion(cause error) []byte {
+	var se *shutdownError
+	if errors.As(cause, &se) {
+		return s.completionHint("", se.retry)
+	}
+	return s.Completion()
+}
+
+// completionHint is completion with a retry hint in _meta (none when retry
+// is negative).
+func (s *Subscription) completionHint(reason string, retry time.Duration) []byte {
 	info := s.opts.ServerInfo
-	b := make([]byte, 0, 160+2*len(s.id.Raw())+len(info.Name)+len(info.Version)+len(reason))
+	b := make([]byte, 0, 200+2*len(s.id.Raw())+len(info.Name)+len(info.Version)+len(reason))
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = append(b, s.id.Raw()...)
 	b = append(b, `,"result":{"_meta":{`...)
@@ -293,6 +309,11 @@ func (s *Subscription) completion(reason string) []byte {
 		b = append(b, `"`+spec.MetaEndReason+`":"`...)
 		b = append(b, reason...) // a class: plain ASCII
 		b = append(b, `",`...)
+	}
+	if retry >= 0 {
+		b = append(b, `"`+spec.MetaRetryAfterMs+`":`...)
+		b = strconv.AppendInt(b, retry.Milliseconds(), 10)
+		b = append(b, ',')
 	}
 	if info.Name != "" {
 		b = appendString(b, spec.MetaServerInfo)
@@ -333,7 +354,7 @@ func (s *Subscription) Terminal(err error) (msg []byte, reason error) {
 		return s.endingMessage(endingOf(err)), err
 	case errors.Is(err, ErrShutdown):
 		s.ending.CompareAndSwap(nil, &err)
-		return s.Completion(), err
+		return s.shutdownCompletion(err), err
 	case errors.Is(err, ErrClosed), errors.Is(err, io.EOF):
 		return s.Completion(), ErrComplete
 	}

@@ -14,14 +14,14 @@ const (
 	// size of the HMAC-SHA256 output. Use random bytes (crypto/rand, or
 	// `openssl rand 32`), not a password.
 	MinAuthKeyBytes = 32
-	// MaxAuthKeys is the most keys NewNode accepts. A message that matches
+	// maxAuthKeys is the most keys NewNode accepts. A message that matches
 	// no key costs the receiver one HMAC per key.
-	MaxAuthKeys = 8
+	maxAuthKeys = 8
 )
 
-// SignatureLen is the length of a Message's Sig: an HMAC-SHA256 in
-// unpadded base64url.
-var SignatureLen = base64.RawURLEncoding.EncodedLen(sha256.Size)
+// SignatureLen is the length of a Message's Sig: an HMAC-SHA256 (32
+// bytes) in unpadded base64url.
+const SignatureLen = (sha256.Size*8 + 5) / 6
 
 // Why a message failed authentication (wrapped in DropInfo.Err).
 var (

@@ -11,9 +11,9 @@ import (
 	"github.com/mcplisten/listen"
 )
 
-// EnvelopeVersion is the version of the wire envelope this package writes
+// envelopeVersion is the version of the wire envelope this package writes
 // and reads.
-const EnvelopeVersion = 1
+const envelopeVersion = 1
 
 // Wire kinds of the envelope's "k" member.
 const (
@@ -23,6 +23,7 @@ const (
 	wireUpdated   = "updated"   // notifications/resources/updated
 	wireExt       = "ext"       // an extension event
 	wireSync      = "sync"      // no event: announces the sender's sequence number
+	wireQuota     = "quota"     // no event: the sender's quota counts (see Quota)
 )
 
 func wireKind(k listen.Kind) string {
@@ -45,7 +46,7 @@ func wireKind(k listen.Kind) string {
 // the sequence number: {"v":1,"o":"<origin>","n":. The sequence number,
 // then ,"t":<timestamp>, then the body follow (appendStamp, appendBody).
 func envelopeHead(origin string) []byte {
-	b := []byte(`{"v":` + strconv.Itoa(EnvelopeVersion) + `,"o":`)
+	b := []byte(`{"v":` + strconv.Itoa(envelopeVersion) + `,"o":`)
 	b = strconv.AppendQuote(b, origin)
 	return append(b, `,"n":`...)
 }
@@ -136,6 +137,17 @@ type wireEnvelope struct {
 	S map[string]any             `json:"s"`
 	D json.RawMessage            `json:"d"`
 	A string                     `json:"a"`
+	Q *wireQuotaBody             `json:"q"`
+}
+
+// wireQuotaBody is the "q" member of a quota report: "c" maps a key's
+// token to the sender's count of it (absolute; 0 when it has none left),
+// "h" (hello) asks the receivers for a report of all their counts, "b"
+// (bye) says the sender leaves.
+type wireQuotaBody struct {
+	C map[string]int64 `json:"c"`
+	H bool             `json:"h"`
+	B bool             `json:"b"`
 }
 
 // decoded is a received message: who sent it, its sequence number, its
@@ -148,6 +160,8 @@ type decoded struct {
 	event  listen.Event
 	// stripped counts the reserved _meta keys removed from the event.
 	stripped int
+	// quota is a quota report's body (event Kind 0).
+	quota *wireQuotaBody
 }
 
 // Classes of undecodable messages.
@@ -166,7 +180,7 @@ func decodeEnvelope(data []byte, decodePayload func(string, json.RawMessage) (an
 	if err := dec.Decode(&e); err != nil {
 		// A later version may change the members' types: look for its
 		// version before calling the message malformed.
-		if v, ok := versionOf(data); ok && v != strconv.Itoa(EnvelopeVersion) {
+		if v, ok := versionOf(data); ok && v != strconv.Itoa(envelopeVersion) {
 			return decoded{}, fmt.Errorf("%w %s", errUnknownVersion, v)
 		}
 		return decoded{}, fmt.Errorf("%w: %v", errMalformed, err)
@@ -177,7 +191,7 @@ func decodeEnvelope(data []byte, decodePayload func(string, json.RawMessage) (an
 	switch v := string(e.V); {
 	case v == "":
 		return decoded{}, fmt.Errorf("%w: no version", errMalformed)
-	case v != strconv.Itoa(EnvelopeVersion):
+	case v != strconv.Itoa(envelopeVersion):
 		return decoded{}, fmt.Errorf("%w %s", errUnknownVersion, v)
 	}
 	if e.O == "" || e.N == 0 {
@@ -186,6 +200,17 @@ func decodeEnvelope(data []byte, decodePayload func(string, json.RawMessage) (an
 	d := decoded{origin: e.O, seq: e.N, stamp: e.T}
 	switch e.K {
 	case wireSync:
+		return d, nil
+	case wireQuota:
+		if e.Q == nil {
+			return decoded{}, fmt.Errorf("%w: quota report without counts", errInvalidEvent)
+		}
+		for tok, c := range e.Q.C {
+			if len(tok) != quotaTokenLen || c < 0 || c > maxQuotaCount {
+				return decoded{}, fmt.Errorf("%w: quota report with a bad count", errInvalidEvent)
+			}
+		}
+		d.quota = e.Q
 		return d, nil
 	case wireTools:
 		d.event.Kind = listen.KindToolsListChanged
@@ -248,7 +273,7 @@ func rawObject(m map[string]json.RawMessage, stripped *int) map[string]any {
 	}
 	out := make(map[string]any, len(m))
 	for k, v := range m {
-		if stripped != nil && ReservedMetaKey(k) {
+		if stripped != nil && reservedMetaKey(k) {
 			*stripped++
 			continue
 		}
@@ -257,7 +282,7 @@ func rawObject(m map[string]json.RawMessage, stripped *int) map[string]any {
 	return out
 }
 
-// ReservedMetaKey reports whether a _meta key has a prefix the MCP
+// reservedMetaKey reports whether a _meta key has a prefix the MCP
 // specification reserves for MCP itself: a prefix (the part before the
 // first "/") whose second dot-separated label is "modelcontextprotocol" or
 // "mcp", such as io.modelcontextprotocol/serverInfo, dev.mcp/x or
@@ -267,7 +292,7 @@ func rawObject(m map[string]json.RawMessage, stripped *int) map[string]any {
 // A Node removes these keys from the metadata and the params _meta of
 // every event it receives: their meaning belongs to the receiving server
 // (its core and its extensions), never to a message from the broker.
-func ReservedMetaKey(key string) bool {
+func reservedMetaKey(key string) bool {
 	prefix, _, ok := strings.Cut(key, "/")
 	if !ok {
 		return false

@@ -133,6 +133,7 @@ func FuzzDecodeEnvelope(f *testing.F) {
 	f.Add([]byte(`{"v":1,"o":"p","n":2,"k":"ext","x":"a/b","s":{"k":[1,2]},"d":{"z":null}}`), "", true)
 	f.Add([]byte(`{"v":1,"o":"p","n":3,"k":"updated","u":"file:///a","p":{"_meta":{"io.modelcontextprotocol/x":1,"a":2}},"m":{"dev.mcp/y":3}}`), "", true)
 	f.Add([]byte(`{"v":2}`), "", false)
+	f.Add([]byte(`{"v":1,"o":"p","n":4,"k":"quota","q":{"h":true,"c":{"AAAAAAAAAAAAAAAA":3}}}`), "", false)
 	f.Add([]byte(`nope`), strings.Repeat("A", 43), false)
 	f.Add([]byte(`{"v":1,"o":"p","n":1,"k":"tools"}`), refSignature(fuzzKeyNew, fuzzSubject, []byte(`{"v":1,"o":"p","n":1,"k":"tools"}`)), false)
 	f.Add([]byte(`{"v":1,"o":"p","n":1,"k":"tools"}`), refSignature(fuzzKeyNew, "other.events", []byte(`{"v":1,"o":"p","n":1,"k":"tools"}`)), false)
@@ -169,6 +170,13 @@ func checkDecode(t *testing.T, data []byte) {
 		}
 		return
 	}
+	if d.quota != nil {
+		for tok, c := range d.quota.C {
+			if len(tok) != quotaTokenLen || c < 0 || c > maxQuotaCount {
+				t.Fatalf("decoded a bad quota count %q: %d", tok, c)
+			}
+		}
+	}
 	if d.event.Kind == 0 {
 		return
 	}
@@ -179,13 +187,13 @@ func checkDecode(t *testing.T, data []byte) {
 		t.Fatalf("a decoded event does not re-encode: %v", err)
 	}
 	for k := range d.event.Metadata {
-		if ReservedMetaKey(k) {
+		if reservedMetaKey(k) {
 			t.Fatalf("reserved key %q left in the metadata", k)
 		}
 	}
 	if pm, ok := d.event.Params["_meta"].(map[string]any); ok {
 		for k := range pm {
-			if ReservedMetaKey(k) {
+			if reservedMetaKey(k) {
 				t.Fatalf("reserved key %q left in params _meta", k)
 			}
 		}
@@ -213,7 +221,7 @@ func TestReservedMetaKey(t *testing.T) {
 		"":                                       false,
 		"a/io.modelcontextprotocol/b":            false, // only the first "/" ends the prefix
 	} {
-		assert.Equal(t, want, ReservedMetaKey(key), key)
+		assert.Equal(t, want, reservedMetaKey(key), key)
 	}
 }
 
@@ -227,4 +235,27 @@ func TestDecodeStripsReservedMeta(t *testing.T) {
 	assert.Equal(t, map[string]any{"b/c": json.RawMessage("2")}, d.event.Params["_meta"])
 	// A params member is no _meta key: it stays.
 	assert.Equal(t, json.RawMessage("1"), d.event.Params["io.modelcontextprotocol/top"])
+}
+
+// TestDecodeQuotaReport: a quota report decodes to its counts; one with a
+// bad token or count, or without counts, is an invalid event (dropped
+// and counted, Drops.InvalidEvent).
+func TestDecodeQuotaReport(t *testing.T) {
+	const head = `{"v":1,"o":"p","n":1,"t":1,"k":"quota"`
+	d, err := decodeEnvelope([]byte(head+`,"q":{"h":true,"c":{"AAAAAAAAAAAAAAAA":3,"BBBBBBBBBBBBBBBB":0}}}`), nil)
+	require.NoError(t, err)
+	require.NotNil(t, d.quota)
+	assert.Equal(t, &wireQuotaBody{H: true, C: map[string]int64{"AAAAAAAAAAAAAAAA": 3, "BBBBBBBBBBBBBBBB": 0}}, d.quota)
+	assert.Equal(t, listen.Kind(0), d.event.Kind)
+	for _, bad := range []string{
+		head + `}`,
+		head + `,"q":{"c":{"short":1}}}`,
+		head + `,"q":{"c":{"AAAAAAAAAAAAAAAA":-1}}}`,
+		head + `,"q":{"c":{"AAAAAAAAAAAAAAAA":1073741825}}}`,
+	} {
+		_, err := decodeEnvelope([]byte(bad), nil)
+		assert.ErrorIs(t, err, errInvalidEvent, bad)
+	}
+	_, err = decodeEnvelope([]byte(head+`,"q":{"c":{"AAAAAAAAAAAAAAAA":"x"}}}`), nil)
+	assert.ErrorIs(t, err, errMalformed)
 }

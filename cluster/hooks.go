@@ -9,38 +9,8 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
+	"github.com/mcplisten/listen/internal/safe"
 )
-
-// Hooks instruments a bridge (its Node). The node calls them
-// synchronously: OnPublishOut in the goroutine that called the hub's
-// Publish; OnReceive and the OnDrop of a message on the bridge's delivery
-// goroutine; OnConnection, the OnDrop of broker-side losses and OnResync on
-// the goroutine that reported them (the bridge's; a loss resync may run on
-// a timer's goroutine; Node.Resync's caller for a manual one). They must be
-// safe for concurrent use and quick, since delivery waits for them. They
-// must not call the bridge's Close. A hook that panics on a bridge
-// goroutine is recovered (the message it was about counts as Drops.Panic);
-// in Publish the panic propagates to the caller.
-//
-// The method names differ from those of hub.Hooks, so one value can
-// implement both and be given to hub.Options.Hooks and Options.Hooks (see
-// SlogHooks and NopSharedHooks). Embed NopHooks to implement only some of
-// the methods.
-type Hooks interface {
-	// OnPublishOut: an event published on the hub was handed to the
-	// broker (Err says whether the broker's client took it), before the
-	// hub's local fan-out.
-	OnPublishOut(PublishOutInfo)
-	// OnReceive: an event from another instance was delivered to the local
-	// hub.
-	OnReceive(ReceiveInfo)
-	// OnDrop: a message from the broker was dropped.
-	OnDrop(DropInfo)
-	// OnResync: the bridge resynchronised its local listeners.
-	OnResync(ResyncInfo)
-	// OnConnection: the connection to the broker changed status.
-	OnConnection(ConnectionInfo)
-}
 
 // PublishOutInfo describes one event handed to the broker. (The hub's
 // Hooks.OnPublish tells what the local fan-out did.)
@@ -69,9 +39,9 @@ type ReceiveInfo struct {
 	Seq    uint64
 	// Bytes is the size of the message.
 	Bytes int
-	// Stripped is the number of reserved _meta keys (ReservedMetaKey)
-	// removed from the event's metadata and params _meta before it was
-	// delivered (Stats.Sanitised).
+	// Stripped is the number of reserved _meta keys (see the package
+	// documentation, Trust) removed from the event's metadata and params
+	// _meta before it was delivered (Stats.Sanitised).
 	Stripped int
 }
 
@@ -172,107 +142,67 @@ type ConnectionInfo struct {
 	Err error
 }
 
-// NopHooks implements Hooks with methods that do nothing. Embed it in a
-// struct to implement only the hooks you need.
-type NopHooks struct{}
-
-// OnPublishOut does nothing.
-func (NopHooks) OnPublishOut(PublishOutInfo) {}
-
-// OnReceive does nothing.
-func (NopHooks) OnReceive(ReceiveInfo) {}
-
-// OnDrop does nothing.
-func (NopHooks) OnDrop(DropInfo) {}
-
-// OnResync does nothing.
-func (NopHooks) OnResync(ResyncInfo) {}
-
-// OnConnection does nothing.
-func (NopHooks) OnConnection(ConnectionInfo) {}
-
-var _ Hooks = NopHooks{}
-
-// SharedHooks is a value that instruments both a bridge and its hub.
-type SharedHooks interface {
-	Hooks
-	hub.Hooks
+// hooks are the callbacks a node calls: Options' On* fields, after the
+// lines of Options.Logger when it is set; never nil.
+type hooks struct {
+	publishOut func(PublishOutInfo)
+	receive    func(ReceiveInfo)
+	drop       func(DropInfo)
+	resync     func(ResyncInfo)
+	connection func(ConnectionInfo)
 }
 
-// NopSharedHooks implements SharedHooks with methods that do nothing. Embed
-// it (instead of both NopHooks and hub.NopHooks, whose field names would
-// collide) in a struct that implements some hooks of each.
-type NopSharedHooks struct {
-	hub.NopHooks
-}
+// dropLogInterval is the least time between two drop lines of
+// Options.Logger.
+const dropLogInterval = 10 * time.Second
 
-// OnPublishOut does nothing.
-func (NopSharedHooks) OnPublishOut(PublishOutInfo) {}
-
-// OnReceive does nothing.
-func (NopSharedHooks) OnReceive(ReceiveInfo) {}
-
-// OnDrop does nothing.
-func (NopSharedHooks) OnDrop(DropInfo) {}
-
-// OnResync does nothing.
-func (NopSharedHooks) OnResync(ResyncInfo) {}
-
-// OnConnection does nothing.
-func (NopSharedHooks) OnConnection(ConnectionInfo) {}
-
-var _ SharedHooks = NopSharedHooks{}
-
-// DefaultDropLogInterval is the least time between two drop lines of
-// SlogHooks.
-const DefaultDropLogInterval = 10 * time.Second
-
-// SlogHooks returns hooks that log to logger (slog.Default() when nil), at
-// most one drop line per DefaultDropLogInterval: SlogHooksEvery(logger, 0).
-func SlogHooks(logger *slog.Logger) SharedHooks { return SlogHooksEvery(logger, 0) }
-
-// SlogHooksEvery returns hooks that log to logger (slog.Default() when
-// nil). The value also implements hub.Hooks (through hub.SlogHooks), so
-// one value can be given to hub.Options.Hooks and to Options.Hooks.
-// Publications and receptions log at Debug, resyncs and connection changes
-// at Info, drops at Warn (a connection loss too). A reception whose
-// reserved _meta keys were stripped logs at Warn. Nothing is formatted
-// when the logger's level disables the record.
-//
-// Drops are logged at a bounded rate, since whoever can publish on the
-// broker can make them (a forger's flood would otherwise write a line per
-// message): the first drop after a quiet dropInterval is logged at once
-// ("cluster drop": reason, count, bytes, error); the drops that follow
-// within dropInterval of that line are summed into one line written at
-// its end ("cluster drops": count, bytes, one count per reason under
-// "reasons", the last error), and so on, so that drop lines are at least
-// dropInterval apart. The exact counts are in Stats.Dropped and
-// Stats.DroppedBytes. The summary is written by a timer's goroutine,
-// which ends once it has written it (a panic of the logger's handler
-// there is recovered, and the summary lost); a summary still pending when
-// the process exits is lost. Zero means DefaultDropLogInterval; a negative
-// dropInterval logs every drop.
-//
-// Attribute names: event_kind, extension_id, matched, delivered, buffered,
-// dropped, bytes, seq, origin, stripped, error, reason, count, reasons,
-// kinds, uris, status, reconnects.
-func SlogHooksEvery(logger *slog.Logger, dropInterval time.Duration) SharedHooks {
-	if logger == nil {
-		logger = slog.Default()
+// newHooks returns o's hooks, each after the logger's line when o.Logger
+// is set (drop lines at least dropEvery apart; negative: every drop).
+func newHooks(o Options, dropEvery time.Duration) hooks {
+	h := hooks{
+		publishOut: orNop(o.OnPublishOut),
+		receive:    orNop(o.OnReceive),
+		drop:       orNop(o.OnDrop),
+		resync:     orNop(o.OnResync),
+		connection: orNop(o.OnConnection),
 	}
-	if dropInterval == 0 {
-		dropInterval = DefaultDropLogInterval
+	if o.Logger == nil {
+		return h
 	}
-	return slogHooks{Hooks: hub.SlogHooks(logger), l: logger, drops: &dropLog{l: logger, every: dropInterval}}
+	l := slogHooks{l: o.Logger, drops: &dropLog{l: o.Logger, every: dropEvery}}
+	h.publishOut = then(l.onPublishOut, h.publishOut)
+	h.receive = then(l.onReceive, h.receive)
+	h.drop = then(l.onDrop, h.drop)
+	h.resync = then(l.onResync, h.resync)
+	h.connection = then(l.onConnection, h.connection)
+	return h
 }
 
+func orNop[T any](f func(T)) func(T) {
+	if f == nil {
+		return func(T) {}
+	}
+	return f
+}
+
+// then returns a function that calls first, then next.
+func then[T any](first, next func(T)) func(T) {
+	return func(i T) { first(i); next(i) }
+}
+
+// slogHooks write the lines of Options.Logger.
 type slogHooks struct {
-	hub.Hooks
 	l     *slog.Logger
 	drops *dropLog
 }
 
-// dropLog writes the drop lines of SlogHooksEvery.
+// dropLog writes the drop lines of Options.Logger, at a bounded rate,
+// since whoever can publish on the broker can make drops (a forger's flood
+// would otherwise write a line per message): the first drop after a quiet
+// interval is logged at once ("cluster drop"); the drops that follow
+// within the interval of that line are summed into one line written at
+// its end ("cluster drops"), on a timer's goroutine, which ends once it
+// has written it.
 type dropLog struct {
 	l     *slog.Logger
 	every time.Duration
@@ -322,8 +252,9 @@ func (d *dropLog) drop(i DropInfo) {
 // flush writes the pending summary, on the timer's goroutine, where
 // nothing would recover a panic of the logger's handler: it is recovered
 // here, and the summary lost.
-func (d *dropLog) flush() {
-	defer func() { _ = recover() }()
+func (d *dropLog) flush() { _ = safe.Call(d.writeSummary) }
+
+func (d *dropLog) writeSummary() {
 	d.mu.Lock()
 	count, bytes, reasons, err := d.count, d.bytes, d.reasons, d.err
 	d.count, d.bytes, d.reasons, d.err = 0, 0, nil, nil
@@ -366,7 +297,7 @@ func eventAttrs(r hub.Report, kind listen.Kind, ext string) []slog.Attr {
 		slog.Int("dropped", r.Dropped))
 }
 
-func (s slogHooks) OnPublishOut(i PublishOutInfo) {
+func (s slogHooks) onPublishOut(i PublishOutInfo) {
 	level := slog.LevelDebug
 	if i.Err != nil {
 		level = slog.LevelWarn
@@ -385,7 +316,7 @@ func (s slogHooks) OnPublishOut(i PublishOutInfo) {
 	s.log(level, "cluster publish", attrs...)
 }
 
-func (s slogHooks) OnReceive(i ReceiveInfo) {
+func (s slogHooks) onReceive(i ReceiveInfo) {
 	level := slog.LevelDebug
 	if i.Stripped > 0 {
 		level = slog.LevelWarn
@@ -401,13 +332,13 @@ func (s slogHooks) OnReceive(i ReceiveInfo) {
 	s.log(level, "cluster receive", attrs...)
 }
 
-func (s slogHooks) OnDrop(i DropInfo) {
+func (s slogHooks) onDrop(i DropInfo) {
 	if s.enabled(slog.LevelWarn) {
 		s.drops.drop(i)
 	}
 }
 
-func (s slogHooks) OnResync(i ResyncInfo) {
+func (s slogHooks) onResync(i ResyncInfo) {
 	if !s.enabled(slog.LevelInfo) {
 		return
 	}
@@ -421,7 +352,7 @@ func (s slogHooks) OnResync(i ResyncInfo) {
 		slog.Int("uris", i.URIs))
 }
 
-func (s slogHooks) OnConnection(i ConnectionInfo) {
+func (s slogHooks) onConnection(i ConnectionInfo) {
 	level := slog.LevelInfo
 	if i.Status != Connected {
 		level = slog.LevelWarn

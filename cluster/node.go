@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
+	"github.com/mcplisten/listen/internal/safe"
 )
 
 const (
@@ -55,23 +56,26 @@ type Transport struct {
 	// bytes, or 0 for no limit of its own; the node refuses larger
 	// envelopes (with SigOverhead taken off when it signs).
 	Limit func() int
-	// SigOverhead is what a signature adds to a message's size as the
-	// broker counts it against Limit.
+	// SigOverhead is what a signature (SignatureLen characters and its
+	// framing) adds to a message's size as the broker counts it against
+	// Limit.
 	SigOverhead int
 }
 
 // Node is one instance's end of a cluster, for a bridge over a broker to
-// build on: it joins the instance's hub as its relay, turns each event
-// published there into a numbered, stamped and (with AuthKeys) signed
-// envelope that it hands to Transport.Send, and delivers the envelopes the
-// bridge receives (Receive) to the hub's listeners, after checking them.
-// See the package documentation for the delivery semantics.
+// build on: it joins the instance's hub as its relay (hub.Hub.Join), turns
+// each event published there into a numbered, stamped and (with AuthKeys)
+// signed envelope that it hands to Transport.Send, and delivers the
+// envelopes the bridge receives (Receive) to the hub's listeners, after
+// checking them. See the package documentation for the delivery
+// semantics.
 type Node struct {
-	hub  *hub.Hub
-	t    Transport
-	opts resolved
-	id   string
-	head []byte // {"v":1,"o":"<id>","n":
+	hub   *hub.Hub
+	relay relay // what joined the hub
+	t     Transport
+	opts  resolved
+	id    string
+	head  []byte // {"v":1,"o":"<id>","n":
 
 	// pubMu orders sequence numbers and stamps with the messages handed to
 	// Send, so that they leave in sequence.
@@ -121,9 +125,10 @@ var bodyPool = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b 
 // NewNode returns a node for h over t and joins it to h as its relay
 // (hub.Hub.Join): from then on every event published on h is also handed
 // to t.Send. It fails with an error matching ErrInvalidOptions for invalid
-// opts, a nil h or a t without Scope or Send, and with hub.ErrRelayJoined
-// when another relay has joined h. The node starts no goroutine; Close
-// leaves the hub.
+// opts, a nil h, a t without Scope or Send or an Options.Quota another
+// node holds, and with hub.ErrRelayJoined when another relay has joined
+// h. The node starts no goroutine, except the reporter of its
+// Options.Quota (see Quota); Close leaves the hub and ends it.
 func NewNode(h *hub.Hub, t Transport, opts Options) (*Node, error) {
 	if h == nil || t.Scope == "" || t.Send == nil {
 		return nil, fmt.Errorf("%w: NewNode needs a hub, a scope and a Send function", ErrInvalidOptions)
@@ -149,11 +154,26 @@ func NewNode(h *hub.Hub, t Transport, opts Options) (*Node, error) {
 		n.signer = newSigner(o.AuthKeys[0], t.Scope)
 		n.verifier = newVerifier(o.AuthKeys, t.Scope)
 	}
-	if err := h.Join(n); err != nil {
+	if q := o.Quota; q != nil {
+		if err := q.attach(n); err != nil {
+			return nil, err
+		}
+	}
+	n.relay = relay{n}
+	if err := h.Join(n.relay); err != nil {
+		if q := o.Quota; q != nil {
+			q.detach(n)
+		}
 		return nil, err
 	}
 	return n, nil
 }
+
+// relay is what a node joins its hub with: the hub.Relay that hands each
+// event published there to Node.relayEvent.
+type relay struct{ n *Node }
+
+func (r relay) Relay(ev listen.Event) error { return r.n.relayEvent(ev) }
 
 // newID returns a random instance id: 16 bytes, base64url (22 characters).
 func newID() (string, error) {
@@ -168,22 +188,15 @@ func newID() (string, error) {
 // A new node (a restarted instance) has a new one.
 func (n *Node) ID() string { return n.id }
 
-// Hub returns the node's hub.
-func (n *Node) Hub() *hub.Hub { return n.hub }
-
-// Signed reports whether the node signs and checks signatures
-// (Options.AuthKeys).
-func (n *Node) Signed() bool { return n.signer != nil }
-
-// Relay implements hub.Relay; the hub calls it from Publish with each
-// valid event, before its local fan-out. It encodes ev, numbers, stamps
-// and signs the envelope and hands it to Transport.Send. It refuses (and
-// the hub publishes nothing) an event that does not encode (ErrEncode: a
-// Payload json.Marshal refuses) or whose envelope is too large
-// (ErrTooLarge). A failure of Send is counted (Stats.PublishErrors), not
-// returned: the local listeners are still served. After Close it does
+// relayEvent is the node's hub.Relay; the hub calls it from Publish with
+// each valid event, before its local fan-out. It encodes ev, numbers,
+// stamps and signs the envelope and hands it to Transport.Send. It refuses
+// (and the hub publishes nothing) an event that does not encode
+// (ErrEncode: a Payload json.Marshal refuses) or whose envelope is too
+// large (ErrTooLarge). A failure of Send is counted (Stats.PublishErrors),
+// not returned: the local listeners are still served. After Close it does
 // nothing.
-func (n *Node) Relay(ev listen.Event) error {
+func (n *Node) relayEvent(ev listen.Event) error {
 	if n.closed.Load() {
 		return nil
 	}
@@ -210,7 +223,7 @@ func (n *Node) Relay(ev listen.Event) error {
 	} else {
 		n.published.Add(1)
 	}
-	n.opts.Hooks.OnPublishOut(PublishOutInfo{
+	n.opts.hooks.publishOut(PublishOutInfo{
 		EventKind: ev.Kind, ExtensionID: ev.ExtensionID, Bytes: sz, Seq: seq, Err: err,
 	})
 	return nil
@@ -279,30 +292,35 @@ func (n *Node) SendSync() {
 // the reserved _meta keys and delivers the event to the hub's local
 // listeners (hub.Hub.PublishLocal). It resynchronises the listeners when
 // the message reveals lost ones. Every drop is counted and reported to
-// Hooks.OnDrop; a panic (in a hook) is recovered. Call it from one
-// goroutine at a time, in the order the broker delivers. m.Data may be
-// reused once it returns.
+// OnDrop; a panic (in a hook) is recovered. Call it from one goroutine at
+// a time, in the order the broker delivers. m.Data may be reused once it
+// returns.
 func (n *Node) Receive(m Message) {
 	handled := false // delivered to the hub, or counted as dropped
-	defer func() {
-		if v := recover(); v != nil {
-			n.panics.Add(1)
-			if !handled {
-				n.dPan.Add(1)
-				n.dBytes.Add(uint64(len(m.Data)))
-				n.safeHook(func() {
-					n.opts.Hooks.OnDrop(DropInfo{Reason: ReasonPanic, Count: 1, Bytes: len(m.Data),
-						Err: fmt.Errorf("cluster: panic while delivering: %v", v)})
-				})
-			}
-		}
-	}()
+	v := safe.Call(func() { n.receive(m, &handled) })
+	if v == nil {
+		return
+	}
+	n.panics.Add(1)
+	if !handled {
+		n.dPan.Add(1)
+		n.dBytes.Add(uint64(len(m.Data)))
+		n.safeHook(func() {
+			n.opts.hooks.drop(DropInfo{Reason: ReasonPanic, Count: 1, Bytes: len(m.Data),
+				Err: fmt.Errorf("cluster: panic while delivering: %v", v.Value)})
+		})
+	}
+}
+
+// receive is Receive; *handled is set once the message was delivered to
+// the hub or counted as dropped.
+func (n *Node) receive(m Message, handled *bool) {
 	data := m.Data
 	drop := func(c *atomic.Uint64, reason DropReason, err error) {
 		c.Add(1)
 		n.dBytes.Add(uint64(len(data)))
-		handled = true
-		n.opts.Hooks.OnDrop(DropInfo{Reason: reason, Count: 1, Bytes: len(data), Err: err})
+		*handled = true
+		n.opts.hooks.drop(DropInfo{Reason: reason, Count: 1, Bytes: len(data), Err: err})
 	}
 	if len(data) > n.opts.MaxMessageBytes {
 		drop(&n.dTooLarge, ReasonTooLarge, nil)
@@ -354,6 +372,15 @@ func (n *Node) Receive(m Message) {
 		n.requestLoss()
 		return
 	}
+	if d.quota != nil {
+		if gap {
+			n.requestLoss()
+		}
+		if q := n.opts.Quota; q != nil {
+			q.receive(n, d.origin, d.quota)
+		}
+		return
+	}
 	if d.event.Kind == 0 { // a sync message
 		if gap {
 			n.requestLoss()
@@ -365,14 +392,14 @@ func (n *Node) Receive(m Message) {
 	if d.stripped > 0 {
 		n.sanitised.Add(1)
 	}
-	handled = true
+	*handled = true
 	r, _ := n.hub.PublishLocal(d.event) // no error: decodeEnvelope validated the event
 	if gap {
 		// Asked for after the event that revealed the gap reached the hub,
 		// so that the listeners see the event before the resync.
 		n.requestLoss()
 	}
-	n.opts.Hooks.OnReceive(ReceiveInfo{
+	n.opts.hooks.receive(ReceiveInfo{
 		Report: r, EventKind: d.event.Kind, ExtensionID: d.event.ExtensionID,
 		Origin: d.origin, Seq: d.seq, Bytes: len(data), Stripped: d.stripped,
 	})
@@ -494,36 +521,65 @@ func (n *Node) cancelLoss() {
 // reaches it: the node sends a sync message (SendSync), stops counting
 // gaps against the numbers seen before (what was published meanwhile is
 // covered), and resynchronises its listeners (ResyncReconnect), in the
-// calling goroutine. A pending loss resync is folded into it.
+// calling goroutine. With Options.Quota it also has the quota report all
+// its counts and ask the other instances for theirs. A pending loss resync is folded into it.
 func (n *Node) Reconnected() {
 	n.cancelLoss()
 	n.resetEpoch.Add(1)
 	n.SendSync()
+	if q := n.opts.Quota; q != nil {
+		q.reconnected(n)
+	}
 	n.safeHook(func() { n.resync(ResyncReconnect) })
 }
 
-// SlowConsumer tells the node that the broker's client dropped count
-// messages for it (Drops.SlowConsumer): it reports them to Hooks.OnDrop
-// and resynchronises the listeners as after a gap.
-func (n *Node) SlowConsumer(count int) {
-	if count <= 0 {
+// Dropped tells the node that its bridge, or the broker's client, dropped
+// messages before Receive saw them: i.Count messages (nothing when not
+// positive) of i.Bytes bytes in all, for i.Reason. They are counted
+// (Stats.Dropped under the reason, Stats.DroppedBytes) and reported to
+// OnDrop (a panic there is recovered). Two reasons are a bridge's:
+// ReasonSlowConsumer, messages the broker's client could not deliver in
+// time (their size unknown), after which the node resynchronises the
+// listeners as after a gap; and ReasonTooLarge, a message larger than
+// MaxMessageBytes the bridge skipped unread (as redisbridge does), to be
+// reported from Receive's goroutine, in the order of the broker's
+// messages. A reason the package does not define is ignored.
+func (n *Node) Dropped(i DropInfo) {
+	c := n.dropCounter(i.Reason)
+	if i.Count <= 0 || c == nil {
 		return
 	}
-	n.dSlow.Add(uint64(count))
-	n.safeHook(func() { n.opts.Hooks.OnDrop(DropInfo{Reason: ReasonSlowConsumer, Count: count}) })
-	n.requestLoss()
+	c.Add(uint64(i.Count))
+	n.dBytes.Add(uint64(max(i.Bytes, 0)))
+	n.safeHook(func() { n.opts.hooks.drop(i) })
+	if i.Reason == ReasonSlowConsumer {
+		n.requestLoss()
+	}
 }
 
-// DropTooLarge tells the node that its bridge skipped a message of size
-// bytes from the broker, larger than MaxMessageBytes, without reading it
-// (as redisbridge does): it is counted in Drops.TooLarge and reported to
-// Hooks.OnDrop (a panic there is recovered), as Receive reports a message
-// it finds too large. Call it from Receive's goroutine, in the order of
-// the broker's messages.
-func (n *Node) DropTooLarge(size int) {
-	n.dTooLarge.Add(1)
-	n.dBytes.Add(uint64(max(size, 0)))
-	n.safeHook(func() { n.opts.Hooks.OnDrop(DropInfo{Reason: ReasonTooLarge, Count: 1, Bytes: size}) })
+// dropCounter is the counter of a drop reason, nil for an unknown one.
+func (n *Node) dropCounter(r DropReason) *atomic.Uint64 {
+	switch r {
+	case ReasonTooLarge:
+		return &n.dTooLarge
+	case ReasonMalformed:
+		return &n.dMalformed
+	case ReasonUnknownVersion:
+		return &n.dVersion
+	case ReasonInvalidEvent:
+		return &n.dInvalid
+	case ReasonSlowConsumer:
+		return &n.dSlow
+	case ReasonPanic:
+		return &n.dPan
+	case ReasonUnauthenticated:
+		return &n.dUnauth
+	case ReasonReplayed:
+		return &n.dReplayed
+	case ReasonStale:
+		return &n.dStale
+	}
+	return nil
 }
 
 // SendFailed tells the node that count messages Send had taken were lost
@@ -536,10 +592,15 @@ func (n *Node) SendFailed(count int) {
 	}
 }
 
-// Connection reports a change of the bridge's connection to
-// Hooks.OnConnection (a panic there is recovered and counted).
+// Connection reports a change of the bridge's connection to OnConnection
+// (a panic there is recovered and counted). With Options.Quota, a status
+// other than Connected puts the quota in fallback (local shares) until the
+// next Connected.
 func (n *Node) Connection(info ConnectionInfo) {
-	n.safeHook(func() { n.opts.Hooks.OnConnection(info) })
+	if q := n.opts.Quota; q != nil {
+		q.connection(n, info.Status)
+	}
+	n.safeHook(func() { n.opts.hooks.connection(info) })
 }
 
 // Resync resynchronises the local listeners now, in the calling goroutine:
@@ -569,27 +630,29 @@ func (n *Node) resync(reason ResyncReason) {
 		}
 	}
 	n.resyncs.Add(1)
-	n.opts.Hooks.OnResync(ResyncInfo{Reason: reason, Kinds: n.opts.resync, URIs: count})
+	n.opts.hooks.resync(ResyncInfo{Reason: reason, Kinds: n.opts.resync, URIs: count})
 }
 
 // safeHook runs f, recovering (and counting) a panic: a hook never takes
 // down a bridge goroutine.
 func (n *Node) safeHook(f func()) {
-	defer func() {
-		if recover() != nil {
-			n.panics.Add(1)
-		}
-	}()
-	f()
+	if safe.Call(f) != nil {
+		n.panics.Add(1)
+	}
 }
 
 // Close leaves the hub (later publications stay local), stops a pending
-// loss resync and waits for one that is running. It does not touch the
+// loss resync and waits for one that is running. With Options.Quota it
+// first stops the quota's reporter and tells the other instances that this
+// one leaves; the quota then holds keys to their local shares. It does not touch the
 // hub's listeners. Receive still delivers afterwards; Resync fails with
 // ErrClosed. Close is idempotent.
 func (n *Node) Close() {
 	n.closeOnce.Do(func() {
-		n.hub.Leave(n)
+		if q := n.opts.Quota; q != nil {
+			q.detach(n)
+		}
+		n.hub.Leave(n.relay)
 		n.lossMu.Lock()
 		n.closed.Store(true)
 		if n.lossTimer != nil && n.lossTimer.Stop() {
@@ -636,10 +699,10 @@ type Stats struct {
 	// hub.
 	Received uint64
 	// Sanitised counts the received events (among Received) from which
-	// reserved _meta keys were removed (see ReservedMetaKey): delivered,
-	// not dropped. A node never sends such keys by itself, so a non-zero
-	// count means a publisher put them there: an application publishing
-	// them, or a peer that is no bridge.
+	// reserved _meta keys were removed (see the package documentation,
+	// Trust): delivered, not dropped. A node never sends such keys by
+	// itself, so a non-zero count means a publisher put them there: an
+	// application publishing them, or a peer that is no bridge.
 	Sanitised uint64
 	// Echoes counts the node's own messages seen on the broker and
 	// ignored.

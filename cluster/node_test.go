@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -76,8 +77,8 @@ func (b *broker) join(t *testing.T, opts cluster.Options, filter listen.Filter) 
 	h, err := hub.New(hub.Options{MaxBuffer: 1000})
 	require.NoError(t, err)
 	rec := &recorder{}
-	if opts.Hooks == nil {
-		opts.Hooks = rec
+	if opts.OnDrop == nil && opts.OnResync == nil {
+		opts.OnDrop, opts.OnResync = rec.OnDrop, rec.OnResync
 	}
 	n, err := cluster.NewNode(h, cluster.Transport{Scope: scope, Send: b.send}, opts)
 	require.NoError(t, err)
@@ -91,9 +92,8 @@ func (b *broker) join(t *testing.T, opts cluster.Options, filter listen.Filter) 
 	return &member{hub: h, node: n, stream: s, rec: rec}
 }
 
-// recorder is Hooks that records drops and resyncs.
+// recorder records drops and resyncs (Options.OnDrop, OnResync).
 type recorder struct {
-	cluster.NopHooks
 	mu      sync.Mutex
 	drops   []cluster.DropInfo
 	resyncs []cluster.ResyncInfo
@@ -410,4 +410,58 @@ func TestNodeScopedEvents(t *testing.T) {
 			assert.Contains(t, string(m.Data), `"a":"tenant:acme"`)
 		}
 	}
+}
+
+// Stats.DroppedBytes counts the bytes of every dropped message, those a
+// bridge skipped unread (Node.Dropped) too, which OnDrop reports like the
+// ones Receive drops.
+func TestNodeDroppedBytes(t *testing.T) {
+	b := &broker{}
+	a := b.join(t, cluster.Options{AuthKeys: [][]byte{key}, MaxMessageBytes: 1024}, listen.Filter{"k": true})
+	a.node.Receive(cluster.Message{Data: []byte(`{"v":1}`)})               // unauthenticated
+	a.node.Receive(cluster.Message{Data: bytes.Repeat([]byte{'x'}, 2000)}) // too large
+	a.node.Dropped(cluster.DropInfo{Reason: cluster.ReasonTooLarge, Count: 1, Bytes: 5000})
+	st := a.node.Stats()
+	assert.Equal(t, cluster.Drops{Unauthenticated: 1, TooLarge: 2}, st.Dropped)
+	assert.Equal(t, uint64(7+2000+5000), st.DroppedBytes)
+	assert.Equal(t, []cluster.DropReason{cluster.ReasonUnauthenticated, cluster.ReasonTooLarge, cluster.ReasonTooLarge},
+		a.rec.dropReasons())
+	assert.Equal(t, 5000, a.rec.drops[2].Bytes)
+}
+
+// Node.Dropped counts what a bridge reports under its reason and tells
+// OnDrop and the Logger; a slow consumer's drops resynchronise the
+// listeners; no count, or a reason the package does not define, is
+// ignored; a panicking OnDrop is recovered and counted.
+func TestNodeDropped(t *testing.T) {
+	b := &broker{}
+	var logs bytes.Buffer
+	var seen []cluster.DropInfo
+	a := b.join(t, cluster.Options{
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		OnDrop: func(i cluster.DropInfo) {
+			seen = append(seen, i)
+			if i.Bytes == 13 {
+				panic("hook")
+			}
+		},
+		OnResync: func(i cluster.ResyncInfo) {
+			seen = append(seen, cluster.DropInfo{Reason: cluster.DropReason(i.Reason)})
+		},
+	}, toolsFilter)
+	a.node.Dropped(cluster.DropInfo{Reason: cluster.ReasonSlowConsumer, Count: 40})
+	a.node.Dropped(cluster.DropInfo{Reason: cluster.ReasonSlowConsumer})
+	a.node.Dropped(cluster.DropInfo{Reason: "future", Count: 1})
+	a.node.Dropped(cluster.DropInfo{Reason: cluster.ReasonTooLarge, Count: 1, Bytes: 13})
+	assert.Equal(t, []cluster.DropInfo{
+		{Reason: cluster.ReasonSlowConsumer, Count: 40},
+		{Reason: cluster.DropReason(cluster.ResyncLoss)},
+		{Reason: cluster.ReasonTooLarge, Count: 1, Bytes: 13},
+	}, seen)
+	assert.Equal(t, []string{""}, a.queued(t), "the slow consumer's resync")
+	st := a.node.Stats()
+	assert.Equal(t, cluster.Drops{SlowConsumer: 40, TooLarge: 1}, st.Dropped)
+	assert.Equal(t, uint64(13), st.DroppedBytes)
+	assert.Equal(t, uint64(1), st.Panics)
+	assert.Contains(t, logs.String(), `msg="cluster drop" reason=slow_consumer count=40`)
 }

@@ -19,7 +19,6 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/gosdk"
-	"github.com/mcplisten/listen/streamhttp"
 )
 
 // requireToken is a go-sdk receiving middleware that refuses every request
@@ -88,7 +87,7 @@ func TestHTTPBehindAuth(t *testing.T) {
 	reasons := make(chan error, 4)
 	h, err := gosdk.NewHandler(srv, gosdk.HandlerOptions{
 		WrapSource: func(s listen.Source) listen.Source { rec.Source = s; return rec },
-		HTTP:       streamhttp.Options{OnClose: func(_ *listen.Subscription, reason error) { reasons <- reason }},
+		Options:    gosdk.Options{Listen: listen.Options{OnClose: func(_ *listen.Subscription, reason error) { reasons <- reason }}},
 	})
 	require.NoError(t, err)
 	ts := httptest.NewServer(auth.RequireBearerToken(verify, nil)(h))
@@ -106,7 +105,7 @@ func TestHTTPBehindAuth(t *testing.T) {
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}})
 	require.NoError(t, err)
 	assert.Equal(t, "hi", res.Content[0].(*mcp.TextContent).Text)
-	require.Eventually(t, func() bool { return h.Listen().Stats().Active == 1 }, failsafe, failsafeTick)
+	require.Eventually(t, func() bool { return h.Server().Stats().Active == 1 }, failsafe, failsafeTick)
 	rec.mu.Lock()
 	require.Len(t, rec.auths, 1)
 	ti, ok := rec.auths[0].(*auth.TokenInfo)
@@ -155,7 +154,7 @@ func TestHTTPBridgeToken(t *testing.T) {
 	assert.Contains(t, err.Error(), "Options.Token")
 
 	h, err := gosdk.NewHandler(srv, gosdk.HandlerOptions{Options: gosdk.Options{
-		Token: &auth.TokenInfo{UserID: gosdk.ClientName, Scopes: []string{"mcp"}},
+		Token: &auth.TokenInfo{UserID: "mcplisten-gosdk", Scopes: []string{"mcp"}},
 	}})
 	require.NoError(t, err)
 	require.NoError(t, h.Shutdown(context.Background()))

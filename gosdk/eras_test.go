@@ -67,7 +67,7 @@ func TestHTTPBothEras(t *testing.T) {
 	res, err = cur.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "new"}})
 	require.NoError(t, err)
 	assert.Equal(t, "new", res.Content[0].(*mcp.TextContent).Text)
-	require.Eventually(t, func() bool { return h.Listen().Stats().Active == 1 }, failsafe, failsafeTick,
+	require.Eventually(t, func() bool { return h.Server().Stats().Active == 1 }, failsafe, failsafeTick,
 		"the 2026-07-28 client's automatic listen")
 
 	addTool(srv, "added")

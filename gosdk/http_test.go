@@ -20,7 +20,6 @@ import (
 	"github.com/mcplisten/listen/gosdk"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
-	"github.com/mcplisten/listen/streamhttp"
 )
 
 var everything = map[string]any{
@@ -175,7 +174,7 @@ func TestHTTPListenVersions(t *testing.T) {
 		assert.Equal(t, "application/json", resp.Header.Get("Content-Type"), tt.version)
 		assert.Equal(t, tt.body, string(b), tt.version)
 	}
-	assert.Zero(t, h.Listen().Stats().Opened)
+	assert.Zero(t, h.Server().Stats().Opened)
 }
 
 // 150 listens naming the server's earlier versions, under MaxStreams 5, open
@@ -183,7 +182,7 @@ func TestHTTPListenVersions(t *testing.T) {
 // refused for capacity, and the hub holds no listener. Before, each one
 // opened a stream in the go-sdk, outside every limit of this library.
 func TestHTTPOlderListensOpenNoStream(t *testing.T) {
-	h, err := gosdk.NewHandler(plainServer(), gosdk.HandlerOptions{HTTP: streamhttp.Options{MaxStreams: 5}})
+	h, err := gosdk.NewHandler(plainServer(), gosdk.HandlerOptions{Options: gosdk.Options{Listen: listen.Options{MaxStreams: 5}}})
 	require.NoError(t, err)
 	defer h.Shutdown(context.Background())
 	ts := httptest.NewServer(h)
@@ -195,8 +194,8 @@ func TestHTTPOlderListensOpenNoStream(t *testing.T) {
 		resp.Body.Close()
 		require.Equal(t, http.StatusNotFound, resp.StatusCode, i)
 	}
-	st := h.Listen().Stats()
-	assert.Equal(t, streamhttp.Stats{}, st)
+	st := h.Server().Stats()
+	assert.Equal(t, listen.Stats{}, st)
 	assert.Zero(t, h.Hub().Stats().Subscriptions)
 }
 
@@ -226,7 +225,7 @@ func TestHTTPListenByBody(t *testing.T) {
 		assert.Equal(t, http.StatusBadRequest, resp.StatusCode, header)
 		assert.Contains(t, string(b), `"code":-32020`, header)
 	}
-	assert.Zero(t, h.Listen().Stats().Opened)
+	assert.Zero(t, h.Server().Stats().Opened)
 }
 
 // The Bridge's streams stay what the hub's are (a listen.NotifyStream),
@@ -306,12 +305,16 @@ func TestHTTPFolderListen(t *testing.T) {
 
 // The capabilities are read again only for a listen that asks for a kind
 // the last reading does not allow, and then at most once per
-// RefreshInterval: listens the reading allows cost no server/discover.
+// refresh interval: listens the reading allows cost no server/discover.
 func TestCapabilitiesReadingIsShared(t *testing.T) {
 	// In a bubble: the Sleeps advance the fake clock and the opens take no
 	// time on it, so the count of readings is exact.
 	synctest.Test(t, testCapabilitiesReadingIsShared)
 }
+
+// refreshInterval is the Bridge's shortest time between two readings caused
+// by listens asking for more (see adapter.Bridge).
+const refreshInterval = 10 * time.Millisecond
 
 func testCapabilitiesReadingIsShared(t *testing.T) {
 	ctx := context.Background()
@@ -332,7 +335,7 @@ func testCapabilitiesReadingIsShared(t *testing.T) {
 		return sub.Accepted()
 	}
 
-	time.Sleep(2 * gosdk.RefreshInterval) // the reading is old enough to be read again
+	time.Sleep(2 * refreshInterval) // the reading is old enough to be read again
 	read := b.Stats().Discovers
 	prompts := listen.Filter{spec.KeyPromptsListChanged: true}
 	for i := range 20 {
@@ -340,17 +343,17 @@ func testCapabilitiesReadingIsShared(t *testing.T) {
 	}
 	assert.Equal(t, read, b.Stats().Discovers, "the reading allows every one of them")
 
-	time.Sleep(2 * gosdk.RefreshInterval) // and again
+	time.Sleep(2 * refreshInterval) // and again
 	more := listen.Filter{spec.KeyPromptsListChanged: true, spec.KeyToolsListChanged: true}
 	for i := range 20 {
 		assert.Equal(t, prompts, open(100+i, more), "no tools capability")
 	}
 	assert.Equal(t, read+1, b.Stats().Discovers, "a listen asking for more reads again, once")
 
-	time.Sleep(gosdk.RefreshInterval / 2)
+	time.Sleep(refreshInterval / 2)
 	open(200, more)
-	assert.Equal(t, read+1, b.Stats().Discovers, "not again within RefreshInterval")
-	time.Sleep(gosdk.RefreshInterval/2 + time.Millisecond)
+	assert.Equal(t, read+1, b.Stats().Discovers, "not again within the refresh interval")
+	time.Sleep(refreshInterval/2 + time.Millisecond)
 	open(201, more)
-	assert.Equal(t, read+2, b.Stats().Discovers, "again once RefreshInterval has passed")
+	assert.Equal(t, read+2, b.Stats().Discovers, "again once the refresh interval has passed")
 }

@@ -17,19 +17,12 @@ import (
 
 // link is an in-process client end of one go-sdk server session: both the
 // mcp.Transport given to Server.Connect and the mcp.Connection it returns.
-// Messages cross it as values (no encoding, no pipe): the session's reader
-// goroutine takes requests from toServer, and the server's writes (answers
-// and notifications) arrive in Write, on whichever goroutine sends them.
-//
-// Notifications the server sends are handed to notify synchronously, on the
-// server's sending goroutine (for a list change, the go-sdk's debounce
-// timer; for Server.ResourceUpdated, the caller's goroutine): notify must
-// not block.
-//
-// A link starts no goroutine of its own but one per request the server sends
-// it (a keep-alive ping), which ends once the answer is taken or the link is
-// closed; Close waits for them. Close is idempotent; the server session's
-// Close closes it too.
+// Messages cross it as values: the session's reader goroutine takes
+// requests from toServer, and the server's writes arrive in Write, on the
+// sending goroutine; notifications are handed to notify there (it must not
+// block). A link starts one goroutine per request the server sends it (a
+// keep-alive ping), which ends once the answer is taken or the link is
+// closed; Close (idempotent) waits for them.
 type link struct {
 	notify func(method string, params json.RawMessage)
 	// extra is what every request sent to the server carries: the
@@ -198,10 +191,8 @@ func (l *link) call(ctx context.Context, method string, params any) (json.RawMes
 }
 
 // callError is the error the go-sdk server answered an in-process call
-// with. err is this library's *jsonrpc.Error (code, message and data kept)
-// when the go-sdk answered a JSON-RPC error, else the error as the server
-// returned it (in process, a middleware's plain error is not turned into a
-// wire error).
+// with: this library's *jsonrpc.Error for a JSON-RPC error, else the error
+// as the server returned it (a middleware's plain error, in process).
 type callError struct {
 	method string
 	err    error

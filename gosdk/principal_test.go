@@ -139,7 +139,7 @@ func TestPrincipalsThroughTheGoSDKAdapter(t *testing.T) {
 	addTool(srv, "another")
 	assert.Equal(t, spec.MethodToolsListChanged, ann.next().Method)
 	assert.Equal(t, spec.MethodToolsListChanged, cy.next().Method, "cy got the unscoped change, and only that one")
-	assert.Equal(t, uint64(1), h.Listen().Stats().Revoked)
+	assert.Equal(t, uint64(1), h.Server().Stats().Revoked)
 }
 
 // A lifetime bound ends a listen served by the adapter with its

@@ -80,7 +80,7 @@ func TestHTTPMaxSessions(t *testing.T) {
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 	assert.Equal(t, "1", resp.Header.Get("Retry-After"))
 	assert.Empty(t, resp.Header.Get("Mcp-Session-Id"))
-	assert.Equal(t, `{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"`+gosdk.MsgTooManySessions+`"}}`, body)
+	assert.Equal(t, `{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"`+streamhttp.MsgTooManySessions+`"}}`, body)
 
 	tl := post(t, ts.URL, 2, "tools/list", "2026-07-28", nil)
 	tl.Body.Close()

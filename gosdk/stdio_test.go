@@ -58,8 +58,9 @@ func TestStdioPlainServer(t *testing.T) {
 	served := make(chan error, 1)
 	go func() {
 		served <- serveStdio(context.Background(), srv, inR, outW, gosdk.StdioOptions{
-			Options: gosdk.Options{Hub: changes},
-			Stdio:   stdio.Options{OnClose: func(sub *listen.Subscription, _ error) { closed <- sub.ID().Raw() }},
+			Options: gosdk.Options{Hub: changes, Listen: listen.Options{
+				OnClose: func(sub *listen.Subscription, _ error) { closed <- sub.ID().Raw() },
+			}},
 		})
 		outW.Close()
 	}()
@@ -329,7 +330,7 @@ func TestStdioUndecodable(t *testing.T) {
 	r := startRaw(t, plainServer(), true, gosdk.StdioOptions{Stdio: stdio.Options{MaxInFlight: 1}})
 	r.send(`{"jsonrpc":"2.0","method":"notifications/foo","params":{"x":` + deep + `}}`) // dropped
 	r.send(`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":` + deep + `}}`)
-	require.Equal(t, `{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"`+gosdk.MsgUndecodable+`"}}`, r.recv())
+	require.Equal(t, `{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"Invalid request: the server cannot decode it"}}`, r.recv())
 	r.send(`{"jsonrpc":"2.0","id":5,"method":"ping"}`)
 	assert.Equal(t, `{"jsonrpc":"2.0","id":5,"result":{}}`, r.recv())
 	rest, err := r.end()
@@ -446,10 +447,10 @@ func TestStdioShutdown(t *testing.T) {
 		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)
 	send(`{"jsonrpc":"2.0","id":4,"method":"ping"}`)
 	require.Equal(t, `{"jsonrpc":"2.0","id":4,"result":{}}`, recv())
-	st := s.Stats()
+	st, ls := s.Stats(), s.Server().Stats()
 	assert.Equal(t, 1, st.Connections)
-	assert.Equal(t, 2, st.Active)
-	assert.EqualValues(t, 2, st.Opened)
+	assert.Equal(t, 2, ls.Active)
+	assert.EqualValues(t, 2, ls.Opened)
 	assert.GreaterOrEqual(t, st.InFlight, 1, "the call in flight") // the ping's unit may not be back yet
 
 	shut := make(chan error, 1)
@@ -467,7 +468,8 @@ func TestStdioShutdown(t *testing.T) {
 	require.ErrorIs(t, <-served, stdio.ErrServerClosed)
 	require.NoError(t, <-shut)
 	assert.False(t, out.Scan(), "nothing more")
-	assert.Equal(t, stdio.Stats{Opened: 2, Closed: 2, ShuttingDown: true}, s.Stats())
+	assert.Equal(t, stdio.Stats{}, s.Stats())
+	assert.Equal(t, listen.Stats{Opened: 2, Closed: 2, Draining: true}, s.Server().Stats())
 	require.ErrorIs(t, s.Serve(context.Background(), strings.NewReader(""), io.Discard), stdio.ErrServerClosed)
 	require.NoError(t, s.Shutdown(context.Background()), "idempotent")
 	inW.Close()

@@ -117,7 +117,7 @@ func TestOptionsScopesBindsAListenToItsScopes(t *testing.T) {
 	sub, err := listen.Open(t.Context(), h, req, opts)
 	require.NoError(t, err)
 	defer sub.Close(nil)
-	assert.Equal(t, []string{"tenant:acme"}, req.Scopes)
+	assert.Nil(t, req.Scopes, "the caller's request is left as it was: the Source saw a copy")
 
 	r := h.ToolsListChanged()
 	assert.Equal(t, 1, r.Matched)

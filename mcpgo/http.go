@@ -2,21 +2,21 @@ package mcpgo
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"reflect"
 	"slices"
-	"strings"
 
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcplisten/listen"
-	"github.com/mcplisten/listen/hub"
-	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/adapter"
 	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/streamhttp"
 )
@@ -27,243 +27,125 @@ type HandlerOptions struct {
 	// field but the three read from the server: see Options.Listen), the
 	// logger.
 	Options
-	// HTTP configures the endpoint (Origin and Host rules, limits,
-	// keep-alives, write deadlines, hooks; see streamhttp.Options). Its
-	// Authenticate gives each listen its principal (listen.Request.Auth,
-	// which CanRead gets): mcp-go's WithHTTPContextFunc, in SDK, never runs
-	// for a listen, and NewHandler logs a warning when SDK sets one and
-	// Authenticate is nil (see the package documentation, Auth).
-	// NewHandler sets three of its fields: Listen to Bridge.ListenOptions
-	// (built from Options.Listen), SupportedVersions to the versions mcp-go's
-	// StreamableHTTPServer serves, and RequireHeaders to true (mcp-go
-	// requires both headers on 2026-07-28 requests too).
-	HTTP streamhttp.Options
+	// HTTP, MaxBodyBytes, WrapSource: see adapter.HandlerOptions (NewHandler
+	// sets HTTP's Listen, SupportedVersions to the versions mcp-go's
+	// StreamableHTTPServer serves, and RequireHeaders). HTTP.Authenticate
+	// gives each listen its principal: mcp-go's WithHTTPContextFunc, in SDK,
+	// never runs for a listen (see the package documentation, Auth).
+	HTTP         streamhttp.Options
+	MaxBodyBytes int64
+	WrapSource   func(listen.Source) listen.Source
 	// SDK are the options of mcp-go's StreamableHTTPServer, which serves
 	// every request that is not a listen (stateful sessions for older
-	// clients, as mcp-go defaults to, and stateless 2026-07-28 requests,
-	// on the same URL). NewHandler adds
-	// server.WithDisableLocalhostProtection(true): the endpoint's Host rule
-	// is HTTP's (AllowedHosts, or the same loopback rule), applied to every
-	// request before mcp-go sees it.
-	//
-	// Each initialize an older client sends makes an mcp-go session (about
-	// 10 KB of heap with v1.2.1) that mcp-go keeps until a DELETE of its
-	// id, Shutdown or, with server.WithSessionIdleTTL, its own idle sweep:
-	// the session registered with the MCPServer (MCPServer.RegisterSession;
-	// every broadcast visits it) and the same session in the
-	// StreamableHTTPServer's active sessions. mcp-go's default session id manager
-	// (StatelessGeneratingSessionIdManager) keeps nothing: it checks an id's
-	// format only. Sessions bounds and expires these sessions in front of
-	// mcp-go.
+	// clients, and stateless 2026-07-28 requests, on the same URL).
+	// NewHandler adds server.WithDisableLocalhostProtection(true): the
+	// endpoint's Host rule is HTTP's, applied to every request before
+	// mcp-go sees it. Each initialize makes an mcp-go session (about 10 KB
+	// of heap with v1.2.1, visited by every broadcast) that mcp-go keeps
+	// until a DELETE of its id, Shutdown, or its own idle sweep
+	// (server.WithSessionIdleTTL): Sessions bounds and expires them.
 	SDK []server.StreamableHTTPOption
 	// Sessions bound and expire the sessions of older clients in front of
-	// mcp-go (streamhttp.Sessions), as gosdk.HandlerOptions.Sessions does
-	// for the go-sdk: at most Max open at once (default 10,000) and
-	// MaxPerClient per client (default 1,000; ClientKey, if nil, is
-	// streamhttp.ClientAddr, the connection's address: behind a reverse
-	// proxy, give one that reads the address your proxy forwards), so that
-	// a flood from one client cannot take every slot; an initialize beyond
-	// them is answered 429 (the client's share: -32603
-	// streamhttp.MsgTooManyClientSessions) or 503 (every slot:
-	// MsgTooManySessions), with Retry-After, and never reaches mcp-go. A
-	// slot is free as soon as its session is deleted or expires. A session
-	// no request has used for IdleTimeout (default 30 minutes; an open GET
-	// stream is use) is ended in mcp-go: a DELETE of its id is served to the
-	// StreamableHTTPServer (which unregisters the session from the
-	// MCPServer and drops its per-session state), and if that is refused (a
-	// SessionIdManager that does not allow termination) the session is
-	// unregistered with MCPServer.UnregisterSession, which leaves the
-	// StreamableHTTPServer's entry for it. What a SessionIdManager of your
-	// own keeps (InsecureStatefulSessionIdManager: every id it issued or
-	// terminated, for the life of the server) is not covered. A request
-	// naming a session id that was never issued here, or has ended or
-	// expired, is answered 404 before mcp-go sees it (mcp-go would serve a
-	// GET stream for any well-formed id): route every request of a session
-	// to the instance that issued it. GET streams, with a session id or
-	// without (mcp-go then opens a session for the stream), are bounded by
-	// MaxGetStreams (default 10,000) and MaxPerClient. 2026-07-28 requests
-	// have no session and pass. End is set by NewHandler.
+	// mcp-go, as adapter.HandlerOptions.Sessions says (mcp-go would serve a
+	// GET stream for any well-formed id). An expired session is ended in
+	// mcp-go with a DELETE of its id served to the StreamableHTTPServer,
+	// or, if that is refused (a SessionIdManager that does not allow
+	// termination), with MCPServer.UnregisterSession. What a
+	// SessionIdManager of your own keeps is not covered. 2026-07-28
+	// requests have no session and pass. End is set by NewHandler.
 	Sessions streamhttp.SessionOptions
-	// MaxBodyBytes bounds the body of every request of the endpoint but
-	// listens, which HTTP.MaxBodyBytes bounds
-	// (streamhttp.FrontOptions.MaxBodyBytes: a larger one is refused with
-	// 413 before mcp-go, which reads bodies whole, sees it). Zero means
-	// streamhttp.DefaultFrontMaxBodyBytes (512 KiB); negative is an error.
-	// HTTP.ReadTimeout bounds the time to read it.
-	MaxBodyBytes int64
-	// WrapSource, if set, wraps the Bridge's source before the listen
-	// handler serves it (an instrumented source, such as the otel module's
-	// Metrics.Source).
-	WrapSource func(listen.Source) listen.Source
 }
 
 // Handler serves one MCP Streamable HTTP endpoint for an mcp-go server:
-// subscriptions/listen with this library (streamhttp, from the Bridge's
-// hub), whatever version it names, and everything else with mcp-go's
-// StreamableHTTPServer.
-//
-// Every request passes the same front first (streamhttp.FrontWith): the
-// Origin and Host check of HTTP (403), a body bounded in bytes
-// (MaxBodyBytes, 413) and in time (HTTP.ReadTimeout, 408; no deadline once
-// the body has been read, none on a GET or DELETE). Every
-// subscriptions/listen, by its Mcp-Method header or by its body, is this
-// library's: a version mcp-go serves before 2026-07-28 gets -32601, any
-// other version it does not serve 400 -32022 with the versions it serves;
-// mcp-go's own listen code never runs. Any other request naming in
-// MCP-Protocol-Version a version mcp-go does not serve gets the same
-// -32022 (mcp-go would answer some of them in plain text). A request mcp-go
-// answers keeps the client's id token exactly (see the package
-// documentation, Ids).
-//
-// Shutdown ends it. A Handler is safe for concurrent use.
-type Handler struct {
-	bridge *Bridge
-	listen *streamhttp.Handler
+// listens with this library, everything else with mcp-go's
+// StreamableHTTPServer, each answer with the client's id token exactly
+// (see the package documentation, Ids). It is the adapter package's
+// Handler; its Shutdown also shuts the StreamableHTTPServer down (the GET
+// streams of older clients end).
+type Handler = adapter.Handler
+
+// NewHandler returns the Handler for s: one call adds subscriptions/listen
+// to an mcp-go server over HTTP, with the server's own broadcasts reaching
+// every listen that asked for them (see NewBridge). It warns if opts.SDK
+// sets mcp-go's WithHTTPContextFunc and opts.HTTP.Authenticate is nil
+// (every listen's principal would be nil). It fails as NewBridge does, if
+// the StreamableHTTPServer, as opts.SDK configures it, does not serve
+// 2026-07-28, if this mcp-go release answers no id as sent (see the
+// package documentation, Ids), and for invalid options.
+func NewHandler(s *server.MCPServer, opts HandlerOptions) (*Handler, error) {
+	return newHandler(s, opts, false)
+}
+
+// newHandler is NewHandler; surrogateAll sends every id to mcp-go under a
+// surrogate, as when the probe finds plain ids not answered as sent.
+func newHandler(s *server.MCPServer, opts HandlerOptions, surrogateAll bool) (*Handler, error) {
+	if s == nil {
+		return nil, errors.New("mcpgo: nil *server.MCPServer")
+	}
+	sdk := server.NewStreamableHTTPServer(s, append(slices.Clip(opts.SDK), server.WithDisableLocalhostProtection(true))...)
+	versions := server.FilterSupportedVersions(sdk)
+	plainIDs, err := probeIDs(func(m json.RawMessage) []byte {
+		b, _ := json.Marshal(s.HandleMessage(context.WithValue(context.Background(), bridgeKey{}, true), m))
+		return b
+	})
+	if err == nil && !slices.Contains(versions, spec.ProtocolVersion) {
+		err = fmt.Errorf("mcpgo: the StreamableHTTPServer does not serve protocol version %s, which subscriptions/listen needs (it serves %v)", spec.ProtocolVersion, versions)
+	}
+	var b *adapter.Bridge
+	if err == nil {
+		b, err = NewBridge(context.Background(), s, opts.Options)
+	}
+	if err != nil {
+		_ = sdk.Shutdown(context.Background())
+		return nil, err
+	}
+	log := cmp.Or(opts.Logger, slog.Default())
+	if opts.HTTP.Authenticate == nil && setsContextFunc(sdk) {
+		log.Warn("mcpgo: HandlerOptions.SDK sets mcp-go's WithHTTPContextFunc but HTTP.Authenticate is nil: " +
+			"the context function never runs for a listen (listens never reach mcp-go), so every listen.Request.Auth, what CanRead gets, is nil; " +
+			"set HTTP.Authenticate to hand listens their principal (see the mcpgo package documentation, Auth)")
+	}
+	if !plainIDs {
+		log.Info("mcpgo: this mcp-go release does not answer every plain id as sent: every request with an id reaches it under a surrogate id")
+	}
+	x := &httpSDK{sdk: sdk, server: s, plainIDs: plainIDs && !surrogateAll}
+	so := opts.Sessions
+	so.End = x.endSessions
+	serve := http.HandlerFunc(x.serve)
+	return adapter.NewHandler(b, adapter.HandlerOptions{
+		HTTP:         opts.HTTP,
+		Sessions:     so,
+		MaxBodyBytes: opts.MaxBodyBytes,
+		WrapSource:   opts.WrapSource,
+		Versions:     versions,
+		Modern:       serve, // a 2026-07-28 request: mcp-go gives it no session
+		Legacy:       serve,
+		Close:        func(ctx context.Context) { _ = sdk.Shutdown(ctx) },
+	})
+}
+
+// httpSDK is mcp-go's StreamableHTTPServer behind the Handler.
+type httpSDK struct {
 	sdk    *server.StreamableHTTPServer
 	server *server.MCPServer
-	front  http.Handler
-	// sessions fronts sdk for the requests of older clients.
-	sessions *streamhttp.Sessions
-	// versions are the protocol versions mcp-go's StreamableHTTPServer
-	// serves, newest first.
-	versions []string
 	// plainIDs is true if mcp-go answers plain ids as sent (probeIDs):
 	// only the others then reach it under a surrogate.
 	plainIDs bool
 }
 
-// NewHandler returns the Handler for s: one call adds subscriptions/listen
-// to an mcp-go server over HTTP, with the server's own broadcasts (AddTool,
-// DeletePrompts, SendNotificationToAllClients of resources/updated, ...)
-// reaching every listen that asked for them (see Bridge).
-//
-//	h, err := mcpgo.NewHandler(s, mcpgo.HandlerOptions{})
-//	if err != nil { ... }
-//	http.Handle("/mcp", h)
-//	... // on the way out: h.Shutdown(ctx)
-//
-// It logs a warning (Options.Logger) if opts.SDK sets mcp-go's
-// WithHTTPContextFunc and opts.HTTP.Authenticate is nil: the listens would
-// all have a nil principal. It fails as NewBridge does, if mcp-go's StreamableHTTPServer, as opts.SDK
-// configures it, does not serve protocol version 2026-07-28, if this
-// mcp-go release answers no id as sent (an in-process probe: see the
-// package documentation, Ids), and for invalid opts.HTTP.
-func NewHandler(s *server.MCPServer, opts HandlerOptions) (*Handler, error) {
-	if s == nil {
-		return nil, errors.New("mcpgo: nil *server.MCPServer")
-	}
-	if opts.MaxBodyBytes < 0 {
-		return nil, errors.New("mcpgo: negative MaxBodyBytes: every request body must be bounded")
-	}
-	sdk := server.NewStreamableHTTPServer(s, append(slices.Clip(opts.SDK), server.WithDisableLocalhostProtection(true))...)
-	versions := server.FilterSupportedVersions(sdk)
-	if !slices.Contains(versions, spec.ProtocolVersion) {
-		_ = sdk.Shutdown(context.Background())
-		return nil, fmt.Errorf("mcpgo: the StreamableHTTPServer does not serve protocol version %s, which subscriptions/listen needs (it serves %v)", spec.ProtocolVersion, versions)
-	}
-	plainIDs, err := probeIDs(func(m json.RawMessage) []byte {
-		b, _ := json.Marshal(s.HandleMessage(context.WithValue(context.Background(), bridgeKey{}, true), m))
-		return b
-	})
-	if err != nil {
-		_ = sdk.Shutdown(context.Background())
-		return nil, err
-	}
-	b, err := NewBridge(context.Background(), s, opts.Options)
-	if err != nil {
-		_ = sdk.Shutdown(context.Background())
-		return nil, err
-	}
-	if opts.HTTP.Authenticate == nil && setsContextFunc(sdk) {
-		b.log.Warn("mcpgo: HandlerOptions.SDK sets mcp-go's WithHTTPContextFunc but HTTP.Authenticate is nil: " +
-			"the context function never runs for a listen (listens never reach mcp-go), so every listen.Request.Auth, what CanRead gets, is nil; " +
-			"set HTTP.Authenticate to hand listens their principal (see the mcpgo package documentation, Auth)")
-	}
-	if !plainIDs {
-		b.log.Info("mcpgo: this mcp-go release does not answer every plain id as sent: every request with an id reaches it under a surrogate id")
-	}
-	ho := opts.HTTP
-	ho.Listen = b.ListenOptions()
-	ho.SupportedVersions = versions
-	ho.RequireHeaders = true
-	src := b.Source()
-	if opts.WrapSource != nil {
-		src = opts.WrapSource(src)
-	}
-	lh, err := streamhttp.New(src, ho)
-	if err != nil {
-		_ = b.Close()
-		_ = sdk.Shutdown(context.Background())
-		return nil, fmt.Errorf("mcpgo: %w", err)
-	}
-	h := &Handler{bridge: b, listen: lh, sdk: sdk, server: s, versions: versions, plainIDs: plainIDs}
-	so := opts.Sessions
-	so.End = h.endSessions
-	h.sessions = streamhttp.NewSessions(http.HandlerFunc(h.serveMCPGo), so)
-	h.front = streamhttp.FrontWith(lh, http.HandlerFunc(h.serveSDK), streamhttp.FrontOptions{MaxBodyBytes: opts.MaxBodyBytes})
-	return h, nil
-}
-
 // setsContextFunc reports whether sdk has an HTTP context function
-// (server.WithHTTPContextFunc, where mcp-go servers put a request's
-// principal). mcp-go offers no accessor: the field is read by reflection
-// (every supported release names it contextFunc; the tests, run on each,
-// check it).
+// (server.WithHTTPContextFunc). mcp-go offers no accessor: the field is read
+// by reflection (every supported release names it contextFunc; the tests,
+// run on each, check it).
 func setsContextFunc(sdk *server.StreamableHTTPServer) bool {
 	f := reflect.ValueOf(sdk).Elem().FieldByName("contextFunc")
 	return f.IsValid() && f.Kind() == reflect.Func && !f.IsNil()
 }
 
-// ServeHTTP routes r (see Handler).
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.front.ServeHTTP(w, r) }
-
-// serveSDK serves a request that is not a listen, once the front has
-// checked it and read its body (bounded): a request of an older client
-// through Sessions, then with mcp-go (serveMCPGo).
-func (h *Handler) serveSDK(w http.ResponseWriter, r *http.Request) {
-	v := strings.TrimSpace(r.Header.Get(streamhttp.HeaderProtocolVersion))
-	if r.Method == http.MethodPost && r.Body != nil && v != "" && !slices.Contains(h.versions, v) {
-		// mcp-go answers a version it does not know with a plain-text 400
-		// when it sorts before 2026-07-28: the endpoint answers every
-		// request naming such a version as it answers a listen, with the
-		// JSON-RPC -32022 error and the versions it serves.
-		m, _ := streamhttp.FrontMessage(r)
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusBadRequest)
-		_, _ = w.Write(jsonrpc.ErrorResponse(m.ID, spec.UnsupportedVersionError(h.versions, v)))
-		return
-	}
-	if v >= spec.ProtocolVersion || namesVersion(r) {
-		// A 2026-07-28 request: mcp-go gives it no session, and ignores a
-		// session id it names.
-		h.serveMCPGo(w, r)
-		return
-	}
-	h.sessions.ServeHTTP(w, r)
-}
-
-// namesVersion reports whether r's body, as the front parsed it, names a
-// protocol version in its _meta, as only 2026-07-28 requests do (mcp-go
-// then serves it as one, whatever MCP-Protocol-Version says).
-func namesVersion(r *http.Request) bool {
-	m, ok := streamhttp.FrontMessage(r)
-	if !ok || len(m.Params) == 0 {
-		return false
-	}
-	var p struct {
-		Meta map[string]json.RawMessage `json:"_meta"`
-	}
-	if json.Unmarshal(m.Params, &p) != nil {
-		return false
-	}
-	_, named := p.Meta[spec.MetaProtocolVersion]
-	return named
-}
-
 // endSessions ends in mcp-go the sessions of ids (Sessions.End: they
 // expired) with a DELETE of each, served to the StreamableHTTPServer, or,
 // where that is refused, MCPServer.UnregisterSession.
-func (h *Handler) endSessions(ids []string) {
+func (x *httpSDK) endSessions(ids []string) {
 	ctx := context.Background()
 	for _, id := range ids {
 		r, err := http.NewRequestWithContext(ctx, http.MethodDelete, "/", nil)
@@ -272,9 +154,9 @@ func (h *Handler) endSessions(ids []string) {
 		}
 		r.Header.Set(streamhttp.HeaderSessionID, id)
 		w := &statusWriter{header: http.Header{}}
-		h.sdk.ServeHTTP(w, r)
+		x.sdk.ServeHTTP(w, r)
 		if w.status >= 300 {
-			h.server.UnregisterSession(ctx, id)
+			x.server.UnregisterSession(ctx, id)
 		}
 	}
 }
@@ -298,18 +180,18 @@ func (w *statusWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// serveMCPGo serves a request with mcp-go: under a surrogate id if mcp-go
-// would not answer with the client's token.
-func (h *Handler) serveMCPGo(w http.ResponseWriter, r *http.Request) {
+// serve serves a request that is not a listen with mcp-go: under a
+// surrogate id if mcp-go would not answer with the client's token.
+func (x *httpSDK) serve(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost || r.Body == nil {
-		h.sdk.ServeHTTP(w, r)
+		x.sdk.ServeHTTP(w, r)
 		return
 	}
-	if m, parsed := streamhttp.FrontMessage(r); parsed && (!m.HasID || (h.plainIDs && plainID(json.RawMessage(m.ID.Raw())))) {
+	if m, parsed := streamhttp.FrontMessage(r); parsed && (!m.HasID || (x.plainIDs && plainID(json.RawMessage(m.ID.Raw())))) {
 		// The front parsed the body: a notification, or a request mcp-go
 		// answers with the client's id token, is passed on as read, without
 		// copying or decoding the body again.
-		h.sdk.ServeHTTP(w, r)
+		x.sdk.ServeHTTP(w, r)
 		return
 	}
 	body, err := io.ReadAll(r.Body) // in memory already: the front read it
@@ -317,56 +199,11 @@ func (h *Handler) serveMCPGo(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "reading the request body failed", http.StatusBadRequest)
 		return
 	}
-	if out, token, surrogate, ok := withSurrogate(body, !h.plainIDs); ok {
+	if out, token, surrogate, ok := withSurrogate(body, !x.plainIDs); ok {
 		body = out
 		w = &idWriter{ResponseWriter: w, from: surrogate, to: token}
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
-	h.sdk.ServeHTTP(w, r)
+	x.sdk.ServeHTTP(w, r)
 }
-
-// Shutdown stops the expiry of older clients' sessions (Sessions.Close),
-// and ends every listen stream gracefully: each first gets every
-// change the mcp-go server made before the call (the Bridge's hub is shut
-// down: a hub given in Options.Hub and shared with another transport ends
-// that transport's streams too), then its completion result; new listens
-// are refused with 503 and waits for them as
-// streamhttp.Handler.Shutdown does, then ends mcp-go's sessions
-// (StreamableHTTPServer.Shutdown: the GET streams of older clients) and
-// closes the Bridge. It returns ctx's error if the streams did not all end
-// in time (the rest is done all the same). Stop the http.Server too.
-// Shutdown is idempotent.
-func (h *Handler) Shutdown(ctx context.Context) error {
-	h.sessions.Close()
-	err := h.bridge.drain(ctx)
-	if lerr := h.listen.Shutdown(ctx); err == nil {
-		err = lerr
-	}
-	_ = h.sdk.Shutdown(ctx)
-	_ = h.bridge.Close()
-	return err
-}
-
-// ResourceUpdated tells every listen covering uri, and every older client,
-// that the resource changed: see Bridge.ResourceUpdated.
-func (h *Handler) ResourceUpdated(ctx context.Context, uri string) error {
-	return h.bridge.ResourceUpdated(ctx, uri)
-}
-
-// Bridge returns the Handler's Bridge (capabilities, counters).
-func (h *Handler) Bridge() *Bridge { return h.bridge }
-
-// Hub returns the hub the listens are served from.
-func (h *Handler) Hub() *hub.Hub { return h.bridge.hub }
-
-// Listen returns the listen handler (its Stats).
-func (h *Handler) Listen() *streamhttp.Handler { return h.listen }
-
-// Sessions returns what bounds and expires the sessions of older clients
-// (its Stats).
-func (h *Handler) Sessions() *streamhttp.Sessions { return h.sessions }
-
-// SDK returns mcp-go's StreamableHTTPServer, which serves every request
-// that is not a listen.
-func (h *Handler) SDK() *server.StreamableHTTPServer { return h.sdk }

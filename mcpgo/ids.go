@@ -10,19 +10,8 @@ import (
 	"sync/atomic"
 )
 
-// mcp-go decodes a JSON-RPC id and encodes it back into its answer, and
-// its releases do not agree on how: v1.2.1 decodes a number as a float64
-// (9007199254740993 is answered as 9007199254740992, 1e20 as
-// 100000000000000000000, -0 as -0), v1.5.0 and v1.6.0 keep integers exact
-// but normalise them (-0 and -0.0 are answered as 0, 1e2 and 1.0 as 100 and
-// 1); every release re-escapes a string ("\u0037" is answered as "7", "<"
-// as "\u003c"). The HTTP side keeps the client's id token exactly, on any
-// release: only a plain id (see plainID), which every release answers as
-// sent, reaches mcp-go as it is; any other reaches it under a surrogate
-// string id of this package, which its answer carries back and which is
-// replaced by the client's token on the way out. NewHandler checks with
-// probeIDs that the mcp-go it runs with does answer plain ids, and a
-// surrogate, as sent.
+// How mcp-go answers ids, and why some reach it under a surrogate: see
+// the package documentation, Ids.
 
 // maxPlainInteger is the largest integer id that passes as it is: 2^53-1,
 // which a float64 holds exactly (mcp-go v1.2.1 decodes numbers as float64).

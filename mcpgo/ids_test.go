@@ -35,11 +35,12 @@ func TestHTTPKeepsIDs(t *testing.T) {
 
 func testHTTPKeepsIDs(t *testing.T, surrogateAll bool) {
 	srv := plainServer()
-	h, err := mcpgo.NewHandler(srv, mcpgo.HandlerOptions{})
-	require.NoError(t, err)
+	newHandler := mcpgo.NewHandler
 	if surrogateAll {
-		mcpgo.SurrogateEveryID(h)
+		newHandler = mcpgo.NewHandlerSurrogateEveryID
 	}
+	h, err := newHandler(srv, mcpgo.HandlerOptions{})
+	require.NoError(t, err)
 	ts := httptest.NewServer(h)
 	defer ts.Close()
 

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/mcpgo"
 	"github.com/mcplisten/listen/stdio"
 )
@@ -52,7 +53,10 @@ func TestStdioBytesInFlightHoldForMCPGo(t *testing.T) {
 		return mcp.NewToolResultText("done"), nil
 	})
 	waiting := waitLog{msg: "stdio: reading waits for bytes in flight to be answered", seen: make(chan struct{}, 1)}
-	x, err := mcpgo.NewStdio(srv, mcpgo.StdioOptions{Stdio: stdio.Options{MaxLineBytes: 250 << 10, Logger: slog.New(waiting)}})
+	x, err := mcpgo.NewStdio(srv, mcpgo.StdioOptions{
+		Options: mcpgo.Options{Listen: listen.Options{Logger: slog.New(waiting)}},
+		Stdio:   stdio.Options{MaxLineBytes: 250 << 10},
+	})
 	require.NoError(t, err)
 	c := startStdio(t, context.Background(), x)
 

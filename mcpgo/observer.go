@@ -19,19 +19,15 @@ const observerQueue = 1024
 //
 // mcp-go hands a session a notification with a non-blocking send on the
 // channel NotificationChannel returns, and drops it if the channel is full.
-// The observer never lets that happen: NotificationChannel is called once
-// per send, on the sending goroutine, just before it, so it first takes one
-// of observerQueue slots (waiting for one if all are taken) and only then
-// returns the channel, whose buffer has room for every slot taken. The
-// observer's goroutine gives a slot back for each notification it takes off
-// the channel. A burst is thus never dropped: the caller of AddTool or
-// SendNotificationToAllClients waits instead, for as long as the goroutine
-// needs to republish what is queued (into the hub, which never blocks).
-//
-// The goroutine is started by start and ends with stop, which waits for it;
-// notifications still queued then are dropped (nothing serves them any
-// more). After stop, NotificationChannel returns a fresh channel each time,
-// so that a broadcast racing the end neither blocks nor reaches anything.
+// The observer never lets that happen: NotificationChannel is called just
+// before each send, on the sending goroutine, so it first takes one of
+// observerQueue slots (waiting if all are taken) and only then returns the
+// channel, whose buffer has room for every slot taken; the observer's
+// goroutine gives a slot back for each notification it takes. A burst
+// thus waits in AddTool or SendNotificationToAllClients instead of being
+// dropped. The goroutine is started by start and ends with stop, which
+// waits for it (what is still queued is dropped); after stop,
+// NotificationChannel returns a fresh channel each time.
 type observer struct {
 	id     string
 	ch     chan mcp.JSONRPCNotification

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -16,218 +15,79 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/mcplisten/listen/hub"
-	"github.com/mcplisten/listen/internal/serving"
+	"github.com/mcplisten/listen/adapter"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/stdio"
 )
 
 // StdioOptions configure NewStdio and Run.
 type StdioOptions struct {
-	// Options configure the Bridge: the hub, the listen.Options (every
-	// field but the three read from the server: see Options.Listen), the
-	// logger.
+	// Options configure the Bridge.
 	Options
-	// Stdio configures the listen multiplexer and the connection (limits,
-	// write timeout, hooks; see stdio.Options). NewStdio sets its Listen to
-	// Bridge.ListenOptions (built from Options.Listen) and its
-	// SupportedVersions to the mcp-go server's; Handler is not used (every
-	// message that is not a listen or a cancellation goes to mcp-go). Its
-	// bounds hold for mcp-go's traffic too: MaxLineBytes bounds every input
-	// line (a longer one never reaches mcp-go and is answered with the
-	// multiplexer's -32600 error; the connection goes on), MaxInFlight
-	// the requests mcp-go is handling (each until its answer was written)
-	// and the messages waiting for it, and MaxLineBytes again the bytes of
-	// the requests mcp-go is handling, added up: mcp-go serves each request
-	// on a goroutine of its own, so the connection hands it no more than
-	// that at once.
-	Stdio stdio.Options
-	// SDK are the options of the mcp-go StdioServer made for each
-	// connection, which serves every message that is not a listen
-	// (server.WithErrorLogger, server.WithWorkerPoolSize, ...).
-	SDK []server.StdioOption
-	// ShutdownTimeout bounds the drain when Serve's context ends: every
-	// open listen is sent notifications/cancelled and its completion result
-	// (see the stdio package), and mcp-go answers what it is handling,
-	// within it. Zero means 5 s.
+	// Stdio and ShutdownTimeout are those of adapter.StdioOptions: the
+	// listen multiplexer's and the connection's options, whose bounds hold
+	// for mcp-go's traffic too (it serves each request on a goroutine of
+	// its own: the connection hands it at most MaxInFlight at once), and
+	// the drain's bound when Serve's context ends (zero: 5 s).
+	Stdio           stdio.Options
 	ShutdownTimeout time.Duration
+	// SDK are the options of the mcp-go StdioServer made for each
+	// connection (server.WithErrorLogger, server.WithWorkerPoolSize, ...).
+	SDK []server.StdioOption
 }
-
-// DefaultShutdownTimeout is the default of StdioOptions.ShutdownTimeout.
-const DefaultShutdownTimeout = 5 * time.Second
 
 // Stdio serves an mcp-go server over stdio with subscriptions/listen added:
-// the stdio counterpart of Handler. Make one with NewStdio, serve
-// connections with Serve (or Run, on standard input and output) and end it
-// with Shutdown. Its methods are safe for concurrent use.
-type Stdio struct {
-	server  *server.MCPServer
-	bridge  *Bridge
-	mux     *stdio.Server
-	sdk     []server.StdioOption
-	timeout time.Duration
-
-	serving serving.Group // the Serve calls under way
-}
+// the adapter package's Stdio. Its Serve runs mcp-go's StdioServer.Listen
+// on the stdio.Conn's peer side (stdio.Conn.Lines), on a goroutine of its
+// own, so clients of earlier versions are served by mcp-go on the same
+// connection; mcp-go writes through the Conn's one writer too. mcp-go also
+// writes every broadcast to its stdio session, untagged: they go out as
+// written on a connection whose client spoke initialize (versions before
+// 2026-07-28), and on any other the kinds a listen carries and
+// notifications/tasks/status are dropped there (that client receives them
+// on its listens, if it asked). mcp-go's StdioServer has one session per
+// process: serve one connection at a time. After ShutdownTimeout, an
+// mcp-go handler that ignores its context may outlive Serve.
+type Stdio = adapter.Stdio
 
 // NewStdio returns the Stdio for s: one call adds subscriptions/listen to
-// an mcp-go server over stdio, with the server's own broadcasts (AddTool,
-// DeletePrompts, SendNotificationToAllClients of resources/updated, ...)
-// reaching every listen that asked for them (see Bridge).
-//
-//	x, err := mcpgo.NewStdio(s, mcpgo.StdioOptions{})
-//	if err != nil { ... }
-//	defer x.Shutdown(ctx)
-//	err = x.Run(ctx)
-//
-// It fails as NewBridge does, and for invalid stdio options.
+// an mcp-go server over stdio, with the server's own broadcasts reaching
+// every listen that asked for them (see NewBridge). It fails as NewBridge
+// does, and for invalid options.
 func NewStdio(s *server.MCPServer, opts StdioOptions) (*Stdio, error) {
-	if opts.ShutdownTimeout < 0 {
-		return nil, errors.New("mcpgo: negative ShutdownTimeout")
-	}
-	if opts.ShutdownTimeout == 0 {
-		opts.ShutdownTimeout = DefaultShutdownTimeout
-	}
 	b, err := NewBridge(context.Background(), s, opts.Options)
 	if err != nil {
 		return nil, err
 	}
-	mux, err := serving.NewMux(b.Source(), b.ListenOptions(), b.Versions(), opts.Stdio)
-	if err != nil {
-		_ = b.Close()
-		return nil, fmt.Errorf("mcpgo: %w", err)
-	}
-	return &Stdio{server: s, bridge: b, mux: mux, sdk: slices.Clone(opts.SDK), timeout: opts.ShutdownTimeout}, nil
+	sdkOpts := slices.Clone(opts.SDK)
+	return adapter.NewStdio(b, adapter.StdioOptions{
+		Stdio:           opts.Stdio,
+		ShutdownTimeout: opts.ShutdownTimeout,
+		Connect: func(ctx context.Context, conn *stdio.Conn) (func() error, error) {
+			peerR, peerW := conn.Lines()
+			p := &peer{r: peerR, w: peerW}
+			sdk := server.NewStdioServer(s)
+			for _, o := range sdkOpts {
+				o(sdk)
+			}
+			listened := make(chan error, 1)
+			go func() {
+				// mcp-go's Listen ends when its input does (EOF once the Conn is
+				// drained, or ErrConnClosed); its context is never cancelled,
+				// which would leave its pending read behind.
+				err := sdk.Listen(context.WithoutCancel(ctx), p, p)
+				_ = conn.Close()
+				listened <- err
+			}()
+			return func() error {
+				if err := <-listened; err != nil && !errors.Is(err, stdio.ErrConnClosed) {
+					return fmt.Errorf("mcpgo: mcp-go's StdioServer: %w", err)
+				}
+				return nil
+			}, nil
+		},
+	})
 }
-
-// Run serves the process's standard input and output: Serve with os.Stdin
-// and os.Stdout. Log to standard error only: anything else written to
-// standard output corrupts the connection (and, while Run runs, a Write to
-// os.Stdout may fail with EAGAIN: see stdio.Options.BlockingFiles).
-func (x *Stdio) Run(ctx context.Context) error { return x.Serve(ctx, os.Stdin, os.Stdout) }
-
-// Serve runs one MCP stdio connection over r and w (newline-delimited
-// JSON-RPC): a stdio.Conn shared by this library's listen multiplexer and
-// an mcp-go StdioServer.
-//
-// Every subscriptions/listen request, whatever protocol version it names,
-// and every notifications/cancelled, is served by the multiplexer: a
-// 2026-07-28 listen is served from the Bridge's hub (many at once, each
-// tagged with its own id and filtered; cancelling one ends only that one,
-// and nothing more is written for it); a listen naming an earlier version
-// gets -32601, any other version -32022 with the server's supported
-// versions; mcp-go's own listen code never runs. Every other message goes
-// to mcp-go's StdioServer.Listen, which reads and writes the Conn's peer
-// side (stdio.Conn.Lines), so clients of earlier versions (initialize and
-// mcp-go's notifications) are served by mcp-go on the same connection.
-// Everything is written through the Conn's one writer, one whole line per
-// message, including what mcp-go sends on its own (the logging and
-// progress notifications of a request, its requests to the client).
-//
-// mcp-go knows each request by an id of the Conn's own and its answer is
-// written with the client's exact id token (see stdio.Conn), so ids mcp-go
-// would decode as float64 (9007199254740993), or re-escape ("\u0037"), are
-// answered as sent.
-//
-// mcp-go also writes every broadcast to its stdio session, untagged and
-// unasked for. On a connection whose client spoke initialize (protocol
-// versions before 2026-07-28, which receive list changes without opting
-// in) they go out as mcp-go writes them. On any other connection the
-// notifications a listen carries (the three list changes and
-// resources/updated) and notifications/tasks/status are dropped there: that
-// client receives them on its listens, tagged, if it asked.
-//
-// mcp-go's StdioServer has one session per process (a package variable):
-// serve one connection at a time, and run no other mcp-go StdioServer
-// beside it.
-//
-// Serve returns when r ends (EOF, then nil; or a read error, returned):
-// open listens are closed without a terminal message, as the stdio package
-// does, and mcp-go's Listen returns once its handlers have; or when ctx
-// ends: the connection is drained (every open listen gets its completion
-// result), mcp-go answers what it is handling within
-// StdioOptions.ShutdownTimeout, and Serve returns ctx's cause; or with
-// stdio.ErrServerClosed once Shutdown drained it. It also returns when
-// writing w failed or timed out, with that error (see stdio.Server.Serve).
-//
-// Goroutines: Serve runs the Conn on goroutines of the stdio package and
-// mcp-go's Listen on one of its own (with mcp-go's goroutines); all have
-// returned when Serve returns, but a Read or Write the stdio package could
-// not interrupt (see stdio.Server.Serve) and, after ShutdownTimeout, an
-// mcp-go handler that ignores its context.
-func (x *Stdio) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
-	if !x.serving.Enter() {
-		return stdio.ErrServerClosed
-	}
-	defer x.serving.Leave()
-
-	conn := x.mux.NewConn(r, w)
-	peerR, peerW := conn.Lines()
-	p := &peer{r: peerR, w: peerW}
-	sdk := server.NewStdioServer(x.server)
-	for _, o := range x.sdk {
-		o(sdk)
-	}
-	served := make(chan error, 1)
-	go func() { served <- conn.Serve(ctx) }()
-	listened := make(chan error, 1)
-	go func() {
-		// mcp-go's Listen ends when its input does (EOF once the Conn is
-		// drained, or ErrConnClosed); its context is never cancelled,
-		// which would leave its pending read behind.
-		err := sdk.Listen(context.WithoutCancel(ctx), p, p)
-		_ = conn.Close()
-		listened <- err
-	}()
-
-	// Serve returns when the input ended (mcp-go read io.EOF, answered and
-	// closed the Conn), a write failed, or Shutdown drained the connection;
-	// or, once ctx ended, when the Conn has drained on its own: mcp-go
-	// answers what it is handling, then closes it, or the Conn is closed
-	// after ShutdownTimeout (mcp-go's Listen then reads ErrConnClosed).
-	result := serving.Drain(ctx, served, x.timeout, func() { _ = conn.Close() })
-	if err := <-listened; err != nil && result == nil && !errors.Is(err, stdio.ErrConnClosed) {
-		result = fmt.Errorf("mcpgo: mcp-go's StdioServer: %w", err)
-	}
-	return result
-}
-
-// Shutdown ends every connection gracefully, as stdio.Server.Shutdown
-// does, once every broadcast the mcp-go server made before the call has
-// reached the hub (Bridge.Flush): each connection stops reading, every open
-// listen is sent notifications/cancelled and its completion result (as
-// stdio asks of a server ending a listen), mcp-go answers what it is
-// handling and reads EOF; Serve calls return stdio.ErrServerClosed, and
-// later ones return it at once. Shutdown returns once every Serve call
-// returned, then closes the Bridge; or, if ctx ends first, cuts the
-// connections still draining, closes the Bridge and returns ctx's error.
-// The hub is left as it is. It may be called more than once.
-func (x *Stdio) Shutdown(ctx context.Context) error {
-	x.serving.Close()
-	x.bridge.Flush()
-	err := x.mux.Shutdown(ctx)
-	if werr := x.serving.Wait(ctx); err == nil {
-		err = werr
-	}
-	_ = x.bridge.Close()
-	return err
-}
-
-// ResourceUpdated tells every listen covering uri, and every older client,
-// that the resource changed: see Bridge.ResourceUpdated.
-func (x *Stdio) ResourceUpdated(ctx context.Context, uri string) error {
-	return x.bridge.ResourceUpdated(ctx, uri)
-}
-
-// Bridge returns the Stdio's Bridge (capabilities, counters).
-func (x *Stdio) Bridge() *Bridge { return x.bridge }
-
-// Hub returns the hub the listens are served from.
-func (x *Stdio) Hub() *hub.Hub { return x.bridge.hub }
-
-// Stats returns the listen multiplexer's counters: connections, listens
-// open, requests in flight, subscriptions opened, closed and refused.
-func (x *Stdio) Stats() stdio.Stats { return x.mux.Stats() }
 
 // Run serves s over the process's standard input and output until the
 // input ends or ctx ends (see Stdio.Serve), then shuts down: the one-line
@@ -237,11 +97,7 @@ func Run(ctx context.Context, s *server.MCPServer, opts StdioOptions) error {
 	if err != nil {
 		return err
 	}
-	err = x.Run(ctx)
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), x.timeout)
-	defer cancel()
-	_ = x.Shutdown(sctx)
-	return err
+	return x.RunAndShutdown(ctx)
 }
 
 // peer is mcp-go's side of the Conn: the Conn's lines, with what mcp-go

@@ -106,7 +106,7 @@ func TestStdioPlainServer(t *testing.T) {
 	c.send([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`))
 	// The cancellation is read asynchronously: change the prompts once its
 	// stream has ended (a change before that may reach it, legitimately).
-	require.Eventually(t, func() bool { return x.Stats().Active == 2 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return x.Server().Stats().Active == 2 }, 10*time.Second, time.Millisecond)
 	srv.DeletePrompts("greeting")
 	addTool(srv, "again")
 	m = c.out.next()

@@ -285,8 +285,9 @@ func TestAuthSizeLimit(t *testing.T) {
 	require.True(t, ns.ReadyForConnections(failsafe))
 	t.Cleanup(func() { stopNATS(ns) })
 	nc := connect(t, ns.ClientURL())
-	rec := newRecorder()
-	br, err := natsbridge.New(nc, newHub(t, nil), natsbridge.Options{Options: cluster.Options{AuthKeys: [][]byte{keyOld}, Hooks: rec}})
+	co := cluster.Options{AuthKeys: [][]byte{keyOld}}
+	rec := record(&co)
+	br, err := natsbridge.New(nc, newHub(t, nil), natsbridge.Options{Options: co})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, br.Close()) })
 
@@ -324,18 +325,18 @@ func TestAuthNeedsHeaders(t *testing.T) {
 
 // TestForgedFloodLogsBounded: a peer without the key publishes 2,000
 // forged messages. The instance drops and counts every one (with their
-// bytes), delivers the genuine event that follows, and its SlogHooks
-// write one drop line for the flood, not one per message.
+// bytes), delivers the genuine event that follows, and its Logger writes
+// one drop line for the flood, not one per message.
 func TestForgedFloodLogsBounded(t *testing.T) {
 	const forged = 2000
 	ns := startNATS(t, 0)
 	var logs logBuffer
-	hooks := cluster.SlogHooks(logs.Logger(slog.LevelInfo))
 	opts := authOptions(keyOld)
-	opts.Hooks = hooks
+	opts.Logger = logs.Logger(slog.LevelInfo)
+	opts.OnDrop = func(cluster.DropInfo) {} // the logger alone
 	b := newInstance(t, "B", connect(t, ns.ClientURL()), opts)
 	aOpts := authOptions(keyOld)
-	aOpts.Hooks = cluster.NopHooks{} // A receives the flood too
+	aOpts.OnDrop = func(cluster.DropInfo) {} // A receives the flood too
 	a := newInstance(t, "A", connect(t, ns.ClientURL()), aOpts)
 	s := b.listen(t, "B-tools", `{"toolsListChanged":true}`)
 

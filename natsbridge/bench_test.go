@@ -41,16 +41,17 @@ func newBenchPair(b *testing.B, opts natsbridge.Options) *benchPair {
 	require.NoError(b, err)
 	b.Cleanup(func() { require.NoError(b, a.Close()) })
 
-	rec := newRecorder()
 	hbB, err := hub.New(hub.Options{MaxBuffer: 1 << 22}) // never drop: the benchmark counts arrivals
 	require.NoError(b, err)
 	optsB := opts
-	optsB.Hooks = dropsOnly{rec}
+	var hooks cluster.Options
+	rec := record(&hooks)
+	optsB.OnDrop = hooks.OnDrop // drops only
 	bb, err := natsbridge.New(connect(b, ns.ClientURL()), hbB, optsB)
 	require.NoError(b, err)
-	h, err := streamhttp.New(hbB, streamhttp.Options{
-		Listen:    listen.Options{Capabilities: caps()},
-		KeepAlive: failsafe, // none during the benchmark
+	h, err := streamhttp.New(listen.NewServer(hbB, listen.Options{Capabilities: caps()}), streamhttp.Options{
+		KeepAlive: failsafe,
+		// none during the benchmark,
 	})
 	require.NoError(b, err)
 	srv := &http.Server{Handler: h}
@@ -102,15 +103,6 @@ func newBenchPair(b *testing.B, opts natsbridge.Options) *benchPair {
 	})
 	return p
 }
-
-// dropsOnly forwards drops to a recorder and ignores the rest.
-type dropsOnly struct{ r *recorder }
-
-func (d dropsOnly) OnPublishOut(cluster.PublishOutInfo) {}
-func (d dropsOnly) OnReceive(cluster.ReceiveInfo)       {}
-func (d dropsOnly) OnDrop(i cluster.DropInfo)           { d.r.OnDrop(i) }
-func (d dropsOnly) OnResync(cluster.ResyncInfo)         {}
-func (d dropsOnly) OnConnection(cluster.ConnectionInfo) {}
 
 // arrival waits for the next arrival on B's stream.
 func (p *benchPair) arrival(b *testing.B) time.Time {

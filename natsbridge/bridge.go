@@ -32,7 +32,7 @@ const AuthHeader = "Mcplisten-Hmac-Sha256"
 
 // authOverhead is what the signature header adds to a message's size as
 // the NATS server counts it against its max_payload.
-var authOverhead = len("NATS/1.0\r\n") + len(AuthHeader) + len(": ") + cluster.SignatureLen + len("\r\n\r\n")
+const authOverhead = len("NATS/1.0\r\n") + len(AuthHeader) + len(": ") + cluster.SignatureLen + len("\r\n\r\n")
 
 // Bridge joins a local hub.Hub to a NATS subject shared by every instance of
 // one MCP server: every event published on the hub is also published on
@@ -42,6 +42,7 @@ var authOverhead = len("NATS/1.0\r\n") + len(AuthHeader) + len(": ") + cluster.S
 // All methods are safe for concurrent use.
 type Bridge struct {
 	nc    *nats.Conn
+	hub   *hub.Hub
 	node  *cluster.Node
 	opts  resolved
 	owned bool // Close closes nc
@@ -101,6 +102,7 @@ func New(nc *nats.Conn, h *hub.Hub, opts Options) (*Bridge, error) {
 	}
 	b := &Bridge{
 		nc:      nc,
+		hub:     h,
 		opts:    o,
 		stop:    make(chan struct{}),
 		ctlDone: make(chan struct{}),
@@ -179,17 +181,13 @@ func Connect(url string, h *hub.Hub, opts Options, natsOpts ...nats.Option) (*Br
 	return b, nil
 }
 
-// ID returns the bridge's random instance id, the origin of its envelopes.
-func (b *Bridge) ID() string { return b.node.ID() }
-
-// Subject returns the NATS subject the bridge publishes and listens on.
-func (b *Bridge) Subject() string { return b.opts.subject }
-
 // Conn returns the bridge's NATS connection.
 func (b *Bridge) Conn() *nats.Conn { return b.nc }
 
-// Hub returns the bridge's local hub.
-func (b *Bridge) Hub() *hub.Hub { return b.node.Hub() }
+// ID returns the bridge's random instance id, the origin of its envelopes
+// (cluster.ReceiveInfo.Origin at the other instances). A new bridge has a
+// new one.
+func (b *Bridge) ID() string { return b.node.ID() }
 
 // Resync resynchronises the local listeners now, in the calling goroutine
 // (see cluster.Node.Resync). It fails only after Close
@@ -255,7 +253,7 @@ func (b *Bridge) control() {
 				subStatus = nil
 				continue
 			}
-			b.node.SlowConsumer(b.refreshSlow())
+			b.reportSlow()
 		case <-retryC:
 			retryC = nil
 		}
@@ -309,6 +307,12 @@ func (b *Bridge) flush() bool {
 	return b.nc.FlushWithContext(ctx) == nil
 }
 
+// reportSlow tells the node how many messages the subscription dropped
+// (a slow consumer) since the last call.
+func (b *Bridge) reportSlow() {
+	b.node.Dropped(cluster.DropInfo{Reason: cluster.ReasonSlowConsumer, Count: b.refreshSlow()})
+}
+
 // refreshSlow returns how many messages the subscription dropped since the
 // last call.
 func (b *Bridge) refreshSlow() int {
@@ -337,7 +341,7 @@ func (b *Bridge) Close() error {
 		close(b.stop)
 		<-b.ctlDone
 		b.nc.RemoveStatusListener(b.statusCh)
-		b.node.SlowConsumer(b.refreshSlow())
+		b.reportSlow()
 		err := b.sub.Unsubscribe()
 		if err != nil && !errors.Is(err, nats.ErrConnectionClosed) && !errors.Is(err, nats.ErrBadSubscription) {
 			b.closeErr = fmt.Errorf("natsbridge: unsubscribing: %w", err)
@@ -353,6 +357,6 @@ func (b *Bridge) Close() error {
 // Stats returns the bridge's counters (see cluster.Stats; SlowConsumer
 // counts nats.go's drops).
 func (b *Bridge) Stats() cluster.Stats {
-	b.node.SlowConsumer(b.refreshSlow())
+	b.reportSlow()
 	return b.node.Stats()
 }

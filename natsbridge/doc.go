@@ -23,9 +23,9 @@
 // The broker-neutral part, shared with redisbridge, is the package
 // github.com/mcplisten/listen/cluster: the envelope, its numbering,
 // timestamps and signatures, replay protection, gap detection and
-// resynchronisation, the Options embedded here (cluster.Options), Hooks
-// and Stats. Its documentation gives the delivery semantics and the trust
-// model; this one what NATS adds.
+// resynchronisation, the Options embedded here (cluster.Options, with its
+// hooks and logger) and Stats. Its documentation gives the delivery
+// semantics and the trust model; this one what NATS adds.
 //
 // # Goroutines
 //
@@ -67,8 +67,8 @@
 // nats.ReconnectBufSize, 8 MiB by default) and sends them after the
 // reconnect; when it refuses one (buffer full or disabled, connection
 // closed), the hub's Publish still serves the local listeners and returns
-// no error: the loss is counted (Stats.PublishErrors, Hooks.OnPublishOut)
-// and the others learn of it through the gap. The server's max_payload
+// no error: the loss is counted (Stats.PublishErrors, OnPublishOut) and
+// the others learn of it through the gap. The server's max_payload
 // bounds an envelope as MaxMessageBytes does (with the signature header):
 // the hub's Publish refuses a larger one (cluster.ErrTooLarge).
 //
@@ -84,4 +84,13 @@
 // README.md shows such a configuration, which a test runs, and the
 // figures of the benchmarks (authentication costs about 2 µs of CPU per
 // event across the pipeline).
+//
+// # Quotas
+//
+// With Options.Quota (a cluster.Quota, also given to the server as
+// listen.Options.Quota) the bridge carries the instance's counts of open
+// listens per tenant and principal on the same subject, so that a
+// tenant's quota holds across the instances within a small slack, each
+// instance falling back to a local share while NATS is unreachable: see
+// the cluster package documentation, Quotas, and docs/quotas.md.
 package natsbridge

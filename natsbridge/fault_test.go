@@ -64,7 +64,7 @@ func TestBrokerRestart(t *testing.T) {
 		ri := await(t, in.rec.Resyncs, in.name+" resync", func(r cluster.ResyncInfo) bool {
 			return r.Reason == cluster.ResyncReconnect
 		})
-		assert.Equal(t, cluster.DefaultResync, ri.Kinds)
+		assert.Equal(t, []listen.Kind{listen.KindToolsListChanged, listen.KindPromptsListChanged, listen.KindResourcesListChanged}, ri.Kinds)
 	}
 	// Each tools+prompts listener is told both lists changed (it may also
 	// get "during", flushed from A's reconnect buffer, at most once).

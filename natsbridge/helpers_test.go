@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/cluster"
 	"github.com/mcplisten/listen/cluster/clustertest"
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/listentest"
@@ -109,7 +110,13 @@ func (tasksExt) ShapeSubscriptionEvent(ev listen.Event, _ listen.Filter, _ liste
 // recorder records a bridge's hooks (clustertest.Recorder).
 type recorder = clustertest.Recorder
 
-func newRecorder() *recorder { return clustertest.NewRecorder() }
+// record sets o's hooks to a new recorder's.
+func record(o *cluster.Options) *recorder { return clustertest.Record(o) }
+
+// hooked reports whether o has hooks of its own.
+func hooked(o cluster.Options) bool {
+	return o.OnPublishOut != nil || o.OnReceive != nil || o.OnDrop != nil || o.OnResync != nil || o.OnConnection != nil
+}
 
 // await receives from ch until ok accepts a value, failing after failsafe.
 func await[T any](t testing.TB, ch <-chan T, what string, ok func(T) bool) T {
@@ -131,20 +138,20 @@ type instance struct {
 
 func newInstance(t testing.TB, name string, nc *nats.Conn, opts natsbridge.Options) *instance {
 	t.Helper()
-	rec := newRecorder()
+	rec := record(&cluster.Options{})
+	if !hooked(opts.Options) {
+		rec = record(&opts.Options)
+	}
 	hb, err := hub.New(hub.Options{MaxBuffer: 4096})
 	require.NoError(t, err)
-	if opts.Hooks == nil {
-		opts.Hooks = rec
-	}
 	b, err := natsbridge.New(nc, hb, opts)
 	require.NoError(t, err)
 	reg, err := listen.NewExtensionRegistry(tasksExt{})
 	require.NoError(t, err)
-	h, err := streamhttp.New(hb, streamhttp.Options{
-		Listen:         listen.Options{Capabilities: caps(), Extensions: reg, ServerInfo: listen.Implementation{Name: name, Version: "1.0.0"}},
+	h, err := streamhttp.New(listen.NewServer(hb, listen.Options{Capabilities: caps(), Extensions: reg, ServerInfo: listen.Implementation{Name: name, Version: "1.0.0"}}), streamhttp.Options{
 		RequireHeaders: true,
-		KeepAlive:      failsafe, // none during a test
+		KeepAlive:      failsafe,
+		// none during a test,
 	})
 	require.NoError(t, err)
 	ts := httptest.NewServer(h)

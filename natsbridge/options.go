@@ -11,13 +11,9 @@ import (
 
 // Defaults of Options. A zero field of Options means its default.
 const (
-	// DefaultPrefix is the default subject prefix: events travel on
+	// defaultPrefix is the default subject prefix: events travel on
 	// "mcp.listen.events".
-	DefaultPrefix = "mcp.listen"
-	// DefaultPendingMessages and DefaultPendingBytes are the default pending
-	// limits of the bridge's NATS subscription (those of nats.go).
-	DefaultPendingMessages = nats.DefaultSubPendingMsgsLimit
-	DefaultPendingBytes    = nats.DefaultSubPendingBytesLimit
+	defaultPrefix = "mcp.listen"
 	// eventsToken is the last token of the bridge's subject.
 	eventsToken = "events"
 )
@@ -25,31 +21,31 @@ const (
 // Options configure a Bridge. The zero Options is valid: subject
 // "mcp.listen.events", nats.go's pending limits, and the defaults of
 // cluster.Options (1 MiB messages, resync of the three list changes, no
-// authentication, no hooks).
+// authentication, no logging, no hooks).
 type Options struct {
 	// Prefix is the subject prefix: the bridge publishes and subscribes on
 	// Prefix + ".events". Give each independent MCP server (each set of
 	// instances that share one state) its own prefix when several use one
 	// NATS system. It must be a literal NATS subject: dot-separated non-empty
 	// tokens, no whitespace, no wildcards ("*", ">"). Empty means
-	// DefaultPrefix.
+	// "mcp.listen".
 	Prefix string
 
 	// PendingMessages and PendingBytes are the pending limits of the
 	// bridge's NATS subscription (nats.Subscription.SetPendingLimits):
 	// messages received but not yet delivered to the hub. Past them, nats.go
 	// drops messages (a slow consumer); the bridge counts them
-	// (cluster.Drops.SlowConsumer) and resynchronises. Zero means the
-	// default (DefaultPendingMessages, DefaultPendingBytes); a negative
-	// value means no limit. PendingBytes, when limited, must be at least
-	// MaxMessageBytes.
+	// (cluster.Drops.SlowConsumer) and resynchronises. Zero means nats.go's
+	// defaults (nats.DefaultSubPendingMsgsLimit, 500,000 messages, and
+	// nats.DefaultSubPendingBytesLimit, 64 MiB); a negative value means no
+	// limit. PendingBytes, when limited, must be at least MaxMessageBytes.
 	PendingMessages int
 	PendingBytes    int
 
 	// Options are the broker-neutral options: message size, resync,
 	// AuthKeys (signed envelopes, in the NATS header AuthHeader), replay
-	// window, hooks. The server's max_payload also bounds what the bridge
-	// publishes.
+	// window, logger and hooks. The server's max_payload also bounds what
+	// the bridge publishes.
 	cluster.Options
 }
 
@@ -65,17 +61,17 @@ func resolve(o Options) (resolved, error) {
 		return r, err
 	}
 	if r.Prefix == "" {
-		r.Prefix = DefaultPrefix
+		r.Prefix = defaultPrefix
 	}
 	if !literalSubject(r.Prefix) {
 		return r, fmt.Errorf("%w: Prefix %q is not a literal NATS subject", cluster.ErrInvalidOptions, o.Prefix)
 	}
 	r.subject = r.Prefix + "." + eventsToken
 	if r.PendingMessages == 0 {
-		r.PendingMessages = DefaultPendingMessages
+		r.PendingMessages = nats.DefaultSubPendingMsgsLimit
 	}
 	if r.PendingBytes == 0 {
-		r.PendingBytes = DefaultPendingBytes
+		r.PendingBytes = nats.DefaultSubPendingBytesLimit
 	}
 	maxMsg := r.MaxMessageBytes
 	if maxMsg == 0 {

@@ -24,11 +24,10 @@ func TestScopedPublicationsAcrossNATS(t *testing.T) {
 
 	// B also serves listens whose principal is a tenant (X-Tenant), each
 	// scoped to it.
-	h, err := streamhttp.New(b.hub, streamhttp.Options{
+	h, err := streamhttp.New(listen.NewServer(b.hub, listen.Options{Capabilities: caps(),
+		Scopes: func(req *listen.Request) []string { return []string{"tenant:" + req.Auth.(string)} }}), streamhttp.Options{
 		Authenticate: func(r *http.Request) (any, error) { return r.Header.Get("X-Tenant"), nil },
-		Listen: listen.Options{Capabilities: caps(),
-			Scopes: func(req *listen.Request) []string { return []string{"tenant:" + req.Auth.(string)} }},
-		KeepAlive: failsafe,
+		KeepAlive:    failsafe,
 	})
 	require.NoError(t, err)
 	ts := httptest.NewServer(h)

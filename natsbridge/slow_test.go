@@ -17,9 +17,10 @@ import (
 // limits are counted, and the listeners are told to refetch.
 func TestSlowConsumer(t *testing.T) {
 	ns := startNATS(t, 0)
-	rec := newRecorder()
+	co := cluster.Options{Resync: []listen.Kind{listen.KindToolsListChanged}}
+	rec := record(&co)
 	rec.Block = make(chan struct{})
-	b := newInstance(t, "B", connect(t, ns.ClientURL()), natsbridge.Options{PendingMessages: 4, Options: cluster.Options{Hooks: rec, Resync: []listen.Kind{listen.KindToolsListChanged}}})
+	b := newInstance(t, "B", connect(t, ns.ClientURL()), natsbridge.Options{PendingMessages: 4, Options: co})
 	b.rec = rec
 	s := b.listen(t, "B-tools", `{"toolsListChanged":true}`)
 	raw := connect(t, ns.ClientURL())

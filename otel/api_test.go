@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"testing"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/listentest"
 	listenotel "github.com/mcplisten/listen/otel"
 	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/stdio"
@@ -45,15 +45,12 @@ func TestDisabled(t *testing.T) {
 			m.Transport("stdio").OnOpen(nil) // a nil Transport records nothing
 			var hopts streamhttp.Options
 			m.InstrumentHTTP(&hopts)
-			assert.Nil(t, hopts.OnOpen)
-			assert.Nil(t, hopts.OnClose)
-			assert.Nil(t, hopts.OnError)
 			assert.Nil(t, hopts.OnKeepAlive)
-			var sopts stdio.Options
-			m.InstrumentStdio(&sopts)
-			assert.Nil(t, sopts.OnOpen)
-			assert.Nil(t, sopts.OnClose)
-			assert.Nil(t, sopts.OnListenError)
+			var lopts listen.Options
+			m.Instrument(&lopts)
+			assert.Nil(t, lopts.OnOpen)
+			assert.Nil(t, lopts.OnClose)
+			assert.Nil(t, lopts.OnRefuse)
 		})
 	}
 }
@@ -65,7 +62,9 @@ func TestRefusalCause(t *testing.T) {
 	}{
 		{jsonrpc.NewError(jsonrpc.CodeInternalError, "Server subscription capacity exhausted").WithCause(listen.ErrOverloaded), listenotel.CauseCapacity},
 		{jsonrpc.NewError(jsonrpc.CodeInternalError, "Server subscription capacity exhausted").WithCause(listen.Failed(listen.ErrOverloaded)), listenotel.CauseCapacity},
-		{jsonrpc.NewError(jsonrpc.CodeInternalError, streamhttp.MsgShuttingDown).WithCause(listen.ErrShutdown), listenotel.CauseShutdown},
+		{jsonrpc.NewError(jsonrpc.CodeInternalError, "Server is shutting down").WithCause(listen.ErrShutdown), listenotel.CauseShutdown},
+		{jsonrpc.NewError(jsonrpc.CodeInternalError, "Too many subscriptions open for this client").WithCause(listen.ErrOverQuota), listenotel.CauseQuota},
+		{listen.ErrExpired, listenotel.CauseAuth},
 		{jsonrpc.NewError(jsonrpc.CodeInvalidRequest, streamhttp.MsgUnauthorized).WithCause(errors.New("no token")), listenotel.CauseAuth},
 		{jsonrpc.NewError(jsonrpc.CodeInvalidRequest, streamhttp.MsgUnauthorized).WithCause(&streamhttp.AuthError{Status: 403}), listenotel.CauseAuth},
 		{jsonrpc.NewError(jsonrpc.CodeInvalidRequest, streamhttp.MsgForbidden), listenotel.CauseAuth},
@@ -159,47 +158,70 @@ func TestWriteTimeouts(t *testing.T) {
 	}, series(t, reader))
 }
 
-// InstrumentHTTP and InstrumentStdio record, then call the hooks that were
-// set before.
+// Instrument and InstrumentHTTP record, then call the hooks that were set
+// before: the Server's streams and refusals under their transport kind
+// (a refusal whose request could not be read under none), its capacity
+// without a transport, Streamable HTTP's keep-alives.
 func TestInstrumentChainsHooks(t *testing.T) {
 	m, reader := newMetrics(t)
 	var calls []string
 	hopts := streamhttp.Options{
-		OnOpen:      func(*listen.Subscription) { calls = append(calls, "http open") },
-		OnClose:     func(*listen.Subscription, error) { calls = append(calls, "http close") },
-		OnError:     func(*http.Request, int, error) { calls = append(calls, "http error") },
 		OnKeepAlive: func(*listen.Subscription) { calls = append(calls, "http keep-alive") },
 	}
 	m.InstrumentHTTP(&hopts)
-	hopts.OnOpen(nil)
-	hopts.OnKeepAlive(nil)
-	hopts.OnError(nil, http.StatusServiceUnavailable, jsonrpc.NewError(jsonrpc.CodeInternalError, "Server subscription capacity exhausted").WithCause(listen.ErrOverloaded))
-	hopts.OnClose(nil, listen.ErrShutdown)
-	sopts := stdio.Options{
-		OnOpen:        func(*listen.Subscription) { calls = append(calls, "stdio open") },
-		OnClose:       func(*listen.Subscription, error) { calls = append(calls, "stdio close") },
-		OnListenError: func(error) { calls = append(calls, "stdio error") },
+	lopts := listen.Options{
+		OnOpen:   func(sub *listen.Subscription) { calls = append(calls, sub.TransportKind()+" open") },
+		OnClose:  func(sub *listen.Subscription, _ error) { calls = append(calls, sub.TransportKind()+" close") },
+		OnRefuse: func(*listen.Request, error) { calls = append(calls, "refuse") },
 	}
-	m.InstrumentStdio(&sopts)
-	sopts.OnOpen(nil)
-	sopts.OnListenError(jsonrpc.NewError(jsonrpc.CodeInvalidParams, "subscriptions/listen requires a notifications object"))
-	sopts.OnClose(nil, listen.Cancelled(""))
-	assert.Equal(t, []string{"http open", "http keep-alive", "http error", "http close",
-		"stdio open", "stdio error", "stdio close"}, calls)
+	m.Instrument(&lopts)
+	httpSub := openSub(t, streamhttp.TransportKind)
+	stdioSub := openSub(t, stdio.TransportKind)
 
-	const h, s = "mcp.listen.transport=streamable_http", "mcp.listen.transport=stdio"
+	lopts.OnOpen(httpSub)
+	hopts.OnKeepAlive(httpSub)
+	lopts.OnRefuse(&listen.Request{Transport: listen.Transport{Kind: streamhttp.TransportKind}},
+		jsonrpc.NewError(jsonrpc.CodeInternalError, "Server subscription capacity exhausted").WithCause(listen.ErrOverloaded))
+	lopts.OnClose(httpSub, listen.ErrShutdown)
+	lopts.OnOpen(stdioSub)
+	lopts.OnRefuse(&listen.Request{Transport: listen.Transport{Kind: stdio.TransportKind}},
+		jsonrpc.NewError(jsonrpc.CodeInvalidParams, "subscriptions/listen requires a notifications object"))
+	lopts.OnRefuse(nil, jsonrpc.NewError(jsonrpc.CodeParseError, "Parse error"))
+	lopts.OnClose(stdioSub, listen.Cancelled(""))
+	assert.Equal(t, []string{"streamable_http open", "http keep-alive", "refuse", "streamable_http close",
+		"stdio open", "refuse", "refuse", "stdio close"}, calls)
+
+	const h, s, none = "mcp.listen.transport=streamable_http", "mcp.listen.transport=stdio", "mcp.listen.transport="
 	assert.Equal(t, map[string]int64{
-		"mcp.listen.streams.open{" + h + "}":                                         0,
-		"mcp.listen.streams.capacity{" + h + "}":                                     streamhttp.DefaultMaxStreams,
-		"mcp.listen.streams.opened{" + h + "}":                                       1,
-		"mcp.listen.keepalives.sent{" + h + "}":                                      1,
-		"mcp.listen.requests.refused{mcp.listen.refusal.cause=capacity," + h + "}":   1,
-		"mcp.listen.streams.closed{mcp.listen.close.reason=shutdown," + h + "}":      1,
-		"mcp.listen.streams.open{" + s + "}":                                         0,
-		"mcp.listen.streams.opened{" + s + "}":                                       1,
-		"mcp.listen.requests.refused{mcp.listen.refusal.cause=validation," + s + "}": 1,
-		"mcp.listen.streams.closed{mcp.listen.close.reason=cancelled," + s + "}":     1,
+		"mcp.listen.streams.capacity{}":                                                 listen.DefaultMaxStreams,
+		"mcp.listen.streams.open{" + none + "}":                                         0,
+		"mcp.listen.requests.refused{mcp.listen.refusal.cause=validation," + none + "}": 1,
+		"mcp.listen.streams.open{" + h + "}":                                            0,
+		"mcp.listen.streams.opened{" + h + "}":                                          1,
+		"mcp.listen.keepalives.sent{" + h + "}":                                         1,
+		"mcp.listen.requests.refused{mcp.listen.refusal.cause=capacity," + h + "}":      1,
+		"mcp.listen.streams.closed{mcp.listen.close.reason=shutdown," + h + "}":         1,
+		"mcp.listen.streams.open{" + s + "}":                                            0,
+		"mcp.listen.streams.opened{" + s + "}":                                          1,
+		"mcp.listen.requests.refused{mcp.listen.refusal.cause=validation," + s + "}":    1,
+		"mcp.listen.streams.closed{mcp.listen.close.reason=cancelled," + s + "}":        1,
 	}, series(t, reader))
+}
+
+// openSub opens a subscription of the given transport kind on a test
+// source, closed at the end of the test.
+func openSub(t *testing.T, kind string) *listen.Subscription {
+	t.Helper()
+	sub, err := listen.Open(context.Background(), listentest.NewSource(), &listen.Request{
+		ID:                 jsonrpc.StringID(kind),
+		ProtocolVersion:    spec.ProtocolVersion,
+		Notifications:      listen.Filter{spec.KeyToolsListChanged: true},
+		ClientCapabilities: map[string]any{},
+		Transport:          listen.Transport{Kind: kind},
+	}, &listen.Options{Capabilities: listen.Capabilities{ToolsListChanged: true}})
+	require.NoError(t, err)
+	t.Cleanup(func() { sub.Close(nil) })
+	return sub
 }
 
 // InstrumentHub records, then calls the hooks it wraps, and leaves the

@@ -11,10 +11,10 @@ import (
 	"github.com/mcplisten/listen/cluster"
 )
 
-// Attribute keys of the bridge instruments (BridgeHooks).
+// Attribute keys of the bridge instruments (InstrumentBridge).
 const (
 	// AttrBroker names the bridge's broker: the broker argument of
-	// BridgeHooks ("nats", "redis").
+	// InstrumentBridge ("nats", "redis").
 	AttrBroker = attribute.Key("mcp.listen.bridge.broker")
 	// AttrBridgeOutcome is ok or error: whether the broker's client took a
 	// published message.
@@ -36,11 +36,13 @@ var (
 	}
 )
 
-// BridgeHooks returns cluster.Hooks for a bridge between instances
-// (natsbridge, redisbridge: Options.Hooks) that record on m's meter
-// provider, then call next (which may be nil); broker names the broker in
-// the attribute mcp.listen.bridge.broker. A nil (disabled) m returns next
-// itself.
+// InstrumentBridge sets the hooks of opts, the cluster.Options of a bridge
+// between instances (natsbridge, redisbridge: Options.Options), to record
+// on m's meter provider, each calling the hook that was set before, after
+// recording; broker names the broker in the attribute
+// mcp.listen.bridge.broker. Call it once per bridge, before its New or
+// Connect, which copies the options. A nil (disabled) m leaves opts
+// unchanged.
 //
 //	name                            kind           unit       attributes
 //	mcp.listen.bridge.published     Counter        {message}  broker, notification.kind, bridge.outcome
@@ -63,15 +65,30 @@ var (
 // at zero here (see Metrics), one per kind, outcome and cluster reason. The
 // hooks record in the goroutine that calls them and start none; recording
 // allocates nothing for the reasons the cluster package defines.
-func (m *Metrics) BridgeHooks(broker string, next cluster.Hooks) cluster.Hooks {
-	if m == nil {
-		return next
+func (m *Metrics) InstrumentBridge(broker string, opts *cluster.Options) {
+	if m == nil || opts == nil {
+		return
 	}
+	h := m.bridgeRecorder(broker)
+	opts.OnPublishOut = chain(h.onPublishOut, opts.OnPublishOut)
+	opts.OnReceive = chain(h.onReceive, opts.OnReceive)
+	opts.OnDrop = chain(h.onDrop, opts.OnDrop)
+	opts.OnResync = chain(h.onResync, opts.OnResync)
+	opts.OnConnection = chain(h.onConnection, opts.OnConnection)
+}
+
+// chain returns a hook that calls record, then next when it is set.
+func chain[T any](record, next func(T)) func(T) {
 	if next == nil {
-		next = cluster.NopHooks{}
+		return record
 	}
+	return func(i T) { record(i); next(i) }
+}
+
+// bridgeRecorder makes a bridge's instruments, every series at zero.
+func (m *Metrics) bridgeRecorder(broker string) *bridgeHooks {
 	meter := m.provider.Meter(ScopeName)
-	h := &bridgeHooks{next: next, broker: AttrBroker.String(broker)}
+	h := &bridgeHooks{broker: AttrBroker.String(broker)}
 	h.published, _ = meter.Int64Counter("mcp.listen.bridge.published", metric.WithUnit("{message}"),
 		metric.WithDescription("Events handed to the broker for the other instances, by kind and outcome."))
 	h.received, _ = meter.Int64Counter("mcp.listen.bridge.received", metric.WithUnit("{message}"),
@@ -119,8 +136,8 @@ func (m *Metrics) BridgeHooks(broker string, next cluster.Hooks) cluster.Hooks {
 	return h
 }
 
+// bridgeHooks record a bridge's hooks on its instruments.
 type bridgeHooks struct {
-	next   cluster.Hooks
 	broker attribute.KeyValue
 
 	published, received, dropped, resyncs metric.Int64Counter
@@ -139,25 +156,23 @@ func (h *bridgeHooks) opt(kvs ...attribute.KeyValue) []metric.AddOption {
 	return []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(append(kvs, h.broker)...))}
 }
 
-// OnPublishOut records the publication, then calls next.
-func (h *bridgeHooks) OnPublishOut(i cluster.PublishOutInfo) {
+// onPublishOut records the publication.
+func (h *bridgeHooks) onPublishOut(i cluster.PublishOutInfo) {
 	k := kindIndex(i.EventKind)
 	if i.Err != nil {
 		h.published.Add(ctx, 1, h.errByKind[k]...)
 	} else {
 		h.published.Add(ctx, 1, h.okByKind[k]...)
 	}
-	h.next.OnPublishOut(i)
 }
 
-// OnReceive records the received event, then calls next.
-func (h *bridgeHooks) OnReceive(i cluster.ReceiveInfo) {
+// onReceive records the received event.
+func (h *bridgeHooks) onReceive(i cluster.ReceiveInfo) {
 	h.received.Add(ctx, 1, h.byKind[kindIndex(i.EventKind)]...)
-	h.next.OnReceive(i)
 }
 
-// OnDrop records the dropped messages, then calls next.
-func (h *bridgeHooks) OnDrop(i cluster.DropInfo) {
+// onDrop records the dropped messages.
+func (h *bridgeHooks) onDrop(i cluster.DropInfo) {
 	var opts []metric.AddOption
 	for j, r := range dropReasons {
 		if r == i.Reason {
@@ -169,11 +184,10 @@ func (h *bridgeHooks) OnDrop(i cluster.DropInfo) {
 		opts = h.opt(AttrDropReason.String(string(i.Reason)))
 	}
 	h.dropped.Add(ctx, int64(i.Count), opts...)
-	h.next.OnDrop(i)
 }
 
-// OnResync records the resynchronisation, then calls next.
-func (h *bridgeHooks) OnResync(i cluster.ResyncInfo) {
+// onResync records the resynchronisation.
+func (h *bridgeHooks) onResync(i cluster.ResyncInfo) {
 	var opts []metric.AddOption
 	for j, r := range resyncReasons {
 		if r == i.Reason {
@@ -185,12 +199,11 @@ func (h *bridgeHooks) OnResync(i cluster.ResyncInfo) {
 		opts = h.opt(AttrResyncReason.String(string(i.Reason)))
 	}
 	h.resyncs.Add(ctx, 1, opts...)
-	h.next.OnResync(i)
 }
 
-// OnConnection records a connection lost or found again in
-// mcp.listen.bridge.disconnected, then calls next.
-func (h *bridgeHooks) OnConnection(i cluster.ConnectionInfo) {
+// onConnection records a connection lost or found again in
+// mcp.listen.bridge.disconnected.
+func (h *bridgeHooks) onConnection(i cluster.ConnectionInfo) {
 	switch i.Status {
 	case cluster.Connected, cluster.Closed:
 		if h.down.CompareAndSwap(true, false) {
@@ -201,5 +214,4 @@ func (h *bridgeHooks) OnConnection(i cluster.ConnectionInfo) {
 			h.disconnected.Add(ctx, 1, h.one...)
 		}
 	}
-	h.next.OnConnection(i)
 }

@@ -14,20 +14,18 @@ import (
 	listenotel "github.com/mcplisten/listen/otel"
 )
 
-// signal is the next hook: it records each call.
+// signal is the next hooks: they record each call.
 type signal struct {
-	cluster.NopHooks
 	calls *[]string
 }
 
-func (s signal) OnPublishOut(cluster.PublishOutInfo) { *s.calls = append(*s.calls, "publish") }
-func (s signal) OnReceive(cluster.ReceiveInfo)       { *s.calls = append(*s.calls, "receive") }
-func (s signal) OnDrop(i cluster.DropInfo)           { *s.calls = append(*s.calls, "drop "+string(i.Reason)) }
-func (s signal) OnResync(i cluster.ResyncInfo) {
-	*s.calls = append(*s.calls, "resync "+string(i.Reason))
-}
-func (s signal) OnConnection(i cluster.ConnectionInfo) {
-	*s.calls = append(*s.calls, "connection "+string(i.Status))
+// set sets o's hooks to s's.
+func (s signal) set(o *cluster.Options) {
+	o.OnPublishOut = func(cluster.PublishOutInfo) { *s.calls = append(*s.calls, "publish") }
+	o.OnReceive = func(cluster.ReceiveInfo) { *s.calls = append(*s.calls, "receive") }
+	o.OnDrop = func(i cluster.DropInfo) { *s.calls = append(*s.calls, "drop "+string(i.Reason)) }
+	o.OnResync = func(i cluster.ResyncInfo) { *s.calls = append(*s.calls, "resync "+string(i.Reason)) }
+	o.OnConnection = func(i cluster.ConnectionInfo) { *s.calls = append(*s.calls, "connection "+string(i.Status)) }
 }
 
 // Two instances joined by an in-memory broker (cluster nodes, as the NATS
@@ -49,25 +47,29 @@ func TestBridgeInstruments(t *testing.T) {
 		}
 		return nil
 	}
-	node := func(broker string, next cluster.Hooks) *cluster.Node {
+	node := func(broker string, next *signal) (*hub.Hub, *cluster.Node) {
 		h, err := hub.New(hub.Options{})
 		require.NoError(t, err)
-		n, err := cluster.NewNode(h, cluster.Transport{Scope: "s", Send: send},
-			cluster.Options{Hooks: m.BridgeHooks(broker, next), Resync: []listen.Kind{}})
+		opts := cluster.Options{Resync: []listen.Kind{}}
+		if next != nil {
+			next.set(&opts)
+		}
+		m.InstrumentBridge(broker, &opts)
+		n, err := cluster.NewNode(h, cluster.Transport{Scope: "s", Send: send}, opts)
 		require.NoError(t, err)
 		t.Cleanup(n.Close)
 		nodes = append(nodes, n)
-		return n
+		return h, n
 	}
-	a := node("nats", nil)
-	b := node("nats", signal{calls: &calls})
+	ha, _ := node("nats", nil)
+	_, b := node("nats", &signal{calls: &calls})
 
-	_, err := a.Hub().ResourceUpdated("file:///a")
+	_, err := ha.ResourceUpdated("file:///a")
 	require.NoError(t, err)
 	b.Receive(cluster.Message{Data: []byte("not an envelope")})
 	require.NoError(t, b.Resync())
 	down = true
-	a.Hub().ToolsListChanged()
+	ha.ToolsListChanged()
 	assert.Equal(t, []string{"receive", "drop malformed", "resync manual"}, calls)
 
 	assert.Equal(t, map[string]int64{
@@ -85,7 +87,8 @@ func TestBridgeInstruments(t *testing.T) {
 // series; a disabled Metrics returns the next hooks.
 func TestBridgeReasons(t *testing.T) {
 	m, reader := newMetrics(t)
-	h := m.BridgeHooks("redis", nil)
+	var h cluster.Options
+	m.InstrumentBridge("redis", &h)
 	for _, r := range []cluster.DropReason{cluster.ReasonTooLarge, cluster.ReasonMalformed,
 		cluster.ReasonUnknownVersion, cluster.ReasonInvalidEvent, cluster.ReasonPanic,
 		cluster.ReasonUnauthenticated, cluster.ReasonReplayed, cluster.ReasonStale, "future"} {
@@ -106,14 +109,16 @@ func TestBridgeReasons(t *testing.T) {
 	assert.Equal(t, int64(1), got["mcp.listen.bridge.resyncs{mcp.listen.bridge.broker=redis,mcp.listen.bridge.resync.reason=future}"])
 	assert.Equal(t, int64(1), got["mcp.listen.bridge.received{mcp.listen.bridge.broker=redis,mcp.listen.notification.kind=extension}"])
 
-	next := cluster.NopHooks{}
-	assert.Equal(t, cluster.Hooks(next), (*listenotel.Metrics)(nil).BridgeHooks("nats", next))
+	var unchanged cluster.Options
+	(*listenotel.Metrics)(nil).InstrumentBridge("nats", &unchanged)
+	assert.Nil(t, unchanged.OnDrop)
 }
 
 // Recording a known reason allocates nothing.
 func TestBridgeHooksDoNotAllocate(t *testing.T) {
 	m, _ := newMetrics(t)
-	h := m.BridgeHooks("nats", nil)
+	var h cluster.Options
+	m.InstrumentBridge("nats", &h)
 	allocs := testing.AllocsPerRun(100, func() {
 		h.OnDrop(cluster.DropInfo{Reason: cluster.ReasonReplayed, Count: 1})
 		h.OnReceive(cluster.ReceiveInfo{EventKind: listen.KindToolsListChanged})

@@ -9,32 +9,32 @@
 // # Wiring
 //
 //	m, err := listenotel.New(listenotel.Options{MeterProvider: mp}) // mp: an SDK MeterProvider
-//	hopts, opts := hub.Options{}, streamhttp.Options{Listen: lopts}
+//	hopts, lopts, sopts := hub.Options{}, listen.Options{}, streamhttp.Options{}
 //	m.InstrumentHub(&hopts)                                        // published, dropped, fan-out time
-//	m.InstrumentHTTP(&opts)                                        // streams, refusals, keep-alives
+//	m.Instrument(&lopts)                                           // streams and refusals, every transport
+//	m.InstrumentHTTP(&sopts)                                       // keep-alives
 //	h, _ := hub.New(hopts)
-//	handler, _ := streamhttp.New(m.Source(h), opts)                // delivered notifications
+//	handler, _ := streamhttp.New(listen.NewServer(m.Source(h), lopts), sopts) // Source: delivered notifications
 //
-// InstrumentHub, InstrumentHTTP and InstrumentStdio chain the hooks already
-// set: each records, then calls the hook it replaced (the option's
-// previous value). The bridges between instances (natsbridge,
-// redisbridge) take Metrics.BridgeHooks as their Hooks.
+// InstrumentHub, Instrument, InstrumentHTTP and InstrumentBridge (for the
+// cluster.Options of natsbridge and redisbridge) chain the hooks already
+// set: each records, then calls the hook it replaced.
 //
 // # Goroutines
 //
 // The package starts no goroutine. A measurement takes no lock of its own
-// (only the SDK's, inside it); the first use of a transport kind takes a
-// brief one to build its attribute sets. Every hook records in the
-// goroutine that called it, then calls the hook it wrapped. Metrics has
-// nothing to close: shut the MeterProvider down as the SDK says.
+// (only the SDK's); the first use of a transport kind takes a brief one to
+// build its attribute sets. Every hook records in the goroutine that called
+// it, then calls the hook it wrapped. Metrics has nothing to close: shut
+// the MeterProvider down as the SDK says.
 //
 // # Without a provider
 //
 // New with a nil MeterProvider (or the no-op one) returns nil Metrics, which
 // are valid and disabled: Source(src) returns src and the Instrument
 // methods leave the options as they are. A hub without hooks does not even
-// read the clock, so nothing costs anything.
-// (To use the global provider, pass otel.GetMeterProvider() explicitly.)
+// read the clock, so nothing costs anything. (To use the global provider,
+// pass otel.GetMeterProvider() explicitly.)
 //
 // # Instruments
 //
@@ -42,7 +42,7 @@
 //
 //	name                                  kind            unit            attributes
 //	mcp.listen.streams.open               UpDownCounter   {stream}        transport
-//	mcp.listen.streams.capacity           UpDownCounter   {stream}        transport
+//	mcp.listen.streams.capacity           UpDownCounter   {stream}        (none: the Server's limit)
 //	mcp.listen.streams.opened             Counter         {stream}        transport
 //	mcp.listen.streams.closed             Counter         {stream}        transport, close.reason
 //	mcp.listen.streams.write_timeouts     Counter         {stream}        transport
@@ -59,9 +59,9 @@
 //	mcp.listen.bridge.disconnected        UpDownCounter   {bridge}        bridge.broker
 //
 // Metrics says what each counts and where it comes from; the bridge
-// instruments are BridgeHooks'. Every counter series starts at zero when
-// its transport, hub or bridge is wired, so that the first refusal or drop
-// is seen by rate() and increase() (see Metrics).
+// instruments are InstrumentBridge's, Metrics.Quota adds a tenant quota's.
+// Every counter series starts at zero (see Metrics), so that the first
+// refusal or drop is seen by rate() and increase().
 //
 // # Dashboard and alerts
 //
@@ -83,7 +83,7 @@
 //	                              resource_updated, extension
 //	mcp.listen.close.reason       complete, cancelled, disconnected, error, shutdown, other,
 //	                              revoked, expired, lifetime, fell_behind (the early endings)
-//	mcp.listen.refusal.cause      capacity, shutdown, auth, validation, error
+//	mcp.listen.refusal.cause      capacity, shutdown, quota, auth, validation, error
 //	mcp.listen.bridge.*           broker (nats, redis), outcome (ok, error), a cluster.DropReason
 //	                              or cluster.ResyncReason
 //

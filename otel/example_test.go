@@ -14,8 +14,9 @@ import (
 )
 
 // A hub's publications and overflows, read back with the SDK's manual
-// reader. A server also wires its transport (InstrumentHTTP,
-// InstrumentStdio) and serves m.Source(h) instead of h.
+// reader. A server also wires its listen.Server (Instrument, and
+// InstrumentHTTP for Streamable HTTP's keep-alives) and serves m.Source(h)
+// instead of h.
 func Example() {
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))

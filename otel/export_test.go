@@ -19,6 +19,7 @@ const (
 	CauseAuth       = causeAuth
 	CauseValidation = causeValidation
 	CauseError      = causeError
+	CauseQuota      = causeQuota
 )
 
 var (

@@ -29,7 +29,7 @@ const (
 	// AttrCloseReason is a stream's close reason class (listen.Classify).
 	AttrCloseReason = attribute.Key("mcp.listen.close.reason")
 	// AttrRefusalCause is why a listen was refused: "capacity",
-	// "shutdown", "auth", "validation" or "error" (see Metrics).
+	// "shutdown", "quota", "auth", "validation" or "error" (see Metrics).
 	AttrRefusalCause = attribute.Key("mcp.listen.refusal.cause")
 )
 
@@ -56,20 +56,22 @@ var defaultFanoutBuckets = []float64{
 
 // Metrics holds the instruments and hands out the hooks that feed them:
 // InstrumentHub for a hub.Hub, Source for the delivered notifications,
-// InstrumentHTTP and InstrumentStdio for the transports. Create it with
-// New. All its methods are safe for concurrent use, and a nil *Metrics is
+// Instrument for a listen.Server (every transport's streams and
+// refusals), InstrumentHTTP for Streamable HTTP's keep-alives and
+// InstrumentBridge for a bridge between instances. Create it with New. All its methods are safe for concurrent use, and a nil *Metrics is
 // valid and disabled.
 //
 // What each counts, and where it comes from:
 //
-//   - streams.open, streams.opened: +1 at the transport's OnOpen (the
+//   - streams.open, streams.opened: +1 at the Server's OnOpen (the
 //     subscription is open, its acknowledgement about to be written);
-//     streams.open −1 and streams.closed +1 at its OnClose.
-//   - streams.capacity: the stream limit of the transport, what
-//     streams.open is to be read against: InstrumentHTTP adds the
-//     handler's MaxStreams (DefaultMaxStreams when zero), summed over the
-//     handlers instrumented. Stdio's limit is per connection and is not
-//     recorded.
+//     streams.open −1 and streams.closed +1 at its OnClose, under the
+//     stream's transport kind.
+//   - streams.capacity: the stream limit of the Server, what streams.open
+//     (summed over transports) is to be read against: Instrument adds
+//     listen.Options.MaxStreams (listen.DefaultMaxStreams when zero),
+//     summed over the Servers instrumented, without a transport
+//     attribute: the limit covers every transport of a Server.
 //   - streams.closed: by close reason class (listen.Classify): complete,
 //     cancelled, disconnected, error, shutdown, other, and one per early
 //     ending (revoked, expired, lifetime, fell_behind).
@@ -80,14 +82,15 @@ var defaultFanoutBuckets = []float64{
 //     as disconnected. On stdio one timed-out write ends the connection, so
 //     every listen of that connection counts.
 //   - requests.refused: listens answered with an error instead of a
-//     stream (streamhttp's OnError, stdio's OnListenError), by cause:
-//     capacity (the error's cause is listen.ErrOverloaded), shutdown
-//     (listen.ErrShutdown), auth (Authenticate or CheckOrigin refused it:
-//     a *streamhttp.AuthError, streamhttp.MsgUnauthorized or
-//     streamhttp.MsgForbidden), validation (any other error but -32603:
-//     parse, method, params, headers, protocol version, body size, a
-//     duplicate id) and error (any other -32603, such as "Subscription
-//     source failed to open"). On
+//     stream (listen.Options.OnRefuse), by cause: capacity (the error's
+//     cause is listen.ErrOverloaded), shutdown (listen.ErrShutdown), quota
+//     (listen.ErrOverQuota: MaxStreamsPerKey or a listen.Quota), auth
+//     (Authenticate or CheckOrigin refused it: a *streamhttp.AuthError,
+//     streamhttp.MsgUnauthorized or streamhttp.MsgForbidden, or an expired
+//     principal), validation (any other error but -32603: parse, method,
+//     params, headers, protocol version, body size, a duplicate id) and
+//     error (any other -32603, such as "Subscription source failed to
+//     open"). On
 //     Streamable HTTP it counts every request the listen handler refused,
 //     a wrong method or a body too large included (validation).
 //   - keepalives.sent: keep-alive comments written (streamhttp's
@@ -108,9 +111,10 @@ var defaultFanoutBuckets = []float64{
 //     buckets: 10 µs to 1 s (Options.FanoutBuckets).
 //
 // Every series of a counter is created at zero before its first count: a
-// transport's (by close reason, refusal cause and notification kind) when
-// it is first instrumented (by InstrumentHTTP or InstrumentStdio), a hub's
-// published and dropped (by kind) in InstrumentHub. A scraper such as
+// transport's (by close reason, refusal cause and notification kind) in
+// Instrument for Streamable HTTP and stdio (InstrumentHTTP makes Streamable
+// HTTP's too), when it is first seen for another kind, a hub's published
+// and dropped (by kind) in InstrumentHub, a bridge's in InstrumentBridge. A scraper such as
 // Prometheus then sees the first refusal or drop as an increase
 // from 0, which rate() and increase() count, instead of a series that
 // appears at 1 and whose first count is lost.

@@ -14,9 +14,10 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/cluster"
 	"github.com/mcplisten/listen/hub"
 	listenotel "github.com/mcplisten/listen/otel"
-	"github.com/mcplisten/listen/stdio"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -33,12 +34,12 @@ func promNames(t *testing.T) map[string]bool {
 	m, reader := newMetrics(t)
 	var hopts streamhttp.Options
 	m.InstrumentHTTP(&hopts)
-	var sopts stdio.Options
-	m.InstrumentStdio(&sopts)
+	var lopts listen.Options
+	m.Instrument(&lopts)
 	h, err := hub.New(withMetrics(m, hub.Options{}))
 	require.NoError(t, err)
 	h.ToolsListChanged() // a first fan-out, so that the histogram exists
-	m.BridgeHooks("nats", nil)
+	m.InstrumentBridge("nats", &cluster.Options{})
 
 	var rm metricdata.ResourceMetrics
 	require.NoError(t, reader.Collect(context.Background(), &rm))

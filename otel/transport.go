@@ -2,7 +2,6 @@ package otel
 
 import (
 	"errors"
-	"net/http"
 	"os"
 	"slices"
 
@@ -43,11 +42,14 @@ func classIndex(reason error) int {
 // Refusal causes (the values of AttrRefusalCause), listed in the package
 // documentation.
 const (
-	// causeCapacity: the transport was at its stream limit
+	// causeCapacity: the server was at its stream limit
 	// ("Server subscription capacity exhausted", listen.ErrOverloaded).
 	causeCapacity = "capacity"
-	// causeShutdown: the transport was draining.
+	// causeShutdown: the server was draining (listen.ErrShutdown).
 	causeShutdown = "shutdown"
+	// causeQuota: a per-client limit (listen.Options.MaxStreamsPerKey) or a
+	// listen.Quota refused it (listen.ErrOverQuota).
+	causeQuota = "quota"
 	// causeAuth: Authenticate or CheckOrigin refused the request
 	// (streamhttp.MsgUnauthorized, streamhttp.MsgForbidden,
 	// *streamhttp.AuthError).
@@ -61,21 +63,24 @@ const (
 	causeError = "error"
 )
 
-var causes = [...]string{causeCapacity, causeShutdown, causeAuth, causeValidation, causeError}
+var causes = [...]string{causeCapacity, causeShutdown, causeAuth, causeValidation, causeError, causeQuota}
 
 // refusalCause sorts the error a listen was refused with (the error given
-// to streamhttp's OnError or stdio's OnListenError) into one of the
-// refusal causes.
+// to listen.Options.OnRefuse) into one of the refusal causes.
 func refusalCause(err error) string { return causes[causeIndex(err)] }
 
 func causeIndex(err error) int {
 	var we *jsonrpc.Error
 	var ae *streamhttp.AuthError
 	switch {
+	case errors.Is(err, listen.ErrOverQuota):
+		return 5
 	case errors.Is(err, listen.ErrOverloaded):
 		return 0
 	case errors.Is(err, listen.ErrShutdown):
 		return 1
+	case errors.Is(err, listen.ErrExpired):
+		return 2
 	case errors.As(err, &ae):
 		return 2
 	case errors.As(err, &we):
@@ -99,7 +104,7 @@ func cutByDeadline(reason error) bool {
 
 // transport records the stream instruments of one transport kind. Its
 // methods fit the hooks of a transport (OnOpen, OnClose, a refusal, a
-// keep-alive); InstrumentHTTP and InstrumentStdio wire them. A nil
+// keep-alive); Instrument and InstrumentHTTP wire them. A nil
 // *transport (from disabled Metrics) records nothing.
 type transport struct {
 	m         *Metrics
@@ -184,18 +189,6 @@ func (t *transport) OnClose(_ *listen.Subscription, reason error) {
 	}
 }
 
-// AddCapacity adds n (which may be negative) to
-// mcp.listen.streams.capacity, the number of streams the transport may hold
-// open at once: the stream limit of a transport instrumented by hand, or
-// minus the limit of a handler retired while the process goes on.
-// InstrumentHTTP adds the limit of the handlers it instruments.
-func (t *transport) AddCapacity(n int64) {
-	if t == nil {
-		return
-	}
-	t.m.capacity.Add(ctx, n, t.one...)
-}
-
 // OnRefuse records a listen answered with err instead of a stream:
 // mcp.listen.requests.refused +1 with refusalCause(err).
 func (t *transport) OnRefuse(err error) {
@@ -213,77 +206,68 @@ func (t *transport) OnKeepAlive(*listen.Subscription) {
 	t.m.keepAlives.Add(ctx, 1, t.one...)
 }
 
-// InstrumentHTTP sets opts' OnOpen, OnClose, OnError and OnKeepAlive to
-// record on m (transport "streamable_http"), each calling the hook that
-// was set before, after recording, and adds opts.MaxStreams
-// (streamhttp.DefaultMaxStreams when zero) to mcp.listen.streams.capacity.
-// Call it once per handler, before streamhttp.New, which copies the
-// options. A nil or disabled m leaves opts unchanged.
+// Instrument sets the listen.Server hooks of opts (OnOpen, OnClose and
+// OnRefuse) to record on m, each stream under its transport kind
+// (Subscription.TransportKind; a refusal under its request's
+// Transport.Kind, "" without one), each calling the hook that was set
+// before, after recording; and it adds opts.MaxStreams
+// (listen.DefaultMaxStreams when zero) to mcp.listen.streams.capacity,
+// which has no transport attribute: the limit covers every transport of
+// the Server. It creates the series of Streamable HTTP and stdio at zero
+// (see Metrics). Call it once per Server, before listen.NewServer, which
+// copies the options. A nil or disabled m leaves opts unchanged.
+func (m *Metrics) Instrument(opts *listen.Options) {
+	if m == nil || opts == nil {
+		return
+	}
+	m.recorder(streamhttp.TransportKind)
+	m.recorder(stdio.TransportKind)
+	switch {
+	case opts.MaxStreams == 0:
+		m.capacity.Add(ctx, listen.DefaultMaxStreams)
+	case opts.MaxStreams > 0: // negative: listen.NewServer refuses the options
+		m.capacity.Add(ctx, int64(opts.MaxStreams))
+	}
+	onOpen, onClose, onRefuse := opts.OnOpen, opts.OnClose, opts.OnRefuse
+	opts.OnOpen = func(sub *listen.Subscription) {
+		m.recorder(sub.TransportKind()).OnOpen(sub)
+		if onOpen != nil {
+			onOpen(sub)
+		}
+	}
+	opts.OnClose = func(sub *listen.Subscription, reason error) {
+		m.recorder(sub.TransportKind()).OnClose(sub, reason)
+		if onClose != nil {
+			onClose(sub, reason)
+		}
+	}
+	opts.OnRefuse = func(req *listen.Request, err error) {
+		kind := ""
+		if req != nil {
+			kind = req.Transport.Kind
+		}
+		m.recorder(kind).OnRefuse(err)
+		if onRefuse != nil {
+			onRefuse(req, err)
+		}
+	}
+}
+
+// InstrumentHTTP sets opts' OnKeepAlive to record on m (transport
+// "streamable_http"), calling the hook that was set before, after
+// recording. Call it before streamhttp.New, which copies the options; the
+// streams themselves are recorded by Instrument. A nil or disabled m
+// leaves opts unchanged. (The stdio transport sends no keep-alives.)
 func (m *Metrics) InstrumentHTTP(opts *streamhttp.Options) {
 	if m == nil || opts == nil {
 		return
 	}
 	t := m.recorder(streamhttp.TransportKind)
-	switch {
-	case opts.MaxStreams == 0:
-		t.AddCapacity(streamhttp.DefaultMaxStreams)
-	case opts.MaxStreams > 0: // negative: streamhttp.New refuses the options
-		t.AddCapacity(int64(opts.MaxStreams))
-	}
-	onOpen, onClose, onError, onKeepAlive := opts.OnOpen, opts.OnClose, opts.OnError, opts.OnKeepAlive
-	opts.OnOpen = func(sub *listen.Subscription) {
-		t.OnOpen(sub)
-		if onOpen != nil {
-			onOpen(sub)
-		}
-	}
-	opts.OnClose = func(sub *listen.Subscription, reason error) {
-		t.OnClose(sub, reason)
-		if onClose != nil {
-			onClose(sub, reason)
-		}
-	}
-	opts.OnError = func(r *http.Request, status int, err error) {
-		t.OnRefuse(err)
-		if onError != nil {
-			onError(r, status, err)
-		}
-	}
+	onKeepAlive := opts.OnKeepAlive
 	opts.OnKeepAlive = func(sub *listen.Subscription) {
 		t.OnKeepAlive(sub)
 		if onKeepAlive != nil {
 			onKeepAlive(sub)
-		}
-	}
-}
-
-// InstrumentStdio sets opts' OnOpen, OnClose and OnListenError to record on
-// m (transport "stdio"), each calling the hook that was set before, after
-// recording. Call it before stdio.New, which copies the options. A
-// nil or disabled m leaves opts unchanged. (The stdio transport sends no
-// keep-alives.)
-func (m *Metrics) InstrumentStdio(opts *stdio.Options) {
-	if m == nil || opts == nil {
-		return
-	}
-	t := m.recorder(stdio.TransportKind)
-	onOpen, onClose, onListenError := opts.OnOpen, opts.OnClose, opts.OnListenError
-	opts.OnOpen = func(sub *listen.Subscription) {
-		t.OnOpen(sub)
-		if onOpen != nil {
-			onOpen(sub)
-		}
-	}
-	opts.OnClose = func(sub *listen.Subscription, reason error) {
-		t.OnClose(sub, reason)
-		if onClose != nil {
-			onClose(sub, reason)
-		}
-	}
-	opts.OnListenError = func(err error) {
-		t.OnRefuse(err)
-		if onListenError != nil {
-			onListenError(err)
 		}
 	}
 }

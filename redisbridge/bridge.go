@@ -52,6 +52,7 @@ const (
 //
 // All methods are safe for concurrent use.
 type Bridge struct {
+	hub    *hub.Hub
 	node   *cluster.Node
 	opts   Options       // resolved: defaults applied
 	reader *redis.Client // one connection: the reader goroutine's XREADs
@@ -117,6 +118,7 @@ func New(ro *redis.Options, h *hub.Hub, opts Options) (*Bridge, error) {
 		return redis.NewClient(&c)
 	}
 	b := &Bridge{
+		hub:    h,
 		opts:   o,
 		reader: conn(),
 		writer: conn(),
@@ -151,14 +153,10 @@ func New(ro *redis.Options, h *hub.Hub, opts Options) (*Bridge, error) {
 	return b, nil
 }
 
-// ID returns the bridge's random instance id, the origin of its envelopes.
+// ID returns the bridge's random instance id, the origin of its envelopes
+// (cluster.ReceiveInfo.Origin at the other instances). A new bridge has a
+// new one.
 func (b *Bridge) ID() string { return b.node.ID() }
-
-// Stream returns the key of the stream the bridge appends to and reads.
-func (b *Bridge) Stream() string { return b.opts.Stream }
-
-// Hub returns the bridge's local hub.
-func (b *Bridge) Hub() *hub.Hub { return b.node.Hub() }
 
 // Resync resynchronises the local listeners now, in the calling goroutine
 // (see cluster.Node.Resync). It fails only after Close
@@ -453,7 +451,7 @@ func (b *Bridge) fetch() (caughtUp bool, err error) {
 		if len(e) == 2 { // skipped: larger than the limits
 			size, _ := e[1].(int64)
 			b.lastID = id
-			b.node.DropTooLarge(int(size))
+			b.node.Dropped(cluster.DropInfo{Reason: cluster.ReasonTooLarge, Count: 1, Bytes: int(size)})
 			continue
 		}
 		data, _ := e[1].(string)

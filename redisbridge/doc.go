@@ -17,8 +17,8 @@
 // does, and shares with it the package github.com/mcplisten/listen/cluster:
 // the envelope, its numbering, timestamps and signatures, replay
 // protection, gap detection and resynchronisation, the Options embedded
-// here, Hooks and Stats. Its documentation gives the delivery semantics
-// and the trust model; this one what Redis adds.
+// here (with the hooks and the logger) and Stats. Its documentation gives
+// the delivery semantics and the trust model; this one what Redis adds.
 //
 // # Goroutines
 //
@@ -98,6 +98,19 @@
 // proto-max-bulk-len (1 MiB is the least Redis accepts) to bound that
 // one, and Redis's own memory. With 512 unsigned entries of 1 MB appended
 // at once, an instance's peak RSS rises by 13 to 17 MiB (by 59 to 198 MiB
-// when the reader took up to 256 entries per XREAD); bench/cmd/bridgeflood
-// measures it.
+// when the reader took up to 256 entries per XREAD; measured by
+// bench/cmd/bridgeflood, removed after commit 4053784).
+//
+// # Quotas
+//
+// With Options.Quota (a cluster.Quota, also given to the server as
+// listen.Options.Quota) the bridge carries the instance's counts of open
+// listens per tenant and principal on the same stream, so that a tenant's
+// quota holds across the instances within a small slack, each instance
+// falling back to a local share while Redis is unreachable: see the
+// cluster package documentation, Quotas, and docs/quotas.md. The counts
+// are entries of the stream too: under churn each instance appends up to
+// one per QuotaOptions.Interval (100 a second by default) and one every
+// TTL/3, which shortens how far back (StreamLength entries) a bridge that
+// lost Redis can catch up without a resynchronisation.
 package redisbridge

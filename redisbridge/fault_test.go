@@ -137,7 +137,7 @@ func TestPartitionCatchesUp(t *testing.T) {
 func TestTrimmedResync(t *testing.T) {
 	srv := redistest.Run(t)
 	p := newProxy(t, srv.Addr)
-	opts := redisbridge.Options{StreamLength: redisbridge.MinStreamLength}
+	opts := redisbridge.Options{StreamLength: 100} // the least
 	a := join(t, "A", "redis://"+p.Addr(), opts)
 	b := join(t, "B", srv.URL(), opts)
 	la := a.listen(t, toolsOnly)

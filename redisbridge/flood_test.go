@@ -98,8 +98,7 @@ func TestFloodBounded(t *testing.T) {
 			ro.Dialer = r.dialer()
 			h, err := hub.New(hub.Options{})
 			require.NoError(t, err)
-			rec := newRecorder()
-			opts.Hooks = rec
+			rec := record(&opts.Options)
 			b, err := redisbridge.New(ro, h, opts)
 			require.NoError(t, err)
 			t.Cleanup(func() { require.NoError(t, b.Close()) })

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/cluster"
 	"github.com/mcplisten/listen/cluster/clustertest"
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/jsonrpc"
@@ -38,7 +39,8 @@ const watched = "file:///project/config.json"
 // recorder records a bridge's hooks (clustertest.Recorder).
 type recorder = clustertest.Recorder
 
-func newRecorder() *recorder { return clustertest.NewRecorder() }
+// record sets o's hooks to a new recorder's.
+func record(o *cluster.Options) *recorder { return clustertest.Record(o) }
 
 // await receives from ch until ok accepts a value, failing after failsafe.
 func await[T any](t testing.TB, ch <-chan T, what string, ok func(T) bool) T {
@@ -57,12 +59,12 @@ type instance struct {
 // join starts an instance on the Redis at url; it is closed with the test.
 func join(t testing.TB, name, url string, opts redisbridge.Options) *instance {
 	t.Helper()
-	rec := newRecorder()
+	rec := record(&cluster.Options{})
+	if opts.OnPublishOut == nil && opts.OnReceive == nil && opts.OnDrop == nil && opts.OnResync == nil && opts.OnConnection == nil {
+		rec = record(&opts.Options)
+	}
 	h, err := hub.New(hub.Options{MaxBuffer: 4096})
 	require.NoError(t, err)
-	if opts.Hooks == nil {
-		opts.Hooks = rec
-	}
 	b, err := redisbridge.Connect(url, h, opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, b.Close()) })

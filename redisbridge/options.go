@@ -9,47 +9,47 @@ import (
 
 // Defaults of Options. A zero field of Options means its default.
 const (
-	// DefaultStream is the default stream key.
-	DefaultStream = "mcp.listen.events"
-	// DefaultStreamLength is the default Options.StreamLength: about 2 MB
+	// defaultStream is the default stream key.
+	defaultStream = "mcp.listen.events"
+	// defaultStreamLength is the default Options.StreamLength: about 2 MB
 	// of list changes and resource updates.
-	DefaultStreamLength = 10000
-	// MinStreamLength is the smallest StreamLength New accepts.
-	MinStreamLength = 100
-	// DefaultOutboxBytes is the default Options.OutboxBytes (8 MiB, as
+	defaultStreamLength = 10000
+	// minStreamLength is the smallest StreamLength New accepts.
+	minStreamLength = 100
+	// defaultOutboxBytes is the default Options.OutboxBytes (8 MiB, as
 	// nats.go's reconnect buffer).
-	DefaultOutboxBytes = 8 << 20
-	// DefaultReadBytes is the default Options.ReadBytes (4 MiB: four
+	defaultOutboxBytes = 8 << 20
+	// defaultReadBytes is the default Options.ReadBytes (4 MiB: four
 	// envelopes of the default MaxMessageBytes, or thousands of ordinary
 	// ones).
-	DefaultReadBytes = 4 << 20
+	defaultReadBytes = 4 << 20
 )
 
 // Options configure a Bridge. The zero Options is valid: stream
 // "mcp.listen.events" of about 10,000 entries, an 8 MiB outbox, reads of
-// at most 4 MiB, and the
-// defaults of cluster.Options (1 MiB messages, resync of the three list
-// changes, no authentication, no hooks).
+// at most 4 MiB, and the defaults of cluster.Options (1 MiB messages,
+// resync of the three list changes, no authentication, no logging, no
+// hooks).
 type Options struct {
 	// Stream is the key of the Redis stream the instances share. Give each
 	// independent MCP server (each set of instances that share one state)
-	// its own when several use one Redis. Empty means DefaultStream; it
-	// must hold no whitespace.
+	// its own when several use one Redis. Empty means "mcp.listen.events";
+	// it must hold no whitespace.
 	Stream string
 
 	// StreamLength is how many entries the stream keeps (XADD MAXLEN ~,
 	// so Redis trims in whole nodes and keeps at least this many): how far
 	// a bridge that lost its connection can catch up with what it missed,
-	// without a resynchronisation. Zero means DefaultStreamLength; otherwise
-	// at least MinStreamLength.
+	// without a resynchronisation. Zero means 10,000 (about 2 MB of list
+	// changes and resource updates); otherwise at least 100.
 	StreamLength int64
 
 	// OutboxBytes bounds the messages waiting to be written to Redis (the
 	// hub's Publish never waits for Redis: it queues). While Redis is
 	// unreachable they wait, up to this many bytes; past it, a publication
 	// reaches the local listeners only (Stats.PublishErrors) and the other
-	// instances find the gap. Zero means DefaultOutboxBytes; otherwise at
-	// least MaxMessageBytes.
+	// instances find the gap. Zero means 8 MiB (as nats.go's reconnect
+	// buffer); otherwise at least MaxMessageBytes.
 	OutboxBytes int
 
 	// ReadBytes bounds what one read of the stream fetches: the envelopes
@@ -61,12 +61,12 @@ type Options struct {
 	// flood of large entries makes an instance hold about ReadBytes at a
 	// time, not the flood. (The one entry a reader that has caught up
 	// waits for is read whole: see the package documentation.) Zero means
-	// DefaultReadBytes; otherwise at least MaxMessageBytes.
+	// 4 MiB; otherwise at least MaxMessageBytes.
 	ReadBytes int
 
 	// Options are the broker-neutral options: message size, resync,
 	// AuthKeys (signed envelopes, the signature in the entry's field "s"),
-	// replay window, hooks.
+	// replay window, logger and hooks.
 	cluster.Options
 }
 
@@ -77,27 +77,27 @@ func resolve(o Options) (Options, error) {
 		return r, err
 	}
 	if r.Stream == "" {
-		r.Stream = DefaultStream
+		r.Stream = defaultStream
 	}
 	if strings.ContainsAny(r.Stream, " \t\r\n") {
 		return r, fmt.Errorf("%w: Stream %q holds whitespace", cluster.ErrInvalidOptions, o.Stream)
 	}
 	switch {
 	case r.StreamLength == 0:
-		r.StreamLength = DefaultStreamLength
-	case r.StreamLength < MinStreamLength:
+		r.StreamLength = defaultStreamLength
+	case r.StreamLength < minStreamLength:
 		return r, fmt.Errorf("%w: StreamLength must be at least %d (or 0 for the default), got %d",
-			cluster.ErrInvalidOptions, MinStreamLength, o.StreamLength)
+			cluster.ErrInvalidOptions, minStreamLength, o.StreamLength)
 	}
 	maxMsg := r.MaxMessageBytes
 	if maxMsg == 0 {
 		maxMsg = cluster.DefaultMaxMessageBytes
 	}
 	var err error
-	if r.OutboxBytes, err = atLeastMessage("OutboxBytes", r.OutboxBytes, DefaultOutboxBytes, maxMsg); err != nil {
+	if r.OutboxBytes, err = atLeastMessage("OutboxBytes", r.OutboxBytes, defaultOutboxBytes, maxMsg); err != nil {
 		return r, err
 	}
-	if r.ReadBytes, err = atLeastMessage("ReadBytes", r.ReadBytes, DefaultReadBytes, maxMsg); err != nil {
+	if r.ReadBytes, err = atLeastMessage("ReadBytes", r.ReadBytes, defaultReadBytes, maxMsg); err != nil {
 		return r, err
 	}
 	r.MaxMessageBytes = maxMsg

@@ -41,7 +41,7 @@ func TestScopedPublicationsAcrossRedis(t *testing.T) {
 	assert.Equal(t, []string{"fence"}, ids(unscoped.until(t, "fence")), "an unscoped listen gets unscoped events only")
 
 	// The scope travelled in the entry itself.
-	es, err := raw(t, srv.URL()).XRange(context.Background(), redisbridge.DefaultStream, "-", "+").Result()
+	es, err := raw(t, srv.URL()).XRange(context.Background(), "mcp.listen.events", "-", "+").Result()
 	require.NoError(t, err)
 	scoped := 0
 	for _, e := range es {

@@ -48,12 +48,12 @@ type attackTarget struct {
 
 // newAttackTarget starts a target; listener, if set, wraps the server's
 // listener.
-func newAttackTarget(t *testing.T, h2 bool, opts streamhttp.Options, listener func(net.Listener) net.Listener) *attackTarget {
+func newAttackTarget(t *testing.T, h2 bool, lo listen.Options, opts streamhttp.Options, listener func(net.Listener) net.Listener) *attackTarget {
 	t.Helper()
 	changes, err := hub.New(hub.Options{})
 	require.NoError(t, err)
-	opts.Listen = listen.Options{Capabilities: allCaps(), ServerInfo: listen.Implementation{Name: "attack", Version: "1.0.0"}}
-	h, err := streamhttp.New(changes, opts)
+	lo.Capabilities, lo.ServerInfo = allCaps(), listen.Implementation{Name: "attack", Version: "1.0.0"}
+	h, err := streamhttp.New(listen.NewServer(changes, lo), opts)
 	require.NoError(t, err)
 	at := &attackTarget{hub: changes, h: h, h2: h2}
 	other := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -232,7 +232,7 @@ func TestAttackIncompleteRequests(t *testing.T) {
 		}},
 	}
 	protos(t, func(t *testing.T, h2 bool) {
-		at := newAttackTarget(t, h2, streamhttp.Options{ReadTimeout: 300 * time.Millisecond}, nil)
+		at := newAttackTarget(t, h2, listen.Options{}, streamhttp.Options{ReadTimeout: 300 * time.Millisecond}, nil)
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
 		type outcome struct {
@@ -302,7 +302,7 @@ func TestAttackIncompleteRequests(t *testing.T) {
 		}
 		close(stop)
 		wg.Wait()
-		assert.Equal(t, streamhttp.Stats{}, at.h.Stats(), "nothing was admitted")
+		assert.Equal(t, listen.Stats{}, at.h.Server().Stats(), "nothing was admitted")
 
 		s := at.listen(t, `"probe"`, listenHeaders())
 		at.hub.ToolsListChanged()
@@ -366,7 +366,7 @@ func (c chunked) Write(p []byte) (int, error) {
 // tools/call ran and got 200.
 func TestAttackCrossOriginThroughFront(t *testing.T) {
 	protos(t, func(t *testing.T, h2 bool) {
-		at := newAttackTarget(t, h2, streamhttp.Options{}, nil)
+		at := newAttackTarget(t, h2, listen.Options{}, streamhttp.Options{}, nil)
 		evil := []string{"Origin", "http://evil.example", "Sec-Fetch-Site", "cross-site"}
 
 		wantRefusal(t, at.post(t, toolsCall, with("tools/call", evil...)),
@@ -423,7 +423,7 @@ func (publicAddrConn) LocalAddr() net.Addr {
 func TestAttackDNSRebindingOnAPublicBind(t *testing.T) {
 	public := func(l net.Listener) net.Listener { return publicAddrListener{l} }
 	protos(t, func(t *testing.T, h2 bool) {
-		at := newAttackTarget(t, h2, streamhttp.Options{AllowedHosts: []string{"mcp.example.com"}}, public)
+		at := newAttackTarget(t, h2, listen.Options{}, streamhttp.Options{AllowedHosts: []string{"mcp.example.com"}}, public)
 		_, port, err := net.SplitHostPort(at.ts.Listener.Addr().String())
 		require.NoError(t, err)
 		attacker := "attacker.example:" + port
@@ -439,7 +439,7 @@ func TestAttackDNSRebindingOnAPublicBind(t *testing.T) {
 		assert.Equal(t, http.StatusOK, at.post(t, toolsCall, with("tools/call", own...)).StatusCode)
 		at.close()
 
-		open := newAttackTarget(t, h2, streamhttp.Options{}, public)
+		open := newAttackTarget(t, h2, listen.Options{}, streamhttp.Options{}, public)
 		_, port, err = net.SplitHostPort(open.ts.Listener.Addr().String())
 		require.NoError(t, err)
 		attacker = "attacker.example:" + port
@@ -458,9 +458,8 @@ func TestAttackDNSRebindingOnAPublicBind(t *testing.T) {
 // 503 had no Retry-After.
 func TestAttackOneClientTakesEverySlot(t *testing.T) {
 	protos(t, func(t *testing.T, h2 bool) {
-		at := newAttackTarget(t, h2, streamhttp.Options{
-			MaxStreams:       20,
-			MaxStreamsPerKey: 5,
+		at := newAttackTarget(t, h2, listen.Options{MaxStreams: 20, MaxStreamsPerKey: 5,
+			StreamKey: func(req *listen.Request) string { return req.Auth.(string) }}, streamhttp.Options{
 			Authenticate: func(r *http.Request) (any, error) {
 				user, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 				if !ok {
@@ -468,7 +467,6 @@ func TestAttackOneClientTakesEverySlot(t *testing.T) {
 				}
 				return user, nil
 			},
-			StreamKey: func(_ *http.Request, auth any) string { return auth.(string) },
 		}, nil)
 		as := func(user string) http.Header { return with(spec.MethodListen, "Authorization", "Bearer "+user) }
 
@@ -476,7 +474,7 @@ func TestAttackOneClientTakesEverySlot(t *testing.T) {
 		for i := range 20 {
 			resp := at.post(t, listenBody(strconv.Itoa(i), `{}`), as("greedy"))
 			if resp.StatusCode != http.StatusOK {
-				wantRefusal(t, resp, http.StatusTooManyRequests, jsonrpc.CodeInternalError, streamhttp.MsgTooManyStreams)
+				wantRefusal(t, resp, http.StatusTooManyRequests, jsonrpc.CodeInternalError, wiremsg.TooManyForKey)
 				assert.Equal(t, "5", resp.Header.Get("Retry-After"))
 				break
 			}
@@ -489,7 +487,7 @@ func TestAttackOneClientTakesEverySlot(t *testing.T) {
 		resp := at.post(t, listenBody(`"late"`, `{}`), as("late"))
 		wantRefusal(t, resp, http.StatusServiceUnavailable, jsonrpc.CodeInternalError, wiremsg.CapacityExhausted)
 		assert.Equal(t, "5", resp.Header.Get("Retry-After"))
-		st := at.h.Stats()
+		st := at.h.Server().Stats()
 		assert.Equal(t, 20, st.Active)
 		assert.EqualValues(t, 2, st.Refused)
 		at.close()
@@ -507,7 +505,9 @@ func TestAttackRevokedPrincipal(t *testing.T) {
 	protos(t, func(t *testing.T, h2 bool) {
 		var revoked sync.Map
 		var closes sync.Map // id -> reason
-		at := newAttackTarget(t, h2, streamhttp.Options{
+		at := newAttackTarget(t, h2, listen.Options{
+			OnClose: func(sub *listen.Subscription, reason error) { closes.Store(sub.ID().String(), reason) },
+		}, streamhttp.Options{
 			Authenticate: func(r *http.Request) (any, error) {
 				user, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 				if _, gone := revoked.Load(user); !ok || gone {
@@ -515,7 +515,6 @@ func TestAttackRevokedPrincipal(t *testing.T) {
 				}
 				return user, nil
 			},
-			OnClose: func(sub *listen.Subscription, reason error) { closes.Store(sub.ID().String(), reason) },
 		}, nil)
 		as := func(user string) http.Header { return with(spec.MethodListen, "Authorization", "Bearer "+user) }
 		var alice []*stream
@@ -525,10 +524,10 @@ func TestAttackRevokedPrincipal(t *testing.T) {
 		bob := at.listen(t, `"bob"`, as("bob"))
 
 		revoked.Store("alice", true)
-		assert.Equal(t, 3, at.h.EndStreams(func(auth any) bool {
+		assert.Equal(t, 3, at.h.Server().EndStreams(func(auth any) bool {
 			_, gone := revoked.Load(auth)
 			return gone
-		}))
+		}, listen.ErrRevoked))
 		for i, s := range alice {
 			m := s.next(t)
 			assert.True(t, m.completion(), "%s", m)
@@ -540,12 +539,12 @@ func TestAttackRevokedPrincipal(t *testing.T) {
 
 		at.hub.ToolsListChanged()
 		assert.Equal(t, spec.MethodToolsListChanged, bob.next(t).method())
-		assert.Equal(t, 1, at.h.Stats().Active)
+		assert.Equal(t, 1, at.h.Server().Stats().Active)
 		at.close()
 		for i := range 3 {
 			reason, ok := closes.Load(strconv.Itoa(i))
 			if assert.True(t, ok, "OnClose of %d", i) {
-				assert.ErrorIs(t, reason.(error), streamhttp.ErrEnded)
+				assert.ErrorIs(t, reason.(error), listen.ErrRevoked)
 			}
 		}
 	})
@@ -565,14 +564,11 @@ func TestAttackTrailingBytes(t *testing.T) {
 				ignore := goleak.IgnoreCurrent()
 				t.Cleanup(func() { goleak.VerifyNone(t, ignore) })
 				closes := make(chan error, 4)
-				opts := streamhttp.Options{OnClose: func(_ *listen.Subscription, reason error) { closes <- reason }}
-				at := newAttackTarget(t, false, opts, nil)
+				lo := listen.Options{OnClose: func(_ *listen.Subscription, reason error) { closes <- reason }}
+				at := newAttackTarget(t, false, lo, streamhttp.Options{}, nil)
 				if source == "blocking" {
 					src := listentest.NewSource()
-					h, err := streamhttp.New(src, streamhttp.Options{
-						Listen:  listen.Options{Capabilities: allCaps()},
-						OnClose: opts.OnClose,
-					})
+					h, err := streamhttp.New(listen.NewServer(src, listen.Options{Capabilities: allCaps(), OnClose: lo.OnClose}), streamhttp.Options{})
 					require.NoError(t, err)
 					t.Cleanup(func() { _ = h.Shutdown(context.Background()) })
 					at.ts.Config.Handler = streamhttp.Front(h, http.NotFoundHandler())

@@ -69,11 +69,14 @@ func TestChurnSoak(t *testing.T) {
 	h, err := hub.New(hub.Options{})
 	require.NoError(t, err)
 	opts := listen.Options{Capabilities: allCaps()}
-	hh, err := streamhttp.New(h, streamhttp.Options{Listen: opts, KeepAlive: failsafe, WriteTimeout: failsafe})
+	hh, err := streamhttp.New(listen.NewServer(h, opts), streamhttp.Options{
+		KeepAlive:    failsafe,
+		WriteTimeout: failsafe,
+	})
 	require.NoError(t, err)
 	ts := httptest.NewServer(hh)
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: failsafe}
-	ss, err := stdio.New(h, stdio.Options{Listen: opts, WriteTimeout: failsafe})
+	ss, err := stdio.New(listen.NewServer(h, opts), stdio.Options{WriteTimeout: failsafe})
 	require.NoError(t, err)
 	conns := []*stdioConn{
 		newStdioConn(t, ss, false, connOptions{routeBuf: 16, strict: true}),
@@ -174,7 +177,7 @@ func TestChurnSoak(t *testing.T) {
 	require.NoError(t, hh.Shutdown(ctx))
 	ts.Close()
 	client.CloseIdleConnections()
-	hs := hh.Stats()
+	hs := hh.Server().Stats()
 	assert.Zero(t, hs.Active)
 	assert.Equal(t, hs.Opened, hs.Closed)
 	assert.EqualValues(t, httpN.Load(), hs.Opened)

@@ -399,18 +399,20 @@ func newHTTPFixtureProto(t testing.TB, sendBuffer int, h2 bool) *httpFixture {
 	fx := &httpFixture{source: newFaultSource(), exchanges: make(map[string]*exchange), h2: h2}
 	lo := listenOptions()
 	lo.CanRead = fx.source.canRead
-	h, err := streamhttp.New(fx.source, streamhttp.Options{
-		Listen:       lo,
+	lo.OnOpen, lo.OnClose = fx.opened, fx.closed
+	lo.OnRefuse = func(req *listen.Request, err error) {
+		id := ""
+		if req != nil {
+			id = http.Header(req.Transport.Header).Get("X-Test-Id")
+		}
+		fx.mu.Lock()
+		defer fx.mu.Unlock()
+		fx.errors = append(fx.errors, reported{id, err})
+	}
+	h, err := streamhttp.New(listen.NewServer(fx.source, lo), streamhttp.Options{
 		KeepAlive:    failsafe, // none during a test
 		WriteTimeout: failsafe,
 		MaxBodyBytes: maxRequestBytes,
-		OnOpen:       fx.opened,
-		OnClose:      fx.closed,
-		OnError: func(r *http.Request, status int, err error) {
-			fx.mu.Lock()
-			defer fx.mu.Unlock()
-			fx.errors = append(fx.errors, reported{r.Header.Get("X-Test-Id"), status, err})
-		},
 	})
 	require.NoError(t, err)
 	fx.h = h
@@ -431,12 +433,11 @@ func newHTTPFixtureProto(t testing.TB, sendBuffer int, h2 bool) *httpFixture {
 
 // reported is one OnError call.
 type reported struct {
-	id     string
-	status int
-	err    error
+	id  string
+	err error
 }
 
-// reportedErrors returns the OnError calls so far.
+// reportedErrors returns the OnRefuse calls so far.
 func (fx *httpFixture) reportedErrors() []reported {
 	fx.mu.Lock()
 	defer fx.mu.Unlock()
@@ -615,7 +616,7 @@ func (fx *httpFixture) probeRefused(t testing.TB) {
 	t.Helper()
 	status, m := fx.request(t, listenBody(`"late"`, `{}`), `"late"`)
 	assert.Equal(t, http.StatusServiceUnavailable, status)
-	requireError(t, m, `"late"`, jsonrpc.CodeInternalError, streamhttp.MsgShuttingDown)
+	requireError(t, m, `"late"`, jsonrpc.CodeInternalError, wiremsg.ShuttingDown)
 }
 
 func (fx *httpFixture) transcript(t testing.TB, id string) []msg {
@@ -801,13 +802,11 @@ func newStdioFixture(t testing.TB, osPipe bool, end ending) *stdioFixture {
 	fx := &stdioFixture{source: newFaultSource(), osPipe: osPipe, end: end}
 	lo := listenOptions()
 	lo.CanRead = fx.source.canRead
-	srv, err := stdio.New(fx.source, stdio.Options{
-		Listen:       lo,
+	lo.OnOpen, lo.OnClose = fx.opened, fx.closed
+	srv, err := stdio.New(listen.NewServer(fx.source, lo), stdio.Options{
 		Handler:      pingHandler,
 		MaxLineBytes: maxRequestBytes,
 		WriteTimeout: failsafe,
-		OnOpen:       fx.opened,
-		OnClose:      fx.closed,
 	})
 	require.NoError(t, err)
 	fx.srv = srv

@@ -162,7 +162,10 @@ func isolation(t *testing.T, mode string, seed uint64) {
 	var streams []*isoStream
 
 	if mode != "stdio" {
-		hh, err := streamhttp.New(h, streamhttp.Options{Listen: opts, KeepAlive: failsafe, WriteTimeout: failsafe})
+		hh, err := streamhttp.New(listen.NewServer(h, opts), streamhttp.Options{
+			KeepAlive:    failsafe,
+			WriteTimeout: failsafe,
+		})
 		require.NoError(t, err)
 		ts := httptest.NewServer(hh)
 		client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
@@ -182,7 +185,7 @@ func isolation(t *testing.T, mode string, seed uint64) {
 		}
 	}
 	if mode != "http" {
-		ss, err := stdio.New(h, stdio.Options{Listen: opts, WriteTimeout: failsafe})
+		ss, err := stdio.New(listen.NewServer(h, opts), stdio.Options{WriteTimeout: failsafe})
 		require.NoError(t, err)
 		ids := []string{`1`, `2`, `3`, `4`, `"1"`, `"2"`, `"3"`, `"4"`}
 		for c := range isoConns {

@@ -92,7 +92,7 @@ func TestHTTPClientGoneDuringOpenIsNotAnError(t *testing.T) {
 				fx.probe(t)
 				fx.teardown(t)
 				for _, r := range fx.reportedErrors() {
-					assert.NotEqual(t, id, r.id, "OnError(%d, %v) for a client that left", r.status, r.err)
+					assert.NotEqual(t, id, r.id, "OnRefuse(%v) for a client that left", r.err)
 				}
 				wantTerminal(t, fx, id, "none")
 				assert.Empty(t, fx.transcript(t, id), "written for a client that left")

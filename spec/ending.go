@@ -11,6 +11,10 @@ const (
 	// "fell_behind"). A _meta key of this library's own prefix, which MCP
 	// leaves to implementations.
 	MetaEndReason = "io.github.mcplisten/endReason"
+	// MetaRetryAfterMs is the _meta key of a shutdown completion's retry
+	// hint (listen.Options.RetryHint): how long, in milliseconds, the client
+	// should wait before it listens again.
+	MetaRetryAfterMs = "io.github.mcplisten/retryAfterMs"
 	// CodeEnded is the JSON-RPC error code of an early ending sent as an
 	// error: an implementation-defined server error, in the range JSON-RPC
 	// reserves for them (-32000 to -32099), clear of the codes MCP

@@ -45,7 +45,7 @@ func TestFloodWithOutputNeverReadIsBounded(t *testing.T) {
 					calls.Add(1)
 					return json.RawMessage(`{"tools":[]}`), nil
 				})
-				srv := newServer(t, listentest.NewSource(), stdio.Options{Handler: app, MaxInFlight: max, WriteTimeout: time.Hour})
+				srv := newServer(t, listentest.NewSource(), options{Options: stdio.Options{Handler: app, MaxInFlight: max, WriteTimeout: time.Hour}})
 				inR, inW := io.Pipe()
 				outR, outW := io.Pipe() // nobody reads outR
 				done := make(chan error, 1)
@@ -87,7 +87,7 @@ func TestConnFloodIsBounded(t *testing.T) {
 	for _, reads := range []bool{false, true} {
 		t.Run(fmt.Sprintf("peer reads=%v", reads), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				srv := newServer(t, listentest.NewSource(), stdio.Options{MaxInFlight: max})
+				srv := newServer(t, listentest.NewSource(), options{Options: stdio.Options{MaxInFlight: max}})
 				inR, inW := io.Pipe()
 				outR, outW := io.Pipe()
 				c := srv.NewConn(inR, outW)
@@ -135,7 +135,7 @@ func TestConnFloodIsBounded(t *testing.T) {
 func TestConnFloodWithOutputNeverReadIsBounded(t *testing.T) {
 	const n, max = 1000, 8
 	synctest.Test(t, func(t *testing.T) {
-		srv := newServer(t, listentest.NewSource(), stdio.Options{MaxInFlight: max, WriteTimeout: time.Hour})
+		srv := newServer(t, listentest.NewSource(), options{Options: stdio.Options{MaxInFlight: max, WriteTimeout: time.Hour}})
 		inR, inW := io.Pipe()
 		outR, outW := io.Pipe() // nobody reads outR
 		c := srv.NewConn(inR, outW)
@@ -191,7 +191,7 @@ func TestWriteTimeoutEndsServeWhenTheWriteCannotBeInterrupted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := listentest.NewSource()
 		app := newAppHandler()
-		srv := newServer(t, src, stdio.Options{Handler: app, Listen: listen.Options{Capabilities: testCaps}, WriteTimeout: 2 * time.Second})
+		srv := newServer(t, src, options{Listen: listen.Options{Capabilities: testCaps}, Options: stdio.Options{Handler: app, WriteTimeout: 2 * time.Second}})
 		inR, inW := io.Pipe()
 		outR, outW := io.Pipe() // not read until the end
 		done := make(chan error, 1)
@@ -245,7 +245,7 @@ func readLine(r io.Reader) ([]byte, error) {
 // error does not say the Write is pending.
 func TestWriteTimeoutInterruptsTheWrite(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv := newServer(t, listentest.NewSource(), stdio.Options{Handler: newAppHandler(), WriteTimeout: time.Second})
+		srv := newServer(t, listentest.NewSource(), options{Options: stdio.Options{Handler: newAppHandler(), WriteTimeout: time.Second}})
 		inR, inW := io.Pipe()
 		outR, outW := io.Pipe() // never read; Serve closes outW
 		done := make(chan error, 1)

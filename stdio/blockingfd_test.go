@@ -82,7 +82,7 @@ func TestBlockingStdoutWriteTimeoutEndsServe(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			p := newOSPipes(t)
 			out := blocking(t, p.outW)
-			srv := newServer(t, listentest.NewSource(), stdio.Options{Handler: app, WriteTimeout: 100 * time.Millisecond, BlockingFiles: blockingFiles})
+			srv := newServer(t, listentest.NewSource(), options{Options: stdio.Options{Handler: app, WriteTimeout: 100 * time.Millisecond, BlockingFiles: blockingFiles}})
 			done := make(chan error, 1)
 			go func() { done <- srv.Serve(context.Background(), p.inR, out) }()
 
@@ -114,7 +114,7 @@ func TestBlockingStdinShutdownStopsTheRead(t *testing.T) {
 	p := newOSPipes(t)
 	in := blocking(t, p.inR)
 	src := listentest.NewSource()
-	srv := newServer(t, src, stdio.Options{Listen: listen.Options{Capabilities: testCaps}})
+	srv := newServer(t, src, options{Listen: listen.Options{Capabilities: testCaps}})
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(context.Background(), in, p.outW) }()
 	out := bufio.NewReader(p.outR)

@@ -99,8 +99,6 @@ type conn struct {
 	// channel when a request is added to it): ReadMessage's io.EOF waits
 	// for it.
 	forwardsIdle chan struct{}
-	// listens counts the listen entries, for MaxSubscriptions.
-	listens int
 	// active counts the goroutines that may still write (see conn).
 	active int
 	// started: serve set the connection up (r, w, the contexts).
@@ -428,19 +426,30 @@ func (c *conn) inputDone(err error) {
 
 // drain stops reading and ends every listen with ErrShutdown (Serve writes
 // its completion). Handler calls in flight go on; the peer reads io.EOF once
-// it has read what was queued. cause is what Serve returns.
-func (c *conn) drain(cause error) {
+// it has read what was queued. cause is what Serve returns (the first
+// drain's).
+func (c *conn) drain(cause error) { c.stopTaking(cause, true) }
+
+// stopTaking stops reading, as the first step of a drain; with endListens
+// it also ends every open listen with ErrShutdown. Server.Shutdown stops
+// taking without ending the listens: its listen.Server ends them, paced.
+// A later call ends them if its endListens says so.
+func (c *conn) stopTaking(cause error, endListens bool) {
 	c.mu.Lock()
-	if c.drainErr != nil || c.deadErr != nil {
+	if c.deadErr != nil {
 		c.mu.Unlock()
 		return
 	}
-	c.drainErr = cause
+	if c.drainErr == nil {
+		c.drainErr = cause
+	}
 	c.setStoppingLocked()
-	for _, e := range c.entries {
-		if e.kind == kindListen {
-			e.shutdown.Store(true)
-			e.serveCancel(listen.ErrShutdown)
+	if endListens {
+		for _, e := range c.entries {
+			if e.kind == kindListen {
+				e.shutdown.Store(true)
+				e.serveCancel(listen.ErrShutdown)
+			}
 		}
 	}
 	c.stopReadLocked()
@@ -524,9 +533,6 @@ func (c *conn) removeEntryLocked(e *entry) bool {
 		return false
 	}
 	delete(c.entries, e.id)
-	if e.kind == kindListen {
-		c.listens--
-	}
 	return true
 }
 

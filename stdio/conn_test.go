@@ -142,7 +142,7 @@ func TestConnForwardsEverythingButListens(t *testing.T) {
 func TestConnGivesThePeerItsOwnIDs(t *testing.T) {
 	ids := []string{`9007199254740993`, `9007199254740992`, `-0`, `0`, `"\u0041"`, `"A"`, `"7"`, `7`, `12345678901234567890123`}
 	synctest.Test(t, func(t *testing.T) {
-		h := startConn(t, t.Context(), nil, &stdio.Options{MaxInFlight: len(ids)})
+		h := startConn(t, t.Context(), nil, &options{Options: stdio.Options{MaxInFlight: len(ids)}})
 		for _, id := range ids {
 			h.send(requestLine(id, "tools/list"))
 		}
@@ -248,7 +248,7 @@ func TestConnCancelOneOfTwoListens(t *testing.T) {
 // unit of MaxInFlight until that answer.
 func TestConnCancelledForwardedRequest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := startConn(t, t.Context(), nil, &stdio.Options{MaxInFlight: 2})
+		h := startConn(t, t.Context(), nil, &options{Options: stdio.Options{MaxInFlight: 2}})
 		h.send(requestLine(`5`, "tools/call"))
 		require.Equal(t, requestLine(`1`, "tools/call"), h.peerRead())
 		h.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"reason":"changed my mind","requestId":5,"_meta":{"k":1}}}`)
@@ -383,7 +383,7 @@ func TestConnEndings(t *testing.T) {
 	})
 	t.Run("write timeout: the peer's calls fail with it", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			srv := newServer(t, listentest.NewSource(), stdio.Options{WriteTimeout: time.Second})
+			srv := newServer(t, listentest.NewSource(), options{Options: stdio.Options{WriteTimeout: time.Second}})
 			inR, inW := io.Pipe()
 			outR, outW := io.Pipe() // never read
 			c := srv.NewConn(inR, outW)
@@ -405,7 +405,7 @@ func TestConnEndings(t *testing.T) {
 	})
 	t.Run("Serve after Shutdown, Serve twice", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			srv := newServer(t, listentest.NewSource(), stdio.Options{})
+			srv := newServer(t, listentest.NewSource(), options{})
 			require.NoError(t, srv.Shutdown(context.Background()))
 			c := srv.NewConn(strings.NewReader(""), io.Discard)
 			require.ErrorIs(t, c.Serve(t.Context()), stdio.ErrServerClosed)
@@ -413,7 +413,7 @@ func TestConnEndings(t *testing.T) {
 			require.ErrorIs(t, err, stdio.ErrServerClosed)
 			require.Error(t, c.Serve(t.Context()))
 
-			srv = newServer(t, listentest.NewSource(), stdio.Options{})
+			srv = newServer(t, listentest.NewSource(), options{})
 			c = srv.NewConn(strings.NewReader(""), io.Discard)
 			require.NoError(t, c.Close(), "closed before Serve")
 			require.NoError(t, c.Serve(t.Context()))
@@ -443,7 +443,7 @@ func TestConnWriteMessageErrors(t *testing.T) {
 // message writes nothing and says so.
 func TestConnWriteMessageGivesUpWithItsContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv := newServer(t, listentest.NewSource(), stdio.Options{WriteTimeout: time.Hour})
+		srv := newServer(t, listentest.NewSource(), options{Options: stdio.Options{WriteTimeout: time.Hour}})
 		inR, inW := io.Pipe()
 		outR, outW := io.Pipe()
 		c := srv.NewConn(inR, outW)
@@ -483,7 +483,7 @@ func TestConnConcurrentWritersNeverInterleave(t *testing.T) {
 	const writers, perWriter, listens, events = 8, 24, 3, 40
 	p := newOSPipes(t)
 	src := listentest.NewSource()
-	srv := newServer(t, src, stdio.Options{Listen: listen.Options{Capabilities: testCaps}})
+	srv := newServer(t, src, options{Listen: listen.Options{Capabilities: testCaps}})
 	c := srv.NewConn(p.inR, p.outW)
 	done := make(chan error, 1)
 	go func() { done <- c.Serve(context.Background()) }()
@@ -648,11 +648,11 @@ func TestConnLines(t *testing.T) {
 	})
 }
 
-// Stats counts the connections, the listens open, the units of
-// MaxInFlight taken and the subscriptions opened, closed and refused.
+// Stats counts the connections and the units of MaxInFlight taken; the
+// listen.Server counts the listens open, opened, closed and refused.
 func TestStats(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := startConn(t, t.Context(), nil, &stdio.Options{MaxSubscriptions: 1})
+		h := startConn(t, t.Context(), nil, &options{Listen: listen.Options{MaxStreams: 1}})
 		synctest.Wait()
 		require.Equal(t, stdio.Stats{Connections: 1}, h.srv.Stats())
 		h.openListen(`"l"`)
@@ -661,17 +661,20 @@ func TestStats(t *testing.T) {
 		h.send(requestLine(`1`, "tools/list"))
 		h.peerRead()
 		synctest.Wait()
-		require.Equal(t, stdio.Stats{Connections: 1, Active: 1, InFlight: 1, Opened: 1, Refused: 1}, h.srv.Stats())
+		require.Equal(t, stdio.Stats{Connections: 1, InFlight: 1}, h.srv.Stats())
+		require.Equal(t, listen.Stats{Active: 1, Opened: 1, Refused: 1}, h.ls.Stats())
 		h.peerWrite(`{"jsonrpc":"2.0","id":1,"result":{}}`)
 		h.recv()
 		h.send(cancelLine(`"l"`, "done"))
 		h.closedReason()
 		synctest.Wait()
-		require.Equal(t, stdio.Stats{Connections: 1, Opened: 1, Closed: 1, Refused: 1}, h.srv.Stats())
+		require.Equal(t, stdio.Stats{Connections: 1}, h.srv.Stats())
+		require.Equal(t, listen.Stats{Opened: 1, Closed: 1, Refused: 1}, h.ls.Stats())
 		rest, err := h.endConn(true)
 		require.NoError(t, err)
 		require.Empty(t, rest)
 		require.NoError(t, h.srv.Shutdown(context.Background()))
-		require.Equal(t, stdio.Stats{Opened: 1, Closed: 1, Refused: 1, ShuttingDown: true}, h.srv.Stats())
+		require.Equal(t, stdio.Stats{}, h.srv.Stats())
+		require.Equal(t, listen.Stats{Opened: 1, Closed: 1, Refused: 1, Draining: true}, h.ls.Stats())
 	})
 }

@@ -18,7 +18,7 @@ import (
 // is the only one that adds in-flight ids: a check of c.entries followed by
 // an insert cannot be raced by another insert.
 func (c *conn) handleLine(line []byte) {
-	maxID := c.srv.opts.Listen.MaxIDBytes
+	maxID := c.srv.maxID
 	msg, err := jsonrpc.ParseMessageMaxID(line, maxID)
 	if err != nil {
 		if c.peer {
@@ -41,7 +41,7 @@ func (c *conn) handleLine(line []byte) {
 	if c.inFlight(msg.ID) {
 		err := jsonrpc.NewError(jsonrpc.CodeInvalidRequest, wiremsg.DuplicateID)
 		if msg.Method == spec.MethodListen {
-			c.hookListenError(err)
+			c.srv.ls.Refused(&listen.Request{ID: msg.ID, Transport: listen.Transport{Kind: TransportKind}}, err)
 		}
 		c.reply(msg.ID, err)
 		return
@@ -85,7 +85,7 @@ func (c *conn) notification(msg jsonrpc.Message, size int) {
 // in flight, or malformed) is dropped at once: it could mean nothing to the
 // peer, which knows no id of the client's.
 func (c *conn) cancellation(params json.RawMessage) {
-	id, reason, at, ok := parseCancelled(params, c.srv.opts.Listen.MaxIDBytes)
+	id, reason, at, ok := parseCancelled(params, c.srv.maxID)
 	if !ok {
 		c.srv.log.Debug("stdio: malformed cancellation ignored")
 		return
@@ -156,44 +156,36 @@ func (c *conn) forward(m []byte) bool {
 	}
 }
 
-// listen validates a subscriptions/listen request and starts its goroutine.
-// Checks, in order, as the streamhttp package does: the params
-// (listen.ParseParams), the protocol version, then capacity.
+// listen reads a subscriptions/listen request, has the listen.Server admit
+// it and starts its goroutine. Checks, in order, as the streamhttp package
+// does: the params (listen.ParseParams), then listen.Server.Admit (the
+// protocol version, capacity, ...).
 func (c *conn) listen(msg jsonrpc.Message) {
 	req := &listen.Request{ID: msg.ID, Transport: listen.Transport{Kind: TransportKind}}
 	if err := listen.ParseParams(msg.Params, req); err != nil {
-		c.hookListenError(err)
-		c.reply(msg.ID, err)
-		return
-	}
-	if err := spec.ListenVersionError(c.srv.opts.SupportedVersions, req.ProtocolVersion); err != nil {
-		c.hookListenError(err)
+		c.srv.ls.Refused(req, err)
 		c.reply(msg.ID, err)
 		return
 	}
 	if c.srv.opts.Auth != nil {
 		req.Auth, req.Expiry = c.auth()
 	}
+	slot, err := c.srv.ls.Admit(c.hctx, req)
+	if err != nil {
+		c.srv.log.Debug("stdio: listen refused", "id", msg.ID.Raw(), "err", err)
+		c.reply(msg.ID, err)
+		return
+	}
 
 	e := &entry{id: msg.ID, kind: kindListen, gone: make(chan struct{})}
 	e.ownerCtx, e.ownerCancel = context.WithCancelCause(c.base)
 	e.serveCtx, e.serveCancel = context.WithCancelCause(c.base)
 	c.mu.Lock()
-	switch {
-	case c.deadErr != nil:
+	if c.deadErr != nil {
 		c.mu.Unlock()
 		e.ownerCancel(nil)
 		e.serveCancel(nil)
-		return
-	case c.listens >= c.srv.opts.MaxSubscriptions:
-		c.mu.Unlock()
-		e.ownerCancel(nil)
-		e.serveCancel(nil)
-		c.srv.nRefused.Add(1)
-		c.srv.log.Debug("stdio: listen refused: capacity exhausted", "id", msg.ID.Raw(), "max", c.srv.opts.MaxSubscriptions)
-		err := jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.CapacityExhausted).WithCause(listen.Failed(listen.ErrOverloaded))
-		c.hookListenError(err)
-		c.reply(msg.ID, err)
+		slot.Done(nil)
 		return
 	}
 	if c.drainErr != nil {
@@ -202,10 +194,9 @@ func (c *conn) listen(msg jsonrpc.Message) {
 		e.serveCancel(listen.ErrShutdown)
 	}
 	c.entries[e.id] = e
-	c.listens++
 	c.active++
 	c.mu.Unlock()
-	go c.runListen(e, req)
+	go c.runListen(e, slot, req)
 }
 
 // parseCancelled reads the params of notifications/cancelled: an object with

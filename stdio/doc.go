@@ -1,10 +1,13 @@
 // Package stdio serves MCP 2026-07-28 subscriptions/listen over the stdio
 // transport: newline-delimited JSON-RPC on a reader and a writer, usually a
-// server process's standard input and output. Every other message goes to
-// the application's Handler, or to a peer sharing the connection (Conn).
+// server process's standard input and output. A listen.Server admits,
+// opens, counts and drains the listens (its listen.Options: capabilities,
+// limits, hooks, the drain window); this package frames them. Every other
+// message goes to the application's Handler, or to a peer sharing the
+// connection (Conn).
 //
-//	srv, err := stdio.New(src, stdio.Options{
-//		Listen:  listen.Options{Capabilities: caps, ServerInfo: info},
+//	ls := listen.NewServer(src, listen.Options{Capabilities: caps, ServerInfo: info})
+//	srv, err := stdio.New(ls, stdio.Options{
 //		Handler: app, // tools/list, tools/call, server/discover, ...
 //	})
 //	...
@@ -22,9 +25,10 @@
 // The connection holds a bounded amount of work whatever the client sends:
 // at most Options.MaxInFlight handler calls or forwarded requests (64),
 // adding up to at most Options.MaxLineBytes (but for a lone one), as
-// many messages queued for the peer, Options.MaxSubscriptions listens (32),
-// one input line of Options.MaxLineBytes (4 MiB), and ids of at most
-// Options.Listen.MaxIDBytes (256 bytes; see listen.Options). Output is not queued:
+// many messages queued for the peer, the listens the listen.Server admits
+// (listen.Options.MaxStreams, 1024 on all its transports), one input line
+// of Options.MaxLineBytes (4 MiB), and ids of at most
+// listen.Options.MaxIDBytes (256 bytes). Output is not queued:
 // a message waits in its goroutine until written (Options.WriteTimeout,
 // 5 s). At a bound the reader waits, so a client that sends without reading
 // is slowed to the pace of its own reading.
@@ -51,7 +55,7 @@
 // goroutine, so two messages never interleave. Malformed input is answered
 // (-32700, -32600; a line over Options.MaxLineBytes with MsgLineTooLong,
 // skipped to its newline, never buffered past the limit) and the
-// connection goes on. A message whose id is over Options.Listen.MaxIDBytes
+// connection goes on. A message whose id is over listen.Options.MaxIDBytes
 // (a request of any method, a response to the peer) is answered with
 // -32600 "Invalid request: id must be at most <N> bytes" without an id,
 // and neither kept nor forwarded; a cancellation naming such an id is
@@ -78,6 +82,10 @@
 // every open listen gets notifications/cancelled then its completion result
 // (Options.OmitShutdownCancelled says why both) and is closed with
 // listen.ErrShutdown, and the handler calls in flight are answered.
+// Shutdown drains the listen.Server too, paced over
+// listen.Options.DrainWindow; the end of Serve's context drains that
+// connection at once. A listen the listen.Server ends early (EndStreams,
+// an expiry, Access) gets notifications/cancelled first too.
 //
 // A stdio connection has one client, so every listen on it has one
 // principal: Options.Auth names it (and its credential's expiry), so that

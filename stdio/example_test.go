@@ -39,9 +39,8 @@ func (s *oneShotStream) Close(error) {}
 
 // A listen over a pipe: the acknowledgement, the event, the completion.
 func ExampleServer_Serve() {
-	srv, err := stdio.New(oneShot{}, stdio.Options{
-		Listen: listen.Options{Capabilities: listen.Capabilities{ToolsListChanged: true}},
-	})
+	ls := listen.NewServer(oneShot{}, listen.Options{Capabilities: listen.Capabilities{ToolsListChanged: true}})
+	srv, err := stdio.New(ls, stdio.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -80,17 +79,20 @@ func Example() {
 		}
 		return nil, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "Method not found: "+msg.Method)
 	})
-	srv, err := stdio.New(src, stdio.Options{
-		Listen: listen.Options{
-			Capabilities: listen.Capabilities{ToolsListChanged: true},
-			ServerInfo:   listen.Implementation{Name: "example", Version: "1.0.0"},
-		},
+	// The listen policy: what the server offers, its limits, the drain.
+	ls := listen.NewServer(src, listen.Options{
+		Capabilities: listen.Capabilities{ToolsListChanged: true},
+		ServerInfo:   listen.Implementation{Name: "example", Version: "1.0.0"},
+		MaxStreams:   1024,             // the default
+		DrainWindow:  10 * time.Second, // spread the completions at shutdown
+	})
+	// The transport: framing and the connection.
+	srv, err := stdio.New(ls, stdio.Options{
 		Handler: app,
 		// The defaults, spelled out:
-		MaxSubscriptions: 32,
-		MaxInFlight:      64,
-		MaxLineBytes:     4 << 20,
-		WriteTimeout:     5 * time.Second,
+		MaxInFlight:  64,
+		MaxLineBytes: 4 << 20,
+		WriteTimeout: 5 * time.Second,
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -106,9 +108,10 @@ func Example() {
 			log.Fatal(err)
 		}
 	case <-ctx.Done():
-		drain, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		drain, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
-		// Completes every open listen and returns once Serve returned. A
+		// Completes every open listen, spread over the DrainWindow (cut to
+		// 90% of what drain leaves), and returns once Serve returned. A
 		// stdin pipe is read through a non-blocking duplicate, so its
 		// pending Read is stopped; the process then exits.
 		if err := srv.Shutdown(drain); err != nil {
@@ -120,9 +123,8 @@ func Example() {
 // A peer shares the connection: it answers tools/list, and writes a log
 // message nobody asked for; the listen is served by the Server.
 func ExampleServer_NewConn() {
-	srv, err := stdio.New(oneShot{}, stdio.Options{
-		Listen: listen.Options{Capabilities: listen.Capabilities{ToolsListChanged: true}},
-	})
+	ls := listen.NewServer(oneShot{}, listen.Options{Capabilities: listen.Capabilities{ToolsListChanged: true}})
+	srv, err := stdio.New(ls, stdio.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}

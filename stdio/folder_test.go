@@ -15,7 +15,6 @@ import (
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/spec"
-	"github.com/mcplisten/listen/stdio"
 )
 
 // Sub-resource listens (listen.Options.SubResources) over stdio, end to
@@ -61,8 +60,7 @@ func stdioFolderServe(t *testing.T, opts listen.Options) (*hub.Hub, *stdioFolder
 	h, err := hub.New(hub.Options{MaxBuffer: 1000})
 	require.NoError(t, err)
 	opts.Capabilities = listen.Capabilities{ResourcesSubscribe: true}
-	srv, err := stdio.New(h, stdio.Options{Listen: opts})
-	require.NoError(t, err)
+	srv := newServer(t, h, options{Listen: opts})
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	c := &stdioFolderConn{in: inW, msgs: make(chan map[string]any, 1024)}

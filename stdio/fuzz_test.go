@@ -108,13 +108,7 @@ func FuzzServeInput(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ignore := goleak.IgnoreCurrent()
-		opts := stdio.Options{
-			Listen:           listen.Options{Capabilities: testCaps},
-			Handler:          fuzzHandler,
-			MaxLineBytes:     512,
-			MaxSubscriptions: 3,
-			MaxInFlight:      2,
-		}
+		opts := options{Listen: listen.Options{Capabilities: testCaps, MaxStreams: 3}, Options: stdio.Options{Handler: fuzzHandler, MaxLineBytes: 512, MaxInFlight: 2}}
 		// driven starts a fuzzSource's driver and returns the source and a
 		// function that stops the driver and waits for it.
 		driven := func() (*listentest.Source, func()) {

@@ -39,12 +39,28 @@ var testCaps = listen.Capabilities{
 	ResourcesListChanged: true, ResourcesSubscribe: true,
 }
 
-// newServer is stdio.New for options a test knows are valid.
-func newServer(t testing.TB, src listen.Source, opts stdio.Options) *stdio.Server {
+// options is what a test configures: the listen.Server's policy (Listen)
+// and the transport's own options.
+type options struct {
+	Listen listen.Options
+	stdio.Options
+}
+
+// newServer is listen.NewServer and stdio.New for options a test knows
+// are valid.
+func newServer(t testing.TB, src listen.Source, opts options) *stdio.Server {
 	t.Helper()
-	srv, err := stdio.New(src, opts)
-	require.NoError(t, err)
+	srv, _ := newServers(t, src, opts)
 	return srv
+}
+
+// newServers is newServer that also returns the listen.Server.
+func newServers(t testing.TB, src listen.Source, opts options) (*stdio.Server, *listen.Server) {
+	t.Helper()
+	ls := listen.NewServer(src, opts.Listen)
+	srv, err := stdio.New(ls, opts.Options)
+	require.NoError(t, err)
+	return srv, ls
 }
 
 // harness runs a Server over two io.Pipe pairs: in carries the client's
@@ -53,7 +69,8 @@ type harness struct {
 	t     *testing.T
 	src   *listentest.Source
 	srv   *stdio.Server
-	conn  *stdio.Conn // set by startConn
+	ls    *listen.Server // srv's listen policy
+	conn  *stdio.Conn    // set by startConn
 	in    *io.PipeWriter
 	inR   *io.PipeReader
 	outW  *io.PipeWriter
@@ -63,30 +80,41 @@ type harness struct {
 
 // start starts Serve with ctx. opts may be nil; its Listen.Capabilities
 // default to testCaps.
-func start(t *testing.T, ctx context.Context, src *listentest.Source, opts *stdio.Options) *harness {
+func start(t *testing.T, ctx context.Context, src *listentest.Source, opts *options) *harness {
 	t.Helper()
 	return startHarness(t, ctx, src, opts, false)
 }
 
 // startConn is start for a Conn: Conn.Serve with ctx; h.conn is the peer's
 // side.
-func startConn(t *testing.T, ctx context.Context, src *listentest.Source, opts *stdio.Options) *harness {
+func startConn(t *testing.T, ctx context.Context, src *listentest.Source, opts *options) *harness {
 	t.Helper()
 	return startHarness(t, ctx, src, opts, true)
 }
 
-func startHarness(t *testing.T, ctx context.Context, src *listentest.Source, opts *stdio.Options, conn bool) *harness {
+func startHarness(t *testing.T, ctx context.Context, src *listentest.Source, opts *options, conn bool) *harness {
 	t.Helper()
 	if src == nil {
 		src = listentest.NewSource()
 	}
 	if opts == nil {
-		opts = &stdio.Options{}
+		opts = &options{}
 	}
 	if reflect.ValueOf(opts.Listen.Capabilities).IsZero() {
 		opts.Listen.Capabilities = testCaps
 	}
-	h := &harness{t: t, src: src, srv: newServer(t, src, *opts), lines: make(chan msg, 1024), done: make(chan error, 1)}
+	srv, ls := newServers(t, src, *opts)
+	return serveHarness(t, ctx, src, srv, ls, conn)
+}
+
+// another serves a second connection on h's Server, with ctx.
+func (h *harness) another(ctx context.Context) *harness {
+	h.t.Helper()
+	return serveHarness(h.t, ctx, h.src, h.srv, h.ls, false)
+}
+
+func serveHarness(t *testing.T, ctx context.Context, src *listentest.Source, srv *stdio.Server, ls *listen.Server, conn bool) *harness {
+	h := &harness{t: t, src: src, srv: srv, ls: ls, lines: make(chan msg, 1024), done: make(chan error, 1)}
 	var outR *io.PipeReader
 	h.inR, h.in = io.Pipe()
 	outR, h.outW = io.Pipe()

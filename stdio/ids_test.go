@@ -56,10 +56,10 @@ func TestIDBound(t *testing.T) {
 		t.Run(fmt.Sprintf("conn %v", conn), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				handled := make(chan string, 8)
-				opts := &stdio.Options{Handler: stdio.HandlerFunc(func(_ context.Context, m jsonrpc.Message) (json.RawMessage, error) {
+				opts := &options{Options: stdio.Options{Handler: stdio.HandlerFunc(func(_ context.Context, m jsonrpc.Message) (json.RawMessage, error) {
 					handled <- m.ID.Raw()
 					return nil, nil
-				})}
+				})}}
 				h := startHarness(t, t.Context(), nil, opts, conn)
 				var forwarded chan string
 				if conn {
@@ -95,7 +95,7 @@ func TestIDBound(t *testing.T) {
 
 	// The bound is the option's.
 	synctest.Test(t, func(t *testing.T) {
-		h := start(t, t.Context(), nil, &stdio.Options{Listen: listen.Options{MaxIDBytes: 1000}})
+		h := start(t, t.Context(), nil, &options{Listen: listen.Options{MaxIDBytes: 1000}})
 		h.openListen(`"` + strings.Repeat("i", 998) + `"`)
 		h.send(listenLine(`"`+strings.Repeat("i", 999)+`"`, `{}`))
 		requireError(t, h.recv(), "", jsonrpc.CodeInvalidRequest, "Invalid request: id must be at most 1000 bytes")

@@ -31,7 +31,7 @@ func paddedRequest(id int, size int) string {
 func TestInFlightBytes(t *testing.T) {
 	t.Run("a Conn's peer", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			h := startConn(t, t.Context(), nil, &stdio.Options{MaxLineBytes: 1000})
+			h := startConn(t, t.Context(), nil, &options{Options: stdio.Options{MaxLineBytes: 1000}})
 			msgs, _ := h.peerReads()
 			go func() { // the client's writes wait while the connection does not read
 				for i := range 4 {
@@ -69,13 +69,13 @@ func TestInFlightBytes(t *testing.T) {
 	t.Run("the Handler", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			calls := make(chan chan struct{}, 8)
-			h := start(t, t.Context(), nil, &stdio.Options{MaxLineBytes: 1000, Handler: stdio.HandlerFunc(
+			h := start(t, t.Context(), nil, &options{Options: stdio.Options{MaxLineBytes: 1000, Handler: stdio.HandlerFunc(
 				func(ctx context.Context, m jsonrpc.Message) (json.RawMessage, error) {
 					release := make(chan struct{})
 					calls <- release
 					<-release
 					return nil, nil
-				})})
+				})}})
 			go func() {
 				for i := range 3 {
 					_, _ = h.in.Write([]byte(paddedRequest(i+1, 400) + "\n"))

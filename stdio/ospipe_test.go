@@ -53,7 +53,7 @@ func readMsg(t *testing.T, r *bufio.Reader) msg {
 func TestOSPipeRoundTrip(t *testing.T) {
 	p := newOSPipes(t)
 	src := listentest.NewSource()
-	srv := newServer(t, src, stdio.Options{Listen: listen.Options{Capabilities: testCaps}})
+	srv := newServer(t, src, options{Listen: listen.Options{Capabilities: testCaps}})
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(context.Background(), p.inR, p.outW) }()
 	out := bufio.NewReader(p.outR)
@@ -79,7 +79,7 @@ func TestOSPipeRoundTrip(t *testing.T) {
 func TestOSPipeShutdownStopsThePendingRead(t *testing.T) {
 	p := newOSPipes(t)
 	src := listentest.NewSource()
-	srv := newServer(t, src, stdio.Options{Listen: listen.Options{Capabilities: testCaps}})
+	srv := newServer(t, src, options{Listen: listen.Options{Capabilities: testCaps}})
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(context.Background(), p.inR, p.outW) }()
 	out := bufio.NewReader(p.outR)
@@ -99,12 +99,9 @@ func TestOSPipeShutdownStopsThePendingRead(t *testing.T) {
 func TestOSPipeWriteTimeout(t *testing.T) {
 	p := newOSPipes(t)
 	big := json.RawMessage(`{"blob":"` + strings.Repeat("x", 1<<20) + `"}`)
-	srv := newServer(t, listentest.NewSource(), stdio.Options{
-		WriteTimeout: 200 * time.Millisecond,
-		Handler: stdio.HandlerFunc(func(context.Context, jsonrpc.Message) (json.RawMessage, error) {
-			return big, nil
-		}),
-	})
+	srv := newServer(t, listentest.NewSource(), options{Options: stdio.Options{WriteTimeout: 200 * time.Millisecond, Handler: stdio.HandlerFunc(func(context.Context, jsonrpc.Message) (json.RawMessage, error) {
+		return big, nil
+	})}})
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(context.Background(), p.inR, p.outW) }()
 

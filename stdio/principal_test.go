@@ -109,7 +109,7 @@ func (c *client) requireTeardown(id, class string) {
 	require.Equal(c.t, class, res.Meta[spec.MetaEndReason], "%s", m.raw)
 }
 
-func hubServer(t *testing.T, hopts hub.Options, opts stdio.Options) (*hub.Hub, *stdio.Server) {
+func hubServer(t *testing.T, hopts hub.Options, opts options) (*hub.Hub, *stdio.Server) {
 	t.Helper()
 	h, err := hub.New(hopts)
 	require.NoError(t, err)
@@ -135,7 +135,7 @@ func TestRevokedPrincipalOverStdio(t *testing.T) {
 				}
 				return nil
 			}}
-			h, srv := hubServer(t, hub.Options{}, stdio.Options{Listen: listen.Options{Access: access, EndWithError: withError}})
+			h, srv := hubServer(t, hub.Options{}, options{Listen: listen.Options{Access: access, EndWithError: withError}})
 			bob, alice := connect(t, srv, "bob"), connect(t, srv, "alice")
 			bob.listen(`1`, `{"toolsListChanged":true}`)
 			alice.listen(`1`, `{"toolsListChanged":true}`)
@@ -162,15 +162,12 @@ func TestRevokedPrincipalOverStdio(t *testing.T) {
 func TestExpiryAndLifetimeOverStdio(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		start := time.Now()
-		_, srv := hubServer(t, hub.Options{}, stdio.Options{
-			Listen: listen.Options{MaxLifetime: time.Hour, LifetimeJitter: time.Nanosecond},
-			Auth: func(ctx context.Context) (any, time.Time) {
-				if ctx.Value(userKey{}) == "expiring" {
-					return "expiring", start.Add(10 * time.Minute)
-				}
-				return "other", time.Time{}
-			},
-		})
+		_, srv := hubServer(t, hub.Options{}, options{Listen: listen.Options{MaxLifetime: time.Hour, LifetimeJitter: time.Nanosecond}, Options: stdio.Options{Auth: func(ctx context.Context) (any, time.Time) {
+			if ctx.Value(userKey{}) == "expiring" {
+				return "expiring", start.Add(10 * time.Minute)
+			}
+			return "other", time.Time{}
+		}}})
 		e, l := connect(t, srv, "expiring"), connect(t, srv, "other")
 		e.listen(`"e"`, `{"toolsListChanged":true}`)
 		l.listen(`"l"`, `{"toolsListChanged":true}`)
@@ -189,7 +186,7 @@ func TestDeliveryScopesAndDisabledOverStdio(t *testing.T) {
 		var mu sync.Mutex
 		denied := map[string]bool{}
 		access := &listen.Access{Deliver: true}
-		h, srv := hubServer(t, hub.Options{}, stdio.Options{Listen: listen.Options{
+		h, srv := hubServer(t, hub.Options{}, options{Listen: listen.Options{
 			Access: access,
 			Scopes: func(req *listen.Request) []string { return []string{"tenant:" + req.Auth.(string)} },
 			CanRead: func(_ context.Context, req *listen.Request, uri string) bool {
@@ -220,7 +217,7 @@ func TestDeliveryScopesAndDisabledOverStdio(t *testing.T) {
 		a.recv().param("uri", &uri)
 		assert.Equal(t, "file:///b", uri)
 
-		off := newServer(t, h, stdio.Options{Listen: listen.Options{Capabilities: testCaps, Disabled: true}})
+		off := newServer(t, h, options{Listen: listen.Options{Capabilities: testCaps, Disabled: true}})
 		o := connect(t, off, "")
 		o.send(listenLine(`9`, `{"toolsListChanged":true}`))
 		requireError(t, o.recv(), `9`, jsonrpc.CodeMethodNotFound, wiremsg.ListenDisabled)
@@ -233,7 +230,7 @@ func TestDeliveryScopesAndDisabledOverStdio(t *testing.T) {
 // reads again it gets what was written, then the teardown.
 func TestFellBehindOverStdio(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h, srv := hubServer(t, hub.Options{MaxBuffer: 3, Overflow: hub.EndListener}, stdio.Options{WriteTimeout: time.Hour})
+		h, srv := hubServer(t, hub.Options{MaxBuffer: 3, Overflow: hub.EndListener}, options{Options: stdio.Options{WriteTimeout: time.Hour}})
 		c := connect(t, srv, "slow")
 		c.listen(`1`, `{"toolsListChanged":true}`)
 		// The reader goroutine's channel holds 4096 lines: fill it, then
@@ -266,7 +263,7 @@ func TestAttachDetachOverStdio(t *testing.T) {
 		_, srv := hubServer(t, hub.Options{
 			OnAttach: func(w hub.Watch) { events = append(events, "+"+w.URI) },
 			OnDetach: func(w hub.Watch) { events = append(events, "-"+w.URI) },
-		}, stdio.Options{})
+		}, options{})
 		c := connect(t, srv, "")
 		c.listen(`1`, `{"resourceSubscriptions":["file:///a"]}`)
 		synctest.Wait()

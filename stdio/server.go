@@ -7,18 +7,14 @@ import (
 	"io"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/mcplisten/listen"
-	"github.com/mcplisten/listen/internal/early"
 	"github.com/mcplisten/listen/jsonrpc"
 )
 
 // Defaults of Options.
 const (
-	// DefaultMaxSubscriptions is the default of Options.MaxSubscriptions.
-	DefaultMaxSubscriptions = 32
 	// DefaultMaxInFlight is the default of Options.MaxInFlight.
 	DefaultMaxInFlight = 64
 	// DefaultMaxLineBytes is the default of Options.MaxLineBytes: 4 MiB.
@@ -68,25 +64,16 @@ func (f HandlerFunc) Handle(ctx context.Context, msg jsonrpc.Message) (json.RawM
 	return f(ctx, msg)
 }
 
-// Options configure a Server. The zero value is usable; New copies it and
-// fills in the defaults.
+// Options configure a Server: the framing and the connections. The listen
+// policy (capabilities, limits, hooks, the drain) is the listen.Server's,
+// given to New. The zero value is usable; New copies it and fills in the
+// defaults.
 type Options struct {
-	// Listen configures listen.Open for every subscription: the server's
-	// capabilities (which the requested filters are narrowed against), its
-	// server info (for the completion result), extensions, CanRead and
-	// ReleaseTimeout. Its MaxIDBytes bounds the id of every message a
-	// connection reads, listens or not (see the package documentation).
-	Listen listen.Options
 	// Handler serves every other method on the connections of Serve. Nil
 	// answers every other request with -32601 "Method not found: <method>"
 	// and ignores other notifications. Connections made with NewConn do not
 	// use it: they forward those messages to their peer.
 	Handler Handler
-	// MaxSubscriptions bounds the listens open at once on one connection
-	// (one Serve call). A listen over it is answered with -32603 "Server
-	// subscription capacity exhausted". Zero means DefaultMaxSubscriptions
-	// (32).
-	MaxSubscriptions int
 	// MaxInFlight bounds, per connection, the work read but not yet done
 	// with: the Handler calls running (requests and notifications; a call
 	// counts until its response is written) and, on a Conn, the requests
@@ -96,8 +83,8 @@ type Options struct {
 	// then block: this is the connection's backpressure) until there is
 	// room; so a client that does not read its output is not read either.
 	// The bytes of that work are bounded too, by MaxLineBytes. Listens are
-	// bounded by MaxSubscriptions instead. Zero means DefaultMaxInFlight
-	// (64).
+	// bounded by the listen.Server instead (listen.Options.MaxStreams and
+	// MaxStreamsPerKey). Zero means DefaultMaxInFlight (64).
 	MaxInFlight int
 	// MaxLineBytes bounds the length of one input line, newline excluded.
 	// A longer line is skipped (never buffered past the limit) and answered
@@ -130,17 +117,17 @@ type Options struct {
 	// Serve returns. Terminals and regular files are always used as they
 	// are.
 	BlockingFiles bool
-	// SupportedVersions is the "supported" list of the unsupported-version
-	// error (-32022). Nil means spec.SupportedProtocolVersions.
-	SupportedVersions []string
 	// Auth, if set, names the connection's principal: it is called once per
-	// listen, with the context given to Serve (or Conn.Serve), and its
-	// results become the listen's Request.Auth and Request.Expiry (the
-	// stream ends with listen.ErrExpired when the credential expires). So
-	// listen.Options.Access, Scopes and CanRead judge a stdio listen as an
-	// HTTP one. A panic in it leaves the listen without a principal. Nil:
-	// listens have no Auth (see the package documentation, Endings: one
-	// client, one principal).
+	// listen, with the context given to Serve (or Conn.Serve), before the
+	// listen.Server admits the listen, and its results become the listen's
+	// Request.Auth and Request.Expiry (an expiry already passed is refused
+	// with -32600 "Unauthorized"; a stream ends with listen.ErrExpired when
+	// the credential expires). So listen.Options.Access, Scopes, CanRead,
+	// StreamKey and Quota judge a stdio listen as an HTTP one, and
+	// listen.Server.EndStreams finds it. A panic in it is recovered and
+	// logged, and leaves the listen without a principal. Nil: listens have
+	// no Auth (see the package documentation, Endings: one client, one
+	// principal).
 	Auth func(ctx context.Context) (auth any, expiry time.Time)
 	// OmitShutdownCancelled, when set, makes a drain send only the completion
 	// result to each open listen. By default the completion result is
@@ -155,50 +142,33 @@ type Options struct {
 	//	{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":1},"reason":"Server shutdown","requestId":1}}
 	//	{"jsonrpc":"2.0","id":1,"result":{"_meta":{"io.modelcontextprotocol/subscriptionId":1},"resultType":"complete"}}
 	//
-	// A listen the server ends early (revoked, expired, at its lifetime,
-	// fallen behind: see listen.Options.EndWithError) is torn down the same
-	// way, notifications/cancelled carrying EndedReason's reason
-	// ("Subscription ended: revoked"); OmitShutdownCancelled leaves it out
-	// there too. A listen that ends on its own (its source ended or failed)
-	// gets its terminal message alone.
+	// This holds for every drain: Shutdown's (the listen.Server's, paced
+	// over listen.Options.DrainWindow), and a connection's when the context
+	// given to Serve ends. A listen the server ends early (revoked, expired,
+	// at its lifetime, fallen behind: see listen.Options.EndWithError, and
+	// listen.Server.EndStreams) is torn down the same way,
+	// notifications/cancelled carrying the reason "Subscription ended: " and
+	// the ending's class (listen.Classify: "Subscription ended: revoked");
+	// OmitShutdownCancelled leaves it out there too. A listen that ends on
+	// its own (its source ended or failed) gets its terminal message alone.
 	OmitShutdownCancelled bool
-	// Logger receives the transport's diagnostics (refused and malformed
-	// messages at Debug, closes at Debug, handler panics and lost connections
-	// at Warn). Nil discards them.
-	Logger *slog.Logger
-	// OnOpen, if set, is called when a subscription was opened, before its
-	// acknowledgement is written, on the subscription's goroutine.
-	OnOpen func(sub *listen.Subscription)
-	// OnClose, if set, is called once for every subscription OnOpen saw, after
-	// it was closed, with its close reason (see listen.Classify), on the
-	// subscription's goroutine.
-	OnClose func(sub *listen.Subscription, reason error)
-	// OnListenError, if set, is called for every subscriptions/listen
-	// request answered with an error instead of a stream (a duplicate id,
-	// invalid params, the protocol version, capacity, a failed
-	// listen.Open), with the error sent (a *jsonrpc.Error; the cause of an
-	// internal error tells what the client is not told), before the
-	// response is written. A panic in it is recovered.
-	OnListenError func(err error)
 }
 
 // Server serves subscriptions/listen, and hands every other message to a
 // Handler or to the peer of a Conn, over newline-delimited JSON-RPC
-// connections such as a process's standard input and output. See the
-// package documentation.
+// connections such as a process's standard input and output. Its
+// listen.Server admits, opens, counts and drains the listens (see New); the
+// Server frames them. See the package documentation.
 //
 // A Server may serve several connections at once (one Serve call each). Its
 // methods are safe for concurrent use.
 type Server struct {
-	src  listen.Source
+	ls   *listen.Server
 	opts Options
-	log  *slog.Logger
-
-	// nOpened, nClosed and nRefused count the subscriptions opened and closed
-	// and the listens refused for capacity (see Stats).
-	nOpened, nClosed, nRefused atomic.Uint64
-	// nEnded counts the early endings by early.Index.
-	nEnded [early.N]atomic.Uint64
+	// log is the listen.Server's Logger (slog.Default() when it has none).
+	log *slog.Logger
+	// maxID is listen.Options.MaxIDBytes: the bound of every id read.
+	maxID int
 
 	mu     sync.Mutex
 	closed bool
@@ -209,25 +179,31 @@ type Server struct {
 	lingering []chan struct{}
 }
 
-// New returns a Server that opens subscriptions on src. It fails, with an
-// error matching ErrInvalidOptions that names the field, for a nil src or a
-// negative MaxSubscriptions, MaxInFlight, MaxLineBytes or WriteTimeout.
-func New(src listen.Source, opts Options) (*Server, error) {
-	if src == nil {
-		return nil, fmt.Errorf("%w: the Source is nil", ErrInvalidOptions)
+// New returns a Server whose listens srv serves: srv admits each one
+// (listen.Options.MaxStreams, MaxStreamsPerKey, Quota, the protocol
+// version, Disabled), opens it on its Source with its listen.Options,
+// counts it (srv.Stats), calls its hooks (OnOpen, OnClose, OnRefuse) and
+// ends it (EndStreams, Shutdown). srv may serve other transports too; its
+// limits then cover them all. Under MaxStreamsPerKey every stdio listen
+// counts against StreamKey's key; without a StreamKey that is one key for
+// all of them (a stdio listen has no remote address). The connections'
+// diagnostics go to srv's Logger (listen.Options.Logger; slog.Default() if
+// nil): malformed input and refusals at Debug, handler panics and lost
+// connections at Warn.
+//
+// New fails, with an error matching ErrInvalidOptions that names the field,
+// for a nil srv or a negative MaxInFlight, MaxLineBytes or WriteTimeout.
+func New(srv *listen.Server, opts Options) (*Server, error) {
+	if srv == nil {
+		return nil, fmt.Errorf("%w: the listen.Server is nil", ErrInvalidOptions)
 	}
 	switch {
-	case opts.MaxSubscriptions < 0:
-		return nil, invalid("MaxSubscriptions", opts.MaxSubscriptions, DefaultMaxSubscriptions)
 	case opts.MaxInFlight < 0:
 		return nil, invalid("MaxInFlight", opts.MaxInFlight, DefaultMaxInFlight)
 	case opts.MaxLineBytes < 0:
 		return nil, invalid("MaxLineBytes", opts.MaxLineBytes, DefaultMaxLineBytes)
 	case opts.WriteTimeout < 0:
 		return nil, invalid("WriteTimeout", opts.WriteTimeout, DefaultWriteTimeout)
-	}
-	if opts.MaxSubscriptions == 0 {
-		opts.MaxSubscriptions = DefaultMaxSubscriptions
 	}
 	if opts.MaxInFlight == 0 {
 		opts.MaxInFlight = DefaultMaxInFlight
@@ -238,11 +214,12 @@ func New(src listen.Source, opts Options) (*Server, error) {
 	if opts.WriteTimeout == 0 {
 		opts.WriteTimeout = DefaultWriteTimeout
 	}
-	log := opts.Logger
+	lo := srv.Options()
+	log := lo.Logger
 	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+		log = slog.Default()
 	}
-	return &Server{src: src, opts: opts, log: log, conns: make(map[*conn]struct{})}, nil
+	return &Server{ls: srv, opts: opts, log: log, maxID: lo.MaxIDBytes, conns: make(map[*conn]struct{})}, nil
 }
 
 // invalid is New's error for a negative option.
@@ -300,17 +277,21 @@ func invalid(field string, got, def any) error {
 // A subscriptions/listen request is checked in this order, the same as in
 // the streamhttp package:
 //
-//  1. invalid params: -32602 with the exact messages of
+//  1. a request id already in flight: -32600 "Duplicate in-flight request
+//     id";
+//  2. invalid params: -32602 with the exact messages of
 //     listen.ParseParams (including a missing or non-string version);
-//  2. an older protocol version the server speaks (one in
-//     Options.SupportedVersions): -32601 "Method not found:
-//     subscriptions/listen" (spec.ListenVersionError);
-//  3. any other version but 2026-07-28: -32022 "Unsupported protocol
-//     version" with data {"supported": Options.SupportedVersions (default
-//     spec.SupportedProtocolVersions), "requested": the version};
-//  4. Options.MaxSubscriptions listens already open: -32603 "Server
-//     subscription capacity exhausted";
-//  5. listen.Open (with Options.Listen): its error, as the core shapes it.
+//  3. listen.Server.Admit, on the reading goroutine (so listens are
+//     admitted in the order they were read): the protocol version,
+//     Disabled, an expired credential (Options.Auth), the drain,
+//     MaxStreamsPerKey, MaxStreams and the Quota, each with the error
+//     Admit documents (-32603 "Server subscription capacity exhausted"
+//     over MaxStreams);
+//  4. the open (listen.Slot.Open, with the listen.Server's options): its
+//     error, as the core shapes it.
+//
+// Each refusal is reported to listen.Options.OnRefuse before it is
+// written (with a nil request for the first two).
 //
 // A listen without an id is a notification and is ignored.
 func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
@@ -356,61 +337,47 @@ func (s *Server) linger(done chan struct{}) {
 	s.lingering = append(kept, done)
 }
 
-// Stats is a snapshot of a Server's counters.
+// Stats is a snapshot of a Server's connections. The listens are counted
+// by the listen.Server (listen.Server.Stats).
 type Stats struct {
 	// Connections is the number of connections being served.
 	Connections int
-	// Active is the number of listens being opened or streaming.
-	Active int
 	// InFlight is the number of handler calls and requests forwarded to a
 	// peer whose response is not written yet: the units of MaxInFlight
 	// taken, on all connections.
 	InFlight int
-	// Opened counts the subscriptions opened since New, Closed those whose
-	// stream has ended since.
-	Opened, Closed uint64
-	// Refused counts the listens refused for capacity (MaxSubscriptions).
-	Refused uint64
-	// Revoked, Expired, Lifetime and FellBehind count, among Closed, the
-	// listens the server ended early, by reason (listen.ErrRevoked,
-	// ErrExpired, ErrLifetime, ErrFellBehind).
-	Revoked, Expired, Lifetime, FellBehind uint64
-	// ShuttingDown reports whether Shutdown was called.
-	ShuttingDown bool
 }
 
 // Stats returns the Server's counters.
 func (s *Server) Stats() Stats {
 	s.mu.Lock()
-	st := Stats{Connections: len(s.conns), ShuttingDown: s.closed}
+	defer s.mu.Unlock()
+	st := Stats{Connections: len(s.conns)}
 	for c := range s.conns {
-		c.mu.Lock()
-		st.Active += c.listens
-		c.mu.Unlock()
 		st.InFlight += len(c.slots)
 	}
-	s.mu.Unlock()
-	st.Opened, st.Closed, st.Refused = s.nOpened.Load(), s.nClosed.Load(), s.nRefused.Load()
-	st.Revoked, st.Expired = s.nEnded[0].Load(), s.nEnded[1].Load()
-	st.Lifetime, st.FellBehind = s.nEnded[2].Load(), s.nEnded[3].Load()
 	return st
 }
 
-// Shutdown drains every connection: each Serve stops reading, every open
-// listen gets its completion result (preceded by notifications/cancelled
-// unless Options.OmitShutdownCancelled) and is closed with reason
-// listen.ErrShutdown, the handler calls in flight finish and are answered,
-// and a Conn's peer reads io.EOF once it read what was queued for it and
-// answered what it was handed, and must then Close. Shutdown returns nil once every Serve
-// has returned (each returns ErrServerClosed) and every Read or Write left
-// behind by a Serve (see Serve) has returned.
+// Shutdown drains every connection and the listen.Server. Each Serve
+// stops reading at once; then Shutdown calls the listen.Server's Shutdown:
+// new listens are refused (-32603 "Server is shutting down"), on every
+// transport the listen.Server serves, and every open listen gets its
+// completion result (preceded by notifications/cancelled unless
+// Options.OmitShutdownCancelled) and is closed with reason
+// listen.ErrShutdown, paced over listen.Options.DrainWindow (each stream
+// goes on until its turn). The handler calls in flight finish and are
+// answered, and a Conn's peer reads io.EOF once it read what was queued
+// for it and answered what it was handed, and must then Close. Shutdown
+// returns nil once every Serve has returned (each returns ErrServerClosed)
+// and every Read or Write left behind by a Serve (see Serve) has returned.
 //
-// If ctx ends first, the connections still being drained are closed at once
-// (subscriptions as listen.Disconnected, handler contexts cancelled; Serve
-// then returns an error matching ErrServerClosed) and Shutdown returns
-// ctx.Err(). Serve calls made after Shutdown return ErrServerClosed at once.
-// Shutdown may be called more than once, also concurrently: each call waits
-// as described.
+// If ctx ends first, the listens not yet ended are ended at once, the
+// connections still being drained are closed at once (subscriptions as
+// listen.Disconnected, handler contexts cancelled; Serve then returns an
+// error matching ErrServerClosed) and Shutdown returns ctx.Err(). Serve
+// calls made after Shutdown return ErrServerClosed at once. Shutdown may be
+// called more than once, also concurrently: each call waits as described.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.closed = true
@@ -421,16 +388,17 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Unlock()
 
 	for _, c := range conns {
-		c.drain(ErrServerClosed)
+		c.stopTaking(ErrServerClosed, false)
+	}
+	if err := s.ls.Shutdown(ctx); err != nil {
+		s.cut(ctx, conns)
+		return err
 	}
 	for _, c := range conns {
 		select {
 		case <-c.finished:
 		case <-ctx.Done():
-			cause := fmt.Errorf("%w: drain cut short: %w", ErrServerClosed, context.Cause(ctx))
-			for _, c := range conns {
-				c.kill(cause)
-			}
+			s.cut(ctx, conns)
 			return ctx.Err()
 		}
 	}
@@ -445,4 +413,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// cut closes conns at once: Shutdown's ctx ended before they were drained.
+func (s *Server) cut(ctx context.Context, conns []*conn) {
+	cause := fmt.Errorf("%w: drain cut short: %w", ErrServerClosed, context.Cause(ctx))
+	for _, c := range conns {
+		c.kill(cause)
+	}
 }

@@ -66,7 +66,7 @@ func (a *appHandler) Handle(ctx context.Context, m jsonrpc.Message) (json.RawMes
 
 func TestListenAckFirstThenDemand(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := start(t, t.Context(), nil, &stdio.Options{Listen: listen.Options{ServerInfo: listen.Implementation{Name: "srv", Version: "1.0"}}})
+		h := start(t, t.Context(), nil, &options{Listen: listen.Options{ServerInfo: listen.Implementation{Name: "srv", Version: "1.0"}}})
 		h.send(listenLine(`"sub-1"`, `{"toolsListChanged":true,"promptsListChanged":true,"resourceSubscriptions":["file:///a"]}`))
 		st := h.opened(`"sub-1"`)
 
@@ -157,7 +157,7 @@ func TestTwoListensInterleaveKeepingPerIDOrder(t *testing.T) {
 func TestCancelEndsListenSilentlyAndFreesID(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		app := newAppHandler()
-		h := start(t, t.Context(), nil, &stdio.Options{Handler: app})
+		h := start(t, t.Context(), nil, &options{Options: stdio.Options{Handler: app}})
 		h.openListen(`"x"`)
 
 		h.send(cancelLine(`"x"`, "client done"))
@@ -249,7 +249,7 @@ func TestCancellationsThatAreIgnored(t *testing.T) {
 func TestDuplicateInFlightID(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		app := newAppHandler()
-		h := start(t, t.Context(), nil, &stdio.Options{Handler: app})
+		h := start(t, t.Context(), nil, &options{Options: stdio.Options{Handler: app}})
 		st := h.openListen(`"d"`)
 
 		h.send(listenLine(`"d"`, `{"toolsListChanged":true}`))
@@ -307,7 +307,7 @@ func TestEOFDisconnectsEveryListen(t *testing.T) {
 			opening <- context.Cause(ctx)
 			return context.Cause(ctx)
 		}
-		h := start(t, t.Context(), src, &stdio.Options{Handler: app})
+		h := start(t, t.Context(), src, &options{Options: stdio.Options{Handler: app}})
 		h.openListen(`1`)
 		h.openListen(`"two"`)
 		h.send(listenLine(`"opening"`, `{}`))
@@ -339,7 +339,7 @@ func TestEOFDisconnectsEveryListen(t *testing.T) {
 
 func TestCapacityExhausted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := start(t, t.Context(), nil, &stdio.Options{MaxSubscriptions: 2})
+		h := start(t, t.Context(), nil, &options{Listen: listen.Options{MaxStreams: 2}})
 		h.openListen(`1`)
 		h.openListen(`2`)
 
@@ -348,9 +348,12 @@ func TestCapacityExhausted(t *testing.T) {
 		h.quiet()
 		require.Empty(t, h.src.Opened(), "the source is not opened for a refused listen")
 
-		// A cancellation frees its slot at once.
+		// A cancellation frees its id at once, its slot on the
+		// listen.Server once its stream has closed and its goroutine
+		// returned (Slot.Done).
 		h.send(cancelLine(`1`, ""))
 		requireReason(t, h.closedReason(), `1`, listen.ErrCancelled)
+		synctest.Wait()
 		h.openListen(`3`)
 		h.send(listenLine(`4`, `{"toolsListChanged":true}`))
 		requireError(t, h.recv(), `4`, jsonrpc.CodeInternalError, wiremsg.CapacityExhausted)
@@ -399,7 +402,7 @@ func TestOverlongLineIsAnsweredAndSkipped(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				h := start(t, t.Context(), nil, &stdio.Options{MaxLineBytes: tc.max})
+				h := start(t, t.Context(), nil, &options{Options: stdio.Options{MaxLineBytes: tc.max}})
 				if tc.lastLine {
 					_, err := io.WriteString(h.in, lineOfLen(tc.line))
 					require.NoError(t, err)
@@ -440,11 +443,7 @@ func TestBlockedWriterTimesOut(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				src := listentest.NewSource()
-				srv := newServer(t, src, stdio.Options{
-					Listen:       listen.Options{Capabilities: testCaps},
-					WriteTimeout: tc.timeout,
-					Handler:      newAppHandler(),
-				})
+				srv := newServer(t, src, options{Listen: listen.Options{Capabilities: testCaps}, Options: stdio.Options{WriteTimeout: tc.timeout, Handler: newAppHandler()}})
 				inR, inW := io.Pipe()
 				outR, outW := io.Pipe() // nobody reads outR
 				done := make(chan error, 1)
@@ -478,7 +477,7 @@ func TestBlockedWriterTimesOut(t *testing.T) {
 func TestBlockedWriterTimesOutWithListensOpen(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		app := newAppHandler()
-		h := start(t, t.Context(), nil, &stdio.Options{Handler: app, WriteTimeout: time.Second})
+		h := start(t, t.Context(), nil, &options{Options: stdio.Options{Handler: app, WriteTimeout: time.Second}})
 		a := h.openListen(`"a"`)
 		h.openListen(`"b"`)
 		h.send(requestLine(`3`, "slow"))
@@ -516,7 +515,7 @@ func TestShutdownDrains(t *testing.T) {
 		t.Run(fmt.Sprintf("OmitShutdownCancelled=%v", omit), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				app := newAppHandler()
-				h := start(t, t.Context(), nil, &stdio.Options{Handler: app, OmitShutdownCancelled: omit})
+				h := start(t, t.Context(), nil, &options{Options: stdio.Options{Handler: app, OmitShutdownCancelled: omit}})
 				h.openListen(`"a"`)
 				h.openListen(`2`)
 				h.send(requestLine(`5`, "slow"))
@@ -574,7 +573,7 @@ func TestContextEndDrains(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		app := newAppHandler()
 		ctx, cancel := context.WithCancel(t.Context())
-		h := start(t, ctx, nil, &stdio.Options{Handler: app, OmitShutdownCancelled: true})
+		h := start(t, ctx, nil, &options{Options: stdio.Options{Handler: app, OmitShutdownCancelled: true}})
 		h.openListen(`1`)
 		h.send(requestLine(`2`, "slow"))
 		<-app.started
@@ -626,7 +625,7 @@ func TestShutdownWaitsForOpenThenCompletes(t *testing.T) {
 func TestShutdownDeadlineClosesHard(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		app := newAppHandler()
-		h := start(t, t.Context(), nil, &stdio.Options{Handler: app, OmitShutdownCancelled: true})
+		h := start(t, t.Context(), nil, &options{Options: stdio.Options{Handler: app, OmitShutdownCancelled: true}})
 		h.openListen(`1`)
 		h.send(requestLine(`2`, "slow"))
 		<-app.started
@@ -763,7 +762,7 @@ func TestHandlerRouting(t *testing.T) {
 		t.Run(tc.method, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				app := newAppHandler()
-				h := start(t, t.Context(), nil, &stdio.Options{Handler: app})
+				h := start(t, t.Context(), nil, &options{Options: stdio.Options{Handler: app}})
 				h.send(requestLine(`"r1"`, tc.method))
 				m := h.recv()
 				require.Equal(t, tc.method, (<-app.started).Method)
@@ -788,7 +787,7 @@ func TestHandlerRouting(t *testing.T) {
 func TestHandlerCallsRunConcurrently(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		app := newAppHandler()
-		h := start(t, t.Context(), nil, &stdio.Options{Handler: app})
+		h := start(t, t.Context(), nil, &options{Options: stdio.Options{Handler: app}})
 		h.send(requestLine(`1`, "slow"))
 		h.send(requestLine(`2`, "tools/list"))
 		require.Equal(t, `2`, h.recv().id(), "a fast call is answered while a slow one runs")
@@ -828,7 +827,7 @@ func TestNoHandler(t *testing.T) {
 func TestCancelHandlerCall(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		app := newAppHandler()
-		h := start(t, t.Context(), nil, &stdio.Options{Handler: app})
+		h := start(t, t.Context(), nil, &options{Options: stdio.Options{Handler: app}})
 		h.send(requestLine(`"c"`, "slow"))
 		<-app.started
 		h.send(cancelLine(`"c"`, "too slow"))
@@ -882,15 +881,12 @@ func TestHooks(t *testing.T) {
 			reason error
 		}
 		events := make(chan event, 8)
-		h := start(t, t.Context(), nil, &stdio.Options{
-			OnOpen: func(sub *listen.Subscription) {
-				events <- event{kind: "open", id: sub.ID().Raw()}
-			},
-			OnClose: func(sub *listen.Subscription, reason error) {
-				events <- event{kind: "close", id: sub.ID().Raw(), reason: reason}
-				panic("a hook bug is contained")
-			},
-		})
+		h := start(t, t.Context(), nil, &options{Listen: listen.Options{OnOpen: func(sub *listen.Subscription) {
+			events <- event{kind: "open", id: sub.ID().Raw()}
+		}, OnClose: func(sub *listen.Subscription, reason error) {
+			events <- event{kind: "close", id: sub.ID().Raw(), reason: reason}
+			panic("a hook bug is contained")
+		}}})
 		h.openListen(`1`)
 		require.Equal(t, event{kind: "open", id: `1`}, <-events)
 		h.send(cancelLine(`1`, "bye"))
@@ -904,28 +900,27 @@ func TestHooks(t *testing.T) {
 }
 
 func TestNewRefusesInvalidOptions(t *testing.T) {
-	src := listentest.NewSource()
+	ls := listen.NewServer(listentest.NewSource(), listen.Options{})
 	cases := []struct {
 		name string
-		src  listen.Source
+		ls   *listen.Server
 		opts stdio.Options
 		want string
 	}{
-		{"nil source", nil, stdio.Options{}, "stdio: invalid options: the Source is nil"},
-		{"MaxSubscriptions", src, stdio.Options{MaxSubscriptions: -1}, "stdio: invalid options: MaxSubscriptions must be positive (or 0 for the default 32), got -1"},
-		{"MaxInFlight", src, stdio.Options{MaxInFlight: -2}, "stdio: invalid options: MaxInFlight must be positive (or 0 for the default 64), got -2"},
-		{"MaxLineBytes", src, stdio.Options{MaxLineBytes: -1}, "stdio: invalid options: MaxLineBytes must be positive (or 0 for the default 4194304), got -1"},
-		{"WriteTimeout", src, stdio.Options{WriteTimeout: -time.Second}, "stdio: invalid options: WriteTimeout must be positive (or 0 for the default 5s), got -1s"},
+		{"nil listen.Server", nil, stdio.Options{}, "stdio: invalid options: the listen.Server is nil"},
+		{"MaxInFlight", ls, stdio.Options{MaxInFlight: -2}, "stdio: invalid options: MaxInFlight must be positive (or 0 for the default 64), got -2"},
+		{"MaxLineBytes", ls, stdio.Options{MaxLineBytes: -1}, "stdio: invalid options: MaxLineBytes must be positive (or 0 for the default 4194304), got -1"},
+		{"WriteTimeout", ls, stdio.Options{WriteTimeout: -time.Second}, "stdio: invalid options: WriteTimeout must be positive (or 0 for the default 5s), got -1s"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			srv, err := stdio.New(tc.src, tc.opts)
+			srv, err := stdio.New(tc.ls, tc.opts)
 			require.Nil(t, srv)
 			require.ErrorIs(t, err, stdio.ErrInvalidOptions)
 			require.EqualError(t, err, tc.want)
 		})
 	}
-	srv, err := stdio.New(src, stdio.Options{})
+	srv, err := stdio.New(ls, stdio.Options{})
 	require.NoError(t, err)
 	require.NotNil(t, srv)
 }
@@ -933,7 +928,7 @@ func TestNewRefusesInvalidOptions(t *testing.T) {
 func TestReadErrorEndsLikeEOF(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		app := newAppHandler()
-		h := start(t, t.Context(), nil, &stdio.Options{Handler: app})
+		h := start(t, t.Context(), nil, &options{Options: stdio.Options{Handler: app}})
 		h.openListen(`1`)
 		h.send(requestLine(`2`, "slow"))
 		<-app.started
@@ -958,7 +953,7 @@ func TestReadErrorEndsLikeEOF(t *testing.T) {
 func TestShutdownWithAReaderThatCannotBeInterrupted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := listentest.NewSource()
-		srv := newServer(t, src, stdio.Options{Listen: listen.Options{Capabilities: testCaps}, OmitShutdownCancelled: true})
+		srv := newServer(t, src, options{Listen: listen.Options{Capabilities: testCaps}, Options: stdio.Options{OmitShutdownCancelled: true}})
 		inR, inW := io.Pipe()
 		outR, outW := io.Pipe()
 		lines := make(chan msg, 16)
@@ -1002,7 +997,7 @@ func TestShutdownWithAReaderThatCannotBeInterrupted(t *testing.T) {
 func TestCancelDropsAQueuedMessage(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := listentest.NewSource()
-		srv := newServer(t, src, stdio.Options{Listen: listen.Options{Capabilities: testCaps}})
+		srv := newServer(t, src, options{Listen: listen.Options{Capabilities: testCaps}})
 		inR, inW := io.Pipe()
 		outR, outW := io.Pipe()
 		done := make(chan error, 1)
@@ -1062,7 +1057,7 @@ func TestCancelDropsAQueuedMessage(t *testing.T) {
 
 func TestSupportedVersionsOption(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := start(t, t.Context(), nil, &stdio.Options{SupportedVersions: []string{spec.ProtocolVersion}})
+		h := start(t, t.Context(), nil, &options{Listen: listen.Options{SupportedVersions: []string{spec.ProtocolVersion}}})
 		h.send(listenLineVersion(`1`, `{}`, "2099-01-01"))
 		m := h.recv()
 		requireError(t, m, `1`, jsonrpc.CodeUnsupportedProtocolVersion, wiremsg.UnsupportedVersion)

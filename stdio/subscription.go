@@ -3,27 +3,25 @@ package stdio
 import (
 	"context"
 	"errors"
-	"fmt"
+	"runtime/debug"
 	"strconv"
 	"time"
 
 	"github.com/mcplisten/listen"
-	"github.com/mcplisten/listen/internal/early"
-	"github.com/mcplisten/listen/internal/wiremsg"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
 )
 
-// runListen opens the subscription of e and serves it to its end. It owns
-// one unit of conn.active.
-func (c *conn) runListen(e *entry, req *listen.Request) {
+// runListen opens the subscription of e, admitted in slot, and serves it
+// to its end, then frees the slot. It owns one unit of conn.active.
+func (c *conn) runListen(e *entry, slot *listen.Slot, req *listen.Request) {
 	defer c.release()
 	// Both contexts are cancelled only once the subscription is closed (or
 	// was never opened), so these cancels never end a live stream.
 	defer e.ownerCancel(context.Canceled)
 	defer e.serveCancel(context.Canceled)
 
-	sub, err := openRecovered(e.ownerCtx, c.srv.src, req, &c.srv.opts.Listen)
+	sub, err := slot.Open(e.ownerCtx, e.ownerCtx, req)
 	c.mu.Lock()
 	abort := e.abort
 	if err == nil && abort == nil {
@@ -34,35 +32,30 @@ func (c *conn) runListen(e *entry, req *listen.Request) {
 	switch {
 	case err != nil:
 		c.removeEntry(e)
+		slot.Done(nil)
 		if abort != nil {
 			// Cancelled or disconnected while opening: nothing is written.
 			c.srv.log.Debug("stdio: listen ended while opening", "id", e.id.Raw(), "reason", abort)
 			return
 		}
 		c.srv.log.Debug("stdio: listen refused", "id", e.id.Raw(), "err", err)
-		c.hookListenError(err)
 		_ = c.send(e, jsonrpc.ErrorResponse(e.id, err))
 		return
 	case abort != nil:
 		c.removeEntry(e)
 		sub.Close(abort)
+		slot.Done(sub.CloseReason())
 		c.srv.log.Debug("stdio: listen ended while opening", "id", e.id.Raw(), "reason", sub.CloseReason())
 		return
 	}
 
-	c.srv.nOpened.Add(1)
-	c.hookOpen(sub)
 	reason := sub.Serve(e.serveCtx, listen.Sink{
 		Write: func(msg []byte) error { return c.subWrite(e, msg) },
 		Final: func(msg []byte, ended error) error { return c.subFinal(e, msg, ended) },
 	})
 	c.removeEntry(e)
-	c.srv.nClosed.Add(1)
-	if i := early.Index(reason); i >= 0 {
-		c.srv.nEnded[i].Add(1)
-	}
+	slot.Done(reason)
 	c.srv.log.Debug("stdio: subscription closed", "id", e.id.Raw(), "reason", reason, "class", listen.Classify(reason))
-	c.hookClose(sub, reason)
 }
 
 // subWrite is the Sink.Write of e's subscription.
@@ -90,7 +83,7 @@ func (c *conn) subFinal(e *entry, msg []byte, ended error) error {
 	case e.shutdown.Load(), errors.Is(ended, listen.ErrShutdown):
 		reason = ShutdownReason
 	case ended != nil:
-		reason = EndedReason(ended)
+		reason = endedReason(ended)
 	}
 	if reason != "" {
 		if err := c.send(e, serverCancelled(e.id, reason)); err != nil {
@@ -100,17 +93,17 @@ func (c *conn) subFinal(e *entry, msg []byte, ended error) error {
 	return c.send(e, msg)
 }
 
-// EndedReason is the reason of the notifications/cancelled that precedes
+// endedReason is the reason of the notifications/cancelled that precedes
 // the terminal message of a listen the server ended early (an early
-// ending: see listen.Options.EndWithError): "Subscription ended: " and the ending's
-// class, such as "Subscription ended: revoked".
-func EndedReason(reason error) string {
+// ending: see listen.Options.EndWithError): "Subscription ended: " and the
+// ending's class, such as "Subscription ended: revoked".
+func endedReason(reason error) string {
 	return "Subscription ended: " + listen.Classify(reason)
 }
 
 // serverCancelled returns the notifications/cancelled the server sends for
 // the listen id before the terminal message of a stream it ends (reason:
-// ShutdownReason, or EndedReason's). It carries the subscription id in
+// ShutdownReason, or endedReason's). It carries the subscription id in
 // _meta, like every message of the stream.
 func serverCancelled(id jsonrpc.ID, reason string) []byte {
 	b := make([]byte, 0, 160+2*len(id.Raw())+len(reason))
@@ -126,51 +119,10 @@ func serverCancelled(id jsonrpc.ID, reason string) []byte {
 // auth calls Options.Auth with the connection's context, recovering a
 // panic (the listen then has no principal).
 func (c *conn) auth() (auth any, expiry time.Time) {
-	defer c.recoverHook("Auth")
-	return c.srv.opts.Auth(c.hctx)
-}
-
-// hookOpen calls Options.OnOpen, recovering a panic.
-func (c *conn) hookOpen(sub *listen.Subscription) {
-	if c.srv.opts.OnOpen == nil {
-		return
-	}
-	defer c.recoverHook("OnOpen")
-	c.srv.opts.OnOpen(sub)
-}
-
-// hookClose calls Options.OnClose, recovering a panic.
-func (c *conn) hookClose(sub *listen.Subscription, reason error) {
-	if c.srv.opts.OnClose == nil {
-		return
-	}
-	defer c.recoverHook("OnClose")
-	c.srv.opts.OnClose(sub, reason)
-}
-
-// hookListenError calls Options.OnListenError, recovering a panic.
-func (c *conn) hookListenError(err error) {
-	if c.srv.opts.OnListenError == nil {
-		return
-	}
-	defer c.recoverHook("OnListenError")
-	c.srv.opts.OnListenError(err)
-}
-
-func (c *conn) recoverHook(name string) {
-	if v := recover(); v != nil {
-		c.srv.log.Warn("stdio: hook panicked", "hook", name, "panic", v)
-	}
-}
-
-// openRecovered is listen.Open, with a panic out of it turned into the
-// internal error of a failed open: it runs on a goroutine of its own, where
-// a panic would end the process.
-func openRecovered(ctx context.Context, src listen.Source, req *listen.Request, opts *listen.Options) (sub *listen.Subscription, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			sub, err = nil, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.SourceFailedToOpen).WithCause(fmt.Errorf("stdio: panic opening a subscription: %v", v))
+			c.srv.log.Error("stdio: Auth panicked", "panic", v, "stack", string(debug.Stack()))
 		}
 	}()
-	return listen.Open(ctx, src, req, opts)
+	return c.srv.opts.Auth(c.hctx)
 }

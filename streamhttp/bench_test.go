@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/mcplisten/listen/hub"
-	"github.com/mcplisten/listen/streamhttp"
 )
 
 // BenchmarkHubFanout publishes one tools list change to N open hub streams
@@ -23,7 +22,7 @@ func BenchmarkHubFanout(b *testing.B) {
 	for _, p := range hubPaths {
 		for _, n := range []int{100, 1000} {
 			b.Run(fmt.Sprintf("%s/N=%d", p.name, n), func(b *testing.B) {
-				e := newHubEnv(b, p.portable, hub.Options{}, streamhttp.Options{MaxStreams: n + 16, KeepAlive: failsafe}, 0)
+				e := newHubEnv(b, p.portable, hub.Options{}, config{MaxStreams: n + 16, KeepAlive: failsafe}, 0)
 				var got atomic.Int64
 				var wg sync.WaitGroup
 				conns := make([]*rawListen, n)

@@ -63,7 +63,7 @@ func caps() listen.Capabilities {
 	}
 }
 
-func newEnv(t *testing.T, src *listentest.Source, opts *streamhttp.Options, cfg envConfig) *env {
+func newEnv(t *testing.T, src *listentest.Source, opts *config, cfg envConfig) *env {
 	t.Helper()
 	if src == nil {
 		src = listentest.NewSource()
@@ -73,7 +73,7 @@ func newEnv(t *testing.T, src *listentest.Source, opts *streamhttp.Options, cfg 
 
 // newEnvOn is newEnv on any Source (env.src is set when it is a
 // *listentest.Source).
-func newEnvOn(t *testing.T, source listen.Source, opts *streamhttp.Options, cfg envConfig) *env {
+func newEnvOn(t *testing.T, source listen.Source, opts *config, cfg envConfig) *env {
 	t.Helper()
 	src, _ := source.(*listentest.Source)
 	e := &env{
@@ -82,7 +82,7 @@ func newEnvOn(t *testing.T, source listen.Source, opts *streamhttp.Options, cfg 
 		opens:  make(chan string, 1024),
 		closes: make(chan closed, 1024),
 	}
-	var o streamhttp.Options
+	var o config
 	if opts != nil {
 		o = *opts
 	}
@@ -129,14 +129,6 @@ func newEnvOn(t *testing.T, source listen.Source, opts *streamhttp.Options, cfg 
 		e.client.CloseIdleConnections()
 	})
 	return e
-}
-
-// newHandler returns streamhttp.New(src, opts), failing the test on error.
-func newHandler(t testing.TB, src listen.Source, opts streamhttp.Options) *streamhttp.Handler {
-	t.Helper()
-	h, err := streamhttp.New(src, opts)
-	require.NoError(t, err)
-	return h
 }
 
 // bufListener sets the send buffer of every accepted TCP connection.

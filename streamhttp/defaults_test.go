@@ -26,7 +26,7 @@ import (
 func TestDefaultTimings(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := listentest.NewSource()
-		h := newHandler(t, src, streamhttp.Options{Listen: listen.Options{Capabilities: caps()}})
+		h := newHandler(t, src, config{Listen: listen.Options{Capabilities: caps()}})
 		l := testkit.NewPipeListener()
 		srv := &http.Server{Handler: h}
 		served := make(chan error, 1)

@@ -1,11 +1,13 @@
 // Package streamhttp serves MCP 2026-07-28 subscriptions/listen over
 // Streamable HTTP: a listen is one POST whose response is a long-lived SSE
-// stream, served by the core's state machine (listen.Poller), on the
-// request's goroutine or, for a taken-over HTTP/1.x connection, on none.
+// stream, on the request's goroutine or, for a taken-over HTTP/1.x
+// connection, on none. It is a framing of a listen.Server, which holds the
+// policy (limits, hooks, Stats, ending streams by principal, the drain):
+// this package turns a POST into a listen.Request, answers a refusal with
+// its HTTP status, frames the stream as SSE and sees the client leave.
 //
-//	h, err := streamhttp.New(src, streamhttp.Options{
-//		Listen: listen.Options{Capabilities: caps, ServerInfo: info},
-//	})
+//	srv := listen.NewServer(src, listen.Options{Capabilities: caps, ServerInfo: info})
+//	h, err := streamhttp.New(srv, streamhttp.Options{})
 //	srv := &http.Server{Addr: addr, Handler: h}
 //	go srv.ListenAndServe()
 //	...
@@ -20,15 +22,16 @@
 //   - Handler.ServeHTTP: every check a request meets, in order, with its
 //     status and exact JSON-RPC error (405, 403, 401, 413, 408, 400, 404,
 //     429, 503); a refused request never opens the Source.
-//   - Options: each limit with its default (MaxStreams 1,024,
-//     MaxStreamsPerKey off, MaxBodyBytes 256 KiB, ReadTimeout 10 s,
-//     KeepAlive 15 s, WriteTimeout 10 s), and the http.Server settings a
-//     listen endpoint needs (HTTP/2 included).
+//   - Options: each limit with its default (MaxBodyBytes 256 KiB,
+//     ReadTimeout 10 s, KeepAlive 15 s, WriteTimeout 10 s), and the
+//     http.Server settings a listen endpoint needs (HTTP/2 included); the
+//     stream limits are the Server's (listen.Options.MaxStreams 1,024,
+//     MaxStreamsPerKey off).
 //   - Handler: how each kind of stream is served and who owns its
 //     goroutines.
-//   - EndStreams and Options.Expiry: ending the streams of a principal
-//     whose credential was revoked, or has expired (Authenticate runs once
-//     per listen; a stream may live for days).
+//   - listen.Server.EndStreams and Options.Expiry: ending the streams of a
+//     principal whose credential was revoked, or has expired (Authenticate
+//     runs once per listen; a stream may live for days).
 //   - Sessions: for the SDK handler behind Front, the sessions of clients
 //     of earlier versions bounded in total and per client, expired when
 //     idle, GET streams bounded, unknown session ids answered 404 (the
@@ -37,7 +40,7 @@
 // # Goroutines
 //
 // A Handler is safe for concurrent use. Decoding, admitting and opening a
-// listen, and OnOpen, run on the request's goroutine. HTTP/2 streams and
+// listen, and the Server's OnOpen, run on the request's goroutine. HTTP/2 streams and
 // Options.NoTakeover keep that goroutine until the stream ends; an
 // HTTP/1.x stream's connection is taken over, and on Linux a taken-over
 // hub stream has no goroutine while idle: a few writer loops, a slow path
@@ -63,14 +66,15 @@
 //   - the client disconnects, or stops reading until a write misses its
 //     WriteTimeout: nothing more is written (reason Disconnected);
 //   - Shutdown: the completion result (reason listen.ErrShutdown);
-//   - an early ending of the core (listen.Options.Access, EndStreams,
-//     Options.Expiry, Listen.MaxLifetime, a hub listener that fell behind):
-//     by default the completion result with the reason in its _meta
-//     (reason listen.ErrRevoked, ErrExpired, ErrLifetime, ErrFellBehind;
-//     counted in Stats).
+//   - an early ending of the core (listen.Options.Access,
+//     Server.EndStreams, Options.Expiry, MaxLifetime, a hub listener that
+//     fell behind): by default the completion result with the reason in
+//     its _meta (reason listen.ErrRevoked, ErrExpired, ErrLifetime,
+//     ErrFellBehind; counted in the Server's Stats).
 //
-// OnOpen and OnClose observe every opened subscription, OnKeepAlive every
-// keep-alive written, OnError every refused request; Stats counts them.
+// The Server's OnOpen and OnClose observe every opened subscription and
+// OnRefuse every refused request (this package's own refusals included);
+// Options.OnKeepAlive every keep-alive written.
 //
 // # Shutting down
 //
@@ -80,6 +84,11 @@
 //	defer cancel()
 //	err := listens.Shutdown(ctx) // every open stream gets its completion result
 //	err = errors.Join(err, srv.Shutdown(ctx))
+//
+// Handler.Shutdown drains the Server (listen.Server.Shutdown): with
+// listen.Options.DrainWindow the completions are spread over the window,
+// so the clients' re-listens reach the other instances at a steady rate;
+// new listens get 503 with Retry-After meanwhile.
 //
 // http.Server.Shutdown alone would not do: it does not wait for taken-over
 // connections, so a process that exits after it cuts those streams before

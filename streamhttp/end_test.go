@@ -3,7 +3,7 @@ package streamhttp_test
 import (
 	"context"
 	"io"
-	"log"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -16,7 +16,6 @@ import (
 	"github.com/mcplisten/listen/internal/testkit"
 	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/spec"
-	"github.com/mcplisten/listen/streamhttp"
 )
 
 // servingPaths are the three ways a Handler serves a stream: an HTTP/1.1
@@ -40,10 +39,10 @@ func TestEndOrder(t *testing.T) {
 		for _, ending := range []string{"complete", "client leaves"} {
 			t.Run(p.name+"/"+ending, func(t *testing.T) {
 				var e *env
-				inOnClose := make(chan streamhttp.Stats, 1)
-				e = newEnv(t, nil, &streamhttp.Options{
+				inOnClose := make(chan listen.Stats, 1)
+				e = newEnv(t, nil, &config{
 					NoTakeover: p.noTakeover,
-					OnClose:    func(*listen.Subscription, error) { inOnClose <- e.h.Stats() },
+					OnClose:    func(*listen.Subscription, error) { inOnClose <- e.h.Server().Stats() },
 				}, envConfig{http2: p.http2})
 				s := e.listen(t, `"o"`, `{}`)
 				s.message(t)
@@ -62,9 +61,9 @@ func TestEndOrder(t *testing.T) {
 					s.resp.Body.Close()
 					assert.ErrorIs(t, recv(t, e.closes, "OnClose").reason, listen.ErrDisconnected)
 				}
-				want := streamhttp.Stats{Opened: 1, Closed: 1}
+				want := listen.Stats{Opened: 1, Closed: 1}
 				assert.Equal(t, want, recv(t, inOnClose, "the Stats seen by OnClose"), "Stats seen by OnClose")
-				assert.Equal(t, want, e.h.Stats())
+				assert.Equal(t, want, e.h.Server().Stats())
 			})
 		}
 	}
@@ -85,7 +84,7 @@ func TestShutdownWaitsForOnClose(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				src := listentest.NewSource()
 				entered, release := make(chan struct{}), make(chan struct{})
-				h := newHandler(t, src, streamhttp.Options{
+				h := newHandler(t, src, config{
 					Listen:     listen.Options{Capabilities: caps()},
 					NoTakeover: noTakeover,
 					OnClose: func(*listen.Subscription, error) {
@@ -141,7 +140,7 @@ func TestShutdownWaitsForOnClose(t *testing.T) {
 					t.Error("Shutdown returned while OnClose ran")
 				default:
 				}
-				assert.Equal(t, streamhttp.Stats{Opened: 1, Closed: 1, ShuttingDown: true}, h.Stats(), "the slot is free during OnClose")
+				assert.Equal(t, listen.Stats{Opened: 1, Closed: 1, Draining: true}, h.Server().Stats(), "the slot is free during OnClose")
 
 				close(release)
 				require.NoError(t, <-shut)
@@ -166,21 +165,22 @@ func TestOnClosePanics(t *testing.T) {
 	for _, p := range servingPaths {
 		t.Run(p.name, func(t *testing.T) {
 			var logged testkit.LogBuffer
-			e := newEnv(t, nil, &streamhttp.Options{
+			e := newEnv(t, nil, &config{
 				NoTakeover: p.noTakeover,
 				OnClose: func(sub *listen.Subscription, _ error) {
 					if sub.ID().String() == "p" {
 						panic("OnClose failed")
 					}
 				},
-			}, envConfig{http2: p.http2, errorLog: log.New(&logged, "", 0)})
+				Logger: slog.New(slog.NewTextHandler(&logged, nil)),
+			}, envConfig{http2: p.http2})
 			s := e.listen(t, `"p"`, `{}`)
 			s.message(t)
 			streamOf(t, e.src, "p").End()
 			assert.Equal(t, "complete", s.message(t)["result"].(map[string]any)["resultType"])
 			s.end(t)
-			assert.Contains(t, logged.String(), `streamhttp: panic in OnClose of listen "p": OnClose failed`)
-			assert.Equal(t, streamhttp.Stats{Opened: 1, Closed: 1}, e.h.Stats())
+			assert.Contains(t, logged.String(), `msg="listen: OnClose panicked" panic="OnClose failed"`)
+			assert.Equal(t, listen.Stats{Opened: 1, Closed: 1}, e.h.Server().Stats())
 
 			next := e.listen(t, `"next"`, `{}`)
 			assert.Equal(t, spec.MethodAcknowledged, next.message(t)["method"])

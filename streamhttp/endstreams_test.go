@@ -3,7 +3,6 @@ package streamhttp_test
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,7 +15,6 @@ import (
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/spec"
-	"github.com/mcplisten/listen/streamhttp"
 )
 
 // byUser authenticates a request as its X-User header.
@@ -31,12 +29,12 @@ func byUser(r *http.Request) (any, error) { return r.Header.Get("X-User"), nil }
 func TestEndStreams(t *testing.T) {
 	for _, tt := range []struct {
 		name string
-		opts streamhttp.Options
+		opts config
 		cfg  envConfig
 	}{
-		{"HTTP/1.1 taken over", streamhttp.Options{}, envConfig{}},
-		{"HTTP/1.1 inside net/http", streamhttp.Options{NoTakeover: true}, envConfig{}},
-		{"HTTP/2", streamhttp.Options{}, envConfig{http2: true}},
+		{"HTTP/1.1 taken over", config{}, envConfig{}},
+		{"HTTP/1.1 inside net/http", config{NoTakeover: true}, envConfig{}},
+		{"HTTP/2", config{}, envConfig{http2: true}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			opts := tt.opts
@@ -52,10 +50,10 @@ func TestEndStreams(t *testing.T) {
 			a1, a2, b1 := open("a1", "alice"), open("a2", "alice"), open("b1", "bob")
 
 			var seen []any
-			n := e.h.EndStreams(func(auth any) bool {
+			n := e.h.Server().EndStreams(func(auth any) bool {
 				seen = append(seen, auth)
 				return auth == "alice"
-			})
+			}, listen.ErrRevoked)
 			assert.Equal(t, 2, n)
 			assert.ElementsMatch(t, []any{"alice", "alice", "bob"}, seen)
 			for id, s := range map[string]*sse{"a1": a1, "a2": a2} {
@@ -65,15 +63,15 @@ func TestEndStreams(t *testing.T) {
 				assert.Equal(t, "revoked", done["result"].(map[string]any)["_meta"].(map[string]any)[spec.MetaEndReason])
 				s.end(t)
 				reason := reasonOf(t, streamOf(t, e.src, id))
-				assert.ErrorIs(t, reason, streamhttp.ErrEnded)
+				assert.ErrorIs(t, reason, listen.ErrRevoked)
 				assert.ErrorIs(t, reason, listen.ErrRevoked)
 			}
 			for range 2 {
 				c := recv(t, e.closes, "OnClose")
-				assert.ErrorIs(t, c.reason, streamhttp.ErrEnded, "OnClose of %s", c.id)
+				assert.ErrorIs(t, c.reason, listen.ErrRevoked, "OnClose of %s", c.id)
 			}
-			assert.Equal(t, streamhttp.Stats{Active: 1, Opened: 3, Closed: 2, Revoked: 2}, e.h.Stats())
-			assert.Zero(t, e.h.EndStreams(func(auth any) bool { return auth == "alice" }), "nothing left to end")
+			assert.Equal(t, listen.Stats{Active: 1, Opened: 3, Closed: 2, Revoked: 2}, e.h.Server().Stats())
+			assert.Zero(t, e.h.Server().EndStreams(func(auth any) bool { return auth == "alice" }, listen.ErrRevoked), "nothing left to end")
 
 			st := streamOf(t, e.src, "b1")
 			st.Send(listen.ToolsListChanged())
@@ -92,7 +90,7 @@ func TestEndStreams(t *testing.T) {
 func TestEndStreamsWhileTheBodyIsRead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := listentest.NewSource()
-		p := newPipeServer(t, src, streamhttp.Options{Authenticate: byUser}, false)
+		p := newPipeServer(t, src, config{Authenticate: byUser}, false)
 		conn, err := p.l.Dial(context.Background(), "", "")
 		require.NoError(t, err)
 		defer conn.Close()
@@ -107,8 +105,8 @@ func TestEndStreamsWhileTheBodyIsRead(t *testing.T) {
 
 		// require: were it not ended, the stream would stay open, and the
 		// bubble's clock would run through its keep-alives for ever.
-		require.Equal(t, 1, p.h.EndStreams(func(auth any) bool { return auth == "alice" }))
-		assert.Zero(t, p.h.EndStreams(func(auth any) bool { return auth == "bob" }))
+		require.Equal(t, 1, p.h.Server().EndStreams(func(auth any) bool { return auth == "alice" }, listen.ErrRevoked))
+		assert.Zero(t, p.h.Server().EndStreams(func(auth any) bool { return auth == "bob" }, listen.ErrRevoked))
 
 		go func() { _, _ = io.WriteString(conn, body[11:]) }()
 		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
@@ -119,18 +117,8 @@ func TestEndStreamsWhileTheBodyIsRead(t *testing.T) {
 		done := s.message(t)
 		assert.Equal(t, `"late"`, subID(t, done, "result"))
 		s.end(t)
-		assert.ErrorIs(t, reasonOf(t, streamOf(t, src, "late")), streamhttp.ErrEnded)
+		assert.ErrorIs(t, reasonOf(t, streamOf(t, src, "late")), listen.ErrRevoked)
 		p.close(t)
 		synctest.Wait()
 	})
-}
-
-// ErrEnded is a revocation (errors.Is), not a shutdown, and classifies as
-// one.
-func TestErrEnded(t *testing.T) {
-	assert.ErrorIs(t, streamhttp.ErrEnded, listen.ErrRevoked)
-	assert.NotErrorIs(t, streamhttp.ErrEnded, listen.ErrShutdown)
-	assert.False(t, errors.Is(listen.ErrRevoked, streamhttp.ErrEnded))
-	assert.Equal(t, "revoked", listen.Classify(streamhttp.ErrEnded))
-	assert.Equal(t, "streamhttp: stream ended by the server (EndStreams)", streamhttp.ErrEnded.Error())
 }

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/internal/echo"
 	"github.com/mcplisten/listen/jsonrpc"
 )
@@ -17,8 +18,6 @@ const (
 	MsgBodyTooLarge     = "Request body too large"
 	MsgBodyUnreadable   = "Invalid request: the request body could not be read"
 	MsgBodyTimeout      = "Request timeout: the request body was not received in time"
-	MsgShuttingDown     = "Server is shutting down"
-	MsgTooManyStreams   = "Too many subscriptions open for this client"
 )
 
 // Header names of MCP 2026-07-28 Streamable HTTP.
@@ -66,6 +65,12 @@ type reply struct {
 	id     jsonrpc.ID
 	err    *jsonrpc.Error // nil: no body
 	header http.Header
+	// req is the refused listen, when it was read (for OnRefuse, which
+	// gets one holding the id and the Transport otherwise).
+	req *listen.Request
+	// reported is set when the Server already told OnRefuse (its own
+	// refusals: Admit, Open).
+	reported bool
 }
 
 // refuse is the error response err with status, echoing id.
@@ -81,7 +86,7 @@ func acceptedNotification() *reply { return &reply{status: http.StatusAccepted} 
 func noReply() *reply { return &reply{} }
 
 // write sends the reply: an error response as an application/json
-// JSON-RPC error response, reported to h's OnError (h may be nil: Front
+// JSON-RPC error response, reported to h's Server's OnRefuse (h may be nil: Front
 // with another listen handler).
 func (f *reply) write(h *Handler, w http.ResponseWriter, r *http.Request) {
 	if f.status == 0 { // noReply
@@ -91,8 +96,15 @@ func (f *reply) write(h *Handler, w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(f.status)
 		return
 	}
-	if h != nil && h.opts.OnError != nil {
-		h.opts.OnError(r, f.status, f.err)
+	if h != nil && !f.reported {
+		req := f.req
+		if req == nil { // not read: its transport is known all the same
+			req = &listen.Request{ID: f.id}
+		}
+		if req.Transport.Kind == "" {
+			req.Transport = listen.Transport{Kind: TransportKind, RemoteAddr: r.RemoteAddr, Header: r.Header}
+		}
+		h.srv.Refused(req, f.err)
 	}
 	body := jsonrpc.ErrorResponse(f.id, f.err)
 	hdr := w.Header()

@@ -41,11 +41,10 @@ func (s *oneShotStream) Close(reason error) {}
 // A listen over HTTP: the acknowledgement, the notifications, and the
 // completion result, one SSE event each.
 func Example() {
-	h, err := streamhttp.New(oneShot{}, streamhttp.Options{
-		Listen: listen.Options{
-			Capabilities: listen.Capabilities{ToolsListChanged: true},
-		},
+	server := listen.NewServer(oneShot{}, listen.Options{
+		Capabilities: listen.Capabilities{ToolsListChanged: true},
 	})
+	h, err := streamhttp.New(server, streamhttp.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -96,12 +95,11 @@ func ExampleFront() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	listens, err := streamhttp.New(oneShot{}, streamhttp.Options{
-		Listen: listen.Options{
-			Capabilities: caps,
-			ServerInfo:   listen.Implementation{Name: "example", Version: "1.0.0"},
-		},
+	server := listen.NewServer(oneShot{}, listen.Options{
+		Capabilities: caps,
+		ServerInfo:   listen.Implementation{Name: "example", Version: "1.0.0"},
 	})
+	listens, err := streamhttp.New(server, streamhttp.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -159,16 +157,16 @@ func ExampleFront() {
 }
 
 // Ending the streams of a revoked principal: Authenticate refuses it from
-// now on, and EndStreams ends its open streams, each with its completion
-// result. For expiring credentials, call EndStreams on a ticker.
-func ExampleHandler_EndStreams() {
+// now on, and the Server's EndStreams ends its open streams, each with its
+// completion result.
+func Example_endStreams() {
 	changes, err := hub.New(hub.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}
 	var revoked sync.Map // user -> true
-	listens, err := streamhttp.New(changes, streamhttp.Options{
-		Listen: listen.Options{Capabilities: listen.Capabilities{ToolsListChanged: true}},
+	server := listen.NewServer(changes, listen.Options{Capabilities: listen.Capabilities{ToolsListChanged: true}})
+	listens, err := streamhttp.New(server, streamhttp.Options{
 		Authenticate: func(r *http.Request) (any, error) {
 			// Stands for the verification of a real token.
 			user, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
@@ -204,10 +202,10 @@ func ExampleHandler_EndStreams() {
 	}
 
 	revoked.Store("alice", true)
-	n := listens.EndStreams(func(auth any) bool {
+	n := server.EndStreams(func(auth any) bool {
 		_, gone := revoked.Load(auth)
 		return gone
-	})
+	}, listen.ErrRevoked)
 	fmt.Println("streams ended:", n)
 	rest, _ := io.ReadAll(events)
 	fmt.Print(string(rest))

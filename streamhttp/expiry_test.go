@@ -62,7 +62,7 @@ func TestExpiryEndsTheStream(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				src := listentest.NewSource()
 				reasons := make(chan error, 3)
-				p := newPipeServer(t, src, streamhttp.Options{
+				p := newPipeServer(t, src, config{
 					NoTakeover:   tt.noTakeover,
 					KeepAlive:    time.Hour,
 					Authenticate: expiringAuth,
@@ -95,8 +95,8 @@ func TestExpiryEndsTheStream(t *testing.T) {
 				r := <-reasons
 				assert.ErrorIs(t, r, listen.ErrExpired)
 				assert.ErrorIs(t, r, listen.ErrExpired)
-				assert.Equal(t, uint64(1), p.h.Stats().Expired)
-				assert.Equal(t, 2, p.h.Stats().Active)
+				assert.Equal(t, uint64(1), p.h.Server().Stats().Expired)
+				assert.Equal(t, 2, p.h.Server().Stats().Active)
 
 				later.message(t)
 				assert.Equal(t, 120*time.Second, time.Since(start))
@@ -123,10 +123,10 @@ func TestExpiryEndsTheStream(t *testing.T) {
 // opened.
 func TestExpiryAlreadyPast(t *testing.T) {
 	var causes []error
-	e := newEnv(t, nil, &streamhttp.Options{
+	e := newEnv(t, nil, &config{
 		Authenticate: expiringAuth,
 		Expiry:       principalExpiry,
-		OnError:      func(_ *http.Request, _ int, err error) { causes = append(causes, err) },
+		OnRefuse:     func(_ *listen.Request, err error) { causes = append(causes, err) },
 	}, envConfig{})
 	hdr := listenHeaders()
 	hdr.Set("Authorization", "Bearer ann -1")
@@ -146,7 +146,7 @@ func TestExpiryAlreadyPast(t *testing.T) {
 func TestExpiryOnHubStreams(t *testing.T) {
 	for _, p := range hubPaths {
 		t.Run(p.name, func(t *testing.T) {
-			e := newHubEnv(t, p.portable, hub.Options{}, streamhttp.Options{
+			e := newHubEnv(t, p.portable, hub.Options{}, config{
 				Expiry: func(*http.Request, any) time.Time { return time.Now().Add(50 * time.Millisecond) },
 			}, 0)
 			c := e.dial(t, `"x"`, `{"toolsListChanged":true}`, "", 0).open(t)

@@ -198,11 +198,11 @@ func (f *fanout) start(h *Handler, t *takenOver) bool {
 	}
 	fs.p = p
 	// From now on the stream ends through fs.cancel (stream.end, under h.mu,
-	// where Shutdown and EndStreams call it), which also wakes it; its ctx
+	// under h.mu), which also wakes it; its ctx
 	// is the Handler's shared one, for logf, and the old one is dropped
 	// (nothing else ends it: takeover ended it, if at all, before now). An
-	// end of the old context carries over: Shutdown and EndStreams end a
-	// stream under h.mu, so one that came before the swap is seen here.
+	// end of the old context carries over, so one that came before the
+	// swap is seen here.
 	old := fs.st.ctx
 	h.mu.Lock()
 	fs.st.fast = fs
@@ -433,7 +433,7 @@ type fastStream struct {
 }
 
 // cancel ends the stream from the transport's side with cause (Shutdown,
-// EndStreams, a hang-up, a failed registration), the first one kept, and
+// the Server's End, a hang-up, a failed registration), the first one kept, and
 // wakes it: its Poller then ends it by that cause. It never blocks.
 func (fs *fastStream) cancel(cause error) {
 	if fs.cause.CompareAndSwap(nil, &cause) {

@@ -50,7 +50,7 @@ type hubEnv struct {
 	hubCloses atomic.Int32
 }
 
-func newHubEnv(t testing.TB, portable bool, hopts hub.Options, opts streamhttp.Options, sendBuffer int) *hubEnv {
+func newHubEnv(t testing.TB, portable bool, hopts hub.Options, opts config, sendBuffer int) *hubEnv {
 	t.Helper()
 	e := &hubEnv{closes: make(chan closed, 4096)}
 	hopts.OnClose = func(hub.CloseInfo) { e.hubCloses.Add(1) }
@@ -143,7 +143,7 @@ func notification(method, id string) string {
 func TestHubStreamsDeliver(t *testing.T) {
 	for _, p := range hubPaths {
 		t.Run(p.name, func(t *testing.T) {
-			e := newHubEnv(t, p.portable, hub.Options{}, streamhttp.Options{}, 0)
+			e := newHubEnv(t, p.portable, hub.Options{}, config{}, 0)
 			tools := e.dial(t, `"tools"`, `{"toolsListChanged":true}`, "", 0).open(t)
 			res := e.dial(t, `7`, `{"resourceSubscriptions":["file:///a"],"promptsListChanged":true}`, "", 0).open(t)
 			if p.portable {
@@ -184,7 +184,7 @@ func TestHubStreamsIdleGoroutines(t *testing.T) {
 	const n = 50
 	for _, p := range hubPaths {
 		t.Run(p.name, func(t *testing.T) {
-			e := newHubEnv(t, p.portable, hub.Options{}, streamhttp.Options{}, 0)
+			e := newHubEnv(t, p.portable, hub.Options{}, config{}, 0)
 			warm := e.dial(t, `"warm"`, `{"toolsListChanged":true}`, "", 0).open(t)
 			e.hub.ToolsListChanged()
 			warm.data(t)
@@ -218,7 +218,7 @@ func TestHubStreamsKeepAlive(t *testing.T) {
 	for _, p := range hubPaths {
 		t.Run(p.name, func(t *testing.T) {
 			kept := make(chan string, 64)
-			e := newHubEnv(t, p.portable, hub.Options{}, streamhttp.Options{
+			e := newHubEnv(t, p.portable, hub.Options{}, config{
 				KeepAlive:   20 * time.Millisecond,
 				OnKeepAlive: func(sub *listen.Subscription) { kept <- sub.ID().Raw() },
 			}, 0)
@@ -241,7 +241,7 @@ func TestHubStreamsKeepAlive(t *testing.T) {
 func TestHubStreamsHangUp(t *testing.T) {
 	for _, p := range hubPaths {
 		t.Run(p.name, func(t *testing.T) {
-			e := newHubEnv(t, p.portable, hub.Options{}, streamhttp.Options{}, 0)
+			e := newHubEnv(t, p.portable, hub.Options{}, config{}, 0)
 			stay := e.dial(t, `"stay"`, `{"toolsListChanged":true}`, "", 0).open(t)
 			gone := e.dial(t, `"gone"`, `{"toolsListChanged":true}`, "", 0).open(t)
 			require.NoError(t, gone.conn.Close())
@@ -249,7 +249,7 @@ func TestHubStreamsHangUp(t *testing.T) {
 			assert.Equal(t, "gone", c.id)
 			assert.ErrorIs(t, c.reason, listen.ErrDisconnected)
 			assert.EqualValues(t, 1, e.hubCloses.Load())
-			assert.Equal(t, streamhttp.Stats{Active: 1, Opened: 2, Closed: 1}, e.h.Stats())
+			assert.Equal(t, listen.Stats{Active: 1, Opened: 2, Closed: 1}, e.h.Server().Stats())
 			e.hub.ToolsListChanged()
 			assert.Equal(t, notification(spec.MethodToolsListChanged, `"stay"`), stay.data(t))
 		})
@@ -269,11 +269,11 @@ func TestTrailingBytesEndTheStream(t *testing.T) {
 	for _, p := range paths {
 		for _, when := range []string{"with the request", "after the acknowledgement"} {
 			t.Run(p.name+"/"+when, func(t *testing.T) {
-				e := newHubEnv(t, p.portable, hub.Options{}, streamhttp.Options{}, 0)
+				e := newHubEnv(t, p.portable, hub.Options{}, config{}, 0)
 				if p.name == "blocking source" {
 					// A Source whose streams block in Next.
 					src := listentest.NewSource()
-					e.h = newHandler(t, src, streamhttp.Options{
+					e.h = newHandler(t, src, config{
 						Listen:  listen.Options{Capabilities: caps()},
 						OnClose: func(sub *listen.Subscription, reason error) { e.closes <- closed{sub.ID().String(), reason} },
 					})
@@ -299,7 +299,7 @@ func TestTrailingBytesEndTheStream(t *testing.T) {
 				if err != nil {
 					assert.ErrorIs(t, err, syscall.ECONNRESET, "not a timeout")
 				}
-				assert.Equal(t, streamhttp.Stats{Active: 1, Opened: 2, Closed: 1}, e.h.Stats())
+				assert.Equal(t, listen.Stats{Active: 1, Opened: 2, Closed: 1}, e.h.Server().Stats())
 				_ = stay
 			})
 		}
@@ -312,7 +312,7 @@ func TestHubStreamsShutdown(t *testing.T) {
 	const n = 20
 	for _, p := range hubPaths {
 		t.Run(p.name, func(t *testing.T) {
-			e := newHubEnv(t, p.portable, hub.Options{}, streamhttp.Options{}, 0)
+			e := newHubEnv(t, p.portable, hub.Options{}, config{}, 0)
 			conns := make([]*rawListen, n)
 			for i := range conns {
 				conns[i] = e.dial(t, fmt.Sprintf(`"s%d"`, i), `{"toolsListChanged":true}`, "", 0).open(t)
@@ -325,7 +325,7 @@ func TestHubStreamsShutdown(t *testing.T) {
 			for range n {
 				assert.Equal(t, listen.ErrShutdown, recv(t, e.closes, "OnClose").reason)
 			}
-			assert.Equal(t, streamhttp.Stats{Opened: n, Closed: n, ShuttingDown: true}, e.h.Stats())
+			assert.Equal(t, listen.Stats{Opened: n, Closed: n, Draining: true}, e.h.Server().Stats())
 			assert.EqualValues(t, n, e.hubCloses.Load())
 			assert.Zero(t, streamhttp.FastStreams(e.h))
 		})
@@ -339,18 +339,18 @@ func TestHubStreamsEndOrder(t *testing.T) {
 	for _, p := range hubPaths {
 		t.Run(p.name, func(t *testing.T) {
 			var e *hubEnv
-			inOnClose := make(chan streamhttp.Stats, 1)
+			inOnClose := make(chan listen.Stats, 1)
 			release := make(chan struct{})
-			e = newHubEnv(t, p.portable, hub.Options{}, streamhttp.Options{
+			e = newHubEnv(t, p.portable, hub.Options{}, config{
 				OnClose: func(*listen.Subscription, error) {
-					inOnClose <- e.h.Stats()
+					inOnClose <- e.h.Server().Stats()
 					<-release
 				},
 			}, 0)
 			c := e.dial(t, `"o"`, `{}`, "", 0).open(t)
 			require.NoError(t, e.hub.Shutdown(context.Background()))
 			assert.Contains(t, c.data(t), `"resultType":"complete"`)
-			assert.Equal(t, streamhttp.Stats{Opened: 1, Closed: 1}, recv(t, inOnClose, "OnClose"))
+			assert.Equal(t, listen.Stats{Opened: 1, Closed: 1}, recv(t, inOnClose, "OnClose"))
 			// OnClose is blocked: the connection is still open (a read
 			// waits for its deadline instead of seeing the end).
 			require.NoError(t, c.conn.SetReadDeadline(time.Now().Add(50*time.Millisecond)))
@@ -373,7 +373,7 @@ func TestHubStreamsSlowReader(t *testing.T) {
 	pad := strings.Repeat("x", 32<<10)
 	for _, p := range hubPaths {
 		t.Run(p.name, func(t *testing.T) {
-			e := newHubEnv(t, p.portable, hub.Options{MaxBuffer: 2 * rounds}, streamhttp.Options{}, 16<<10)
+			e := newHubEnv(t, p.portable, hub.Options{MaxBuffer: 2 * rounds}, config{}, 16<<10)
 			slow := e.dial(t, `"slow"`, `{"toolsListChanged":true}`, "", 16<<10).open(t)
 			fast := e.dial(t, `"fast"`, `{"toolsListChanged":true}`, "", 0).open(t)
 			// Three bursts: each sends the slow client's stream to the slow
@@ -404,7 +404,7 @@ func TestHubStreamsStalledClient(t *testing.T) {
 	pad := strings.Repeat("x", 64<<10)
 	for _, p := range hubPaths {
 		t.Run(p.name, func(t *testing.T) {
-			e := newHubEnv(t, p.portable, hub.Options{}, streamhttp.Options{WriteTimeout: writeTimeout, KeepAlive: failsafe}, 16<<10)
+			e := newHubEnv(t, p.portable, hub.Options{}, config{WriteTimeout: writeTimeout, KeepAlive: failsafe}, 16<<10)
 			stalled := e.dial(t, `"stalled"`, `{"toolsListChanged":true}`, "", 16<<10)
 			readers := make([]*rawListen, 3)
 			for i := range readers {
@@ -446,12 +446,12 @@ func TestFastPathOnlyForHubStreamsTakenOver(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		src  listen.Source
-		opts streamhttp.Options
+		opts config
 		cfg  envConfig
 	}{
-		{"HTTP/2", h, streamhttp.Options{}, envConfig{http2: true}},
-		{"NoTakeover", h, streamhttp.Options{NoTakeover: true}, envConfig{}},
-		{"blocking Next", nil, streamhttp.Options{}, envConfig{}},
+		{"HTTP/2", h, config{}, envConfig{http2: true}},
+		{"NoTakeover", h, config{NoTakeover: true}, envConfig{}},
+		{"blocking Next", nil, config{}, envConfig{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var e *env

@@ -18,7 +18,6 @@ import (
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/spec"
-	"github.com/mcplisten/listen/streamhttp"
 )
 
 // Sub-resource listens (listen.Options.SubResources) over streamable HTTP,
@@ -62,10 +61,10 @@ func folderServer(t *testing.T, opts listen.Options, h2 bool) (*hub.Hub, *httpte
 	h, err := hub.New(hub.Options{MaxBuffer: 1000})
 	require.NoError(t, err)
 	opts.Capabilities = listen.Capabilities{ResourcesSubscribe: true}
-	handler, err := streamhttp.New(h, streamhttp.Options{
+	handler, err := (config{
 		Listen:       opts,
 		Authenticate: func(r *http.Request) (any, error) { return r.Header.Get("X-User"), nil },
-	})
+	}).build(h)
 	require.NoError(t, err)
 	ts := httptest.NewUnstartedServer(handler)
 	var client *http.Client
@@ -204,7 +203,7 @@ func TestFolderListenDoesNotRetainParams(t *testing.T) {
 		params = weak.Make(&req.Params[0])
 		return h.Open(ctx, req, supported)
 	})
-	handler, err := streamhttp.New(src, streamhttp.Options{
+	handler, err := (config{
 		Listen: listen.Options{
 			Capabilities:   listen.Capabilities{ResourcesSubscribe: true},
 			SubResources:   &listen.SubResources{},
@@ -214,7 +213,7 @@ func TestFolderListenDoesNotRetainParams(t *testing.T) {
 		},
 		MaxBodyBytes: 4 << 20,
 		Authenticate: func(r *http.Request) (any, error) { return r.Header.Get("X-User"), nil },
-	})
+	}).build(src)
 	require.NoError(t, err)
 	ts := httptest.NewServer(handler)
 	client := &http.Client{Transport: &http.Transport{}}

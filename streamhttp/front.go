@@ -57,7 +57,7 @@ const DefaultFrontMaxBodyBytes = 512 << 10
 //     "Invalid request: id must be at most <N> bytes" without an id, so
 //     that other never keeps nor repeats it.
 //
-// Refusals are reported to the *Handler's OnError. FrontWith chooses
+// Refusals are reported to the *Handler's Server (OnRefuse). FrontWith chooses
 // another check, or none, and other limits. The request line and headers,
 // read before Front runs, are the http.Server's to bound, for other as for
 // listens: set its ReadHeaderTimeout and MaxHeaderBytes (see Options).
@@ -121,7 +121,7 @@ func FrontWith(listenHandler, other http.Handler, opts FrontOptions) http.Handle
 		f.maxBody = DefaultFrontMaxBodyBytes
 	}
 	if f.maxID == 0 && f.h != nil {
-		f.maxID = f.h.opts.Listen.MaxIDBytes
+		f.maxID = f.h.srv.Options().MaxIDBytes
 	}
 	if f.maxID <= 0 {
 		f.maxID = wiremsg.DefaultMaxIDBytes
@@ -137,7 +137,7 @@ func FrontWith(listenHandler, other http.Handler, opts FrontOptions) http.Handle
 
 type front struct {
 	listen, other http.Handler
-	// h is listen, if it is a *Handler (its OnError hears of refusals).
+	// h is listen, if it is a *Handler (its Server's OnRefuse hears of refusals).
 	h *Handler
 	// check checks the requests for other; nil: none.
 	check       func(r *http.Request) error

@@ -32,8 +32,7 @@ func TestFrontListenKeepsNoBody(t *testing.T) {
 		inContext <- ctx.Value(frontKey{}) != nil
 		return nil
 	}
-	h, err := New(src, Options{NoTakeover: true, MaxBodyBytes: 4 << 20,
-		Listen: listen.Options{Capabilities: listen.Capabilities{ToolsListChanged: true}}})
+	h, err := New(listen.NewServer(src, listen.Options{Capabilities: listen.Capabilities{ToolsListChanged: true}}), Options{NoTakeover: true, MaxBodyBytes: 4 << 20})
 	require.NoError(t, err)
 	var body weak.Pointer[byte]
 	f := FrontWith(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -86,7 +86,7 @@ func TestFrontRoutesListenBodies(t *testing.T) {
 	// With a real listen Handler, a listen without its headers is refused by
 	// the listen Handler (RequireHeaders: -32020) and one with them opens.
 	src := listentest.NewSource()
-	h := newHandler(t, src, streamhttp.Options{Listen: listen.Options{Capabilities: caps()}, RequireHeaders: true})
+	h := newHandler(t, src, config{Listen: listen.Options{Capabilities: caps()}, RequireHeaders: true})
 	other := make(chan string, 1)
 	f := streamhttp.Front(h, routeMark("other", other))
 	for _, hdr := range []http.Header{
@@ -138,9 +138,9 @@ func TestFrontMessage(t *testing.T) {
 // and the listen path's -32600 message; the other handler never sees it.
 // Before, the other handler got the body unbounded.
 func TestFrontMaxBodyBytes(t *testing.T) {
-	var reported []int
-	h := newHandler(t, listentest.NewSource(), streamhttp.Options{
-		OnError: func(_ *http.Request, status int, _ error) { reported = append(reported, status) },
+	var reported []error
+	h := newHandler(t, listentest.NewSource(), config{
+		OnRefuse: func(_ *listen.Request, err error) { reported = append(reported, err) },
 	})
 	other := make(chan string, 1)
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"a":"` + strings.Repeat("a", 100) + `"}}}`
@@ -166,7 +166,8 @@ func TestFrontMaxBodyBytes(t *testing.T) {
 		resp.Body.Close()
 		assert.Equal(t, jsonrpc.CodeInvalidRequest, b.Error.Code)
 		assert.Equal(t, streamhttp.MsgBodyTooLarge, b.Error.Message)
-		assert.Equal(t, []int{http.StatusRequestEntityTooLarge}, reported)
+		require.Len(t, reported, 1)
+		assert.Equal(t, streamhttp.MsgBodyTooLarge, jsonrpc.AsError(reported[0], "").Message)
 	}
 	assert.Empty(t, other)
 	assert.Panics(t, func() { streamhttp.FrontWith(h, nil, streamhttp.FrontOptions{MaxBodyBytes: -1}) })
@@ -230,7 +231,7 @@ func TestFrontReadTimeout(t *testing.T) {
 			t.Run(proto+"/"+tt.name, func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
 					other := make(chan string, 1)
-					h := newHandler(t, listentest.NewSource(), streamhttp.Options{})
+					h := newHandler(t, listentest.NewSource(), config{})
 					l, tr, stopServer := newPipeFront(t, streamhttp.Front(h, routeMark("other", other)), proto == "HTTP/2")
 					stop := make(chan struct{})
 					ab := &attackBody{b: body, n: tt.n, interval: tt.interval, stop: stop}
@@ -297,7 +298,7 @@ func TestFrontReadDeadlineEndsWithTheBody(t *testing.T) {
 						http.NewResponseController(w).Flush()
 					}
 				}
-				h := newHandler(t, listentest.NewSource(), streamhttp.Options{})
+				h := newHandler(t, listentest.NewSource(), config{})
 				_, tr, stopServer := newPipeFront(t, streamhttp.Front(h, http.HandlerFunc(slow)), h2)
 				client := &http.Client{Transport: tr}
 				for _, method := range []string{http.MethodGet, http.MethodPost} {

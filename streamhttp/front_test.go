@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/streamhttp"
@@ -72,7 +73,7 @@ func TestFrontRouting(t *testing.T) {
 // Front protects every request it routes, not only listens: a cross-origin
 // browser request, a DNS-rebinding Host and a Host outside the listen
 // Handler's AllowedHosts are refused with 403 before the other handler sees
-// them, with the Handler's own rules (reported to its OnError); FrontWith
+// them, with the Handler's own rules (reported to its Server's OnRefuse); FrontWith
 // can choose another check or none. Before, only listens were checked: a
 // cross-site tools/call reached the other handler and ran.
 func TestFrontChecksEveryRequest(t *testing.T) {
@@ -81,14 +82,14 @@ func TestFrontChecksEveryRequest(t *testing.T) {
 		reached = append(reached, r.Header.Get("X-Case"))
 		w.WriteHeader(http.StatusOK)
 	})
-	var reported []int
-	h := newHandler(t, listentest.NewSource(), streamhttp.Options{
+	var reported []error
+	h := newHandler(t, listentest.NewSource(), config{
 		Listen:         listen.Options{Capabilities: caps()},
 		AllowedOrigins: []string{"https://app.example"},
-		OnError:        func(_ *http.Request, status int, _ error) { reported = append(reported, status) },
+		OnRefuse:       func(_ *listen.Request, err error) { reported = append(reported, err) },
 	})
 	withH := streamhttp.Front(h, other)
-	hosts := streamhttp.Front(newHandler(t, listentest.NewSource(), streamhttp.Options{AllowedHosts: []string{"mcp.example.com"}}), other)
+	hosts := streamhttp.Front(newHandler(t, listentest.NewSource(), config{AllowedHosts: []string{"mcp.example.com"}}), other)
 	wrapped := streamhttp.Front(http.HandlerFunc(h.ServeHTTP), other)
 	unchecked := streamhttp.FrontWith(h, other, streamhttp.FrontOptions{Unchecked: true})
 	custom := streamhttp.FrontWith(h, other, streamhttp.FrontOptions{CheckOrigin: func(r *http.Request) error {
@@ -150,7 +151,8 @@ func TestFrontChecksEveryRequest(t *testing.T) {
 			assert.Equal(t, "application/json", w.Header().Get("Content-Type"))
 			assert.JSONEq(t, `{"jsonrpc":"2.0","error":{"code":-32600,"message":"Forbidden: invalid Origin or Host"}}`, w.Body.String())
 			if tt.f == withH {
-				assert.Equal(t, []int{http.StatusForbidden}, reported, "reported to the Handler's OnError")
+				require.Len(t, reported, 1, "reported to the Server's OnRefuse")
+				assert.Equal(t, streamhttp.MsgForbidden, jsonrpc.AsError(reported[0], "").Message)
 			}
 		})
 	}
@@ -192,24 +194,22 @@ func TestNewErrors(t *testing.T) {
 	tests := []struct {
 		name string
 		src  listen.Source
-		opts streamhttp.Options
+		opts config
 		want string
 	}{
-		{"nil Source", nil, streamhttp.Options{}, "streamhttp: New needs a Source, got nil"},
-		{"negative MaxStreams", listentest.NewSource(), streamhttp.Options{MaxStreams: -1},
-			"streamhttp: invalid options: MaxStreams must not be negative (zero means the default), got -1"},
-		{"negative MaxBodyBytes", listentest.NewSource(), streamhttp.Options{MaxBodyBytes: -5},
+
+		{"negative MaxBodyBytes", listentest.NewSource(), config{MaxBodyBytes: -5},
 			"streamhttp: invalid options: MaxBodyBytes must not be negative (zero means the default), got -5"},
-		{"negative ReadTimeout", listentest.NewSource(), streamhttp.Options{ReadTimeout: -time.Second},
+		{"negative ReadTimeout", listentest.NewSource(), config{ReadTimeout: -time.Second},
 			"streamhttp: invalid options: ReadTimeout must not be negative (zero means the default), got -1s"},
-		{"negative KeepAlive", listentest.NewSource(), streamhttp.Options{KeepAlive: -time.Second},
+		{"negative KeepAlive", listentest.NewSource(), config{KeepAlive: -time.Second},
 			"streamhttp: invalid options: KeepAlive must not be negative (zero means the default), got -1s"},
-		{"negative WriteTimeout", listentest.NewSource(), streamhttp.Options{WriteTimeout: -1},
+		{"negative WriteTimeout", listentest.NewSource(), config{WriteTimeout: -1},
 			"streamhttp: invalid options: WriteTimeout must not be negative (zero means the default), got -1ns"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h, err := streamhttp.New(tt.src, tt.opts)
+			h, err := tt.opts.build(tt.src)
 			assert.Nil(t, h)
 			require.EqualError(t, err, tt.want)
 			if tt.src != nil {

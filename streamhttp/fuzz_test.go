@@ -145,7 +145,7 @@ func FuzzServeHTTPRequest(f *testing.F) {
 		f.Add([]byte(s), uint8(0))
 		f.Add([]byte(s), uint8(i*37))
 	}
-	h := newHandler(f, fuzzSource, streamhttp.Options{
+	h := newHandler(f, fuzzSource, config{
 		Listen: listen.Options{
 			Capabilities: caps(),
 			ServerInfo:   listen.Implementation{Name: "fuzz", Version: "1"},

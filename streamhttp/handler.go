@@ -3,17 +3,12 @@ package streamhttp
 import (
 	"context"
 	"errors"
-	"log"
-	"net"
 	"net/http"
-	"runtime/debug"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/mcplisten/listen"
-	"github.com/mcplisten/listen/internal/early"
-	"github.com/mcplisten/listen/internal/wiremsg"
 	"github.com/mcplisten/listen/jsonrpc"
 )
 
@@ -28,8 +23,8 @@ import (
 // # Goroutines and ownership
 //
 // ServeHTTP runs a listen in named steps: decode (the request checks above),
-// admit (a slot under MaxStreams), open (listen.OpenOwned on the Source),
-// serve, end. The first three, and OnOpen, run on the net/http goroutine of
+// admit (listen.Slot.Admit: the Server's limits), open (Slot.Open on the
+// Source), serve, end. The first three, and OnOpen, run on the net/http goroutine of
 // the request on every path. The stream is then served in one of three
 // ways:
 //
@@ -81,11 +76,11 @@ import (
 // ErrUnexpectedBytes, without reading further.
 //
 // Every path ends a stream in the same order: the subscription is closed
-// (Serve has returned, or the Poller is done); the stream's slot is freed
-// and Stats count it closed; OnClose runs (a panic in it is recovered and
-// logged to the http.Server's ErrorLog); the response ends (net/http ends
-// it after ServeHTTP returns, or the taken-over connection is closed); and
-// the stream is over for Shutdown. So a client that has seen its stream
+// (Serve has returned, or the Poller is done); the stream's slot is Done
+// (freed and counted in the Server's Stats, then OnClose, a panic in it
+// recovered and logged to the Server's Logger); the response ends
+// (net/http ends it after ServeHTTP returns, or the taken-over connection
+// is closed); and the stream is over for Shutdown. So a client that has seen its stream
 // end, and an OnClose hook, both find the slot free and Stats up to date;
 // http.Server.Shutdown, which does not track hijacked connections, waits
 // for none of this.
@@ -95,8 +90,8 @@ import (
 // contexts; each stream ends on its own goroutine.
 //
 // The stream owns its subscription (it is opened without an owner
-// context): however the stream ends (even by a panic in a hook, which then
-// goes on up to net/http), a subscription still open is closed (reason
+// context): however the stream ends (even by a panic, which then goes on
+// up to net/http), a subscription still open is closed (reason
 // Disconnected, cause listen.ErrOwnerGone), so a subscription never outlives
 // its stream. A client disconnect is seen through the stream's serving
 // context (the request's end, the reader of a taken-over connection, or the
@@ -108,48 +103,31 @@ import (
 // and completion. Once opened, a subscription keeps no reference to the
 // request or its body.
 type Handler struct {
-	src  listen.Source
+	srv  *listen.Server
 	opts Options
 	// checkOrigin is the Origin and Host check (see CheckOrigin).
 	checkOrigin func(r *http.Request) error
-	// retryAfter is the Retry-After value of a capacity refusal.
-	retryAfter string
 	// fast serves taken-over hub streams without a goroutine each (nil
 	// where unsupported; see fanout).
 	fast *fanout
 
 	mu sync.Mutex
-	// streams holds the listens that hold a slot (counted by MaxStreams and
-	// Stats.Active): admitted, being opened or streaming, each at its
-	// stream.slot (a slice: 8 bytes a stream, not a map entry's ~36). A
-	// stream leaves it when its subscription has ended, before OnClose.
-	streams streamSet
-	// pending holds the streams of the authenticated requests whose body is
-	// being read (decode), so that EndStreams also ends a listen that is
-	// admitted after it was called. admit moves a stream to streams, or
-	// drops it.
-	pending map[*stream]struct{}
-	// perKey counts the streams of each MaxStreamsPerKey key (entries are
-	// deleted at zero); nil without MaxStreamsPerKey.
-	perKey map[string]int
 	// live counts the admitted listens that are not over: a stream is over
-	// after OnClose has returned and its connection is let go (see end).
+	// after its slot is Done and its connection is let go (see end).
 	live         int
 	shuttingDown bool
 	// over is closed (under mu) once shutting down and live is zero.
 	over chan struct{}
-
-	opened, closed, refused uint64
-	ended                   [early.N]uint64 // by early.Index
 }
 
-// New returns a Handler that opens every listen on src, configured by opts
-// (copied; see Options for the defaults). It fails for a nil src, and, with
-// an error matching ErrInvalidOptions that names the field, for a negative
-// limit.
-func New(src listen.Source, opts Options) (*Handler, error) {
-	if src == nil {
-		return nil, errNilSource
+// New returns a Handler that serves the listens of srv over Streamable
+// HTTP, configured by opts (copied; see Options for the defaults). srv
+// holds the listen policy (admission, hooks, Stats, drain): see
+// listen.Server. It fails for a nil srv, and, with an error matching
+// ErrInvalidOptions that names the field, for a negative limit.
+func New(srv *listen.Server, opts Options) (*Handler, error) {
+	if srv == nil {
+		return nil, errNilServer
 	}
 	o, err := withDefaults(opts)
 	if err != nil {
@@ -160,16 +138,11 @@ func New(src listen.Source, opts Options) (*Handler, error) {
 		return nil, err
 	}
 	h := &Handler{
-		src:     src,
-		opts:    o,
-		pending: make(map[*stream]struct{}),
-		over:    make(chan struct{}),
+		srv:  srv,
+		opts: o,
+		over: make(chan struct{}),
 	}
 	h.fast = newFanout(h)
-	if o.MaxStreamsPerKey > 0 {
-		h.perKey = make(map[string]int)
-	}
-	h.retryAfter = strconv.FormatInt(int64((o.RetryAfter+time.Second-1)/time.Second), 10)
 	switch {
 	case o.CheckOrigin == nil:
 		h.checkOrigin = g.check
@@ -193,47 +166,13 @@ func New(src listen.Source, opts Options) (*Handler, error) {
 // protect other handlers of the same server the same way.
 func (h *Handler) CheckOrigin(r *http.Request) error { return h.checkOrigin(r) }
 
-var errNilSource = errors.New("streamhttp: New needs a Source, got nil")
+var errNilServer = errors.New("streamhttp: New needs a listen.Server, got nil")
 
-// Stats is a snapshot of a Handler's counters. A stream's end is counted
-// (Active decreased, Closed increased) at once, before its OnClose runs.
-type Stats struct {
-	// Active is the number of admitted listens: being opened or streaming.
-	Active int
-	// Opened counts the subscriptions opened since New.
-	Opened uint64
-	// Closed counts the subscriptions whose stream has ended.
-	Closed uint64
-	// Refused counts the listens refused for capacity: 503 over MaxStreams
-	// or during shutdown, 429 over MaxStreamsPerKey.
-	Refused uint64
-	// Revoked, Expired, Lifetime and FellBehind count, among Closed, the
-	// streams the server ended early, by reason (listen.ErrRevoked,
-	// ErrExpired, ErrLifetime, ErrFellBehind).
-	Revoked, Expired, Lifetime, FellBehind uint64
-	// ShuttingDown reports whether Shutdown was called.
-	ShuttingDown bool
-}
-
-// Stats returns the Handler's counters, all read at one instant.
-func (h *Handler) Stats() Stats {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return Stats{
-		Active:       len(h.streams.items),
-		Opened:       h.opened,
-		Closed:       h.closed,
-		Refused:      h.refused,
-		Revoked:      h.ended[0],
-		Expired:      h.ended[1],
-		Lifetime:     h.ended[2],
-		FellBehind:   h.ended[3],
-		ShuttingDown: h.shuttingDown,
-	}
-}
+// Server returns the listen.Server the Handler serves.
+func (h *Handler) Server() *listen.Server { return h.srv }
 
 // ServeHTTP serves one listen request in steps, each a method below: decode
-// (the request checks and the body), admit (a slot under MaxStreams), open
+// (the request checks and the body), admit (the Server's Slot.Admit), open
 // (the subscription, on the Source), serve (the stream, here or on the
 // goroutine of a taken-over connection) and end (the one order every
 // stream ends in). A request refused by a step is answered with a JSON-RPC
@@ -258,26 +197,24 @@ func (h *Handler) Stats() Stats {
 //	body not received within ReadTimeout         408  -32600 "Request timeout: the request body was not received in time"
 //	request ended once its body was read         nothing is written (an HTTP/2 stream reset after its listen, a client gone)
 //	malformed JSON / not a JSON-RPC request      400  -32700 "Parse error" / -32600
-//	id over Listen.MaxIDBytes (256 by default)   400  -32600 "Invalid request: id must be at most 256 bytes", no id
+//	id over MaxIDBytes (256 by default)          400  -32600 "Invalid request: id must be at most 256 bytes", no id
 //	Mcp-Method header ≠ body method              400  -32020 "Header mismatch: ..."
 //	a notification (no id), not a listen         202  accepted and ignored, no body
 //	another method                               404  -32601 "Method not found: <method>"
 //	listen without id                            400  -32600
 //	bad params (_meta, notifications)            400  -32602, the core's exact messages
 //	MCP-Protocol-Version header ≠ _meta version  400  -32020 "Header mismatch: ..."
-//	protocol version older than 2026-07-28       404  -32601 "Method not found: subscriptions/listen"
-//	any other unsupported protocol version       400  -32022 "Unsupported protocol version", data.supported/requested
-//	shutting down                                503  -32603 "Server is shutting down"
-//	over MaxStreamsPerKey (one client's share)   429  -32603 "Too many subscriptions open for this client", Retry-After
-//	over MaxStreams                              503  -32603 "Server subscription capacity exhausted", Retry-After
-//	listen.Open fails                            500 for -32603, 404 for -32601, else 400; the error as given
+//	the Server refuses (listen.Slot.Admit)       its error: 404 for an older protocol version, 400 for another
+//	                                             unsupported one, 503 while draining and over MaxStreams,
+//	                                             429 over MaxStreamsPerKey or a Quota (Retry-After on 503, 429)
+//	the open fails (listen.Slot.Open)            500 for -32603, 404 for -32601, else 400; the error as given
 //
 // The MCP-Protocol-Version and Mcp-Method headers are compared with the body
 // when present; Options.RequireHeaders also refuses their absence.
 // Last-Event-ID and Mcp-Session-Id are ignored and never echoed: streams are
 // not resumable and have no session.
 //
-// Options.Listen is what listen.Open narrows against: the requested filter
+// The Server's options are what the listen is narrowed against: the requested filter
 // keeps only what the capabilities advertise, and CanRead leaves out the
 // resource URIs the caller may not read (they are missing from the
 // acknowledgement; it is not an error). The Source gets the request with
@@ -302,16 +239,19 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // already left (see gone); nothing is left of it then.
 func (h *Handler) admitAndServe(w http.ResponseWriter, r *http.Request, st *stream, req *listen.Request) *reply {
 	if gone(r) {
-		h.unpend(st)
+		st.slot.Done(nil)
 		st.stop()
 		return noReply()
 	}
-	if f := h.admit(st, r, req.ID); f != nil {
+	if err := st.slot.Admit(r.Context(), req); err != nil {
 		st.stop()
-		return f
+		return h.refusal(req.ID, err)
 	}
-	// A panic from here on (such as one in OnOpen) ends the stream as if
-	// its request had ended, then goes on up to net/http.
+	h.mu.Lock()
+	h.live++
+	h.mu.Unlock()
+	// A panic from here on ends the stream as if its request had ended,
+	// then goes on up to net/http.
 	defer h.abandonOnPanic(st)
 	if f := h.open(st, r, req); f != nil {
 		h.end(st, nil, nil)
@@ -321,38 +261,15 @@ func (h *Handler) admitAndServe(w http.ResponseWriter, r *http.Request, st *stre
 	return nil
 }
 
-// admit takes a stream slot for st, the stream of request r, or refuses:
-// with 503 when the Handler is shutting down, with 429 when st's key holds
-// MaxStreamsPerKey streams, with 503 at MaxStreams. Either way st leaves
-// pending. The capacity refusals carry Retry-After.
-func (h *Handler) admit(st *stream, r *http.Request, id jsonrpc.ID) *reply {
-	var key string
-	if h.perKey != nil {
-		key = h.streamKey(r, st.auth()) // application code: not under mu
+// refusal is the reply to a listen the Server refused (Admit, Open):
+// already reported to OnRefuse.
+func (h *Handler) refusal(id jsonrpc.ID, err error) *reply {
+	status, after := h.srv.Refusal(err)
+	f := refuse(status, id, jsonrpc.AsError(err, "Internal error"))
+	f.reported = true
+	if after > 0 {
+		f.header = http.Header{"Retry-After": {strconv.FormatInt(int64((after+time.Second-1)/time.Second), 10)}}
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	delete(h.pending, st)
-	var f *reply
-	switch {
-	case h.shuttingDown:
-		f = refuse(http.StatusServiceUnavailable, id, jsonrpc.NewError(jsonrpc.CodeInternalError, MsgShuttingDown).WithCause(listen.ErrShutdown))
-	case h.perKey != nil && h.perKey[key] >= h.opts.MaxStreamsPerKey:
-		f = refuse(http.StatusTooManyRequests, id, jsonrpc.NewError(jsonrpc.CodeInternalError, MsgTooManyStreams).WithCause(listen.ErrOverloaded))
-		f.header = http.Header{"Retry-After": {h.retryAfter}}
-	case len(h.streams.items) >= h.opts.MaxStreams:
-		f = refuse(http.StatusServiceUnavailable, id, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.CapacityExhausted).WithCause(listen.ErrOverloaded))
-		f.header = http.Header{"Retry-After": {h.retryAfter}}
-	default:
-		h.streams.add(st)
-		h.live++
-		if h.perKey != nil {
-			h.perKey[key]++
-			st.key, st.keyed = key, true
-		}
-		return nil
-	}
-	h.refused++
 	return f
 }
 
@@ -364,83 +281,35 @@ func (h *Handler) admit(st *stream, r *http.Request, id jsonrpc.ID) *reply {
 // open would run, and the acknowledgement be shaped, for nobody).
 func gone(r *http.Request) bool { return r.Context().Err() != nil }
 
-// streamKey returns the MaxStreamsPerKey key of request r: StreamKey's, or
-// by default the client's IP address.
-func (h *Handler) streamKey(r *http.Request, auth any) string {
-	if h.opts.StreamKey != nil {
-		return h.opts.StreamKey(r, auth)
-	}
-	return RemoteIP(r)
-}
-
-// RemoteIP returns the IP address of r's client, from r.RemoteAddr without
-// its port (r.RemoteAddr itself if it has none): the default
-// Options.StreamKey. Behind a reverse proxy it is the proxy's address.
-func RemoteIP(r *http.Request) string {
-	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
-		return host
-	}
-	return r.RemoteAddr
-}
-
-// pend registers the stream of the authenticated request r (whose body is
-// about to be read) for EndStreams, and returns it.
-func (h *Handler) pend(r *http.Request, auth any, expires time.Time) *stream {
-	st := newStream(r)
-	if auth != nil || !expires.IsZero() {
-		st.cred = &credential{auth: auth, expires: expires}
-	}
-	h.mu.Lock()
-	h.pending[st] = struct{}{}
-	h.mu.Unlock()
-	return st
-}
-
-// unpend forgets st, a stream whose request was refused before admit.
-func (h *Handler) unpend(st *stream) {
-	h.mu.Lock()
-	delete(h.pending, st)
-	h.mu.Unlock()
-}
-
 // open opens st's subscription for req. The request's context reaches
 // Source.Open, CanRead and the extension hooks, so a slow open sees the
-// client leave; st owns the subscription afterwards (see stream.stop). Once open,
-// neither the request nor its body is referenced: the subscription kept
-// copies of what it serves.
+// client leave; st owns the subscription afterwards (see stream.stop). Once
+// open, neither the request nor its body is referenced: the subscription
+// kept copies of what it serves.
 func (h *Handler) open(st *stream, r *http.Request, req *listen.Request) *reply {
 	if gone(r) {
 		return noReply()
 	}
-	if st.cred != nil {
-		req.Expiry = st.cred.expires // the core ends the stream then (ErrExpired)
-	}
-	sub, err := listen.OpenOwned(r.Context(), context.Background(), h.src, req, &h.opts.Listen)
+	req.Expiry = st.expires // the core ends the stream then (ErrExpired)
+	sub, err := st.slot.Open(r.Context(), context.Background(), req)
 	if err != nil {
 		if r.Context().Err() != nil {
 			// The client left while the source was opening: there is
 			// nobody to answer, and it is not a server error.
 			return noReply()
 		}
-		we := jsonrpc.AsError(err, "Internal error")
-		return refuse(statusOf(we.Code), req.ID, we)
+		return h.refusal(req.ID, err)
 	}
 	st.sub = sub
-	h.mu.Lock()
-	h.opened++
-	h.mu.Unlock()
 	return nil
 }
 
-// serve reports the open stream to OnOpen and serves it: an HTTP/1.x
+// serve serves the open stream: an HTTP/1.x
 // stream, once its connection is taken over, on the Handler's fanout (on
 // Linux, a stream with a listen.Poller: no goroutine while idle; see
 // takenOver.start) or on a goroutine of its own (this goroutine then
 // returns at once); any other here.
 func (h *Handler) serve(st *stream, w http.ResponseWriter, r *http.Request) {
-	if h.opts.OnOpen != nil {
-		h.opts.OnOpen(st.sub)
-	}
 	if !h.opts.NoTakeover && r.ProtoMajor == 1 {
 		if t := h.takeover(st, w, r); t != nil {
 			t.start(h)
@@ -487,38 +356,18 @@ func setStreamHeaders(hdr http.Header) {
 // end ends st, whose subscription has ended with reason (or was never
 // opened: no reason). Every path ends a stream in this order:
 //
-//  1. its slot is freed and, if it was opened, it is counted closed (Stats);
-//  2. OnClose runs, if it was opened (a panic in it is recovered and
-//     logged);
-//  3. letGo, if not nil, lets go of a taken-over connection (closes it and
+//  1. its slot is Done: freed and counted (Stats), then OnClose runs, if
+//     it was opened (see listen.Slot.Done);
+//  2. letGo, if not nil, lets go of a taken-over connection (closes it and
 //     waits for its reader); inside net/http, the response ends when
 //     ServeHTTP returns, just after end;
-//  4. the stream is over: Shutdown stops waiting for it.
+//  3. the stream is over: Shutdown stops waiting for it.
 func (h *Handler) end(st *stream, reason error, letGo func()) {
 	st.stop()
-	h.mu.Lock()
-	h.streams.remove(st)
-	if st.keyed {
-		if h.perKey[st.key]--; h.perKey[st.key] <= 0 {
-			delete(h.perKey, st.key)
-		}
-		st.keyed = false
-	}
-	if st.sub != nil {
-		h.closed++
-		if i := early.Index(reason); i >= 0 {
-			h.ended[i]++
-		}
-	}
-	h.mu.Unlock()
-
-	if st.sub != nil {
-		h.onClose(st, reason)
-	}
+	st.slot.Done(reason)
 	if letGo != nil {
 		letGo()
 	}
-
 	h.mu.Lock()
 	h.live--
 	if h.shuttingDown && h.live == 0 {
@@ -527,24 +376,8 @@ func (h *Handler) end(st *stream, reason error, letGo func()) {
 	h.mu.Unlock()
 }
 
-// onClose calls Options.OnClose. A panic in it is recovered and logged (to
-// the http.Server's ErrorLog, as net/http logs a panicking handler): the
-// stream has already ended, and on a taken-over connection nothing else
-// would recover it.
-func (h *Handler) onClose(st *stream, reason error) {
-	if h.opts.OnClose == nil {
-		return
-	}
-	defer func() {
-		if v := recover(); v != nil && v != http.ErrAbortHandler {
-			logf(st.ctx, "streamhttp: panic in OnClose of listen %s: %v\n%s", st.sub.ID().Raw(), v, debug.Stack())
-		}
-	}()
-	h.opts.OnClose(st.sub, reason)
-}
-
 // abandonOnPanic, deferred while st is served on the request's goroutine,
-// ends st when a panic (such as one in OnOpen) unwinds it, then lets the
+// ends st when a panic unwinds it, then lets the
 // panic go on: st.stop closes the subscription (reason Disconnected, cause
 // listen.ErrOwnerGone), and st ends as usual.
 func (h *Handler) abandonOnPanic(st *stream) {
@@ -562,26 +395,14 @@ func (h *Handler) abandonOnPanic(st *stream) {
 	panic(v)
 }
 
-// logf logs to the http.Server's ErrorLog, if ctx (a request's) has one,
-// else to the log package's standard logger.
-func logf(ctx context.Context, format string, args ...any) {
-	if srv, ok := ctx.Value(http.ServerContextKey).(*http.Server); ok && srv.ErrorLog != nil {
-		srv.ErrorLog.Printf(format, args...)
-		return
-	}
-	log.Printf(format, args...)
-}
-
-// Shutdown ends every stream gracefully and waits for them: new listens are
-// refused with 503 (-32603 "Server is shutting down"); every open stream is
-// sent its completion result and closed with reason listen.ErrShutdown (a
-// listen still being opened is acknowledged, then completed); and Shutdown
-// returns nil once every stream, on every path (HTTP/2, NoTakeover and
+// Shutdown drains the Handler's Server (listen.Server.Shutdown: new
+// listens are refused with 503 and Retry-After, every open stream gets its
+// completion, paced over listen.Options.DrainWindow if set) and waits until
+// every stream of this Handler, on every path (HTTP/2, NoTakeover and
 // taken-over HTTP/1.x connections), has written its completion and ended,
 // OnClose included. If ctx ends first, Shutdown returns ctx's error and the
 // streams go on ending on their own, each within one write timeout of its
-// completion write; with a ctx that has already ended, Shutdown only starts
-// the shutdown.
+// completion write.
 //
 // Shutdown is idempotent: a later call waits again. The Handler is not
 // reusable after it. http.Server.Shutdown does not wait for streams (it
@@ -591,22 +412,18 @@ func (h *Handler) Shutdown(ctx context.Context) error {
 	h.mu.Lock()
 	if !h.shuttingDown {
 		h.shuttingDown = true
-		for _, st := range h.streams.items {
-			st.end(listen.ErrShutdown)
-		}
 		if h.live == 0 {
 			close(h.over)
 		}
 	}
 	h.mu.Unlock()
+	if err := h.srv.Shutdown(ctx); err != nil {
+		return err
+	}
 	select {
 	case <-h.over:
-	default:
-		select {
-		case <-h.over:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 	if h.fast != nil {
 		return h.fast.wait(ctx) // its goroutines end with its last stream

@@ -56,10 +56,10 @@ func TestListenIDBound(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var reported []int
-			e := newEnv(t, nil, &streamhttp.Options{
-				Listen:  listen.Options{MaxIDBytes: tt.max},
-				OnError: func(_ *http.Request, status int, _ error) { reported = append(reported, status) },
+			var reported []error
+			e := newEnv(t, nil, &config{
+				Listen:   listen.Options{MaxIDBytes: tt.max},
+				OnRefuse: func(_ *listen.Request, err error) { reported = append(reported, err) },
 			}, envConfig{})
 			resp := e.do(t, http.MethodPost, listenBody(tt.id, `{"toolsListChanged":true}`), listenHeaders())
 			if tt.accept {
@@ -74,7 +74,7 @@ func TestListenIDBound(t *testing.T) {
 			raw, err := io.ReadAll(resp.Body)
 			require.NoError(t, err)
 			assert.Equal(t, idTooLarge(max(tt.max, 256)), string(raw), "-32600 without an id")
-			assert.Equal(t, []int{http.StatusBadRequest}, reported)
+			assert.Len(t, reported, 1, "reported to OnRefuse")
 			assert.Empty(t, e.src.Streams(), "the source is not opened")
 		})
 	}
@@ -122,7 +122,7 @@ func TestFrontIDBound(t *testing.T) {
 
 	// The bound follows the listen Handler's, or FrontOptions.MaxIDBytes.
 	body := `{"jsonrpc":"2.0","id":` + strID(600) + `,"method":"tools/call"}`
-	wide := newHandler(t, listentest.NewSource(), streamhttp.Options{Listen: listen.Options{MaxIDBytes: 1000}})
+	wide := newHandler(t, listentest.NewSource(), config{Listen: listen.Options{MaxIDBytes: 1000}})
 	for _, tt := range []struct {
 		name string
 		f    http.Handler

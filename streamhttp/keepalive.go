@@ -1,6 +1,9 @@
 package streamhttp
 
-import "github.com/mcplisten/listen"
+import (
+	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/internal/safe"
+)
 
 // pinger returns ping, reporting each keep-alive it wrote to
 // Options.OnKeepAlive when that is set.
@@ -13,10 +16,7 @@ func (h *Handler) pinger(sub *listen.Subscription, ping func() error) func() err
 		if err := ping(); err != nil {
 			return err
 		}
-		func() {
-			defer func() { _ = recover() }()
-			hook(sub)
-		}()
+		_ = safe.Call(func() { hook(sub) })
 		return nil
 	}
 }

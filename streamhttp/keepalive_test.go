@@ -15,7 +15,6 @@ import (
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/internal/testkit"
 	"github.com/mcplisten/listen/listentest"
-	"github.com/mcplisten/listen/streamhttp"
 )
 
 // OnKeepAlive is told about every keep-alive comment written, with the
@@ -32,7 +31,7 @@ func TestOnKeepAlive(t *testing.T) {
 				var mu sync.Mutex
 				var ids []string
 				src := listentest.NewSource()
-				h, err := streamhttp.New(src, streamhttp.Options{
+				h, err := (config{
 					Listen:     listen.Options{Capabilities: caps()},
 					KeepAlive:  time.Second,
 					NoTakeover: noTakeover,
@@ -45,7 +44,7 @@ func TestOnKeepAlive(t *testing.T) {
 							panic("a broken hook")
 						}
 					},
-				})
+				}).build(src)
 				require.NoError(t, err)
 				l := testkit.NewPipeListener()
 				srv := &http.Server{Handler: h}

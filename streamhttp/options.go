@@ -3,21 +3,15 @@ package streamhttp
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"slices"
 	"time"
 
 	"github.com/mcplisten/listen"
-	"github.com/mcplisten/listen/spec"
 )
 
 // Defaults of Options. A zero field of Options means its default.
 const (
-	// DefaultMaxStreams is the default Options.MaxStreams: the number of
-	// listens one Handler serves at once (the TypeScript and Python SDKs
-	// use the same figure).
-	DefaultMaxStreams = 1024
 	// DefaultMaxBodyBytes is the default Options.MaxBodyBytes (256 KiB):
 	// twice the largest filter the core accepts by default
 	// (listen.Options.MaxFilterBytes, 128 KiB), room for the rest of a
@@ -25,8 +19,6 @@ const (
 	DefaultMaxBodyBytes = 256 << 10
 	// DefaultReadTimeout is the default Options.ReadTimeout.
 	DefaultReadTimeout = 10 * time.Second
-	// DefaultRetryAfter is the default Options.RetryAfter.
-	DefaultRetryAfter = 5 * time.Second
 	// DefaultKeepAlive is the default Options.KeepAlive.
 	DefaultKeepAlive = 15 * time.Second
 	// DefaultWriteTimeout is the default Options.WriteTimeout.
@@ -40,9 +32,6 @@ const (
 //
 // # Limits and defaults
 //
-//	MaxStreams        1024     concurrent listens; 503 over it, checked before the Source is opened
-//	MaxStreamsPerKey  off      concurrent listens per StreamKey; 429 over it
-//	RetryAfter        5 s      Retry-After of the 503 and 429 capacity refusals
 //	MaxBodyBytes      256 KiB  request body; 413 over it
 //	ReadTimeout       10 s     reading the request, up to the end of its body; 408 over it
 //	KeepAlive         15 s     idle time before a keep-alive comment
@@ -88,51 +77,12 @@ const (
 //	}
 //
 // and bound one client's listens across its connections with
-// MaxStreamsPerKey. (golang.org/x/net/http2.Server has the same fields.)
+// listen.Options.MaxStreamsPerKey. (golang.org/x/net/http2.Server has the
+// same fields.)
 // The other HTTP2Config defaults fit listens: a listen's body is at most
 // MaxBodyBytes, and net/http's receive windows bound what a connection
 // buffers.
 type Options struct {
-	// Listen describes the server to the core: the capabilities the requested
-	// filter is narrowed against, the server info of the completion result,
-	// the extensions and the CanRead policy (see listen.Options). Its
-	// Capabilities must be exactly what the server advertises in
-	// server/discover (see listen.CapabilitiesFrom). The zero value advertises
-	// nothing, so every listen is acknowledged with an empty filter.
-	Listen listen.Options
-
-	// MaxStreams is the most listens served at once, counted from the moment
-	// a valid listen is admitted (before its Source is opened) until its
-	// response ends. A listen over the limit is refused before its Source is
-	// opened: 503 with -32603 "Server subscription capacity exhausted" and
-	// Retry-After (see RetryAfter). Zero means DefaultMaxStreams (1024); a
-	// negative value is an error. See MaxStreamsPerKey for a per-client
-	// share.
-	MaxStreams int
-
-	// MaxStreamsPerKey, if positive, is the most listens served at once for
-	// one key (see StreamKey), so that one client cannot take every
-	// MaxStreams slot. A listen over it is refused before its Source is
-	// opened: 429 with -32603 "Too many subscriptions open for this client"
-	// and Retry-After. Zero means no per-key limit; a negative value is an
-	// error.
-	MaxStreamsPerKey int
-
-	// StreamKey returns the key a listen counts against under
-	// MaxStreamsPerKey: the principal, for one. It gets the request and
-	// what Authenticate returned for it (nil without Authenticate), is
-	// called once per listen before it is admitted, and must be safe for
-	// concurrent use. Nil means RemoteIP: the client's IP address, which
-	// behind a reverse proxy or a NAT is shared by many clients (key by the
-	// principal, or by a forwarded address you trust, instead).
-	StreamKey func(r *http.Request, auth any) string
-
-	// RetryAfter is the Retry-After header (in whole seconds, rounded up)
-	// of the capacity refusals: 503 over MaxStreams, 429 over
-	// MaxStreamsPerKey. Zero means DefaultRetryAfter (5 s); a negative value
-	// is an error.
-	RetryAfter time.Duration
-
 	// MaxBodyBytes bounds the request body. A larger body is refused with 413
 	// and -32600 "Request body too large". Zero means DefaultMaxBodyBytes
 	// (256 KiB); a negative value is an error.
@@ -247,36 +197,6 @@ type Options struct {
 	// net/http.
 	NoTakeover bool
 
-	// SupportedVersions is the "supported" list of an unsupported-version
-	// error (-32022). Nil means spec.SupportedProtocolVersions.
-	SupportedVersions []string
-
-	// OnOpen, if set, is called once a subscription is open, before its
-	// acknowledgement is written, on the request's goroutine (on every
-	// path). A panic in it ends the stream (the subscription is closed as
-	// Disconnected, OnClose runs) and goes on up to net/http, as a panic in
-	// any handler does.
-	OnOpen func(sub *listen.Subscription)
-
-	// OnClose, if set, is called once for every subscription that was
-	// opened, after its stream has ended, with the reason it was closed with
-	// (see listen.Classify): ErrComplete, ErrShutdown, a Disconnected or a
-	// Failed reason. It runs on the goroutine that served the stream: the
-	// request's (HTTP/2, NoTakeover), or a goroutine of the Handler's for a
-	// taken-over HTTP/1.x connection. On every path the stream's slot is
-	// already free and counted in Stats when it runs, and the response ends
-	// (the client sees the end of the stream) only after it has returned;
-	// Shutdown returns nil only after every OnClose has returned. A panic in
-	// it is recovered and logged to the http.Server's ErrorLog (or the log
-	// package's standard logger), on every path.
-	OnClose func(sub *listen.Subscription, reason error)
-
-	// OnError, if set, is called for every request answered with an error
-	// status, with that status and the error sent (a *jsonrpc.Error). An
-	// internal error's cause (errors.Unwrap) tells the server what the
-	// client is not told. It runs before the response is written.
-	OnError func(r *http.Request, status int, err error)
-
 	// OnKeepAlive, if set, is called after each keep-alive comment was
 	// written to a stream (see KeepAlive), on the goroutine that serves the
 	// stream: on Linux, for a taken-over hub stream, that is a writer loop
@@ -293,7 +213,7 @@ type AuthError struct {
 	// Header holds headers to add to the response, such as
 	// WWW-Authenticate.
 	Header http.Header
-	// Err is the underlying error, for OnError and logs; it is not sent.
+	// Err is the underlying error, for OnRefuse and logs; it is not sent.
 	Err error
 }
 
@@ -321,11 +241,8 @@ func withDefaults(o Options) (Options, error) {
 		negative bool
 		value    any
 	}{
-		{"MaxStreams", o.MaxStreams < 0, o.MaxStreams},
 		{"MaxBodyBytes", o.MaxBodyBytes < 0, o.MaxBodyBytes},
 		{"ReadTimeout", o.ReadTimeout < 0, o.ReadTimeout},
-		{"MaxStreamsPerKey", o.MaxStreamsPerKey < 0, o.MaxStreamsPerKey},
-		{"RetryAfter", o.RetryAfter < 0, o.RetryAfter},
 		{"KeepAlive", o.KeepAlive < 0, o.KeepAlive},
 		{"WriteTimeout", o.WriteTimeout < 0, o.WriteTimeout},
 	} {
@@ -333,14 +250,8 @@ func withDefaults(o Options) (Options, error) {
 			return Options{}, fmt.Errorf("%w: %s must not be negative (zero means the default), got %v", ErrInvalidOptions, f.name, f.value)
 		}
 	}
-	if o.MaxStreams == 0 {
-		o.MaxStreams = DefaultMaxStreams
-	}
 	if o.MaxBodyBytes == 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if o.RetryAfter == 0 {
-		o.RetryAfter = DefaultRetryAfter
 	}
 	if o.ReadTimeout == 0 {
 		o.ReadTimeout = DefaultReadTimeout
@@ -356,10 +267,5 @@ func withDefaults(o Options) (Options, error) {
 	}
 	o.AllowedHosts = slices.Clone(o.AllowedHosts)
 	o.AllowedOrigins = slices.Clone(o.AllowedOrigins)
-	if o.SupportedVersions == nil {
-		o.SupportedVersions = spec.SupportedProtocolVersions
-	}
-	o.SupportedVersions = slices.Clone(o.SupportedVersions)
-	o.Listen.Capabilities.Extensions = maps.Clone(o.Listen.Capabilities.Extensions)
 	return o, nil
 }

@@ -34,7 +34,7 @@ func DefaultCheckOrigin(r *http.Request) error { return defaultGuard.check(r) }
 
 var defaultGuard = &originGuard{}
 
-// Errors of the origin checks: the cause of a 403 (see Options.OnError).
+// Errors of the origin checks: the cause of a 403 (see listen.Options.OnRefuse).
 var (
 	errRebinding      = errors.New("streamhttp: non-loopback Host on a loopback address")
 	errHostNotAllowed = errors.New("streamhttp: Host not in AllowedHosts")

@@ -40,7 +40,7 @@ var servePaths = []struct {
 }
 
 // pathEnv serves a hub with opts on one serve path.
-func pathEnv(t *testing.T, path int, hopts hub.Options, opts streamhttp.Options) (*env, *hub.Hub) {
+func pathEnv(t *testing.T, path int, hopts hub.Options, opts config) (*env, *hub.Hub) {
 	t.Helper()
 	p := servePaths[path]
 	h, err := hub.New(hopts)
@@ -106,7 +106,7 @@ func TestRevokedPrincipalsStreamsEnd(t *testing.T) {
 					}
 					return nil
 				}}
-				e, h := pathEnv(t, i, hub.Options{}, streamhttp.Options{
+				e, h := pathEnv(t, i, hub.Options{}, config{
 					Authenticate: byUser,
 					Listen:       listen.Options{Capabilities: caps(), Access: access, EndWithError: withError},
 				})
@@ -121,7 +121,7 @@ func TestRevokedPrincipalsStreamsEnd(t *testing.T) {
 				bob.end(t)
 				c := recv(t, e.closes, "OnClose")
 				assert.ErrorIs(t, c.reason, listen.ErrRevoked)
-				assert.Equal(t, uint64(1), e.h.Stats().Revoked)
+				assert.Equal(t, uint64(1), e.h.Server().Stats().Revoked)
 
 				h.ToolsListChanged()
 				assert.Equal(t, spec.MethodToolsListChanged, alice.message(t)["method"], "alice's stream goes on")
@@ -136,7 +136,7 @@ func TestRevokedPrincipalsStreamsEnd(t *testing.T) {
 func TestRecheckAndLifetimeKeepIdleStreamsGoroutineFree(t *testing.T) {
 	const n = 50
 	access := &listen.Access{Every: time.Hour, Check: func(context.Context, any) error { return nil }}
-	e := newHubEnv(t, false, hub.Options{}, streamhttp.Options{
+	e := newHubEnv(t, false, hub.Options{}, config{
 		Listen: listen.Options{Access: access, MaxLifetime: time.Hour},
 	}, 0)
 	warm := e.dial(t, `"warm"`, `{"toolsListChanged":true}`, "", 0).open(t)
@@ -163,7 +163,7 @@ func TestDeliveryCheckDropsWhatThePrincipalMayNotRead(t *testing.T) {
 			var mu sync.Mutex
 			denied := map[string]bool{}
 			access := &listen.Access{Deliver: true}
-			e, h := pathEnv(t, i, hub.Options{}, streamhttp.Options{
+			e, h := pathEnv(t, i, hub.Options{}, config{
 				Authenticate: byUser,
 				Listen: listen.Options{Capabilities: caps(), Access: access,
 					CanRead: func(_ context.Context, req *listen.Request, uri string) bool {
@@ -196,7 +196,7 @@ func TestLifetimeEndsTheStreamWithTheCompletion(t *testing.T) {
 	const lifetime, jitter = 300 * time.Millisecond, 100 * time.Millisecond
 	for i, p := range servePaths {
 		t.Run(p.name, func(t *testing.T) {
-			e, _ := pathEnv(t, i, hub.Options{}, streamhttp.Options{
+			e, _ := pathEnv(t, i, hub.Options{}, config{
 				Listen: listen.Options{Capabilities: caps(), MaxLifetime: lifetime, LifetimeJitter: jitter},
 			})
 			start := time.Now()
@@ -205,7 +205,7 @@ func TestLifetimeEndsTheStreamWithTheCompletion(t *testing.T) {
 			assert.GreaterOrEqual(t, time.Since(start), lifetime-jitter)
 			s.end(t)
 			assert.ErrorIs(t, recv(t, e.closes, "OnClose").reason, listen.ErrLifetime)
-			assert.Equal(t, uint64(1), e.h.Stats().Lifetime)
+			assert.Equal(t, uint64(1), e.h.Server().Stats().Lifetime)
 		})
 	}
 }
@@ -214,7 +214,7 @@ func TestLifetimeEndsTheStreamWithTheCompletion(t *testing.T) {
 func TestScopedPublicationsReachTheirTenantOverHTTP(t *testing.T) {
 	for i, p := range servePaths {
 		t.Run(p.name, func(t *testing.T) {
-			e, h := pathEnv(t, i, hub.Options{}, streamhttp.Options{
+			e, h := pathEnv(t, i, hub.Options{}, config{
 				Authenticate: byUser,
 				Listen: listen.Options{Capabilities: caps(),
 					Scopes: func(req *listen.Request) []string { return []string{"tenant:" + req.Auth.(string)} }},
@@ -238,7 +238,7 @@ func TestFellBehindEndsTheStreamOverHTTP(t *testing.T) {
 		t.Run(p.name, func(t *testing.T) {
 			overflowed := make(chan struct{}, 1)
 			e, h := pathEnv(t, i, hub.Options{MaxBuffer: 4, Overflow: hub.EndListener, OnOverflow: endedHook(overflowed)},
-				streamhttp.Options{WriteTimeout: failsafe, Listen: listen.Options{Capabilities: caps()}})
+				config{WriteTimeout: failsafe, Listen: listen.Options{Capabilities: caps()}})
 			s := e.listenAs(t, "slow", "", `{"toolsListChanged":true}`)
 			// Publish until the hub ends the listener: the client reads
 			// nothing meanwhile, so the socket buffers fill up, then the
@@ -263,13 +263,12 @@ func TestFellBehindEndsTheStreamOverHTTP(t *testing.T) {
 				break
 			}
 			assert.ErrorIs(t, recv(t, e.closes, "OnClose").reason, listen.ErrFellBehind)
-			assert.Equal(t, uint64(1), e.h.Stats().FellBehind)
+			assert.Equal(t, uint64(1), e.h.Server().Stats().FellBehind)
 		})
 	}
 }
 
-// endedHook returns an OnOverflow that signals on ch when a publication
-// ended a listener.
+// endedHook signals when a publication ended a listener.
 func endedHook(ch chan struct{}) func(hub.OverflowInfo) {
 	return func(i hub.OverflowInfo) {
 		if i.Ended > 0 {
@@ -290,7 +289,7 @@ func TestAttachDetachOverHTTP(t *testing.T) {
 			e, _ := pathEnv(t, i, hub.Options{
 				OnAttach: func(w hub.Watch) { events <- "+" + w.URI },
 				OnDetach: func(w hub.Watch) { events <- "-" + w.URI },
-			}, streamhttp.Options{Listen: listen.Options{Capabilities: caps()}})
+			}, config{Listen: listen.Options{Capabilities: caps()}})
 			s := e.listenAs(t, "w", "", `{"resourceSubscriptions":["file:///a"]}`)
 			assert.Equal(t, "+file:///a", recv(t, events, "attach"))
 			s2 := e.listenAs(t, "w2", "", `{"resourceSubscriptions":["file:///a"]}`)
@@ -311,7 +310,7 @@ func TestAttachDetachOverHTTP(t *testing.T) {
 // Front still routes every other request.
 func TestDisabledListenOverHTTP(t *testing.T) {
 	other := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) })
-	e := newEnvOn(t, listenSourceNeverOpened{t}, &streamhttp.Options{Listen: listen.Options{Capabilities: caps(), Disabled: true}},
+	e := newEnvOn(t, listenSourceNeverOpened{t}, &config{Listen: listen.Options{Capabilities: caps(), Disabled: true}},
 		envConfig{wrap: func(h http.Handler) http.Handler { return streamhttp.Front(h, other) }})
 	resp := e.do(t, http.MethodPost, listenBody(`1`, `{"toolsListChanged":true}`), listenHeaders())
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
@@ -352,7 +351,7 @@ func BenchmarkDeliveryCheck(b *testing.B) {
 				lo.Access = &listen.Access{Deliver: true}
 				lo.CanRead = func(context.Context, *listen.Request, string) bool { return true }
 			}
-			e := newHubEnv(b, v.portable, hub.Options{}, streamhttp.Options{MaxStreams: n + 16, KeepAlive: failsafe, Listen: lo}, 0)
+			e := newHubEnv(b, v.portable, hub.Options{}, config{MaxStreams: n + 16, KeepAlive: failsafe, Listen: lo}, 0)
 			var got atomic.Int64
 			var wg sync.WaitGroup
 			conns := make([]*rawListen, n)

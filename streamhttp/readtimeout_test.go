@@ -36,7 +36,7 @@ type pipeServer struct {
 	served chan error
 }
 
-func newPipeServer(t *testing.T, src listen.Source, opts streamhttp.Options, h2 bool) *pipeServer {
+func newPipeServer(t *testing.T, src listen.Source, opts config, h2 bool) *pipeServer {
 	t.Helper()
 	if reflect.ValueOf(opts.Listen.Capabilities).IsZero() {
 		opts.Listen.Capabilities = caps()
@@ -157,7 +157,7 @@ func TestReadTimeout(t *testing.T) {
 			t.Run(proto+"/"+tt.name, func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
 					src := listentest.NewSource()
-					p := newPipeServer(t, src, streamhttp.Options{
+					p := newPipeServer(t, src, config{
 						Authenticate: func(r *http.Request) (any, error) {
 							if r.Header.Get("Authorization") == "Bearer bad" {
 								return nil, errors.New("bad token")
@@ -233,7 +233,7 @@ func TestReadTimeoutEndsWithTheBody(t *testing.T) {
 				src := listentest.NewSource()
 				gate := make(chan struct{})
 				src.Gate = gate
-				p := newPipeServer(t, src, streamhttp.Options{NoTakeover: tt.noTakeover, KeepAlive: time.Hour}, tt.h2)
+				p := newPipeServer(t, src, config{NoTakeover: tt.noTakeover, KeepAlive: time.Hour}, tt.h2)
 				go func() {
 					time.Sleep(3 * streamhttp.DefaultReadTimeout) // a slow Source.Open
 					close(gate)

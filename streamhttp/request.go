@@ -42,7 +42,7 @@ const TransportKind = "streamable_http"
 // The body is referenced only by the returned request; once listen.Open has
 // copied what it keeps, nothing holds it.
 //
-// Once authenticated, the request has its stream, which EndStreams sees
+// Once authenticated, the request has its stream, which the Server's EndStreams sees
 // from then on (see Handler.pending): the stream is returned with the
 // request, for admit, or forgotten with the reply.
 func (h *Handler) decode(w http.ResponseWriter, r *http.Request) (req *listen.Request, st *stream, f *reply) {
@@ -76,10 +76,11 @@ func (h *Handler) decode(w http.ResponseWriter, r *http.Request) (req *listen.Re
 			return nil, nil, refuse(http.StatusUnauthorized, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, MsgUnauthorized).WithCause(listen.ErrExpired))
 		}
 	}
-	st = h.pend(r, auth, expires)
+	st = newStream(r)
+	st.slot, st.expires = h.srv.Begin(auth), expires
 	req, f = h.decodeBody(w, r)
 	if f != nil {
-		h.unpend(st)
+		st.slot.Done(nil)
 		st.stop()
 		return nil, nil, f
 	}
@@ -96,7 +97,7 @@ func (h *Handler) decodeBody(w http.ResponseWriter, r *http.Request) (*listen.Re
 	if gone(r) {
 		return nil, noReply() // reset or closed once its body was sent: nobody to answer
 	}
-	m, err := jsonrpc.ParseMessageMaxID(body, h.opts.Listen.MaxIDBytes)
+	m, err := jsonrpc.ParseMessageMaxID(body, h.srv.Options().MaxIDBytes)
 	if err != nil {
 		return nil, refuse(http.StatusBadRequest, m.ID, jsonrpc.AsError(err, "Internal error"))
 	}
@@ -121,12 +122,13 @@ func (h *Handler) decodeBody(w http.ResponseWriter, r *http.Request) (*listen.Re
 		return nil, refuse(http.StatusBadRequest, req.ID, jsonrpc.AsError(err, "Internal error"))
 	}
 	if hv, ok := header(r, HeaderProtocolVersion); ok && hv != req.ProtocolVersion {
-		return nil, refuse(http.StatusBadRequest, req.ID, headerMismatch(HeaderProtocolVersion, hv, req.ProtocolVersion))
+		f := refuse(http.StatusBadRequest, req.ID, headerMismatch(HeaderProtocolVersion, hv, req.ProtocolVersion))
+		f.req = req
+		return nil, f
 	} else if !ok && h.opts.RequireHeaders {
-		return nil, refuse(http.StatusBadRequest, req.ID, headerMissing(HeaderProtocolVersion))
-	}
-	if err := spec.ListenVersionError(h.opts.SupportedVersions, req.ProtocolVersion); err != nil {
-		return nil, refuse(statusOf(err.Code), req.ID, err)
+		f := refuse(http.StatusBadRequest, req.ID, headerMissing(HeaderProtocolVersion))
+		f.req = req
+		return nil, f
 	}
 	req.Transport = listen.Transport{Kind: TransportKind, RemoteAddr: r.RemoteAddr, Header: r.Header}
 	return req, nil

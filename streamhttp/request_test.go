@@ -171,8 +171,8 @@ func TestRequestErrors(t *testing.T) {
 
 	src := listentest.NewSource()
 	var mu sync.Mutex
-	var reported []int
-	e := newEnv(t, src, &streamhttp.Options{
+	var reported []error
+	e := newEnv(t, src, &config{
 		MaxBodyBytes: 64 << 10,
 		Authenticate: func(r *http.Request) (any, error) {
 			switch r.Header.Get("Authorization") {
@@ -183,9 +183,9 @@ func TestRequestErrors(t *testing.T) {
 			}
 			return "user", nil
 		},
-		OnError: func(r *http.Request, status int, err error) {
+		OnRefuse: func(_ *listen.Request, err error) {
 			mu.Lock()
-			reported = append(reported, status)
+			reported = append(reported, err)
 			mu.Unlock()
 		},
 	}, envConfig{})
@@ -224,14 +224,14 @@ func TestRequestErrors(t *testing.T) {
 	}
 	assert.Empty(t, src.Streams(), "no refused listen may open the source")
 	mu.Lock()
-	assert.Len(t, reported, len(tests), "OnError is called for every refusal")
+	assert.Len(t, reported, len(tests), "OnRefuse is called for every refusal")
 	mu.Unlock()
-	assert.Zero(t, e.h.Stats().Opened)
+	assert.Zero(t, e.h.Server().Stats().Opened)
 }
 
 // A body over the limit is refused whether or not its length was announced.
 func TestBodyLimitChunked(t *testing.T) {
-	e := newEnv(t, nil, &streamhttp.Options{MaxBodyBytes: 1 << 10}, envConfig{})
+	e := newEnv(t, nil, &config{MaxBodyBytes: 1 << 10}, envConfig{})
 	body := listenBody(`"big"`, `{"pad":"`+strings.Repeat("x", 4<<10)+`"}`)
 	req, err := http.NewRequest(http.MethodPost, e.ts.URL, io.MultiReader(strings.NewReader(body)))
 	require.NoError(t, err)
@@ -247,7 +247,7 @@ func TestBodyLimitChunked(t *testing.T) {
 
 // RequireHeaders makes both MCP headers mandatory.
 func TestRequireHeaders(t *testing.T) {
-	e := newEnv(t, nil, &streamhttp.Options{RequireHeaders: true}, envConfig{})
+	e := newEnv(t, nil, &config{RequireHeaders: true}, envConfig{})
 	for _, tt := range []struct {
 		name, drop, message string
 		id                  string
@@ -300,7 +300,7 @@ func TestNotificationAccepted(t *testing.T) {
 }
 
 // Errors of listen.Open keep their code, get a matching status and echo the
-// id; an internal error keeps its cause private (it goes to OnError only).
+// id; an internal error keeps its cause private (it goes to OnRefuse only).
 func TestOpenErrors(t *testing.T) {
 	boom := errors.New("database down")
 	tests := []struct {
@@ -327,8 +327,8 @@ func TestOpenErrors(t *testing.T) {
 			src.OpenErr = tt.openErr
 			src.Accept = tt.accept
 			var got error
-			e := newEnv(t, src, &streamhttp.Options{
-				OnError: func(r *http.Request, status int, err error) { got = err },
+			e := newEnv(t, src, &config{
+				OnRefuse: func(_ *listen.Request, err error) { got = err },
 			}, envConfig{})
 			resp := e.do(t, http.MethodPost, listenBody(`"e"`, `{"toolsListChanged":true}`), headers())
 			assert.Equal(t, tt.status, resp.StatusCode)
@@ -351,7 +351,7 @@ func TestOpenErrors(t *testing.T) {
 				st := recv(t, src.Opened(), "the overclaiming stream")
 				assert.ErrorIs(t, reasonOf(t, st), listen.ErrFailed)
 			}
-			st := e.h.Stats()
+			st := e.h.Server().Stats()
 			assert.Zero(t, st.Active)
 			assert.Zero(t, st.Opened)
 		})
@@ -450,7 +450,7 @@ func TestDefaultBodyLimit(t *testing.T) {
 func TestAllowedHostsAndOrigins(t *testing.T) {
 	public := &net.TCPAddr{IP: net.IPv4(192, 0, 2, 7), Port: 443}
 	loopback := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}
-	h := newHandler(t, listentest.NewSource(), streamhttp.Options{
+	h := newHandler(t, listentest.NewSource(), config{
 		AllowedHosts:   []string{"mcp.example.com", "LOCALHOST:8080", "[::1]:8080", "10.0.0.1"},
 		AllowedOrigins: []string{"https://App.example", "http://localhost:6274", "https://tools.example:443"},
 	})
@@ -498,7 +498,7 @@ func TestAllowedHostsAndOrigins(t *testing.T) {
 		})
 	}
 
-	custom := newHandler(t, listentest.NewSource(), streamhttp.Options{
+	custom := newHandler(t, listentest.NewSource(), config{
 		AllowedHosts: []string{"mcp.example.com"},
 		CheckOrigin:  func(r *http.Request) error { return nil },
 	})
@@ -513,26 +513,26 @@ func TestAllowedHostsAndOrigins(t *testing.T) {
 func TestAllowListErrors(t *testing.T) {
 	tests := []struct {
 		name string
-		opts streamhttp.Options
+		opts config
 		want string
 	}{
-		{"empty host", streamhttp.Options{AllowedHosts: []string{""}},
+		{"empty host", config{AllowedHosts: []string{""}},
 			`streamhttp: invalid options: AllowedHosts: "" is not a host or host:port`},
-		{"URL as a host", streamhttp.Options{AllowedHosts: []string{"https://mcp.example.com"}},
+		{"URL as a host", config{AllowedHosts: []string{"https://mcp.example.com"}},
 			`streamhttp: invalid options: AllowedHosts: "https://mcp.example.com" is not a host or host:port`},
-		{"bad port", streamhttp.Options{AllowedHosts: []string{"mcp.example.com:http"}},
+		{"bad port", config{AllowedHosts: []string{"mcp.example.com:http"}},
 			`streamhttp: invalid options: AllowedHosts: "mcp.example.com:http" has an invalid port`},
-		{"host as an origin", streamhttp.Options{AllowedOrigins: []string{"app.example"}},
+		{"host as an origin", config{AllowedOrigins: []string{"app.example"}},
 			`streamhttp: invalid options: AllowedOrigins: "app.example" is not an origin (scheme://host[:port])`},
-		{"origin with a path", streamhttp.Options{AllowedOrigins: []string{"https://app.example/ui"}},
+		{"origin with a path", config{AllowedOrigins: []string{"https://app.example/ui"}},
 			`streamhttp: invalid options: AllowedOrigins: "https://app.example/ui" is not an origin (scheme://host[:port])`},
-		{"AllowedOrigins with CheckOrigin", streamhttp.Options{AllowedOrigins: []string{"https://app.example"},
+		{"AllowedOrigins with CheckOrigin", config{AllowedOrigins: []string{"https://app.example"},
 			CheckOrigin: func(*http.Request) error { return nil }},
 			"streamhttp: invalid options: AllowedOrigins is part of the default origin check: it cannot be combined with CheckOrigin"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h, err := streamhttp.New(listentest.NewSource(), tt.opts)
+			h, err := tt.opts.build(listentest.NewSource())
 			assert.Nil(t, h)
 			require.EqualError(t, err, tt.want)
 			assert.ErrorIs(t, err, streamhttp.ErrInvalidOptions)

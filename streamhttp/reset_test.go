@@ -17,7 +17,6 @@ import (
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/internal/rawh2"
-	"github.com/mcplisten/listen/streamhttp"
 )
 
 // countOpens counts the calls of its Source's Open.
@@ -31,6 +30,14 @@ func (c *countOpens) Open(ctx context.Context, req *listen.Request, f listen.Fil
 	return c.Source.Open(ctx, req, f)
 }
 
+// waitQuota admits a listen once its request's context has ended.
+type waitQuota struct{}
+
+func (waitQuota) Acquire(ctx context.Context, _ *listen.Request) (func(), error) {
+	<-ctx.Done()
+	return func() {}, nil
+}
+
 // A listen whose HTTP/2 stream the client resets after sending it (a rapid
 // reset) is neither admitted nor opened, and nothing is written for it,
 // over h2c and over TLS: the check runs once the body has been read and
@@ -40,7 +47,7 @@ func (c *countOpens) Open(ctx context.Context, req *listen.Request, f listen.Fil
 func TestResetListenIsNotOpened(t *testing.T) {
 	type hooks struct {
 		authenticate func(*http.Request) (any, error)
-		streamKey    func(*http.Request, any) string
+		quota        listen.Quota
 	}
 	waitReset := func(r *http.Request) { <-r.Context().Done() }
 	points := []struct {
@@ -48,7 +55,7 @@ func TestResetListenIsNotOpened(t *testing.T) {
 		hooks hooks
 	}{
 		{"reset while the body is read", hooks{authenticate: func(r *http.Request) (any, error) { waitReset(r); return nil, nil }}},
-		{"reset while the slot is taken", hooks{streamKey: func(r *http.Request, _ any) string { waitReset(r); return "k" }}},
+		{"reset while the slot is taken", hooks{quota: waitQuota{}}},
 	}
 	for _, tlsOn := range []bool{false, true} {
 		for _, p := range points {
@@ -59,13 +66,10 @@ func TestResetListenIsNotOpened(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				h, err := hub.New(hub.Options{})
 				require.NoError(t, err)
-				opts := streamhttp.Options{Authenticate: p.hooks.authenticate, StreamKey: p.hooks.streamKey}
-				if p.hooks.streamKey != nil {
-					opts.MaxStreamsPerKey = 10
-				}
-				opts.Listen.Capabilities = caps()
+				opts := config{Authenticate: p.hooks.authenticate}
+				opts.Listen.Capabilities, opts.Listen.Quota = caps(), p.hooks.quota
 				var errs int
-				opts.OnError = func(*http.Request, int, error) { errs++ }
+				opts.OnRefuse = func(*listen.Request, error) { errs++ }
 				src := &countOpens{Source: h}
 				lh := newHandler(t, src, opts)
 				served := make(chan struct{}, 1)
@@ -102,7 +106,7 @@ func TestResetListenIsNotOpened(t *testing.T) {
 				require.NoError(t, err)
 				<-served
 
-				st := lh.Stats()
+				st := lh.Server().Stats()
 				assert.Zero(t, st.Opened, "opened")
 				assert.Zero(t, st.Active, "active")
 				assert.Zero(t, src.n.Load(), "Source.Open calls")

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcplisten/listen/internal/safe"
 	"github.com/mcplisten/listen/jsonrpc"
 )
 
@@ -593,8 +594,7 @@ func (s *Sessions) fire() {
 // callEnd calls End; a panic in it is recovered (the sessions stay ended
 // for Sessions), so that it cannot take the process down.
 func (s *Sessions) callEnd(ids []string) {
-	defer func() { _ = recover() }()
-	s.end(ids)
+	_ = safe.Call(func() { s.end(ids) })
 }
 
 // sessionWriter records the status of a response, and calls onHeader with

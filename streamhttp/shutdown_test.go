@@ -3,7 +3,6 @@ package streamhttp_test
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -17,7 +16,6 @@ import (
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/spec"
-	"github.com/mcplisten/listen/streamhttp"
 )
 
 // Shutdown sends every open stream its completion result, closes it with
@@ -26,7 +24,7 @@ import (
 func TestShutdown(t *testing.T) {
 	for _, p := range servingPaths {
 		t.Run(p.name, func(t *testing.T) {
-			e := newEnv(t, nil, &streamhttp.Options{NoTakeover: p.noTakeover}, envConfig{http2: p.http2})
+			e := newEnv(t, nil, &config{NoTakeover: p.noTakeover}, envConfig{http2: p.http2})
 			a := e.listen(t, `"a"`, `{"toolsListChanged":true}`)
 			b := e.listen(t, `7`, `{"promptsListChanged":true}`)
 			a.message(t)
@@ -55,10 +53,10 @@ func TestShutdown(t *testing.T) {
 			eb := readError(t, resp)
 			assert.Equal(t, `"late"`, string(eb.ID))
 			assert.Equal(t, -32603, eb.Error.Code)
-			assert.Equal(t, streamhttp.MsgShuttingDown, eb.Error.Message)
+			assert.Equal(t, wiremsg.ShuttingDown, eb.Error.Message)
 			assert.Len(t, e.src.Streams(), 2)
 
-			assert.Equal(t, streamhttp.Stats{Opened: 2, Closed: 2, Refused: 1, ShuttingDown: true}, e.h.Stats())
+			assert.Equal(t, listen.Stats{Opened: 2, Closed: 2, Refused: 1, Draining: true}, e.h.Server().Stats())
 			require.NoError(t, e.h.Shutdown(context.Background()), "Shutdown is idempotent")
 		})
 	}
@@ -66,9 +64,9 @@ func TestShutdown(t *testing.T) {
 
 // Shutdown with nothing open returns at once, and refuses what comes next.
 func TestShutdownIdle(t *testing.T) {
-	h := newHandler(t, listentest.NewSource(), streamhttp.Options{})
+	h := newHandler(t, listentest.NewSource(), config{})
 	require.NoError(t, h.Shutdown(context.Background()))
-	assert.Equal(t, streamhttp.Stats{ShuttingDown: true}, h.Stats())
+	assert.Equal(t, listen.Stats{Draining: true}, h.Server().Stats())
 	require.NoError(t, h.Shutdown(context.Background()))
 }
 
@@ -101,7 +99,7 @@ func TestShutdownDuringOpen(t *testing.T) {
 		got <- result{resp, err}
 	}()
 	recv(t, entered, "Source.Open")
-	assert.Equal(t, 1, e.h.Stats().Active)
+	assert.Equal(t, 1, e.h.Server().Stats().Active)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -123,7 +121,7 @@ func TestShutdownDuringOpen(t *testing.T) {
 // Over MaxStreams a listen gets 503 without its source being opened; an
 // ended stream frees its slot.
 func TestCapacity(t *testing.T) {
-	e := newEnv(t, nil, &streamhttp.Options{MaxStreams: 1}, envConfig{})
+	e := newEnv(t, nil, &config{MaxStreams: 1}, envConfig{})
 	first := e.listen(t, `"one"`, `{}`)
 	first.message(t)
 	st := streamOf(t, e.src, "one")
@@ -136,7 +134,7 @@ func TestCapacity(t *testing.T) {
 	assert.Equal(t, wiremsg.CapacityExhausted, b.Error.Message)
 	assert.Equal(t, "5", resp.Header.Get("Retry-After"), "DefaultRetryAfter, in seconds")
 	assert.Len(t, e.src.Streams(), 1, "the refused listen never reached the source")
-	assert.Equal(t, streamhttp.Stats{Active: 1, Opened: 1, Refused: 1}, e.h.Stats())
+	assert.Equal(t, listen.Stats{Active: 1, Opened: 1, Refused: 1}, e.h.Server().Stats())
 
 	// A disconnect frees the slot (before OnClose runs).
 	first.resp.Body.Close()
@@ -158,16 +156,16 @@ func TestCapacity(t *testing.T) {
 func TestMaxStreamsPerKey(t *testing.T) {
 	var mu sync.Mutex
 	var keys []any
-	e := newEnv(t, nil, &streamhttp.Options{
+	e := newEnv(t, nil, &config{
 		MaxStreams:       10,
 		MaxStreamsPerKey: 2,
 		RetryAfter:       1500 * time.Millisecond,
 		Authenticate:     func(r *http.Request) (any, error) { return r.Header.Get("X-User"), nil },
-		StreamKey: func(r *http.Request, auth any) string {
+		StreamKey: func(req *listen.Request) string {
 			mu.Lock()
 			defer mu.Unlock()
-			keys = append(keys, auth)
-			return auth.(string)
+			keys = append(keys, req.Auth)
+			return req.Auth.(string)
 		},
 	}, envConfig{})
 	as := func(user string) http.Header { return headers("X-User", user) }
@@ -187,11 +185,11 @@ func TestMaxStreamsPerKey(t *testing.T) {
 	b := readError(t, resp)
 	assert.Equal(t, `"a3"`, string(b.ID))
 	assert.Equal(t, jsonrpc.CodeInternalError, b.Error.Code)
-	assert.Equal(t, streamhttp.MsgTooManyStreams, b.Error.Message)
+	assert.Equal(t, wiremsg.TooManyForKey, b.Error.Message)
 	assert.Len(t, e.src.Streams(), 2, "the refused listen never reached the source")
 
 	open("b1", "bob") // another key is not affected
-	assert.Equal(t, streamhttp.Stats{Active: 3, Opened: 3, Refused: 1}, e.h.Stats())
+	assert.Equal(t, listen.Stats{Active: 3, Opened: 3, Refused: 1}, e.h.Server().Stats())
 
 	// A stream's end gives its key's slot back.
 	a1.resp.Body.Close()
@@ -201,17 +199,4 @@ func TestMaxStreamsPerKey(t *testing.T) {
 	assert.Equal(t, []any{"alice", "alice", "alice", "bob", "alice"}, keys)
 	mu.Unlock()
 	require.NoError(t, e.h.Shutdown(context.Background()))
-}
-
-// The default key is the client's IP address.
-func TestRemoteIP(t *testing.T) {
-	for _, tt := range []struct{ addr, want string }{
-		{"192.0.2.7:5555", "192.0.2.7"},
-		{"[2001:db8::1]:443", "2001:db8::1"},
-		{"pipe", "pipe"},
-	} {
-		r := httptest.NewRequest(http.MethodPost, "/", nil)
-		r.RemoteAddr = tt.addr
-		assert.Equal(t, tt.want, streamhttp.RemoteIP(r))
-	}
 }

@@ -64,7 +64,7 @@ func BenchmarkSlowPathEntry(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			h := newHandler(b, hb, streamhttp.Options{KeepAlive: failsafe, Listen: listen.Options{Capabilities: caps()}})
+			h := newHandler(b, hb, config{KeepAlive: failsafe, Listen: listen.Options{Capabilities: caps()}})
 			if !streamhttp.HasFastPath(h) {
 				b.Skip("no fast path")
 			}
@@ -148,7 +148,7 @@ func BenchmarkSlowPathEntry(b *testing.B) {
 func TestSlowPathRegistersOnce(t *testing.T) {
 	const rounds = 40
 	pad := strings.Repeat("x", 32<<10)
-	e := newHubEnv(t, false, hub.Options{MaxBuffer: 2 * rounds}, streamhttp.Options{}, 16<<10)
+	e := newHubEnv(t, false, hub.Options{MaxBuffer: 2 * rounds}, config{}, 16<<10)
 	slow := e.dial(t, `"slow"`, `{"toolsListChanged":true}`, "", 16<<10).open(t)
 	// Bursts that each fill the socket, read once published. Two may share
 	// a trip (the next burst comes before the slow path lets go): go on

@@ -15,7 +15,6 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/listentest"
-	"github.com/mcplisten/listen/streamhttp"
 )
 
 // A client that stops reading its socket is cut off by the write deadline
@@ -29,7 +28,7 @@ func TestStalledClient(t *testing.T) {
 		afterCut     = 3  // rounds checked once the stalled stream is cut
 	)
 	pad := strings.Repeat("x", 64<<10)
-	e := newEnv(t, nil, &streamhttp.Options{
+	e := newEnv(t, nil, &config{
 		WriteTimeout: writeTimeout,
 		KeepAlive:    failsafe, // none during the test
 	}, envConfig{sendBuffer: 16 << 10})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"runtime"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/internal/testkit"
 	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/streamhttp"
@@ -35,7 +37,7 @@ func subID(t testing.TB, m map[string]any, in string) string {
 // message, one Next per written or dropped event, the completion result,
 // the end of the response, and the close reasons.
 func TestStreamLifecycle(t *testing.T) {
-	e := newEnv(t, nil, &streamhttp.Options{
+	e := newEnv(t, nil, &config{
 		Listen: listen.Options{
 			Capabilities: listen.Capabilities{
 				ToolsListChanged:   true,
@@ -100,8 +102,8 @@ func TestStreamLifecycle(t *testing.T) {
 	c := recv(t, e.closes, "OnClose")
 	assert.Equal(t, "listen-1", c.id)
 	assert.ErrorIs(t, c.reason, listen.ErrComplete)
-	stats := e.h.Stats() // counted before OnClose ran
-	assert.Equal(t, streamhttp.Stats{Active: 0, Opened: 1, Closed: 1}, stats)
+	stats := e.h.Server().Stats() // counted before OnClose ran
+	assert.Equal(t, listen.Stats{Active: 0, Opened: 1, Closed: 1}, stats)
 }
 
 // An integer id is echoed as an integer everywhere.
@@ -121,7 +123,7 @@ func TestIntegerID(t *testing.T) {
 
 // CanRead leaves unreadable URIs out of the acknowledgement, keeping order.
 func TestCanReadNarrowsResources(t *testing.T) {
-	e := newEnv(t, nil, &streamhttp.Options{
+	e := newEnv(t, nil, &config{
 		Listen: listen.Options{
 			Capabilities: caps(),
 			CanRead: func(ctx context.Context, req *listen.Request, uri string) bool {
@@ -200,14 +202,14 @@ func TestClientDisconnect(t *testing.T) {
 			assert.ErrorIs(t, c.reason, listen.ErrDisconnected)
 			// Events after the disconnect go nowhere and nothing is pulled.
 			st.Send(listen.ToolsListChanged())
-			assert.Equal(t, streamhttp.Stats{Opened: 1, Closed: 1}, e.h.Stats(), "counted before OnClose ran")
+			assert.Equal(t, listen.Stats{Opened: 1, Closed: 1}, e.h.Server().Stats(), "counted before OnClose ran")
 		})
 	}
 }
 
 // An idle stream gets keep-alive comments.
 func TestKeepAlive(t *testing.T) {
-	e := newEnv(t, nil, &streamhttp.Options{KeepAlive: 5e6 /* 5ms */}, envConfig{})
+	e := newEnv(t, nil, &config{KeepAlive: 5e6 /* 5ms */}, envConfig{})
 	s := e.listen(t, `"k"`, `{"toolsListChanged":true}`)
 	s.message(t)
 	for range 3 {
@@ -234,7 +236,7 @@ func TestIdleLongerThanWriteTimeout(t *testing.T) {
 			name = "HTTP/2"
 		}
 		t.Run(name, func(t *testing.T) {
-			e := newEnv(t, nil, &streamhttp.Options{
+			e := newEnv(t, nil, &config{
 				// Generous enough that a write completes within the deadline
 				// on a loaded machine; each idle gap outlives a deadline.
 				WriteTimeout: 30e6,  // 30ms
@@ -280,7 +282,7 @@ func TestConcurrentStreams(t *testing.T) {
 	assert.Equal(t, `"a"`, subID(t, ma, "params"))
 	assert.Equal(t, spec.MethodPromptsListChanged, mb["method"])
 	assert.Equal(t, `"b"`, subID(t, mb, "params"))
-	assert.Equal(t, 2, e.h.Stats().Active)
+	assert.Equal(t, 2, e.h.Server().Stats().Active)
 	sa.End()
 	sb.End()
 	assert.Equal(t, `"a"`, subID(t, a.message(t), "result"))
@@ -294,7 +296,7 @@ func TestConcurrentStreams(t *testing.T) {
 func TestOptionsCopied(t *testing.T) {
 	src := listentest.NewSource()
 	c := caps()
-	opts := &streamhttp.Options{Listen: listen.Options{Capabilities: c}}
+	opts := &config{Listen: listen.Options{Capabilities: c}}
 	e := newEnv(t, src, opts, envConfig{})
 	c.Extensions = map[string]any{"x": map[string]any{}}
 	opts.Listen.Capabilities = listen.Capabilities{}
@@ -306,27 +308,24 @@ func TestOptionsCopied(t *testing.T) {
 	s.end(t)
 }
 
-// An OnOpen hook that panics abandons the stream: the subscription is still
-// closed (its owner ends with the stream), its slot freed, OnClose called.
-func TestPanickingHookClosesSubscription(t *testing.T) {
-	e := newEnv(t, nil, &streamhttp.Options{
-		OnOpen: func(*listen.Subscription) { panic(http.ErrAbortHandler) },
+// An OnOpen hook that panics is recovered and logged, as on every transport:
+// the stream is served as if the hook had returned (before, the panic went
+// up to net/http and the stream was abandoned).
+func TestPanickingOnOpen(t *testing.T) {
+	var logged testkit.LogBuffer
+	e := newEnv(t, nil, &config{
+		OnOpen: func(*listen.Subscription) { panic("OnOpen failed") },
+		Logger: slog.New(slog.NewTextHandler(&logged, nil)),
 	}, envConfig{})
-	req, err := http.NewRequest(http.MethodPost, e.ts.URL, strings.NewReader(listenBody(`"p"`, `{}`)))
-	require.NoError(t, err)
-	req.Header = listenHeaders()
-	resp, err := e.client.Do(req)
-	if err == nil {
-		resp.Body.Close()
-	}
-	st := streamOf(t, e.src, "p")
-	reason := reasonOf(t, st)
-	assert.ErrorIs(t, reason, listen.ErrDisconnected)
-	assert.ErrorIs(t, reason, listen.ErrOwnerGone)
-	c := recv(t, e.closes, "OnClose")
-	assert.ErrorIs(t, c.reason, listen.ErrOwnerGone, "OnClose sees the same reason")
-	assert.Equal(t, streamhttp.Stats{Opened: 1, Closed: 1}, e.h.Stats())
-	require.NoError(t, e.h.Shutdown(context.Background()), "nothing is left for Shutdown to wait for")
+	s := e.listen(t, `"p"`, `{"toolsListChanged":true}`)
+	assert.Equal(t, spec.MethodAcknowledged, s.message(t)["method"])
+	assert.Contains(t, logged.String(), `msg="listen: OnOpen panicked" panic="OnOpen failed"`)
+	streamOf(t, e.src, "p").End()
+	assert.Equal(t, "complete", s.message(t)["result"].(map[string]any)["resultType"])
+	s.end(t)
+	recv(t, e.closes, "OnClose")
+	assert.Equal(t, listen.Stats{Opened: 1, Closed: 1}, e.h.Server().Stats())
+	require.NoError(t, e.h.Shutdown(context.Background()))
 }
 
 // An open stream does not retain a large unused request param: once the
@@ -338,7 +337,7 @@ func TestLargeParamNotRetained(t *testing.T) {
 		params = weak.Make(&req.Params[0])
 		return nil
 	}
-	e := newEnv(t, src, &streamhttp.Options{MaxBodyBytes: 4 << 20}, envConfig{})
+	e := newEnv(t, src, &config{MaxBodyBytes: 4 << 20}, envConfig{})
 
 	pad := strings.Repeat("x", 1900_000)
 	body := `{"jsonrpc":"2.0","id":"big","method":"subscriptions/listen","params":{"pad":"` + pad + `",` +

@@ -9,7 +9,6 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/spec"
-	"github.com/mcplisten/listen/streamhttp"
 )
 
 // An HTTP/1.1 stream is taken over once open: no chunked encoding, the body
@@ -22,7 +21,7 @@ func TestTakeover(t *testing.T) {
 			name = "inside net/http"
 		}
 		t.Run(name, func(t *testing.T) {
-			e := newEnv(t, nil, &streamhttp.Options{NoTakeover: noTakeover, Listen: listen.Options{Capabilities: caps()}}, envConfig{})
+			e := newEnv(t, nil, &config{NoTakeover: noTakeover, Listen: listen.Options{Capabilities: caps()}}, envConfig{})
 			resp := e.do(t, http.MethodPost, listenBody(`"t"`, `{"toolsListChanged":true}`), listenHeaders())
 			require.Equal(t, http.StatusOK, resp.StatusCode)
 			assert.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))

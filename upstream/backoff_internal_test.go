@@ -8,7 +8,7 @@ import (
 // The wait before attempt n: none for the first, then MinBackoff doubling
 // up to MaxBackoff, each drawn from its upper half.
 func TestBackoff(t *testing.T) {
-	l := &Listener{opts: ListenerOptions{MinBackoff: 100 * time.Millisecond, MaxBackoff: time.Second}}
+	l := &listener{opts: listenerConfig{ListenerOptions: ListenerOptions{MinBackoff: 100 * time.Millisecond, MaxBackoff: time.Second}}}
 	for _, tc := range []struct {
 		n        int
 		min, max time.Duration

@@ -9,9 +9,9 @@
 //	h, err := hub.New(hub.Options{OnAttach: feed.Attach, OnDetach: feed.Detach})
 //	feed.Start(h)
 //	defer feed.Close()
-//	listens, err := streamhttp.New(h, streamhttp.Options{Listen: listen.Options{CapabilitiesFor: feed.Capabilities}})
+//	listens, err := streamhttp.New(listen.NewServer(h, listen.Options{CapabilitiesFor: feed.Capabilities}), streamhttp.Options{})
 //
-// # Three layers
+// # Two layers
 //
 //   - Open sends one subscriptions/listen on a Transport (HTTP for
 //     Streamable HTTP, Stdio for a process's standard input and output),
@@ -19,20 +19,21 @@
 //     tagged with the listen's id, accepting a subset of the filter asked
 //     for); Stream.Next then returns its notifications and tells how it
 //     ended: ErrCompleted (the upstream's completion result), the
-//     upstream's *jsonrpc.Error, ErrDropped (the connection; ErrSilent
-//     when the upstream's keep-alives stopped) or ErrProtocol.
-//   - A Listener keeps one listen open: it re-listens after every loss
-//     with jittered exponential backoff, reports each loss (OnLoss) and
-//     each acknowledgement after a gap (OnAck, Ack.Gap), and follows
-//     filter changes with coalesced make-before-break re-listens.
-//   - A Feed joins Listeners to a hub.Hub: per upstream, one listen for
-//     the list changes, whatever the number of downstream listens, and
-//     one for the URIs the hub's listeners watch (its OnAttach and
-//     OnDetach), reference-counted by the hub. After a gap it publishes
-//     hints, before anything else of the new listen: a list_changed of
-//     each kind the upstream acknowledged and a resources/updated for
-//     each URI of its listen, which the hub delivers only to the listens
-//     that asked for them.
+//     upstream's *jsonrpc.Error, ErrDropped (the connection, also when
+//     the upstream's keep-alives stopped) or ErrProtocol.
+//   - A Feed keeps listens open on its upstreams and publishes what they
+//     send into a hub.Hub: per upstream, one listen for the list changes,
+//     whatever the number of downstream listens, and one for the URIs the
+//     hub's listeners watch (its OnAttach and OnDetach), reference-counted
+//     by the hub. Each is listened to again after every loss, with
+//     jittered exponential backoff (FeedOptions.Listener), each loss
+//     reported (OnLoss) and each acknowledgement after a gap (OnAck,
+//     Ack.Gap); a change of the watched URIs is followed by coalesced
+//     make-before-break re-listens. After a gap the Feed publishes hints,
+//     before anything else of the new listen: a list_changed of each kind
+//     the upstream acknowledged and a resources/updated for each URI of
+//     its listen, which the hub delivers only to the listens that asked
+//     for them.
 //
 // # Bounds
 //
@@ -45,8 +46,8 @@
 //
 // # Goroutines
 //
-// Open and Stream run on their caller's goroutine. A Listener owns one
-// goroutine and one per open listen (two during a re-listen); a Stdio
-// transport one per connection (its reader). Close ends them all and
-// waits for them.
+// Open and Stream run on their caller's goroutine. A Feed owns, per
+// listen it keeps, one goroutine and one per open stream (two during a
+// re-listen); a Stdio transport one per connection (its reader). Close
+// ends them all and waits for them.
 package upstream

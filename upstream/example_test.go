@@ -18,9 +18,9 @@ import (
 func ExampleFeed() {
 	// The upstream: any MCP 2026-07-28 server; here this library's.
 	up, _ := hub.New(hub.Options{})
-	upHandler, _ := streamhttp.New(up, streamhttp.Options{Listen: listen.Options{
+	upHandler, _ := streamhttp.New(listen.NewServer(up, listen.Options{
 		Capabilities: listen.Capabilities{ToolsListChanged: true, ResourcesSubscribe: true},
-	}})
+	}), streamhttp.Options{})
 	upServer := httptest.NewServer(upHandler)
 	defer upServer.Close()
 
@@ -38,7 +38,7 @@ func ExampleFeed() {
 		log.Fatal(err)
 	}
 	defer feed.Close()
-	listens, _ := streamhttp.New(h, streamhttp.Options{Listen: listen.Options{CapabilitiesFor: feed.Capabilities}})
+	listens, _ := streamhttp.New(listen.NewServer(h, listen.Options{CapabilitiesFor: feed.Capabilities}), streamhttp.Options{})
 	gw := httptest.NewServer(listens)
 	defer gw.Close()
 	<-acked // the upstream's list listen: its capabilities are known

@@ -78,8 +78,7 @@ type FeedOptions struct {
 	Upstreams []Upstream
 	// Listener configures every upstream listen: Open (client info,
 	// ack timeout), the backoff, RelistInterval (the coalescing of URI
-	// changes: at most one re-listen per interval and upstream). Its
-	// Filter and callbacks are the Feed's own and are ignored.
+	// changes: at most one re-listen per interval and upstream).
 	Listener ListenerOptions
 	// OnAck and OnLoss, if set, are told of each upstream listen's
 	// acknowledgements and losses, after the Feed has handled them (hints
@@ -92,7 +91,8 @@ type FeedOptions struct {
 // UpstreamStats are a Feed's counters for one upstream.
 type UpstreamStats struct {
 	Name string
-	// Lists and Resources are its two Listeners' counters. Lists.Open +
+	// Lists and Resources are the counters of its two listens (the list
+	// changes', the watched URIs'). Lists.Open +
 	// Resources.Open is the number of streams open to the upstream.
 	Lists, Resources ListenerStats
 	// Watched counts the upstream URIs watched now (those the gateway's
@@ -110,13 +110,15 @@ type UpstreamStats struct {
 // Feed listens to upstream servers and publishes what they send into a
 // hub.Hub: per upstream, one listen for the list changes and one for the
 // URIs the hub's listeners watch (followed through the hub's OnAttach and
-// OnDetach, which the hub reference-counts), each kept open by a
-// Listener. After a gap it publishes hints; the hub delivers them, as
-// everything, only to the listens that asked for them.
+// OnDetach, which the hub reference-counts), each kept open: listened to
+// again after every loss, with backoff. After a gap it publishes hints;
+// the hub delivers them, as everything, only to the listens that asked
+// for them.
 //
 // Create it with NewFeed, give its Attach and Detach to hub.New, Start it
-// with the hub, and Close it before the hub's Shutdown. Its goroutines
-// are its Listeners'. It publishes with hub.Hub.PublishLocal: each
+// with the hub, and Close it before the hub's Shutdown. It owns one
+// goroutine per listen it keeps, plus one per open stream (two during a
+// re-listen), all ended by Close. It publishes with hub.Hub.PublishLocal: each
 // instance of a gateway whose hubs are joined by a bridge has a Feed of
 // its own, and relaying what it publishes would deliver it twice.
 type Feed struct {
@@ -133,7 +135,7 @@ type feedUpstream struct {
 	f *Feed
 	u Upstream
 
-	lists, uris *Listener // set by Start
+	lists, uris *listener // set by Start
 
 	mu      sync.Mutex
 	watched map[string]int // upstream URI -> gateway watches mapping to it
@@ -188,8 +190,8 @@ func (f *Feed) Start(h *hub.Hub) error {
 	return nil
 }
 
-// Close stops listening to the upstreams and waits for the Listeners. It
-// is idempotent.
+// Close stops listening to the upstreams and waits for the Feed's
+// goroutines. It is idempotent.
 func (f *Feed) Close() {
 	f.mu.Lock()
 	if f.closed {
@@ -289,31 +291,29 @@ func (u *feedUpstream) start() {
 			lists[k.key] = true
 		}
 	}
-	base := u.f.opts.Listener
-	base.OnNotification, base.OnAck, base.OnLoss = nil, nil, nil
-
-	lo := base
-	lo.Filter = lists
-	lo.OnNotification = u.listNotification
-	lo.OnAck = u.listAck
-	lo.OnLoss = func(err error) { u.loss(false, err) }
-	u.lists = NewListener(u.u.Transport, lo)
-
-	ro := base
-	ro.Filter = nil
-	ro.OnNotification = u.uriNotification
-	ro.OnAck = u.uriAck
-	ro.OnLoss = func(err error) { u.loss(true, err) }
-	// The URI set is read when a re-listen is due, not at each attach
-	// (a burst of a thousand opens builds it a few times, not a
-	// thousand).
-	filter := func() listen.Filter {
-		u.mu.Lock()
-		defer u.mu.Unlock()
-		return u.filterLocked()
+	u.lists = newListener(u.u.Transport, listenerConfig{
+		ListenerOptions: u.f.opts.Listener,
+		filter:          lists,
+		onNotification:  u.listNotification,
+		onAck:           u.listAck,
+		onLoss:          func(err error) { u.loss(false, err) },
+	})
+	ro := listenerConfig{
+		ListenerOptions: u.f.opts.Listener,
+		onNotification:  u.uriNotification,
+		onAck:           u.uriAck,
+		onLoss:          func(err error) { u.loss(true, err) },
+		// The URI set is read when a re-listen is due, not at each
+		// attach (a burst of a thousand opens builds it a few times, not
+		// a thousand).
+		filterf: func() listen.Filter {
+			u.mu.Lock()
+			defer u.mu.Unlock()
+			return u.filterLocked()
+		},
 	}
 	u.mu.Lock() // watch reads u.uris under u.mu
-	u.uris = newListener(u.u.Transport, ro, filter)
+	u.uris = newListener(u.u.Transport, ro)
 	u.mu.Unlock()
 }
 

@@ -46,7 +46,7 @@ func newGateway(t *testing.T, ups ...upstream.Upstream) *gateway {
 	h, err := hub.New(hub.Options{OnAttach: feed.Attach, OnDetach: feed.Detach})
 	require.NoError(t, err)
 	require.NoError(t, feed.Start(h))
-	handler, err := streamhttp.New(h, streamhttp.Options{Listen: listen.Options{CapabilitiesFor: feed.Capabilities}})
+	handler, err := streamhttp.New(listen.NewServer(h, listen.Options{CapabilitiesFor: feed.Capabilities}), streamhttp.Options{})
 	require.NoError(t, err)
 	ts := httptest.NewServer(handler)
 	t.Cleanup(func() {
@@ -274,7 +274,7 @@ func TestFeedURILimit(t *testing.T) {
 func TestListenerCallbackPanics(t *testing.T) {
 	s := newServer(t, all, 0)
 	got := make(chan struct{}, 10)
-	l := upstream.NewListener(&upstream.HTTP{URL: s.URL}, upstream.ListenerOptions{
+	l := upstream.NewListener(&upstream.HTTP{URL: s.URL}, upstream.ListenerConfig{
 		Filter: listen.Filter{spec.KeyToolsListChanged: true},
 		OnAck:  func(upstream.Ack) { panic("a broken callback") },
 		OnNotification: func(upstream.Notification) {

@@ -23,7 +23,7 @@ func FuzzSSE(f *testing.F) {
 		for range len(body) + 1 {
 			m, err := s.Next()
 			if err != nil {
-				if !errors.Is(err, ErrDropped) && !errors.Is(err, ErrTooLarge) {
+				if !errors.Is(err, ErrDropped) && !errors.Is(err, errTooLarge) {
 					t.Fatalf("unexpected error %v", err)
 				}
 				return

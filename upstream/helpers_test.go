@@ -35,8 +35,7 @@ func newServer(t *testing.T, caps listen.Capabilities, keepAlive time.Duration) 
 	h, err := hub.New(hub.Options{})
 	require.NoError(t, err)
 	kas := make(chan struct{}, 10)
-	handler, err := streamhttp.New(h, streamhttp.Options{
-		Listen:    listen.Options{Capabilities: caps, ServerInfo: listen.Implementation{Name: "upstream", Version: "1"}},
+	handler, err := streamhttp.New(listen.NewServer(h, listen.Options{Capabilities: caps, ServerInfo: listen.Implementation{Name: "upstream", Version: "1"}}), streamhttp.Options{
 		KeepAlive: keepAlive,
 		OnKeepAlive: func(*listen.Subscription) {
 			select {

@@ -19,10 +19,10 @@ import (
 	"github.com/mcplisten/listen/spec"
 )
 
-// DefaultMaxMessageBytes bounds one message from an upstream (an SSE event
+// defaultMaxMessageBytes bounds one message from an upstream (an SSE event
 // on HTTP, a line on stdio): an acknowledgement naming the most URIs a
 // listen may carry (spec.MaxResourceSubscriptions) fits.
-const DefaultMaxMessageBytes = 1 << 20
+const defaultMaxMessageBytes = 1 << 20
 
 // HTTP is the Streamable HTTP transport: each listen is one POST to URL
 // whose response is an SSE stream. The zero value of every field but URL
@@ -40,7 +40,7 @@ type HTTP struct {
 	// say).
 	Header http.Header
 	// IdleTimeout is how long a stream may stay silent (no event, no
-	// keep-alive comment) before it is taken for lost (ErrSilent). Zero
+	// keep-alive comment) before it is taken for lost (ErrDropped). Zero
 	// means automatic: no timeout until the upstream's first keep-alive
 	// comment, then 1.75 times the longest silence seen before one of its
 	// keep-alives (at least one second), on that stream and, from their
@@ -50,8 +50,8 @@ type HTTP struct {
 	// never timed out (TCP keep-alive still notices a dead peer). Negative
 	// disables it.
 	IdleTimeout time.Duration
-	// MaxMessageBytes bounds one SSE event (and a JSON answer).
-	// Zero means DefaultMaxMessageBytes.
+	// MaxMessageBytes bounds one SSE event (and a JSON answer): a larger
+	// one ends the listen with ErrProtocol. Zero means 1 MiB.
 	MaxMessageBytes int
 
 	// learned is the automatic idle timeout learned on this upstream's
@@ -73,7 +73,7 @@ var defaultClient = &http.Client{Transport: &http.Transport{
 }}
 
 // Listen implements Transport.
-func (t *HTTP) Listen(ctx context.Context, id jsonrpc.ID, request []byte) (Messages, error) {
+func (t *HTTP) open(ctx context.Context, id jsonrpc.ID, request []byte) (messages, error) {
 	req, err := http.NewRequestWithContext(context.WithoutCancel(ctx), http.MethodPost, t.URL, bytes.NewReader(request))
 	if err != nil {
 		return nil, err
@@ -112,7 +112,7 @@ func (t *HTTP) Listen(ctx context.Context, id jsonrpc.ID, request []byte) (Messa
 	}
 	max := t.MaxMessageBytes
 	if max <= 0 {
-		max = DefaultMaxMessageBytes
+		max = defaultMaxMessageBytes
 	}
 	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch {
@@ -126,7 +126,7 @@ func (t *HTTP) Listen(ctx context.Context, id jsonrpc.ID, request []byte) (Messa
 			return nil, dropped(err)
 		}
 		if len(body) > max {
-			return nil, ErrTooLarge
+			return nil, errTooLarge
 		}
 		if e := wireError(body); e != nil {
 			return nil, e
@@ -256,7 +256,7 @@ func (s *sseMessages) shut() {
 	})
 }
 
-// Close implements Messages.
+// Close implements messages.
 func (s *sseMessages) Close() {
 	s.closed.Store(true)
 	s.shut()
@@ -281,7 +281,7 @@ func (s *sseMessages) seen(comment bool) {
 	}
 }
 
-// Next implements Messages: the data of the next "message" event (or of an
+// Next implements messages: the data of the next "message" event (or of an
 // event without a name).
 func (s *sseMessages) Next() ([]byte, error) {
 	var data []byte
@@ -294,8 +294,8 @@ func (s *sseMessages) Next() ([]byte, error) {
 			case s.closed.Load():
 				return nil, ErrClosed
 			case s.silent.Load():
-				return nil, ErrSilent
-			case err == ErrTooLarge:
+				return nil, errSilent
+			case err == errTooLarge:
 				return nil, err
 			}
 			return nil, dropped(err)
@@ -320,7 +320,7 @@ func (s *sseMessages) Next() ([]byte, error) {
 		case "data":
 			if len(data)+len(value)+1 > s.max {
 				s.shut()
-				return nil, ErrTooLarge
+				return nil, errTooLarge
 			}
 			if hasData {
 				data = append(data, '\n')
@@ -341,7 +341,7 @@ func (s *sseMessages) line() ([]byte, error) {
 		if err == bufio.ErrBufferFull {
 			if len(long)+len(chunk) > s.max+2 {
 				s.shut()
-				return nil, ErrTooLarge
+				return nil, errTooLarge
 			}
 			long = append(long, chunk...)
 			continue
@@ -360,7 +360,7 @@ func (s *sseMessages) line() ([]byte, error) {
 		}
 		if len(chunk) > s.max+2 {
 			s.shut()
-			return nil, ErrTooLarge
+			return nil, errTooLarge
 		}
 		return []byte(strings.TrimSuffix(strings.TrimSuffix(string(chunk), "\n"), "\r")), nil
 	}

@@ -9,23 +9,19 @@ import (
 	"time"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/internal/safe"
 )
 
 // Defaults of ListenerOptions.
 const (
-	DefaultMinBackoff     = 100 * time.Millisecond
-	DefaultMaxBackoff     = 30 * time.Second
-	DefaultRelistInterval = 200 * time.Millisecond
+	defaultMinBackoff     = 100 * time.Millisecond
+	defaultMaxBackoff     = 30 * time.Second
+	defaultRelistInterval = 200 * time.Millisecond
 )
 
-// ListenerOptions configure NewListener. Every callback is called one at
-// a time (never two at once), on a goroutine of the Listener's, and must
-// not call Close; a callback that panics is recovered, and the panic
-// ignored.
+// ListenerOptions configure how a Feed keeps each of its upstream listens
+// open.
 type ListenerOptions struct {
-	// Filter is what to listen for; an empty filter holds no listen
-	// (until SetFilter sets one).
-	Filter listen.Filter
 	// Open configures each listen (client info and capabilities, the ack
 	// timeout).
 	Open OpenOptions
@@ -35,28 +31,41 @@ type ListenerOptions struct {
 	// in its upper half (jitter). A listen that ended within a second of
 	// its acknowledgement does not reset the waits: an upstream that
 	// completes or drops every listen at once is listened to at most
-	// once per MaxBackoff. Zero means DefaultMinBackoff,
-	// DefaultMaxBackoff.
+	// once per MaxBackoff. Zero means 100 ms and 30 s.
 	MinBackoff, MaxBackoff time.Duration
 	// RelistInterval is the least time between two re-listens for a
-	// filter change (SetFilter): changes within it are coalesced into
-	// one re-listen, so a burst of changes costs at most one re-listen
-	// per interval. Zero means DefaultRelistInterval.
+	// filter change (the URIs the hub's listeners watch): changes within
+	// it are coalesced into one re-listen, so a burst of changes costs at
+	// most one re-listen per interval. Zero means 200 ms.
 	RelistInterval time.Duration
-	// OnNotification receives every notification of the listen, in order.
-	OnNotification func(Notification)
-	// OnAck is told of every acknowledged listen: the first, each one
-	// after a gap (Ack.Gap set), and each re-listen for a new filter;
-	// before any notification of that listen. Stats counts the listen
-	// once OnAck has returned.
-	OnAck func(Ack)
-	// OnLoss is told when an acknowledged listen ends (the connection
-	// dropped or went silent, the upstream completed it or sent an error,
-	// or broke the protocol), as soon as that is noticed.
-	OnLoss func(error)
 }
 
-// Ack describes an acknowledged listen of a Listener.
+// listenerConfig configures a listener: the Feed's ListenerOptions, what
+// to listen for, and the callbacks. Every callback is called one at a
+// time (never two at once), on a goroutine of the listener's, and must not
+// call Close; a callback that panics is recovered, and the panic ignored.
+type listenerConfig struct {
+	ListenerOptions
+	// filter is what to listen for; an empty filter holds no listen
+	// (until SetFilter sets one). filterf, if set, is called instead for
+	// the filter at each (re-)listen (and must not call the listener), and
+	// poke tells of its changes.
+	filter  listen.Filter
+	filterf func() listen.Filter
+	// onNotification receives every notification of the listen, in order.
+	onNotification func(Notification)
+	// onAck is told of every acknowledged listen: the first, each one
+	// after a gap (Ack.Gap set), and each re-listen for a new filter;
+	// before any notification of that listen. Stats counts the listen
+	// once onAck has returned.
+	onAck func(Ack)
+	// onLoss is told when an acknowledged listen ends (the connection
+	// dropped or went silent, the upstream completed it or sent an error,
+	// or broke the protocol), as soon as that is noticed.
+	onLoss func(error)
+}
+
+// Ack describes an acknowledged listen of a Feed (FeedOptions.OnAck).
 type Ack struct {
 	// Accepted is the filter the upstream acknowledged.
 	Accepted listen.Filter
@@ -71,7 +80,7 @@ type Ack struct {
 	Relisten bool
 }
 
-// Gap is a time the Listener had no acknowledged listen for its filter.
+// Gap is a time a Feed had no acknowledged listen for a filter.
 type Gap struct {
 	// Err is why: how the previous listen ended, or why the first
 	// attempt failed.
@@ -87,7 +96,8 @@ type Gap struct {
 	Backoff time.Duration
 }
 
-// ListenerStats are a Listener's counters.
+// ListenerStats are the counters of one of a Feed's listens to an
+// upstream (UpstreamStats.Lists, Resources).
 type ListenerStats struct {
 	// Open counts the listens open now: 0 or 1, 2 during a re-listen.
 	Open int
@@ -97,15 +107,15 @@ type ListenerStats struct {
 	Listens, Relistens, Gaps, Failures uint64
 }
 
-// Listener keeps one listen open on an upstream: it re-listens after
+// listener keeps one listen open on an upstream: it re-listens after
 // every loss, with jittered exponential backoff, reports each gap, and
 // follows filter changes with coalesced re-listens.
 //
-// It owns one goroutine, started by NewListener, plus one per open listen
+// It owns one goroutine, started by newListener, plus one per open listen
 // (two during a re-listen), all ended when Close returns.
-type Listener struct {
+type listener struct {
 	t    Transport
-	opts ListenerOptions
+	opts listenerConfig
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -113,8 +123,7 @@ type Listener struct {
 
 	mu      sync.Mutex
 	filter  listen.Filter
-	filterf func() listen.Filter // set by the Feed: computes the filter when needed, instead of filter
-	changed chan struct{}        // cap 1: SetFilter's signal
+	changed chan struct{} // cap 1: SetFilter's signal
 
 	cbMu sync.Mutex // callbacks one at a time
 
@@ -122,34 +131,29 @@ type Listener struct {
 	listens, relistens, gaps, failures atomic.Uint64
 }
 
-// NewListener starts listening on t as opts say.
-func NewListener(t Transport, opts ListenerOptions) *Listener { return newListener(t, opts, nil) }
-
-// newListener is NewListener; a filterf, if set, is called for the
-// filter at each (re-)listen (and must not call the Listener), and
-// poke tells of its changes.
-func newListener(t Transport, opts ListenerOptions, filterf func() listen.Filter) *Listener {
+// newListener starts listening on t as opts say.
+func newListener(t Transport, opts listenerConfig) *listener {
 	if opts.MinBackoff <= 0 {
-		opts.MinBackoff = DefaultMinBackoff
+		opts.MinBackoff = defaultMinBackoff
 	}
 	if opts.MaxBackoff <= 0 {
-		opts.MaxBackoff = DefaultMaxBackoff
+		opts.MaxBackoff = defaultMaxBackoff
 	}
 	opts.MaxBackoff = max(opts.MaxBackoff, opts.MinBackoff)
 	if opts.RelistInterval <= 0 {
-		opts.RelistInterval = DefaultRelistInterval
+		opts.RelistInterval = defaultRelistInterval
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &Listener{t: t, opts: opts, ctx: ctx, cancel: cancel, done: make(chan struct{}),
-		filter: opts.Filter.Clone(), filterf: filterf, changed: make(chan struct{}, 1)}
+	l := &listener{t: t, opts: opts, ctx: ctx, cancel: cancel, done: make(chan struct{}),
+		filter: opts.filter.Clone(), changed: make(chan struct{}, 1)}
 	go l.run() // ends at Close
 	return l
 }
 
-// SetFilter changes what the Listener listens for: a re-listen follows,
+// SetFilter changes what the listener listens for: a re-listen follows,
 // at most one per RelistInterval (changes in between are coalesced). An
 // empty filter closes the listen. f must not be modified afterwards.
-func (l *Listener) SetFilter(f listen.Filter) {
+func (l *listener) SetFilter(f listen.Filter) {
 	l.mu.Lock()
 	l.filter = f
 	l.mu.Unlock()
@@ -157,29 +161,29 @@ func (l *Listener) SetFilter(f listen.Filter) {
 }
 
 // poke signals a change of the filter.
-func (l *Listener) poke() {
+func (l *listener) poke() {
 	select {
 	case l.changed <- struct{}{}:
 	default:
 	}
 }
 
-// Close ends the listen and waits for the Listener's goroutines. It is
+// Close ends the listen and waits for the listener's goroutines. It is
 // idempotent.
-func (l *Listener) Close() {
+func (l *listener) Close() {
 	l.cancel()
 	<-l.done
 }
 
-// Stats returns the Listener's counters.
-func (l *Listener) Stats() ListenerStats {
+// Stats returns the listener's counters.
+func (l *listener) Stats() ListenerStats {
 	return ListenerStats{Open: int(l.open.Load()), Listens: l.listens.Load(), Relistens: l.relistens.Load(),
 		Gaps: l.gaps.Load(), Failures: l.failures.Load()}
 }
 
-func (l *Listener) wanted() listen.Filter {
-	if l.filterf != nil {
-		return l.filterf()
+func (l *listener) wanted() listen.Filter {
+	if l.opts.filterf != nil {
+		return l.opts.filterf()
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -187,11 +191,10 @@ func (l *Listener) wanted() listen.Filter {
 }
 
 // call runs a callback, one at a time, recovering a panic.
-func (l *Listener) call(f func()) {
+func (l *listener) call(f func()) {
 	l.cbMu.Lock()
 	defer l.cbMu.Unlock()
-	defer func() { _ = recover() }()
-	f()
+	_ = safe.Call(f)
 }
 
 // active is an open listen and its reader.
@@ -202,7 +205,7 @@ type active struct {
 	done   chan struct{}
 }
 
-func (l *Listener) start(s *Stream, filter listen.Filter) *active {
+func (l *listener) start(s *Stream, filter listen.Filter) *active {
 	a := &active{s: s, filter: filter, ended: make(chan error, 1), done: make(chan struct{})}
 	l.open.Add(1)
 	go func() { // ends when the stream ends or is closed
@@ -214,7 +217,7 @@ func (l *Listener) start(s *Stream, filter listen.Filter) *active {
 				a.ended <- err
 				return
 			}
-			if f := l.opts.OnNotification; f != nil {
+			if f := l.opts.onNotification; f != nil {
 				l.call(func() { f(n) })
 			}
 		}
@@ -232,7 +235,7 @@ func (a *active) stop() {
 const stableAfter = time.Second
 
 // backoff is the wait before attempt n (0: none).
-func (l *Listener) backoff(n int) time.Duration {
+func (l *listener) backoff(n int) time.Duration {
 	if n <= 0 {
 		return 0
 	}
@@ -244,8 +247,8 @@ func (l *Listener) backoff(n int) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
-// sleep waits d, or less if the Listener closes (false then).
-func (l *Listener) sleep(d time.Duration) bool {
+// sleep waits d, or less if the listener closes (false then).
+func (l *listener) sleep(d time.Duration) bool {
 	if d <= 0 {
 		return l.ctx.Err() == nil
 	}
@@ -259,7 +262,7 @@ func (l *Listener) sleep(d time.Duration) bool {
 	}
 }
 
-func (l *Listener) run() {
+func (l *listener) run() {
 	defer close(l.done)
 	var cur *active
 	defer func() {
@@ -311,7 +314,7 @@ func (l *Listener) run() {
 			if gap != nil {
 				gap.Attempts, gap.Backoff = tries, wait
 			}
-			if f := l.opts.OnAck; f != nil {
+			if f := l.opts.onAck; f != nil {
 				l.call(func() { f(ack) })
 			}
 			cur = l.start(s, want)
@@ -339,7 +342,7 @@ func (l *Listener) run() {
 				flaps = 0
 			}
 			attempt = flaps
-			if f := l.opts.OnLoss; f != nil {
+			if f := l.opts.onLoss; f != nil {
 				l.call(func() { f(err) })
 			}
 		case <-retry:
@@ -354,7 +357,7 @@ func (l *Listener) run() {
 // relisten replaces *cur by a listen for the wanted filter, once
 // RelistInterval has passed since the last: make before break. A failure
 // keeps *cur and arms *retry.
-func (l *Listener) relisten(cur **active, last *time.Time, retry *<-chan time.Time) {
+func (l *listener) relisten(cur **active, last *time.Time, retry *<-chan time.Time) {
 	if reflect.DeepEqual(l.wanted(), (*cur).filter) {
 		return
 	}
@@ -390,12 +393,12 @@ func (l *Listener) relisten(cur **active, last *time.Time, retry *<-chan time.Ti
 	select {
 	case err := <-old.ended: // it ended before the new one's ack
 		ack.Gap = &Gap{Err: err, Since: time.Now(), Attempts: 1}
-		if f := l.opts.OnLoss; f != nil {
+		if f := l.opts.onLoss; f != nil {
 			l.call(func() { f(err) })
 		}
 	default:
 	}
-	if f := l.opts.OnAck; f != nil {
+	if f := l.opts.onAck; f != nil {
 		l.call(func() { f(ack) })
 	}
 	*cur = l.start(s, want)

@@ -28,14 +28,13 @@ func newRecorder() *recorder {
 	return &recorder{acks: make(chan upstream.Ack, 100), losses: make(chan error, 100), notes: make(chan upstream.Notification, 1000)}
 }
 
-func (r *recorder) options(f listen.Filter) upstream.ListenerOptions {
-	return upstream.ListenerOptions{
-		Filter:         f,
-		MinBackoff:     20 * time.Millisecond,
-		MaxBackoff:     100 * time.Millisecond,
-		OnAck:          func(a upstream.Ack) { r.acks <- a },
-		OnLoss:         func(err error) { r.losses <- err },
-		OnNotification: func(n upstream.Notification) { r.notes <- n },
+func (r *recorder) options(f listen.Filter) upstream.ListenerConfig {
+	return upstream.ListenerConfig{
+		Filter:          f,
+		ListenerOptions: upstream.ListenerOptions{MinBackoff: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond},
+		OnAck:           func(a upstream.Ack) { r.acks <- a },
+		OnLoss:          func(err error) { r.losses <- err },
+		OnNotification:  func(n upstream.Notification) { r.notes <- n },
 	}
 }
 

@@ -16,11 +16,11 @@ import (
 	"github.com/mcplisten/listen/spec"
 )
 
-// DefaultStdioBuffer is how many messages a listen on a Stdio transport
+// defaultStdioBuffer is how many messages a listen on a Stdio transport
 // may have waiting for its reader before it is ended (as fallen behind,
-// an error wrapping ErrDropped: its Listener re-listens and reports the
-// gap), so that one slow listen never stalls the others on the pipe.
-const DefaultStdioBuffer = 256
+// an error wrapping ErrDropped: its Feed re-listens and reports the gap),
+// so that one slow listen never stalls the others on the pipe.
+const defaultStdioBuffer = 256
 
 // stdioWriteTimeout bounds one write to an upstream's standard input, where
 // the pipe supports deadlines.
@@ -30,7 +30,7 @@ const stdioWriteTimeout = 10 * time.Second
 // upstream's standard input, and the lines it writes to its standard
 // output are routed to their listens by id and subscription id. One
 // connection carries every listen; when it ends (the process exited, its
-// output closed) every listen on it is dropped, and the next Listen dials
+// output closed) every listen on it is dropped, and the next listen dials
 // again, so a restarted upstream is listened to again.
 //
 // A Stdio is safe for concurrent use. Its reader goroutine, one per
@@ -40,12 +40,13 @@ type Stdio struct {
 	// writes (its standard output) and what it reads (its standard input).
 	// Closing both must end the upstream: Command returns such a Dial.
 	Dial func(ctx context.Context) (io.ReadCloser, io.WriteCloser, error)
-	// MaxMessageBytes bounds one line; zero means DefaultMaxMessageBytes.
+	// MaxMessageBytes bounds one line; zero means 1 MiB.
 	// A longer line cannot be routed, so it drops every listen of the
 	// connection (each re-listens and reports its gap).
 	MaxMessageBytes int
-	// Buffer bounds the messages queued per listen; zero means
-	// DefaultStdioBuffer.
+	// Buffer bounds the messages queued per listen: past it the listen is
+	// ended as fallen behind (an error wrapping ErrDropped), so that one
+	// slow listen never stalls the others on the pipe. Zero means 256.
 	Buffer int
 
 	mu     sync.Mutex
@@ -110,14 +111,14 @@ func (p *process) Close() error {
 }
 
 // Listen implements Transport.
-func (t *Stdio) Listen(ctx context.Context, id jsonrpc.ID, request []byte) (Messages, error) {
+func (t *Stdio) open(ctx context.Context, id jsonrpc.ID, request []byte) (messages, error) {
 	c, err := t.connect(ctx)
 	if err != nil {
 		return nil, err
 	}
 	buf := t.Buffer
 	if buf <= 0 {
-		buf = DefaultStdioBuffer
+		buf = defaultStdioBuffer
 	}
 	m := &stdioMessages{c: c, id: id, ch: make(chan []byte, buf), done: make(chan struct{})}
 	if err := c.add(m); err != nil {
@@ -162,7 +163,7 @@ func (t *Stdio) connect(ctx context.Context) (*stdioConn, error) {
 	}
 	max := t.MaxMessageBytes
 	if max <= 0 {
-		max = DefaultMaxMessageBytes
+		max = defaultMaxMessageBytes
 	}
 	c := &stdioConn{r: r, w: w, max: max, listens: map[string]*stdioMessages{}, readerDone: make(chan struct{})}
 	t.conn = c
@@ -250,7 +251,7 @@ func (c *stdioConn) read() {
 	for {
 		line, err := readLine(rd, c.max)
 		if err != nil {
-			if errors.Is(err, ErrTooLarge) {
+			if errors.Is(err, errTooLarge) {
 				c.shut(err)
 				return
 			}
@@ -279,7 +280,7 @@ func readLine(rd *bufio.Reader, max int) ([]byte, error) {
 	for {
 		chunk, err := rd.ReadSlice('\n')
 		if len(line)+len(chunk) > max+1 {
-			return nil, ErrTooLarge
+			return nil, errTooLarge
 		}
 		line = append(line, chunk...)
 		if err == bufio.ErrBufferFull {
@@ -365,7 +366,7 @@ func (m *stdioMessages) fail(err error) {
 	}
 }
 
-// Next implements Messages: what was queued comes first, then the end.
+// Next implements messages: what was queued comes first, then the end.
 func (m *stdioMessages) Next() ([]byte, error) {
 	select {
 	case line := <-m.ch:
@@ -391,7 +392,7 @@ func (m *stdioMessages) Next() ([]byte, error) {
 	}
 }
 
-// Close implements Messages: the upstream is sent notifications/cancelled
+// Close implements messages: the upstream is sent notifications/cancelled
 // (unless the connection is gone).
 func (m *stdioMessages) Close() {
 	m.mu.Lock()

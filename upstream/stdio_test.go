@@ -33,7 +33,7 @@ type stdioServer struct {
 func newStdioServer(t *testing.T) *stdioServer {
 	h, err := hub.New(hub.Options{})
 	require.NoError(t, err)
-	srv, err := stdio.New(h, stdio.Options{Listen: listen.Options{Capabilities: all}})
+	srv, err := stdio.New(listen.NewServer(h, listen.Options{Capabilities: all}), stdio.Options{})
 	require.NoError(t, err)
 	s := &stdioServer{hub: h, srv: srv}
 	t.Cleanup(func() {

@@ -13,8 +13,8 @@ import (
 	"github.com/mcplisten/listen/spec"
 )
 
-// DefaultAckTimeout bounds the wait for an upstream's acknowledgement.
-const DefaultAckTimeout = 10 * time.Second
+// defaultAckTimeout bounds the wait for an upstream's acknowledgement.
+const defaultAckTimeout = 10 * time.Second
 
 // Notification is one notification an upstream sent on a listen, after its
 // acknowledgement.
@@ -49,7 +49,7 @@ func (n Notification) Kind() listen.Kind {
 // one goroutine (Next); Close may be called from any.
 type Stream struct {
 	id       jsonrpc.ID
-	msgs     Messages
+	msgs     messages
 	accepted listen.Filter
 	ended    atomic.Bool
 }
@@ -61,8 +61,8 @@ type OpenOptions struct {
 	// ClientCapabilities are sent as the request's clientCapabilities
 	// (nil: an empty object).
 	ClientCapabilities map[string]any
-	// AckTimeout bounds the wait for the acknowledgement; zero means
-	// DefaultAckTimeout.
+	// AckTimeout bounds the wait for the acknowledgement (past it, an
+	// error wrapping ErrDropped); zero means 10 s.
 	AckTimeout time.Duration
 }
 
@@ -73,8 +73,8 @@ var nextID atomic.Int64
 // listen, tagged with its id, and accept a subset of filter (see
 // listen.Filter.SubsetOf). It fails with the upstream's *jsonrpc.Error, an
 // error wrapping ErrDropped (not reached, cut before the acknowledgement,
-// ErrAckTimeout), ErrCompleted (completed at once), ErrProtocol, or ctx's
-// error.
+// no acknowledgement within AckTimeout), ErrCompleted (completed at once),
+// ErrProtocol, or ctx's error.
 func Open(ctx context.Context, t Transport, filter listen.Filter, opts OpenOptions) (*Stream, error) {
 	id := jsonrpc.IntID(nextID.Add(1))
 	body, err := listenRequest(id, filter, opts)
@@ -83,14 +83,14 @@ func Open(ctx context.Context, t Transport, filter listen.Filter, opts OpenOptio
 	}
 	timeout := opts.AckTimeout
 	if timeout <= 0 {
-		timeout = DefaultAckTimeout
+		timeout = defaultAckTimeout
 	}
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	msgs, err := t.Listen(actx, id, body)
+	msgs, err := t.open(actx, id, body)
 	if err != nil {
 		if ctx.Err() == nil && actx.Err() != nil {
-			return nil, ErrAckTimeout
+			return nil, errAckTimeout
 		}
 		return nil, err
 	}
@@ -106,7 +106,7 @@ func Open(ctx context.Context, t Transport, filter listen.Filter, opts OpenOptio
 	if !stop() {
 		msgs.Close()
 		if timedOut.Load() {
-			return nil, ErrAckTimeout
+			return nil, errAckTimeout
 		}
 		return nil, ctx.Err()
 	}
@@ -166,16 +166,13 @@ func listenRequest(id jsonrpc.ID, filter listen.Filter, opts OpenOptions) ([]byt
 	})
 }
 
-// ID is the listen request's id.
-func (s *Stream) ID() jsonrpc.ID { return s.id }
-
 // Accepted is the filter the upstream acknowledged.
 func (s *Stream) Accepted() listen.Filter { return s.accepted }
 
 // Next returns the next notification. The listen's end is an error:
 // ErrCompleted (the upstream's completion), the upstream's *jsonrpc.Error,
-// an error wrapping ErrDropped (the connection; ErrSilent for a silence
-// over the idle timeout), ErrProtocol, or ErrClosed after Close. After an
+// an error wrapping ErrDropped (the connection, or a silence over the idle
+// timeout), ErrProtocol, or ErrClosed after Close. After an
 // error the stream is closed and every later Next returns ErrClosed.
 func (s *Stream) Next() (Notification, error) {
 	if s.ended.Load() {

@@ -17,8 +17,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // Every hook reaches its channel; Await skips what ok refuses; Block holds
 // OnReceive until the test lets it go.
 func TestRecorder(t *testing.T) {
-	r := clustertest.NewRecorder()
-	var h cluster.Hooks = r
+	var h cluster.Options
+	r := clustertest.Record(&h)
 	h.OnConnection(cluster.ConnectionInfo{Status: cluster.Disconnected})
 	h.OnConnection(cluster.ConnectionInfo{Status: cluster.Connected, Reconnects: 1})
 	h.OnResync(cluster.ResyncInfo{Reason: cluster.ResyncLoss})

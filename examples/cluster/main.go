@@ -123,8 +123,8 @@ func run(ctx context.Context) error {
 			return err
 		}
 		ins = append(ins, in)
-		fmt.Fprintf(out, "instance %s: listen handler on %s, bridge %s on subject %s\n",
-			name, in.url, in.bridge.ID()[:8], in.bridge.Subject())
+		fmt.Fprintf(out, "instance %s: listen handler on %s, bridge %s on subject mcp.listen.events\n",
+			name, in.url, in.bridge.ID()[:8]) // the default Prefix, "mcp.listen", + ".events"
 	}
 
 	// A listen stream on each instance, each with its own filter.
@@ -188,15 +188,13 @@ func start(name, natsURL string, key []byte) (*instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	lh, err := streamhttp.New(h, streamhttp.Options{
-		Listen: listen.Options{
-			Capabilities: listen.Capabilities{
-				ToolsListChanged:   true,
-				ResourcesSubscribe: true,
-			},
-			ServerInfo: listen.Implementation{Name: "cluster-example-" + name, Version: "1.0.0"},
+	lh, err := streamhttp.New(listen.NewServer(h, listen.Options{
+		Capabilities: listen.Capabilities{
+			ToolsListChanged:   true,
+			ResourcesSubscribe: true,
 		},
-	})
+		ServerInfo: listen.Implementation{Name: "cluster-example-" + name, Version: "1.0.0"},
+	}), streamhttp.Options{})
 	if err != nil {
 		br.Close()
 		return nil, err

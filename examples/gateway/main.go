@@ -126,10 +126,10 @@ func newGateway(ups []upstream.Upstream) (*gateway, error) {
 	if err := feed.Start(h); err != nil {
 		return nil, err
 	}
-	listens, err := streamhttp.New(h, streamhttp.Options{Listen: listen.Options{
+	listens, err := streamhttp.New(listen.NewServer(h, listen.Options{
 		CapabilitiesFor: feed.Capabilities, // what the upstreams can send, no more
 		ServerInfo:      serverInfo,
-	}})
+	}), streamhttp.Options{})
 	if err != nil {
 		feed.Close()
 		return nil, err

@@ -59,7 +59,6 @@ import (
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/mcpgo"
-	"github.com/mcplisten/listen/stdio"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -274,8 +273,7 @@ func serveStdio(ctx context.Context, logger *slog.Logger) error {
 	// before we are done: a write then fails instead of killing the process.
 	signal.Ignore(syscall.SIGPIPE)
 	x, err := mcpgo.NewStdio(newServer("mcplisten-example-mcpgo", "0.1.0"), mcpgo.StdioOptions{
-		Options: mcpgo.Options{Logger: logger},
-		Stdio:   stdio.Options{Logger: logger},
+		Options: mcpgo.Options{Logger: logger, Listen: listen.Options{Logger: logger}},
 		// Standard output carries the protocol only: mcp-go logs on
 		// standard error too.
 		SDK: []server.StdioOption{server.WithErrorLogger(slog.NewLogLogger(logger.Handler(), slog.LevelWarn))},

@@ -24,16 +24,14 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	listens, err := streamhttp.New(changes, streamhttp.Options{
-		Listen: listen.Options{
-			// Exactly what your server advertises in server/discover.
-			Capabilities: listen.Capabilities{
-				ToolsListChanged:   true,
-				ResourcesSubscribe: true,
-			},
-			ServerInfo: listen.Implementation{Name: "quickstart", Version: "1.0.0"},
+	listens, err := streamhttp.New(listen.NewServer(changes, listen.Options{
+		// Exactly what your server advertises in server/discover.
+		Capabilities: listen.Capabilities{
+			ToolsListChanged:   true,
+			ResourcesSubscribe: true,
 		},
-	})
+		ServerInfo: listen.Implementation{Name: "quickstart", Version: "1.0.0"},
+	}), streamhttp.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}

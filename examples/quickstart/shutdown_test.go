@@ -33,9 +33,7 @@ func TestShutdownCompletesEveryStream(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			changes, err := hub.New(hub.Options{})
 			require.NoError(t, err)
-			listens, err := streamhttp.New(changes, streamhttp.Options{
-				Listen: listen.Options{Capabilities: listen.Capabilities{ToolsListChanged: true}},
-			})
+			listens, err := streamhttp.New(listen.NewServer(changes, listen.Options{Capabilities: listen.Capabilities{ToolsListChanged: true}}), streamhttp.Options{})
 			require.NoError(t, err)
 			ts := httptest.NewUnstartedServer(listens)
 			conns := &connListener{Listener: ts.Listener}

@@ -24,12 +24,16 @@ import (
 	"github.com/mcplisten/listen/cluster"
 	"github.com/mcplisten/listen/examples/internal/listencheck"
 	"github.com/mcplisten/listen/natsbridge"
-	"github.com/mcplisten/listen/redisbridge"
 	"github.com/mcplisten/listen/redisbridge/redistest"
 )
 
 // failsafe bounds every wait of the cluster tests.
 const failsafe = 15 * time.Second
+
+// defaultChannel is where the bridges of the server carry events: the
+// NATS subject of natsbridge's default Prefix, and redisbridge's default
+// Stream.
+const defaultChannel = "mcp.listen.events"
 
 var (
 	buildOnce sync.Once
@@ -156,22 +160,22 @@ func brokerStats(t *testing.T, p *proc) cluster.Stats {
 	return *doc.Broker
 }
 
-// brokers are the engines the cluster tests run on: an embedded NATS
-// server (the nats-server module) and a redis-server process.
-func brokers(t *testing.T) map[string]string {
-	t.Helper()
-	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
-	require.NoError(t, err)
-	ns.Start()
-	require.True(t, ns.ReadyForConnections(failsafe))
-	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-	out := map[string]string{"nats": ns.ClientURL()}
-	if _, ok := redistest.Path(); ok || os.Getenv(redistest.RequiredEnv) == "1" {
-		out["redis"] = redistest.Run(t).URL()
-	} else {
-		t.Log("redis-server not found on PATH: the Redis case is skipped (install Debian's redis-server package)")
+// brokers are the engines the cluster tests run on, each started for the
+// subtest that asks for its URL: an embedded NATS server (the nats-server
+// module) and a redis-server process (redistest.Run skips the Redis
+// subtest where there is none).
+func brokers() map[string]func(t *testing.T) string {
+	return map[string]func(t *testing.T) string{
+		"nats": func(t *testing.T) string {
+			ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
+			require.NoError(t, err)
+			ns.Start()
+			require.True(t, ns.ReadyForConnections(failsafe))
+			t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+			return ns.ClientURL()
+		},
+		"redis": func(t *testing.T) string { return redistest.Run(t).URL() },
 	}
-	return out
 }
 
 // Three server processes behind one real broker act as one server: a
@@ -179,8 +183,9 @@ func brokers(t *testing.T) map[string]string {
 // tools/list_changed caused by a tools/call on instance A and the
 // resources/updated caused by trigger_resource_update on instance B.
 func TestThreeInstancesAsOne(t *testing.T) {
-	for name, url := range brokers(t) {
+	for name, start := range brokers() {
 		t.Run(name, func(t *testing.T) {
+			url := start(t)
 			a := startProc(t, "-broker", url)
 			b := startProc(t, "-broker", url)
 			c := startProc(t, "-broker", url)
@@ -215,8 +220,9 @@ func TestThreeInstancesAsOne(t *testing.T) {
 // one restarted since), are dropped and counted, and reach no listen.
 func TestBrokerKeyDropsForgedAndReplayed(t *testing.T) {
 	key := strings.Repeat("k", cluster.MinAuthKeyBytes)
-	for name, url := range brokers(t) {
+	for name, start := range brokers() {
 		t.Run(name, func(t *testing.T) {
+			url := start(t)
 			a := startProc(t, "-broker", url, "-broker-key", key)
 			c := startProc(t, "-broker", url, "-broker-key", key)
 			ctx, cancel := context.WithTimeout(t.Context(), failsafe)
@@ -279,7 +285,7 @@ func newSpy(t *testing.T, name, url string) *spy {
 		require.NoError(t, err)
 		t.Cleanup(nc.Close)
 		s.nc, s.captured = nc, make(chan *nats.Msg, 64)
-		_, err = nc.ChanSubscribe(natsbridge.DefaultPrefix+".events", s.captured)
+		_, err = nc.ChanSubscribe(defaultChannel, s.captured)
 		require.NoError(t, err)
 		require.NoError(t, nc.Flush())
 		return s
@@ -313,7 +319,7 @@ func (s *spy) capture(t *testing.T) cluster.Message {
 			}
 		}
 	}
-	es, err := s.rc.XRevRangeN(context.Background(), redisbridge.DefaultStream, "+", "-", 1).Result()
+	es, err := s.rc.XRevRangeN(context.Background(), defaultChannel, "+", "-", 1).Result()
 	require.NoError(t, err)
 	require.Len(t, es, 1)
 	data, _ := es[0].Values["d"].(string)
@@ -325,7 +331,7 @@ func (s *spy) capture(t *testing.T) cluster.Message {
 func (s *spy) publish(t *testing.T, m cluster.Message) {
 	t.Helper()
 	if s.nc != nil {
-		msg := &nats.Msg{Subject: natsbridge.DefaultPrefix + ".events", Data: m.Data}
+		msg := &nats.Msg{Subject: defaultChannel, Data: m.Data}
 		if m.Sig != "" {
 			msg.Header = nats.Header{natsbridge.AuthHeader: {m.Sig}}
 		}
@@ -337,5 +343,5 @@ func (s *spy) publish(t *testing.T, m cluster.Message) {
 	if m.Sig != "" {
 		values = append(values, "s", m.Sig)
 	}
-	require.NoError(t, s.rc.XAdd(context.Background(), &redis.XAddArgs{Stream: redisbridge.DefaultStream, Values: values}).Err())
+	require.NoError(t, s.rc.XAdd(context.Background(), &redis.XAddArgs{Stream: defaultChannel, Values: values}).Err())
 }

@@ -25,7 +25,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen/examples/internal/listencheck"
-	"github.com/mcplisten/listen/natsbridge"
 )
 
 // prometheusRequired makes TestPrometheusAlerts fail instead of skipping
@@ -157,12 +156,12 @@ func TestPrometheusAlerts(t *testing.T) {
 	spy, err := nats.Connect(ns.ClientURL())
 	require.NoError(t, err)
 	for range 3 {
-		require.NoError(t, spy.Publish(natsbridge.DefaultPrefix+".events", []byte("not an envelope")))
+		require.NoError(t, spy.Publish(defaultChannel, []byte("not an envelope")))
 	}
 	for n := 1; n <= 15; n += 2 {
 		before := brokerStats(t, srv).Resyncs
 		env := fmt.Sprintf(`{"v":1,"o":"gapped","n":%d,"t":%d,"k":"tools"}`, n, time.Now().UnixMilli())
-		require.NoError(t, spy.Publish(natsbridge.DefaultPrefix+".events", []byte(env)))
+		require.NoError(t, spy.Publish(defaultChannel, []byte(env)))
 		require.NoError(t, spy.Flush())
 		if n > 1 {
 			require.Eventually(t, func() bool { return brokerStats(t, srv).Resyncs > before },

@@ -27,12 +27,12 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/examples/fixture"
 	"github.com/mcplisten/listen/examples/internal/broker"
 	"github.com/mcplisten/listen/examples/internal/command"
 	"github.com/mcplisten/listen/gosdk"
 	"github.com/mcplisten/listen/hub"
-	"github.com/mcplisten/listen/stdio"
 )
 
 func main() {
@@ -62,11 +62,11 @@ func main() {
 			Hub:         h,
 			Logger:      logger,
 			OnRepublish: command.LogPublish(logger),
-		},
-		Stdio: stdio.Options{
-			Logger:  logger,
-			OnOpen:  command.LogOpen(logger),
-			OnClose: command.LogClose(logger),
+			Listen: listen.Options{
+				Logger:  logger,
+				OnOpen:  command.LogOpen(logger),
+				OnClose: command.LogClose(logger),
+			},
 		},
 	})
 	if err != nil {
@@ -77,7 +77,7 @@ func main() {
 	// done (every open listen got its completion result).
 	err = s.Run(ctx)
 	_ = s.Shutdown(context.Background())
-	st, bs := s.Stats(), s.Bridge().Stats()
+	st, bs := s.Listen().Stats(), s.Bridge().Stats()
 	logger.Info("stopped", "listens_opened", st.Opened, "listens_refused", st.Refused,
 		"list_changes", bs.ListChanges, "resource_updates", bs.ResourceUpdates, "err", err)
 	if err != nil && ctx.Err() == nil {

@@ -267,6 +267,10 @@ func TestParse(t *testing.T) {
 	}
 }
 
+type noQuota struct{}
+
+func (noQuota) Acquire(context.Context, *listen.Request) (func(), error) { return func() {}, nil }
+
 // TestListenOptionsKeepsFields: the listen.Options an adapter serves with
 // are the user's, field for field, but for the three it reads from its
 // SDK's server (Capabilities, CapabilitiesFor, ServerInfo); the adapters'
@@ -298,6 +302,13 @@ func TestListenOptionsKeepsFields(t *testing.T) {
 			f.SetInt(int64(7 + i))
 		case reflect.Bool:
 			f.SetBool(true)
+		case reflect.Slice:
+			f.Set(reflect.MakeSlice(f.Type(), 1, 1))
+		case reflect.Interface:
+			if f.Type() != reflect.TypeFor[listen.Quota]() {
+				t.Fatalf("listen.Options.%s: set it in this test", name)
+			}
+			f.Set(reflect.ValueOf(listen.Quota(noQuota{})))
 		default:
 			t.Fatalf("listen.Options.%s: set it in this test", name)
 		}
@@ -325,8 +336,10 @@ func TestListenOptionsKeepsFields(t *testing.T) {
 		kept = append(kept, name)
 	}
 	assert.Equal(t, []string{"Extensions", "CanRead", "MaxURIBytes", "MaxFilterBytes", "MaxIDBytes", "MaxSettingsBytes", "MaxURISegments",
-		"SubResources", "Scopes", "MaxLifetime", "LifetimeJitter", "Access", "Disabled", "EndWithError", "ReleaseTimeout"}, kept,
-		"the fields gosdk.Options.Listen and mcpgo.Options.Listen document as used as given")
+		"SubResources", "Scopes", "MaxLifetime", "LifetimeJitter", "Access", "Disabled", "EndWithError", "ReleaseTimeout",
+		"MaxStreams", "MaxStreamsPerKey", "StreamKey", "Quota", "RetryAfter", "DrainWindow", "RetryHint", "SupportedVersions",
+		"Logger", "OnOpen", "OnClose", "OnRefuse"}, kept,
+		"the fields adapter.Options.Listen documents as used as given")
 	o := got.Interface().(listen.Options)
 	assert.Equal(t, listen.Implementation{Name: "s", Version: "1"}, o.ServerInfo)
 	assert.NotNil(t, o.CapabilitiesFor)

@@ -1,5 +1,5 @@
 // Package redistest runs a real redis-server on a loopback port, for the
-// tests and benchmarks of the bridges between instances: Debian's package
+// tests of a server joined to others by redisbridge: Debian's package
 // redis-server (apt-get install redis-server), found on PATH. Run starts
 // one for a test and skips the test, naming the package to install, when
 // there is none; with the environment variable MCPLISTEN_REDIS_REQUIRED=1
@@ -7,8 +7,8 @@
 //
 // A Server is a child process without persistence (no RDB, no AOF) whose
 // log goes to a file in its directory; Stop and Restart end it with
-// SIGTERM, Kill with SIGKILL. Each Server starts one goroutine, which
-// waits for the process and ends with it.
+// SIGTERM. Each Server starts one goroutine, which waits for the process
+// and ends with it.
 package redistest
 
 import (
@@ -26,18 +26,18 @@ import (
 	"time"
 )
 
-// Package is the Debian package that provides redis-server.
-const Package = "redis-server"
+// debianPackage is the Debian package that provides redis-server.
+const debianPackage = "redis-server"
 
-// RequiredEnv, set to 1, makes Run fail a test instead of skipping it when
+// requiredEnv, set to 1, makes Run fail a test instead of skipping it when
 // redis-server is missing.
-const RequiredEnv = "MCPLISTEN_REDIS_REQUIRED"
+const requiredEnv = "MCPLISTEN_REDIS_REQUIRED"
 
 // startTimeout bounds the wait for a server to accept connections.
 const startTimeout = 10 * time.Second
 
-// Path returns the redis-server on PATH, if any.
-func Path() (string, bool) {
+// path returns the redis-server on PATH, if any.
+func path() (string, bool) {
 	p, err := exec.LookPath("redis-server")
 	return p, err == nil
 }
@@ -57,21 +57,15 @@ type Server struct {
 	runs   int
 }
 
-// Start starts redis-server in dir on 127.0.0.1:port (0: a free port) with
-// extra arguments (redis-server command-line options, such as
-// "--aclfile", path), and waits until it accepts connections.
-func Start(dir string, port int, extra ...string) (*Server, error) {
-	bin, ok := Path()
-	if !ok {
-		return nil, fmt.Errorf("redistest: redis-server not found on PATH: install Debian's %s package", Package)
-	}
-	s := &Server{bin: bin, dir: dir, args: extra, port: port}
+// start starts redis-server in dir on a free 127.0.0.1 port with extra
+// arguments (redis-server command-line options, such as "--aclfile",
+// path), and waits until it accepts connections.
+func start(bin, dir string, extra ...string) (*Server, error) {
+	s := &Server{bin: bin, dir: dir, args: extra}
 	var err error
 	for range 3 { // a free port taken by someone else meanwhile: try another
-		if port == 0 {
-			if s.port, err = freePort(); err != nil {
-				return nil, err
-			}
+		if s.port, err = freePort(); err != nil {
+			return nil, err
 		}
 		if err = s.start(); err == nil {
 			return s, nil
@@ -155,28 +149,16 @@ func tail(path string) string {
 // URL is the server's redis:// URL.
 func (s *Server) URL() string { return "redis://" + s.Addr }
 
-// PID is the running process's id.
-func (s *Server) PID() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.cmd.Process.Pid
-}
-
 // Stop ends the server with SIGTERM (SIGKILL after 5 s) and waits for it.
 // It is idempotent.
-func (s *Server) Stop() { s.end(syscall.SIGTERM) }
-
-// Kill ends the server with SIGKILL and waits for it.
-func (s *Server) Kill() { s.end(syscall.SIGKILL) }
-
-func (s *Server) end(sig syscall.Signal) {
+func (s *Server) Stop() {
 	s.mu.Lock()
 	cmd, exited := s.cmd, s.exited
 	s.mu.Unlock()
 	if cmd == nil {
 		return
 	}
-	_ = cmd.Process.Signal(sig)
+	_ = cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-exited:
 	case <-time.After(5 * time.Second):
@@ -192,20 +174,22 @@ func (s *Server) Restart() error {
 	return s.start()
 }
 
-// Run starts a server for t in a temporary directory and stops it when t
-// ends. Without redis-server it skips t, naming the package to install,
-// or fails it when RequiredEnv is set.
+// Run starts a server for t in a temporary directory, with extra
+// redis-server command-line options (such as "--aclfile", path), and stops
+// it when t ends. Without redis-server it skips t, naming the package to
+// install, or fails it when MCPLISTEN_REDIS_REQUIRED=1.
 func Run(t testing.TB, extra ...string) *Server {
 	t.Helper()
-	if _, ok := Path(); !ok {
-		msg := "redis-server not found on PATH: install Debian's " + Package +
-			" package (apt-get install " + Package + ") to run the tests against a real Redis"
-		if os.Getenv(RequiredEnv) == "1" {
+	bin, ok := path()
+	if !ok {
+		msg := "redis-server not found on PATH: install Debian's " + debianPackage +
+			" package (apt-get install " + debianPackage + ") to run the tests against a real Redis"
+		if os.Getenv(requiredEnv) == "1" {
 			t.Fatal(msg)
 		}
 		t.Skip(msg)
 	}
-	s, err := Start(t.TempDir(), 0, extra...)
+	s, err := start(bin, t.TempDir(), extra...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,8 @@
 // OUT/cluster.json. Linux only. Run it from the repository root:
 //
 //	go run ./bench/cmd/clusterbench [-instances 3] [-streams 5000] [-runs 5] [-brokers nats,redis] [-quick]
+//
+// redis-server is the one on PATH; nats-server is built from the module.
 package main
 
 import (
@@ -31,56 +33,36 @@ func main() { harness.Main("clusterbench", run) }
 func run(ctx context.Context, args []string, log io.Writer) error {
 	fs := flag.NewFlagSet("clusterbench", flag.ContinueOnError)
 	fs.SetOutput(log)
-	def := harness.DefaultCluster()
-	instances := fs.Int("instances", def.Instances, "server processes joined by the broker")
-	streams := fs.Int("streams", def.Streams, "listen streams per instance")
-	runs := fs.Int("runs", def.Runs, "rounds: fresh processes for every setup in each")
-	triggers := fs.Int("triggers", def.Triggers, "measured changes per run")
-	warmup := fs.Int("warmup", def.Warmup, "warm-up changes per run, not counted")
-	brokers := fs.String("brokers", strings.Join(def.Brokers, ","), "comma-separated brokers: nats, redis")
-	faultStreams := fs.Int("fault-streams", def.FaultStreams, "streams per instance in the fault scenarios")
-	faultChanges := fs.Int("fault-changes", def.FaultChanges, "changes published during the broker restart")
-	outDir := fs.String("out-dir", def.OutDir, "directory for cluster.md and cluster.json (relative: to the repository root)")
-	serverBin := fs.String("server-bin", "", "prebuilt examples/server (default: go build it)")
-	natsBin := fs.String("nats-bin", "", "prebuilt nats-server (default: go build it from the nats-server module)")
-	redisBin := fs.String("redis-bin", "", "redis-server binary (default: the one on PATH)")
-	quick := fs.Bool("quick", false, "smoke test: 50 streams per instance, 1 run, small faults")
+	cfg := harness.DefaultCluster()
+	fs.IntVar(&cfg.Instances, "instances", cfg.Instances, "server processes joined by the broker")
+	fs.IntVar(&cfg.Streams, "streams", cfg.Streams, "listen streams per instance")
+	fs.IntVar(&cfg.Runs, "runs", cfg.Runs, "rounds: fresh processes for every setup in each")
+	fs.IntVar(&cfg.Triggers, "triggers", cfg.Triggers, "measured changes per run")
+	brokers := fs.String("brokers", strings.Join(cfg.Brokers, ","), "comma-separated brokers: nats, redis")
+	fs.IntVar(&cfg.FaultStreams, "fault-streams", cfg.FaultStreams, "streams per instance in the fault scenarios")
+	fs.IntVar(&cfg.FaultChanges, "fault-changes", cfg.FaultChanges, "changes published during the broker restart")
+	outDir := fs.String("out-dir", cfg.OutDir, "directory for cluster.md and cluster.json (relative: to the repository root)")
+	quick := fs.Bool("quick", false, "smoke test: 50 streams per instance, 1 run, 2 changes, small faults (explicit flags still apply)")
 	repo := fs.String("repo", "", "repository root (default: found from the working directory)")
 	set, err := harness.ParseArgs(fs, args)
 	if err != nil {
 		return err
 	}
-	cfg := def
-	cfg.Instances, cfg.Streams, cfg.Runs = *instances, *streams, *runs
-	cfg.Triggers, cfg.Warmup = *triggers, *warmup
-	cfg.FaultStreams, cfg.FaultChanges = *faultStreams, *faultChanges
 	cfg.Brokers = strings.Split(*brokers, ",")
 	if *quick {
-		if !set["streams"] {
-			cfg.Streams = 50
+		for name, p := range map[string]*int{"streams": &cfg.Streams, "runs": &cfg.Runs, "triggers": &cfg.Triggers,
+			"fault-streams": &cfg.FaultStreams, "fault-changes": &cfg.FaultChanges} {
+			if !set[name] {
+				*p = map[string]int{"streams": 50, "runs": 1, "triggers": 2, "fault-streams": 20, "fault-changes": 15}[name]
+			}
 		}
-		if !set["runs"] {
-			cfg.Runs = 1
-		}
-		if !set["triggers"] {
-			cfg.Triggers = 2
-		}
-		if !set["fault-streams"] {
-			cfg.FaultStreams = 20
-		}
-		if !set["fault-changes"] {
-			cfg.FaultChanges = 15
-		}
-		cfg.Settle = 300 * time.Millisecond
-		cfg.TriggerGap = 50 * time.Millisecond
+		cfg.Settle, cfg.TriggerGap = 300*time.Millisecond, 50*time.Millisecond
 	}
 	if cfg.RepoRoot, cfg.OutDir, err = harness.Dirs(*repo, *outDir); err != nil {
 		return err
 	}
-	cfg.ServerBin, cfg.NATSBin, cfg.RedisBin = *serverBin, *natsBin, *redisBin
-	cfg.Command = "go run ./bench/cmd/clusterbench " + strings.Join(args, " ")
-	cfg.Log = func(format string, a ...any) { fmt.Fprintf(log, format+"\n", a...) }
-
+	cfg.Command = strings.TrimSpace("go run ./bench/cmd/clusterbench " + strings.Join(args, " "))
+	cfg.Log = harness.Logf(log)
 	res, err := harness.RunCluster(ctx, cfg)
 	if err != nil {
 		return err

@@ -38,18 +38,18 @@ func TestQuick(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"## Per instance", "## Whole setup", "## Faults",
+		"## Method", "## Faults",
 		"| last stream (ms) |", "| server CPU per delivered notification (µs) |",
-		"| broker CPU per change (ms) |",
-		"| nats | broker restart | 60 / 60 | 60 / 60 | 0 |",
-		"| nats | one instance killed | 40 / 40 |",
+		"| one instance | all |", "| nats | A |", "| nats | all |",
+		"| nats | broker restart | 60 / 60 | 60 | 0 | A 15–15, ",
+		"| nats | one instance killed | 40 / 40 | 0 | 0 | A 10–10, B 10–10 of 10 |",
 	} {
 		if !bytes.Contains(md, []byte(want)) {
 			t.Errorf("cluster.md lacks %q\n%s", want, md)
 		}
 	}
 	for _, line := range strings.Split(string(md), "\n") {
-		if strings.HasPrefix(line, "| last stream") && strings.Contains(line, "n/a") {
+		if strings.HasPrefix(line, "| ") && strings.Contains(line, "n/a") {
 			t.Errorf("unmeasured cell: %s", line)
 		}
 		if strings.HasPrefix(line, "- ") && strings.Contains(line, "failed run") {

@@ -7,7 +7,7 @@
 // trigger_resource_update), does no capability negotiation beyond that, and
 // sends no keep-alives.
 //
-//	floorserver [-addr 127.0.0.1:8091] [-lifetime 0] [-pprof] [-write-timeout 10s] [-slow-queue 64] [-loops GOMAXPROCS]
+//	floorserver [-addr 127.0.0.1:8091] [-lifetime 0] [-pprof]
 //
 // Once the listener is bound it prints exactly one line
 //
@@ -20,8 +20,8 @@
 // net/http parses the listen request; the handler then hijacks the
 // connection, duplicates the socket's descriptor, makes it non-blocking and
 // lets net/http's connection go (the duplicate keeps the socket open). The
-// stream goes to one of a fixed set of writer loops (GOMAXPROCS by
-// default), which writes the response header and the acknowledgement
+// stream goes to one of a fixed set of writer loops (GOMAXPROCS of
+// them), which writes the response header and the acknowledgement
 // first, in the order of its other work: a notification published after the
 // client could have seen the acknowledgement reaches it. From then on a
 // stream is a descriptor, its JSON-RPC id and its filter: no goroutine,

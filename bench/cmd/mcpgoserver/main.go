@@ -11,17 +11,12 @@
 //
 //	listening on http://ADDR/mcp
 //
-// to stdout. With -stdio it serves the same server over standard input and
-// output instead (mcp-go's ServeStdio), until the input ends: the baseline
-// of bench/cmd/stdiogosdk's large mode.
+// to stdout.
 package main
 
 import (
 	"flag"
-	"fmt"
 	"net/http"
-	"os"
-	"runtime"
 
 	"github.com/mark3labs/mcp-go/server"
 
@@ -33,23 +28,13 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:8091", "address to listen on")
 	lifetime := flag.Duration("lifetime", 0, "exit by itself after this long (0: run until signalled)")
 	_ = flag.Bool("quiet", true, "accepted for the benchmark harness (mcp-go logs warnings only here)")
-	profile := flag.Bool("pprof", false, "serve expvar at /debug/vars and net/http/pprof at /debug/pprof/")
-	overStdio := flag.Bool("stdio", false, "serve over standard input and output (mcp-go's ServeStdio) instead")
+	profile := flag.Bool("pprof", false, "serve net/http/pprof at /debug/pprof/")
 	flag.Parse()
-	if *overStdio {
-		if err := server.ServeStdio(fixture.New("mcpgoserver", "1.2.1")); err != nil {
-			fmt.Fprintln(os.Stderr, "mcpgoserver:", err)
-			os.Exit(1)
-		}
-		return
-	}
 
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", server.NewStreamableHTTPServer(fixture.New("mcpgoserver", "1.2.1")))
 	if *profile {
-		// net/http/pprof, as examples/mcpgo serves with -pprof (and the
-		// goroutine count in expvar).
-		baseline.Debug(mux, func() any { return map[string]any{"goroutines": runtime.NumGoroutine()} })
+		baseline.Debug(mux)
 	}
 	// mcp-go's listens never end by themselves: ordinary requests get a
 	// grace to finish, then whatever is still open is dropped.

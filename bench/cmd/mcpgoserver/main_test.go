@@ -1,48 +1,28 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
+	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 	"go.uber.org/goleak"
+
+	fixture "github.com/mcplisten/listen/bench/internal/mcpgofixture"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
-}
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// The server, built and started as the benchmark starts it, answers
-// mcp-go's own client with mcp-go's own listen: acknowledged, and
-// tools/list_changed after the trigger tool.
+// The plain server answers mcp-go's own client with mcp-go's own listen:
+// acknowledged, and tools/list_changed after the trigger tool. (That the
+// built binary serves it is mcpgobench's TestSmall.)
 func TestServesMCPGoListen(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "mcpgoserver")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-quiet", "-lifetime", "1m")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil || !strings.HasPrefix(line, "listening on http://") {
-		t.Fatalf("first line %q: %v", line, err)
-	}
-	c, err := client.NewStreamableHttpClient(strings.TrimSpace(strings.TrimPrefix(line, "listening on ")))
+	ts := httptest.NewServer(server.NewStreamableHTTPServer(fixture.New("mcpgoserver", "1.2.1")))
+	defer ts.Close()
+	c, err := client.NewStreamableHttpClient(ts.URL)
 	if err != nil {
 		t.Fatal(err)
 	}

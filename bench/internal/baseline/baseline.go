@@ -1,6 +1,6 @@
 // Package baseline is the serving part of the main of the benchmark's
 // plain servers (floorserver, gosdkserver, mcpgoserver), which is the same
-// in all three: the optional expvar and net/http/pprof endpoints, the bound
+// in all three: the optional net/http/pprof endpoints, the bound
 // listener and its one "listening on" line, and the run until a signal or
 // the -lifetime, ended by a shutdown with a grace for the requests in
 // flight.
@@ -9,7 +9,6 @@ package baseline
 import (
 	"context"
 	"errors"
-	"expvar"
 	"fmt"
 	"log"
 	"net"
@@ -26,14 +25,10 @@ import (
 // after it is dropped).
 const Grace = 2 * time.Second
 
-// Debug serves expvar at /debug/vars, with vars published as "listen", and
-// net/http/pprof at /debug/pprof/ on mux: the observability of the example
-// servers, for the side-by-side benchmark.
-func Debug(mux *http.ServeMux, vars func() any) {
-	expvar.Publish("listen", expvar.Func(vars))
-	mux.Handle("/debug/vars", expvar.Handler())
+// Debug serves net/http/pprof at /debug/pprof/ on mux, where the
+// side-by-side benchmark reads goroutines and heap (after a forced GC).
+func Debug(mux *http.ServeMux) {
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 }
 
 // Main serves h on addr: it binds the listener, prints exactly one line

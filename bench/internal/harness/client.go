@@ -10,10 +10,8 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -32,29 +30,23 @@ var meta = map[string]any{
 func newTransport() *http.Transport {
 	return &http.Transport{
 		DialContext:           (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
-		MaxConnsPerHost:       0, // no limit
 		MaxIdleConns:          64,
 		MaxIdleConnsPerHost:   64,
 		IdleConnTimeout:       time.Minute,
 		ResponseHeaderTimeout: 60 * time.Second,
 		DisableCompression:    true,
-		ForceAttemptHTTP2:     false,
 	}
 }
 
-// listenBody is a subscriptions/listen request with id and filter.
-func listenBody(id int, filter map[string]any) []byte {
-	b, _ := json.Marshal(map[string]any{
-		"jsonrpc": "2.0",
-		"id":      id,
-		"method":  "subscriptions/listen",
-		"params":  map[string]any{"notifications": filter, "_meta": meta},
-	})
-	return b
-}
-
-// setHeaders sets the 2026-07-28 Streamable HTTP request headers.
-func setHeaders(h http.Header, method, name string) {
+// Post sends a JSON-RPC request with the 2026-07-28 Streamable HTTP headers.
+func Post(ctx context.Context, c *http.Client, url string, id int, method, name string, params map[string]any) (*http.Response, error) {
+	params["_meta"] = meta
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	h := req.Header
 	h.Set("Content-Type", "application/json")
 	h.Set("Accept", "application/json, text/event-stream")
 	h.Set("MCP-Protocol-Version", ProtocolVersion)
@@ -62,6 +54,7 @@ func setHeaders(h http.Header, method, name string) {
 	if name != "" {
 		h.Set("Mcp-Name", name)
 	}
+	return c.Do(req)
 }
 
 // kinds of SSE message the harness tells apart.
@@ -70,78 +63,42 @@ const (
 	msgAck
 	msgToolsChanged
 	msgResourceUpdated
-	msgResult
-	msgError
-)
-
-var (
-	patAck      = []byte(`"notifications/subscriptions/acknowledged"`)
-	patTools    = []byte(`"notifications/tools/list_changed"`)
-	patResource = []byte(`"notifications/resources/updated"`)
-	patResult   = []byte(`"result"`)
-	patError    = []byte(`"error"`)
-	dataPrefix  = []byte("data:")
+	msgEnd // a result or an error: the listen's end
 )
 
 // classify tells what an SSE data line (or its first bufio chunk) carries.
-// Both servers put "method" before "params", so a notification's method is
+// Every server puts "method" before "params", so a notification's method is
 // always in the first chunk.
 func classify(data []byte) int {
 	switch {
-	case bytes.Contains(data, patTools):
+	case bytes.Contains(data, []byte(`"notifications/tools/list_changed"`)):
 		return msgToolsChanged
-	case bytes.Contains(data, patResource):
+	case bytes.Contains(data, []byte(`"notifications/resources/updated"`)):
 		return msgResourceUpdated
-	case bytes.Contains(data, patAck):
+	case bytes.Contains(data, []byte(`"notifications/subscriptions/acknowledged"`)):
 		return msgAck
-	case bytes.Contains(data, patError) && !bytes.Contains(data, []byte(`"method"`)):
-		return msgError
-	case bytes.Contains(data, patResult):
-		return msgResult
+	case !bytes.Contains(data, []byte(`"method"`)):
+		return msgEnd
 	}
 	return msgOther
 }
 
-// lineReader reads SSE lines of any length with a bounded buffer: a line
-// longer than the buffer yields its first chunk, the rest is skipped.
-type lineReader struct {
-	br    *bufio.Reader
-	first []byte
-	bytes int64 // bytes read so far
-}
-
-func newLineReader(r io.Reader, size int) *lineReader {
-	return &lineReader{br: bufio.NewReaderSize(r, size)}
-}
-
-// next returns the next line's first chunk (without its line break) and
-// the time its end arrived.
-func (l *lineReader) next() ([]byte, time.Time, error) {
-	line, err := l.br.ReadSlice('\n')
-	l.bytes += int64(len(line))
-	if errors.Is(err, bufio.ErrBufferFull) {
-		l.first = append(l.first[:0], line...)
-		for errors.Is(err, bufio.ErrBufferFull) {
-			line, err = l.br.ReadSlice('\n')
-			l.bytes += int64(len(line))
-		}
-		line = l.first
-	}
-	now := time.Now()
-	if err != nil {
-		return nil, now, err
-	}
-	return bytes.TrimRight(line, "\r\n"), now, nil
-}
-
-// nextData returns the next SSE data line's payload start, its kind and arrival.
-func (l *lineReader) nextData() ([]byte, int, time.Time, error) {
+// nextData returns the next SSE data line's payload (its first 4 KiB at
+// most; the rest of a longer line is skipped), its kind and its arrival.
+func nextData(br *bufio.Reader) ([]byte, int, time.Time, error) {
 	for {
-		line, at, err := l.next()
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			line = bytes.Clone(line)
+			for errors.Is(err, bufio.ErrBufferFull) {
+				_, err = br.ReadSlice('\n')
+			}
+		}
+		at := time.Now()
 		if err != nil {
 			return nil, msgOther, at, err
 		}
-		if d, ok := bytes.CutPrefix(line, dataPrefix); ok {
+		if d, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r\n"), []byte("data:")); ok {
 			return d, classify(d), at, nil
 		}
 	}
@@ -170,15 +127,20 @@ func newBoard(kind, rounds, streams int) *board {
 	return b
 }
 
-// arrive records stream i's round k notification.
-func (b *board) arrive(k, i int, at time.Time) {
-	if k >= len(b.at) {
-		b.extra.Add(1)
-		return
-	}
-	b.at[k][i] = at.UnixNano()
-	if b.left[k].Add(-1) == 0 {
-		close(b.done[k])
+// reader returns stream i's message handler: its k-th notification of the
+// watched kind arrives in round k.
+func (b *board) reader(i int) func([]byte, int, time.Time) {
+	round := 0
+	return func(_ []byte, kind int, at time.Time) {
+		if kind != b.kind {
+			return
+		}
+		if k := round; k >= len(b.at) {
+			b.extra.Add(1)
+		} else if b.at[k][i] = at.UnixNano(); b.left[k].Add(-1) == 0 {
+			close(b.done[k])
+		}
+		round++
 	}
 }
 
@@ -196,18 +158,17 @@ func (b *board) wait(ctx context.Context, k int, timeout time.Duration) error {
 	}
 }
 
-// streams is a set of open listen streams read by one goroutine each.
+// streams is a set of open listen streams read by one goroutine each, which
+// hands every message after the acknowledgement to the stream's handler.
 type streams struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	client *http.Client
 	url    string
-	board  *board
-	bufSz  int
+	// handler returns stream i's message handler.
+	handler func(i int) func(d []byte, kind int, at time.Time)
 
 	wg sync.WaitGroup
-	// ended counts streams whose response ended (EOF or error).
-	ended atomic.Int64
 	// closing is set before the harness ends the streams itself.
 	closing atomic.Bool
 	mu      sync.Mutex
@@ -215,17 +176,9 @@ type streams struct {
 	unexpected []string
 }
 
-func newStreams(parent context.Context, client *http.Client, url string, b *board, bufSz int) *streams {
+func newStreams(parent context.Context, client *http.Client, url string, b *board) *streams {
 	ctx, cancel := context.WithCancel(parent)
-	return &streams{ctx: ctx, cancel: cancel, client: client, url: url, board: b, bufSz: bufSz}
-}
-
-func (s *streams) note(format string, args ...any) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.unexpected) < 5 {
-		s.unexpected = append(s.unexpected, fmt.Sprintf(format, args...))
-	}
+	return &streams{ctx: ctx, cancel: cancel, client: client, url: url, handler: b.reader}
 }
 
 // errRefused is an open refused with HTTP 503 (capacity).
@@ -234,12 +187,7 @@ var errRefused = errors.New("refused with 503")
 // open opens stream i and waits for its acknowledgement, then reads it in
 // its own goroutine until it ends.
 func (s *streams) open(i int, filter map[string]any) error {
-	req, err := http.NewRequestWithContext(s.ctx, http.MethodPost, s.url, bytes.NewReader(listenBody(i+1, filter)))
-	if err != nil {
-		return err
-	}
-	setHeaders(req.Header, "subscriptions/listen", "")
-	resp, err := s.client.Do(req)
+	resp, err := Post(s.ctx, s.client, s.url, i+1, "subscriptions/listen", "", map[string]any{"notifications": filter})
 	if err != nil {
 		return err
 	}
@@ -251,40 +199,39 @@ func (s *streams) open(i int, filter map[string]any) error {
 		}
 		return fmt.Errorf("listen %d: HTTP %d: %s", i, resp.StatusCode, body)
 	}
-	lr := newLineReader(resp.Body, s.bufSz)
-	d, kind, _, err := lr.nextData()
-	if err != nil || kind != msgAck {
+	br := bufio.NewReaderSize(resp.Body, 4096)
+	if d, kind, _, err := nextData(br); err != nil || kind != msgAck {
 		resp.Body.Close()
 		return fmt.Errorf("listen %d: first message is not the acknowledgement: %q %v", i, trunc(d), err)
 	}
+	handle := s.handler(i)
 	s.wg.Add(1)
-	go s.read(i, resp.Body, lr) // ends at the body's end; close cancels and waits
+	go func() { // ends at the body's end; close cancels and waits
+		defer s.wg.Done()
+		defer resp.Body.Close()
+		for {
+			d, kind, at, err := nextData(br)
+			if err != nil {
+				if !s.closing.Load() {
+					s.note("stream %d ended early: %v", i, err)
+					handle(nil, msgEnd, at)
+				}
+				return
+			}
+			if kind == msgEnd {
+				s.note("stream %d ended: %q", i, trunc(d))
+			}
+			handle(d, kind, at)
+		}
+	}()
 	return nil
 }
 
-func (s *streams) read(i int, body io.ReadCloser, lr *lineReader) {
-	defer s.wg.Done()
-	defer body.Close()
-	round := 0
-	for {
-		d, kind, at, err := lr.nextData()
-		if err != nil {
-			s.ended.Add(1)
-			if !s.closing.Load() {
-				s.note("stream %d ended early: %v", i, err)
-			}
-			return
-		}
-		switch kind {
-		case s.board.kind:
-			s.board.arrive(round, i, at)
-			round++
-		case msgToolsChanged, msgResourceUpdated:
-			// Another kind than the one watched: not expected here.
-			s.note("stream %d: unexpected %q", i, trunc(d))
-		case msgError:
-			s.note("stream %d: error %q", i, trunc(d))
-		}
+func (s *streams) note(format string, args ...any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.unexpected) < 5 {
+		s.unexpected = append(s.unexpected, fmt.Sprintf(format, args...))
 	}
 }
 
@@ -306,35 +253,25 @@ func trunc(b []byte) string {
 // returns when every open has finished: the number opened, refused (503)
 // and the time from the first request to the last acknowledgement.
 func (s *streams) openAll(n, conc int, filter map[string]any) (opened, refused int, elapsed time.Duration, err error) {
-	var next, nOpened, nRefused atomic.Int64
-	var firstErr error
+	var next, nOpened, nRefused, lastAck atomic.Int64
 	var errOnce sync.Once
 	var wg sync.WaitGroup
 	startAt := time.Now()
-	var lastAck atomic.Int64
 	for range min(conc, n) {
 		wg.Add(1)
-		go func() {
+		go func() { // ends when no stream is left to open
 			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				switch err := s.open(i, filter); {
-				case err == nil:
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				switch e := s.open(i, filter); {
+				case e == nil:
 					nOpened.Add(1)
 					now := time.Now().UnixNano()
-					for {
-						old := lastAck.Load()
-						if now <= old || lastAck.CompareAndSwap(old, now) {
-							break
-						}
+					for old := lastAck.Load(); now > old && !lastAck.CompareAndSwap(old, now); old = lastAck.Load() {
 					}
-				case errors.Is(err, errRefused):
+				case errors.Is(e, errRefused):
 					nRefused.Add(1)
 				default:
-					errOnce.Do(func() { firstErr = err })
+					errOnce.Do(func() { err = e })
 					next.Store(int64(n)) // stop opening
 				}
 			}
@@ -344,7 +281,7 @@ func (s *streams) openAll(n, conc int, filter map[string]any) (opened, refused i
 	if la := lastAck.Load(); la > 0 {
 		elapsed = time.Unix(0, la).Sub(startAt)
 	}
-	return int(nOpened.Load()), int(nRefused.Load()), elapsed, firstErr
+	return int(nOpened.Load()), int(nRefused.Load()), elapsed, err
 }
 
 // callTool calls a tool and reads its whole result.
@@ -352,18 +289,7 @@ func callTool(ctx context.Context, client *http.Client, url string, id int, name
 	if args == nil {
 		args = map[string]any{}
 	}
-	body, _ := json.Marshal(map[string]any{
-		"jsonrpc": "2.0",
-		"id":      id,
-		"method":  "tools/call",
-		"params":  map[string]any{"name": name, "arguments": args, "_meta": meta},
-	})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	setHeaders(req.Header, "tools/call", name)
-	resp, err := client.Do(req)
+	resp, err := Post(ctx, client, url, id, "tools/call", name, map[string]any{"name": name, "arguments": args})
 	if err != nil {
 		return err
 	}
@@ -372,47 +298,8 @@ func callTool(ctx context.Context, client *http.Client, url string, id int, name
 	if err != nil {
 		return err
 	}
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode != http.StatusOK || !bytes.Contains(b, []byte(`"result"`)) || bytes.Contains(b, []byte(`"isError":true`)) {
 		return fmt.Errorf("tools/call %s: HTTP %d: %s", name, resp.StatusCode, trunc(b))
 	}
-	if !bytes.Contains(b, []byte(`"result"`)) || bytes.Contains(b, []byte(`"isError":true`)) {
-		return fmt.Errorf("tools/call %s: %s", name, trunc(b))
-	}
 	return nil
-}
-
-// rawListen sends a listen request on its own connection and never reads
-// the response: a client that stopped reading its socket. rcvBuf > 0 sets
-// the socket's SO_RCVBUF before connecting.
-func rawListen(ctx context.Context, addr string, id int, filter map[string]any, rcvBuf int) (*net.TCPConn, error) {
-	d := net.Dialer{Timeout: 10 * time.Second}
-	if rcvBuf > 0 {
-		d.Control = func(_, _ string, c syscall.RawConn) error {
-			var serr error
-			err := c.Control(func(fd uintptr) {
-				serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, rcvBuf)
-			})
-			if err != nil {
-				return err
-			}
-			return serr
-		}
-	}
-	c, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	body := listenBody(id, filter)
-	var req bytes.Buffer
-	req.WriteString("POST /mcp HTTP/1.1\r\nHost: " + addr + "\r\n")
-	h := http.Header{}
-	setHeaders(h, "subscriptions/listen", "")
-	_ = h.Write(&req)
-	req.WriteString("Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n")
-	req.Write(body)
-	if _, err := c.Write(req.Bytes()); err != nil {
-		c.Close()
-		return nil, err
-	}
-	return c.(*net.TCPConn), nil
 }

@@ -8,490 +8,181 @@ import (
 	"time"
 )
 
-// report holds what renderMarkdown and writeChart compute from Results.
-type report struct {
-	res *Results
-	cfg Config
-	// fan[server index][N index]
-	fan [][]*fanAgg
-	// ours, floor and gosdk are the servers' indexes in res.Servers (-1:
-	// absent).
-	ours, floor, gosdk int
+// metric is one figure of a fan-out run that opened every stream and
+// measured its triggers.
+type metric struct {
+	// Name is the report's row name, with its unit.
+	Name  string
+	value func(r *FanoutRun) float64
+	// minDivisor: a ratio's divisor below this is left out (the floor's
+	// zero goroutines per stream).
+	minDivisor float64
 }
 
-func newReport(res *Results) *report {
-	rp := &report{res: res, cfg: res.Config, ours: -1, floor: -1, gosdk: -1}
-	for i, s := range res.Servers {
-		switch s.Kind.ID {
-		case Ours.ID:
-			rp.ours = i
-		case Floor.ID:
-			rp.floor = i
-		case GoSDK.ID:
-			rp.gosdk = i
+// triggerMedian is the median over a run's measured triggers of f, in ms.
+func triggerMedian(f func(TriggerStats) time.Duration) func(*FanoutRun) float64 {
+	return func(r *FanoutRun) float64 {
+		v := make([]float64, len(r.Triggers))
+		for i, t := range r.Triggers {
+			v[i] = ms(f(t))
 		}
-		var aggs []*fanAgg
-		for _, set := range s.Fanout {
-			aggs = append(aggs, aggregate(set, s.Idle))
+		return Summarize(v).Median
+	}
+}
+
+// The fan-out metrics, in the report's order. Latencies are the median over
+// the run's measured triggers; CPU per notification is the run's total over
+// its measured triggers ÷ the notifications delivered.
+var (
+	mLast = metric{Name: "Fan-out of one tools change, last stream (ms)", value: triggerMedian(func(t TriggerStats) time.Duration { return t.Last })}
+	mCPU  = metric{Name: "Server CPU per delivered notification (µs)", value: func(r *FanoutRun) float64 {
+		var total time.Duration
+		for _, t := range r.Triggers {
+			total += t.ServerCPU
 		}
-		rp.fan = append(rp.fan, aggs)
+		return float64(total) / 1e3 / float64(r.N*len(r.Triggers))
+	}}
+	mRSS = metric{Name: "RSS per idle open stream, after a settle (KB)", value: func(r *FanoutRun) float64 {
+		return float64(r.Settled.RSSKB-r.Before.RSSKB) * 1.024 / float64(r.N)
+	}}
+	mOpen  = metric{Name: "Listens opened per second", value: func(r *FanoutRun) float64 { return r.OpenRate }}
+	fanout = []metric{
+		mLast,
+		{Name: "Spread, first → last stream (ms)", value: triggerMedian(func(t TriggerStats) time.Duration { return t.Last - t.First })},
+		{Name: "First stream (ms)", value: triggerMedian(func(t TriggerStats) time.Duration { return t.First })},
+		{Name: "p50 stream (ms)", value: triggerMedian(func(t TriggerStats) time.Duration { return t.P50 })},
+		mCPU, mRSS,
+		{Name: "Go heap in use per open stream, after a forced GC (KB)", value: func(r *FanoutRun) float64 {
+			return float64(r.Heap-r.HeapBefore) / 1e3 / float64(r.N)
+		}},
+		{Name: "Goroutines per open stream", minDivisor: 0.5, value: func(r *FanoutRun) float64 {
+			return float64(r.Goroutines-r.GoroutinesBefore) / float64(r.N)
+		}},
+		{Name: "Trigger `tools/call` round trip (ms)", value: triggerMedian(func(t TriggerStats) time.Duration { return t.Call })},
+		mOpen,
 	}
-	return rp
-}
+)
 
-// agg is server i's aggregate at N index k, or nil.
-func (rp *report) agg(i, k int) *fanAgg {
-	if i < 0 || i >= len(rp.fan) || k >= len(rp.fan[i]) {
-		return nil
-	}
-	return rp.fan[i][k]
-}
-
-// debounceMS is the go-sdk's list-change debounce in ms.
-func (rp *report) debounceMS() float64 { return ms(rp.cfg.Debounce) }
-
-// row is one metric at one N for every server, with the paired ratios.
-type row struct {
-	cells   []series // per server, res.Servers order
-	sdkLess series   // the go-sdk's, less its debounce (latency metrics only)
-	// ours ÷ floor, ours ÷ go-sdk and ours ÷ (go-sdk less its debounce),
-	// paired by round.
-	vsFloor, vsSDK, vsSDKLess Summary
-}
-
-func (rp *report) row(m metric, k int) row {
-	var r row
-	for i := range rp.res.Servers {
-		r.cells = append(r.cells, rp.agg(i, k).get(m, 0))
-	}
-	nan := summarize(nil)
-	r.vsFloor, r.vsSDK, r.vsSDKLess, r.sdkLess = nan, nan, nan, series{Summary: nan}
-	if rp.ours < 0 {
-		return r
-	}
-	o := r.cells[rp.ours]
-	if rp.floor >= 0 {
-		r.vsFloor = paired(o, r.cells[rp.floor], m.minDivisor)
-	}
-	if rp.gosdk >= 0 {
-		r.vsSDK = paired(o, r.cells[rp.gosdk], m.minDivisor)
-		if m.latency {
-			r.sdkLess = rp.agg(rp.gosdk, k).get(m, rp.debounceMS())
-			r.vsSDKLess = paired(o, r.sdkLess)
+// byRound is m over the runs of set that opened every stream and measured
+// their triggers, by round.
+func byRound(set *FanoutSet, m metric) map[int]float64 {
+	out := map[int]float64{}
+	for _, r := range set.Runs {
+		if r.Opened == set.N && len(r.Triggers) > 0 {
+			out[r.Round] = m.value(r)
 		}
 	}
-	return r
+	return out
 }
 
-// runsNote is "" when s has every run, else " (n runs)".
-func (rp *report) runsNote(s Summary) string {
-	if !s.ok() || s.N == rp.cfg.Runs {
-		return ""
+func values(by map[int]float64) []float64 {
+	var v []float64
+	for _, x := range by {
+		v = append(v, x)
 	}
-	return " (" + plural(s.N, "run") + ")"
+	return v
 }
 
-func (rp *report) cellOf(s series, a *fanAgg, m metric) string {
-	if a != nil && m.full && a.Opened < a.N {
-		return "n/a¹"
+// paired is the ratio x ÷ y round by round (the runs of one round ran back
+// to back), over the rounds both have where |y| is at least least.
+func paired(x, y map[int]float64, least float64) Summary {
+	var rs []float64
+	for r, xv := range x {
+		if yv, ok := y[r]; ok && yv != 0 && math.Abs(yv) >= least {
+			rs = append(rs, xv/yv)
+		}
 	}
-	if !s.ok() && m.inside {
-		return "n/a²"
+	return Summarize(rs)
+}
+
+// Table is the markdown table of the fan-out figures of servers at the
+// N of index k: a column per server, then one per pair {i, j} of server
+// indexes, the ratio i ÷ j paired by round; cells are median [min–max]
+// over the runs that opened every stream.
+func Table(servers []*ServerResult, k int, pairs ...[2]int) string {
+	var b strings.Builder
+	b.WriteString("| Measure |")
+	for _, s := range servers {
+		b.WriteString(" " + s.Kind.Name + " |")
 	}
-	return cell(s.Summary, 1) + rp.runsNote(s.Summary)
+	for _, p := range pairs {
+		fmt.Fprintf(&b, " %s ÷ %s |", servers[p[0]].Kind.Name, servers[p[1]].Kind.Name)
+	}
+	b.WriteString("\n|---|" + strings.Repeat("---|", len(servers)+len(pairs)) + "\n")
+	for _, m := range fanout {
+		cols := make([]map[int]float64, len(servers))
+		fmt.Fprintf(&b, "| %s |", m.Name)
+		for i, s := range servers {
+			cols[i] = byRound(s.Fanout[k], m)
+			fmt.Fprintf(&b, " %s |", Summarize(values(cols[i])))
+		}
+		for _, p := range pairs {
+			fmt.Fprintf(&b, " %s |", paired(cols[p[0]], cols[p[1]], m.minDivisor))
+		}
+		b.WriteString("\n")
+	}
+	for _, s := range servers {
+		set := s.Fanout[k]
+		for _, e := range set.Errors {
+			fmt.Fprintf(&b, "\n- %s: %s", s.Kind.Name, e)
+		}
+		for _, r := range set.Runs {
+			for _, p := range r.Problems {
+				fmt.Fprintf(&b, "\n- %s, run %d: %s", s.Kind.Name, r.Round+1, p)
+			}
+		}
+	}
+	return b.String() + "\n"
 }
 
 func renderMarkdown(res *Results) string {
-	rp := newReport(res)
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	cfg := res.Config
-	names := make([]string, len(res.Servers))
-	for i, s := range res.Servers {
-		names[i] = s.Kind.Name
-	}
-
+	cfg, m := res.Config, res.Machine
 	w("# `subscriptions/listen` benchmark: ours, the floor and go-sdk v1.8.0\n\n")
-	w("Generated by `bench/cmd/listenbench`; do not edit by hand. Command, run from the repository root:\n\n")
-	w("    %s\n\n", res.Command)
+	w("Generated by `bench/cmd/listenbench`; do not edit by hand. Command, run from the repository root:\n\n    %s\n\n", res.Command)
 	w("Servers built from commit `%s`", res.Commit)
 	if len(res.Dirty) > 0 {
 		w(" with uncommitted changes to %s", strings.Join(res.Dirty, ", "))
 	}
-	w(". Run on %s, took %s. Each server runs as its own process on loopback HTTP/1.1 (MCP %s); ",
-		res.Started.UTC().Format("2006-01-02 15:04 MST"), res.Finished.Sub(res.Started).Round(time.Second), ProtocolVersion)
-	w("the clients run in the benchmark process, on the same %d cores. One server process runs at a time, a fresh one for every run.\n\n", res.Machine.NProc)
-	w("**How many runs.** Every fan-out figure is the median of **%s** per server and N, with the range [min–max] over those runs; a cell with fewer runs says how many. ",
-		plural(cfg.Runs, "run"))
-	w("A run is a fresh server process with N open streams and %s after %s; its latencies are the median over its measured triggers, its CPU per notification the total over them ÷ the notifications delivered. ",
-		plural(cfg.Triggers, "measured trigger"), plural(cfg.Warmup, "warm-up trigger"))
-	w("The runs go in rounds: in each round every server runs once, back to back, in an order rotated from round to round. ")
-	w("A ratio is paired: round r's ours ÷ round r's floor (or go-sdk), median [min–max] over the %s. ", plural(cfg.Runs, "round"))
-	if !cfg.SkipStall {
-		w("The stalled-client figures are over **%s** per server, mode and notification size.", plural(cfg.StallRuns, "run"))
-	}
-	w("\n\n")
-
-	rp.machine(w)
-
-	w("## Servers\n\n")
+	w(". Run on %s, took %s, on %s (%d cores), %s, %s, %s; load average %s at the start, %s at the end; RLIMIT_NOFILE %s.\n\n",
+		res.Started.UTC().Format("2006-01-02 15:04 MST"), res.Finished.Sub(res.Started).Round(time.Second),
+		m.Model, m.NProc, m.MemTotal, m.GoVersion, m.Kernel, m.LoadStart, m.LoadEnd, Commas(int(m.NoFile)))
 	for _, s := range res.Servers {
-		w("- **%s**: `go build %s`, started with `-addr 127.0.0.1:0 -quiet -lifetime 1h", s.Kind.Label, s.Kind.Pkg)
-		for _, a := range s.Args {
-			w(" %s", a)
-		}
-		w("`. Flags it offers: %s. A fresh idle process: %s goroutines (SIGQUIT dump), RSS %s MB.\n",
-			strings.Join(s.Flags, ", "), commas(s.Idle.Total), num(float64(s.IdleStatus.RSSKB)*1024/1e6))
+		w("- **%s**: `go build %s`, started with `-addr 127.0.0.1:0 -quiet -lifetime 1h %s`.\n", s.Kind.Label, s.Kind.Pkg, strings.Join(s.Args, " "))
 	}
-	w("\n")
-
-	rp.headline(w)
-	rp.goals(w)
-
-	// Main table.
-	w("## Results\n\n")
-	w("Cells: median [min–max] over the runs (see above). Ratios: paired by round, median [min–max]. ")
-	w("The last column divides by the go-sdk's latency less its %s list-change debounce (see the method).\n\n", cfg.Debounce)
-	w("| Metric | N | %s | ours ÷ floor | ours ÷ go-sdk | ours ÷ (go-sdk − %s) |\n|---|---|%s---|---|---|\n",
-		strings.Join(names, " | "), cfg.Debounce, strings.Repeat("---|", len(names)))
-	footnote1, footnote2 := false, false
-	for _, m := range fanoutMetrics {
-		for k, n := range cfg.Ns {
-			r := rp.row(m, k)
-			var cells []string
-			for i, s := range r.cells {
-				c := rp.cellOf(s, rp.agg(i, k), m)
-				footnote1 = footnote1 || c == "n/a¹"
-				footnote2 = footnote2 || c == "n/a²"
-				cells = append(cells, c)
-			}
-			less := ""
-			if m.latency {
-				less = ratioCell(r.vsSDKLess)
-			}
-			w("| %s | %s | %s | %s | %s | %s |\n", m.Name, commas(n), strings.Join(cells, " | "), ratioCell(r.vsFloor), ratioCell(r.vsSDK), less)
-		}
+	w("\n## Method\n\n")
+	w("Each run is a fresh server process, one at a time. It opens N listens (`{\"toolsListChanged\":true}`) over loopback HTTP/1.1, at most %d at once, each read by its own goroutine in this process; ", cfg.OpenConcurrency)
+	w("then it calls `test_trigger_tool_change` %d times (the first %d not counted), each time waiting for every stream's `notifications/tools/list_changed`, then %v. ", cfg.Warmup+cfg.Triggers, cfg.Warmup, cfg.TriggerGap)
+	w("Latency runs from just before the trigger call to a stream's notification; a run's latency is the median over its measured triggers. ")
+	w("Server CPU is the process's CPU-time clock (all threads, user and system) from just before each trigger to the last delivery, ÷ N. ")
+	w("Memory: VmRSS, and from the server's net/http/pprof its goroutines and heap in use after a forced GC, read %v after start and again %v after the last acknowledgement, the difference ÷ N (KB = 1,000 bytes). ", cfg.Settle, cfg.Settle)
+	w("The runs go in rounds of one run per server, in an order rotated from round to round; a ratio is taken within each round, then summarised. ")
+	w("Cells: median [min–max] over %d runs; the go-sdk's and ours' latencies include the go-sdk's 10 ms list-change debounce.\n\n", cfg.Runs)
+	pairs := [][2]int{{0, 1}, {0, 2}}
+	for k, n := range cfg.Ns {
+		w("## N = %s\n\n%s\n", Commas(n), Table(res.Servers, k, pairs...))
 	}
-	w("\n")
-	if footnote1 {
-		w("¹ Not measured:\n\n")
-		for i, s := range res.Servers {
-			for k := range cfg.Ns {
-				a := rp.agg(i, k)
-				if a == nil {
-					continue
-				}
-				if a.Opened < a.N {
-					w("- %s at N = %s: %s.\n", s.Kind.Name, commas(a.N), a.Note)
-				}
-				for _, e := range a.set.Errors {
-					w("- %s at N = %s: error: %s.\n", s.Kind.Name, commas(a.N), e)
-				}
-			}
-		}
-		w("\n")
-	}
-	if footnote2 {
-		w("² Not available from that server: ")
-		for i, sv := range res.Servers {
-			if i > 0 {
-				w("; ")
-			}
-			var has []string
-			if sv.hasVars() {
-				has = append(has, "expvar at `/debug/vars`")
-			}
-			if sv.hasPprof() {
-				has = append(has, "net/http/pprof (goroutine profile, forced GC with `/debug/pprof/heap?gc=1`)")
-			}
-			if len(has) == 0 {
-				has = append(has, "neither expvar nor net/http/pprof")
-			}
-			w("%s serves %s", sv.Kind.Name, strings.Join(has, " and "))
-		}
-		w(". The SIGQUIT dump rows count every server's goroutines.\n\n")
-	}
-
-	rp.stallSection(w)
-	rp.goroutineGroups(w)
-	rp.profiles(w)
-	rp.method(w)
-	return b.String()
-}
-
-type writef func(format string, args ...any)
-
-func (rp *report) machine(w writef) {
-	res := rp.res
-	w("## Machine\n\n| | |\n|---|---|\n")
-	w("| CPU | %s, nproc %d |\n", res.Machine.Model, res.Machine.NProc)
-	w("| Memory | %s |\n", res.Machine.MemTotal)
-	w("| Go | %s (benchmark and servers) |\n", res.Machine.GoVersion)
-	w("| Kernel | %s |\n", res.Machine.Kernel)
-	w("| Load average (1, 5, 15 min) | %s at the start, %s at the end (a machine shared with other developers) |\n", res.Machine.LoadStart, res.Machine.LoadEnd)
-	w("| RLIMIT_NOFILE | %s (set by the benchmark; the servers inherit it) |\n\n", commas(int(res.Machine.NoFile)))
-	if len(res.Load) > 0 {
-		w("CPU time per phase (from `/proc/stat` and `getrusage`): the other processes' share is load this benchmark did not cause; the machine has %d cores.\n\n", res.Machine.NProc)
-		w("| Phase | Wall time | CPU of the benchmark and its servers | CPU of other processes | Other processes, average cores busy |\n|---|---|---|---|---|\n")
-		for _, l := range res.Load {
-			w("| %s | %s s | %s s | %s s | %s |\n", l.Phase, num(l.Wall.Seconds()), num(l.Own.Seconds()), num(l.Other.Seconds()),
-				num(l.Other.Seconds()/max(l.Wall.Seconds(), 1e-9)))
-		}
-		w("\n")
-	}
-}
-
-// headline is the summary table: fan-out, CPU per notification, memory and
-// the trigger call, at every N.
-func (rp *report) headline(w writef) {
-	cfg := rp.cfg
-	w("## Headline\n\n")
-	w("Median [min–max] over %s per server and N; ratios paired by round. ", plural(cfg.Runs, "run"))
-	w("Server CPU per delivered notification is the server process's CPU time (user + system, all threads) from just before each trigger call to the last stream's notification, ÷ N: unlike wall time, it does not mix in the benchmark client's work on the same %d cores, and the go-sdk's list-change debounce (a timer, in front of ours and the go-sdk's) adds nothing to it. It is read from the process's CPU-time clock (ns); the `/proc/PID/stat` row is the same quantity in 10 ms ticks over each run's whole measured window, a cross-check that is coarse at small N.\n\n", rp.res.Machine.NProc)
-	w("| Measure | N | ours | floor | go-sdk | ours ÷ floor | ours ÷ go-sdk | ours ÷ (go-sdk − %s) |\n|---|---|---|---|---|---|---|---|\n", cfg.Debounce)
-	for _, m := range []metric{mLast, mFirst, mCPU, mStatCPU, mRSS, mCall, mOpenRate} {
-		for k, n := range cfg.Ns {
-			r := rp.row(m, k)
-			cellFor := func(i int) string {
-				if i < 0 {
-					return "n/a"
-				}
-				return rp.cellOf(r.cells[i], rp.agg(i, k), m)
-			}
-			less := ""
-			if m.latency {
-				less = ratioCell(r.vsSDKLess)
-			}
-			w("| %s | %s | %s | %s | %s | %s | %s | %s |\n", m.Name, commas(n), cellFor(rp.ours), cellFor(rp.floor), cellFor(rp.gosdk),
-				ratioCell(r.vsFloor), ratioCell(r.vsSDK), less)
-		}
-	}
-	w("\n")
-}
-
-// goals checks the fan-out, CPU, memory and stalled-client goals at the
-// largest N.
-func (rp *report) goals(w writef) {
-	cfg := rp.cfg
-	if rp.ours < 0 || rp.floor < 0 {
-		return
-	}
+	// The goals, at the largest N, for ours against the floor.
 	k := slices.Index(cfg.Ns, slices.Max(cfg.Ns))
-	n := cfg.Ns[k]
-	w("## Goals\n\n| Goal | ours | floor | ours ÷ floor (paired) | Target | Met? |\n|---|---|---|---|---|---|\n")
-	met := func(s Summary, limit float64) string {
-		if !s.ok() {
-			return "**not measured**"
-		}
-		return yesNo(s.Median <= limit)
-	}
+	w("## Goals at N = %s\n\n| Goal | ours ÷ floor, or ours | Target | Met? |\n|---|---|---|---|\n", Commas(cfg.Ns[k]))
 	for _, g := range []struct {
-		m     metric
-		what  string
-		limit float64
-	}{
-		{mLast, "Fan-out to " + commas(n) + " streams, last stream (ms)", 1.10},
-		{mCPU, "Server CPU per delivered notification at N = " + commas(n) + " (µs)", 1.15},
-	} {
-		r := rp.row(g.m, k)
-		w("| %s | %s | %s | %s | ≤ %s × the floor | %s |\n", g.what, cell(r.cells[rp.ours].Summary, 1), cell(r.cells[rp.floor].Summary, 1),
-			ratioCell(r.vsFloor), fmtRatio(g.limit), met(r.vsFloor, g.limit))
+		m      metric
+		limit  float64
+		ratio  bool
+		target string
+	}{{mLast, 1.10, true, "≤ 1.10 × the floor"}, {mCPU, 1.10, true, "≤ 1.10 × the floor"},
+		{mRSS, 2.0, false, "≤ 2.0 KB"}, {mOpen, 0.95, true, "≥ 0.95 × the floor"}} {
+		ours, floor := byRound(res.Servers[0].Fanout[k], g.m), byRound(res.Servers[1].Fanout[k], g.m)
+		s := Summarize(values(ours))
+		if g.ratio {
+			s = paired(ours, floor, 0)
+		}
+		met := s.N > 0 && s.Median <= g.limit
+		if g.m.Name == mOpen.Name {
+			met = s.N > 0 && s.Median >= g.limit
+		}
+		w("| %s | %s | %s | %v |\n", g.m.Name, s, g.target, met)
 	}
-	r := rp.row(mRSS, k)
-	o := r.cells[rp.ours].Summary
-	w("| RSS per idle open stream at N = %s (KB) | %s | %s | %s | ≤ 4 KB | %s |\n", commas(n), cell(o, 1), cell(r.cells[rp.floor].Summary, 1), ratioCell(r.vsFloor), met(o, 4))
-	for _, set := range rp.stallSets(rp.ours) {
-		c, s := aggregateStall(set.Control), aggregateStall(set.Stalled)
-		if math.IsNaN(c.P99) || math.IsNaN(s.P99) {
-			continue
-		}
-		fc, fs := math.NaN(), math.NaN()
-		if sets := rp.stallSets(rp.floor); len(sets) > 0 {
-			for _, fset := range sets {
-				if fset.URIBytes == set.URIBytes {
-					fc, fs = aggregateStall(fset.Control).P99, aggregateStall(fset.Stalled).P99
-				}
-			}
-		}
-		v := s.P99 / c.P99
-		w("| Stalled client, %s-byte notifications: healthy streams' p99 lag, stalled ÷ control | %s | %s | | ≤ 1.2 | %s |\n",
-			commas(noteBytes(stallURI(set.URIBytes))), num(v), num(fs/fc), yesNo(v <= 1.2))
-	}
-	w("\n")
-	w("Not checked here: that the open rate and the first stream's latency do not get worse (compare with an earlier run of this benchmark), and the functional goals (keep-alives, hang-up detection, drain, HTTP/2, `NoTakeover`, stdio), which the tests cover.\n\n")
-}
-
-func (rp *report) stallSets(i int) []*StallSet {
-	if i < 0 {
-		return nil
-	}
-	return rp.res.Servers[i].Stall
-}
-
-// stallSection is the stalled-client scenario's tables, one per
-// notification size.
-func (rp *report) stallSection(w writef) {
-	cfg := rp.cfg
-	if cfg.SkipStall || len(rp.res.Servers) == 0 {
-		return
-	}
-	names := make([]string, len(rp.res.Servers))
-	for i, s := range rp.res.Servers {
-		names[i] = s.Kind.Name
-	}
-	w("## Stalled client\n\n")
-	w("%s streams, one of which (in the stalled mode) sends its listen and never reads its socket; %s `trigger_resource_update` calls, one at a time (see the method). %s per server, mode and size.\n\n",
-		commas(cfg.StallStreams), commas(cfg.StallTriggers), plural(cfg.StallRuns, "run"))
-	for si, size := range cfg.StallURIBytes {
-		nb := noteBytes(stallURI(size))
-		w("### %s-byte notifications (URI of %s bytes)\n\n", commas(nb), commas(len(stallURI(size))))
-		w("%s triggers × %s bytes = %s MB for the stalled client. ", commas(cfg.StallTriggers), commas(nb), num(float64(cfg.StallTriggers*nb)/1e6))
-		if cfg.StallTriggers*nb < 4<<20 {
-			w("That fits in the loopback socket buffers (the server's send buffer autotunes up to `tcp_wmem`'s maximum, 4 MiB here, and the client's receive buffer holds about 128 KiB): no write to the stalled client ever blocks, whatever the server does.\n\n")
-		} else {
-			w("That is more than the loopback socket buffers hold (the server's send buffer autotunes up to `tcp_wmem`'s maximum, 4 MiB here, and the client's receive buffer holds about 128 KiB): after some tens of triggers a write to the stalled client would block.\n\n")
-		}
-		type agg struct{ c, s stallAgg }
-		aggs := make([]agg, len(rp.res.Servers))
-		for i, sv := range rp.res.Servers {
-			if si < len(sv.Stall) {
-				aggs[i] = agg{aggregateStall(sv.Stall[si].Control), aggregateStall(sv.Stall[si].Stalled)}
-			} else {
-				aggs[i] = agg{aggregateStall(nil), aggregateStall(nil)}
-			}
-		}
-		w("| Measure | %s |\n|---|%s\n", strings.Join(names, " | "), strings.Repeat("---|", len(names)))
-		rows := []struct {
-			name string
-			f    func(a agg) string
-		}{
-			{"Healthy lag p50, control (ms)", func(a agg) string { return num(a.c.P50) }},
-			{"Healthy lag p99, control (ms)", func(a agg) string { return num(a.c.P99) }},
-			{"Healthy lag max, control (ms)", func(a agg) string { return num(a.c.Max) }},
-			{"Healthy lag p50, one stalled client (ms)", func(a agg) string { return num(a.s.P50) }},
-			{"Healthy lag p99, one stalled client (ms)", func(a agg) string { return num(a.s.P99) }},
-			{"Healthy lag max, one stalled client (ms)", func(a agg) string { return num(a.s.Max) }},
-			{"**Healthy p99, stalled ÷ control**", func(a agg) string { return "**" + num(a.s.P99/a.c.P99) + "**" }},
-			{"Within each stalled run: median per-trigger p99 after the stalled client's buffers filled ÷ before", func(a agg) string { return a.s.withinText() }},
-			{"Slowest trigger call, control (ms)", func(a agg) string { return num(a.c.CallMax) }},
-			{"Slowest trigger call, one stalled client (ms)", func(a agg) string { return num(a.s.CallMax) }},
-			{"Triggers sent per stalled run (of " + commas(cfg.StallTriggers) + ")", func(a agg) string { return sentText(a.s, cfg) }},
-			{"Healthy notifications never delivered, stalled runs", func(a agg) string { return commas(a.s.Undelivered) }},
-			{"What happened to the stalled stream", func(a agg) string { return fates(a.s.Fates) }},
-		}
-		for _, r := range rows {
-			var cells []string
-			for _, a := range aggs {
-				if a.c.Runs == 0 && a.s.Runs == 0 {
-					cells = append(cells, "n/a")
-					continue
-				}
-				cells = append(cells, r.f(a))
-			}
-			w("| %s | %s |\n", r.name, strings.Join(cells, " | "))
-		}
-		w("\n")
-		if rp.gosdk >= 0 {
-			a := aggs[rp.gosdk]
-			if len(a.s.Blocked) > 0 {
-				var at []string
-				for _, k := range a.s.Blocked {
-					if t := commas(k + 1); !slices.Contains(at, t) {
-						at = append(at, t)
-					}
-				}
-				w("Why the go-sdk shows ∞ here: it writes a resource update to every stream in turn inside the trigger call, with no per-stream queue. ")
-				w("Once the stalled client's socket buffers are full (with %s-byte notifications, after about %s of them: the call of trigger %s never returned), that write blocks, the call never returns, and no stream gets any later update: the healthy streams' undelivered notifications count as infinitely late. ",
-					commas(nb), commas(slices.Min(a.s.Blocked)), strings.Join(at, " / "))
-				w("With ordinary notifications the buffers never fill within the scenario, and the go-sdk's figures are finite (next table).\n\n")
-			} else if a.s.Runs > 0 {
-				w("The go-sdk's trigger calls all returned: with %s-byte notifications the stalled client's socket buffers never filled.\n\n", commas(nb))
-			}
-		}
-		for _, sv := range rp.res.Servers {
-			if si < len(sv.Stall) {
-				for _, e := range sv.Stall[si].Errors {
-					w("- %s: error: %s\n", sv.Kind.Name, e)
-				}
-			}
-		}
-	}
-}
-
-func (rp *report) goroutineGroups(w writef) {
-	w("## Goroutines per open stream, by kind (SIGQUIT dump)\n\n")
-	w("Groups of goroutines (state, first frame outside the runtime and the standard library's I/O packages, and creator) ")
-	w("with at least half as many members as open streams, in the dump taken at the end of the first run at the largest N that every stream opened.\n\n")
-	for _, s := range rp.res.Servers {
-		set, n := largestFull(s.Fanout)
-		if set == nil {
-			continue
-		}
-		d := set.Runs[0].Dump
-		w("**%s**, N = %s, %s goroutines in all (%s when idle)", s.Kind.Label, commas(n), commas(d.Total), commas(s.Idle.Total))
-		var rows []string
-		for _, g := range d.Groups {
-			if g.Count*2 < n {
-				break
-			}
-			rows = append(rows, fmt.Sprintf("| %.2f | %s | `%s` | `%s` |\n", float64(g.Count)/float64(n), g.State, g.Frame, g.Created))
-		}
-		if len(rows) == 0 {
-			w(": none.\n\n")
-			continue
-		}
-		w(":\n\n| per stream | state | frame | created by |\n|---|---|---|---|\n%s\n", strings.Join(rows, ""))
-	}
-}
-
-func (rp *report) profiles(w writef) {
-	var profiled bool
-	for _, sv := range rp.res.Servers {
-		for _, set := range sv.Fanout {
-			for _, r := range set.Runs {
-				if r.Profile == nil {
-					continue
-				}
-				if !profiled {
-					w("## Server CPU profiles during fan-out\n\n")
-					w("Taken through each server's net/http/pprof (`/debug/pprof/profile`) in the first run at the largest N, while the benchmark triggered further fan-outs (after the measured ones, same pacing). `go tool pprof -top -nodecount=25`:\n\n")
-					profiled = true
-				}
-				w("**%s**, N = %s, %d s, %s:\n\n```\n%s```\n\n", sv.Kind.Label, commas(r.N), r.Profile.Seconds, plural(r.Profile.Triggers, "fan-out"), r.Profile.Top)
-			}
-		}
-	}
-}
-
-func (rp *report) method(w writef) {
-	cfg := rp.cfg
-	w("## Method\n\n")
-	w("- **Servers.** ours is `examples/server` (go-sdk v1.8.0 for everything but listen; this library's `gosdk` module for listen: its trigger tools change the go-sdk server (`AddTool`/`RemoveTools`, `ResourceUpdated`) and call nothing of this library; the go-sdk's own notification reaches the `gosdk` bridge, which publishes it into a `hub.Hub` served by the `streamhttp` handler). ")
-	w("The floor is `bench/cmd/floorserver`: net/http parses the listen, then the connection is taken over; after the acknowledgement a stream is a socket descriptor and its id, with no goroutine, owned by one of GOMAXPROCS writer loops; a publish is encoded once and handed to the loops (the trigger call returns at once); each loop splices each stream's id into a reused buffer and does one non-blocking `write(2)` per stream; a full socket hands that one stream to a slow path of its own (a goroutine, a bounded queue, a %s deadline per write); one epoll instance notices hang-ups. It sends no keep-alives and serves only what this benchmark asks. ", "10 s")
-	w("The go-sdk is `bench/cmd/gosdkserver`: the same tools and capabilities as ours (the same fixture), listen served by the go-sdk's own code.\n")
-	w("- **Fan-out.** For each N, each run starts a fresh server, opens N listens (`{\"toolsListChanged\":true}`) over one `http.Transport` (no per-host connection limit), at most %d being opened at once, and waits for every acknowledgement. ", cfg.OpenConcurrency)
-	w("Then it calls `test_trigger_tool_change` %d times (%d warm-up), each time waiting for every stream's `notifications/tools/list_changed`, then %v. ", cfg.Warmup+cfg.Triggers, cfg.Warmup, cfg.TriggerGap)
-	w("Latency is from just before the trigger call to a stream's notification; each stream is read by its own goroutine through a `bufio.Reader`, and a notification's arrival time is taken right after its line is read.\n")
-	w("- **Runs, rounds and ratios.** %s per server and N, in rounds: each round runs every server once, back to back, the order rotated by one from round to round (ours, floor, go-sdk; then floor, go-sdk, ours; …). ", plural(cfg.Runs, "run"))
-	w("A cell is the median [min–max] of the runs' values; a ratio is computed within each round (the two runs were seconds apart, under the same background load) and the median [min–max] over the rounds is shown.\n")
-	w("- **The go-sdk's debounce.** The go-sdk sends a list change from a %v timer started when the list changes (inside the trigger call), restarted by any further change. Ours republishes the go-sdk's own notification, so its list changes wait for the same timer; the floor sends at once. ", cfg.Debounce)
-	w("So the first-stream latency of both, and most of their latency at N = 100, is that timer. \"go-sdk − %v\" subtracts it from each of the go-sdk's latency figures (a timer fires no earlier than that, so this is the most that can be taken off; any lateness of the timer stays counted against the go-sdk); the column ours ÷ (go-sdk − %v) compares ours, timer included, with the go-sdk without it. ", cfg.Debounce, cfg.Debounce)
-	w("The spread (first → last stream) contains no debounce for any server, and neither does CPU time.\n")
-	w("- **CPU per delivered notification.** The server process's CPU time (user + system, all its threads, exited ones included) is read just before each trigger call and again once the last stream has the notification; the difference over the run's measured triggers ÷ (N × triggers). ")
-	w("It is read with `clock_gettime` on the process's CPU-time clock (`clock_getcpuclockid`), which is the kernel's total of which `/proc/PID/stat`'s utime+stime is the split, in nanoseconds instead of 10 ms ticks. ")
-	w("As a cross-check, the `/proc/PID/stat` utime+stime difference over the whole measured window (first trigger to last delivery, the %v gaps included) ÷ the notifications delivered is given too, beside the clock's figure for the same window. ", cfg.TriggerGap)
-	w("It includes the server's handling of the trigger call itself, which matters only at small N.\n")
-	w("- **Open rate**: streams acknowledged ÷ time from the first listen request to the last acknowledgement.\n")
-	w("- **Memory**: VmRSS from `/proc/PID/status`, %v after the server printed its listening line (before), right after the last acknowledgement, and again %v later (\"after a settle\"), less the reading before, ÷ N. ", cfg.Settle, cfg.Settle)
-	w("Where a server serves net/http/pprof (all three here), the benchmark also forces a GC (`GET /debug/pprof/heap?gc=1`) before the baseline reading and again with the N streams open (\"after a forced GC\"). KB = 1,000 bytes.\n")
-	w("- **Goroutines**: at the end of each run, with the N streams still open, the benchmark sends the server SIGQUIT (started with `GOTRACEBACK=all`), which makes the Go runtime print every goroutine and exit; the count less an idle server's, ÷ N, is the per-stream figure.\n")
-	w("- **Stalled client** (%s per server, mode and size, fresh server each, rounds rotated as above): %d streams subscribe to one resource URI through `resourceSubscriptions`; ", plural(cfg.StallRuns, "run"), cfg.StallStreams)
-	w("in the stalled mode one of them is a raw TCP connection that sends its listen and never reads (SO_RCVBUF %s), the control mode has the same %d healthy streams and no stalled one. ", rcvbuf(cfg.StallRcvBuf), cfg.StallStreams-1)
-	w("`trigger_resource_update` with that URI is called up to %d times, one at a time: the next call starts once the previous one returned and every healthy stream got its notification, so a lag is one update's delivery, not a backlog. ", cfg.StallTriggers)
-	w("A healthy stream's lag for trigger k is from the start of call k to its k-th `notifications/resources/updated`, pooled over all triggers, streams and runs; a notification that never arrived counts as infinitely late (∞). ")
-	w("A call that does not return within %v means the server is stuck: no further trigger is sent, and the healthy streams' notifications of the triggers not sent count as never delivered. ", cfg.StallCallTimeout)
-	w("Within each stalled run, the per-trigger p99s before and after the stalled client's buffers filled (the trigger after the last update it had received, or the blocked one) are compared as well. ")
-	w("The scenario runs with large notifications (a padded URI), which fill the stalled client's socket buffers, and with ordinary ones, which do not. ")
-	w("The server side of the stalled connection is watched in `/proc/net/tcp` until it leaves ESTABLISHED or %v after the last trigger; then the socket is read to see what it got.\n", cfg.StallObserve)
-	w("- Raw data: `benchmarks.json` beside this file; chart: `fanout.png`.\n")
+	return b.String()
 }

@@ -16,7 +16,7 @@
 // reaches the listens held by every instance, and theirs reach this one.
 // It logs the bridge's connection changes, drops and resyncs (and, at
 // Debug, each event), records its metrics when m is not nil
-// (listenotel.Metrics.BridgeHooks), and shows its counters at
+// (listenotel.Metrics.InstrumentBridge), and shows its counters at
 // /debug/vars under "broker" (expvar) when the server serves that page.
 //
 // Join starts the bridge's goroutines (see natsbridge and redisbridge);
@@ -123,15 +123,15 @@ func (c *Config) Join(h *hub.Hub, logger *slog.Logger, m *listenotel.Metrics) (l
 	if err != nil {
 		return nil, fmt.Errorf("-broker: %w", err)
 	}
-	opts := cluster.Options{AuthKeys: keys}
+	opts := cluster.Options{AuthKeys: keys, Logger: logger}
 	var b bridge
 	switch u.Scheme {
 	case "nats", "tls":
-		opts.Hooks = m.BridgeHooks("nats", cluster.SlogHooks(logger))
+		m.InstrumentBridge("nats", &opts)
 		b, err = natsbridge.Connect(c.URL, h, natsbridge.Options{Options: opts},
 			nats.Name("mcplisten-example"), nats.ReconnectWait(250*time.Millisecond))
 	case "redis", "rediss":
-		opts.Hooks = m.BridgeHooks("redis", cluster.SlogHooks(logger))
+		m.InstrumentBridge("redis", &opts)
 		b, err = redisbridge.Connect(c.URL, h, redisbridge.Options{Options: opts})
 	default:
 		return nil, fmt.Errorf("-broker %s: the scheme must be nats, tls, redis or rediss", u.Redacted())
