@@ -92,8 +92,8 @@ type Access struct {
 	// steady stream costs one map lookup per update; set Every, or call
 	// Recheck when access changes, so that they do not outlive a change. A
 	// stream whose updates may call CanRead is not served on streamhttp's
-	// taken-over fast path (CanRead may take its time; see
-	// Subscription.Poller).
+	// taken-over fast path (CanRead may take its time: a writer loop
+	// serves many streams).
 	Deliver bool
 
 	mu     sync.Mutex

@@ -215,3 +215,63 @@ func BenchmarkListenURIs(b *testing.B) {
 		sub.Close(listen.ErrComplete)
 	}
 }
+
+// wrappedSource wraps every stream of src with WrapStream (as otel's Source
+// does).
+type wrappedSource struct{ src listen.Source }
+
+func (w wrappedSource) Open(ctx context.Context, req *listen.Request, supported listen.Filter) (listen.Filter, listen.Stream, error) {
+	accepted, st, err := w.src.Open(ctx, req, supported)
+	return accepted, listen.WrapStream(st, listen.StreamHooks{Pull: func() {}}), err
+}
+
+// BenchmarkServe measures one notification through Serve on a hub stream:
+// the hub publishes, Serve's state machine pulls the event (without a
+// worker: a hub stream is a NotifyStream), shapes it and writes it to the
+// sink; one op ends when the sink has it. "wrapped": the hub's streams
+// are wrapped with WrapStream, whose wrapper keeps them validated once per
+// publication. "metadata": the event carries five metadata entries.
+func BenchmarkServe(b *testing.B) {
+	meta := map[string]any{"a": 1, "b": "x", "c": true, "d": []any{1, 2}, "e": map[string]any{"f": 1}}
+	for _, c := range []struct {
+		name string
+		wrap bool
+		ev   listen.Event
+	}{
+		{"tools", false, listen.ToolsListChanged()},
+		{"tools/wrapped", true, listen.ToolsListChanged()},
+		{"metadata", false, listen.ToolsListChanged().WithMetadata(meta)},
+		{"metadata/wrapped", true, listen.ToolsListChanged().WithMetadata(meta)},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			h, err := hub.New(hub.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			var src listen.Source = h
+			if c.wrap {
+				src = wrappedSource{h}
+			}
+			sub := openSub(b, src, jsonrpc.IntID(1), listen.Filter{"toolsListChanged": true})
+			got := make(chan struct{}, 1)
+			done := make(chan error, 1)
+			go func() {
+				done <- sub.Serve(context.Background(), listen.Sink{Write: func([]byte) error { got <- struct{}{}; return nil }})
+			}()
+			<-got // the acknowledgement
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := h.Publish(c.ev); err != nil {
+					b.Fatal(err)
+				}
+				<-got
+			}
+			b.StopTimer()
+			sub.Close(nil)
+			<-done
+			if err := h.Shutdown(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+}

@@ -78,8 +78,8 @@ func (s *Subscription) endingMessage(e *ending) []byte {
 
 // End ends the stream from the server's side, with reason, which should be
 // an early ending (ErrRevoked, ErrExpired, ErrLifetime, ErrFellBehind, or
-// an error wrapping one) or ErrShutdown: the stream's driver (Serve, or a
-// Poller's transport) writes the terminal message of that reason (the
+// an error wrapping one) or ErrShutdown: the stream's driver (Serve, or
+// streamhttp's fast path) writes the terminal message of that reason (the
 // ending in the form of Options.EndWithError, or for ErrShutdown the
 // completion result) after the message it is writing, then closes the
 // subscription with reason. Any other reason ends the stream with the failure, closed as

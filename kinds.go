@@ -51,8 +51,8 @@ var kinds = [...]kindRow{
 	KindExtension: {name: "extension"},
 }
 
-// A Subscription keeps a bit per kind, below its checkedBit.
-var _ [checkedBit - len(kinds)]struct{}
+// A Subscription keeps a bit per kind in a uint64 (Subscription.lists).
+var _ [64 - len(kinds)]struct{}
 
 // kindRow is one row of kinds.
 type kindRow struct {

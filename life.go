@@ -89,7 +89,7 @@ func newLife(s *Subscription, req *Request, opts *Options) *life {
 				l.view = detachedRequest(req, s.id)
 			}
 		}
-		l.others = s.lists&^(1<<checkedBit) != 0 || s.ext != nil && len(s.ext.filters) > 0
+		l.others = s.lists != 0 || s.ext != nil && len(s.ext.filters) > 0
 		if s.watch != nil {
 			l.uris = s.watch.list
 		}

@@ -3,29 +3,31 @@ package listen
 import (
 	"context"
 	"errors"
+
+	"github.com/mcplisten/listen/internal/fastpath"
 )
 
 // This file is the serving state machine: the one place where the rules of
-// a listen stream live. Serve, streamhttp's fast path and any transport
-// that serves many streams from a few goroutines drive it; they only write
-// what it hands out and wait when it says so.
+// a listen stream live. Serve and streamhttp's fast path (internal/fastpath,
+// which reaches it through fastpath.Attach) drive it; they only write what
+// it hands out and wait when it says so.
 //
-// The states, in Poller.state:
+// The states, in poller.state:
 //
 //	pollStart --ack--> pollWriting --Written(nil)--> pollRun --pull--> ...
 //
-//   - pollStart: Next hands out the acknowledgement (StepWrite), unless the
+//   - pollStart: Next hands out the acknowledgement (stepWrite), unless the
 //     transport's side has ended with a cause other than ErrShutdown or an
 //     early ending (then nothing is written: see end).
 //   - pollRun: Next first consults the transport's side (ended), the
 //     server's End (Subscription.End: its reason's terminal message) and
-//     the subscription (closed by someone else: StepDone), then pulls
-//     once. No outcome: StepWait. An event: shaped; a drop pulls again, a
-//     notification is handed out (StepWrite, pollWriting). The stream's
-//     graceful end: the completion (StepWrite, pollFinal). An early ending
+//     the subscription (closed by someone else: stepDone), then pulls
+//     once. No outcome: stepWait. An event: shaped; a drop pulls again, a
+//     notification is handed out (stepWrite, pollWriting). The stream's
+//     graceful end: the completion (stepWrite, pollFinal). An early ending
 //     from the source (an error matching one of ending.go's reasons): its
-//     ending (StepWrite, pollFinal). A failure, or an event that fails to
-//     shape: the failure (StepWrite, pollFailing). The checks are made
+//     ending (stepWrite, pollFinal). A failure, or an event that fails to
+//     shape: the failure (stepWrite, pollFailing). The checks are made
 //     again after the pull, so the transport's end and End win over an
 //     outcome ready at the same moment.
 //   - pollWriting: Written(nil) goes back to pollRun (the next Next pulls
@@ -35,7 +37,7 @@ import (
 //     reason the terminal message stands for (ErrComplete, ErrShutdown,
 //     Failed(err)); a completion whose write failed closes with
 //     writeFailed(err) instead.
-//   - pollDone: closed; Next answers StepDone.
+//   - pollDone: closed; Next answers stepDone.
 //
 // The transport's end and End (see end), by the cause: an early ending
 // (ending.go) writes its ending first (if the subscription is still open:
@@ -45,79 +47,40 @@ import (
 // transport's, with the failure and Failed(cause) when it is End's.
 // Nothing else is written.
 
-// Step is what a Poller asks its transport to do next.
-type Step uint8
-
+// Its steps are fastpath's: stepWrite (write the message it returned,
+// then report the write with Written), stepWait (nothing to write until
+// the notify function is called), stepDone (closed).
 const (
-	// StepWait: nothing to write now. The stream calls the notify function
-	// given to Subscription.Poller once an event may be ready or the stream
-	// may have ended (and the transport's side calls it when its ended
-	// function starts returning a cause); call Next again then.
-	StepWait Step = iota
-	// StepWrite: write the message (the acknowledgement, a notification,
-	// or the terminal message: the completion result or the failure), then
-	// report the result with Written. After the terminal message the
-	// subscription is closed and Next answers StepDone.
-	StepWrite
-	// StepDone: the subscription is closed (CloseReason says why); there is
-	// nothing more to write.
-	StepDone
+	stepWait  = fastpath.StepWait
+	stepWrite = fastpath.StepWrite
+	stepDone  = fastpath.StepDone
 )
 
-// Poller serves a subscription in steps, without a goroutine of its own and
-// without blocking: it is the serving state machine, which Serve drives for
-// every stream and a transport that serves many streams from a few
-// goroutines drives itself (streamhttp serves hub streams of taken-over
-// HTTP/1.x connections this way). It keeps every rule of a listen stream:
-// the acknowledgement first; one pull after the acknowledgement and one
-// after each written or dropped event; the end of the transport's side
-// first; the terminal message; one close, with its reason.
-//
-// The transport calls Next and does what the step says, then calls Next
-// again: after StepWrite it first reports the write with Written.
-// On the transport's goroutine, each time the stream is scheduled:
-//
-//	for {
-//		step, msg := p.Next(buf[:0])
-//		switch step {
-//		case listen.StepWrite:
-//			p.Written(write(msg)) // without blocking, or hand the rest to a goroutine that may
-//		case listen.StepWait:
-//			return // notify is called when there is more
-//		case listen.StepDone:
-//			return // closed: sub.CloseReason() says why
-//		}
-//	}
-//
-// StepWait means nothing is ready: the transport calls Next again
-// after notify was called. StepDone ends it.
-//
-// A Poller is used by one goroutine at a time (its owner, which may change
-// between calls when the calls are ordered by happens-before, for example
-// handed over through a channel or an atomic). It is a value, meant to be
-// kept inside the transport's own per-stream state (one object to touch
-// per message, not two); call its methods through a pointer to it, and do
-// not copy it once used. The zero Poller is not usable.
-type Poller struct {
+// poller serves a subscription in steps, without a goroutine of its own and
+// without blocking. It is used by one goroutine at a time (its owner, which
+// may change between calls ordered by happens-before). Serve keeps it on
+// its stack; the fast path gets a pointer to one (fastpath.Poller).
+type poller struct {
 	s *Subscription
-	// ended reports the transport's end (nil: ctx's, in with).
+	// ended reports the transport's end (nil: ctx's, in with; nil too: never).
 	ended func() error
-	// with, when not nil, holds what only some Pollers need (Serve's, or
-	// one whose end is its context's), so that a transport's per-stream
-	// Poller stays small.
+	// with, when not nil, holds what only Serve's poller needs, so that a
+	// fast stream's stays small.
 	with *pollerWith
 
 	state pollState
+	// validated: the stream's events were validated when they were
+	// published (validatedStream), so they are not validated again.
+	validated bool
 	// final is the reason the subscription is closed with once the terminal
 	// message was written.
 	final error
 }
 
-// pollerWith is the part of a Poller that a transport's fast path does not
-// need.
+// pollerWith is the part of a poller that the fast path does not need.
 type pollerWith struct {
 	// ctx is the serving context: CanRead's for a covered sub-resource, and
-	// the transport's end when ended is nil.
+	// the transport's end.
 	ctx context.Context
 	// w is the notify worker that pulls a stream that blocks (Serve's);
 	// nil for a NotifyStream, pulled with TryNext.
@@ -129,53 +92,42 @@ type pollState uint8
 const (
 	pollStart   pollState = iota // the acknowledgement is still to be written
 	pollRun                      // pulling
-	pollWriting                  // a StepWrite message is being written
+	pollWriting                  // a stepWrite message is being written
 	pollFinal                    // the completion is being written
 	pollFailing                  // the failure is being written
 	pollDone                     // closed
 )
 
-// Poller returns a Poller that serves s, for a transport that serves it
-// instead of calling Serve (call one of them, once). It reports false, and
-// registers nothing, when serving s would need a goroutine or could hold
-// the transport's goroutine: when s's stream is not a NotifyStream, or when
-// shaping an event may call a policy that can take its time (Options.CanRead
-// for a covered sub-resource, with Options.SubResources, or for every
-// resource update, with Access.Deliver). Serve it with Serve then.
-//
-// ctx is the transport's serving context, as Serve's ctx: its end, by its
-// cause (ErrShutdown, a Cancelled or Disconnected reason, or any other
-// error), ends the stream with the effects Serve gives it. Next consults it
-// before and after each pull, so it takes precedence over an outcome that
-// is ready at the same moment; once it has ended, call notify (or Next) so
-// that the Poller sees it. ended, if not nil, replaces ctx for that check
-// (a transport may know sooner and more cheaply, and ctx may then be
-// context.Background()): it returns nil while the stream goes on, and then
-// the cause.
-//
-// notify is registered with the stream (NotifyStream.SetNotify): it is
-// called on the goroutine of a publisher or of a Close, never under a lock
-// of the stream, and must return promptly without blocking; the transport
-// then schedules its next call of Next.
-func (s *Subscription) Poller(ctx context.Context, notify func(), ended func() error) (Poller, bool) {
+func init() {
+	fastpath.Attach = func(sub any, notify func(), ended func() error) (fastpath.Poller, bool) {
+		if p, ok := sub.(*Subscription).attach(notify, ended); ok {
+			return p, true
+		}
+		return nil, false
+	}
+}
+
+// attach returns a poller that serves s for the fast path (fastpath.Attach,
+// which documents it), or false, having registered nothing, when serving s
+// would need a goroutine or could hold the caller's goroutine: when s's
+// stream is not a NotifyStream, or when shaping an event may call a policy
+// that can take its time (Options.CanRead for a covered sub-resource, with
+// Options.SubResources, or for every resource update, with Access.Deliver).
+func (s *Subscription) attach(notify func(), ended func() error) (*poller, bool) {
 	ns, ok := s.guard.stream.(NotifyStream)
 	if !ok || notify == nil || (s.watch != nil && s.watch.res != nil && s.watch.res.canRead != nil) || (s.life != nil && s.life.deliver) {
-		return Poller{}, false
+		return nil, false
 	}
 	s.setWake(notify)
 	ns.SetNotify(notify)
-	p := Poller{s: s, ended: ended}
-	if ended == nil {
-		p.with = &pollerWith{ctx: ctx}
-	}
-	return p, true
+	return &poller{s: s, ended: ended, validated: validatedStream(s.guard.stream)}, true
 }
 
-// servePoller returns the Poller Serve drives: on a NotifyStream, pulled
+// servePoller returns the poller Serve drives: on a NotifyStream, pulled
 // with TryNext; on any other stream, through a worker goroutine that calls
 // notify with each outcome (keeping the subscription's owner).
-func (s *Subscription) servePoller(ctx context.Context, notify func()) (Poller, error) {
-	p := Poller{s: s, with: &pollerWith{ctx: ctx}}
+func (s *Subscription) servePoller(ctx context.Context, notify func()) (poller, error) {
+	p := poller{s: s, with: &pollerWith{ctx: ctx}, validated: validatedStream(s.guard.stream)}
 	s.setWake(notify)
 	if ns, ok := s.guard.stream.(NotifyStream); ok {
 		ns.SetNotify(notify)
@@ -187,18 +139,18 @@ func (s *Subscription) servePoller(ctx context.Context, notify func()) (Poller, 
 }
 
 // endCause returns the cause the transport's side ended with, or nil.
-func (p *Poller) endCause() error {
-	if p.ended != nil {
+func (p *poller) endCause() error {
+	switch {
+	case p.ended != nil:
 		return p.ended()
-	}
-	if ctx := p.with.ctx; ctx != nil && ctx.Err() != nil {
-		return context.Cause(ctx)
+	case p.with != nil && p.with.ctx.Err() != nil:
+		return context.Cause(p.with.ctx)
 	}
 	return nil
 }
 
 // pull pulls the stream once, without blocking.
-func (p *Poller) pull() (Outcome, bool) {
+func (p *poller) pull() (Outcome, bool) {
 	if p.with != nil && p.with.w != nil {
 		return p.with.w.take()
 	}
@@ -206,24 +158,25 @@ func (p *Poller) pull() (Outcome, bool) {
 }
 
 // shapeCtx is the context CanRead gets for a covered sub-resource: Serve's
-// (a Poller of Subscription.Poller has no such subscription to serve).
-func (p *Poller) shapeCtx() context.Context {
+// (attach declines such a subscription).
+func (p *poller) shapeCtx() context.Context {
 	if p.with != nil {
 		return p.with.ctx
 	}
 	return nil
 }
 
-// Next returns the next step. For StepWrite it appends the message to dst
+// Next returns the next step. For stepWrite it appends the message to dst
 // and returns the result (dst is not kept; nothing else is appended); for
-// StepWait and StepDone it returns dst unchanged.
-func (p *Poller) Next(dst []byte) (Step, []byte) {
+// stepWait and stepDone it returns dst unchanged. Its rules are at the top
+// of this file.
+func (p *poller) Next(dst []byte) (fastpath.Step, []byte) {
 	s := p.s
 	switch p.state {
 	case pollDone:
-		return StepDone, dst
+		return stepDone, dst
 	case pollWriting, pollFinal, pollFailing:
-		panic("listen: Poller.Next called before Written")
+		panic("listen: poller.Next called before Written")
 	case pollStart:
 		ack, err := s.Acknowledgement()
 		if err != nil {
@@ -237,7 +190,7 @@ func (p *Poller) Next(dst []byte) (Step, []byte) {
 			return p.end(dst, cause)
 		}
 		p.state = pollWriting
-		return StepWrite, append(dst, ack...)
+		return stepWrite, append(dst, ack...)
 	}
 	for {
 		if step, out, done := p.check(dst); done {
@@ -245,14 +198,14 @@ func (p *Poller) Next(dst []byte) (Step, []byte) {
 		}
 		o, ok := p.pull()
 		if !ok {
-			return StepWait, dst
+			return stepWait, dst
 		}
 		if step, out, done := p.check(dst); done {
 			return step, out
 		}
 		switch o.kind {
 		case outcomeEvent:
-			out, send, err := s.appendNotification(p.shapeCtx(), dst, o.Event, true)
+			out, send, err := s.appendNotification(p.shapeCtx(), dst, o.Event, p.validated)
 			if err != nil {
 				return p.fail(dst, err)
 			}
@@ -260,7 +213,7 @@ func (p *Poller) Next(dst []byte) (Step, []byte) {
 				continue // a drop: pull again
 			}
 			p.state = pollWriting
-			return StepWrite, out
+			return stepWrite, out
 		case outcomeClosed:
 			return p.terminal(dst, s.Completion(), ErrComplete, pollFinal)
 		case outcomeExited:
@@ -268,7 +221,7 @@ func (p *Poller) Next(dst []byte) (Step, []byte) {
 			// the close began (the owner's close may not have begun yet).
 			s.Close(Disconnected(ErrOwnerGone))
 			p.state = pollDone
-			return StepDone, dst
+			return stepDone, dst
 		default:
 			if e := endingOf(o.Err); e != nil {
 				// The source ended the stream early (a hub listener
@@ -281,10 +234,10 @@ func (p *Poller) Next(dst []byte) (Step, []byte) {
 }
 
 // check ends the stream when the transport's side has ended (end), or
-// reports StepDone when the subscription was closed by someone else (a
+// reports stepDone when the subscription was closed by someone else (a
 // Close, its owner's end): nothing more is written then. done is false
 // while the stream goes on.
-func (p *Poller) check(dst []byte) (step Step, out []byte, done bool) {
+func (p *poller) check(dst []byte) (step fastpath.Step, out []byte, done bool) {
 	if cause := p.endCause(); cause != nil {
 		step, out = p.end(dst, cause)
 		return step, out, true
@@ -299,18 +252,18 @@ func (p *Poller) check(dst []byte) (step Step, out []byte, done bool) {
 	}
 	if p.s.CloseReason() != nil {
 		p.state = pollDone
-		return StepDone, dst, true
+		return stepDone, dst, true
 	}
 	return 0, dst, false
 }
 
-// Written reports the result of writing the message of the last StepWrite.
+// Written reports the result of writing the message of the last stepWrite.
 // A failed write closes the subscription as Disconnected(err), or as err
 // itself when it already matches ErrCancelled or ErrDisconnected (a write
 // the client's cancellation abandoned); a failure response that could not
 // be written still closes it as Failed. After the terminal message the
 // subscription is closed.
-func (p *Poller) Written(err error) {
+func (p *poller) Written(err error) {
 	s := p.s
 	switch p.state {
 	case pollWriting:
@@ -327,7 +280,7 @@ func (p *Poller) Written(err error) {
 		s.Close(p.final)
 		p.state = pollDone
 	default:
-		panic("listen: Poller.Written called without a message to write")
+		panic("listen: poller.Written called without a message to write")
 	}
 }
 
@@ -342,7 +295,7 @@ func writeFailed(err error) error {
 }
 
 // end ends the stream because the transport's side ended with cause.
-func (p *Poller) end(dst []byte, cause error) (Step, []byte) {
+func (p *poller) end(dst []byte, cause error) (fastpath.Step, []byte) {
 	s := p.s
 	switch e := endingOf(cause); {
 	case e != nil:
@@ -361,7 +314,7 @@ func (p *Poller) end(dst []byte, cause error) (Step, []byte) {
 		s.Close(Disconnected(cause))
 	}
 	p.state = pollDone
-	return StepDone, dst
+	return stepDone, dst
 }
 
 // serverEnded reports whether cause is the server's own end of a stream,
@@ -371,26 +324,26 @@ func serverEnded(cause error) bool {
 }
 
 // fail ends the stream with the failure response and reason Failed(err).
-func (p *Poller) fail(dst []byte, err error) (Step, []byte) {
+func (p *poller) fail(dst []byte, err error) (fastpath.Step, []byte) {
 	if p.s.CloseReason() == nil {
 		return p.terminal(dst, p.s.Failure(), Failed(err), pollFailing)
 	}
 	p.s.Close(Failed(err))
 	p.state = pollDone
-	return StepDone, dst
+	return stepDone, dst
 }
 
 // terminal hands out the terminal message msg; the subscription is closed
 // with reason once it is written.
-func (p *Poller) terminal(dst, msg []byte, reason error, state pollState) (Step, []byte) {
+func (p *poller) terminal(dst, msg []byte, reason error, state pollState) (fastpath.Step, []byte) {
 	if serverEnded(reason) {
 		p.s.ending.CompareAndSwap(nil, &reason) // a later End finds the stream ending
 	}
 	p.state = state
 	p.final = reason
-	return StepWrite, append(dst, msg...)
+	return stepWrite, append(dst, msg...)
 }
 
-// terminalPending reports whether the message of the last StepWrite is the
+// terminalPending reports whether the message of the last stepWrite is the
 // terminal one (Serve writes it through Sink.Final).
-func (p *Poller) terminalPending() bool { return p.state == pollFinal || p.state == pollFailing }
+func (p *poller) terminalPending() bool { return p.state == pollFinal || p.state == pollFailing }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
+	"github.com/mcplisten/listen/internal/fastpath"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/spec"
@@ -28,11 +29,12 @@ func newNotifyStream() *notifyStream { return &notifyStream{} }
 
 var _ listen.NotifyStream = (*notifyStream)(nil)
 
-// polled is a subscription served by a Poller, with what it wrote.
+// polled is a subscription served by its state machine as the fast path
+// serves it (fastpath.Attach), with what it wrote.
 type polled struct {
 	st    *notifyStream
 	sub   *listen.Subscription
-	p     listen.Poller
+	p     fastpath.Poller
 	cause atomic.Pointer[error]
 	msgs  []string
 }
@@ -45,7 +47,7 @@ func newPolled(t *testing.T) *polled {
 	})
 	r.sub = openSub(t, src, jsonrpc.IntID(1), listen.Filter{"toolsListChanged": true})
 	var ok bool
-	r.p, ok = r.sub.Poller(context.Background(), func() { r.st.notified.Add(1) }, func() error {
+	r.p, ok = fastpath.Attach(r.sub, func() { r.st.notified.Add(1) }, func() error {
 		if c := r.cause.Load(); c != nil {
 			return *c
 		}
@@ -57,14 +59,14 @@ func newPolled(t *testing.T) *polled {
 
 // run takes steps until the Poller waits or is done, writing with write
 // (nil: every write succeeds), and returns the last step.
-func (r *polled) run(t *testing.T, write func(msg []byte) error) listen.Step {
+func (r *polled) run(t *testing.T, write func(msg []byte) error) fastpath.Step {
 	t.Helper()
 	var buf []byte
 	for range 100 {
 		step, msg := r.p.Next(buf[:0])
 		buf = msg
 		switch step {
-		case listen.StepWrite:
+		case fastpath.StepWrite:
 			var err error
 			if write != nil {
 				err = write(msg)
@@ -90,23 +92,23 @@ func (r *polled) end(cause error) { r.cause.Store(&cause) }
 
 func TestPollerWholeStream(t *testing.T) {
 	r := newPolled(t)
-	assert.Equal(t, listen.StepWait, r.run(t, nil))
+	assert.Equal(t, fastpath.StepWait, r.run(t, nil))
 	assert.Equal(t, []string{spec.MethodAcknowledged}, r.methods(t), "the acknowledgement first")
 	assert.Equal(t, 1, r.st.tries, "one pull after the acknowledgement")
 
 	r.st.push(item{ev: listen.PromptsListChanged()}) // dropped
 	r.st.push(item{ev: listen.ToolsListChanged()})
 	assert.EqualValues(t, 2, r.st.notified.Load(), "the stream called notify")
-	assert.Equal(t, listen.StepWait, r.run(t, nil))
+	assert.Equal(t, fastpath.StepWait, r.run(t, nil))
 	assert.Equal(t, 4, r.st.tries, "a drop and a write each get one more pull")
 
 	r.st.push(item{err: listen.ErrClosed})
-	assert.Equal(t, listen.StepDone, r.run(t, nil))
+	assert.Equal(t, fastpath.StepDone, r.run(t, nil))
 	assert.Equal(t, []string{spec.MethodAcknowledged, spec.MethodToolsListChanged, "result:complete"}, r.methods(t))
 	assert.Equal(t, listen.ErrComplete, r.sub.CloseReason())
 	assert.Equal(t, []error{listen.ErrComplete}, r.st.closes, "closed once")
 	step, msg := r.p.Next([]byte("x"))
-	assert.Equal(t, listen.StepDone, step, "done stays done")
+	assert.Equal(t, fastpath.StepDone, step, "done stays done")
 	assert.Equal(t, "x", string(msg), "dst is returned unchanged")
 }
 
@@ -161,10 +163,10 @@ func TestPollerEndings(t *testing.T) {
 			if tt.before {
 				tt.end(r)
 			} else {
-				require.Equal(t, listen.StepWait, r.run(t, tt.write))
+				require.Equal(t, fastpath.StepWait, r.run(t, tt.write))
 				tt.end(r)
 			}
-			require.Equal(t, listen.StepDone, r.run(t, tt.write))
+			require.Equal(t, fastpath.StepDone, r.run(t, tt.write))
 			reason := r.sub.CloseReason()
 			assert.Equal(t, tt.class, listen.Classify(reason), "reason %v", reason)
 			if tt.is != nil {
@@ -190,20 +192,20 @@ func failOn(substr string, err error) func([]byte) error {
 // moment, as in Serve.
 func TestPollerEndWinsOverAReadyOutcome(t *testing.T) {
 	r := newPolled(t)
-	require.Equal(t, listen.StepWait, r.run(t, nil))
+	require.Equal(t, fastpath.StepWait, r.run(t, nil))
 	r.st.push(item{ev: listen.ToolsListChanged()})
 	r.end(listen.Cancelled(""))
-	require.Equal(t, listen.StepDone, r.run(t, nil))
+	require.Equal(t, fastpath.StepDone, r.run(t, nil))
 	assert.Equal(t, []string{spec.MethodAcknowledged}, r.methods(t))
 	assert.Equal(t, "cancelled", listen.Classify(r.sub.CloseReason()))
 }
 
-// A stream that blocks is served by Serve: Poller refuses it.
+// A stream that blocks is served by Serve: Attach refuses it.
 func TestPollerNeedsANotifyStream(t *testing.T) {
 	src := newTestSource()
 	sub2 := openSub(t, src, jsonrpc.IntID(2), listen.Filter{"toolsListChanged": true})
 	defer sub2.Close(nil)
-	_, ok := sub2.Poller(context.Background(), func() {}, nil)
+	_, ok := fastpath.Attach(sub2, func() {}, nil)
 	assert.False(t, ok)
 }
 
@@ -213,7 +215,7 @@ func TestPollerMisuse(t *testing.T) {
 	defer r.sub.Close(nil)
 	assert.Panics(t, func() { r.p.Written(nil) }, "Written without a message")
 	step, _ := r.p.Next(nil)
-	require.Equal(t, listen.StepWrite, step)
+	require.Equal(t, fastpath.StepWrite, step)
 	assert.Panics(t, func() { r.p.Next(nil) }, "Next before Written")
 }
 
@@ -229,7 +231,7 @@ func TestPollerChangesOwner(t *testing.T) {
 	}()
 	wg.Wait()
 	r.st.push(item{ev: listen.ToolsListChanged()})
-	assert.Equal(t, listen.StepWait, r.run(t, nil))
+	assert.Equal(t, fastpath.StepWait, r.run(t, nil))
 	assert.Equal(t, []string{spec.MethodAcknowledged, spec.MethodToolsListChanged}, r.methods(t))
 	r.sub.Close(nil)
 }
@@ -257,7 +259,7 @@ func TestPollerNotForDeliveryPolicies(t *testing.T) {
 			sub, err := listen.Open(context.Background(), h, subResRequest("s", "file:///p/"), &tt.opts)
 			require.NoError(t, err)
 			defer sub.Close(nil)
-			_, ok := sub.Poller(context.Background(), func() {}, nil)
+			_, ok := fastpath.Attach(sub, func() {}, nil)
 			assert.Equal(t, tt.want, ok)
 		})
 	}

@@ -31,9 +31,10 @@ type Sink struct {
 }
 
 // Serve runs an opened subscription to its end and returns the reason it was
-// closed with. It drives the subscription's Poller (see Poller for the
-// rules) on the calling goroutine, and waits there between steps: it writes
-// the acknowledgement, then each selected notification (a dropped event
+// closed with. It drives the subscription's serving state machine (the
+// rules of a stream, in one place; streamhttp's fast path drives it too)
+// on the calling goroutine, and waits there between steps: it writes the
+// acknowledgement, then each selected notification (a dropped event
 // writes nothing), and on a graceful end the completion (reason
 // ErrComplete), on a failure, or an event that fails validation, the
 // failure (reason Failed(err)). A stream that is not a NotifyStream is
@@ -79,7 +80,7 @@ func (s *Subscription) Serve(ctx context.Context, sink Sink) error {
 	for {
 		step, msg := p.Next(buf[:0])
 		switch step {
-		case StepWrite:
+		case stepWrite:
 			buf = msg
 			if p.terminalPending() {
 				var ended error
@@ -94,9 +95,9 @@ func (s *Subscription) Serve(ctx context.Context, sink Sink) error {
 			if err == nil && timer != nil {
 				timer.Reset(sink.KeepAlive)
 			}
-		case StepDone:
+		case stepDone:
 			return s.served(&p)
-		default: // StepWait
+		default: // stepWait
 			select {
 			case <-wake:
 			case <-ctx.Done():
@@ -114,7 +115,7 @@ func (s *Subscription) Serve(ctx context.Context, sink Sink) error {
 
 // served waits until the stream Serve served is released and its worker,
 // if any, has exited, and returns the close reason.
-func (s *Subscription) served(p *Poller) error {
+func (s *Subscription) served(p *poller) error {
 	<-s.Closed()
 	if w := p.with.w; w != nil {
 		w.Stop()

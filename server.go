@@ -493,8 +493,10 @@ func (s *Server) Stats() Stats {
 // are ended one by one, in random order, spread evenly over the window
 // (each at a random point of its own share of it), so that their clients'
 // re-listens reach the other instances at a steady rate, at most one
-// share's worth at a time. The window is cut to 90% of the time ctx leaves,
-// if shorter, so every completion is sent before ctx's deadline.
+// share's worth at a time; a drain that fell behind (its goroutine not run
+// for a while, on a starved machine) catches up at most 10% faster than
+// its schedule, not in a burst. The window is cut to 90% of the time ctx
+// leaves, if shorter, so every completion is sent before ctx's deadline.
 //
 // Shutdown returns nil once every admitted listen is Done, or ctx's error
 // if ctx ends first (the streams not yet ended are then ended at once, and
@@ -538,11 +540,21 @@ func (s *Server) drain(ctx context.Context) {
 	rand.Shuffle(len(slots), func(i, j int) { slots[i], slots[j] = slots[j], slots[i] })
 	start := time.Now()
 	share := window / time.Duration(len(slots))
+	// A token bucket bounds the catch-up after this goroutine was held up
+	// (a starved process): the streams it is late for end at most 10%
+	// faster than the schedule, not in one burst. The credit is time: an
+	// end costs fast; at most depth (20 ms, or two shares) is saved up.
+	fast := share * 10 / 11
+	depth := max(20*time.Millisecond, 2*share)
+	credit, last := depth, start
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	<-timer.C
 	for i, sl := range slots {
 		at := start.Add(time.Duration(i)*share + rand.N(share+1))
+		if ready := last.Add(fast - credit); at.Before(ready) {
+			at = ready // once the bucket holds an end's credit
+		}
 		if wait := time.Until(at); wait > 0 {
 			timer.Reset(wait)
 			select {
@@ -552,6 +564,8 @@ func (s *Server) drain(ctx context.Context) {
 				return
 			}
 		}
+		now := time.Now()
+		credit, last = min(depth, credit+now.Sub(last))-fast, now
 		s.end(sl, s.shutdownReason())
 	}
 	s.endAll() // listens admitted while the drain ran

@@ -63,7 +63,7 @@ type Stream interface {
 // without blocking and that calls a function when it has something to
 // pull. Serve pulls such a stream from its own goroutine, with no worker
 // goroutine, and a transport can serve many of them from a few goroutines
-// (Subscription.Poller; streamhttp's fast path). The hub's streams
+// (streamhttp's fast path, on Linux). The hub's streams
 // implement it. The demand rule is Next's: one pull after the
 // acknowledgement, then one after each written or dropped event; Next is
 // not called once SetNotify has been.

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/mcplisten/listen/internal/resuri"
-	"github.com/mcplisten/listen/internal/valid"
 	"github.com/mcplisten/listen/internal/wiremsg"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
@@ -286,14 +285,6 @@ type Subscription struct {
 	worker *Worker
 }
 
-// checkedBit is the bit of Subscription.lists (above every kind's) that
-// tells that the stream's events were validated when they were published.
-const checkedBit = 63
-
-// checked reports whether the stream's events were validated when they were
-// published (see internal/valid).
-func (s *Subscription) checked() bool { return s.lists&(1<<checkedBit) != 0 }
-
 // watchedURIs is a subscription's accepted resourceSubscriptions.
 type watchedURIs struct {
 	// list is as accepted (order and duplicates kept, for the
@@ -413,9 +404,6 @@ func openOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 
 	s := &Subscription{id: cloneID(req.ID), opts: opts, kind: req.Transport.Kind}
 	s.guard.stream = stream
-	if valid.Validated(stream) {
-		s.lists |= 1 << checkedBit
-	}
 	for k := range kinds {
 		if Kind(k).listChange() && accepted[kinds[k].key] == true {
 			s.lists |= 1 << k
@@ -632,7 +620,7 @@ func (s *Subscription) StartWorker(owner context.Context) (*Worker, error) {
 	return s.worker, nil
 }
 
-// serveWorker starts the worker of Serve's Poller, for a stream that
+// serveWorker starts the worker of Serve's poller, for a stream that
 // blocks: it hands its outcomes over through notify, and the subscription
 // keeps its owner (the guard watches it, and its close stops the worker).
 func (s *Subscription) serveWorker(notify func()) (*Worker, error) {

@@ -126,12 +126,12 @@ func (s *Subscription) Notification(ev Event) ([]byte, error) {
 }
 
 // appendNotification is Notification appending to dst, with the context
-// CanRead gets for a covered sub-resource (Serve's). pulled tells that ev
-// was pulled from the stream: it is not validated again when the stream's
-// events were validated as they were published (the hub's). ok is false for
-// a drop or an error; dst is then returned unchanged.
-func (s *Subscription) appendNotification(ctx context.Context, dst []byte, ev Event, pulled bool) (out []byte, ok bool, err error) {
-	if !pulled || !s.checked() {
+// CanRead gets for a covered sub-resource (Serve's). validated tells that
+// ev was validated already: pulled from a stream whose events were
+// validated as they were published (the hub's; see validatedStream). ok
+// is false for a drop or an error; dst is then returned unchanged.
+func (s *Subscription) appendNotification(ctx context.Context, dst []byte, ev Event, validated bool) (out []byte, ok bool, err error) {
+	if !validated {
 		if err := ev.Validate(); err != nil {
 			return dst, false, err
 		}

@@ -333,7 +333,7 @@ func (w *Worker) use() bool {
 	return true
 }
 
-// take is a notify worker's pull, for the Poller that serves a stream that
+// take is a notify worker's pull, for the poller that serves a stream that
 // blocks: it asks the worker for one pull (once) and returns its outcome
 // once it has come (ok false until then; the worker calls notify when it
 // comes). An exited worker answers outcomeExited.

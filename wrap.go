@@ -13,7 +13,8 @@ type StreamHooks struct {
 	// previous one was written or dropped.
 	Pull func()
 	// Event is called with each event a pull returns (not for the end of
-	// the stream, an error, or a TryNext that found nothing).
+	// the stream, an error, or a TryNext that found nothing). It must not
+	// modify the event's maps: the event may be shared by many streams.
 	Event func(ev Event)
 	// Close is called once the wrapped stream's Close has returned, with
 	// its reason.
@@ -80,9 +81,23 @@ func (w *wrappedNotify) TryNext() (Event, bool, error) {
 
 func (w *wrappedNotify) SetNotify(notify func()) { w.ns.SetNotify(notify) }
 
-// EventsValidated answers for inner: the hooks see the events, they cannot
-// change them.
-func (w *wrapped) EventsValidated() bool { return valid.Validated(w.inner) }
+// validatedStream reports whether the events of stream were validated when
+// they were published (internal/valid: the hub's streams), looking through
+// WrapStream's wrappers (their hooks see the events and do not change
+// them: StreamHooks.Event), so that a subscription does not validate them again for each
+// listener.
+func validatedStream(stream Stream) bool {
+	for {
+		switch w := stream.(type) {
+		case *wrapped:
+			stream = w.inner
+		case *wrappedNotify:
+			stream = w.inner
+		default:
+			return valid.Validated(stream)
+		}
+	}
+}
 
 var (
 	_ Stream       = (*wrapped)(nil)

@@ -148,3 +148,11 @@ func TestEventsValidatedOncePerPublish(t *testing.T) {
 		})
 	}
 }
+
+// A wrapper does not claim anything itself: the core looks through it.
+func TestWrapStreamClaimsNothing(t *testing.T) {
+	for _, inner := range []listen.Stream{&validatedStream{}, &pollStream{}} {
+		_, ok := listen.WrapStream(inner, listen.StreamHooks{}).(valid.Stream)
+		assert.False(t, ok)
+	}
+}

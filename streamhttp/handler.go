@@ -39,7 +39,7 @@ import (
 //     encoding); ServeHTTP returns at once, and net/http's per-connection
 //     buffers (about 12 KB) and goroutine are freed.
 //   - On Linux, a taken-over stream whose subscription can be served in
-//     steps (listen.Subscription.Poller: a hub's streams can, unless their
+//     steps (internal/fastpath: a hub's streams can, unless their
 //     shaping asks CanRead about covered sub-resources) on a TCP or Unix
 //     socket takes the fast path: it has no goroutine while idle. Its
 //     stream calls a function when an event is ready, which puts it on the
@@ -76,7 +76,7 @@ import (
 // ErrUnexpectedBytes, without reading further.
 //
 // Every path ends a stream in the same order: the subscription is closed
-// (Serve has returned, or the Poller is done); the stream's slot is Done
+// (Serve has returned, or the fast path is done); the stream's slot is Done
 // (freed and counted in the Server's Stats, then OnClose, a panic in it
 // recovered and logged to the Server's Logger); the response ends
 // (net/http ends it after ServeHTTP returns, or the taken-over connection
@@ -306,7 +306,7 @@ func (h *Handler) open(st *stream, r *http.Request, req *listen.Request) *reply 
 
 // serve serves the open stream: an HTTP/1.x
 // stream, once its connection is taken over, on the Handler's fanout (on
-// Linux, a stream with a listen.Poller: no goroutine while idle; see
+// Linux, a stream served in steps: no goroutine while idle; see
 // takenOver.start) or on a goroutine of its own (this goroutine then
 // returns at once); any other here.
 func (h *Handler) serve(st *stream, w http.ResponseWriter, r *http.Request) {

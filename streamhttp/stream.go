@@ -11,21 +11,17 @@ import (
 // stream is one admitted listen, from its admission to its end (see
 // Handler.end). It is created on the request's goroutine, and served there
 // or, once its connection is taken over, on a goroutine of its own or on
-// the Handler's fanout (Linux, a stream with a listen.Poller).
+// the Handler's fanout (Linux, a hub stream: see internal/fastpath).
 type stream struct {
 	// ctx is the serving context given to Subscription.Serve. It ends
 	// through cancel, with the cause Serve acts on: listen.ErrShutdown
 	// (Shutdown: the completion is written), a Disconnected reason (the
 	// client left: the request ended, or a taken-over connection's reader
-	// saw it close), or nil once the stream has ended. End the stream with
-	// end, and read its cause with cause: they also serve a fast stream,
-	// which has no context of its own (see fanout.start).
+	// saw it close), or nil once the stream has ended. A fast stream has
+	// no context of its own (see fanout.start): cancel is nil, ctx the
+	// Handler's shared one.
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	// fast is the stream's place on the fanout, once it is there (set
-	// under Handler.mu; it then ends through fast.cancel, and ctx is only the
-	// Handler's shared context for logf).
-	fast *fastStream
 	// sub is the subscription, once opened. The stream owns it: it is
 	// opened without an owner context (listen.Slot.Open with context.Background() as the owner),
 	// and stop closes it if it is still open, however the stream ends (even

@@ -22,7 +22,7 @@ var ErrUnexpectedBytes = errors.New("streamhttp: the client sent bytes after its
 // body ends when the connection closes (Connection: close). net/http's
 // request goroutine returns and its per-connection buffers are freed.
 //
-// On Linux, a stream whose subscription has a listen.Poller (a hub stream)
+// On Linux, a stream whose subscription can be served in steps (a hub stream)
 // is served by the Handler's fanout instead, with no goroutine of its own
 // while idle (see fanout). Any other stream owns two goroutines: run, which
 // serves the stream and ends it, and watch, which reads the connection to

@@ -7,9 +7,11 @@
 // bridges sign their messages with a shared key (cluster.Options.AuthKeys)
 // and accept only signed ones. Every change is published on the instance's
 // hub, as on a lone server: the bridge joined to the hub carries it to the
-// others. It exits by itself.
+// others. It exits by itself, draining each instance: its streams'
+// completions are spread over -drain (listen.Options.DrainWindow; 0, the
+// default: all at once), as a rolling deploy of one instance would.
 //
-//	go run ./examples/cluster
+//	go run ./examples/cluster [-drain 2s]
 package main
 
 import (
@@ -18,6 +20,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log"
@@ -63,7 +66,12 @@ type arrival struct {
 	uri    string
 }
 
+// drainWindow is -drain.
+var drainWindow time.Duration
+
 func main() {
+	flag.DurationVar(&drainWindow, "drain", 0, "spread each instance's streams' completions over this long when it drains (listen.Options.DrainWindow)")
+	flag.Parse()
 	log.SetFlags(0)
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
@@ -193,7 +201,8 @@ func start(name, natsURL string, key []byte) (*instance, error) {
 			ToolsListChanged:   true,
 			ResourcesSubscribe: true,
 		},
-		ServerInfo: listen.Implementation{Name: "cluster-example-" + name, Version: "1.0.0"},
+		ServerInfo:  listen.Implementation{Name: "cluster-example-" + name, Version: "1.0.0"},
+		DrainWindow: drainWindow,
 	}), streamhttp.Options{})
 	if err != nil {
 		br.Close()
@@ -209,10 +218,12 @@ func start(name, natsURL string, key []byte) (*instance, error) {
 	return &instance{name: name, hub: h, bridge: br, h: lh, srv: srv, url: "http://" + ln.Addr().String() + "/mcp"}, nil
 }
 
-// drain ends the listen streams (each gets its completion result) and
-// stops the HTTP server.
+// drain ends the listen streams (each gets its completion result, spread
+// over -drain) and stops the HTTP server.
 func (in *instance) drain() {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// The window plus a margin: the library keeps 10% of the time it is
+	// given for the last writes, and would shorten the window otherwise.
+	ctx, cancel := context.WithTimeout(context.Background(), drainWindow+max(5*time.Second, drainWindow/8))
 	defer cancel()
 	_ = in.h.Shutdown(ctx)
 	_ = in.srv.Shutdown(ctx)

@@ -21,7 +21,10 @@
 // notification gets 202. Every other request (tools, prompts,
 // resources/read) is answered 404 with -32601 "Method not found": a gateway
 // that also forwards them does so in serveOther. SIGINT or SIGTERM drains:
-// every open listen gets its completion result.
+// /readyz answers 503, new listens get 503 with Retry-After, and every open
+// listen gets its completion result, spread over -drain
+// (listen.Options.DrainWindow; 0, the default: all at once) so that the
+// clients re-listen on the other instances at a steady rate.
 package main
 
 import (
@@ -52,6 +55,7 @@ func main() {
 	var ups upstreams
 	flag.Func("http", "a Streamable HTTP upstream, name=URL (repeatable)", ups.http)
 	flag.Func("stdio", "a stdio upstream, name=command line (repeatable)", ups.stdio)
+	drain := flag.Duration("drain", 0, "on SIGINT or SIGTERM, spread the open listens' completions over this long (listen.Options.DrainWindow; 0: all at once)")
 	flag.Parse()
 	if len(ups.list) == 0 {
 		log.Fatal("no upstream: give -http name=URL or -stdio name=command")
@@ -59,12 +63,19 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	g, err := newGateway(ups.list)
+	g, err := newGateway(ups.list, *drain)
 	if err != nil {
 		log.Fatal(err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", g.Handler())
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if g.listens.Server().Stats().Draining { // route new clients elsewhere
+			http.Error(w, "draining", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ready\n"))
+	})
 	srv := &http.Server{
 		Addr:              *addr,
 		Handler:           mux,
@@ -81,7 +92,9 @@ func main() {
 		log.Fatal(err)
 	}
 
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// The window plus a margin: the library keeps 10% of the time it is
+	// given for the last writes, and would shorten the window otherwise.
+	sctx, cancel := context.WithTimeout(context.Background(), *drain+max(5*time.Second, *drain/8))
 	defer cancel()
 	err = g.Shutdown(sctx)
 	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -100,8 +113,9 @@ type gateway struct {
 	stdios  []*upstream.Stdio
 }
 
-// newGateway wires the upstreams' feed into a hub and serves it.
-func newGateway(ups []upstream.Upstream) (*gateway, error) {
+// newGateway wires the upstreams' feed into a hub and serves it; its
+// Shutdown spreads the listens' completions over drain.
+func newGateway(ups []upstream.Upstream, drain time.Duration) (*gateway, error) {
 	feed, err := upstream.NewFeed(upstream.FeedOptions{
 		Upstreams: ups,
 		OnLoss: func(name string, resources bool, err error) {
@@ -129,6 +143,7 @@ func newGateway(ups []upstream.Upstream) (*gateway, error) {
 	listens, err := streamhttp.New(listen.NewServer(h, listen.Options{
 		CapabilitiesFor: feed.Capabilities, // what the upstreams can send, no more
 		ServerInfo:      serverInfo,
+		DrainWindow:     drain,
 	}), streamhttp.Options{})
 	if err != nil {
 		feed.Close()

@@ -173,7 +173,7 @@ func TestGatewayInFrontOfRealUpstreams(t *testing.T) {
 	require.NoError(t, ups.http("mcpgo="+mg.URL))
 	require.NoError(t, ups.http("notes="+notes.URL()))
 	require.NoError(t, ups.stdio("stdio="+stdioBin))
-	g, err := newGateway(ups.list)
+	g, err := newGateway(ups.list, 0)
 	require.NoError(t, err)
 	defer g.Shutdown(ctx)
 	gw := httptest.NewServer(g.Handler())
@@ -280,7 +280,7 @@ func TestGoSDKClientThroughGateway(t *testing.T) {
 	defer sdk.Close()
 	var ups upstreams
 	require.NoError(t, ups.http("sdk="+sdk.URL))
-	g, err := newGateway(ups.list)
+	g, err := newGateway(ups.list, 0)
 	require.NoError(t, err)
 	defer g.Shutdown(ctx)
 	gw := httptest.NewServer(g.Handler())
@@ -300,7 +300,7 @@ func TestGoSDKClientThroughGateway(t *testing.T) {
 	// Both listens open, and the upstream's resource listen acknowledged.
 	require.Eventually(t, func() bool {
 		s := g.feed.Stats()[0]
-		return g.listens.Stats().Active == 2 && s.Watched == 1 && s.Resources.Listens > 0
+		return g.listens.Server().Stats().Active == 2 && s.Watched == 1 && s.Resources.Listens > 0
 	}, wait, 10*time.Millisecond)
 
 	sdkServer.AddTool(&mcp.Tool{Name: "added", InputSchema: map[string]any{"type": "object"}},

@@ -38,7 +38,7 @@ func TestBothErasGetTheNote(t *testing.T) {
 		sessions = append(sessions, cs)
 	}
 	// The 2026-07-28 client's Subscribe returns before its listen is open.
-	require.Eventually(t, func() bool { return h.Listen().Stats().Active == 1 }, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return h.Server().Stats().Active == 1 }, 10*time.Second, 5*time.Millisecond)
 
 	_, err = sessions[0].CallTool(ctx, &mcp.CallToolParams{Name: "add_note", Arguments: map[string]any{"text": "buy milk"}})
 	require.NoError(t, err)

@@ -28,9 +28,12 @@
 // -quiet logs warnings only (on standard error); -lifetime drains and exits
 // by itself after that long; -max-streams bounds the listen streams served
 // at once; -pprof serves net/http/pprof at /debug/pprof/. SIGINT or SIGTERM
-// drains: every open listen gets what is queued for it and its completion
-// result, mcp-go's sessions end, then the HTTP server stops. With -stdio it
-// ends at the end of its input, or drains on SIGINT or SIGTERM.
+// drains: /readyz answers 503, new listens get 503 with Retry-After, every
+// open listen gets what is queued for it and its completion result, spread
+// over -drain (listen.Options.DrainWindow; 0, the default: all at once) so
+// that its client re-listens on another instance at a steady rate; mcp-go's
+// sessions end, then the HTTP server stops. With -stdio it ends at the end
+// of its input, or drains on SIGINT or SIGTERM.
 //
 // It listens on a loopback address: elsewhere, list the names clients reach
 // it by in streamhttp.Options.AllowedHosts (requests naming another Host
@@ -62,7 +65,7 @@ import (
 	"github.com/mcplisten/listen/streamhttp"
 )
 
-// drainTimeout bounds the drain when the server stops.
+// drainTimeout bounds the drain when the server stops, beyond -drain.
 const drainTimeout = 5 * time.Second
 
 // config is what the flags say.
@@ -71,6 +74,7 @@ type config struct {
 	token      string
 	maxStreams int
 	pprof      bool
+	drain      time.Duration
 }
 
 func main() {
@@ -79,6 +83,7 @@ func main() {
 	flag.StringVar(&cfg.token, "token", "", "bearer token every HTTP request must carry (none: no authentication)")
 	flag.IntVar(&cfg.maxStreams, "max-streams", 20000, "most listen streams served at once (streamhttp.Options.MaxStreams)")
 	flag.BoolVar(&cfg.pprof, "pprof", false, "serve net/http/pprof at /debug/pprof/")
+	flag.DurationVar(&cfg.drain, "drain", 0, "on SIGINT or SIGTERM, spread the open listens' completions over this long (listen.Options.DrainWindow; 0: all at once)")
 	overStdio := flag.Bool("stdio", false, "serve over standard input and output instead of HTTP")
 	quiet := flag.Bool("quiet", false, "log warnings only")
 	lifetime := flag.Duration("lifetime", 0, "drain and exit by itself after this long (0: run until signalled)")
@@ -121,6 +126,13 @@ func serveHTTP(ctx context.Context, logger *slog.Logger, cfg config) error {
 	// token (listens included); requireSampling answers one diagnostic
 	// tool call of the conformance suite; h serves the rest.
 	mux.Handle("/mcp", requireToken(cfg.token, requireSampling(h, h.Listen().CheckOrigin)))
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if ctx.Err() != nil { // draining: route new clients elsewhere
+			http.Error(w, "draining", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ready\n"))
+	})
 	if cfg.pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
@@ -150,10 +162,12 @@ func serveHTTP(ctx context.Context, logger *slog.Logger, cfg config) error {
 	case err := <-served:
 		stopped = fmt.Errorf("the HTTP server stopped: %w", err)
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+	// The window, plus a margin: the library keeps 10% of the time it is
+	// given for the last writes, and would shorten the window otherwise.
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.drain+max(drainTimeout, cfg.drain/8))
 	defer cancel()
 	// Every open listen gets what is queued for it and its completion
-	// result; mcp-go's sessions end.
+	// result, spread over -drain; mcp-go's sessions end.
 	if err := h.Shutdown(sctx); err != nil {
 		logger.Warn("listen streams did not all end in time", "err", err)
 	}
@@ -187,21 +201,22 @@ func newHandler(logger *slog.Logger, cfg config) (*mcpgo.Handler, error) {
 				CanRead: func(_ context.Context, req *listen.Request, _ string) bool {
 					return who == nil || req.Auth != nil
 				},
+				DrainWindow: cfg.drain,
+				MaxStreams:  cfg.maxStreams,
+				OnOpen: func(sub *listen.Subscription) {
+					logger.Info("listen opened", "id", sub.ID().Raw())
+				},
+				OnClose: func(sub *listen.Subscription, reason error) {
+					logger.Info("listen closed", "id", sub.ID().Raw(), "reason", listen.Classify(reason))
+				},
 			},
 			OnRepublish: func(method, uri string, r hub.Report) {
 				logger.Info("published", "method", method, "uri", uri, "delivered", r.Delivered, "dropped", r.Dropped)
 			},
 		},
 		HTTP: streamhttp.Options{
-			MaxStreams: cfg.maxStreams,
 			// Listens: their principal (listen.Request.Auth), or 401.
 			Authenticate: who,
-			OnOpen: func(sub *listen.Subscription) {
-				logger.Info("listen opened", "id", sub.ID().Raw())
-			},
-			OnClose: func(sub *listen.Subscription, reason error) {
-				logger.Info("listen closed", "id", sub.ID().Raw(), "reason", listen.Classify(reason))
-			},
 		},
 		// mcp-go logs through this logger too.
 		SDK: []server.StreamableHTTPOption{server.WithStreamableHTTPLogger(logger)},

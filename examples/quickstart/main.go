@@ -1,12 +1,13 @@
 // Command quickstart serves subscriptions/listen over Streamable HTTP from a
 // hub, and tells every listening client that the tool list changed every
 // ten seconds. On SIGINT or SIGTERM every open stream gets its completion
-// result before the program exits. It is the README's quick start, verbatim.
+// result, spread over -drain. It is the README's quick start, verbatim.
 package main
 
 import (
 	"context"
 	"errors"
+	"flag"
 	"log"
 	"net/http"
 	"os"
@@ -20,6 +21,8 @@ import (
 )
 
 func main() {
+	drain := flag.Duration("drain", 0, "on SIGTERM, spread the streams' completions over this long (0: all at once)")
+	flag.Parse()
 	changes, err := hub.New(hub.Options{}) // 100 events queued per listener, drop-oldest
 	if err != nil {
 		log.Fatal(err)
@@ -30,7 +33,8 @@ func main() {
 			ToolsListChanged:   true,
 			ResourcesSubscribe: true,
 		},
-		ServerInfo: listen.Implementation{Name: "quickstart", Version: "1.0.0"},
+		ServerInfo:  listen.Implementation{Name: "quickstart", Version: "1.0.0"},
+		DrainWindow: *drain, // so that the clients re-listen on the other replicas at a steady rate
 	}), streamhttp.Options{})
 	if err != nil {
 		log.Fatal(err)
@@ -54,16 +58,15 @@ func main() {
 		log.Fatal(err)
 	case <-signalled.Done():
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), *drain+15*time.Second)
 	defer cancel()
 	if err := shutdown(ctx, srv, listens); err != nil {
 		log.Print(err)
 	}
 }
 
-// shutdown ends every open stream with its completion result, then stops
-// srv. The streams go first: http.Server.Shutdown does not wait for them
-// (it does not even track the connections the listen handler took over).
+// shutdown completes every open stream, then stops srv: http.Server.Shutdown
+// does not wait for them (nor track the connections the handler took over).
 func shutdown(ctx context.Context, srv *http.Server, listens *streamhttp.Handler) error {
 	err := listens.Shutdown(ctx) // new listens get 503 from now on
 	return errors.Join(err, srv.Shutdown(ctx))

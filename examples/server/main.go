@@ -30,7 +30,10 @@
 // stops reading is cut then); -max-buffer and -overflow set the hub's
 // per-listener queue and what a full one does (drop_oldest, drop_newest, or
 // end_listener: the stream ends early, "fell_behind"). SIGINT
-// or SIGTERM drains: every open listen stream gets its completion result.
+// or SIGTERM drains: new listens get 503 with Retry-After, /readyz answers
+// 503, and every open listen stream gets its completion result, spread
+// over -drain (listen.Options.DrainWindow; default 0, all at once) so that
+// the clients re-listen on the other instances at a steady rate.
 // -broker nats://HOST:PORT or redis://HOST:PORT joins the other instances
 // of the server on that broker (package examples/internal/broker), with
 // -broker-key or -broker-key-file for signed messages: a change made
@@ -47,7 +50,6 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/examples/fixture"
 	"github.com/mcplisten/listen/examples/internal/broker"
 	"github.com/mcplisten/listen/examples/internal/command"
@@ -159,13 +161,13 @@ func newServer(logger *slog.Logger, flags *command.HTTPFlags, tune tuning, m *li
 		// One call reaches the listens and the go-sdk's own subscribers.
 		ResourceUpdated: func(ctx context.Context, uri string) error { return handler.ResourceUpdated(ctx, uri) },
 	})
-	httpOpts := flags.HTTPOptions(logger)
+	httpOpts := flags.HTTPOptions()
 	httpOpts.WriteTimeout = tune.WriteTimeout
 	m.InstrumentHTTP(&httpOpts)
 	handler, err = gosdk.NewHandler(sdk, gosdk.HandlerOptions{
 		Options: gosdk.Options{
 			Hub:         h,
-			Listen:      listen.Options{MaxURIBytes: flags.MaxURIBytes},
+			Listen:      flags.ListenOptions(logger), // -max-streams, -max-uri-bytes, -drain, the log hooks
 			Logger:      logger,
 			OnRepublish: command.LogPublish(logger),
 		},
@@ -183,7 +185,7 @@ func newServer(logger *slog.Logger, flags *command.HTTPFlags, tune tuning, m *li
 func (s *server) vars() any {
 	return map[string]any{
 		"hub":        s.hub.Stats(),
-		"http":       s.handler.Listen().Stats(),
+		"http":       s.handler.Server().Stats(),
 		"sessions":   s.handler.Sessions().Stats(),
 		"gosdk":      s.handler.Bridge().Stats(),
 		"goroutines": runtime.NumGoroutine(),

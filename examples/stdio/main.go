@@ -77,7 +77,7 @@ func main() {
 	// done (every open listen got its completion result).
 	err = s.Run(ctx)
 	_ = s.Shutdown(context.Background())
-	st, bs := s.Listen().Stats(), s.Bridge().Stats()
+	st, bs := s.Server().Stats(), s.Bridge().Stats()
 	logger.Info("stopped", "listens_opened", st.Opened, "listens_refused", st.Refused,
 		"list_changes", bs.ListChanges, "resource_updates", bs.ResourceUpdates, "err", err)
 	if err != nil && ctx.Err() == nil {

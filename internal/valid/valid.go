@@ -6,7 +6,8 @@
 package valid
 
 // Stream is implemented by such a stream. EventsValidated reports whether
-// its events are validated (a wrapper answers for the stream it wraps).
+// its events are validated. (The core looks through listen.WrapStream's
+// wrappers itself: a wrapper does not implement it.)
 type Stream interface{ EventsValidated() bool }
 
 // Validated reports whether the events of stream, which may be any value,

@@ -10,16 +10,20 @@
 //	ctx, stop := f.Context() // SIGINT, SIGTERM or -lifetime
 //	defer stop()
 //	m, metrics, err := command.NewMetrics(f.Metrics)
-//	... // the hub, the handler, with f.HTTPOptions(logger) and m
+//	... // the hub, the handler, with f.ListenOptions(logger), f.HTTPOptions() and m
 //	err = f.Serve(ctx, logger, handler, metrics, handler.Shutdown)
 //
 // CheckBind, called first, refuses a non-loopback -addr without
-// -allowed-hosts. Serve listens on -addr, serves the handler at /mcp, expvar at /debug/vars, the
-// metrics at /metrics and, with -pprof, net/http/pprof, and prints
-// "listening on http://ADDR/mcp" on standard output once it listens (the
-// tests and .ci/run wait for that line). When ctx ends it drains: the
-// handler's Shutdown (every open listen gets its completion result), then
-// the HTTP server's.
+// -allowed-hosts. Serve listens on -addr, serves the handler at /mcp,
+// the readiness at /readyz, expvar at /debug/vars, the metrics at /metrics
+// and, with -pprof, net/http/pprof, and prints "listening on
+// http://ADDR/mcp" on standard output once it listens (the tests and .ci/run
+// wait for that line). When ctx ends it drains: /readyz answers 503, the
+// handler's Shutdown refuses new listens (503 with Retry-After) and sends
+// every open listen its completion result, spread over -drain
+// (listen.Options.DrainWindow, set by ListenOptions) so that the clients
+// re-listen on the other instances at a steady rate, within DrainDeadline;
+// then the HTTP server's Shutdown.
 //
 // Serve runs the HTTP server on one goroutine of its own, which has ended
 // when Serve returns.
@@ -31,6 +35,7 @@ import (
 	"expvar"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -47,7 +52,8 @@ import (
 	"github.com/mcplisten/listen/streamhttp"
 )
 
-// DrainTimeout bounds the drain when Serve's context ends.
+// DrainTimeout is the margin of the drain beyond -drain (see
+// DrainDeadline).
 const DrainTimeout = 5 * time.Second
 
 // HTTPFlags are the flags of an example server over HTTP.
@@ -61,7 +67,7 @@ type HTTPFlags struct {
 	Lifetime time.Duration
 	// Quiet is -quiet: log warnings only.
 	Quiet bool
-	// MaxStreams is -max-streams (streamhttp.Options.MaxStreams).
+	// MaxStreams is -max-streams (listen.Options.MaxStreams).
 	MaxStreams int
 	// MaxURIBytes is -max-uri-bytes (listen.Options.MaxURIBytes).
 	MaxURIBytes int
@@ -72,6 +78,9 @@ type HTTPFlags struct {
 	// SessionIdle is -session-idle (streamhttp.SessionOptions.IdleTimeout:
 	// the idle time after which an older client's session ends).
 	SessionIdle time.Duration
+	// Drain is -drain (listen.Options.DrainWindow): on SIGTERM, the open
+	// streams' completions are spread over this long.
+	Drain time.Duration
 }
 
 // Flags registers the HTTP flags on fs and returns the HTTPFlags they fill
@@ -83,11 +92,12 @@ func Flags(fs *flag.FlagSet) *HTTPFlags {
 	fs.StringVar(&f.AllowedOrigins, "allowed-origins", "", "comma-separated browser origins (scheme://host[:port]) allowed to make cross-origin requests")
 	fs.DurationVar(&f.Lifetime, "lifetime", 0, "drain and exit by itself after this long (0: run until signalled)")
 	fs.BoolVar(&f.Quiet, "quiet", false, "log warnings only")
-	fs.IntVar(&f.MaxStreams, "max-streams", 20000, "most listen streams served at once (streamhttp.Options.MaxStreams)")
+	fs.IntVar(&f.MaxStreams, "max-streams", 20000, "most listen streams served at once (listen.Options.MaxStreams)")
 	fs.IntVar(&f.MaxURIBytes, "max-uri-bytes", 0, "longest resource URI a listen may name, in bytes (listen.Options.MaxURIBytes; 0: the library's default, 4,096)")
 	fs.BoolVar(&f.Pprof, "pprof", false, "serve net/http/pprof at /debug/pprof/")
 	fs.BoolVar(&f.Metrics, "metrics", false, "serve OpenTelemetry metrics in the Prometheus text format at /metrics")
 	fs.DurationVar(&f.SessionIdle, "session-idle", 0, "end an older client's session after this long idle (streamhttp.SessionOptions.IdleTimeout; 0: the library's default, 30m)")
+	fs.DurationVar(&f.Drain, "drain", 0, "on SIGINT or SIGTERM, spread the open streams' completions over this long, so that their clients re-listen elsewhere at a steady rate (listen.Options.DrainWindow; 0: all at once)")
 	return f
 }
 
@@ -118,17 +128,34 @@ func (f *HTTPFlags) Context() (ctx context.Context, stop context.CancelFunc) {
 	return ctx, func() { cancel(); stopSignals() }
 }
 
-// HTTPOptions returns the listen handler's options the flags set
-// (MaxStreams, AllowedHosts, AllowedOrigins), with every listen opened and
+// ListenOptions returns the listen policy's options the flags set
+// (MaxStreams, MaxURIBytes, DrainWindow), with every listen opened and
 // closed logged at Info.
-func (f *HTTPFlags) HTTPOptions(logger *slog.Logger) streamhttp.Options {
+func (f *HTTPFlags) ListenOptions(logger *slog.Logger) listen.Options {
+	return listen.Options{
+		MaxStreams:  f.MaxStreams,
+		MaxURIBytes: f.MaxURIBytes,
+		DrainWindow: f.Drain,
+		OnOpen:      LogOpen(logger),
+		OnClose:     LogClose(logger),
+	}
+}
+
+// HTTPOptions returns the listen handler's options the flags set
+// (AllowedHosts, AllowedOrigins).
+func (f *HTTPFlags) HTTPOptions() streamhttp.Options {
 	return streamhttp.Options{
-		MaxStreams:     f.MaxStreams,
 		AllowedHosts:   f.Hosts(),
 		AllowedOrigins: f.Origins(),
-		OnOpen:         LogOpen(logger),
-		OnClose:        LogClose(logger),
 	}
+}
+
+// DrainDeadline is how long Serve gives the drain: -drain plus
+// DrainTimeout, or plus an eighth of -drain if that is more (the library
+// shortens the window to 90% of the time its Shutdown is given, keeping
+// the rest for the last writes).
+func (f *HTTPFlags) DrainDeadline() time.Duration {
+	return f.Drain + max(DrainTimeout, f.Drain/8)
 }
 
 // Sessions returns the options of the older clients' sessions the flags
@@ -144,6 +171,13 @@ func (f *HTTPFlags) Sessions() streamhttp.SessionOptions {
 func (f *HTTPFlags) Serve(ctx context.Context, logger *slog.Logger, mcp, metrics http.Handler, drain func(context.Context) error) error {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", mcp)
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if ctx.Err() != nil { // draining: route new clients elsewhere
+			http.Error(w, "draining", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = io.WriteString(w, "ready\n")
+	})
 	mux.Handle("/debug/vars", expvar.Handler())
 	if metrics != nil {
 		mux.Handle("/metrics", metrics)
@@ -179,7 +213,7 @@ func (f *HTTPFlags) Serve(ctx context.Context, logger *slog.Logger, mcp, metrics
 	case err := <-served:
 		return fmt.Errorf("the HTTP server stopped: %w", err)
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), DrainTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), f.DrainDeadline())
 	defer cancel()
 	if err := drain(sctx); err != nil {
 		logger.Warn("listen streams did not all end in time", "err", err)

@@ -1,6 +1,6 @@
 //go:build linux
 
-package streamhttp
+package fastpath
 
 import (
 	"io"
@@ -34,7 +34,7 @@ type hangups struct {
 // (a descriptor number is reused once its connection is closed; a stale
 // event carries an older generation).
 type watched struct {
-	fs  *fastStream
+	fs  *Stream
 	gen uint32
 }
 
@@ -47,7 +47,7 @@ func newHangups() (*hangups, error) {
 		syscall.Close(epfd)
 		return nil, os.NewSyscallError("fcntl", err)
 	}
-	file := os.NewFile(uintptr(epfd), "streamhttp-hangups")
+	file := os.NewFile(uintptr(epfd), "fastpath-hangups")
 	rc, err := file.SyscallConn()
 	if err != nil {
 		file.Close()
@@ -59,7 +59,7 @@ func newHangups() (*hangups, error) {
 }
 
 // watch arms fs's socket.
-func (h *hangups) watch(fs *fastStream) error {
+func (h *hangups) watch(fs *Stream) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.gen++
@@ -80,7 +80,7 @@ func (h *hangups) watch(fs *fastStream) error {
 }
 
 // unwatch forgets fs; its socket must still be open.
-func (h *hangups) unwatch(fs *fastStream) {
+func (h *hangups) unwatch(fs *Stream) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if fs.fd < len(h.byFD) && h.byFD[fs.fd].fs == fs {
@@ -118,7 +118,7 @@ func (h *hangups) run() {
 		}
 		for _, ev := range events[:n] {
 			h.mu.Lock()
-			var fs *fastStream
+			var fs *Stream
 			if fd := int(ev.Fd); fd < len(h.byFD) && h.byFD[fd].gen == uint32(ev.Pad) {
 				fs = h.byFD[fd].fs
 			}
@@ -128,11 +128,11 @@ func (h *hangups) run() {
 			}
 			switch {
 			case ev.Events&syscall.EPOLLERR != 0:
-				fs.hangUp(errConnError)
+				fs.Cancel(errConnError)
 			case ev.Events&(syscall.EPOLLRDHUP|syscall.EPOLLHUP) != 0:
-				fs.hangUp(io.EOF)
+				fs.Cancel(io.EOF)
 			default:
-				fs.hangUp(ErrUnexpectedBytes)
+				fs.Cancel(fs.f.opts.UnexpectedBytes)
 			}
 		}
 	}

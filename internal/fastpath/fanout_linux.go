@@ -1,11 +1,11 @@
 //go:build linux
 
-package streamhttp
+package fastpath
 
 import (
 	"context"
 	"errors"
-	"net/http"
+	"net"
 	"os"
 	"runtime"
 	"slices"
@@ -13,14 +13,11 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-
-	"github.com/mcplisten/listen"
 )
 
-// fanout serves a Handler's fast streams: taken-over HTTP/1.x connections
-// whose subscription can be served by a listen.Poller (a stream that calls a
-// function when it has something, such as a hub stream). A fast stream has
-// no goroutine while it is idle:
+// Fanout serves fast streams: connections whose subscription has a Poller
+// (its stream calls a function when it has something, as a hub stream
+// does). A fast stream has no goroutine while it is idle:
 //
 //   - its stream calls notify when an event is ready (a publisher's
 //     goroutine), which puts it on the ready list of its writer loop;
@@ -39,24 +36,21 @@ import (
 //   - one epoll instance, watched by one goroutine parked in Go's poller,
 //     notices a client that hangs up or sends bytes after its request;
 //   - one keep-alive sweeper (a timer, per fanout) marks the streams idle
-//     for KeepAlive, which then get ": keep-alive" from their loop.
+//     for KeepAlive, which then get the keep-alive frame from their loop.
 //
 // The fanout's goroutines run only while it has streams or work: the
 // watcher from the first stream to the last, a loop while its ready list is
 // not empty, a slow path while its stream is behind, the sweeper while it
-// runs. Handler.Shutdown waits for them.
-type fanout struct {
-	h            *Handler
-	keepAlive    time.Duration
-	writeTimeout time.Duration
-	sweepEvery   time.Duration
-	loops        []*loop
-	next         atomic.Uint32
-	epoch        time.Time
-	base         atomic.Pointer[baseContext] // the last baseContext
+// runs. Wait waits for them.
+type Fanout struct {
+	opts       Options
+	sweepEvery time.Duration
+	loops      []*loop
+	next       atomic.Uint32
+	epoch      time.Time
 	// trips counts the streams handed to a slow path, files the
 	// descriptors the slow path registered with Go's poller (at most one
-	// per stream): read by tests.
+	// per stream): see Trips.
 	trips, files atomic.Uint64
 
 	mu      sync.Mutex
@@ -71,15 +65,12 @@ type fanout struct {
 	idle    chan struct{}
 }
 
-// newFanout returns the fanout of h (whose options are set).
-func newFanout(h *Handler) *fanout {
-	o := h.opts
-	f := &fanout{
-		h:            h,
-		keepAlive:    o.KeepAlive,
-		writeTimeout: o.WriteTimeout,
-		sweepEvery:   max(o.KeepAlive/4, time.Millisecond),
-		epoch:        time.Now(),
+// New returns a Fanout configured by opts (Done is required).
+func New(opts Options) *Fanout {
+	f := &Fanout{
+		opts:       opts,
+		sweepEvery: max(opts.KeepAlive/4, time.Millisecond),
+		epoch:      time.Now(),
 	}
 	n := runtime.GOMAXPROCS(0)
 	for range n {
@@ -88,46 +79,24 @@ func newFanout(h *Handler) *fanout {
 	return f
 }
 
-// baseContext returns the context a fast stream keeps in place of the
-// request's (old): only the http.Server, where logf finds its ErrorLog,
-// shared by the fanout's streams of that server.
-func (f *fanout) baseContext(old context.Context) context.Context {
-	srv := old.Value(http.ServerContextKey)
-	if b := f.base.Load(); b != nil && b.srv == srv {
-		return b.ctx
-	}
-	b := &baseContext{srv: srv, ctx: context.Background()}
-	if srv != nil {
-		b.ctx = context.WithValue(b.ctx, http.ServerContextKey, srv)
-	}
-	f.base.Store(b)
-	return b.ctx
-}
-
-// baseContext is a context of fanout.baseContext and its server.
-type baseContext struct {
-	srv any
-	ctx context.Context
-}
-
 // now is the fanout's clock: nanoseconds since its creation.
-func (f *fanout) now() int64 { return int64(time.Since(f.epoch)) }
+func (f *Fanout) now() int64 { return int64(time.Since(f.epoch)) }
 
 // started counts a goroutine of the fanout that is about to run.
-func (f *fanout) started() {
+func (f *Fanout) started() {
 	f.mu.Lock()
 	f.running++
 	f.mu.Unlock()
 }
 
 // stopped counts a goroutine of the fanout that has finished.
-func (f *fanout) stopped() {
+func (f *Fanout) stopped() {
 	f.mu.Lock()
 	f.stoppedLocked()
 	f.mu.Unlock()
 }
 
-func (f *fanout) stoppedLocked() {
+func (f *Fanout) stoppedLocked() {
 	f.running--
 	if f.running == 0 && f.idle != nil {
 		close(f.idle)
@@ -135,10 +104,11 @@ func (f *fanout) stoppedLocked() {
 	}
 }
 
-// wait returns once none of the fanout's goroutines is running, or ctx
-// ended. Handler.Shutdown calls it once every stream has ended, so that
-// no goroutine of the Handler outlives it.
-func (f *fanout) wait(ctx context.Context) error {
+// Wait returns once none of the fanout's goroutines is running, or ctx
+// ended (with its error). Call it once every stream has ended (Done was
+// called and has called release), so that no goroutine of the fanout
+// outlives the transport.
+func (f *Fanout) Wait(ctx context.Context) error {
 	f.mu.Lock()
 	if f.running == 0 {
 		f.mu.Unlock()
@@ -157,74 +127,74 @@ func (f *fanout) wait(ctx context.Context) error {
 	}
 }
 
-// count returns the number of fast streams.
-func (f *fanout) count() int {
+// Count returns the number of streams registered (Run to release).
+func (f *Fanout) Count() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.streams
 }
 
-// start serves the taken-over stream t as a fast stream, if it can be one:
-// its subscription has a Poller and its connection is a socket. It reports
-// false, having changed nothing, otherwise.
+// Trips returns how many times a stream was handed to a slow path, and how
+// many descriptors the slow path registered with Go's poller meanwhile (at
+// most one per stream).
+func (f *Fanout) Trips() (trips, files uint64) { return f.trips.Load(), f.files.Load() }
+
+// Stream returns a fast stream that will write sub's messages (sub is a
+// *listen.Subscription, served by its Poller: see Attach) to conn, the
+// first one after head, or nil, having changed nothing, when it cannot be
+// one: conn is not a socket (a TLS connection), or sub has no Poller. The
+// stream is ready but not running: what it is notified of waits until Run.
+// owner is what Options.Done and Options.KeptAlive get.
 //
-// A fast stream keeps the socket's descriptor only: start duplicates it and
-// closes the net.Conn, whose per-connection objects (descriptor, poller
+// The transport's end is the stream's cause (Cancel, Cause): a fast stream
+// has no context of its own, and nothing on the fast path reads a
+// request's values (Attach declines a subscription whose shaping asks
+// CanRead).
+//
+// A fast stream keeps the socket's descriptor only: Stream duplicates it
+// and closes conn, whose per-connection objects (descriptor, poller
 // registration, addresses) a stream would otherwise hold for its life. The
 // slow path registers that descriptor with Go's poller the first time it
-// needs to wait for the socket (fastStream.file), and keeps it so.
-func (f *fanout) start(h *Handler, t *takenOver) bool {
-	sc, ok := t.conn.(syscall.Conn)
+// needs to wait for the socket (Stream.file), and keeps it so. A stream
+// that cannot be set up (no descriptor, no watch for its client's end) is
+// served nonetheless, and ends at once.
+func (f *Fanout) Stream(conn net.Conn, sub any, head []byte, owner any) *Stream {
+	sc, ok := conn.(syscall.Conn)
 	if !ok {
-		return false // such as a TLS connection
+		return nil // such as a TLS connection
 	}
 	rc, err := sc.SyscallConn()
 	if err != nil {
-		return false
+		return nil
 	}
-	fs := &fastStream{f: f, st: t.st, fd: -1, head: t.head}
+	fs := &Stream{f: f, owner: owner, fd: -1, head: head}
 	fs.l = f.loops[int(f.next.Add(1))%len(f.loops)]
-	// Owned by this goroutine until it is scheduled below: a notify that
+	// Owned by the caller until Run schedules it: a notify or a Cancel that
 	// comes first only marks it pending.
 	fs.state.Store(stateLoop)
-	// A fast stream has no context of its own: the transport's end is its
-	// cause (fs.cancel, fs.ended), and nothing on the fast path reads the
-	// request's values (the Poller declines a subscription whose shaping
-	// asks CanRead), whose context chain (net/http's per-connection
-	// contexts, about 700 bytes) would otherwise live as long as the stream.
-	p, ok := t.st.sub.Poller(context.Background(), fs.notify, fs.ended)
+	p, ok := Attach(sub, fs.notify, fs.Cause)
 	if !ok {
-		return false
+		return nil
 	}
 	fs.p = p
-	// From now on the stream ends through fs.cancel (stream.end, under h.mu,
-	// under h.mu), which also wakes it; its ctx
-	// is the Handler's shared one, for logf, and the old one is dropped
-	// (nothing else ends it: takeover ended it, if at all, before now). An
-	// end of the old context carries over, so one that came before the
-	// swap is seen here.
-	old := fs.st.ctx
-	h.mu.Lock()
-	fs.st.fast = fs
-	fs.st.ctx, fs.st.cancel = f.baseContext(old), nil
-	h.mu.Unlock()
-	if old.Err() != nil {
-		fs.cancel(context.Cause(old))
-	}
 	var derr error
 	if err := rc.Control(func(s uintptr) { fs.fd, derr = dupCloseOnExec(int(s)) }); err != nil || derr != nil {
-		// The stream is served nonetheless: it ends at once.
-		fs.cancel(listen.Disconnected(errors.Join(err, derr)))
+		fs.Cancel(errors.Join(err, derr))
 	}
-	_ = t.conn.Close() // the duplicate keeps the socket open
+	_ = conn.Close() // the duplicate keeps the socket open
 	if fs.fd >= 0 {
 		if err := f.add(fs); err != nil {
 			// Nothing would see this client leave: end the stream at once.
-			fs.cancel(listen.Disconnected(err))
+			fs.Cancel(err)
 		}
 	}
-	fs.l.schedule(fs) // the acknowledgement
-	return true
+	return fs
+}
+
+// Run starts serving fs, a stream of Stream (once): its acknowledgement is
+// written, then what it was notified of.
+func (fs *Stream) Run() {
+	fs.l.schedule(fs)
 }
 
 // dupCloseOnExec duplicates fd (close-on-exec).
@@ -237,7 +207,7 @@ func dupCloseOnExec(fd int) (int, error) {
 }
 
 // add registers fs with a loop, the sweeper and the hang-up watcher.
-func (f *fanout) add(fs *fastStream) error {
+func (f *Fanout) add(fs *Stream) error {
 	f.mu.Lock()
 	if f.streams == 0 {
 		hup, err := newHangups()
@@ -264,7 +234,7 @@ func (f *fanout) add(fs *fastStream) error {
 
 // remove unregisters fs (after its stream has ended; before its connection
 // is closed). The last stream stops the watcher and the sweeper.
-func (f *fanout) remove(fs *fastStream) {
+func (f *Fanout) remove(fs *Stream) {
 	if fs.hup == nil {
 		return // add failed before registering it
 	}
@@ -276,7 +246,7 @@ func (f *fanout) remove(fs *fastStream) {
 	l.streams[len(l.streams)-1] = nil
 	l.streams = l.streams[:len(l.streams)-1]
 	if cap(l.streams) > 64 && len(l.streams) < cap(l.streams)/4 {
-		l.streams = slices.Clip(append([]*fastStream(nil), l.streams...))
+		l.streams = slices.Clip(append([]*Stream(nil), l.streams...))
 	}
 	l.mu.Unlock()
 
@@ -298,7 +268,7 @@ func (f *fanout) remove(fs *fastStream) {
 }
 
 // armSweeper arms the keep-alive sweeper. f.mu is held.
-func (f *fanout) armSweeper() {
+func (f *Fanout) armSweeper() {
 	if f.armed {
 		return
 	}
@@ -314,14 +284,14 @@ func (f *fanout) armSweeper() {
 // sweep marks the streams that have written nothing for KeepAlive and
 // wakes them (their loop writes the keep-alive), then arms itself again
 // while streams remain.
-func (f *fanout) sweep() {
+func (f *Fanout) sweep() {
 	now := f.now()
-	var due []*fastStream
+	var due []*Stream
 	for _, l := range f.loops {
 		due = due[:0]
 		l.mu.Lock()
 		for _, fs := range l.streams {
-			if now-fs.lastWrite.Load() >= int64(f.keepAlive) {
+			if now-fs.lastWrite.Load() >= int64(f.opts.KeepAlive) {
 				due = append(due, fs)
 			}
 		}
@@ -343,13 +313,13 @@ func (f *fanout) sweep() {
 // loop is one writer loop: the streams it owns, and the ones ready to
 // write. Its goroutine (drain) runs only while some are ready.
 type loop struct {
-	f *fanout
+	f *Fanout
 
 	mu      sync.Mutex
-	ready   []*fastStream // to pump, in the order they became ready
-	spare   []*fastStream // a drained ready list, kept for reuse
-	running bool          // drain is running
-	streams []*fastStream // every stream of the loop (fastStream.idx)
+	ready   []*Stream // to pump, in the order they became ready
+	spare   []*Stream // a drained ready list, kept for reuse
+	running bool      // drain is running
+	streams []*Stream // every stream of the loop (Stream.idx)
 
 	// Used by drain only.
 	buf []byte
@@ -357,7 +327,7 @@ type loop struct {
 }
 
 // schedule puts fs on the ready list and makes sure drain runs.
-func (l *loop) schedule(fs *fastStream) {
+func (l *loop) schedule(fs *Stream) {
 	l.mu.Lock()
 	l.ready = append(l.ready, fs)
 	start := !l.running
@@ -393,7 +363,7 @@ func (l *loop) drain() {
 	l.mu.Unlock()
 }
 
-// Who owns a fast stream (fastStream.state): nobody (idle: the next notify
+// Who owns a fast stream (Stream.state): nobody (idle: the next notify
 // schedules it on its loop), its loop (scheduled or being pumped), its slow
 // path, or nobody ever again (ended). statePending records a notify that
 // came while it was owned: the owner pumps once more before letting go.
@@ -405,13 +375,12 @@ const (
 	statePending uint32 = 1 << 4
 )
 
-// fastStream is one fast stream. Its Poller, head, slow and the
-// connection's writes belong to its owner (see state); idx to its loop's
-// lock.
-type fastStream struct {
-	f  *fanout
-	st *stream
-	fd int // the socket (a duplicate of the taken-over connection's)
+// Stream is one fast stream. Its Poller, head, slow and the connection's
+// writes belong to whoever owns it (see state); idx to its loop's lock.
+type Stream struct {
+	f     *Fanout
+	owner any // Options.Done's and KeptAlive's
+	fd    int // the socket (a duplicate of the connection's)
 	// file owns fd once the slow path first needed to wait for the socket:
 	// an os.File on fd itself (no dup), registered with Go's poller once,
 	// kept until the stream ends (about 200 bytes; nil while the stream
@@ -419,31 +388,30 @@ type fastStream struct {
 	file *os.File
 	l    *loop
 	hup  *hangups
-	p    listen.Poller // kept here: one object per stream to touch per message
-	head []byte        // the status line and headers, written with the first frame (often the shared plainHead: never modified)
+	p    Poller
+	head []byte // written with the first frame (may be shared: never modified)
 
 	lastWrite atomic.Int64          // fanout clock of the last write
-	cause     atomic.Pointer[error] // the transport's end (see cancel), first one kept
-	// The 4-byte fields last, packed (the struct is 160 bytes, a size
-	// class).
+	cause     atomic.Pointer[error] // the transport's end (see Cancel), first one kept
+	// The 4-byte fields last, packed.
 	state atomic.Uint32
 	gen   uint32      // its registration with hup
 	idx   int32       // in l.streams
 	ping  atomic.Bool // the sweeper asks for a keep-alive
 }
 
-// cancel ends the stream from the transport's side with cause (Shutdown,
-// the Server's End, a hang-up, a failed registration), the first one kept, and
-// wakes it: its Poller then ends it by that cause. It never blocks.
-func (fs *fastStream) cancel(cause error) {
+// Cancel ends the stream from the transport's side with cause (a drain,
+// an early ending, a hang-up, a failed write or registration), the first
+// one kept, and wakes it: its Poller then ends it by that cause (see
+// Attach). It never blocks.
+func (fs *Stream) Cancel(cause error) {
 	if fs.cause.CompareAndSwap(nil, &cause) {
 		fs.notify()
 	}
 }
 
-// ended returns the cause the stream was ended with, or nil (the ended
-// function of its listen.Poller).
-func (fs *fastStream) ended() error {
+// Cause returns the cause the stream was ended with (Cancel), or nil.
+func (fs *Stream) Cause() error {
 	if c := fs.cause.Load(); c != nil {
 		return *c
 	}
@@ -452,7 +420,7 @@ func (fs *fastStream) ended() error {
 
 // notify wakes fs: an event may be ready, it may have ended, or a
 // keep-alive is due. It never blocks.
-func (fs *fastStream) notify() {
+func (fs *Stream) notify() {
 	for {
 		s := fs.state.Load()
 		switch {
@@ -474,7 +442,7 @@ func (fs *fastStream) notify() {
 // release gives up ownership (owner is stateLoop or stateSlow) once
 // nothing is pending. It reports false when a notify came meanwhile: the
 // owner keeps the stream and pumps it again.
-func (fs *fastStream) release(owner uint32) bool {
+func (fs *Stream) release(owner uint32) bool {
 	if fs.state.CompareAndSwap(owner, stateIdle) {
 		return true
 	}
@@ -485,19 +453,19 @@ func (fs *fastStream) release(owner uint32) bool {
 // pumpOnLoop takes fs's steps on its loop with non-blocking writes, until
 // nothing is ready, a write does not fit (the slow path takes over) or the
 // stream ended.
-func (fs *fastStream) pumpOnLoop(l *loop) {
+func (fs *Stream) pumpOnLoop(l *loop) {
 	fs.state.Store(stateLoop) // clear the pending mark: this pump sees it
 	for {
 		buf := append(l.buf[:0], fs.head...)
-		buf = append(buf, eventPrefix...)
+		buf = append(buf, fs.f.opts.Prefix...)
 		start := len(buf)
 		step, buf := fs.p.Next(buf)
 		l.buf = buf
 		switch step {
-		case listen.StepWait:
+		case StepWait:
 			if fs.ping.Load() {
 				fs.ping.Store(false)
-				if l.now-fs.lastWrite.Load() >= int64(fs.f.keepAlive) {
+				if l.now-fs.lastWrite.Load() >= int64(fs.f.opts.KeepAlive) {
 					if !fs.pingOnLoop(l) {
 						return // slow path
 					}
@@ -508,12 +476,11 @@ func (fs *fastStream) pumpOnLoop(l *loop) {
 				return
 			}
 			continue
-		case listen.StepDone:
+		case StepDone:
 			fs.end()
 			return
 		}
-		oneLine(buf[start:])
-		buf = append(buf, eventSuffix...)
+		buf = fs.f.frame(buf, start)
 		l.buf = buf
 		n, err := writeRaw(fs.fd, buf)
 		switch {
@@ -533,16 +500,16 @@ func (fs *fastStream) pumpOnLoop(l *loop) {
 
 // pingOnLoop writes a keep-alive with a non-blocking write. It reports
 // false when the slow path took the rest.
-func (fs *fastStream) pingOnLoop(l *loop) bool {
-	n, err := writeRaw(fs.fd, keepAliveFrame)
+func (fs *Stream) pingOnLoop(l *loop) bool {
+	n, err := writeRaw(fs.fd, fs.f.opts.KeepAliveFrame)
 	switch {
-	case n == len(keepAliveFrame):
+	case n == len(fs.f.opts.KeepAliveFrame):
 		fs.lastWrite.Store(l.now)
 		fs.keptAlive()
 	case err != nil && err != syscall.EAGAIN:
-		fs.st.sub.Close(listen.Disconnected(err))
+		fs.Cancel(err)
 	default:
-		fs.toSlow(keepAliveFrame[max(n, 0):], false)
+		fs.toSlow(fs.f.opts.KeepAliveFrame[max(n, 0):], false)
 		return false
 	}
 	return true
@@ -564,7 +531,7 @@ func writeRaw(fd int, b []byte) (int, error) {
 // toSlow hands fs from its loop to a slow path of its own, which first
 // writes rest (the part of a frame the socket did not take); message tells
 // whether that frame was the Poller's message (else a keep-alive).
-func (fs *fastStream) toSlow(rest []byte, message bool) {
+func (fs *Stream) toSlow(rest []byte, message bool) {
 	fs.head = nil
 	rest = slices.Clone(rest)
 	for {
@@ -583,28 +550,28 @@ func (fs *fastStream) toSlow(rest []byte, message bool) {
 // Meanwhile the stream's source queues what is published (the hub's
 // bounded queue and its overflow policy), so the loops never wait for this
 // client.
-func (fs *fastStream) slow(rest []byte, message bool) {
+func (fs *Stream) slow(rest []byte, message bool) {
 	defer fs.f.stopped()
 	err := fs.writeBlocking(rest)
 	switch {
 	case message:
 		fs.p.Written(err)
 	case err != nil:
-		fs.st.sub.Close(listen.Disconnected(err))
+		fs.Cancel(err)
 	default:
 		fs.keptAlive()
 	}
 	var buf []byte
 	for {
 		fs.state.Store(stateSlow) // clear the pending mark
-		buf = append(buf[:0], eventPrefix...)
+		buf = append(buf[:0], fs.f.opts.Prefix...)
 		step, msg := fs.p.Next(buf)
 		buf = msg
 		switch step {
-		case listen.StepWait:
-			if fs.ping.Swap(false) && fs.f.now()-fs.lastWrite.Load() >= int64(fs.f.keepAlive) {
-				if err := fs.writeBlocking(keepAliveFrame); err != nil {
-					fs.st.sub.Close(listen.Disconnected(err))
+		case StepWait:
+			if fs.ping.Swap(false) && fs.f.now()-fs.lastWrite.Load() >= int64(fs.f.opts.KeepAlive) {
+				if err := fs.writeBlocking(fs.f.opts.KeepAliveFrame); err != nil {
+					fs.Cancel(err)
 				} else {
 					fs.keptAlive()
 				}
@@ -616,12 +583,11 @@ func (fs *fastStream) slow(rest []byte, message bool) {
 				return
 			}
 			continue
-		case listen.StepDone:
+		case StepDone:
 			fs.end()
 			return
 		}
-		oneLine(buf[len(eventPrefix):])
-		buf = append(buf, eventSuffix...)
+		buf = fs.f.frame(buf, len(fs.f.opts.Prefix))
 		fs.p.Written(fs.writeBlocking(buf))
 		if cap(buf) > maxKeptBuffer {
 			buf = nil
@@ -629,29 +595,38 @@ func (fs *fastStream) slow(rest []byte, message bool) {
 	}
 }
 
-// keptAlive reports a keep-alive written to Options.OnKeepAlive, if set (a
+// keptAlive reports a keep-alive written to Options.KeptAlive, if set (a
 // panic in it is recovered and ignored).
-func (fs *fastStream) keptAlive() {
-	hook := fs.f.h.opts.OnKeepAlive
+func (fs *Stream) keptAlive() {
+	hook := fs.f.opts.KeptAlive
 	if hook == nil {
 		return
 	}
 	defer func() { _ = recover() }()
-	hook(fs.st.sub)
+	hook(fs.owner)
+}
+
+// frame ends the frame in buf whose message starts at start: Clean on the
+// message, then Suffix.
+func (f *Fanout) frame(buf []byte, start int) []byte {
+	if f.opts.Clean != nil {
+		f.opts.Clean(buf[start:])
+	}
+	return append(buf, f.opts.Suffix...)
 }
 
 // writeBlocking writes b within the write timeout, in Go's poller (through
 // fs.file, made when first needed).
-func (fs *fastStream) writeBlocking(b []byte) error {
+func (fs *Stream) writeBlocking(b []byte) error {
 	if fs.file == nil {
 		// The descriptor is non-blocking (it shares the taken-over
 		// socket's file description), so os.NewFile registers it with
 		// the poller, and the file's deadlines work. From now on the file
 		// owns it (letGo closes the file).
-		fs.file = os.NewFile(uintptr(fs.fd), "streamhttp-slow")
+		fs.file = os.NewFile(uintptr(fs.fd), "fastpath-slow")
 		fs.f.files.Add(1)
 	}
-	if err := fs.file.SetWriteDeadline(time.Now().Add(fs.f.writeTimeout)); err != nil {
+	if err := fs.file.SetWriteDeadline(time.Now().Add(fs.f.opts.WriteTimeout)); err != nil {
 		return err
 	}
 	_, err := fs.file.Write(b)
@@ -662,22 +637,16 @@ func (fs *fastStream) writeBlocking(b []byte) error {
 }
 
 // end ends fs once its Poller is done: its owner lets it go for good, and
-// a goroutine of its own ends the stream (Handler.end: the slot, OnClose,
-// then the connection), so that a slow OnClose holds no loop. That
-// goroutine ends with Handler.end, whose last step tells Shutdown the
-// stream is over.
-func (fs *fastStream) end() {
+// a goroutine of its own calls Options.Done (in streamhttp: the slot,
+// OnClose, then letGo), so that a slow OnClose holds no loop. That
+// goroutine ends with Done, which the transport waits for before Wait.
+func (fs *Stream) end() {
 	fs.state.Store(stateEnded)
-	go fs.finish()
-}
-
-func (fs *fastStream) finish() {
-	<-fs.st.sub.Closed()
-	fs.f.h.end(fs.st, fs.st.sub.CloseReason(), fs.letGo)
+	go fs.f.opts.Done(fs.owner, fs.letGo)
 }
 
 // letGo unregisters fs and closes its socket.
-func (fs *fastStream) letGo() {
+func (fs *Stream) letGo() {
 	if fs.fd < 0 {
 		return
 	}
@@ -688,13 +657,3 @@ func (fs *fastStream) letGo() {
 	}
 	_ = syscall.Close(fs.fd)
 }
-
-// hangUp ends fs because its client hung up or sent bytes after its
-// request.
-func (fs *fastStream) hangUp(cause error) {
-	fs.cancel(listen.Disconnected(cause))
-}
-
-// errConnError is the cause of a stream whose connection reported an
-// error (EPOLLERR) while idle.
-var errConnError = errors.New("streamhttp: connection error")
