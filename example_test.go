@@ -135,7 +135,7 @@ func ExampleParseRequest_invalid() {
 		"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},
 		"notifications":{"resourceSubscriptions":["relative/path"]}}}`)
 	req, err := listen.ParseRequest(body)
-	fmt.Println(errors.Is(err, jsonrpc.ErrInvalidParams))
+	fmt.Println((jsonrpc.CodeOf(err) == jsonrpc.CodeInvalidParams))
 	fmt.Printf("%s\n", jsonrpc.ErrorResponse(req.ID, err))
 	// Output:
 	// true

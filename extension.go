@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/mcplisten/listen/internal/wiremsg"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
 )
@@ -161,7 +162,7 @@ func (r *ExtensionRegistry) subscriptionFilters(ctx context.Context, req *Reques
 		}
 		m, err := merge(merged, contrib)
 		if err != nil {
-			return nil, nil, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgExtFiltersCollide).
+			return nil, nil, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.ExtFiltersCollide).
 				WithCause(fmt.Errorf("extension %s: %w", e.ID(), err))
 		}
 		merged = m
@@ -176,20 +177,20 @@ func (r *ExtensionRegistry) subscriptionFilters(ctx context.Context, req *Reques
 func callFilterHook(ctx context.Context, e SubscriptionExtension, req *Request) (f Filter, err error) {
 	if p := catch("SubscriptionFilter", func() { f, err = e.SubscriptionFilter(ctx, req, req.Notifications) }); p != nil {
 		p.Op = e.ID() + "." + p.Op
-		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgExtCallbackPanicked).WithCause(p)
+		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.ExtCallbackPanicked).WithCause(p)
 	}
 	if err != nil {
 		var we *jsonrpc.Error
 		if errors.As(err, &we) {
 			return nil, we
 		}
-		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgExtInvalidFilter).WithCause(err)
+		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.ExtInvalidFilter).WithCause(err)
 	}
 	if !f.Valid() {
-		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgExtNonJSONFilter)
+		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.ExtNonJSONFilter)
 	}
 	if !f.SubsetOf(req.Notifications) {
-		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgExtUnrequested)
+		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.ExtUnrequested)
 	}
 	return f, nil
 }
@@ -220,15 +221,15 @@ func (s *Subscription) shapeExtensionEvent(dst []byte, ev Event) ([]byte, bool, 
 		return dst, false, err
 	}
 	if !extensionMethod(method) {
-		return dst, false, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgExtInvalidEvent).
+		return dst, false, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.ExtInvalidEvent).
 			WithCause(fmt.Errorf("extension %s shaped method %q", ext.ID(), method))
 	}
 	if !objectValid(params) {
-		return dst, false, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgExtNonJSONEvent)
+		return dst, false, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.ExtNonJSONEvent)
 	}
 	out, ok := s.appendMessage(dst, method, "", params, ev.Metadata)
 	if !ok {
-		return dst, false, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgExtNonJSONEvent)
+		return dst, false, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.ExtNonJSONEvent)
 	}
 	return out, true, nil
 }
@@ -264,10 +265,10 @@ func extensionMethod(method string) bool {
 func callShapeHook(sh shapeHook, id string, ev Event, owned, settings Filter) (method string, params map[string]any, err error) {
 	if p := catch("ShapeSubscriptionEvent", func() { method, params, err = sh.ShapeSubscriptionEvent(ev, owned, Settings{settings}) }); p != nil {
 		p.Op = id + "." + p.Op
-		return "", nil, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgExtCallbackPanicked).WithCause(p)
+		return "", nil, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.ExtCallbackPanicked).WithCause(p)
 	}
 	if err != nil {
-		return "", nil, jsonrpc.AsError(err, spec.MsgExtInvalidEvent)
+		return "", nil, jsonrpc.AsError(err, wiremsg.ExtInvalidEvent)
 	}
 	return method, params, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mcplisten/listen/internal/echo"
 	"github.com/mcplisten/listen/internal/jsonobj"
+	"github.com/mcplisten/listen/internal/wiremsg"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
 )
@@ -94,10 +95,10 @@ func (r *Request) ClientExtension(id string) bool {
 // Filter is "missing".
 func validateNotifications(f Filter) error {
 	if f == nil {
-		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgNotificationsObject)
+		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, wiremsg.NotificationsObject)
 	}
 	if !f.Valid() {
-		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgNotificationsJSON)
+		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, wiremsg.NotificationsJSON)
 	}
 	for k := range kinds {
 		if key := kinds[k].key; Kind(k).listChange() {
@@ -114,10 +115,10 @@ func validateNotifications(f Filter) error {
 	}
 	l, isList := asList(v)
 	if !isList {
-		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgURIsList)
+		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, wiremsg.URIsList)
 	}
 	if l.len() > spec.MaxResourceSubscriptions {
-		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgURIsTooMany)
+		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, wiremsg.URIsTooMany)
 	}
 	for i := range l.len() {
 		var s string
@@ -126,10 +127,10 @@ func validateNotifications(f Filter) error {
 		} else if str, ok := l.anys[i].(string); ok {
 			s = str
 		} else {
-			return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgURIsAbsolute)
+			return jsonrpc.NewError(jsonrpc.CodeInvalidParams, wiremsg.URIsAbsolute)
 		}
 		if !isAbsoluteURI(s) {
-			return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgURIsAbsolute)
+			return jsonrpc.NewError(jsonrpc.CodeInvalidParams, wiremsg.URIsAbsolute)
 		}
 	}
 	return nil
@@ -140,14 +141,14 @@ func validateNotifications(f Filter) error {
 // ClientInfo, ClientCapabilities). Numbers decode as json.Number. Errors are
 // -32602 *Errors with exact messages, in this order:
 //
-//  1. params not a JSON object: spec.MsgParamsObject;
+//  1. params not a JSON object: "subscriptions/listen params must be an object";
 //  2. a member name repeated in params, params._meta or
-//     params.notifications: spec.MsgParamsDuplicate;
-//  3. the _meta checks (spec.MsgMetaObject, MsgMetaProtocolVersion,
-//     MsgMetaCapabilities);
+//     params.notifications: "subscriptions/listen params, _meta and notifications must not repeat a member name";
+//  3. the _meta checks (a _meta object, its protocolVersion string, its
+//     clientCapabilities object);
 //  4. those of validateNotifications;
 //  5. a resource URI whose JSON string holds a lone surrogate escape
-//     ("\ud800") or invalid UTF-8: spec.MsgURIsUnicode.
+//     ("\ud800") or invalid UTF-8: "subscriptions/listen resourceSubscriptions must not contain lone surrogates or invalid UTF-8".
 //
 // Member names are matched exactly ("_META" is not "_meta"), as
 // jsonrpc.ParseMessage matches them. A URI is kept exactly as sent, or
@@ -158,14 +159,14 @@ func validateNotifications(f Filter) error {
 func ParseParams(params json.RawMessage, req *Request) error {
 	trimmed := bytes.TrimSpace(params)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgParamsObject)
+		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, wiremsg.ParamsObject)
 	}
 	// One pass checks and decodes the whole object (as json.Valid, then
 	// encoding/json with UseNumber, would); the member walks below only
 	// find the raw text of _meta and notifications again.
 	decoded, ok := jsonobj.Decode(trimmed)
 	if !ok {
-		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgParamsObject)
+		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, wiremsg.ParamsObject)
 	}
 	values, _ := decoded.(map[string]any)
 	nTop, rawMeta, rawNotif := countFind(trimmed, "_meta", "notifications")
@@ -176,25 +177,25 @@ func ParseParams(params json.RawMessage, req *Request) error {
 	// A decoded object keeps one member per name (the last): it has fewer
 	// than the raw text exactly when a name is repeated.
 	if len(values) != nTop || len(meta) != nMeta || len(notif) != nNotif {
-		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgParamsDuplicate)
+		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, wiremsg.ParamsDuplicate)
 	}
 	// No name is repeated: the decoded members are those of the raw text.
 	if !isObject {
-		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgMetaObject)
+		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, wiremsg.MetaObject)
 	}
 	pv, ok := meta[spec.MetaProtocolVersion].(string)
 	if !ok {
-		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgMetaProtocolVersion)
+		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, wiremsg.MetaProtocolVersion)
 	}
 	caps, ok := meta[spec.MetaClientCapabilities].(map[string]any)
 	if !ok {
-		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgMetaCapabilities)
+		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, wiremsg.MetaCapabilities)
 	}
 	if err := validateNotifications(Filter(notif)); err != nil {
 		return err
 	}
 	if !exactURIs(rawURIs) {
-		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgURIsUnicode)
+		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, wiremsg.URIsUnicode)
 	}
 	req.ProtocolVersion = pv
 	req.Notifications = Filter(notif)

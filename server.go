@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcplisten/listen/internal/safe"
+	"github.com/mcplisten/listen/internal/wiremsg"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
 )
@@ -184,11 +185,11 @@ func (sl *Slot) Admit(ctx context.Context, req *Request) error {
 		s.mu.Unlock()
 		return errors.New("listen: Slot.Admit after Done")
 	case s.draining:
-		err = jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgShuttingDown).WithCause(ErrShutdown)
+		err = jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.ShuttingDown).WithCause(ErrShutdown)
 	case s.perKey != nil && s.perKey[sl.key] >= s.opts.MaxStreamsPerKey:
-		err = jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgTooManyForKey).WithCause(ErrOverQuota)
+		err = jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.TooManyForKey).WithCause(ErrOverQuota)
 	case len(s.slots) >= s.opts.MaxStreams:
-		err = jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgCapacityExhausted).WithCause(ErrOverloaded)
+		err = jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.CapacityExhausted).WithCause(ErrOverloaded)
 	default:
 		delete(s.begun, sl)
 		sl.at = int32(len(s.slots))
@@ -256,7 +257,8 @@ func (s *Server) streamKey(req *Request) (key string) {
 }
 
 // Refused reports a listen the transport refused (an unreadable request, a
-// failed authentication: req may be nil) or that Admit or Open refused, to
+// failed authentication: req then holds what was read, at least its
+// Transport, or is nil) or that Admit or Open refused, to
 // Options.OnRefuse. Transports call it for each listen they answer with an
 // error; Admit and Open call it themselves.
 func (s *Server) Refused(req *Request, err error) {
@@ -326,7 +328,7 @@ func (sl *Slot) Open(ctx, owner context.Context, req *Request) (*Subscription, e
 func (s *Server) open(ctx, owner context.Context, req *Request) (sub *Subscription, err error) {
 	if p := catch("listen.Open", func() { sub, err = openOwned(ctx, owner, s.src, req, &s.opts) }); p != nil {
 		s.log.Error("listen: panic opening a subscription", "panic", p.Value, "stack", string(p.Stack))
-		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen).WithCause(p)
+		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.SourceFailedToOpen).WithCause(p)
 	}
 	return sub, err
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/internal/wiremsg"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
 )
@@ -75,9 +76,9 @@ func TestServerAdmit(t *testing.T) {
 		slots = append(slots, sl)
 	}
 	_, err := srv.Admit(context.Background(), as("ann"))
-	refusal(t, srv, err, jsonrpc.CodeInternalError, spec.MsgTooManyForKey, listen.ErrOverQuota, 429, 1500*time.Millisecond)
+	refusal(t, srv, err, jsonrpc.CodeInternalError, wiremsg.TooManyForKey, listen.ErrOverQuota, 429, 1500*time.Millisecond)
 	_, err = srv.Admit(context.Background(), as("cid"))
-	refusal(t, srv, err, jsonrpc.CodeInternalError, spec.MsgCapacityExhausted, listen.ErrOverloaded, 503, 1500*time.Millisecond)
+	refusal(t, srv, err, jsonrpc.CodeInternalError, wiremsg.CapacityExhausted, listen.ErrOverloaded, 503, 1500*time.Millisecond)
 
 	old := as("dan")
 	old.ProtocolVersion = "2025-11-25"

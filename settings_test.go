@@ -126,7 +126,7 @@ func TestSettingsBound(t *testing.T) {
 				sub.Close(nil)
 				return
 			}
-			require.ErrorIs(t, err, jsonrpc.ErrInvalidParams)
+			require.ErrorIs(t, err, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams})
 			assert.Equal(t, tt.msg, err.(*jsonrpc.Error).Message)
 		})
 	}

@@ -6,8 +6,8 @@ import (
 	"io"
 
 	"github.com/mcplisten/listen/internal/safe"
+	"github.com/mcplisten/listen/internal/wiremsg"
 	"github.com/mcplisten/listen/jsonrpc"
-	"github.com/mcplisten/listen/spec"
 )
 
 // Source is the application boundary: it turns an opened listen request into
@@ -89,7 +89,7 @@ type NotifyStream interface {
 // errors named at Source.
 func openSource(ctx context.Context, src Source, req *Request, supported Filter) (accepted Filter, stream Stream, err error) {
 	if p := catch("Source.Open", func() { accepted, stream, err = src.Open(ctx, req, supported) }); p != nil {
-		return nil, nil, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen).WithCause(p)
+		return nil, nil, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.SourceFailedToOpen).WithCause(p)
 	}
 	if err != nil {
 		if stream != nil {
@@ -99,10 +99,10 @@ func openSource(ctx context.Context, src Source, req *Request, supported Filter)
 		if errors.As(err, &we) {
 			return nil, nil, we
 		}
-		return nil, nil, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen).WithCause(err)
+		return nil, nil, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.SourceFailedToOpen).WithCause(err)
 	}
 	if stream == nil {
-		return nil, nil, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgInvalidOpenResult)
+		return nil, nil, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.InvalidOpenResult)
 	}
 	if accepted == nil {
 		accepted = Filter{}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcplisten/listen/internal/resuri"
+	"github.com/mcplisten/listen/internal/wiremsg"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
 )
@@ -66,11 +67,10 @@ type Options struct {
 	// holds.
 	MaxFilterBytes int
 	// MaxIDBytes bounds a request's JSON-RPC id: the bytes of its JSON
-	// token, quotes and escapes included. Zero means
-	// jsonrpc.DefaultMaxIDBytes (256): real clients send integers or short
-	// strings. Open refuses a listen whose id is longer with -32600
-	// "Invalid request: id must be at most <N> bytes" (jsonrpc.IDTooLarge)
-	// and clears Request.ID, so that the error response written for it
+	// token, quotes and escapes included. Zero means 256: real clients send
+	// integers or short strings. Open refuses a listen whose id is longer
+	// with -32600 "Invalid request: id must be at most <N> bytes" and
+	// clears Request.ID, so that the error response written for it
 	// (jsonrpc.ErrorResponse(req.ID, err)) carries no id. The subscription
 	// keeps its id for its life and repeats it in every message of its
 	// stream, so this bounds both. The transports of this module (streamhttp,
@@ -215,7 +215,9 @@ type Options struct {
 	// OnRefuse, if set, is called for every listen answered with an error
 	// instead of a stream, with the error sent (a *jsonrpc.Error whose
 	// cause, errors.Unwrap, tells what the client is not told) and the
-	// request when it could be read (nil otherwise), before the answer is
+	// request as far as it was read (the transports of this module always
+	// set its Transport, so that a refusal is counted under its transport
+	// kind, and its ID when they could read it), before the answer is
 	// written.
 	OnRefuse func(req *Request, err error)
 }
@@ -310,8 +312,8 @@ type extParts struct {
 // Failed reason and Open returns the internal error "Subscription source
 // accepted notifications not requested".
 //
-// Errors are *jsonrpc.Error values for the client (match them with errors.Is against
-// jsonrpc.ErrInvalidParams, jsonrpc.ErrInternal, ...). ctx is passed to src.Open and is the
+// Errors are *jsonrpc.Error values for the client (read their code with
+// jsonrpc.CodeOf: jsonrpc.CodeInvalidParams, jsonrpc.CodeInternalError, ...). ctx is passed to src.Open and is the
 // subscription's owner (see Subscription). opts may be nil.
 func Open(ctx context.Context, src Source, req *Request, opts *Options) (*Subscription, error) {
 	return openOwned(ctx, ctx, src, req, opts)
@@ -339,10 +341,10 @@ func openOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 	}
 	if idTooLong(req.ID, opts) {
 		req.ID = jsonrpc.ID{}
-		return nil, jsonrpc.IDTooLarge(opts.MaxIDBytes)
+		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, wiremsg.IDTooLarge(opts.MaxIDBytes))
 	}
 	if opts.Disabled {
-		return nil, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, spec.MsgListenDisabled)
+		return nil, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, wiremsg.ListenDisabled)
 	}
 	// The Source sees a copy, with SubResources and Scopes set: the
 	// caller's request is left as it was (but for an id that was too long).
@@ -350,8 +352,8 @@ func openOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 	req = &r
 	req.SubResources = opts.SubResources
 	req.Scopes = nil
-	if !spec.HasListen(req.ProtocolVersion) {
-		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgNoShaping)
+	if req.ProtocolVersion != spec.ProtocolVersion {
+		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.NoShaping)
 	}
 	if err := validateNotifications(req.Notifications); err != nil {
 		return nil, err
@@ -380,7 +382,7 @@ func openOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 	supported := core
 	if len(extMerged) > 0 {
 		if _, err := merge(core, extMerged); err != nil {
-			return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgExtCollideWithCore).WithCause(err)
+			return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.ExtCollideWithCore).WithCause(err)
 		}
 		for k, v := range extMerged {
 			supported[strings.Clone(k)] = cloneValue(v)
@@ -395,7 +397,7 @@ func openOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 		return nil, err
 	}
 	if !accepted.SubsetOf(supported) {
-		werr := jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgSourceOverclaimed)
+		werr := jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.SourceOverclaimed)
 		closeStream(stream, Failed(werr))
 		return nil, werr
 	}
@@ -459,7 +461,7 @@ func scopes(req *Request, opts *Options) (out []string, err error) {
 	}
 	var scopes []string
 	if p := catch("Options.Scopes", func() { scopes = opts.Scopes(req) }); p != nil {
-		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen).WithCause(p)
+		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.SourceFailedToOpen).WithCause(p)
 	}
 	for _, sc := range scopes {
 		if sc != "" && !slices.Contains(out, sc) {
@@ -476,10 +478,10 @@ func capabilities(ctx context.Context, req *Request, opts *Options) (caps Capabi
 		return opts.Capabilities, nil
 	}
 	if p := catch("Options.CapabilitiesFor", func() { caps, err = opts.CapabilitiesFor(ctx, req) }); p != nil {
-		return Capabilities{}, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen).WithCause(p)
+		return Capabilities{}, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.SourceFailedToOpen).WithCause(p)
 	}
 	if err != nil {
-		return Capabilities{}, jsonrpc.AsError(err, spec.MsgSourceFailedToOpen)
+		return Capabilities{}, jsonrpc.AsError(err, wiremsg.SourceFailedToOpen)
 	}
 	return caps, nil
 }
@@ -700,7 +702,7 @@ func (s *Subscription) Closed() <-chan struct{} { return s.guard.doneChan() }
 // of a failed open (as for a panic in Source.Open).
 func canRead(ctx context.Context, f func(context.Context, *Request, string) bool, req *Request, uri string) (ok bool, err error) {
 	if p := catch("Options.CanRead", func() { ok = f(ctx, req, uri) }); p != nil {
-		return false, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen).WithCause(p)
+		return false, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.SourceFailedToOpen).WithCause(p)
 	}
 	return ok, nil
 }
@@ -709,7 +711,7 @@ func canRead(ctx context.Context, f func(context.Context, *Request, string) bool
 func idTooLong(id jsonrpc.ID, opts *Options) bool {
 	limit := opts.MaxIDBytes
 	if limit <= 0 {
-		limit = jsonrpc.DefaultMaxIDBytes
+		limit = wiremsg.DefaultMaxIDBytes
 	}
 	return len(id.Raw()) > limit
 }

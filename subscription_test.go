@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/internal/wiremsg"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/spec"
@@ -47,23 +48,23 @@ func TestParseListenRequestParams(t *testing.T) {
 		{"empty notifications is valid", listenBody(`1`, `{}`), 0, ""},
 		{"unknown keys pass", listenBody(`"a"`, `{"taskIds":["t"],"com.example/x":{"y":1}}`), 0, ""},
 		{"1000 URIs", listenBody(`1`, `{"resourceSubscriptions":`+uriList(1000, "file:///r/")+`}`), 0, ""},
-		{"missing notifications", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`), -32602, spec.MsgNotificationsObject},
-		{"notifications is a list", listenBody(`1`, `[]`), -32602, spec.MsgNotificationsObject},
-		{"notifications is null", listenBody(`1`, `null`), -32602, spec.MsgNotificationsObject},
+		{"missing notifications", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`), -32602, wiremsg.NotificationsObject},
+		{"notifications is a list", listenBody(`1`, `[]`), -32602, wiremsg.NotificationsObject},
+		{"notifications is null", listenBody(`1`, `null`), -32602, wiremsg.NotificationsObject},
 		{"non-boolean tools flag", listenBody(`1`, `{"toolsListChanged":"yes"}`), -32602, "subscriptions/listen toolsListChanged must be a boolean"},
 		{"non-boolean prompts flag", listenBody(`1`, `{"promptsListChanged":1}`), -32602, "subscriptions/listen promptsListChanged must be a boolean"},
 		{"non-boolean resources flag", listenBody(`1`, `{"resourcesListChanged":null}`), -32602, "subscriptions/listen resourcesListChanged must be a boolean"},
-		{"resourceSubscriptions string", listenBody(`1`, `{"resourceSubscriptions":"file:///a"}`), -32602, spec.MsgURIsList},
-		{"1001 URIs", listenBody(`1`, `{"resourceSubscriptions":`+uriList(1001, "file:///r/")+`}`), -32602, spec.MsgURIsTooMany},
-		{"count is checked before elements", listenBody(`1`, `{"resourceSubscriptions":`+uriList(1001, "rel/")+`}`), -32602, spec.MsgURIsTooMany},
-		{"relative URI", listenBody(`1`, `{"resourceSubscriptions":["file:///a","b/c"]}`), -32602, spec.MsgURIsAbsolute},
-		{"non-string URI", listenBody(`1`, `{"resourceSubscriptions":[1]}`), -32602, spec.MsgURIsAbsolute},
-		{"params not an object", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":[]}`), -32602, spec.MsgParamsObject},
-		{"no params", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen"}`), -32602, spec.MsgParamsObject},
-		{"no _meta", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{}}}`), -32602, spec.MsgMetaObject},
-		{"_meta not an object", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"_meta":3,"notifications":{}}}`), -32602, spec.MsgMetaObject},
-		{"no protocol version", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{}},"notifications":{}}}`), -32602, spec.MsgMetaProtocolVersion},
-		{"no client capabilities", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"notifications":{}}}`), -32602, spec.MsgMetaCapabilities},
+		{"resourceSubscriptions string", listenBody(`1`, `{"resourceSubscriptions":"file:///a"}`), -32602, wiremsg.URIsList},
+		{"1001 URIs", listenBody(`1`, `{"resourceSubscriptions":`+uriList(1001, "file:///r/")+`}`), -32602, wiremsg.URIsTooMany},
+		{"count is checked before elements", listenBody(`1`, `{"resourceSubscriptions":`+uriList(1001, "rel/")+`}`), -32602, wiremsg.URIsTooMany},
+		{"relative URI", listenBody(`1`, `{"resourceSubscriptions":["file:///a","b/c"]}`), -32602, wiremsg.URIsAbsolute},
+		{"non-string URI", listenBody(`1`, `{"resourceSubscriptions":[1]}`), -32602, wiremsg.URIsAbsolute},
+		{"params not an object", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":[]}`), -32602, wiremsg.ParamsObject},
+		{"no params", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen"}`), -32602, wiremsg.ParamsObject},
+		{"no _meta", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{}}}`), -32602, wiremsg.MetaObject},
+		{"_meta not an object", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"_meta":3,"notifications":{}}}`), -32602, wiremsg.MetaObject},
+		{"no protocol version", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{}},"notifications":{}}}`), -32602, wiremsg.MetaProtocolVersion},
+		{"no client capabilities", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"notifications":{}}}`), -32602, wiremsg.MetaCapabilities},
 		{"malformed JSON", []byte(`{"jsonrpc":`), -32700, "Parse error"},
 		{"null id", listenBody(`null`, `{}`), -32600, "Invalid request: id must be a string or an integer"},
 		{"fractional id", listenBody(`1.5`, `{}`), -32600, "Invalid request: id must be a string or an integer"},
@@ -106,15 +107,15 @@ func TestParseParamsMatchesMembersExactly(t *testing.T) {
 	}{
 		{"exact", `{"_meta":` + metaJSON + `,"notifications":{"toolsListChanged":true}}`, "", true},
 		{"escaped names", `{"\u005fmeta":` + metaJSON + `,"notific\u0061tions":{"toolsListChanged":true}}`, "", true},
-		{"_META is not _meta", `{"_META":` + metaJSON + `,"notifications":{}}`, spec.MsgMetaObject, false},
-		{"Notifications is not notifications", `{"_meta":` + metaJSON + `,"Notifications":{"toolsListChanged":true}}`, spec.MsgNotificationsObject, false},
+		{"_META is not _meta", `{"_META":` + metaJSON + `,"notifications":{}}`, wiremsg.MetaObject, false},
+		{"Notifications is not notifications", `{"_meta":` + metaJSON + `,"Notifications":{"toolsListChanged":true}}`, wiremsg.NotificationsObject, false},
 		{"other-case keys beside the exact ones", `{"_meta":` + metaJSON + `,"notifications":{},"Notifications":{"toolsListChanged":true}}`, "", false},
-		{"notifications twice", `{"_meta":` + metaJSON + `,"notifications":{"toolsListChanged":true},"notifications":{}}`, spec.MsgParamsDuplicate, false},
-		{"_meta twice", `{"_meta":` + metaJSON + `,"_meta":{},"notifications":{}}`, spec.MsgParamsDuplicate, false},
-		{"a flag twice", `{"_meta":` + metaJSON + `,"notifications":{"toolsListChanged":false,"toolsListChanged":true}}`, spec.MsgParamsDuplicate, false},
+		{"notifications twice", `{"_meta":` + metaJSON + `,"notifications":{"toolsListChanged":true},"notifications":{}}`, wiremsg.ParamsDuplicate, false},
+		{"_meta twice", `{"_meta":` + metaJSON + `,"_meta":{},"notifications":{}}`, wiremsg.ParamsDuplicate, false},
+		{"a flag twice", `{"_meta":` + metaJSON + `,"notifications":{"toolsListChanged":false,"toolsListChanged":true}}`, wiremsg.ParamsDuplicate, false},
 		{"the version twice", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25","io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
-			`"io.modelcontextprotocol/clientCapabilities":{}},"notifications":{}}`, spec.MsgParamsDuplicate, false},
-		{"another params member twice", `{"_meta":` + metaJSON + `,"notifications":{},"x":1,"x":2}`, spec.MsgParamsDuplicate, false},
+			`"io.modelcontextprotocol/clientCapabilities":{}},"notifications":{}}`, wiremsg.ParamsDuplicate, false},
+		{"another params member twice", `{"_meta":` + metaJSON + `,"notifications":{},"x":1,"x":2}`, wiremsg.ParamsDuplicate, false},
 		{"deeper objects may repeat", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"a":1,"a":2}},"notifications":{}}`, "", false},
 	}
 	for _, tt := range tests {
@@ -143,7 +144,7 @@ func TestParseParamsRefusesURIsThatDoNotDecodeExactly(t *testing.T) {
 		var we *jsonrpc.Error
 		require.ErrorAs(t, err, &we, uri)
 		assert.Equal(t, jsonrpc.CodeInvalidParams, we.Code)
-		assert.Equal(t, spec.MsgURIsUnicode, we.Message, uri)
+		assert.Equal(t, wiremsg.URIsUnicode, we.Message, uri)
 	}
 	for uri, want := range map[string]string{
 		`"file:///\ufffd"`:       "file:///\ufffd",
@@ -158,11 +159,11 @@ func TestParseParamsRefusesURIsThatDoNotDecodeExactly(t *testing.T) {
 
 func TestValidateNotificationsDirectly(t *testing.T) {
 	err := listen.ValidateNotifications(nil)
-	assert.ErrorIs(t, err, jsonrpc.ErrInvalidParams)
+	assert.ErrorIs(t, err, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams})
 	err = listen.ValidateNotifications(listen.Filter{"x": make(chan int)})
 	var we *jsonrpc.Error
 	require.ErrorAs(t, err, &we)
-	assert.Equal(t, spec.MsgNotificationsJSON, we.Message)
+	assert.Equal(t, wiremsg.NotificationsJSON, we.Message)
 	assert.NoError(t, listen.ValidateNotifications(listen.Filter{"resourceSubscriptions": []string{"file:///a"}}))
 }
 
@@ -171,7 +172,6 @@ func TestRequestIDKeepsItsJSONType(t *testing.T) {
 		req, err := listen.ParseRequest(listenBody(raw, `{}`))
 		require.NoError(t, err, raw)
 		assert.Equal(t, raw, req.ID.Raw())
-		assert.Equal(t, raw[0] == '"', req.ID.IsString())
 	}
 	assert.Equal(t, `"a"`, jsonrpc.StringID("a").Raw())
 	assert.Equal(t, `42`, jsonrpc.IntID(42).Raw())
@@ -262,9 +262,9 @@ func TestCapabilitiesForFailures(t *testing.T) {
 		}, refuse},
 		{"other error", func(context.Context, *listen.Request) (listen.Capabilities, error) {
 			return listen.Capabilities{}, errors.New("discover failed")
-		}, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen)},
+		}, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.SourceFailedToOpen)},
 		{"panic", func(context.Context, *listen.Request) (listen.Capabilities, error) { panic("boom") },
-			jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen)},
+			jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.SourceFailedToOpen)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			src := newTestSource()
@@ -362,17 +362,17 @@ func TestSourceOpenResults(t *testing.T) {
 		}), jsonrpc.CodeMissingRequiredClientCapability, "Missing required client capability", nil},
 		{"another error is internal", openFunc(func(context.Context, *listen.Request, listen.Filter) (listen.Filter, listen.Stream, error) {
 			return nil, nil, boom
-		}), jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen, boom},
+		}), jsonrpc.CodeInternalError, wiremsg.SourceFailedToOpen, boom},
 		{"a nil stream is invalid", openFunc(func(context.Context, *listen.Request, listen.Filter) (listen.Filter, listen.Stream, error) {
 			return listen.Filter{}, nil, nil
-		}), jsonrpc.CodeInternalError, spec.MsgInvalidOpenResult, nil},
+		}), jsonrpc.CodeInternalError, wiremsg.InvalidOpenResult, nil},
 		{"a panic is a failed open", openFunc(func(context.Context, *listen.Request, listen.Filter) (listen.Filter, listen.Stream, error) {
 			panic("kaboom")
-		}), jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen, nil},
+		}), jsonrpc.CodeInternalError, wiremsg.SourceFailedToOpen, nil},
 		{"an error with a stream closes the stream", openFunc(func(context.Context, *listen.Request, listen.Filter) (listen.Filter, listen.Stream, error) {
 			leaked = stream()
 			return nil, leaked, boom
-		}), jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen, boom},
+		}), jsonrpc.CodeInternalError, wiremsg.SourceFailedToOpen, boom},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -403,18 +403,18 @@ func TestOverclaimingSourceIsClosedAndRefused(t *testing.T) {
 	var we *jsonrpc.Error
 	require.ErrorAs(t, err, &we)
 	assert.Equal(t, jsonrpc.CodeInternalError, we.Code)
-	assert.Equal(t, spec.MsgSourceOverclaimed, we.Message)
+	assert.Equal(t, wiremsg.SourceOverclaimed, we.Message)
 
 	reason := <-src.last().closes
 	var fe *listen.FailedError
 	require.ErrorAs(t, reason, &fe)
-	assert.ErrorIs(t, fe.Err, jsonrpc.ErrInternal)
+	assert.ErrorIs(t, fe.Err, &jsonrpc.Error{Code: jsonrpc.CodeInternalError})
 	assert.Equal(t, 1, src.last().closeCount())
 
 	// Echoing false for an unsupported key is overclaiming too.
 	src.accept = func(listen.Filter) listen.Filter { return listen.Filter{"resourcesListChanged": false} }
 	_, err = listen.Open(context.Background(), src, request(jsonrpc.IntID(2), listen.Filter{}), &listen.Options{Capabilities: caps})
-	assert.ErrorIs(t, err, jsonrpc.ErrInternal)
+	assert.ErrorIs(t, err, &jsonrpc.Error{Code: jsonrpc.CodeInternalError})
 }
 
 func TestLegacyProtocolHasNoShaping(t *testing.T) {
@@ -423,7 +423,7 @@ func TestLegacyProtocolHasNoShaping(t *testing.T) {
 	_, err := listen.Open(context.Background(), newTestSource(), req, nil)
 	var we *jsonrpc.Error
 	require.ErrorAs(t, err, &we)
-	assert.Equal(t, spec.MsgNoShaping, we.Message)
+	assert.Equal(t, wiremsg.NoShaping, we.Message)
 }
 
 // --- retained context ---
@@ -789,8 +789,8 @@ func TestCloseReasonsMatch(t *testing.T) {
 
 func TestWireErrorsMatchByCode(t *testing.T) {
 	err := fmt.Errorf("open: %w", jsonrpc.NewError(jsonrpc.CodeInvalidParams, "bad").WithCause(errors.New("inner")))
-	assert.ErrorIs(t, err, jsonrpc.ErrInvalidParams)
-	assert.NotErrorIs(t, err, jsonrpc.ErrInternal)
+	assert.ErrorIs(t, err, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams})
+	assert.NotErrorIs(t, err, &jsonrpc.Error{Code: jsonrpc.CodeInternalError})
 	var we *jsonrpc.Error
 	require.ErrorAs(t, err, &we)
 	b, _ := json.Marshal(we)
@@ -875,7 +875,7 @@ func TestPanickingCanReadIsAFailedOpen(t *testing.T) {
 	_, err := listen.Open(context.Background(), src, request(jsonrpc.IntID(1), listen.Filter{"resourceSubscriptions": []any{"file:///a"}}), opts)
 	var we *jsonrpc.Error
 	require.ErrorAs(t, err, &we)
-	assert.Equal(t, spec.MsgSourceFailedToOpen, we.Message)
+	assert.Equal(t, wiremsg.SourceFailedToOpen, we.Message)
 	var pe *listen.PanicError
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, "Options.CanRead", pe.Op)

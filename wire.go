@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcplisten/listen/internal/wiremsg"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
 )
@@ -52,7 +53,7 @@ func (s *Subscription) Acknowledgement() ([]byte, error) {
 	b = append(b, `},"notifications":`...)
 	b, ok := s.appendAccepted(b)
 	if !ok {
-		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgInvalidMessage)
+		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.InvalidMessage)
 	}
 	return append(b, "}}"...), nil
 }
@@ -176,7 +177,7 @@ func (s *Subscription) appendNotification(ctx context.Context, dst []byte, ev Ev
 	}
 	b, ok := s.appendMessage(dst, kinds[ev.Kind].method, uri, ev.Params, ev.Metadata)
 	if !ok {
-		return dst, false, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgInvalidMessage)
+		return dst, false, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.InvalidMessage)
 	}
 	return b, true, nil
 }
@@ -364,5 +365,5 @@ func (s *Subscription) Terminal(err error) (msg []byte, reason error) {
 // -32603 "Subscription source failed" with no data: why the stream failed is
 // the server's business (it is the Failed close reason) and never sent.
 func (s *Subscription) Failure() []byte {
-	return jsonrpc.ErrorResponse(s.id, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgSourceFailed))
+	return jsonrpc.ErrorResponse(s.id, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.SourceFailed))
 }

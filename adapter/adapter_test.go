@@ -20,8 +20,8 @@ import (
 
 	"github.com/mcplisten/listen/adapter"
 	"github.com/mcplisten/listen/hub"
+	"github.com/mcplisten/listen/internal/testkit"
 	"github.com/mcplisten/listen/jsonrpc"
-	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/stdio"
 )
@@ -234,11 +234,11 @@ func TestStdio(t *testing.T) {
 		require.NoError(t, err)
 	}
 	send(`{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"0"}},"notifications":{"toolsListChanged":true}}}`)
-	assert.Contains(t, listentest.Recv(t, lines, 5*time.Second), "notifications/subscriptions/acknowledged")
+	assert.Contains(t, testkit.Recv(t, lines, 5*time.Second), "notifications/subscriptions/acknowledged")
 	require.NoError(t, x.publish(spec.MethodToolsListChanged, ""))
-	assert.Contains(t, listentest.Recv(t, lines, 5*time.Second), spec.MethodToolsListChanged)
+	assert.Contains(t, testkit.Recv(t, lines, 5*time.Second), spec.MethodToolsListChanged)
 	send(`{"jsonrpc":"2.0","id":7,"method":"ping"}`)
-	assert.Equal(t, `{"jsonrpc":"2.0","id":7,"result":{}}`, listentest.Recv(t, lines, 5*time.Second))
+	assert.Equal(t, `{"jsonrpc":"2.0","id":7,"result":{}}`, testkit.Recv(t, lines, 5*time.Second))
 
 	require.NoError(t, inW.Close())
 	require.NoError(t, <-served)

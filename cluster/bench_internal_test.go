@@ -9,14 +9,14 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
-	"github.com/mcplisten/listen/listentest"
+	"github.com/mcplisten/listen/internal/testkit"
 )
 
 // reportCPUPerOp reports the process's CPU time per operation since cpu0
-// (see listentest.ProcessCPU): on a shared machine it varies much less
+// (see testkit.ProcessCPU): on a shared machine it varies much less
 // than ns/op, which counts the time other programs held the cores.
 func reportCPUPerOp(b *testing.B, cpu0 time.Duration, ok bool, ops int) {
-	cpu1, ok1 := listentest.ProcessCPU()
+	cpu1, ok1 := testkit.ProcessCPU()
 	if ok && ok1 && ops > 0 {
 		b.ReportMetric(float64((cpu1-cpu0).Nanoseconds())/float64(ops), "cpu-ns/op")
 	}
@@ -58,7 +58,7 @@ func BenchmarkAuthSign(b *testing.B) {
 			s := newSigner(benchKeys[0], "mcp.listen.events")
 			b.SetBytes(int64(len(e.data)))
 			b.ReportAllocs()
-			cpu0, ok := listentest.ProcessCPU()
+			cpu0, ok := testkit.ProcessCPU()
 			n := 0
 			for b.Loop() {
 				_ = s.sign(e.data)
@@ -90,7 +90,7 @@ func BenchmarkAuthVerify(b *testing.B) {
 				want := c.name != "forged"
 				b.SetBytes(int64(len(e.data)))
 				b.ReportAllocs()
-				cpu0, ok := listentest.ProcessCPU()
+				cpu0, ok := testkit.ProcessCPU()
 				n := 0
 				for b.Loop() {
 					if err := v.verify(sig, e.data); (err == nil) != want {
@@ -141,7 +141,7 @@ func BenchmarkReceive(b *testing.B) {
 				}
 				b.SetBytes(int64(len(e.data)))
 				b.ReportAllocs()
-				cpu0, ok := listentest.ProcessCPU()
+				cpu0, ok := testkit.ProcessCPU()
 				count := 0
 				for b.Loop() {
 					count++

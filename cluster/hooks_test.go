@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mcplisten/listen/listentest"
+	"github.com/mcplisten/listen/internal/testkit"
 )
 
 // lines returns the lines of out.
@@ -26,7 +26,7 @@ func lines(out string) []string {
 // count by reason; a drop after a quiet interval is logged at once again.
 func TestLoggerDropRate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var buf listentest.LogBuffer
+		var buf testkit.LogBuffer
 		hooks := newHooks(Options{Logger: buf.Logger(slog.LevelInfo)}, dropLogInterval)
 		forged := DropInfo{Reason: ReasonUnauthenticated, Count: 1, Bytes: 152,
 			Err: errors.New("cluster: message not signed")}
@@ -73,14 +73,14 @@ func TestLoggerDropRate(t *testing.T) {
 // hooks run after the logger's lines.
 func TestLoggerDropInterval(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var every listentest.LogBuffer
+		var every testkit.LogBuffer
 		hooks := newHooks(Options{Logger: every.Logger(slog.LevelInfo)}, -1)
 		for range 5 {
 			hooks.drop(DropInfo{Reason: ReasonReplayed, Count: 1})
 		}
 		assert.Len(t, lines(every.String()), 5)
 
-		var buf listentest.LogBuffer
+		var buf testkit.LogBuffer
 		var seen []DropReason
 		hooks = newHooks(Options{Logger: buf.Logger(slog.LevelInfo), OnDrop: func(i DropInfo) {
 			seen = append(seen, i.Reason)
@@ -97,7 +97,7 @@ func TestLoggerDropInterval(t *testing.T) {
 		assert.Contains(t, got[1], `msg="cluster drops" count=42 bytes=0 reasons.slow_consumer=40 reasons.stale=2`)
 		assert.Equal(t, []DropReason{ReasonStale, ReasonStale, ReasonStale, ReasonSlowConsumer}, seen)
 
-		var none listentest.LogBuffer
+		var none testkit.LogBuffer
 		quiet := newHooks(Options{Logger: none.Logger(slog.LevelError)}, dropLogInterval)
 		quiet.drop(DropInfo{Reason: ReasonStale, Count: 1})
 		time.Sleep(time.Minute)

@@ -122,7 +122,7 @@ type Options struct {
 	// counts are in Stats. Other attribute names: event_kind,
 	// extension_id, matched, delivered, buffered, dropped, bytes, seq,
 	// origin, stripped, kinds, uris, status, reconnects. (Give the hub its
-	// own hub.SlogHooks for its side.)
+	// own hub.Options.Logger for its side.)
 	Logger *slog.Logger
 
 	// OnPublishOut, OnReceive, OnDrop, OnResync and OnConnection, if set,

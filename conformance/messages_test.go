@@ -319,12 +319,12 @@ func TestErrorResponsesConform(t *testing.T) {
 		code     int
 		wantData bool
 	}{
-		{"invalid params", jsonrpc.StringID("listen-1"), jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgNotificationsObject), jsonrpc.CodeInvalidParams, false},
-		{"invalid params, integer id", jsonrpc.IntID(7), jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgMetaObject), jsonrpc.CodeInvalidParams, false},
-		{"method not found", jsonrpc.IntID(7), jsonrpc.NewError(jsonrpc.CodeMethodNotFound, spec.MsgMethodNotFoundListen), jsonrpc.CodeMethodNotFound, false},
+		{"invalid params", jsonrpc.StringID("listen-1"), jsonrpc.NewError(jsonrpc.CodeInvalidParams, "subscriptions/listen requires a notifications object"), jsonrpc.CodeInvalidParams, false},
+		{"invalid params, integer id", jsonrpc.IntID(7), jsonrpc.NewError(jsonrpc.CodeInvalidParams, "subscriptions/listen requires a _meta object"), jsonrpc.CodeInvalidParams, false},
+		{"method not found", jsonrpc.IntID(7), jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "Method not found: subscriptions/listen"), jsonrpc.CodeMethodNotFound, false},
 		{"method not found with data", jsonrpc.StringID("x"), jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "Method not found: ping").WithData(map[string]any{"method": "ping"}), jsonrpc.CodeMethodNotFound, true},
-		{"internal error", jsonrpc.StringID("listen-1"), jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen), jsonrpc.CodeInternalError, false},
-		{"internal error drops data", jsonrpc.IntID(7), jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgCapacityExhausted).WithData(map[string]any{"limit": 10}), jsonrpc.CodeInternalError, false},
+		{"internal error", jsonrpc.StringID("listen-1"), jsonrpc.NewError(jsonrpc.CodeInternalError, "Subscription source failed to open"), jsonrpc.CodeInternalError, false},
+		{"internal error drops data", jsonrpc.IntID(7), jsonrpc.NewError(jsonrpc.CodeInternalError, "Server subscription capacity exhausted").WithData(map[string]any{"limit": 10}), jsonrpc.CodeInternalError, false},
 		{"plain Go error", jsonrpc.IntID(7), errors.New("boom"), jsonrpc.CodeInternalError, false},
 		{"wrapped wire error", jsonrpc.StringID("listen-1"), errors.Join(errors.New("ctx"), jsonrpc.NewError(jsonrpc.CodeInvalidParams, "bad")), jsonrpc.CodeInvalidParams, false},
 		{"unsupported protocol version", jsonrpc.StringID("listen-1"), jsonrpc.NewError(jsonrpc.CodeUnsupportedProtocolVersion, "Unsupported protocol version").WithData(unsupported), jsonrpc.CodeUnsupportedProtocolVersion, true},

@@ -19,7 +19,6 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/gosdk"
-	"github.com/mcplisten/listen/listentest"
 )
 
 // requireToken is a go-sdk receiving middleware that refuses every request
@@ -175,7 +174,7 @@ func TestHTTPWarnsWithoutSubscribeHandler(t *testing.T) {
 		srv.AddResource(&mcp.Resource{URI: uriA, Name: "a"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			return &mcp.ReadResourceResult{}, nil
 		})
-		logs := &listentest.LogBuffer{}
+		logs := &logBuffer{}
 		h, err := gosdk.NewHandler(srv, gosdk.HandlerOptions{Options: gosdk.Options{Logger: logs.Logger(slog.LevelWarn)}})
 		require.NoError(t, err)
 		const warning = "has resources but does not advertise resources.subscribe"

@@ -41,21 +41,6 @@ func connectClient(t *testing.T, endpoint, version string, tools chan<- string, 
 	return cs
 }
 
-// recv returns the next value of c, failing the test after failsafe.
-func recv[T any](t *testing.T, c <-chan T, what string) T {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), failsafe)
-	defer cancel()
-	select {
-	case v := <-c:
-		return v
-	case <-ctx.Done():
-		t.Fatalf("no %s within %v", what, failsafe)
-		var zero T
-		return zero
-	}
-}
-
 // One endpoint serves both eras at once: a go-sdk client on 2025-11-25
 // gets its stateful session (Mcp-Session-Id, the GET stream) and a client
 // on 2026-07-28 its listen; both receive tools/list_changed after AddTool.

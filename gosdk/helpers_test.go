@@ -201,7 +201,7 @@ const failsafe = 10 * time.Second
 // next returns the stream's next message.
 func (s *stream) next() msg {
 	s.t.Helper()
-	return listentest.Recv(s.t, s.msgs, failsafe)
+	return recv(s.t, s.msgs, "message")
 }
 
 // rest reads the stream to its end and returns the methods of what came

@@ -19,7 +19,6 @@ import (
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/gosdk"
 	"github.com/mcplisten/listen/jsonrpc"
-	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/spec"
 )
 
@@ -42,7 +41,7 @@ func TestHTTPPlainServer(t *testing.T) {
 	ctx := context.Background()
 
 	caps := discoverCaps(t, ts.URL)
-	want := listentest.AckFor(caps, []any{uriA})
+	want := ackFor(caps, []any{uriA})
 	// Inferred by the go-sdk from what is registered (and SubscribeHandler).
 	require.Equal(t, map[string]any{"toolsListChanged": true, "promptsListChanged": true,
 		"resourcesListChanged": true, "resourceSubscriptions": []any{uriA}}, want)
@@ -86,7 +85,7 @@ func TestHTTPPlainServer(t *testing.T) {
 // receive is reported when the handler is made, and its listens are
 // acknowledged with exactly what server/discover advertises: nothing.
 func TestHTTPNothingToListenFor(t *testing.T) {
-	logs := &listentest.LogBuffer{}
+	logs := &logBuffer{}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "empty", Version: "0"}, nil)
 	h, err := gosdk.NewHandler(srv, gosdk.HandlerOptions{Options: gosdk.Options{Logger: logs.Logger(slog.LevelWarn)}})
 	require.NoError(t, err)
@@ -95,7 +94,7 @@ func TestHTTPNothingToListenFor(t *testing.T) {
 	assert.Contains(t, logs.String(), "advertises no capability a listen can receive")
 
 	l, got := openListen(t, ts.URL, 1, everything)
-	assert.Equal(t, listentest.AckFor(discoverCaps(t, ts.URL), []any{uriA}), got)
+	assert.Equal(t, ackFor(discoverCaps(t, ts.URL), []any{uriA}), got)
 	assert.Empty(t, got)
 	require.NoError(t, h.Shutdown(context.Background()))
 	l.rest()
@@ -117,7 +116,7 @@ func TestHTTPCapabilitiesFollowTheServer(t *testing.T) {
 
 	witness, _ := openListen(t, ts.URL, "w", map[string]any{"promptsListChanged": true})
 	before, got := openListen(t, ts.URL, 1, everything)
-	assert.Equal(t, listentest.AckFor(discoverCaps(t, ts.URL), []any{uriA}), got)
+	assert.Equal(t, ackFor(discoverCaps(t, ts.URL), []any{uriA}), got)
 	assert.Equal(t, map[string]any{"promptsListChanged": true}, got, "no tools yet")
 
 	addTool(srv, "t") // the tools capability is inferred from now on
@@ -128,7 +127,7 @@ func TestHTTPCapabilitiesFollowTheServer(t *testing.T) {
 	assert.Equal(t, "notifications/prompts/list_changed", witness.next().Method)
 	caps := discoverCaps(t, ts.URL)
 	after, got := openListen(t, ts.URL, 2, everything)
-	assert.Equal(t, listentest.AckFor(caps, []any{uriA}), got)
+	assert.Equal(t, ackFor(caps, []any{uriA}), got)
 	assert.Equal(t, true, got["toolsListChanged"])
 
 	require.NoError(t, h.Shutdown(context.Background()))

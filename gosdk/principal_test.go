@@ -173,7 +173,7 @@ func TestLifetimeAndDisabledThroughTheGoSDKAdapter(t *testing.T) {
 	msgs := readMessages(t, resp)
 	resp.Body.Close()
 	require.Len(t, msgs, 1)
-	assert.Contains(t, string(msgs[0]), spec.MsgListenDisabled)
+	assert.Contains(t, string(msgs[0]), "Method not found: subscriptions/listen is turned off on this server")
 	resp = post(t, ts2.URL, 2, "tools/list", "2026-07-28", nil)
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Contains(t, string(readMessages(t, resp)[0]), `"echo"`)

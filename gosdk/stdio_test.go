@@ -20,9 +20,6 @@ import (
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/gosdk"
 	"github.com/mcplisten/listen/hub"
-	"github.com/mcplisten/listen/jsonrpc"
-	"github.com/mcplisten/listen/listentest"
-	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/stdio"
 )
 
@@ -127,7 +124,7 @@ func TestStdioPlainServer(t *testing.T) {
 	autoJSON, _ := json.Marshal(auto.Notifications)
 	var gotAuto map[string]any
 	require.NoError(t, json.Unmarshal(autoJSON, &gotAuto))
-	wantAuto := listentest.AckFor(caps, nil)
+	wantAuto := ackFor(caps, nil)
 	delete(wantAuto, "resourceSubscriptions")
 	assert.Equal(t, wantAuto, gotAuto)
 	assert.Len(t, gotAuto, 3, "tools, prompts and resources list changes inferred")
@@ -292,7 +289,7 @@ func TestStdioEveryListenIsTheLibrarys(t *testing.T) {
 		{listenLine("12", "2025-11-25"), `{"jsonrpc":"2.0","id":12,"error":{"code":-32601,"message":"Method not found: subscriptions/listen"}}`},
 		{listenLine("13", "2024-11-05"), `{"jsonrpc":"2.0","id":13,"error":{"code":-32601,"message":"Method not found: subscriptions/listen"}}`},
 		{strings.Replace(listenLine("14", "2026-07-28"), `{"toolsListChanged":true}`, `{"resourceSubscriptions":["test://a/\ud800"]}`, 1),
-			`{"jsonrpc":"2.0","id":14,"error":{"code":-32602,"message":"` + spec.MsgURIsUnicode + `"}}`},
+			`{"jsonrpc":"2.0","id":14,"error":{"code":-32602,"message":"` + "subscriptions/listen resourceSubscriptions must not contain lone surrogates or invalid UTF-8" + `"}}`},
 	} {
 		r.send(tc.line)
 		got := r.recv()
@@ -351,10 +348,10 @@ func TestStdioGoSDKReadsWhatTheMultiplexerRead(t *testing.T) {
 	for _, tc := range []struct{ line, want string }{
 		{`{"jsonrpc":"2.0","id":2,"method":"ping","Method":"tools/list","METHOD":"subscriptions/listen"}`, `{"jsonrpc":"2.0","id":2,"result":{}}`},
 		{`{"jsonrpc":"2.0","id":3,"METHOD":"subscriptions/listen","PARAMS":{}}`, `{"jsonrpc":"2.0","id":3,"error":{"code":-32600,"message":"Invalid request: method must be a non-empty string"}}`},
-		{`{"jsonrpc":"2.0","id":4,"method":"tools/list","method":"ping"}`, `{"jsonrpc":"2.0","error":{"code":-32600,"message":"` + jsonrpc.MsgDuplicateMember + `"}}`},
+		{`{"jsonrpc":"2.0","id":4,"method":"tools/list","method":"ping"}`, `{"jsonrpc":"2.0","error":{"code":-32600,"message":"` + "Invalid request: a JSON-RPC member is repeated" + `"}}`},
 		{`{"jsonrpc":"2.0","id":6,"Method":"ping"}`, `{"jsonrpc":"2.0","id":6,"error":{"code":-32600,"message":"Invalid request: method must be a non-empty string"}}`},
 		{`{"jsonrpc":"2.0","id":7,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}},` +
-			`"Params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2027-01-01"}}}`, `{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"` + spec.MsgMetaCapabilities + `"}}`},
+			`"Params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2027-01-01"}}}`, `{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"` + "subscriptions/listen _meta requires io.modelcontextprotocol/clientCapabilities as an object" + `"}}`},
 	} {
 		r.send(`{"jsonrpc":"2.0","method":"notifications/foo","Method":"ping"}`) // a notification the go-sdk ignores
 		r.send(tc.line)

@@ -161,14 +161,14 @@ func BenchmarkOpenClose(b *testing.B) {
 	for _, tc := range []struct {
 		name   string
 		others int
-		hooks  hub.Hooks
+		logger *slog.Logger
 	}{
 		{"others=0", 0, nil},
 		{"others=100000", 100_000, nil},
-		{"others=0/slog-hooks-at-info", 0, hub.SlogHooks(slog.New(slog.NewTextHandler(io.Discard, nil)))},
+		{"others=0/slog-hooks-at-info", 0, slog.New(slog.NewTextHandler(io.Discard, nil))},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			h := newHub(b, hub.Options{Hooks: tc.hooks})
+			h := newHub(b, hub.Options{Logger: tc.logger})
 			openMany(b, h, tc.others, func(i int) listen.Filter {
 				return listen.Filter{spec.KeyToolsListChanged: true, spec.KeyResourceSubscriptions: []any{uri("other", i)}}
 			})

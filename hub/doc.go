@@ -28,7 +28,7 @@
 //   - Publications ordered by happens-before reach every listener in that
 //     order; concurrent ones have no defined relative order.
 //   - A stream has one puller: a second Next while one is blocked returns
-//     ErrPullPending. Close may run concurrently with a blocked Next and
+//     an error. Close may run concurrently with a blocked Next and
 //     releases it; Next after Close returns [listen.ErrClosed].
 //   - A stream is a [listen.NotifyStream] (Serve pulls it without a worker
 //     goroutine; streamhttp's fast path serves idle streams without any):
@@ -53,7 +53,7 @@
 // (Report.Delivered); otherwise it is queued (Report.Buffered). A full
 // queue applies the hub's Overflow policy: DropOldest (the default) drops
 // the oldest queued event, DropNewest the new one; either way the drop is
-// counted (Report.Dropped, Stats.Dropped, Hooks.OnOverflow). A queue's
+// counted (Report.Dropped, Stats.Dropped, Options.OnOverflow). A queue's
 // memory is allocated when events are first queued and grows up to
 // MaxBuffer, so an idle listener holds no buffer.
 //
@@ -92,9 +92,9 @@
 // A bridge over a broker (the nested modules natsbridge and redisbridge)
 // joins the hub as its [Relay] ([Hub.Join]): every Publish then reaches the
 // listeners of the other instances too, and the bridge delivers what they
-// publish with [Hub.PublishLocal]. [Options.Hooks] receives opens,
-// publications (with the duration of their fan-out), overflows, shutdowns
-// and closes; [SlogHooks] adapts them to log/slog, [NopHooks] is the
-// embeddable no-op, and the nested module otel turns them into
+// publish with [Hub.PublishLocal]. [Options.Logger] logs opens,
+// publications, overflows, shutdowns and closes, and the On* fields of
+// [Options] are told of them (a publication with the duration of its
+// fan-out); the nested module otel turns them into
 // OpenTelemetry metrics.
 package hub

@@ -1,22 +1,27 @@
 package hub
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/mcplisten/listen"
+)
 
 var (
 	// ErrInvalidOptions matches every error New returns for invalid Options.
 	ErrInvalidOptions = errors.New("hub: invalid options")
-	// ErrInvalidFilter is returned by Open for a filter that is not a JSON
+	// errInvalidFilter is returned by Open for a filter that is not a JSON
 	// object (see listen.Filter.Valid). listen.Open turns it into the
 	// internal error "Subscription source failed to open".
-	ErrInvalidFilter = errors.New("hub: invalid subscription filter")
-	// ErrPullPending is returned by a stream's Next while another Next on the
+	errInvalidFilter = errors.New("hub: invalid subscription filter")
+	// errPullPending is returned by a stream's Next while another Next on the
 	// same stream is blocked. A subscription's worker never does that; it
 	// reveals a second puller.
-	ErrPullPending = errors.New("hub: pull already pending")
-	// ErrShutdown is returned by Open after Shutdown: the subscription
-	// fails to open with the internal error "Subscription source failed to
-	// open".
-	ErrShutdown = errors.New("hub: shut down")
+	errPullPending = errors.New("hub: pull already pending")
+	// errShutdown is returned by Open after Shutdown: it matches
+	// listen.ErrShutdown, and the subscription fails to open with the
+	// internal error "Subscription source failed to open".
+	errShutdown = fmt.Errorf("hub: shut down: %w", listen.ErrShutdown)
 
 	// errHookPanicked is the cause of the Failed reason a new listener is
 	// closed with when OnOpen panics.

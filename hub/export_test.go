@@ -6,6 +6,13 @@ import (
 
 // Test-only views of the hub's internals.
 
+var (
+	ErrInvalidFilter = errInvalidFilter
+	ErrPullPending   = errPullPending
+)
+
+const DefaultMaxBuffer = defaultMaxBuffer
+
 // QueueLen returns the number of events queued on a hub stream.
 func QueueLen(s listen.Stream) int {
 	l := s.(*listener)

@@ -87,7 +87,22 @@ func mustNext(t testing.TB, s listen.Stream) listen.Event {
 
 func uri(prefix string, i int) string { return "file:///" + prefix + "/" + strconv.Itoa(i) }
 
-// recorder is a Hooks that records every call.
+// hookSet is what a test's recorder implements: every hook of Options.
+type hookSet interface {
+	OnOpen(hub.OpenInfo)
+	OnPublish(hub.PublishInfo)
+	OnOverflow(hub.OverflowInfo)
+	OnShutdown(hub.ShutdownInfo)
+	OnClose(hub.CloseInfo)
+}
+
+// withHooks returns o with its On* fields set to h's methods.
+func withHooks(o hub.Options, h hookSet) hub.Options {
+	o.OnOpen, o.OnPublish, o.OnOverflow, o.OnShutdown, o.OnClose = h.OnOpen, h.OnPublish, h.OnOverflow, h.OnShutdown, h.OnClose
+	return o
+}
+
+// recorder records every hook call.
 type recorder struct {
 	mu        sync.Mutex
 	opens     []hub.OpenInfo

@@ -9,31 +9,6 @@ import (
 	"github.com/mcplisten/listen/jsonrpc"
 )
 
-// Hooks instruments a hub. The hub calls them synchronously, in the
-// goroutine of the operation that caused them (Open, Publish, Shutdown, a
-// stream's Close), after that operation has updated the hub and released
-// every lock: a hook may call back into the hub. Hooks must be safe for
-// concurrent use and should be quick, since Publish waits for them.
-//
-// A hook that panics propagates the panic to that caller, after the hub's
-// state is consistent; a panicking OnOpen also closes the listener it was
-// told about.
-//
-// Embed NopHooks to implement only some of the methods.
-type Hooks interface {
-	// OnOpen: a listener was opened.
-	OnOpen(OpenInfo)
-	// OnPublish: an event was published (also when it matched nobody).
-	OnPublish(PublishInfo)
-	// OnOverflow: a publication dropped events (after its OnPublish).
-	OnOverflow(OverflowInfo)
-	// OnShutdown: a Shutdown call completed the open listeners (each then
-	// hands out what it has queued and ends).
-	OnShutdown(ShutdownInfo)
-	// OnClose: a listener was closed (once per listener).
-	OnClose(CloseInfo)
-}
-
 // OpenInfo describes an open.
 type OpenInfo struct {
 	// Subscriptions is the number of listeners after the open.
@@ -100,51 +75,61 @@ type CloseInfo struct {
 	Err error
 }
 
-// NopHooks implements Hooks with methods that do nothing. Embed it in a
-// struct to implement only the hooks you need.
-type NopHooks struct{}
-
-// OnOpen does nothing.
-func (NopHooks) OnOpen(OpenInfo) {}
-
-// OnPublish does nothing.
-func (NopHooks) OnPublish(PublishInfo) {}
-
-// OnOverflow does nothing.
-func (NopHooks) OnOverflow(OverflowInfo) {}
-
-// OnShutdown does nothing.
-func (NopHooks) OnShutdown(ShutdownInfo) {}
-
-// OnClose does nothing.
-func (NopHooks) OnClose(CloseInfo) {}
-
-var _ Hooks = NopHooks{}
-
-// SlogHooks returns Hooks that log to logger (slog.Default() when nil):
-// opens, publications and closes at Debug (a close for an early ending,
-// such as fell_behind, at Info), overflows at Warn, shutdowns at Info, with
-// these attributes:
-// subscriptions, filter_keys, request_id, transport, matched, delivered,
-// buffered, dropped, queued, event_kind, extension_id, policy, ended,
-// reason (a close's listen.Classify class: "fell_behind" for a listener
-// ended by EndListener).
-// Nothing is formatted when the logger's level disables the record.
-func SlogHooks(logger *slog.Logger) Hooks {
-	if logger == nil {
-		logger = slog.Default()
-	}
-	return slogHooks{logger}
+// hooks are the callbacks of Options: its On* fields, each after the
+// Logger's line when Logger is set; nil when none is set, so that a hub
+// without instrumentation does not even read the clock.
+type hooks struct {
+	open     func(OpenInfo)
+	publish  func(PublishInfo)
+	overflow func(OverflowInfo)
+	shutdown func(ShutdownInfo)
+	close    func(CloseInfo)
 }
 
+func newHooks(o Options) *hooks {
+	if o.Logger == nil && o.OnOpen == nil && o.OnPublish == nil && o.OnOverflow == nil &&
+		o.OnShutdown == nil && o.OnClose == nil {
+		return nil
+	}
+	h := &hooks{
+		open:     orNop(o.OnOpen),
+		publish:  orNop(o.OnPublish),
+		overflow: orNop(o.OnOverflow),
+		shutdown: orNop(o.OnShutdown),
+		close:    orNop(o.OnClose),
+	}
+	if o.Logger != nil {
+		l := slogHooks{o.Logger}
+		h.open = then(l.onOpen, h.open)
+		h.publish = then(l.onPublish, h.publish)
+		h.overflow = then(l.onOverflow, h.overflow)
+		h.shutdown = then(l.onShutdown, h.shutdown)
+		h.close = then(l.onClose, h.close)
+	}
+	return h
+}
+
+func orNop[T any](f func(T)) func(T) {
+	if f == nil {
+		return func(T) {}
+	}
+	return f
+}
+
+// then returns a function that calls first, then next.
+func then[T any](first, next func(T)) func(T) {
+	return func(i T) { first(i); next(i) }
+}
+
+// slogHooks write the lines of Options.Logger.
 type slogHooks struct{ l *slog.Logger }
 
 func (s slogHooks) enabled(level slog.Level) bool {
 	return s.l.Enabled(context.Background(), level)
 }
 
-// OnOpen logs at Debug.
-func (s slogHooks) OnOpen(i OpenInfo) {
+// onOpen logs at Debug.
+func (s slogHooks) onOpen(i OpenInfo) {
 	if !s.enabled(slog.LevelDebug) {
 		return
 	}
@@ -155,8 +140,8 @@ func (s slogHooks) OnOpen(i OpenInfo) {
 		slog.String("transport", i.Transport))
 }
 
-// OnPublish logs at Debug.
-func (s slogHooks) OnPublish(i PublishInfo) {
+// onPublish logs at Debug.
+func (s slogHooks) onPublish(i PublishInfo) {
 	if !s.enabled(slog.LevelDebug) {
 		return
 	}
@@ -174,8 +159,8 @@ func (s slogHooks) OnPublish(i PublishInfo) {
 	s.l.LogAttrs(context.Background(), slog.LevelDebug, "subscription hub publish", attrs...)
 }
 
-// OnOverflow logs at Warn.
-func (s slogHooks) OnOverflow(i OverflowInfo) {
+// onOverflow logs at Warn.
+func (s slogHooks) onOverflow(i OverflowInfo) {
 	if !s.enabled(slog.LevelWarn) {
 		return
 	}
@@ -194,8 +179,8 @@ func (s slogHooks) OnOverflow(i OverflowInfo) {
 	s.l.LogAttrs(context.Background(), slog.LevelWarn, "subscription hub overflow", attrs...)
 }
 
-// OnShutdown logs at Info.
-func (s slogHooks) OnShutdown(i ShutdownInfo) {
+// onShutdown logs at Info.
+func (s slogHooks) onShutdown(i ShutdownInfo) {
 	if !s.enabled(slog.LevelInfo) {
 		return
 	}
@@ -204,9 +189,9 @@ func (s slogHooks) OnShutdown(i ShutdownInfo) {
 		slog.Int("queued", i.Queued))
 }
 
-// OnClose logs at Debug, or at Info for an early ending (the server ended
+// onClose logs at Debug, or at Info for an early ending (the server ended
 // the stream: revoked, expired, lifetime, fell behind).
-func (s slogHooks) OnClose(i CloseInfo) {
+func (s slogHooks) onClose(i CloseInfo) {
 	level := slog.LevelDebug
 	switch i.Reason {
 	case "revoked", "expired", "lifetime", "fell_behind":

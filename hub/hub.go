@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 	"math"
 	"slices"
@@ -15,9 +16,9 @@ import (
 	"github.com/mcplisten/listen/spec"
 )
 
-// DefaultMaxBuffer is the per-listener queue bound used when
+// defaultMaxBuffer is the per-listener queue bound used when
 // Options.MaxBuffer is zero.
-const DefaultMaxBuffer = 100
+const defaultMaxBuffer = 100
 
 // Overflow is what a listener's full queue does with one more event.
 type Overflow uint8
@@ -58,9 +59,9 @@ func (o Overflow) String() string {
 func (o Overflow) MarshalText() ([]byte, error) { return []byte(o.String()), nil }
 
 // Options configure New. The zero Options is valid: MaxBuffer 100,
-// DropOldest, no hooks.
+// DropOldest, no hooks and no logger.
 type Options struct {
-	// MaxBuffer bounds each listener's queue. Zero means DefaultMaxBuffer
+	// MaxBuffer bounds each listener's queue. Zero means the default
 	// (100); a negative value, or one above math.MaxInt32, is an error. The queue's memory is allocated on
 	// demand, so a large bound costs nothing until events pile up.
 	MaxBuffer int
@@ -68,9 +69,33 @@ type Options struct {
 	// a value other than DropOldest, DropNewest and EndListener is an
 	// error.
 	Overflow Overflow
-	// Hooks, if set, is told about opens, publications, overflows,
-	// completions and closes. Nil means no instrumentation. See Hooks.
-	Hooks Hooks
+	// Logger, if set, logs the hub's life: opens, publications and closes
+	// at Debug (a close for an early ending, such as fell_behind, at Info),
+	// overflows at Warn, shutdowns at Info, with these attributes:
+	// subscriptions, filter_keys, request_id, transport, matched,
+	// delivered, buffered, dropped, queued, event_kind, extension_id,
+	// policy, ended, reason (a close's listen.Classify class). Nothing is
+	// formatted when the logger's level disables the record.
+	Logger *slog.Logger
+	// OnOpen, OnPublish, OnOverflow, OnShutdown and OnClose, if set, are
+	// told (after Logger's line) of each listener opened, each event
+	// published (also one that matched nobody), each publication that
+	// dropped events (after its OnPublish), each Shutdown call, once it
+	// completed the open listeners (each then hands out what it has
+	// queued and ends), and each listener closed (once per listener). The
+	// hub calls them synchronously, in the goroutine of the operation that
+	// caused them (Open, Publish, Shutdown, a stream's Close), after that
+	// operation has updated the hub and released every lock: they may call
+	// back into the hub. They must be safe for concurrent use and should be
+	// quick, since Publish waits for them. One that panics propagates the
+	// panic to that caller, after the hub's state is consistent; a
+	// panicking OnOpen also closes the listener it was told about. With
+	// none of them and no Logger, the hub does not even read the clock.
+	OnOpen     func(OpenInfo)
+	OnPublish  func(PublishInfo)
+	OnOverflow func(OverflowInfo)
+	OnShutdown func(ShutdownInfo)
+	OnClose    func(CloseInfo)
 	// OnAttach, if set, is called when the first listener starts watching a
 	// URI (exactly, or as a folder: see Watch), so that the application
 	// starts watching what it names; OnDetach when the last one stops (its
@@ -137,7 +162,7 @@ type Stats struct {
 type Hub struct {
 	maxBuffer int
 	overflow  Overflow
-	hooks     Hooks
+	hooks     *hooks
 
 	// mu guards the index below, every listener's memb and counted, and
 	// closing. Publish holds it for reading only while it copies its targets;
@@ -184,7 +209,7 @@ var (
 func New(opts Options) (*Hub, error) {
 	if opts.MaxBuffer < 0 || opts.MaxBuffer > math.MaxInt32 {
 		return nil, fmt.Errorf("%w: MaxBuffer must be a positive integer (or 0 for the default %d), got %d",
-			ErrInvalidOptions, DefaultMaxBuffer, opts.MaxBuffer)
+			ErrInvalidOptions, defaultMaxBuffer, opts.MaxBuffer)
 	}
 	if opts.Overflow > EndListener {
 		return nil, fmt.Errorf("%w: Overflow must be DropOldest, DropNewest or EndListener, got %v",
@@ -193,14 +218,14 @@ func New(opts Options) (*Hub, error) {
 	h := &Hub{
 		maxBuffer: opts.MaxBuffer,
 		overflow:  opts.Overflow,
-		hooks:     opts.Hooks,
+		hooks:     newHooks(opts),
 		uris:      make(map[string]*set),
 		folders:   folderIndex{sets: make(map[string]*set)},
 		keys:      make(map[string]*set),
 		scoped:    make(map[string]*set),
 	}
 	if h.maxBuffer == 0 {
-		h.maxBuffer = DefaultMaxBuffer
+		h.maxBuffer = defaultMaxBuffer
 	}
 	h.watch = newWatcher(h, opts)
 	return h, nil
@@ -211,7 +236,7 @@ func New(opts Options) (*Hub, error) {
 // hub keeps the filter's extension keys, and the values of the rest in its
 // index (it must not be modified afterwards; listen.Open hands over a
 // private copy). An invalid filter (see listen.Filter.Valid)
-// fails with ErrInvalidFilter, which listen.Open reports as "Subscription
+// fails, which listen.Open reports as "Subscription
 // source failed to open". A request whose SubResources is set (listen.Open
 // sets it from listen.Options.SubResources) opens a folder listener, whose
 // URIs also cover their sub-resources by that rule. The subscription's
@@ -227,10 +252,10 @@ func (h *Hub) Open(ctx context.Context, req *listen.Request, supported listen.Fi
 	shut := h.shut
 	h.mu.RUnlock()
 	if shut {
-		return nil, nil, ErrShutdown
+		return nil, nil, errShutdown
 	}
 	if !supported.Valid() {
-		return nil, nil, ErrInvalidFilter
+		return nil, nil, errInvalidFilter
 	}
 	if supported == nil {
 		supported = listen.Filter{}
@@ -249,7 +274,7 @@ func (h *Hub) Open(ctx context.Context, req *listen.Request, supported listen.Fi
 	h.mu.Lock()
 	if h.shut { // Shutdown began since the check above: it would not complete l
 		h.mu.Unlock()
-		return nil, nil, ErrShutdown
+		return nil, nil, errShutdown
 	}
 	l.join(&h.all)
 	for k, v := range supported {
@@ -336,7 +361,7 @@ func (h *Hub) callOnOpen(l *listener, info OpenInfo) {
 			l.Close(listen.Failed(errHookPanicked))
 		}
 	}()
-	h.hooks.OnOpen(info)
+	h.hooks.open(info)
 	ok = true
 }
 
@@ -566,9 +591,9 @@ func (h *Hub) published(ev listen.Event, r Report, start time.Time) {
 	if h.hooks != nil {
 		info := PublishInfo{Report: r, Queued: h.queuedNow(), EventKind: ev.Kind, ExtensionID: ev.ExtensionID,
 			Duration: time.Since(start)}
-		h.hooks.OnPublish(info)
+		h.hooks.publish(info)
 		if r.Dropped > 0 {
-			h.hooks.OnOverflow(OverflowInfo{
+			h.hooks.overflow(OverflowInfo{
 				Dropped: r.Dropped, Queued: info.Queued,
 				EventKind: ev.Kind, ExtensionID: ev.ExtensionID, Policy: h.overflow,
 				Ended: r.Ended,
@@ -631,7 +656,7 @@ func (h *Hub) mustPublish(ev listen.Event) Report {
 // listen.ErrClosed, so its subscription writes the completion result and
 // closes. Completed listeners take no new events and leave every index, but
 // they count in Stats.Subscriptions and Stats.Closing until they are closed.
-// After Shutdown the hub refuses new listeners (Open returns ErrShutdown).
+// After Shutdown the hub refuses new listeners (Open returns an error matching listen.ErrShutdown).
 // Shutdown is idempotent; every call waits.
 //
 // Call it before (or together with) the transports' Shutdown: the
@@ -697,7 +722,7 @@ func (h *Hub) complete() {
 	}
 
 	if h.hooks != nil {
-		h.hooks.OnShutdown(ShutdownInfo{Subscriptions: subs, Queued: h.queuedNow()})
+		h.hooks.shutdown(ShutdownInfo{Subscriptions: subs, Queued: h.queuedNow()})
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
+	"github.com/mcplisten/listen/internal/wiremsg"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
 )
@@ -201,7 +202,7 @@ func TestCompleteDrainsQueueThenCloses(t *testing.T) {
 // Close releases, frees and unindexes; it is idempotent.
 func TestCloseFreesQueueUnindexesAndIsIdempotent(t *testing.T) {
 	rec := &recorder{}
-	h := newHub(t, hub.Options{Hooks: rec})
+	h := newHub(t, withHooks(hub.Options{}, rec))
 	f := listen.Filter{
 		spec.KeyToolsListChanged:      true,
 		spec.KeyPromptsListChanged:    true,
@@ -415,7 +416,7 @@ func TestCoreHelpersAndExtensionSelectors(t *testing.T) {
 // close.
 func TestInstrumentsEveryOperation(t *testing.T) {
 	rec := &recorder{}
-	h := newHub(t, hub.Options{MaxBuffer: 1, Hooks: rec})
+	h := newHub(t, withHooks(hub.Options{MaxBuffer: 1}, rec))
 	req := request("listen-7")
 	req.Transport.Kind = "streamable_http"
 	_, s, err := h.Open(context.Background(), req, listen.Filter{
@@ -463,11 +464,12 @@ func TestInstrumentsEveryOperation(t *testing.T) {
 	assert.ErrorIs(t, rec.closes[0].Err, listen.ErrCancelled)
 }
 
-// SlogHooks writes the reference's attribute names at the documented levels.
-func TestSlogHooks(t *testing.T) {
+// Options.Logger writes the reference's attribute names at the documented
+// levels.
+func TestLogger(t *testing.T) {
 	var buf bytes.Buffer
 	logger := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	h := newHub(t, hub.Options{MaxBuffer: 1, Overflow: hub.DropNewest, Hooks: hub.SlogHooks(logger)})
+	h := newHub(t, hub.Options{MaxBuffer: 1, Overflow: hub.DropNewest, Logger: logger})
 	s := openStream(t, h, "l1", listen.Filter{spec.KeyToolsListChanged: true, "taskIds": []any{"t"}})
 	h.ToolsListChanged()
 	_, err := h.Publish(listen.ExtensionEvent(tasksID, listen.Filter{"taskIds": []any{"t"}}, nil))
@@ -494,12 +496,11 @@ func TestSlogHooks(t *testing.T) {
 
 	// At the default level (Info) only overflows and completions log.
 	buf.Reset()
-	h2 := newHub(t, hub.Options{MaxBuffer: 1, Hooks: hub.SlogHooks(slog.New(slog.NewTextHandler(&buf, nil)))})
+	h2 := newHub(t, hub.Options{MaxBuffer: 1, Logger: slog.New(slog.NewTextHandler(&buf, nil))})
 	s2 := openStream(t, h2, "l2", listen.Filter{spec.KeyToolsListChanged: true})
 	h2.ToolsListChanged()
 	s2.Close(nil)
 	assert.Empty(t, buf.String())
-	assert.NotNil(t, hub.SlogHooks(nil))
 }
 
 // Hooks run with no lock held: they may call back into the hub, even to
@@ -507,7 +508,7 @@ func TestSlogHooks(t *testing.T) {
 func TestHooksMayCallBackIntoTheHub(t *testing.T) {
 	var h *hub.Hub
 	hooks := &reentrant{h: &h}
-	h = newHub(t, hub.Options{MaxBuffer: 1, Hooks: hooks})
+	h = newHub(t, withHooks(hub.Options{MaxBuffer: 1}, hooks))
 	s := openStream(t, h, "l", listen.Filter{spec.KeyToolsListChanged: true})
 	h.ToolsListChanged()
 	h.ToolsListChanged() // overflows
@@ -553,7 +554,7 @@ func (r *reentrant) OnClose(hub.CloseInfo)       { r.touch() }
 // A panicking OnOpen closes the listener it was told about; through
 // listen.Open it becomes "Subscription source failed to open".
 func TestPanickingOnOpenClosesTheListener(t *testing.T) {
-	h := newHub(t, hub.Options{Hooks: panicOnOpen{}})
+	h := newHub(t, hub.Options{OnOpen: func(hub.OpenInfo) { panic("boom") }})
 	assert.Panics(t, func() {
 		_, _, _ = h.Open(context.Background(), request("x"), listen.Filter{spec.KeyToolsListChanged: true})
 	})
@@ -561,22 +562,18 @@ func TestPanickingOnOpenClosesTheListener(t *testing.T) {
 	assert.Empty(t, h.CheckIndex())
 
 	_, err := listen.Open(context.Background(), h, listenRequest("y", listen.Filter{spec.KeyToolsListChanged: true}, false), serverOptions(nil))
-	require.ErrorIs(t, err, jsonrpc.ErrInternal)
+	require.ErrorIs(t, err, &jsonrpc.Error{Code: jsonrpc.CodeInternalError})
 	var we *jsonrpc.Error
 	require.ErrorAs(t, err, &we)
-	assert.Equal(t, spec.MsgSourceFailedToOpen, we.Message)
+	assert.Equal(t, wiremsg.SourceFailedToOpen, we.Message)
 	assert.Equal(t, 0, h.Stats().Subscriptions)
 }
-
-type panicOnOpen struct{ hub.NopHooks }
-
-func (panicOnOpen) OnOpen(hub.OpenInfo) { panic("boom") }
 
 // Many listeners: fan-out past the stack-sized target buffer, mass close
 // (sets shrink), repeated Complete, and an index that stays consistent.
 func TestManyListenersOpenPublishCloseComplete(t *testing.T) {
-	rec := &closeCounter{}
-	h := newHub(t, hub.Options{MaxBuffer: 2, Hooks: rec})
+	var closes atomic.Int64
+	h := newHub(t, hub.Options{MaxBuffer: 2, OnClose: func(hub.CloseInfo) { closes.Add(1) }})
 	const n = 300
 	streams := make([]listen.Stream, n)
 	for i := range streams {
@@ -623,14 +620,6 @@ func TestManyListenersOpenPublishCloseComplete(t *testing.T) {
 		s.Close(listen.ErrComplete)
 	}
 	assert.Equal(t, hub.Stats{Dropped: uint64(n + 1 + 10), MaxBuffer: 2}, h.Stats())
-	assert.Equal(t, int64(n), rec.n.Load())
+	assert.Equal(t, int64(n), closes.Load())
 	require.Empty(t, h.CheckIndex())
 }
-
-// closeCounter implements only OnClose, embedding NopHooks for the rest.
-type closeCounter struct {
-	hub.NopHooks
-	n atomic.Int64
-}
-
-func (c *closeCounter) OnClose(hub.CloseInfo) { c.n.Add(1) }

@@ -140,12 +140,12 @@ func (l *listener) deliver(e *listen.Event, maxBuffer int, policy Overflow) uint
 // Next returns the next event of the listener, in publication order,
 // blocking while the queue is empty. It returns listen.ErrClosed once the
 // listener was closed, or once it was completed and its queue is empty, and
-// ErrPullPending if another Next is already blocked on the same stream.
+// errPullPending if another Next is already blocked on the same stream.
 func (l *listener) Next() (listen.Event, error) {
 	l.mu.Lock()
 	if l.pulling {
 		l.mu.Unlock()
-		return listen.Event{}, ErrPullPending
+		return listen.Event{}, errPullPending
 	}
 	if l.q.len() > 0 {
 		e := l.pop()
@@ -195,7 +195,7 @@ func (l *listener) TryNext() (listen.Event, bool, error) {
 	l.mu.Lock()
 	if l.pulling {
 		l.mu.Unlock()
-		return listen.Event{}, false, ErrPullPending
+		return listen.Event{}, false, errPullPending
 	}
 	if e := l.handoff; e != nil {
 		l.handoff = nil
@@ -282,7 +282,7 @@ func (l *listener) Close(reason error) {
 	}
 
 	if h.hooks != nil {
-		h.hooks.OnClose(CloseInfo{
+		h.hooks.close(CloseInfo{
 			Subscriptions: remaining,
 			Reason:        listen.Classify(reason),
 			Err:           reason,

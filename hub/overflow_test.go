@@ -68,7 +68,7 @@ func TestFellBehindEndsTheSubscription(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			var logs bytes.Buffer
 			logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-			h := newHub(t, hub.Options{MaxBuffer: 1, Overflow: hub.EndListener, Hooks: hub.SlogHooks(logger)})
+			h := newHub(t, hub.Options{MaxBuffer: 1, Overflow: hub.EndListener, Logger: logger})
 			req := request("slow")
 			req.Notifications = toolsOnly
 			req.ClientCapabilities = map[string]any{}

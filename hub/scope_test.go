@@ -134,7 +134,7 @@ func TestOptionsScopesBindsAListenToItsScopes(t *testing.T) {
 	assert.NotNil(t, msg)
 
 	_, err = listen.Open(t.Context(), h, req, &listen.Options{Scopes: func(*listen.Request) []string { panic("x") }})
-	assert.ErrorIs(t, err, jsonrpc.ErrInternal)
+	assert.ErrorIs(t, err, &jsonrpc.Error{Code: jsonrpc.CodeInternalError})
 }
 
 // BenchmarkPublishScoped publishes a tools list change to one tenant's 10

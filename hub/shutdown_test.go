@@ -51,7 +51,7 @@ func TestShutdownEndsEveryListenerAndWaits(t *testing.T) {
 		assert.Equal(t, 0, h.Stats().Subscriptions)
 
 		_, _, err := h.Open(context.Background(), request("late"), listen.Filter{})
-		assert.ErrorIs(t, err, hub.ErrShutdown)
+		assert.ErrorIs(t, err, listen.ErrShutdown)
 		assert.NoError(t, h.Shutdown(context.Background()), "idempotent")
 	})
 }
@@ -88,7 +88,7 @@ func TestShutdownRacingOpen(t *testing.T) {
 				for {
 					_, st, err := h.Open(context.Background(), request("r"), listen.Filter{"toolsListChanged": true})
 					if err != nil {
-						assert.ErrorIs(t, err, hub.ErrShutdown)
+						assert.ErrorIs(t, err, listen.ErrShutdown)
 						return
 					}
 					mu.Lock()

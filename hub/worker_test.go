@@ -49,7 +49,7 @@ func requireExited(t *testing.T, w *listen.Worker) {
 func TestOwnerExitClosesSourceExactlyOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := &recorder{}
-		h := newHub(t, hub.Options{Hooks: rec})
+		h := newHub(t, withHooks(hub.Options{}, rec))
 		owner, kill := context.WithCancelCause(context.Background())
 		sub, err := listen.Open(owner, h, listenRequest("owned", toolsOnly, false), serverOptions(nil))
 		require.NoError(t, err)
@@ -85,7 +85,7 @@ func TestOwnerExitClosesSourceExactlyOnce(t *testing.T) {
 func TestCloseThenStopGivesExactlyOneClose(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rec := &recorder{}
-		h := newHub(t, hub.Options{Hooks: rec})
+		h := newHub(t, withHooks(hub.Options{}, rec))
 		owner, cancel := context.WithCancel(context.Background())
 		sub, err := listen.Open(owner, h, listenRequest("l", toolsOnly, false), serverOptions(nil))
 		require.NoError(t, err)

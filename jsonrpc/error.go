@@ -24,8 +24,9 @@ const (
 // Error is a JSON-RPC error object: what a client sees when a listen request
 // fails before or during its stream.
 //
-// Errors match by code: errors.Is(err, ErrInvalidParams) is true for every
-// *Error with code -32602, whatever its message. The cause, if any, is kept
+// Errors match by code: CodeOf(err) reads it, and errors.Is(err,
+// &Error{Code: CodeInvalidParams}) is true for every *Error with code
+// -32602, whatever its message. The cause, if any, is kept
 // for errors.Is/As and logging but is never written to the wire. Internal
 // errors (-32603) never carry data on the wire.
 type Error struct {
@@ -37,18 +38,21 @@ type Error struct {
 	cause error
 }
 
-// Sentinel wire errors, for matching with errors.Is. Do not return them as is:
-// build an *Error with a message (NewError).
-var (
-	ErrParse                           = &Error{Code: CodeParseError}
-	ErrInvalidRequest                  = &Error{Code: CodeInvalidRequest}
-	ErrMethodNotFound                  = &Error{Code: CodeMethodNotFound}
-	ErrInvalidParams                   = &Error{Code: CodeInvalidParams}
-	ErrInternal                        = &Error{Code: CodeInternalError}
-	ErrHeaderMismatch                  = &Error{Code: CodeHeaderMismatch}
-	ErrMissingRequiredClientCapability = &Error{Code: CodeMissingRequiredClientCapability}
-	ErrUnsupportedProtocolVersion      = &Error{Code: CodeUnsupportedProtocolVersion}
-)
+// CodeOf returns the code of the first *Error in err's chain, or 0 when
+// there is none (err is nil, or not a wire error). It is how a caller reads
+// the error a listen failed with:
+//
+//	if jsonrpc.CodeOf(err) == jsonrpc.CodeInvalidParams { ... }
+//
+// (errors.Is(err, &jsonrpc.Error{Code: c}) says the same: an *Error
+// matches every *Error with its code.)
+func CodeOf(err error) int {
+	var we *Error
+	if errors.As(err, &we) {
+		return we.Code
+	}
+	return 0
+}
 
 // NewError returns a wire error with the given code and message.
 func NewError(code int, message string) *Error {

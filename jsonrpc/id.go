@@ -49,15 +49,15 @@ func ParseID(raw []byte) (ID, bool) {
 // Valid reports whether id is set.
 func (id ID) Valid() bool { return id.raw != "" }
 
-// IsString reports whether the id is a JSON string.
-func (id ID) IsString() bool { return len(id.raw) > 0 && id.raw[0] == '"' }
+// isString reports whether the id is a JSON string.
+func (id ID) isString() bool { return len(id.raw) > 0 && id.raw[0] == '"' }
 
 // Raw returns the id's JSON token, such as `"listen-1"` or `7`.
 func (id ID) Raw() string { return id.raw }
 
 // String returns the id for humans: the string's value, or the integer.
 func (id ID) String() string {
-	if id.IsString() {
+	if id.isString() {
 		var s string
 		_ = json.Unmarshal([]byte(id.raw), &s)
 		return s

@@ -3,9 +3,9 @@ package jsonrpc
 import (
 	"bytes"
 	"encoding/json"
-	"strconv"
 
 	"github.com/mcplisten/listen/internal/jsonobj"
+	"github.com/mcplisten/listen/internal/wiremsg"
 )
 
 // Message is one decoded JSON-RPC message, before it is known to be a
@@ -19,47 +19,20 @@ type Message struct {
 	Params json.RawMessage
 }
 
-// MsgDuplicateMember is the message of the -32600 error for a message that
-// repeats a member of the JSON-RPC envelope.
-const MsgDuplicateMember = "Invalid request: a JSON-RPC member is repeated"
-
 // envelope lists the member names of a JSON-RPC message; ParseMessage
 // reads their values in this order.
 var envelope = [...]string{"jsonrpc", "id", "method", "params", "result", "error"}
 
-// DefaultMaxIDBytes is the default bound of a request's id (ParseMessage,
-// and the MaxIDBytes of the listen packages' options): 256 bytes of its JSON
-// token, quotes and escapes included. Real clients send integers or short
-// strings (a UUID is 38 bytes with its quotes, an id with a prefix and a
-// UUID rarely 60); 256 is four times that, and small enough that a stream
-// which repeats its listen's id in every notification stays small.
-const DefaultMaxIDBytes = 256
-
-// IDTooLarge returns the -32600 error for a message whose id is longer than
-// max bytes (zero or less: DefaultMaxIDBytes), with the exact message
-// "Invalid request: id must be at most <max> bytes". It is answered without
-// an id: an id that long is not repeated.
-func IDTooLarge(max int) *Error {
-	if max <= 0 {
-		max = DefaultMaxIDBytes
-	}
-	return NewError(CodeInvalidRequest, "Invalid request: id must be at most "+strconv.Itoa(max)+" bytes")
+// idTooLarge returns the -32600 error for a message whose id is longer
+// than max bytes (zero or less: 256), answered without an id: an id that
+// long is not repeated.
+func idTooLarge(max int) *Error {
+	return NewError(CodeInvalidRequest, wiremsg.IDTooLarge(max))
 }
 
-// IDTooLong reports whether the id token raw (a member's raw JSON value,
-// surrounding spaces not counted) is longer than max bytes (zero or less:
-// DefaultMaxIDBytes). Transports use it on the members they do not parse
-// (a response's id, a cancellation's requestId).
-func IDTooLong(raw []byte, max int) bool {
-	if max <= 0 {
-		max = DefaultMaxIDBytes
-	}
-	return len(raw) > max && len(bytes.TrimSpace(raw)) > max
-}
-
-// ParseMessage is ParseMessageMaxID with DefaultMaxIDBytes.
+// ParseMessage is ParseMessageMaxID with the default bound of 256 bytes.
 func ParseMessage(data []byte) (Message, error) {
-	return ParseMessageMaxID(data, DefaultMaxIDBytes)
+	return ParseMessageMaxID(data, wiremsg.DefaultMaxIDBytes)
 }
 
 // ParseMessageMaxID decodes one JSON-RPC request or notification. It returns a
@@ -71,14 +44,15 @@ func ParseMessage(data []byte) (Message, error) {
 // not "method" (encoding/json would take it for one), and an escaped name
 // is read decoded ("\u006dethod" is "method"). A message that repeats one
 // of the members jsonrpc, id, method, params, result or error is refused
-// with -32600 MsgDuplicateMember: JSON parsers disagree on which of the two
+// with -32600 "Invalid request: a JSON-RPC member is repeated": JSON parsers disagree on which of the two
 // counts (most take the last, some the first), and a message read one way
 // here and another way by a gateway or an SDK behind the same endpoint
 // must not be served. Other members are ignored.
 //
-// An id whose JSON token is longer than maxIDBytes (zero or less:
-// DefaultMaxIDBytes; spaces around the token not counted) is refused with
-// IDTooLarge's -32600, before it is decoded; the returned Message then has
+// An id whose JSON token is longer than maxIDBytes (zero or less: 256,
+// which real clients never come near: a UUID is 38 bytes with its quotes;
+// spaces around the token not counted) is refused with -32600 "Invalid
+// request: id must be at most <max> bytes", before it is decoded; the returned Message then has
 // HasID set but no ID, so that the error response carries no id (the
 // schema's error response without one): a transport never keeps nor
 // repeats an id over the bound.
@@ -101,13 +75,13 @@ func ParseMessageMaxID(data []byte, maxIDBytes int) (Message, error) {
 		return Message{}, NewError(CodeInvalidRequest, "Invalid request: expected a JSON-RPC object")
 	}
 	if !unique {
-		return Message{}, NewError(CodeInvalidRequest, MsgDuplicateMember)
+		return Message{}, NewError(CodeInvalidRequest, wiremsg.DuplicateMember)
 	}
 	var m Message
 	if id != nil {
 		m.HasID = true
-		if IDTooLong(id, maxIDBytes) {
-			return m, IDTooLarge(maxIDBytes)
+		if wiremsg.IDTooLong(id, maxIDBytes) {
+			return m, idTooLarge(maxIDBytes)
 		}
 		v, ok := ParseID(id)
 		if !ok {

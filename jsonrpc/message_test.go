@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcplisten/listen/internal/wiremsg"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
 )
@@ -40,13 +42,13 @@ func TestParseMessageMatchesMembersExactly(t *testing.T) {
 		{name: "space around", in: " \t{ \"jsonrpc\" : \"2.0\" ,\n\"method\" : \"ping\" } \r\n", method: "ping"},
 		{name: "params null", in: `{"jsonrpc":"2.0","method":"ping","params":null}`, method: "ping", params: `null`},
 		{name: "method twice", in: `{"jsonrpc":"2.0","id":1,"method":"tools/list","method":"subscriptions/listen"}`,
-			code: jsonrpc.CodeInvalidRequest, message: jsonrpc.MsgDuplicateMember},
+			code: jsonrpc.CodeInvalidRequest, message: wiremsg.DuplicateMember},
 		{name: "method twice, once escaped", in: `{"jsonrpc":"2.0","id":1,"method":"tools/list","\u006dethod":"subscriptions/listen"}`,
-			code: jsonrpc.CodeInvalidRequest, message: jsonrpc.MsgDuplicateMember},
-		{name: "id twice", in: `{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}`, code: jsonrpc.CodeInvalidRequest, message: jsonrpc.MsgDuplicateMember},
-		{name: "params twice", in: `{"jsonrpc":"2.0","method":"ping","params":{},"params":{"a":1}}`, code: jsonrpc.CodeInvalidRequest, message: jsonrpc.MsgDuplicateMember},
-		{name: "jsonrpc twice", in: `{"jsonrpc":"2.0","jsonrpc":"1.0","method":"ping"}`, code: jsonrpc.CodeInvalidRequest, message: jsonrpc.MsgDuplicateMember},
-		{name: "result twice", in: `{"jsonrpc":"2.0","method":"ping","result":1,"result":2}`, code: jsonrpc.CodeInvalidRequest, message: jsonrpc.MsgDuplicateMember},
+			code: jsonrpc.CodeInvalidRequest, message: wiremsg.DuplicateMember},
+		{name: "id twice", in: `{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}`, code: jsonrpc.CodeInvalidRequest, message: wiremsg.DuplicateMember},
+		{name: "params twice", in: `{"jsonrpc":"2.0","method":"ping","params":{},"params":{"a":1}}`, code: jsonrpc.CodeInvalidRequest, message: wiremsg.DuplicateMember},
+		{name: "jsonrpc twice", in: `{"jsonrpc":"2.0","jsonrpc":"1.0","method":"ping"}`, code: jsonrpc.CodeInvalidRequest, message: wiremsg.DuplicateMember},
+		{name: "result twice", in: `{"jsonrpc":"2.0","method":"ping","result":1,"result":2}`, code: jsonrpc.CodeInvalidRequest, message: wiremsg.DuplicateMember},
 		{name: "other members may repeat", in: `{"jsonrpc":"2.0","method":"ping","x":1,"x":2}`, method: "ping"},
 		{name: "method not a string", in: `{"jsonrpc":"2.0","id":"a","method":5}`, id: `"a"`,
 			code: jsonrpc.CodeInvalidRequest, message: "Invalid request: method must be a non-empty string"},
@@ -200,7 +202,7 @@ func TestUnsupportedVersionErrorIsTheExample(t *testing.T) {
 }
 
 // An id is bounded: its JSON token (quotes and escapes included, spaces
-// around it not) may be at most DefaultMaxIDBytes long, or the bound given;
+// around it not) may be at most 256 bytes long, or the bound given;
 // a longer one is refused with -32600 and the exact message, and the
 // Message keeps no id, so that the error response carries none. Before,
 // every id was accepted whatever its size.
@@ -253,7 +255,7 @@ func TestParseMessageBoundsTheID(t *testing.T) {
 
 // FuzzParseMessageMaxID: with a bound, ParseMessageMaxID answers exactly as
 // without one (a bound of the data's length), but for a message whose id
-// token is longer than the bound, which it refuses with IDTooLarge and no
+// token is longer than the bound, which it refuses with "id must be at most" and no
 // id; it never returns an id over the bound.
 func FuzzParseMessageMaxID(f *testing.F) {
 	for _, s := range []string{
@@ -271,7 +273,7 @@ func FuzzParseMessageMaxID(f *testing.F) {
 		limit := int(bound)
 		eff := limit
 		if eff <= 0 {
-			eff = jsonrpc.DefaultMaxIDBytes
+			eff = wiremsg.DefaultMaxIDBytes
 		}
 		free, ferr := jsonrpc.ParseMessageMaxID(data, len(data)+1)
 		m, err := jsonrpc.ParseMessageMaxID(data, limit)
@@ -279,12 +281,12 @@ func FuzzParseMessageMaxID(f *testing.F) {
 			t.Fatalf("id of %d bytes returned under a bound of %d", len(m.ID.Raw()), eff)
 		}
 		var we *jsonrpc.Error
-		if errors.As(err, &we) && we.Code == jsonrpc.CodeInvalidRequest && we.Message == jsonrpc.IDTooLarge(limit).Message {
+		if errors.As(err, &we) && we.Code == jsonrpc.CodeInvalidRequest && we.Message == wiremsg.IDTooLarge(limit) {
 			if m.ID.Valid() || !m.HasID {
 				t.Fatalf("refused for its id, but returns the id %q (has %v)", m.ID.Raw(), m.HasID)
 			}
 			var fe *jsonrpc.Error
-			if errors.As(ferr, &fe) && (fe.Code == jsonrpc.CodeParseError || fe.Message == jsonrpc.MsgDuplicateMember ||
+			if errors.As(ferr, &fe) && (fe.Code == jsonrpc.CodeParseError || fe.Message == wiremsg.DuplicateMember ||
 				fe.Message == "Invalid request: expected a JSON-RPC object") {
 				t.Fatalf("refused for its id, but unbounded it fails before the id: %v", ferr)
 			}
@@ -294,4 +296,28 @@ func FuzzParseMessageMaxID(f *testing.F) {
 			t.Fatalf("bounded (%+v, %v) differs from unbounded (%+v, %v)", m, err, free, ferr)
 		}
 	})
+}
+
+// CodeOf reads the code of the *Error in an error's chain, wrapped or
+// not, and 0 for an error that is not a wire error, or nil; errors.Is
+// matches an *Error by its code, whatever its message.
+func TestCodeOf(t *testing.T) {
+	invalid := jsonrpc.NewError(jsonrpc.CodeInvalidParams, "bad")
+	for _, tc := range []struct {
+		name string
+		err  error
+		want int
+	}{
+		{"an *Error", invalid, jsonrpc.CodeInvalidParams},
+		{"wrapped", fmt.Errorf("open: %w", invalid), jsonrpc.CodeInvalidParams},
+		{"with a cause", jsonrpc.NewError(jsonrpc.CodeInternalError, "x").WithCause(errors.New("y")), jsonrpc.CodeInternalError},
+		{"not a wire error", errors.New("plain"), 0},
+		{"nil", nil, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, jsonrpc.CodeOf(tc.err))
+		})
+	}
+	assert.ErrorIs(t, fmt.Errorf("open: %w", invalid), &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams})
+	assert.NotErrorIs(t, invalid, &jsonrpc.Error{Code: jsonrpc.CodeInternalError})
 }

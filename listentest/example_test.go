@@ -3,8 +3,6 @@ package listentest_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 
 	"github.com/mcplisten/listen"
@@ -53,35 +51,4 @@ func ExampleSSEReader() {
 	}
 	fmt.Println(m["method"])
 	// Output: notifications/tools/list_changed
-}
-
-// An HTTP server and its client talk over a PipeListener: no socket, so
-// the same code also runs inside a testing/synctest bubble.
-func ExamplePipeListener() {
-	l := listentest.NewPipeListener()
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		_, _ = io.WriteString(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n")
-	})}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(l) }()
-
-	tr := &http.Transport{DialContext: l.Dial}
-	resp, err := (&http.Client{Transport: tr}).Post("http://pipe/mcp", "application/json", strings.NewReader("{}"))
-	if err != nil {
-		panic(err)
-	}
-	m, err := listentest.NewSSEReader(resp.Body).Message()
-	if err != nil {
-		panic(err)
-	}
-	resp.Body.Close()
-	tr.CloseIdleConnections()
-	fmt.Println(resp.StatusCode, m["method"])
-
-	_ = srv.Shutdown(context.Background()) // closes l: Serve returns
-	fmt.Println(<-served)
-	// Output:
-	// 200 notifications/tools/list_changed
-	// http: Server closed
 }

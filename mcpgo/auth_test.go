@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
-	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/mcpgo"
 	"github.com/mcplisten/listen/streamhttp"
 )
@@ -33,7 +32,7 @@ func TestHTTPAuth(t *testing.T) {
 		{"and Authenticate", func(*http.Request) (any, error) { return "alice", nil }, "alice", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			var logs listentest.LogBuffer
+			var logs logBuffer
 			var contextCalls atomic.Int32
 			principals := make(chan any, 4)
 			h, err := mcpgo.NewHandler(plainServer(), mcpgo.HandlerOptions{
@@ -69,7 +68,7 @@ func TestHTTPAuth(t *testing.T) {
 		})
 	}
 	t.Run("no context function", func(t *testing.T) {
-		var logs listentest.LogBuffer
+		var logs logBuffer
 		h, err := mcpgo.NewHandler(plainServer(), mcpgo.HandlerOptions{Options: mcpgo.Options{Logger: logs.Logger(slog.LevelWarn)}})
 		require.NoError(t, err)
 		assert.Empty(t, logs.String())

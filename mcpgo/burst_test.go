@@ -15,14 +15,6 @@ import (
 	"github.com/mcplisten/listen/mcpgo"
 )
 
-// overflows counts the hub's overflow reports.
-type overflows struct {
-	hub.NopHooks
-	n atomic.Int64
-}
-
-func (o *overflows) OnOverflow(i hub.OverflowInfo) { o.n.Add(int64(i.Dropped)) }
-
 // TestHTTPBurstIsNotLostSilently: 2,000 back-to-back broadcasts of distinct
 // resources/updated to a reading folder listen are delivered whole, in
 // order, when the hub's queue can hold them; with the default queue (100,
@@ -37,8 +29,8 @@ func TestHTTPBurstIsNotLostSilently(t *testing.T) {
 	}{{"queue holds the burst", burst}, {"default queue", 0}} {
 		t.Run(c.name, func(t *testing.T) {
 			srv := plainServer()
-			hooks := &overflows{}
-			hb, err := hub.New(hub.Options{MaxBuffer: c.maxBuffer, Hooks: hooks})
+			var overflowed atomic.Int64 // the hub's overflow reports
+			hb, err := hub.New(hub.Options{MaxBuffer: c.maxBuffer, OnOverflow: func(i hub.OverflowInfo) { overflowed.Add(int64(i.Dropped)) }})
 			require.NoError(t, err)
 			h, err := mcpgo.NewHandler(srv, mcpgo.HandlerOptions{Options: mcpgo.Options{Hub: hb, Listen: listen.Options{SubResources: &listen.SubResources{}}}})
 			require.NoError(t, err)
@@ -58,7 +50,7 @@ func TestHTTPBurstIsNotLostSilently(t *testing.T) {
 			}
 			s.resp.Body.Close()
 			assert.Equal(t, uint64(burst), h.Bridge().Stats().ResourceUpdates, "every broadcast reached the hub")
-			dropped := int(hooks.n.Load())
+			dropped := int(overflowed.Load())
 			assert.Equal(t, burst, len(got)+dropped, "received %d, reported dropped %d", len(got), dropped)
 			assert.Equal(t, uint64(dropped), hb.Stats().Dropped)
 			if c.maxBuffer >= burst {

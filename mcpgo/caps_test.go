@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
-	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/mcpgo"
 )
 
@@ -24,7 +23,7 @@ import (
 // at that moment, a server advertising nothing is a warning, and each
 // capability turned on is logged.
 func TestHTTPCapabilitiesFollowTheServer(t *testing.T) {
-	var logs listentest.LogBuffer
+	var logs logBuffer
 	srv := server.NewMCPServer("bare", "1")
 	h, err := mcpgo.NewHandler(srv, mcpgo.HandlerOptions{Options: mcpgo.Options{Logger: logs.Logger(slog.LevelInfo)}})
 	require.NoError(t, err)
@@ -36,7 +35,7 @@ func TestHTTPCapabilitiesFollowTheServer(t *testing.T) {
 	ackNow := func(id string) *stream {
 		t.Helper()
 		s := openListen(t, ts.URL, id, all)
-		assert.Equal(t, listentest.AckFor(discoverCaps(t, ts.URL), []any{uriA}), s.ack.Params.Notifications, "listen %s acknowledged as server/discover advertises", id)
+		assert.Equal(t, ackFor(discoverCaps(t, ts.URL), []any{uriA}), s.ack.Params.Notifications, "listen %s acknowledged as server/discover advertises", id)
 		return s
 	}
 	first := ackNow("1")
@@ -69,7 +68,7 @@ func TestHTTPCapabilitiesFollowTheServer(t *testing.T) {
 // TestIgnoredCapabilitiesAreLoud: capabilities set in Options.Listen are
 // not used (the server's are), which a warning says when they differ.
 func TestIgnoredCapabilitiesAreLoud(t *testing.T) {
-	var logs listentest.LogBuffer
+	var logs logBuffer
 	b, err := mcpgo.NewBridge(context.Background(), plainServer(), mcpgo.Options{
 		Logger: logs.Logger(slog.LevelWarn),
 		Listen: listen.Options{Capabilities: listen.Capabilities{ToolsListChanged: true}},

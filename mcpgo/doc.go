@@ -78,7 +78,7 @@
 // in three runs (TestPlainMCPGoHTTPDropsBursts, under load). The Bridge's
 // session never drops: a broadcast waits for room instead, and listens are
 // served from the hub's bounded queues, whose overflow is reported
-// (hub.Report.Dropped, hub.Stats.Dropped, hub.Hooks.OnOverflow). Give the
+// (hub.Report.Dropped, hub.Stats.Dropped, hub.Options.OnOverflow). Give the
 // hub a MaxBuffer that holds your bursts to lose nothing.
 //
 // # Ids

@@ -215,7 +215,7 @@ func lineFeed(t testing.TB, r io.Reader) *feed {
 // next returns the next message.
 func (f *feed) next() msg {
 	f.t.Helper()
-	return listentest.Recv(f.t, f.msgs, failsafe)
+	return recv(f.t, f.msgs, "message")
 }
 
 // rest reads to the end and returns what came.

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/mcpgo"
 )
 
@@ -47,7 +46,7 @@ func TestHTTPPlainServer(t *testing.T) {
 	defer ts.Close()
 
 	caps := discoverCaps(t, ts.URL)
-	want := listentest.AckFor(caps, []any{uriA})
+	want := ackFor(caps, []any{uriA})
 	require.Equal(t, everything, want, "the plain server declares every kind")
 
 	all := openListen(t, ts.URL, `"all"`, everything)

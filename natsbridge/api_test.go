@@ -19,9 +19,9 @@ import (
 	"github.com/mcplisten/listen/spec"
 )
 
-func newHub(t testing.TB, hooks hub.Hooks) *hub.Hub {
+func newHub(t testing.TB, logger *slog.Logger) *hub.Hub {
 	t.Helper()
-	h, err := hub.New(hub.Options{Hooks: hooks})
+	h, err := hub.New(hub.Options{Logger: logger})
 	require.NoError(t, err)
 	return h
 }
@@ -238,13 +238,13 @@ func TestWireShapesIntact(t *testing.T) {
 	assert.Equal(t, uint64(2), b.bridge.Stats().Received)
 }
 
-// Options.Logger logs the bridge's side, hub.SlogHooks the hub's.
+// Options.Logger logs the bridge's side, hub.Options.Logger the hub's.
 func TestLogger(t *testing.T) {
 	var buf bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ns := startNATS(t, 0)
 	nc := connect(t, ns.ClientURL())
-	h := newHub(t, hub.SlogHooks(logger))
+	h := newHub(t, logger) // the same logger logs the hub
 	b, err := natsbridge.New(nc, h, natsbridge.Options{Options: cluster.Options{Logger: logger}})
 	require.NoError(t, err)
 	_, err = h.Publish(listen.ToolsListChanged())

@@ -19,7 +19,6 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/cluster"
-	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/natsbridge"
 )
 
@@ -331,7 +330,7 @@ func TestAuthNeedsHeaders(t *testing.T) {
 func TestForgedFloodLogsBounded(t *testing.T) {
 	const forged = 2000
 	ns := startNATS(t, 0)
-	var logs listentest.LogBuffer
+	var logs logBuffer
 	opts := authOptions(keyOld)
 	opts.Logger = logs.Logger(slog.LevelInfo)
 	opts.OnDrop = func(cluster.DropInfo) {} // the logger alone

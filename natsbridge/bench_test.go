@@ -15,7 +15,6 @@ import (
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/cluster"
 	"github.com/mcplisten/listen/hub"
-	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/natsbridge"
 	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/streamhttp"
@@ -187,7 +186,7 @@ func benchThroughput(b *testing.B, opts natsbridge.Options) {
 	}
 	b.ReportAllocs()
 	start := time.Now()
-	cpu0, cpuOK := listentest.ProcessCPU()
+	cpu0, cpuOK := processCPU()
 	sent, arrived := 0, 0
 	var last time.Time
 	for b.Loop() {
@@ -213,7 +212,7 @@ func benchThroughput(b *testing.B, opts natsbridge.Options) {
 // shared machine it varies much less than the elapsed time, which counts
 // the time other programs held the cores.
 func reportCPU(b *testing.B, cpu0 time.Duration, ok bool, events int) {
-	cpu1, ok1 := listentest.ProcessCPU()
+	cpu1, ok1 := processCPU()
 	if ok && ok1 && events > 0 {
 		b.ReportMetric(float64((cpu1-cpu0).Nanoseconds())/1e3/float64(events), "cpu-µs/event")
 	}
@@ -236,7 +235,7 @@ func BenchmarkPublish(b *testing.B) {
 			ev := listen.ResourceUpdated("file:///project/src/main.go").
 				WithMetadata(map[string]any{"com.example/rev": 42, "com.example/by": "alice@example.com"})
 			b.ReportAllocs()
-			cpu0, cpuOK := listentest.ProcessCPU()
+			cpu0, cpuOK := processCPU()
 			n := 0
 			for b.Loop() {
 				if _, err := br.Hub().Publish(ev); err != nil {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/cluster"
-	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/spec"
 )
 
@@ -31,7 +30,7 @@ func connectVia(t testing.TB, url string, extra ...nats.Option) *nats.Conn {
 
 // partition cuts A off the broker (B and C stay connected) and waits until
 // A's bridge saw it.
-func partition(t *testing.T, p *listentest.Proxy, a *instance) {
+func partition(t *testing.T, p *proxy, a *instance) {
 	t.Helper()
 	p.Cut()
 	await(t, a.rec.Conns, "A losing the broker", func(c cluster.ConnectionInfo) bool {
@@ -44,7 +43,7 @@ func partition(t *testing.T, p *listentest.Proxy, a *instance) {
 // reaches the other instances once after it reconnects.
 func TestPartitionBuffered(t *testing.T) {
 	ns := startNATS(t, 0)
-	p := listentest.NewProxy(t, ns.Addr().String())
+	p := newProxy(t, ns.Addr().String())
 	a := newInstance(t, "A", connectVia(t, "nats://"+p.Addr()), natsOptions())
 	b := newInstance(t, "B", connect(t, ns.ClientURL()), natsOptions())
 	c := newInstance(t, "C", connect(t, ns.ClientURL()), natsOptions())
@@ -92,7 +91,7 @@ func TestPartitionBuffered(t *testing.T) {
 // others, which tell their listeners to refetch.
 func TestPartitionLost(t *testing.T) {
 	ns := startNATS(t, 0)
-	p := listentest.NewProxy(t, ns.Addr().String())
+	p := newProxy(t, ns.Addr().String())
 	a := newInstance(t, "A", connectVia(t, "nats://"+p.Addr(), nats.ReconnectBufSize(-1)), natsOptions())
 	b := newInstance(t, "B", connect(t, ns.ClientURL()), natsOptions())
 	sa := a.listen(t, "A-tools", `{"toolsListChanged":true}`)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"testing"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/listentest"
 	listenotel "github.com/mcplisten/listen/otel"
 	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/stdio"
@@ -34,9 +34,10 @@ func TestDisabled(t *testing.T) {
 			m, err := listenotel.New(mp)
 			require.NoError(t, err)
 			assert.False(t, m.Enabled())
-			assert.Nil(t, m.HubHooks(nil))
-			slog := hub.SlogHooks(nil)
-			assert.Equal(t, slog, m.HubHooks(slog))
+			var hubOpts hub.Options
+			m.InstrumentHub(&hubOpts)
+			assert.Nil(t, hubOpts.OnPublish)
+			assert.Nil(t, hubOpts.OnOverflow)
 			h, err := hub.New(hub.Options{})
 			require.NoError(t, err)
 			assert.Same(t, h, m.Source(h))
@@ -44,15 +45,12 @@ func TestDisabled(t *testing.T) {
 			m.Transport("stdio").OnOpen(nil) // a nil Transport records nothing
 			var hopts streamhttp.Options
 			m.InstrumentHTTP(&hopts)
-			assert.Nil(t, hopts.OnOpen)
-			assert.Nil(t, hopts.OnClose)
-			assert.Nil(t, hopts.OnError)
 			assert.Nil(t, hopts.OnKeepAlive)
-			var sopts listen.Options
-			m.InstrumentStdio(&sopts)
-			assert.Nil(t, sopts.OnOpen)
-			assert.Nil(t, sopts.OnClose)
-			assert.Nil(t, sopts.OnRefuse)
+			var lopts listen.Options
+			m.Instrument(&lopts)
+			assert.Nil(t, lopts.OnOpen)
+			assert.Nil(t, lopts.OnClose)
+			assert.Nil(t, lopts.OnRefuse)
 		})
 	}
 }
@@ -62,23 +60,24 @@ func TestRefusalCause(t *testing.T) {
 		err  error
 		want string
 	}{
-		{jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgCapacityExhausted).WithCause(listen.ErrOverloaded), listenotel.CauseCapacity},
-		{jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgCapacityExhausted), listenotel.CauseCapacity},
-		{jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgCapacityExhausted).WithCause(listen.Failed(listen.ErrOverloaded)), listenotel.CauseCapacity},
-		{jsonrpc.NewError(jsonrpc.CodeInternalError, streamhttp.MsgShuttingDown).WithCause(listen.ErrShutdown), listenotel.CauseShutdown},
+		{jsonrpc.NewError(jsonrpc.CodeInternalError, "Server subscription capacity exhausted").WithCause(listen.ErrOverloaded), listenotel.CauseCapacity},
+		{jsonrpc.NewError(jsonrpc.CodeInternalError, "Server subscription capacity exhausted").WithCause(listen.Failed(listen.ErrOverloaded)), listenotel.CauseCapacity},
+		{jsonrpc.NewError(jsonrpc.CodeInternalError, "Server is shutting down").WithCause(listen.ErrShutdown), listenotel.CauseShutdown},
+		{jsonrpc.NewError(jsonrpc.CodeInternalError, "Too many subscriptions open for this client").WithCause(listen.ErrOverQuota), listenotel.CauseQuota},
+		{listen.ErrExpired, listenotel.CauseAuth},
 		{jsonrpc.NewError(jsonrpc.CodeInvalidRequest, streamhttp.MsgUnauthorized).WithCause(errors.New("no token")), listenotel.CauseAuth},
 		{jsonrpc.NewError(jsonrpc.CodeInvalidRequest, streamhttp.MsgUnauthorized).WithCause(&streamhttp.AuthError{Status: 403}), listenotel.CauseAuth},
 		{jsonrpc.NewError(jsonrpc.CodeInvalidRequest, streamhttp.MsgForbidden), listenotel.CauseAuth},
 		{&streamhttp.AuthError{}, listenotel.CauseAuth},
 		{jsonrpc.NewError(jsonrpc.CodeParseError, "Parse error"), listenotel.CauseValidation},
 		{jsonrpc.NewError(jsonrpc.CodeInvalidRequest, streamhttp.MsgBodyTooLarge), listenotel.CauseValidation},
-		{jsonrpc.NewError(jsonrpc.CodeInvalidRequest, spec.MsgDuplicateID), listenotel.CauseValidation},
-		{jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgNotificationsObject), listenotel.CauseValidation},
-		{jsonrpc.NewError(jsonrpc.CodeMethodNotFound, spec.MsgMethodNotFoundListen), listenotel.CauseValidation},
+		{jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Duplicate in-flight request id"), listenotel.CauseValidation},
+		{jsonrpc.NewError(jsonrpc.CodeInvalidParams, "subscriptions/listen requires a notifications object"), listenotel.CauseValidation},
+		{jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "Method not found: subscriptions/listen"), listenotel.CauseValidation},
 		{jsonrpc.NewError(jsonrpc.CodeHeaderMismatch, "Header mismatch: missing Mcp-Method header"), listenotel.CauseValidation},
 		{spec.UnsupportedVersionError(nil, "2099-01-01"), listenotel.CauseValidation},
 		{jsonrpc.NewError(jsonrpc.CodeMissingRequiredClientCapability, "Missing required client capability"), listenotel.CauseValidation},
-		{jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen).WithCause(errors.New("db down")), listenotel.CauseError},
+		{jsonrpc.NewError(jsonrpc.CodeInternalError, "Subscription source failed to open").WithCause(errors.New("db down")), listenotel.CauseError},
 		{errors.New("not a wire error"), listenotel.CauseError},
 		{nil, listenotel.CauseError},
 	} {
@@ -159,54 +158,81 @@ func TestWriteTimeouts(t *testing.T) {
 	}, series(t, reader))
 }
 
-// InstrumentHTTP and InstrumentStdio record, then call the hooks that were
-// set before.
+// Instrument and InstrumentHTTP record, then call the hooks that were set
+// before: the Server's streams and refusals under their transport kind
+// (a refusal whose request could not be read under none), its capacity
+// without a transport, Streamable HTTP's keep-alives.
 func TestInstrumentChainsHooks(t *testing.T) {
 	m, reader := newMetrics(t)
 	var calls []string
 	hopts := streamhttp.Options{
-		OnOpen:      func(*listen.Subscription) { calls = append(calls, "http open") },
-		OnClose:     func(*listen.Subscription, error) { calls = append(calls, "http close") },
-		OnError:     func(*http.Request, int, error) { calls = append(calls, "http error") },
 		OnKeepAlive: func(*listen.Subscription) { calls = append(calls, "http keep-alive") },
 	}
 	m.InstrumentHTTP(&hopts)
-	hopts.OnOpen(nil)
-	hopts.OnKeepAlive(nil)
-	hopts.OnError(nil, http.StatusServiceUnavailable, jsonrpc.NewError(jsonrpc.CodeInternalError, spec.MsgCapacityExhausted))
-	hopts.OnClose(nil, listen.ErrShutdown)
-	sopts := listen.Options{
-		OnOpen:   func(*listen.Subscription) { calls = append(calls, "stdio open") },
-		OnClose:  func(*listen.Subscription, error) { calls = append(calls, "stdio close") },
-		OnRefuse: func(*listen.Request, error) { calls = append(calls, "stdio error") },
+	lopts := listen.Options{
+		OnOpen:   func(sub *listen.Subscription) { calls = append(calls, sub.TransportKind()+" open") },
+		OnClose:  func(sub *listen.Subscription, _ error) { calls = append(calls, sub.TransportKind()+" close") },
+		OnRefuse: func(*listen.Request, error) { calls = append(calls, "refuse") },
 	}
-	m.InstrumentStdio(&sopts)
-	sopts.OnOpen(nil)
-	sopts.OnRefuse(nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, spec.MsgNotificationsObject))
-	sopts.OnClose(nil, listen.Cancelled(""))
-	assert.Equal(t, []string{"http open", "http keep-alive", "http error", "http close",
-		"stdio open", "stdio error", "stdio close"}, calls)
+	m.Instrument(&lopts)
+	httpSub := openSub(t, streamhttp.TransportKind)
+	stdioSub := openSub(t, stdio.TransportKind)
 
-	const h, s = "mcp.listen.transport=streamable_http", "mcp.listen.transport=stdio"
+	lopts.OnOpen(httpSub)
+	hopts.OnKeepAlive(httpSub)
+	lopts.OnRefuse(&listen.Request{Transport: listen.Transport{Kind: streamhttp.TransportKind}},
+		jsonrpc.NewError(jsonrpc.CodeInternalError, "Server subscription capacity exhausted").WithCause(listen.ErrOverloaded))
+	lopts.OnClose(httpSub, listen.ErrShutdown)
+	lopts.OnOpen(stdioSub)
+	lopts.OnRefuse(&listen.Request{Transport: listen.Transport{Kind: stdio.TransportKind}},
+		jsonrpc.NewError(jsonrpc.CodeInvalidParams, "subscriptions/listen requires a notifications object"))
+	lopts.OnRefuse(nil, jsonrpc.NewError(jsonrpc.CodeParseError, "Parse error"))
+	lopts.OnClose(stdioSub, listen.Cancelled(""))
+	assert.Equal(t, []string{"streamable_http open", "http keep-alive", "refuse", "streamable_http close",
+		"stdio open", "refuse", "refuse", "stdio close"}, calls)
+
+	const h, s, none = "mcp.listen.transport=streamable_http", "mcp.listen.transport=stdio", "mcp.listen.transport="
 	assert.Equal(t, map[string]int64{
-		"mcp.listen.streams.open{" + h + "}":                                         0,
-		"mcp.listen.streams.capacity{" + h + "}":                                     streamhttp.DefaultMaxStreams,
-		"mcp.listen.streams.opened{" + h + "}":                                       1,
-		"mcp.listen.keepalives.sent{" + h + "}":                                      1,
-		"mcp.listen.requests.refused{mcp.listen.refusal.cause=capacity," + h + "}":   1,
-		"mcp.listen.streams.closed{mcp.listen.close.reason=shutdown," + h + "}":      1,
-		"mcp.listen.streams.open{" + s + "}":                                         0,
-		"mcp.listen.streams.opened{" + s + "}":                                       1,
-		"mcp.listen.requests.refused{mcp.listen.refusal.cause=validation," + s + "}": 1,
-		"mcp.listen.streams.closed{mcp.listen.close.reason=cancelled," + s + "}":     1,
+		"mcp.listen.streams.capacity{}":                                                 listen.DefaultMaxStreams,
+		"mcp.listen.streams.open{" + none + "}":                                         0,
+		"mcp.listen.requests.refused{mcp.listen.refusal.cause=validation," + none + "}": 1,
+		"mcp.listen.streams.open{" + h + "}":                                            0,
+		"mcp.listen.streams.opened{" + h + "}":                                          1,
+		"mcp.listen.keepalives.sent{" + h + "}":                                         1,
+		"mcp.listen.requests.refused{mcp.listen.refusal.cause=capacity," + h + "}":      1,
+		"mcp.listen.streams.closed{mcp.listen.close.reason=shutdown," + h + "}":         1,
+		"mcp.listen.streams.open{" + s + "}":                                            0,
+		"mcp.listen.streams.opened{" + s + "}":                                          1,
+		"mcp.listen.requests.refused{mcp.listen.refusal.cause=validation," + s + "}":    1,
+		"mcp.listen.streams.closed{mcp.listen.close.reason=cancelled," + s + "}":        1,
 	}, series(t, reader))
 }
 
-// HubHooks records, then calls the hooks it wraps.
-func TestHubHooksChain(t *testing.T) {
+// openSub opens a subscription of the given transport kind on a test
+// source, closed at the end of the test.
+func openSub(t *testing.T, kind string) *listen.Subscription {
+	t.Helper()
+	sub, err := listen.Open(context.Background(), listentest.NewSource(), &listen.Request{
+		ID:                 jsonrpc.StringID(kind),
+		ProtocolVersion:    spec.ProtocolVersion,
+		Notifications:      listen.Filter{spec.KeyToolsListChanged: true},
+		ClientCapabilities: map[string]any{},
+		Transport:          listen.Transport{Kind: kind},
+	}, &listen.Options{Capabilities: listen.Capabilities{ToolsListChanged: true}})
+	require.NoError(t, err)
+	t.Cleanup(func() { sub.Close(nil) })
+	return sub
+}
+
+// InstrumentHub records, then calls the hooks it wraps, and leaves the
+// others alone.
+func TestInstrumentHubChains(t *testing.T) {
 	m, reader := newMetrics(t)
 	rec := &hubRecorder{}
-	h, err := hub.New(hub.Options{MaxBuffer: 1, Overflow: hub.DropNewest, Hooks: m.HubHooks(rec)})
+	hopts := hub.Options{MaxBuffer: 1, Overflow: hub.DropNewest,
+		OnOpen: rec.OnOpen, OnPublish: rec.OnPublish, OnOverflow: rec.OnOverflow, OnShutdown: rec.OnShutdown, OnClose: rec.OnClose}
+	m.InstrumentHub(&hopts)
+	h, err := hub.New(hopts)
 	require.NoError(t, err)
 	_, st, err := h.Open(context.Background(), nil, listen.Filter{spec.KeyResourceSubscriptions: []any{"file:///a"}})
 	require.NoError(t, err)

@@ -22,9 +22,9 @@ import (
 
 // instrumented returns how a hub and its source are built in each variant:
 // "none" (no provider: the hub has no hooks, the source is the hub),
-// "nop-hooks" (hub.NopHooks: the hook calls and the clock read of
+// "nop-hooks" (hooks that do nothing: the hook calls and the clock read of
 // PublishInfo.Duration, without OpenTelemetry), "otel" (an SDK provider).
-func instrumented(b *testing.B, variant string) (hub.Hooks, func(listen.Source) listen.Source) {
+func instrumented(b *testing.B, variant string) (hub.Options, func(listen.Source) listen.Source) {
 	b.Helper()
 	switch variant {
 	case "none":
@@ -32,9 +32,9 @@ func instrumented(b *testing.B, variant string) (hub.Hooks, func(listen.Source) 
 		if err != nil {
 			b.Fatal(err)
 		}
-		return m.HubHooks(nil), m.Source
+		return withMetrics(m, hub.Options{}), m.Source
 	case "nop-hooks":
-		return hub.NopHooks{}, func(s listen.Source) listen.Source { return s }
+		return hub.Options{OnPublish: func(hub.PublishInfo) {}}, func(s listen.Source) listen.Source { return s }
 	}
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 	b.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
@@ -42,7 +42,7 @@ func instrumented(b *testing.B, variant string) (hub.Hooks, func(listen.Source) 
 	if err != nil {
 		b.Fatal(err)
 	}
-	return m.HubHooks(nil), m.Source
+	return withMetrics(m, hub.Options{}), m.Source
 }
 
 var variants = []string{"none", "nop-hooks", "otel"}
@@ -54,8 +54,8 @@ func BenchmarkHubPublish(b *testing.B) {
 	for _, n := range []int{1, 100} {
 		for _, v := range variants {
 			b.Run(fmt.Sprintf("listeners=%d/%s", n, v), func(b *testing.B) {
-				hooks, _ := instrumented(b, v)
-				h, err := hub.New(hub.Options{Hooks: hooks})
+				hopts, _ := instrumented(b, v)
+				h, err := hub.New(hopts)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -94,8 +94,9 @@ func BenchmarkDelivered(b *testing.B) {
 	const batch = 64
 	for _, v := range variants {
 		b.Run(v, func(b *testing.B) {
-			hooks, wrap := instrumented(b, v)
-			h, err := hub.New(hub.Options{MaxBuffer: 2 * batch, Hooks: hooks})
+			hopts, wrap := instrumented(b, v)
+			hopts.MaxBuffer = 2 * batch
+			h, err := hub.New(hopts)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -159,11 +160,11 @@ func BenchmarkRecord(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Run("hub.OnPublish", func(b *testing.B) {
-		hooks := m.HubHooks(nil)
+		onPublish := withMetrics(m, hub.Options{}).OnPublish
 		info := hub.PublishInfo{Report: hub.Report{Matched: 1, Delivered: 1}, EventKind: listen.KindToolsListChanged}
 		b.ReportAllocs()
 		for b.Loop() {
-			hooks.OnPublish(info)
+			onPublish(info)
 		}
 	})
 	b.Run("Transport.OnOpen+OnClose", func(b *testing.B) {

@@ -3,43 +3,38 @@
 // refuses, the notifications its hubs publish, deliver and drop, and how
 // long a fan-out takes. It is fed by the public hooks of the hub and the
 // transports and uses the OpenTelemetry metric API only: the application
-// chooses the SDK and the exporter (Prometheus, OTLP, ...).
-//
-// (Import it under another name, such as listenotel, next to
-// go.opentelemetry.io/otel.)
+// chooses the SDK and the exporter (Prometheus, OTLP, ...). Import it under
+// another name, such as listenotel, next to go.opentelemetry.io/otel.
 //
 // # Wiring
 //
 //	m, err := listenotel.New(listenotel.Options{MeterProvider: mp}) // mp: an SDK MeterProvider
-//	h, _ := hub.New(hub.Options{Hooks: m.HubHooks(nil)})           // published, dropped, fan-out time
-//	opts := streamhttp.Options{Listen: lopts}
-//	m.InstrumentHTTP(&opts)                                        // streams, refusals, keep-alives
-//	handler, _ := streamhttp.New(m.Source(h), opts)                // delivered notifications
+//	hopts, lopts, sopts := hub.Options{}, listen.Options{}, streamhttp.Options{}
+//	m.InstrumentHub(&hopts)                                        // published, dropped, fan-out time
+//	m.Instrument(&lopts)                                           // streams and refusals, every transport
+//	m.InstrumentHTTP(&sopts)                                       // keep-alives
+//	h, _ := hub.New(hopts)
+//	handler, _ := streamhttp.New(listen.NewServer(m.Source(h), lopts), sopts) // Source: delivered notifications
 //
-// HubHooks, InstrumentHTTP, InstrumentStdio and InstrumentBridge chain the
-// hooks already set: each records, then calls the hook it replaced
-// (HubHooks' argument, the option's previous value). For another
-// transport, call the methods of Metrics.Transport(kind) from its hooks.
-// The bridges between instances (natsbridge, redisbridge) are instrumented
-// by InstrumentBridge on their cluster.Options.
+// InstrumentHub, Instrument, InstrumentHTTP and InstrumentBridge (for the
+// cluster.Options of natsbridge and redisbridge) chain the hooks already
+// set: each records, then calls the hook it replaced.
 //
 // # Goroutines
 //
 // The package starts no goroutine. A measurement takes no lock of its own
-// (only the SDK's, inside it); the first use of a transport kind takes a
-// brief one to build its attribute sets.
-// Every hook records in the goroutine that called it (the publisher, the
-// stream's serving goroutine, the request's goroutine), then calls the
-// hook it wrapped. Metrics has nothing to close: shut the MeterProvider
-// down as the SDK says.
+// (only the SDK's); the first use of a transport kind takes a brief one to
+// build its attribute sets. Every hook records in the goroutine that called
+// it, then calls the hook it wrapped. Metrics has nothing to close: shut
+// the MeterProvider down as the SDK says.
 //
 // # Without a provider
 //
 // New with a nil MeterProvider (or the no-op one) returns nil Metrics, which
-// are valid and disabled: HubHooks(next) returns next, Source(src) returns
-// src and the Instrument methods leave the options as they are. A hub
-// without hooks does not even read the clock, so nothing costs anything.
-// (To use the global provider, pass otel.GetMeterProvider() explicitly.)
+// are valid and disabled: Source(src) returns src and the Instrument
+// methods leave the options as they are. A hub without hooks does not even
+// read the clock, so nothing costs anything. (To use the global provider,
+// pass otel.GetMeterProvider() explicitly.)
 //
 // # Instruments
 //
@@ -47,7 +42,7 @@
 //
 //	name                                  kind            unit            attributes
 //	mcp.listen.streams.open               UpDownCounter   {stream}        transport
-//	mcp.listen.streams.capacity           UpDownCounter   {stream}        transport
+//	mcp.listen.streams.capacity           UpDownCounter   {stream}        (none: the Server's limit)
 //	mcp.listen.streams.opened             Counter         {stream}        transport
 //	mcp.listen.streams.closed             Counter         {stream}        transport, close.reason
 //	mcp.listen.streams.write_timeouts     Counter         {stream}        transport
@@ -64,21 +59,19 @@
 //	mcp.listen.bridge.disconnected        UpDownCounter   {bridge}        bridge.broker
 //
 // Metrics says what each counts and where it comes from; the bridge
-// instruments are InstrumentBridge's. Every counter series starts at zero when
-// its transport, hub or bridge is wired, so that the first refusal or drop
-// is seen by rate() and increase() (see Metrics).
+// instruments are InstrumentBridge's, Metrics.Quota adds a tenant quota's.
+// Every counter series starts at zero (see Metrics), so that the first
+// refusal or drop is seen by rate() and increase().
 //
 // # Dashboard and alerts
 //
-// The monitoring directory of this module holds a Grafana dashboard
-// (dashboard.json) and Prometheus alert rules (alerts.yml, with their
-// promtool unit tests in alerts_test.yml) for these instruments as the
-// OpenTelemetry Prometheus exporter names them (mcp_listen_streams_open,
-// mcp_listen_requests_refused_total, ...). docs/operations.md has a
-// runbook line for each alert. A refusal answered in-band (a JSON-RPC
-// error on stdio, a 4xx that an HTTP 5xx alert does not see) and an
-// early ending inside a 200 stream count like any other, in
-// requests.refused and streams.closed.
+// The monitoring directory of this module holds a Grafana dashboard and
+// Prometheus alert rules (with their promtool unit tests) for these
+// instruments as the OpenTelemetry Prometheus exporter names them
+// (mcp_listen_streams_open, ...); docs/operations.md has a runbook line
+// for each alert. A refusal answered in-band (a JSON-RPC error on stdio, a
+// 4xx that an HTTP 5xx alert does not see) and an early ending inside a
+// 200 stream count like any other, in requests.refused and streams.closed.
 //
 // # Attributes
 //
@@ -90,7 +83,7 @@
 //	                              resource_updated, extension
 //	mcp.listen.close.reason       complete, cancelled, disconnected, error, shutdown, other,
 //	                              revoked, expired, lifetime, fell_behind (the early endings)
-//	mcp.listen.refusal.cause      capacity, shutdown, auth, validation, error
+//	mcp.listen.refusal.cause      capacity, shutdown, quota, auth, validation, error
 //	mcp.listen.bridge.*           broker (nats, redis), outcome (ok, error), a cluster.DropReason
 //	                              or cluster.ResyncReason
 //

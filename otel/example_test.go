@@ -14,8 +14,9 @@ import (
 )
 
 // A hub's publications and overflows, read back with the SDK's manual
-// reader. A server also wires its transport (InstrumentHTTP,
-// InstrumentStdio) and serves m.Source(h) instead of h.
+// reader. A server also wires its listen.Server (Instrument, and
+// InstrumentHTTP for Streamable HTTP's keep-alives) and serves m.Source(h)
+// instead of h.
 func Example() {
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
@@ -24,7 +25,9 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	h, _ := hub.New(hub.Options{MaxBuffer: 1, Hooks: m.HubHooks(nil)})
+	hopts := hub.Options{MaxBuffer: 1}
+	m.InstrumentHub(&hopts)
+	h, _ := hub.New(hopts)
 
 	// One listener that never pulls: its queue holds one event.
 	_, st, _ := h.Open(context.Background(), nil, listen.Filter{spec.KeyToolsListChanged: true})
@@ -43,7 +46,7 @@ func Example() {
 			}
 		}
 	}
-	// Every kind's series exists from HubHooks on, at zero until counted.
+	// Every kind's series exists from InstrumentHub on, at zero until counted.
 	//
 	// Unordered output:
 	// mcp.listen.notifications.published {notification} tools_list_changed: 2

@@ -61,9 +61,11 @@ func TestSourceKeepsTheFastPath(t *testing.T) {
 	m, reader := newMetrics(t)
 	h, err := hub.New(hub.Options{})
 	require.NoError(t, err)
-	opts := streamhttp.Options{Listen: listen.Options{Capabilities: listen.Capabilities{ToolsListChanged: true}}}
+	lopts := listen.Options{Capabilities: listen.Capabilities{ToolsListChanged: true}}
+	m.Instrument(&lopts)
+	var opts streamhttp.Options
 	m.InstrumentHTTP(&opts)
-	handler, err := streamhttp.New(m.Source(h), opts)
+	handler, err := streamhttp.New(listen.NewServer(m.Source(h), lopts), opts)
 	require.NoError(t, err)
 	ts := httptest.NewServer(handler)
 	defer func() {

@@ -10,6 +10,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/mcplisten/listen/hub"
 	listenotel "github.com/mcplisten/listen/otel"
 )
 
@@ -92,4 +93,10 @@ func histogram(t testing.TB, reader *sdkmetric.ManualReader, name string, attrs 
 	}
 	t.Fatalf("no %s%v", name, attrs)
 	return metricdata.HistogramDataPoint[float64]{}
+}
+
+// withMetrics returns o instrumented by m (InstrumentHub).
+func withMetrics(m *listenotel.Metrics, o hub.Options) hub.Options {
+	m.InstrumentHub(&o)
+	return o
 }

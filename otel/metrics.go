@@ -28,7 +28,8 @@ const (
 	AttrNotificationKind = attribute.Key("mcp.listen.notification.kind")
 	// AttrCloseReason is a stream's close reason class (listen.Classify).
 	AttrCloseReason = attribute.Key("mcp.listen.close.reason")
-	// AttrRefusalCause is why a listen was refused (RefusalCause).
+	// AttrRefusalCause is why a listen was refused: "capacity",
+	// "shutdown", "quota", "auth", "validation" or "error" (see Metrics).
 	AttrRefusalCause = attribute.Key("mcp.listen.refusal.cause")
 )
 
@@ -41,35 +42,36 @@ type Options struct {
 	// otel.GetMeterProvider() for the global provider.
 	MeterProvider metric.MeterProvider
 	// FanoutBuckets are the bucket boundaries, in seconds, advised for the
-	// mcp.listen.fanout.duration histogram. Nil means DefaultFanoutBuckets.
+	// mcp.listen.fanout.duration histogram. Nil means defaultFanoutBuckets.
 	// A View of the SDK still overrides them.
 	FanoutBuckets []float64
 }
 
-// DefaultFanoutBuckets are the default boundaries of the fan-out duration
-// histogram, in seconds: from 10 µs (a few listeners) to 1 s (tens of
-// thousands of listeners on a loaded machine).
-var DefaultFanoutBuckets = []float64{
+// defaultFanoutBuckets are the default boundaries of the fan-out duration
+// histogram, in seconds (see Options.FanoutBuckets).
+var defaultFanoutBuckets = []float64{
 	0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005,
 	0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
 }
 
 // Metrics holds the instruments and hands out the hooks that feed them:
-// HubHooks for a hub.Hub, Source for the delivered notifications,
-// InstrumentHTTP and InstrumentStdio for the transports, Transport for any
-// other transport. Create it with New. All its methods are safe for
-// concurrent use, and a nil *Metrics is valid and disabled.
+// InstrumentHub for a hub.Hub, Source for the delivered notifications,
+// Instrument for a listen.Server (every transport's streams and
+// refusals), InstrumentHTTP for Streamable HTTP's keep-alives and
+// InstrumentBridge for a bridge between instances. Create it with New. All its methods are safe for concurrent use, and a nil *Metrics is
+// valid and disabled.
 //
 // What each counts, and where it comes from:
 //
-//   - streams.open, streams.opened: +1 at the transport's OnOpen (the
+//   - streams.open, streams.opened: +1 at the Server's OnOpen (the
 //     subscription is open, its acknowledgement about to be written);
-//     streams.open −1 and streams.closed +1 at its OnClose.
-//   - streams.capacity: the stream limit of the transport, what
-//     streams.open is to be read against: InstrumentHTTP adds the
-//     handler's MaxStreams (DefaultMaxStreams when zero), summed over the
-//     handlers instrumented; Transport.AddCapacity sets it for another
-//     transport. Stdio's limit is per connection and is not recorded.
+//     streams.open −1 and streams.closed +1 at its OnClose, under the
+//     stream's transport kind.
+//   - streams.capacity: the stream limit of the Server, what streams.open
+//     (summed over transports) is to be read against: Instrument adds
+//     listen.Options.MaxStreams (listen.DefaultMaxStreams when zero),
+//     summed over the Servers instrumented, without a transport
+//     attribute: the limit covers every transport of a Server.
 //   - streams.closed: by close reason class (listen.Classify): complete,
 //     cancelled, disconnected, error, shutdown, other, and one per early
 //     ending (revoked, expired, lifetime, fell_behind).
@@ -80,8 +82,15 @@ var DefaultFanoutBuckets = []float64{
 //     as disconnected. On stdio one timed-out write ends the connection, so
 //     every listen of that connection counts.
 //   - requests.refused: listens answered with an error instead of a
-//     stream (streamhttp's OnError, listen.Options.OnRefuse), by cause
-//     (RefusalCause): capacity, shutdown, auth, validation, error. On
+//     stream (listen.Options.OnRefuse), by cause: capacity (the error's
+//     cause is listen.ErrOverloaded), shutdown (listen.ErrShutdown), quota
+//     (listen.ErrOverQuota: MaxStreamsPerKey or a listen.Quota), auth
+//     (Authenticate or CheckOrigin refused it: a *streamhttp.AuthError,
+//     streamhttp.MsgUnauthorized or streamhttp.MsgForbidden, or an expired
+//     principal), validation (any other error but -32603: parse, method,
+//     params, headers, protocol version, body size, a duplicate id) and
+//     error (any other -32603, such as "Subscription source failed to
+//     open"). On
 //     Streamable HTTP it counts every request the listen handler refused,
 //     a wrong method or a body too large included (validation).
 //   - keepalives.sent: keep-alive comments written (streamhttp's
@@ -99,13 +108,14 @@ var DefaultFanoutBuckets = []float64{
 //     3), the oldest queued under DropOldest, the new one under DropNewest.
 //   - fanout.duration: how long each publication took to hand its event
 //     to every selected listener (hub.PublishInfo.Duration). Default
-//     buckets: DefaultFanoutBuckets, 10 µs to 1 s.
+//     buckets: 10 µs to 1 s (Options.FanoutBuckets).
 //
 // Every series of a counter is created at zero before its first count: a
-// transport's (by close reason, refusal cause and notification kind) when
-// its Transport is made (InstrumentHTTP and InstrumentStdio make it at
-// once), a hub's published and dropped (by kind) in HubHooks. A scraper
-// such as Prometheus then sees the first refusal or drop as an increase
+// transport's (by close reason, refusal cause and notification kind) in
+// Instrument for Streamable HTTP and stdio (InstrumentHTTP makes Streamable
+// HTTP's too), when it is first seen for another kind, a hub's published
+// and dropped (by kind) in InstrumentHub, a bridge's in InstrumentBridge. A scraper such as
+// Prometheus then sees the first refusal or drop as an increase
 // from 0, which rate() and increase() count, instead of a series that
 // appears at 1 and whose first count is lost.
 type Metrics struct {
@@ -129,7 +139,7 @@ type Metrics struct {
 	provider metric.MeterProvider
 
 	mu         sync.RWMutex
-	transports map[string]*Transport
+	transports map[string]*transport
 }
 
 // numKinds is the number of listen.Kind values, the invalid zero included.
@@ -160,10 +170,10 @@ func New(opts Options) (*Metrics, error) {
 	meter := mp.Meter(ScopeName)
 	buckets := opts.FanoutBuckets
 	if buckets == nil {
-		buckets = DefaultFanoutBuckets
+		buckets = defaultFanoutBuckets
 	}
 
-	m := &Metrics{provider: mp, transports: make(map[string]*Transport)}
+	m := &Metrics{provider: mp, transports: make(map[string]*transport)}
 	var errs []error
 	counter := func(name, unit, desc string) metric.Int64Counter {
 		c, err := meter.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
@@ -226,18 +236,6 @@ func (m *Metrics) ensureNoNil() {
 	if m.fanout == nil {
 		m.fanout, _ = nm.Float64Histogram("")
 	}
-}
-
-// Enabled reports whether m records anything (it was created with a meter
-// provider).
-func (m *Metrics) Enabled() bool { return m != nil }
-
-// MeterProvider returns the provider m records on (nil when m is disabled).
-func (m *Metrics) MeterProvider() metric.MeterProvider {
-	if m == nil {
-		return nil
-	}
-	return m.provider
 }
 
 // ctx is the context of every measurement: hooks carry none.

@@ -14,10 +14,10 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/cluster"
 	"github.com/mcplisten/listen/hub"
 	listenotel "github.com/mcplisten/listen/otel"
-	"github.com/mcplisten/listen/stdio"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -34,9 +34,9 @@ func promNames(t *testing.T) map[string]bool {
 	m, reader := newMetrics(t)
 	var hopts streamhttp.Options
 	m.InstrumentHTTP(&hopts)
-	var sopts stdio.Options
-	m.InstrumentStdio(&sopts)
-	h, err := hub.New(hub.Options{Hooks: m.HubHooks(nil)})
+	var lopts listen.Options
+	m.Instrument(&lopts)
+	h, err := hub.New(withMetrics(m, hub.Options{}))
 	require.NoError(t, err)
 	h.ToolsListChanged() // a first fan-out, so that the histogram exists
 	m.InstrumentBridge("nats", &cluster.Options{})

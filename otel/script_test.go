@@ -62,16 +62,21 @@ func frames(body io.Reader) <-chan string {
 func TestScriptHTTP(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m, reader := newMetrics(t)
-		h, err := hub.New(hub.Options{MaxBuffer: 1, Hooks: m.HubHooks(nil)})
+		h, err := hub.New(withMetrics(m, hub.Options{MaxBuffer: 1}))
 		require.NoError(t, err)
 		const (
 			keepAlive    = 3 * time.Second
 			writeTimeout = 5 * time.Second
 		)
 		var closes []string
-		opts := streamhttp.Options{
-			Listen:       listen.Options{Capabilities: listen.Capabilities{ToolsListChanged: true}},
+		lopts := listen.Options{
+			Capabilities: listen.Capabilities{ToolsListChanged: true},
 			MaxStreams:   2,
+			// A hook set before Instrument still runs.
+			OnClose: func(_ *listen.Subscription, reason error) { closes = append(closes, listen.Classify(reason)) },
+		}
+		m.Instrument(&lopts)
+		opts := streamhttp.Options{
 			KeepAlive:    keepAlive,
 			WriteTimeout: writeTimeout,
 			Authenticate: func(r *http.Request) (any, error) {
@@ -80,13 +85,11 @@ func TestScriptHTTP(t *testing.T) {
 				}
 				return nil, nil
 			},
-			// A hook set before InstrumentHTTP still runs.
-			OnClose: func(_ *listen.Subscription, reason error) { closes = append(closes, listen.Classify(reason)) },
 		}
 		m.InstrumentHTTP(&opts)
-		lh, err := streamhttp.New(m.Source(h), opts)
+		lh, err := streamhttp.New(listen.NewServer(m.Source(h), lopts), opts)
 		require.NoError(t, err)
-		l := listentest.NewPipeListener()
+		l := newPipeListener()
 		srv := &http.Server{Handler: lh}
 		served := make(chan error, 1)
 		go func() { served <- srv.Serve(l) }()
@@ -110,8 +113,10 @@ func TestScriptHTTP(t *testing.T) {
 			opened = "mcp.listen.streams.opened{" + tr1 + "}"
 			open   = "mcp.listen.streams.open{" + tr1 + "}"
 		)
-		// From InstrumentHTTP on: the stream limit, and the series at zero.
-		want := map[string]int64{"mcp.listen.streams.capacity{" + tr1 + "}": 2, open: 0}
+		// From Instrument on: the Server's stream limit, and the series at
+		// zero (stdio's too: the up-down counter's zero is read back).
+		want := map[string]int64{"mcp.listen.streams.capacity{}": 2, open: 0,
+			"mcp.listen.streams.open{mcp.listen.transport=stdio}": 0}
 		assert.Equal(t, want, series(t, reader))
 
 		// Open: a reader...
@@ -204,7 +209,7 @@ func TestScriptHTTP(t *testing.T) {
 func TestScriptStdio(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m, reader := newMetrics(t)
-		h, err := hub.New(hub.Options{Hooks: m.HubHooks(nil)})
+		h, err := hub.New(withMetrics(m, hub.Options{}))
 		require.NoError(t, err)
 		opts := listen.Options{Capabilities: listen.Capabilities{ResourcesSubscribe: true}, MaxStreams: 1}
 		m.Instrument(&opts)
@@ -243,6 +248,8 @@ func TestScriptStdio(t *testing.T) {
 		require.Contains(t, <-lines, "notifications/resources/updated")
 		synctest.Wait()
 		want := map[string]int64{
+			"mcp.listen.streams.capacity{}":                                              1,
+			"mcp.listen.streams.open{mcp.listen.transport=streamable_http}":              0,
 			"mcp.listen.streams.open{" + tr1 + "}":                                       1,
 			"mcp.listen.streams.opened{" + tr1 + "}":                                     1,
 			"mcp.listen.requests.refused{mcp.listen.refusal.cause=capacity," + tr1 + "}": 1,

@@ -16,14 +16,14 @@ import (
 // Once wired, before anything happens, every counter series exists at zero
 // (one per attribute value of its fixed sets, the invalid kind left out),
 // so that a scraper sees the first count as an increase; the stream limit
-// of the HTTP handler is the only value that is not zero.
+// of the Server is the only value that is not zero.
 func TestSeriesStartAtZero(t *testing.T) {
 	m, reader := newMetrics(t)
 	var hopts streamhttp.Options
 	m.InstrumentHTTP(&hopts)
-	var sopts listen.Options
-	m.InstrumentStdio(&sopts)
-	_, err := hub.New(hub.Options{Hooks: m.HubHooks(nil)})
+	var lopts listen.Options
+	m.Instrument(&lopts)
+	_, err := hub.New(withMetrics(m, hub.Options{}))
 	assert.NoError(t, err)
 	m.InstrumentBridge("nats", &cluster.Options{})
 
@@ -33,7 +33,8 @@ func TestSeriesStartAtZero(t *testing.T) {
 		name, _, _ := strings.Cut(k, "{")
 		perName[name]++
 		if name == "mcp.listen.streams.capacity" {
-			assert.Equal(t, int64(streamhttp.DefaultMaxStreams), v, k)
+			assert.Equal(t, "mcp.listen.streams.capacity{}", k, "no transport")
+			assert.Equal(t, int64(listen.DefaultMaxStreams), v, k)
 			continue
 		}
 		assert.Zero(t, v, k)
@@ -41,11 +42,11 @@ func TestSeriesStartAtZero(t *testing.T) {
 	}
 	assert.Equal(t, map[string]int{
 		"mcp.listen.streams.open":            2,  // per transport
-		"mcp.listen.streams.capacity":        1,  // streamable_http only (stdio's limit is per connection)
+		"mcp.listen.streams.capacity":        1,  // the Server's, over every transport
 		"mcp.listen.streams.opened":          2,  // per transport
 		"mcp.listen.streams.closed":          20, // 10 close reason classes per transport
 		"mcp.listen.streams.write_timeouts":  2,
-		"mcp.listen.requests.refused":        10, // 5 causes per transport
+		"mcp.listen.requests.refused":        12, // 6 causes per transport
 		"mcp.listen.keepalives.sent":         2,
 		"mcp.listen.notifications.delivered": 10, // 5 kinds per transport
 		"mcp.listen.notifications.published": 5,  // 5 kinds
@@ -58,30 +59,28 @@ func TestSeriesStartAtZero(t *testing.T) {
 	}, perName)
 }
 
-// mcp.listen.streams.capacity sums the stream limits of the HTTP handlers
+// mcp.listen.streams.capacity sums the stream limits of the Servers
 // instrumented (the default for zero; a negative limit, refused by
-// streamhttp.New, adds nothing), and AddCapacity moves it.
+// listen.NewServer, adds nothing), without a transport.
 func TestCapacity(t *testing.T) {
 	m, reader := newMetrics(t)
-	const key = "mcp.listen.streams.capacity{mcp.listen.transport=streamable_http}"
+	const key = "mcp.listen.streams.capacity{}"
 	for _, tt := range []struct {
 		maxStreams int
 		want       int64
 	}{
-		{0, streamhttp.DefaultMaxStreams},
-		{10, streamhttp.DefaultMaxStreams + 10},
-		{-1, streamhttp.DefaultMaxStreams + 10},
+		{0, listen.DefaultMaxStreams},
+		{10, listen.DefaultMaxStreams + 10},
+		{-1, listen.DefaultMaxStreams + 10},
 	} {
-		opts := streamhttp.Options{MaxStreams: tt.maxStreams}
-		m.InstrumentHTTP(&opts)
+		opts := listen.Options{MaxStreams: tt.maxStreams}
+		m.Instrument(&opts)
 		assert.Equal(t, tt.want, series(t, reader)[key], "after MaxStreams %d", tt.maxStreams)
 	}
-	m.Transport(streamhttp.TransportKind).AddCapacity(-10)
-	assert.Equal(t, int64(streamhttp.DefaultMaxStreams), series(t, reader)[key])
-
-	m.Transport("custom").AddCapacity(7)
-	assert.Equal(t, int64(7), series(t, reader)["mcp.listen.streams.capacity{mcp.listen.transport=custom}"])
-	(*listenotel.Metrics)(nil).Transport("custom").AddCapacity(1) // disabled: nothing, no panic
+	var hopts streamhttp.Options
+	m.InstrumentHTTP(&hopts) // keep-alives only: no capacity
+	assert.Equal(t, int64(listen.DefaultMaxStreams+10), series(t, reader)[key])
+	(*listenotel.Metrics)(nil).Instrument(&listen.Options{MaxStreams: 1}) // disabled: nothing, no panic
 }
 
 // mcp.listen.bridge.disconnected is 1 from a lost connection (disconnected

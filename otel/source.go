@@ -43,7 +43,7 @@ func (s *source) Open(ctx context.Context, req *listen.Request, supported listen
 	if req != nil {
 		kind = req.Transport.Kind
 	}
-	c := &counter{t: s.m.Transport(kind)}
+	c := &counter{t: s.m.recorder(kind)}
 	return accepted, listen.WrapStream(st, listen.StreamHooks{Pull: c.confirm, Event: c.event, Close: c.forget}), nil
 }
 
@@ -52,7 +52,7 @@ func (s *source) Open(ctx context.Context, req *listen.Request, supported listen
 // written (or dropped by the subscription's own filter); the close forgets
 // it.
 type counter struct {
-	t       *Transport
+	t       *transport
 	pending atomic.Uint32
 }
 

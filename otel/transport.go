@@ -10,64 +10,64 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/jsonrpc"
-	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/stdio"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
 // Close reason classes (the values of AttrCloseReason): those of
-// listen.Classify.
+// listen.Classify, listed in the package documentation.
 const (
-	ClassComplete     = "complete"
-	ClassCancelled    = "cancelled"
-	ClassDisconnected = "disconnected"
-	ClassError        = "error"
-	ClassShutdown     = "shutdown"
-	ClassOther        = "other"
-	ClassRevoked      = "revoked"
-	ClassExpired      = "expired"
-	ClassLifetime     = "lifetime"
-	ClassFellBehind   = "fell_behind"
+	classComplete     = "complete"
+	classCancelled    = "cancelled"
+	classDisconnected = "disconnected"
+	classError        = "error"
+	classShutdown     = "shutdown"
+	classOther        = "other"
+	classRevoked      = "revoked"
+	classExpired      = "expired"
+	classLifetime     = "lifetime"
+	classFellBehind   = "fell_behind"
 )
 
-var classes = [...]string{ClassComplete, ClassCancelled, ClassDisconnected, ClassError, ClassShutdown, ClassOther,
-	ClassRevoked, ClassExpired, ClassLifetime, ClassFellBehind}
+var classes = [...]string{classComplete, classCancelled, classDisconnected, classError, classShutdown, classOther,
+	classRevoked, classExpired, classLifetime, classFellBehind}
 
 func classIndex(reason error) int {
 	if i := slices.Index(classes[:], listen.Classify(reason)); i >= 0 {
 		return i
 	}
-	return 5 // ClassOther
+	return 5 // classOther
 }
 
-// Refusal causes (the values of AttrRefusalCause).
+// Refusal causes (the values of AttrRefusalCause), listed in the package
+// documentation.
 const (
-	// CauseCapacity: the server was at its stream limit
-	// (spec.MsgCapacityExhausted, listen.ErrOverloaded).
-	CauseCapacity = "capacity"
-	// CauseShutdown: the server was draining.
-	CauseShutdown = "shutdown"
-	// CauseQuota: a per-client limit (listen.Options.MaxStreamsPerKey) or a
+	// causeCapacity: the server was at its stream limit
+	// ("Server subscription capacity exhausted", listen.ErrOverloaded).
+	causeCapacity = "capacity"
+	// causeShutdown: the server was draining (listen.ErrShutdown).
+	causeShutdown = "shutdown"
+	// causeQuota: a per-client limit (listen.Options.MaxStreamsPerKey) or a
 	// listen.Quota refused it (listen.ErrOverQuota).
-	CauseQuota = "quota"
-	// CauseAuth: Authenticate or CheckOrigin refused the request
+	causeQuota = "quota"
+	// causeAuth: Authenticate or CheckOrigin refused the request
 	// (streamhttp.MsgUnauthorized, streamhttp.MsgForbidden,
 	// *streamhttp.AuthError).
-	CauseAuth = "auth"
-	// CauseValidation: the request itself was wrong (parse, method, params,
+	causeAuth = "auth"
+	// causeValidation: the request itself was wrong (parse, method, params,
 	// headers, protocol version, body size, a duplicate id: every error
 	// but -32603).
-	CauseValidation = "validation"
-	// CauseError: the server failed to open the listen (any other -32603,
+	causeValidation = "validation"
+	// causeError: the server failed to open the listen (any other -32603,
 	// such as "Subscription source failed to open").
-	CauseError = "error"
+	causeError = "error"
 )
 
-var causes = [...]string{CauseCapacity, CauseShutdown, CauseAuth, CauseValidation, CauseError, CauseQuota}
+var causes = [...]string{causeCapacity, causeShutdown, causeAuth, causeValidation, causeError, causeQuota}
 
-// RefusalCause sorts the error a listen was refused with (the error given
-// to listen.Options.OnRefuse) into one of the Cause constants.
-func RefusalCause(err error) string { return causes[causeIndex(err)] }
+// refusalCause sorts the error a listen was refused with (the error given
+// to listen.Options.OnRefuse) into one of the refusal causes.
+func refusalCause(err error) string { return causes[causeIndex(err)] }
 
 func causeIndex(err error) int {
 	var we *jsonrpc.Error
@@ -85,10 +85,6 @@ func causeIndex(err error) int {
 		return 2
 	case errors.As(err, &we):
 		switch {
-		case we.Message == spec.MsgCapacityExhausted:
-			return 0
-		case we.Message == spec.MsgShuttingDown:
-			return 1
 		case we.Message == streamhttp.MsgUnauthorized, we.Message == streamhttp.MsgForbidden:
 			return 2
 		case we.Code != jsonrpc.CodeInternalError:
@@ -106,11 +102,11 @@ func cutByDeadline(reason error) bool {
 		(errors.Is(reason, os.ErrDeadlineExceeded) || errors.Is(reason, stdio.ErrWriteTimeout))
 }
 
-// Transport records the stream instruments of one transport kind. Its
+// transport records the stream instruments of one transport kind. Its
 // methods fit the hooks of a transport (OnOpen, OnClose, a refusal, a
-// keep-alive); InstrumentHTTP and InstrumentStdio wire them. A nil
-// *Transport (from disabled Metrics) records nothing.
-type Transport struct {
+// keep-alive); Instrument and InstrumentHTTP wire them. A nil
+// *transport (from disabled Metrics) records nothing.
+type transport struct {
 	m         *Metrics
 	kind      string
 	one       []metric.AddOption
@@ -119,11 +115,11 @@ type Transport struct {
 	delivered [numKinds][]metric.AddOption
 }
 
-// Transport returns the recorder of the transport kind (the
+// recorder returns the recorder of the transport kind (the
 // listen.Transport.Kind of its requests, such as streamhttp.TransportKind),
-// or nil when m is disabled. Use it to instrument a transport of your own;
-// the same kind always gives the same *Transport.
-func (m *Metrics) Transport(kind string) *Transport {
+// or nil when m is disabled; the same kind always gives the same
+// *transport.
+func (m *Metrics) recorder(kind string) *transport {
 	if m == nil {
 		return nil
 	}
@@ -138,7 +134,7 @@ func (m *Metrics) Transport(kind string) *Transport {
 	if t := m.transports[kind]; t != nil {
 		return t
 	}
-	t = &Transport{m: m, kind: kind}
+	t = &transport{m: m, kind: kind}
 	tr := AttrTransport.String(kind)
 	t.one = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(tr))}
 	for i, c := range classes {
@@ -169,17 +165,9 @@ func (m *Metrics) Transport(kind string) *Transport {
 	return t
 }
 
-// Kind returns the transport kind t records ("" for nil).
-func (t *Transport) Kind() string {
-	if t == nil {
-		return ""
-	}
-	return t.kind
-}
-
 // OnOpen records an opened stream: mcp.listen.streams.open +1,
 // mcp.listen.streams.opened +1.
-func (t *Transport) OnOpen(*listen.Subscription) {
+func (t *transport) OnOpen(*listen.Subscription) {
 	if t == nil {
 		return
 	}
@@ -190,7 +178,7 @@ func (t *Transport) OnOpen(*listen.Subscription) {
 // OnClose records a closed stream with its reason: mcp.listen.streams.open
 // -1, mcp.listen.streams.closed +1 with the reason's class, and
 // mcp.listen.streams.write_timeouts +1 when a write deadline cut it.
-func (t *Transport) OnClose(_ *listen.Subscription, reason error) {
+func (t *transport) OnClose(_ *listen.Subscription, reason error) {
 	if t == nil {
 		return
 	}
@@ -201,21 +189,9 @@ func (t *Transport) OnClose(_ *listen.Subscription, reason error) {
 	}
 }
 
-// AddCapacity adds n (which may be negative) to
-// mcp.listen.streams.capacity, the number of streams the transport may hold
-// open at once: the stream limit of a transport instrumented by hand, or
-// minus the limit of a handler retired while the process goes on.
-// InstrumentHTTP adds the limit of the handlers it instruments.
-func (t *Transport) AddCapacity(n int64) {
-	if t == nil {
-		return
-	}
-	t.m.capacity.Add(ctx, n, t.one...)
-}
-
 // OnRefuse records a listen answered with err instead of a stream:
-// mcp.listen.requests.refused +1 with RefusalCause(err).
-func (t *Transport) OnRefuse(err error) {
+// mcp.listen.requests.refused +1 with refusalCause(err).
+func (t *transport) OnRefuse(err error) {
 	if t == nil {
 		return
 	}
@@ -223,7 +199,7 @@ func (t *Transport) OnRefuse(err error) {
 }
 
 // OnKeepAlive records a keep-alive written: mcp.listen.keepalives.sent +1.
-func (t *Transport) OnKeepAlive(*listen.Subscription) {
+func (t *transport) OnKeepAlive(*listen.Subscription) {
 	if t == nil {
 		return
 	}
@@ -232,32 +208,35 @@ func (t *Transport) OnKeepAlive(*listen.Subscription) {
 
 // Instrument sets the listen.Server hooks of opts (OnOpen, OnClose and
 // OnRefuse) to record on m, each stream under its transport kind
-// (Subscription.TransportKind; a refusal under its request's, "" when it
-// could not be read), each calling the hook that was set before, after
-// recording; and it adds opts.MaxStreams (listen.DefaultMaxStreams when
-// zero) to mcp.listen.streams.capacity, which has no transport: the limit
-// covers every transport of the Server. Call it once per Server, before
-// listen.NewServer, which copies the options. A nil or disabled m leaves
-// opts unchanged.
+// (Subscription.TransportKind; a refusal under its request's
+// Transport.Kind, "" without one), each calling the hook that was set
+// before, after recording; and it adds opts.MaxStreams
+// (listen.DefaultMaxStreams when zero) to mcp.listen.streams.capacity,
+// which has no transport attribute: the limit covers every transport of
+// the Server. It creates the series of Streamable HTTP and stdio at zero
+// (see Metrics). Call it once per Server, before listen.NewServer, which
+// copies the options. A nil or disabled m leaves opts unchanged.
 func (m *Metrics) Instrument(opts *listen.Options) {
 	if m == nil || opts == nil {
 		return
 	}
+	m.recorder(streamhttp.TransportKind)
+	m.recorder(stdio.TransportKind)
 	switch {
 	case opts.MaxStreams == 0:
-		m.Transport("").AddCapacity(listen.DefaultMaxStreams)
+		m.capacity.Add(ctx, listen.DefaultMaxStreams)
 	case opts.MaxStreams > 0: // negative: listen.NewServer refuses the options
-		m.Transport("").AddCapacity(int64(opts.MaxStreams))
+		m.capacity.Add(ctx, int64(opts.MaxStreams))
 	}
 	onOpen, onClose, onRefuse := opts.OnOpen, opts.OnClose, opts.OnRefuse
 	opts.OnOpen = func(sub *listen.Subscription) {
-		m.Transport(sub.TransportKind()).OnOpen(sub)
+		m.recorder(sub.TransportKind()).OnOpen(sub)
 		if onOpen != nil {
 			onOpen(sub)
 		}
 	}
 	opts.OnClose = func(sub *listen.Subscription, reason error) {
-		m.Transport(sub.TransportKind()).OnClose(sub, reason)
+		m.recorder(sub.TransportKind()).OnClose(sub, reason)
 		if onClose != nil {
 			onClose(sub, reason)
 		}
@@ -267,7 +246,7 @@ func (m *Metrics) Instrument(opts *listen.Options) {
 		if req != nil {
 			kind = req.Transport.Kind
 		}
-		m.Transport(kind).OnRefuse(err)
+		m.recorder(kind).OnRefuse(err)
 		if onRefuse != nil {
 			onRefuse(req, err)
 		}
@@ -283,7 +262,7 @@ func (m *Metrics) InstrumentHTTP(opts *streamhttp.Options) {
 	if m == nil || opts == nil {
 		return
 	}
-	t := m.Transport(streamhttp.TransportKind)
+	t := m.recorder(streamhttp.TransportKind)
 	onKeepAlive := opts.OnKeepAlive
 	opts.OnKeepAlive = func(sub *listen.Subscription) {
 		t.OnKeepAlive(sub)

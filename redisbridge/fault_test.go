@@ -13,7 +13,6 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/cluster"
-	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/redisbridge"
 	"github.com/mcplisten/listen/redisbridge/redistest"
 )
@@ -98,7 +97,7 @@ func TestRedisRestart(t *testing.T) {
 // cannot tell.)
 func TestPartitionCatchesUp(t *testing.T) {
 	srv := redistest.Run(t)
-	p := listentest.NewProxy(t, srv.Addr)
+	p := newProxy(t, srv.Addr)
 	a := join(t, "A", "redis://"+p.Addr(), redisbridge.Options{})
 	b := join(t, "B", srv.URL(), redisbridge.Options{})
 	la, lb := a.listen(t, toolsOnly), b.listen(t, toolsOnly)
@@ -137,7 +136,7 @@ func TestPartitionCatchesUp(t *testing.T) {
 // on.
 func TestTrimmedResync(t *testing.T) {
 	srv := redistest.Run(t)
-	p := listentest.NewProxy(t, srv.Addr)
+	p := newProxy(t, srv.Addr)
 	opts := redisbridge.Options{StreamLength: 100} // the least
 	a := join(t, "A", "redis://"+p.Addr(), opts)
 	b := join(t, "B", srv.URL(), opts)

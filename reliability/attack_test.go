@@ -22,6 +22,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
+	"github.com/mcplisten/listen/internal/wiremsg"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/spec"
@@ -473,7 +474,7 @@ func TestAttackOneClientTakesEverySlot(t *testing.T) {
 		for i := range 20 {
 			resp := at.post(t, listenBody(strconv.Itoa(i), `{}`), as("greedy"))
 			if resp.StatusCode != http.StatusOK {
-				wantRefusal(t, resp, http.StatusTooManyRequests, jsonrpc.CodeInternalError, spec.MsgTooManyForKey)
+				wantRefusal(t, resp, http.StatusTooManyRequests, jsonrpc.CodeInternalError, wiremsg.TooManyForKey)
 				assert.Equal(t, "5", resp.Header.Get("Retry-After"))
 				break
 			}
@@ -484,7 +485,7 @@ func TestAttackOneClientTakesEverySlot(t *testing.T) {
 			at.listen(t, `"other"`, as(fmt.Sprintf("user-%d", i)))
 		}
 		resp := at.post(t, listenBody(`"late"`, `{}`), as("late"))
-		wantRefusal(t, resp, http.StatusServiceUnavailable, jsonrpc.CodeInternalError, spec.MsgCapacityExhausted)
+		wantRefusal(t, resp, http.StatusServiceUnavailable, jsonrpc.CodeInternalError, wiremsg.CapacityExhausted)
 		assert.Equal(t, "5", resp.Header.Get("Retry-After"))
 		st := at.h.Server().Stats()
 		assert.Equal(t, 20, st.Active)

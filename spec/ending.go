@@ -15,18 +15,9 @@ const (
 	// hint (listen.Options.RetryHint): how long, in milliseconds, the client
 	// should wait before it listens again.
 	MetaRetryAfterMs = "io.github.mcplisten/retryAfterMs"
-	// MsgShuttingDown is the message of the -32603 error a listen gets
-	// while the server drains (listen.Server.Shutdown).
-	MsgShuttingDown = "Server is shutting down"
-	// MsgTooManyForKey is the message of the -32603 error a listen gets
-	// over listen.Options.MaxStreamsPerKey.
-	MsgTooManyForKey = "Too many subscriptions open for this client"
 	// CodeEnded is the JSON-RPC error code of an early ending sent as an
 	// error: an implementation-defined server error, in the range JSON-RPC
 	// reserves for them (-32000 to -32099), clear of the codes MCP
 	// 2026-07-28 uses (-32020 to -32022). Its data is {"reason": "<reason>"}.
 	CodeEnded = -32050
-	// MsgListenDisabled is the message of the -32601 error every new listen
-	// gets while listen.Options.Disabled is set.
-	MsgListenDisabled = "Method not found: subscriptions/listen is turned off on this server"
 )

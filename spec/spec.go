@@ -1,7 +1,7 @@
 // Package spec names the MCP 2026-07-28 vocabulary of subscriptions/listen
 // that the listen packages and their users share: the protocol versions,
-// the methods, the _meta keys, the filter keys, and the exact error
-// messages the listen packages send.
+// the methods, the _meta keys, the filter keys, the wire of an early ending
+// (MetaEndReason, CodeEnded) and the unsupported-version error.
 //
 // Server authors rarely need it: the root package listen opens and serves
 // subscriptions. Tests and transports use it to speak of the wire without

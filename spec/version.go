@@ -3,12 +3,9 @@ package spec
 import (
 	"slices"
 
+	"github.com/mcplisten/listen/internal/wiremsg"
 	"github.com/mcplisten/listen/jsonrpc"
 )
-
-// HasListen reports whether protocol version v has subscriptions/listen
-// (true for 2026-07-28; false for the initialize-era versions before it).
-func HasListen(v string) bool { return v == ProtocolVersion }
 
 // ListenVersionError returns the error for a subscriptions/listen request
 // naming protocol version v, or nil when v is ProtocolVersion. An older
@@ -26,7 +23,7 @@ func ListenVersionError(supported []string, v string) *jsonrpc.Error {
 		supported = SupportedProtocolVersions
 	}
 	if slices.Contains(supported, v) {
-		return jsonrpc.NewError(jsonrpc.CodeMethodNotFound, MsgMethodNotFoundListen)
+		return jsonrpc.NewError(jsonrpc.CodeMethodNotFound, wiremsg.MethodNotFoundListen)
 	}
 	return UnsupportedVersionError(supported, v)
 }
@@ -40,7 +37,7 @@ func UnsupportedVersionError(supported []string, requested string) *jsonrpc.Erro
 	if supported == nil {
 		supported = SupportedProtocolVersions
 	}
-	return jsonrpc.NewError(jsonrpc.CodeUnsupportedProtocolVersion, MsgUnsupportedVersion).
+	return jsonrpc.NewError(jsonrpc.CodeUnsupportedProtocolVersion, wiremsg.UnsupportedVersion).
 		WithData(unsupportedVersionData{Supported: supported, Requested: requested})
 }
 

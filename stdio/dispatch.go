@@ -9,6 +9,7 @@ import (
 	"github.com/mcplisten/listen/internal/echo"
 	"github.com/mcplisten/listen/internal/jsonenc"
 	"github.com/mcplisten/listen/internal/jsonobj"
+	"github.com/mcplisten/listen/internal/wiremsg"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
 )
@@ -38,9 +39,9 @@ func (c *conn) handleLine(line []byte) {
 		return
 	}
 	if c.inFlight(msg.ID) {
-		err := jsonrpc.NewError(jsonrpc.CodeInvalidRequest, spec.MsgDuplicateID)
+		err := jsonrpc.NewError(jsonrpc.CodeInvalidRequest, wiremsg.DuplicateID)
 		if msg.Method == spec.MethodListen {
-			c.srv.ls.Refused(nil, err)
+			c.srv.ls.Refused(&listen.Request{ID: msg.ID, Transport: listen.Transport{Kind: TransportKind}}, err)
 		}
 		c.reply(msg.ID, err)
 		return
@@ -162,7 +163,7 @@ func (c *conn) forward(m []byte) bool {
 func (c *conn) listen(msg jsonrpc.Message) {
 	req := &listen.Request{ID: msg.ID, Transport: listen.Transport{Kind: TransportKind}}
 	if err := listen.ParseParams(msg.Params, req); err != nil {
-		c.srv.ls.Refused(nil, err)
+		c.srv.ls.Refused(req, err)
 		c.reply(msg.ID, err)
 		return
 	}
@@ -210,7 +211,7 @@ func parseCancelled(params json.RawMessage, maxID int) (id jsonrpc.ID, reason st
 		return jsonrpc.ID{}, "", 0, false
 	}
 	rawID, rawReason := found[0].Value, found[1].Value
-	if jsonrpc.IDTooLong(rawID, maxID) {
+	if wiremsg.IDTooLong(rawID, maxID) {
 		return jsonrpc.ID{}, "", 0, false
 	}
 	if id, ok = jsonrpc.ParseID(rawID); !ok {
@@ -241,7 +242,7 @@ func parseResponse(line []byte, maxID int) ([]byte, bool) {
 		if rerr == nil {
 			return nil, false
 		}
-	} else if jsonrpc.IDTooLong(id, maxID) {
+	} else if wiremsg.IDTooLong(id, maxID) {
 		return nil, false
 	} else if _, ok := jsonrpc.ParseID(id); !ok {
 		return nil, false

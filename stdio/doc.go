@@ -57,9 +57,9 @@
 // skipped to its newline, never buffered past the limit) and the
 // connection goes on. A message whose id is over listen.Options.MaxIDBytes
 // (a request of any method, a response to the peer) is answered with
-// -32600 "Invalid request: id must be at most <N> bytes" without an id
-// (jsonrpc.IDTooLarge), and neither kept nor forwarded; a cancellation
-// naming such an id is ignored.
+// -32600 "Invalid request: id must be at most <N> bytes" without an id,
+// and neither kept nor forwarded; a cancellation naming such an id is
+// ignored.
 //
 // Many listens and requests share the connection. Each listen has its own
 // stream (its acknowledgement, its notifications in order, one terminal

@@ -20,8 +20,8 @@ var (
 )
 
 // Exact messages of the errors this transport writes itself. The listen
-// core's messages (spec.MsgDuplicateID, spec.MsgCapacityExhausted,
-// spec.MsgMethodNotFoundListen and the -32602 messages of
+// core's messages ("Duplicate in-flight request id", "Server subscription capacity exhausted",
+// "Method not found: subscriptions/listen" and the -32602 messages of
 // listen.ParseParams) are used as they are.
 const (
 	// MsgLineTooLong is the message of the -32600 error (without an id)

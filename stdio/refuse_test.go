@@ -9,14 +9,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/internal/wiremsg"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
-	"github.com/mcplisten/listen/spec"
+	"github.com/mcplisten/listen/stdio"
 )
 
 // listen.Options.OnRefuse sees every stdio listen answered with an error
-// instead of a stream, with the error sent and the request once it could
-// be read, and nothing else: not a refused request of another method, not
+// instead of a stream, with the error sent and the request (its id and
+// transport at least), and nothing else: not a refused request of another method, not
 // a listen that opened. A panic in it is contained.
 func TestOnRefuse(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -39,12 +40,11 @@ func TestOnRefuse(t *testing.T) {
 		next := func(code int, message string, id string) error {
 			t.Helper()
 			r := <-errs
-			if id == "" {
-				require.Nil(t, r.req, "refused before the request was read")
-			} else {
-				require.NotNil(t, r.req)
-				require.Equal(t, id, r.req.ID.Raw())
-			}
+			// Read or not, the request holds its id and its transport, so
+			// that a refusal is counted under its transport kind.
+			require.NotNil(t, r.req)
+			require.Equal(t, id, r.req.ID.Raw())
+			require.Equal(t, stdio.TransportKind, r.req.Transport.Kind)
 			err := r.err
 			var we *jsonrpc.Error
 			require.ErrorAs(t, err, &we)
@@ -55,31 +55,31 @@ func TestOnRefuse(t *testing.T) {
 
 		h.openListen(`1`) // takes the only slot
 		h.send(listenLine(`1`, `{}`))
-		requireError(t, h.recv(), `1`, jsonrpc.CodeInvalidRequest, spec.MsgDuplicateID)
-		next(jsonrpc.CodeInvalidRequest, spec.MsgDuplicateID, "")
+		requireError(t, h.recv(), `1`, jsonrpc.CodeInvalidRequest, wiremsg.DuplicateID)
+		next(jsonrpc.CodeInvalidRequest, wiremsg.DuplicateID, `1`)
 
 		h.send(listenLine(`2`, `[]`))
-		requireError(t, h.recv(), `2`, jsonrpc.CodeInvalidParams, spec.MsgNotificationsObject)
-		next(jsonrpc.CodeInvalidParams, spec.MsgNotificationsObject, "")
+		requireError(t, h.recv(), `2`, jsonrpc.CodeInvalidParams, wiremsg.NotificationsObject)
+		next(jsonrpc.CodeInvalidParams, wiremsg.NotificationsObject, `2`)
 
 		h.send(listenLineVersion(`3`, `{}`, "2025-06-18"))
-		requireError(t, h.recv(), `3`, jsonrpc.CodeMethodNotFound, spec.MsgMethodNotFoundListen)
-		next(jsonrpc.CodeMethodNotFound, spec.MsgMethodNotFoundListen, `3`)
+		requireError(t, h.recv(), `3`, jsonrpc.CodeMethodNotFound, wiremsg.MethodNotFoundListen)
+		next(jsonrpc.CodeMethodNotFound, wiremsg.MethodNotFoundListen, `3`)
 
 		h.send(listenLineVersion(`4`, `{}`, "2099-01-01"))
-		requireError(t, h.recv(), `4`, jsonrpc.CodeUnsupportedProtocolVersion, spec.MsgUnsupportedVersion)
-		next(jsonrpc.CodeUnsupportedProtocolVersion, spec.MsgUnsupportedVersion, `4`)
+		requireError(t, h.recv(), `4`, jsonrpc.CodeUnsupportedProtocolVersion, wiremsg.UnsupportedVersion)
+		next(jsonrpc.CodeUnsupportedProtocolVersion, wiremsg.UnsupportedVersion, `4`)
 
 		h.send(listenLine(`5`, `{}`))
-		requireError(t, h.recv(), `5`, jsonrpc.CodeInternalError, spec.MsgCapacityExhausted)
-		require.ErrorIs(t, next(jsonrpc.CodeInternalError, spec.MsgCapacityExhausted, `5`), listen.ErrOverloaded)
+		requireError(t, h.recv(), `5`, jsonrpc.CodeInternalError, wiremsg.CapacityExhausted)
+		require.ErrorIs(t, next(jsonrpc.CodeInternalError, wiremsg.CapacityExhausted, `5`), listen.ErrOverloaded)
 
 		h.send(cancelLine(`1`, "bye")) // frees the slot
 		h.closedReason()
 		synctest.Wait() // the slot is free once the listen's goroutine is done
 		h.send(listenLine(`"fails"`, `{}`))
-		requireError(t, h.recv(), `"fails"`, jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen)
-		next(jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen, `"fails"`)
+		requireError(t, h.recv(), `"fails"`, jsonrpc.CodeInternalError, wiremsg.SourceFailedToOpen)
+		next(jsonrpc.CodeInternalError, wiremsg.SourceFailedToOpen, `"fails"`)
 
 		// Not listens: not reported.
 		h.send(requestLine(`6`, "tools/list"))

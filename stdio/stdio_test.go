@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/internal/wiremsg"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/spec"
@@ -144,7 +145,7 @@ func TestTwoListensInterleaveKeepingPerIDOrder(t *testing.T) {
 		requireReason(t, h.closedReason(), `"a"`, listen.ErrComplete)
 
 		b.Fail(errors.New("feed broke"))
-		requireError(t, h.recv(), `7`, jsonrpc.CodeInternalError, spec.MsgSourceFailed)
+		requireError(t, h.recv(), `7`, jsonrpc.CodeInternalError, wiremsg.SourceFailed)
 		requireReason(t, h.closedReason(), `7`, listen.ErrFailed)
 
 		rest, err := h.closeInput()
@@ -252,9 +253,9 @@ func TestDuplicateInFlightID(t *testing.T) {
 		st := h.openListen(`"d"`)
 
 		h.send(listenLine(`"d"`, `{"toolsListChanged":true}`))
-		requireError(t, h.recv(), `"d"`, jsonrpc.CodeInvalidRequest, spec.MsgDuplicateID)
+		requireError(t, h.recv(), `"d"`, jsonrpc.CodeInvalidRequest, wiremsg.DuplicateID)
 		h.send(requestLine(`"d"`, "tools/list"))
-		requireError(t, h.recv(), `"d"`, jsonrpc.CodeInvalidRequest, spec.MsgDuplicateID)
+		requireError(t, h.recv(), `"d"`, jsonrpc.CodeInvalidRequest, wiremsg.DuplicateID)
 		h.quiet()
 		require.Empty(t, app.started, "the duplicate never reaches the handler")
 		require.Empty(t, h.src.Opened(), "nor the source")
@@ -268,9 +269,9 @@ func TestDuplicateInFlightID(t *testing.T) {
 		h.send(requestLine(`9`, "slow"))
 		<-app.started
 		h.send(requestLine(`9`, "tools/list"))
-		requireError(t, h.recv(), `9`, jsonrpc.CodeInvalidRequest, spec.MsgDuplicateID)
+		requireError(t, h.recv(), `9`, jsonrpc.CodeInvalidRequest, wiremsg.DuplicateID)
 		h.send(listenLine(`9`, `{}`))
-		requireError(t, h.recv(), `9`, jsonrpc.CodeInvalidRequest, spec.MsgDuplicateID)
+		requireError(t, h.recv(), `9`, jsonrpc.CodeInvalidRequest, wiremsg.DuplicateID)
 		app.release <- struct{}{}
 		m := h.recv()
 		require.Equal(t, `9`, m.id())
@@ -343,7 +344,7 @@ func TestCapacityExhausted(t *testing.T) {
 		h.openListen(`2`)
 
 		h.send(listenLine(`3`, `{"toolsListChanged":true}`))
-		requireError(t, h.recv(), `3`, jsonrpc.CodeInternalError, spec.MsgCapacityExhausted)
+		requireError(t, h.recv(), `3`, jsonrpc.CodeInternalError, wiremsg.CapacityExhausted)
 		h.quiet()
 		require.Empty(t, h.src.Opened(), "the source is not opened for a refused listen")
 
@@ -355,7 +356,7 @@ func TestCapacityExhausted(t *testing.T) {
 		synctest.Wait()
 		h.openListen(`3`)
 		h.send(listenLine(`4`, `{"toolsListChanged":true}`))
-		requireError(t, h.recv(), `4`, jsonrpc.CodeInternalError, spec.MsgCapacityExhausted)
+		requireError(t, h.recv(), `4`, jsonrpc.CodeInternalError, wiremsg.CapacityExhausted)
 
 		rest, err := h.closeInput()
 		require.NoError(t, err)
@@ -661,28 +662,28 @@ func TestListenVersionAndParamsErrors(t *testing.T) {
 		message string
 		data    string
 	}{
-		{"legacy 2025-11-25", listenLineVersion(`"L"`, `{}`, "2025-11-25"), jsonrpc.CodeMethodNotFound, spec.MsgMethodNotFoundListen, ""},
-		{"old version the server does not speak", listenLineVersion(`"L"`, `{}`, "2024-11-05"), jsonrpc.CodeUnsupportedProtocolVersion, spec.MsgUnsupportedVersion,
+		{"legacy 2025-11-25", listenLineVersion(`"L"`, `{}`, "2025-11-25"), jsonrpc.CodeMethodNotFound, wiremsg.MethodNotFoundListen, ""},
+		{"old version the server does not speak", listenLineVersion(`"L"`, `{}`, "2024-11-05"), jsonrpc.CodeUnsupportedProtocolVersion, wiremsg.UnsupportedVersion,
 			`{"supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"],"requested":"2024-11-05"}`},
-		{"1900-01-01 (the specification's example)", listenLineVersion(`"L"`, `{}`, "1900-01-01"), jsonrpc.CodeUnsupportedProtocolVersion, spec.MsgUnsupportedVersion,
+		{"1900-01-01 (the specification's example)", listenLineVersion(`"L"`, `{}`, "1900-01-01"), jsonrpc.CodeUnsupportedProtocolVersion, wiremsg.UnsupportedVersion,
 			`{"supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"],"requested":"1900-01-01"}`},
-		{"bad params win over a legacy version", req(`{` + meta("2025-06-18") + `}`), jsonrpc.CodeInvalidParams, spec.MsgNotificationsObject, ""},
-		{"future version", listenLineVersion(`"L"`, `{}`, "2027-01-01"), jsonrpc.CodeUnsupportedProtocolVersion, spec.MsgUnsupportedVersion,
+		{"bad params win over a legacy version", req(`{` + meta("2025-06-18") + `}`), jsonrpc.CodeInvalidParams, wiremsg.NotificationsObject, ""},
+		{"future version", listenLineVersion(`"L"`, `{}`, "2027-01-01"), jsonrpc.CodeUnsupportedProtocolVersion, wiremsg.UnsupportedVersion,
 			`{"supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"],"requested":"2027-01-01"}`},
-		{"unknown version", listenLineVersion(`"L"`, `{}`, "v999.0.0"), jsonrpc.CodeUnsupportedProtocolVersion, spec.MsgUnsupportedVersion,
+		{"unknown version", listenLineVersion(`"L"`, `{}`, "v999.0.0"), jsonrpc.CodeUnsupportedProtocolVersion, wiremsg.UnsupportedVersion,
 			`{"supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"],"requested":"v999.0.0"}`},
-		{"params missing", `{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen"}`, jsonrpc.CodeInvalidParams, spec.MsgParamsObject, ""},
-		{"params an array", req(`[]`), jsonrpc.CodeInvalidParams, spec.MsgParamsObject, ""},
-		{"_meta missing", req(`{"notifications":{}}`), jsonrpc.CodeInvalidParams, spec.MsgMetaObject, ""},
-		{"_meta a string", req(`{"_meta":"x","notifications":{}}`), jsonrpc.CodeInvalidParams, spec.MsgMetaObject, ""},
-		{"version missing", req(`{"_meta":{"` + spec.MetaClientCapabilities + `":{}},"notifications":{}}`), jsonrpc.CodeInvalidParams, spec.MsgMetaProtocolVersion, ""},
-		{"version a number", req(`{"_meta":{"` + spec.MetaProtocolVersion + `":20260728,"` + spec.MetaClientCapabilities + `":{}},"notifications":{}}`), jsonrpc.CodeInvalidParams, spec.MsgMetaProtocolVersion, ""},
-		{"capabilities missing", req(`{"_meta":{"` + spec.MetaProtocolVersion + `":"` + v + `"},"notifications":{}}`), jsonrpc.CodeInvalidParams, spec.MsgMetaCapabilities, ""},
-		{"notifications missing", req(`{` + meta(v) + `}`), jsonrpc.CodeInvalidParams, spec.MsgNotificationsObject, ""},
-		{"notifications a list", req(`{` + meta(v) + `,"notifications":[]}`), jsonrpc.CodeInvalidParams, spec.MsgNotificationsObject, ""},
+		{"params missing", `{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen"}`, jsonrpc.CodeInvalidParams, wiremsg.ParamsObject, ""},
+		{"params an array", req(`[]`), jsonrpc.CodeInvalidParams, wiremsg.ParamsObject, ""},
+		{"_meta missing", req(`{"notifications":{}}`), jsonrpc.CodeInvalidParams, wiremsg.MetaObject, ""},
+		{"_meta a string", req(`{"_meta":"x","notifications":{}}`), jsonrpc.CodeInvalidParams, wiremsg.MetaObject, ""},
+		{"version missing", req(`{"_meta":{"` + spec.MetaClientCapabilities + `":{}},"notifications":{}}`), jsonrpc.CodeInvalidParams, wiremsg.MetaProtocolVersion, ""},
+		{"version a number", req(`{"_meta":{"` + spec.MetaProtocolVersion + `":20260728,"` + spec.MetaClientCapabilities + `":{}},"notifications":{}}`), jsonrpc.CodeInvalidParams, wiremsg.MetaProtocolVersion, ""},
+		{"capabilities missing", req(`{"_meta":{"` + spec.MetaProtocolVersion + `":"` + v + `"},"notifications":{}}`), jsonrpc.CodeInvalidParams, wiremsg.MetaCapabilities, ""},
+		{"notifications missing", req(`{` + meta(v) + `}`), jsonrpc.CodeInvalidParams, wiremsg.NotificationsObject, ""},
+		{"notifications a list", req(`{` + meta(v) + `,"notifications":[]}`), jsonrpc.CodeInvalidParams, wiremsg.NotificationsObject, ""},
 		{"flag not a boolean", listenLine(`"L"`, `{"toolsListChanged":"yes"}`), jsonrpc.CodeInvalidParams, "subscriptions/listen toolsListChanged must be a boolean", ""},
-		{"URIs not a list", listenLine(`"L"`, `{"resourceSubscriptions":"file:///a"}`), jsonrpc.CodeInvalidParams, spec.MsgURIsList, ""},
-		{"URI not absolute", listenLine(`"L"`, `{"resourceSubscriptions":["a/b"]}`), jsonrpc.CodeInvalidParams, spec.MsgURIsAbsolute, ""},
+		{"URIs not a list", listenLine(`"L"`, `{"resourceSubscriptions":"file:///a"}`), jsonrpc.CodeInvalidParams, wiremsg.URIsList, ""},
+		{"URI not absolute", listenLine(`"L"`, `{"resourceSubscriptions":["a/b"]}`), jsonrpc.CodeInvalidParams, wiremsg.URIsAbsolute, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -862,7 +863,7 @@ func TestOpenErrors(t *testing.T) {
 		requireError(t, m, `"wire"`, jsonrpc.CodeMissingRequiredClientCapability, "Missing required client capability")
 		require.JSONEq(t, `{"requiredCapabilities":{}}`, string(m.err().Data))
 		h.send(listenLine(`"plain"`, `{}`))
-		requireError(t, h.recv(), `"plain"`, jsonrpc.CodeInternalError, spec.MsgSourceFailedToOpen)
+		requireError(t, h.recv(), `"plain"`, jsonrpc.CodeInternalError, wiremsg.SourceFailedToOpen)
 		// The ids are free again.
 		h.send(requestLine(`"wire"`, "x"))
 		requireError(t, h.recv(), `"wire"`, jsonrpc.CodeMethodNotFound, "Method not found: x")
@@ -1059,7 +1060,7 @@ func TestSupportedVersionsOption(t *testing.T) {
 		h := start(t, t.Context(), nil, &options{Listen: listen.Options{SupportedVersions: []string{spec.ProtocolVersion}}})
 		h.send(listenLineVersion(`1`, `{}`, "2099-01-01"))
 		m := h.recv()
-		requireError(t, m, `1`, jsonrpc.CodeUnsupportedProtocolVersion, spec.MsgUnsupportedVersion)
+		requireError(t, m, `1`, jsonrpc.CodeUnsupportedProtocolVersion, wiremsg.UnsupportedVersion)
 		require.JSONEq(t, `{"supported":["2026-07-28"],"requested":"2099-01-01"}`, string(m.err().Data))
 		rest, err := h.closeInput()
 		require.NoError(t, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/internal/testkit"
 	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/streamhttp"
@@ -26,7 +27,7 @@ func TestDefaultTimings(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src := listentest.NewSource()
 		h := newHandler(t, src, config{Listen: listen.Options{Capabilities: caps()}})
-		l := listentest.NewPipeListener()
+		l := testkit.NewPipeListener()
 		srv := &http.Server{Handler: h}
 		served := make(chan error, 1)
 		go func() { served <- srv.Serve(l) }()

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/internal/testkit"
 	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/spec"
 )
@@ -34,7 +35,7 @@ type completion struct {
 // returns, one by one, spread evenly over the window: the i-th completion
 // a client reads comes within the i-th 1/n of the window (synctest's
 // clock; the streams are HTTP/1.1 connections the Handler took over, on
-// listentest.PipeListener).
+// testkit.PipeListener).
 func TestPacedDrainOverHTTP(t *testing.T) {
 	for _, hint := range []bool{false, true} {
 		t.Run(fmt.Sprintf("RetryHint=%v", hint), func(t *testing.T) {
@@ -51,7 +52,7 @@ func pacedDrain(t *testing.T, hint bool) {
 		RetryAfter: retryAfter,
 		Listen:     listen.Options{Capabilities: caps(), DrainWindow: window, RetryHint: hint},
 	})
-	ln := listentest.NewPipeListener()
+	ln := testkit.NewPipeListener()
 	hs := &http.Server{Handler: h}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }() // ends on hs.Close below

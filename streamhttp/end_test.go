@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/internal/testkit"
 	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/spec"
 )
@@ -91,7 +92,7 @@ func TestShutdownWaitsForOnClose(t *testing.T) {
 						<-release
 					},
 				})
-				l := listentest.NewPipeListener()
+				l := testkit.NewPipeListener()
 				srv := &http.Server{Handler: h}
 				served := make(chan error, 1)
 				go func() { served <- srv.Serve(l) }()
@@ -163,7 +164,7 @@ func TestShutdownWaitsForOnClose(t *testing.T) {
 func TestOnClosePanics(t *testing.T) {
 	for _, p := range servingPaths {
 		t.Run(p.name, func(t *testing.T) {
-			var logged listentest.LogBuffer
+			var logged testkit.LogBuffer
 			e := newEnv(t, nil, &config{
 				NoTakeover: p.noTakeover,
 				OnClose: func(sub *listen.Subscription, _ error) {

@@ -10,7 +10,7 @@ import (
 )
 
 // Exact messages of the JSON-RPC errors this package writes itself. The
-// params, parse and open errors carry the core's messages (spec.Msg...).
+// params, parse and open errors carry the core's exact messages.
 const (
 	MsgMethodNotAllowed = "Method not allowed: subscriptions/listen is served over POST"
 	MsgForbidden        = "Forbidden: invalid Origin or Host"
@@ -65,7 +65,8 @@ type reply struct {
 	id     jsonrpc.ID
 	err    *jsonrpc.Error // nil: no body
 	header http.Header
-	// req is the refused listen, when it was read (for OnRefuse).
+	// req is the refused listen, when it was read (for OnRefuse, which
+	// gets one holding the id and the Transport otherwise).
 	req *listen.Request
 	// reported is set when the Server already told OnRefuse (its own
 	// refusals: Admit, Open).
@@ -96,7 +97,14 @@ func (f *reply) write(h *Handler, w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if h != nil && !f.reported {
-		h.srv.Refused(f.req, f.err)
+		req := f.req
+		if req == nil { // not read: its transport is known all the same
+			req = &listen.Request{ID: f.id}
+		}
+		if req.Transport.Kind == "" {
+			req.Transport = listen.Transport{Kind: TransportKind, RemoteAddr: r.RemoteAddr, Header: r.Header}
+		}
+		h.srv.Refused(req, f.err)
 	}
 	body := jsonrpc.ErrorResponse(f.id, f.err)
 	hdr := w.Header()

@@ -50,17 +50,10 @@ type hubEnv struct {
 	hubCloses atomic.Int32
 }
 
-type countCloses struct {
-	hub.NopHooks
-	n *atomic.Int32
-}
-
-func (c countCloses) OnClose(hub.CloseInfo) { c.n.Add(1) }
-
 func newHubEnv(t testing.TB, portable bool, hopts hub.Options, opts config, sendBuffer int) *hubEnv {
 	t.Helper()
 	e := &hubEnv{closes: make(chan closed, 4096)}
-	hopts.Hooks = countCloses{n: &e.hubCloses}
+	hopts.OnClose = func(hub.CloseInfo) { e.hubCloses.Add(1) }
 	var err error
 	e.hub, err = hub.New(hopts)
 	require.NoError(t, err)

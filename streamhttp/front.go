@@ -3,13 +3,13 @@ package streamhttp
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"time"
 
 	"github.com/mcplisten/listen/internal/jsonobj"
+	"github.com/mcplisten/listen/internal/wiremsg"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
 )
@@ -54,8 +54,8 @@ const DefaultFrontMaxBodyBytes = 512 << 10
 //   - a bound on the ids of its body: a message (the body's, or a member
 //     of a batch; a request, a notification or a response) whose id is
 //     longer than FrontOptions.MaxIDBytes is refused with 400 and -32600
-//     "Invalid request: id must be at most <N> bytes" without an id
-//     (jsonrpc.IDTooLarge), so that other never keeps nor repeats it.
+//     "Invalid request: id must be at most <N> bytes" without an id, so
+//     that other never keeps nor repeats it.
 //
 // Refusals are reported to the *Handler's Server (OnRefuse). FrontWith chooses
 // another check, or none, and other limits. The request line and headers,
@@ -89,8 +89,8 @@ type FrontOptions struct {
 	ReadTimeout time.Duration
 	// MaxIDBytes bounds the id of every message of a body Front reads
 	// (see listen.Options.MaxIDBytes). Zero means listenHandler's
-	// Listen.MaxIDBytes when it is a *Handler, else
-	// jsonrpc.DefaultMaxIDBytes (256). FrontWith panics if it is negative.
+	// Listen.MaxIDBytes when it is a *Handler, else 256. FrontWith panics
+	// if it is negative.
 	MaxIDBytes int
 }
 
@@ -124,7 +124,7 @@ func FrontWith(listenHandler, other http.Handler, opts FrontOptions) http.Handle
 		f.maxID = f.h.srv.Options().MaxIDBytes
 	}
 	if f.maxID <= 0 {
-		f.maxID = jsonrpc.DefaultMaxIDBytes
+		f.maxID = wiremsg.DefaultMaxIDBytes
 	}
 	if f.readTimeout == 0 {
 		f.readTimeout = DefaultReadTimeout
@@ -178,10 +178,10 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = rc.SetReadDeadline(time.Time{})
 	m, err := jsonrpc.ParseMessageMaxID(body, f.maxID)
 	parsed := err == nil
-	if !parsed && !errors.Is(err, jsonrpc.ErrParse) && oversizedID(body, f.maxID) {
+	if !parsed && !(jsonrpc.CodeOf(err) == jsonrpc.CodeParseError) && oversizedID(body, f.maxID) {
 		// Read as a message, or as JSON (a batch, a response): no id over
 		// the bound goes further.
-		refuse(http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.IDTooLarge(f.maxID)).write(f.h, w, r)
+		refuse(http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, wiremsg.IDTooLarge(f.maxID))).write(f.h, w, r)
 		return
 	}
 	if r.Method == http.MethodPost && isListenBody(body, m, parsed, f.maxID) {
@@ -265,7 +265,7 @@ func oversizedID(body []byte, max int) bool {
 func objectIDTooLong(obj []byte, max int) bool {
 	long := false
 	jsonobj.Each(obj, func(m jsonobj.Member) bool {
-		long = m.Is("id") && jsonrpc.IDTooLong(m.Value, max)
+		long = m.Is("id") && wiremsg.IDTooLong(m.Value, max)
 		return !long
 	})
 	return long

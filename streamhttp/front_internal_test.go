@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/internal/wiremsg"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
 )
@@ -80,10 +81,10 @@ func TestFrontBatchCostsNoAllocationPerMember(t *testing.T) {
 		parsed := err == nil
 		require.False(t, parsed)
 		allocs := testing.AllocsPerRun(3, func() {
-			if oversizedID(body, jsonrpc.DefaultMaxIDBytes) {
+			if oversizedID(body, wiremsg.DefaultMaxIDBytes) {
 				t.Error("no id is too long")
 			}
-			if isListenBody(body, m, parsed, jsonrpc.DefaultMaxIDBytes) {
+			if isListenBody(body, m, parsed, wiremsg.DefaultMaxIDBytes) {
 				t.Error("not a listen")
 			}
 		})

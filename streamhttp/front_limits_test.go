@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/internal/testkit"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/spec"
@@ -176,9 +177,9 @@ func TestFrontMaxBodyBytes(t *testing.T) {
 // newPipeFront serves f on a PipeListener (see newPipeServer) and returns
 // the listener, a Transport dialling it and a function that stops the
 // server.
-func newPipeFront(t *testing.T, f http.Handler, h2 bool) (*listentest.PipeListener, *http.Transport, func()) {
+func newPipeFront(t *testing.T, f http.Handler, h2 bool) (*testkit.PipeListener, *http.Transport, func()) {
 	t.Helper()
-	l := listentest.NewPipeListener()
+	l := testkit.NewPipeListener()
 	srv := &http.Server{Handler: f}
 	tr := &http.Transport{DialContext: l.Dial}
 	if h2 {

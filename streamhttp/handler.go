@@ -202,7 +202,7 @@ func (h *Handler) Server() *listen.Server { return h.srv }
 //	a notification (no id), not a listen         202  accepted and ignored, no body
 //	another method                               404  -32601 "Method not found: <method>"
 //	listen without id                            400  -32600
-//	bad params (_meta, notifications)            400  -32602, the core's exact messages (spec.Msg...)
+//	bad params (_meta, notifications)            400  -32602, the core's exact messages
 //	MCP-Protocol-Version header ≠ _meta version  400  -32020 "Header mismatch: ..."
 //	the Server refuses (listen.Slot.Admit)       its error: 404 for an older protocol version, 400 for another
 //	                                             unsupported one, 503 while draining and over MaxStreams,

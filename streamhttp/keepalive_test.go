@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/internal/testkit"
 	"github.com/mcplisten/listen/listentest"
 )
 
@@ -45,7 +46,7 @@ func TestOnKeepAlive(t *testing.T) {
 					},
 				}).build(src)
 				require.NoError(t, err)
-				l := listentest.NewPipeListener()
+				l := testkit.NewPipeListener()
 				srv := &http.Server{Handler: h}
 				served := make(chan error, 1)
 				go func() { served <- srv.Serve(l) }()

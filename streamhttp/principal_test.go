@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
+	"github.com/mcplisten/listen/internal/wiremsg"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/streamhttp"
@@ -236,7 +237,7 @@ func TestFellBehindEndsTheStreamOverHTTP(t *testing.T) {
 	for i, p := range servePaths {
 		t.Run(p.name, func(t *testing.T) {
 			overflowed := make(chan struct{}, 1)
-			e, h := pathEnv(t, i, hub.Options{MaxBuffer: 4, Overflow: hub.EndListener, Hooks: endedHook{overflowed}},
+			e, h := pathEnv(t, i, hub.Options{MaxBuffer: 4, Overflow: hub.EndListener, OnOverflow: endedHook(overflowed)},
 				config{WriteTimeout: failsafe, Listen: listen.Options{Capabilities: caps()}})
 			s := e.listenAs(t, "slow", "", `{"toolsListChanged":true}`)
 			// Publish until the hub ends the listener: the client reads
@@ -268,17 +269,13 @@ func TestFellBehindEndsTheStreamOverHTTP(t *testing.T) {
 }
 
 // endedHook signals when a publication ended a listener.
-type endedHook struct{ ch chan struct{} }
-
-func (endedHook) OnOpen(hub.OpenInfo)         {}
-func (endedHook) OnPublish(hub.PublishInfo)   {}
-func (endedHook) OnShutdown(hub.ShutdownInfo) {}
-func (endedHook) OnClose(hub.CloseInfo)       {}
-func (h endedHook) OnOverflow(i hub.OverflowInfo) {
-	if i.Ended > 0 {
-		select {
-		case h.ch <- struct{}{}:
-		default:
+func endedHook(ch chan struct{}) func(hub.OverflowInfo) {
+	return func(i hub.OverflowInfo) {
+		if i.Ended > 0 {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
 		}
 	}
 }
@@ -319,7 +316,7 @@ func TestDisabledListenOverHTTP(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
 	b := readError(t, resp)
 	assert.Equal(t, jsonrpc.CodeMethodNotFound, b.Error.Code)
-	assert.Equal(t, spec.MsgListenDisabled, b.Error.Message)
+	assert.Equal(t, wiremsg.ListenDisabled, b.Error.Message)
 	hdr := listenHeaders()
 	hdr.Set("Mcp-Method", "tools/list")
 	resp = e.do(t, http.MethodPost, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, hdr)

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/internal/testkit"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/spec"
@@ -29,7 +30,7 @@ import (
 // tests in a synctest bubble, over HTTP/1.1 or unencrypted HTTP/2.
 type pipeServer struct {
 	h      *streamhttp.Handler
-	l      *listentest.PipeListener
+	l      *testkit.PipeListener
 	srv    *http.Server
 	tr     *http.Transport
 	served chan error
@@ -40,7 +41,7 @@ func newPipeServer(t *testing.T, src listen.Source, opts config, h2 bool) *pipeS
 	if reflect.ValueOf(opts.Listen.Capabilities).IsZero() {
 		opts.Listen.Capabilities = caps()
 	}
-	p := &pipeServer{h: newHandler(t, src, opts), l: listentest.NewPipeListener(), served: make(chan error, 1)}
+	p := &pipeServer{h: newHandler(t, src, opts), l: testkit.NewPipeListener(), served: make(chan error, 1)}
 	p.srv = &http.Server{Handler: p.h}
 	p.tr = &http.Transport{DialContext: p.l.Dial}
 	if h2 {

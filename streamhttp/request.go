@@ -30,7 +30,7 @@ const TransportKind = "streamable_http"
 //     unreadable body: 400; the request ended once its body was read (an
 //     HTTP/2 stream reset after its listen): nothing is written;
 //  5. JSON: -32700 or -32600, 400; an id over Listen.MaxIDBytes: -32600
-//     without an id (jsonrpc.IDTooLarge), 400;
+//     without an id ("Invalid request: id must be at most <N> bytes"), 400;
 //  6. Mcp-Method header vs body method: -32020, 400;
 //  7. a notification (no id) of another method: 202, ignored; any other
 //     method: -32601, 404; a listen without id: -32600, 400;

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/internal/testkit"
 	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/streamhttp"
@@ -311,7 +312,7 @@ func TestOptionsCopied(t *testing.T) {
 // the stream is served as if the hook had returned (before, the panic went
 // up to net/http and the stream was abandoned).
 func TestPanickingOnOpen(t *testing.T) {
-	var logged listentest.LogBuffer
+	var logged testkit.LogBuffer
 	e := newEnv(t, nil, &config{
 		OnOpen: func(*listen.Subscription) { panic("OnOpen failed") },
 		Logger: slog.New(slog.NewTextHandler(&logged, nil)),

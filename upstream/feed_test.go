@@ -13,7 +13,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
-	"github.com/mcplisten/listen/listentest"
+	"github.com/mcplisten/listen/internal/testkit"
 	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/streamhttp"
 	"github.com/mcplisten/listen/upstream"
@@ -68,7 +68,7 @@ func (g *gateway) waitAcks(t *testing.T, names ...string) {
 		want[n] = true
 	}
 	for len(want) > 0 {
-		a := listentest.Recv(t, g.acks, wait)
+		a := testkit.Recv(t, g.acks, wait)
 		if !a.resources {
 			delete(want, a.name)
 		}
@@ -183,7 +183,7 @@ func TestFeedCapabilitiesFollowUpstreams(t *testing.T) {
 func TestFeedHintsAfterGap(t *testing.T) {
 	a := newServer(t, all, 0)
 	b := newServer(t, all, 0)
-	p := listentest.NewProxy(t, strings.TrimPrefix(a.URL, "http://"))
+	p := testkit.NewProxy(t, strings.TrimPrefix(a.URL, "http://"))
 	g := newGateway(t,
 		upstream.Upstream{Name: "a", Transport: &upstream.HTTP{URL: "http://" + p.Addr()}, Map: upstream.SchemePrefix("a")},
 		upstream.Upstream{Name: "b", Transport: &upstream.HTTP{URL: b.URL}, Map: upstream.SchemePrefix("b")},
@@ -193,7 +193,7 @@ func TestFeedHintsAfterGap(t *testing.T) {
 	d2 := g.listen(t, withSentinel(listen.Filter{spec.KeyPromptsListChanged: true}))
 	d3 := g.listen(t, withSentinel(listen.Filter{spec.KeyResourceSubscriptions: uris("b+file:///y")}))
 	for {
-		a := listentest.Recv(t, g.acks, wait)
+		a := testkit.Recv(t, g.acks, wait)
 		if a.name == "a" && a.resources {
 			break
 		}
@@ -203,7 +203,7 @@ func TestFeedHintsAfterGap(t *testing.T) {
 	p.Restore()
 	gaps := map[bool]bool{}
 	for len(gaps) < 2 {
-		x := listentest.Recv(t, g.acks, wait)
+		x := testkit.Recv(t, g.acks, wait)
 		if x.name == "a" && x.ack.Gap != nil {
 			gaps[x.resources] = true
 		}
@@ -285,9 +285,9 @@ func TestListenerCallbackPanics(t *testing.T) {
 	defer l.Close()
 	require.Eventually(t, func() bool { return l.Stats().Listens == 1 }, wait, 5*time.Millisecond)
 	s.hub.ToolsListChanged()
-	listentest.Recv(t, got, wait)
+	testkit.Recv(t, got, wait)
 	s.hub.ToolsListChanged()
-	listentest.Recv(t, got, wait)
+	testkit.Recv(t, got, wait)
 }
 
 // A stdio upstream whose process dies: the Feed dials it again, listens
@@ -300,7 +300,7 @@ func TestFeedStdioRestart(t *testing.T) {
 	g.waitAcks(t, "s")
 	d := g.listen(t, withSentinel(listen.Filter{spec.KeyPromptsListChanged: true, spec.KeyResourceSubscriptions: uris("s+file:///a")}))
 	for {
-		if a := listentest.Recv(t, g.acks, wait); a.resources {
+		if a := testkit.Recv(t, g.acks, wait); a.resources {
 			break
 		}
 	}
@@ -313,7 +313,7 @@ func TestFeedStdioRestart(t *testing.T) {
 	s.kill()
 	gaps := map[bool]bool{}
 	for len(gaps) < 2 {
-		if a := listentest.Recv(t, g.acks, wait); a.ack.Gap != nil {
+		if a := testkit.Recv(t, g.acks, wait); a.ack.Gap != nil {
 			gaps[a.resources] = true
 		}
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
-	"github.com/mcplisten/listen/listentest"
+	"github.com/mcplisten/listen/internal/testkit"
 	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/upstream"
 )
@@ -42,26 +42,26 @@ func (r *recorder) options(f listen.Filter) upstream.ListenerConfig {
 // reachable again, and the acknowledgement says there was a gap.
 func TestListenerReconnects(t *testing.T) {
 	s := newServer(t, all, 0)
-	p := listentest.NewProxy(t, strings.TrimPrefix(s.URL, "http://"))
+	p := testkit.NewProxy(t, strings.TrimPrefix(s.URL, "http://"))
 	r := newRecorder()
 	l := upstream.NewListener(&upstream.HTTP{URL: "http://" + p.Addr()}, r.options(listen.Filter{spec.KeyToolsListChanged: true}))
 	defer l.Close()
 
-	ack := listentest.Recv(t, r.acks, wait)
+	ack := testkit.Recv(t, r.acks, wait)
 	assert.Nil(t, ack.Gap, "the first listen follows no gap")
 	assert.Equal(t, listen.Filter{spec.KeyToolsListChanged: true}, ack.Accepted)
 	s.hub.ToolsListChanged()
-	assert.Equal(t, spec.MethodToolsListChanged, listentest.Recv(t, r.notes, wait).Method)
+	assert.Equal(t, spec.MethodToolsListChanged, testkit.Recv(t, r.notes, wait).Method)
 
 	p.Cut()
-	assert.ErrorIs(t, listentest.Recv(t, r.losses, wait), upstream.ErrDropped)
+	assert.ErrorIs(t, testkit.Recv(t, r.losses, wait), upstream.ErrDropped)
 	p.Restore()
-	ack = listentest.Recv(t, r.acks, wait)
+	ack = testkit.Recv(t, r.acks, wait)
 	require.NotNil(t, ack.Gap)
 	assert.ErrorIs(t, ack.Gap.Err, upstream.ErrDropped)
 	assert.GreaterOrEqual(t, ack.Gap.Attempts, 1)
 	s.hub.ToolsListChanged()
-	assert.Equal(t, spec.MethodToolsListChanged, listentest.Recv(t, r.notes, wait).Method)
+	assert.Equal(t, spec.MethodToolsListChanged, testkit.Recv(t, r.notes, wait).Method)
 	st := l.Stats()
 	assert.Equal(t, uint64(2), st.Listens)
 	assert.Equal(t, uint64(1), st.Gaps)
@@ -72,21 +72,21 @@ func TestListenerReconnects(t *testing.T) {
 // timeout).
 func TestListenerSilentDrop(t *testing.T) {
 	s := newServer(t, all, 100*time.Millisecond)
-	p := listentest.NewProxy(t, strings.TrimPrefix(s.URL, "http://"))
+	p := testkit.NewProxy(t, strings.TrimPrefix(s.URL, "http://"))
 	r := newRecorder()
 	l := upstream.NewListener(&upstream.HTTP{URL: "http://" + p.Addr()}, r.options(listen.Filter{spec.KeyToolsListChanged: true}))
 	defer l.Close()
-	listentest.Recv(t, r.acks, wait)
+	testkit.Recv(t, r.acks, wait)
 	// Once a keep-alive has come, the idle timeout is armed: the first of
 	// two written has been forwarded.
-	listentest.Recv(t, s.keepAlives, wait)
-	listentest.Recv(t, s.keepAlives, wait)
+	testkit.Recv(t, s.keepAlives, wait)
+	testkit.Recv(t, s.keepAlives, wait)
 
 	p.Stall()
-	assert.ErrorIs(t, listentest.Recv(t, r.losses, wait), upstream.ErrSilent)
+	assert.ErrorIs(t, testkit.Recv(t, r.losses, wait), upstream.ErrSilent)
 	p.Cut()
 	p.Restore()
-	ack := listentest.Recv(t, r.acks, wait)
+	ack := testkit.Recv(t, r.acks, wait)
 	require.NotNil(t, ack.Gap)
 	assert.ErrorIs(t, ack.Gap.Err, upstream.ErrSilent)
 }
@@ -95,14 +95,14 @@ func TestListenerSilentDrop(t *testing.T) {
 // the first acknowledgement then reports the gap.
 func TestListenerBacksOff(t *testing.T) {
 	s := newServer(t, all, 0)
-	p := listentest.NewProxy(t, strings.TrimPrefix(s.URL, "http://"))
+	p := testkit.NewProxy(t, strings.TrimPrefix(s.URL, "http://"))
 	p.Cut()
 	r := newRecorder()
 	l := upstream.NewListener(&upstream.HTTP{URL: "http://" + p.Addr()}, r.options(listen.Filter{spec.KeyToolsListChanged: true}))
 	defer l.Close()
 	require.Eventually(t, func() bool { return l.Stats().Failures >= 3 }, wait, 5*time.Millisecond)
 	p.Restore()
-	ack := listentest.Recv(t, r.acks, wait)
+	ack := testkit.Recv(t, r.acks, wait)
 	require.NotNil(t, ack.Gap)
 	assert.GreaterOrEqual(t, ack.Gap.Attempts, 4)
 }
@@ -117,7 +117,7 @@ func TestListenerCoalesces(t *testing.T) {
 	opts.RelistInterval = 300 * time.Millisecond
 	l := upstream.NewListener(&upstream.HTTP{URL: s.URL}, opts)
 	defer l.Close()
-	listentest.Recv(t, r.acks, wait)
+	testkit.Recv(t, r.acks, wait)
 
 	var last listen.Filter
 	for i := 1; i <= 100; i++ {
@@ -129,7 +129,7 @@ func TestListenerCoalesces(t *testing.T) {
 		l.SetFilter(last)
 	}
 	for {
-		ack := listentest.Recv(t, r.acks, wait)
+		ack := testkit.Recv(t, r.acks, wait)
 		assert.True(t, ack.Relisten)
 		assert.Nil(t, ack.Gap)
 		if len(ack.Accepted.Strings(spec.KeyResourceSubscriptions)) == 100 {
@@ -156,11 +156,11 @@ func TestListenerFlappingBacksOff(t *testing.T) {
 	r := newRecorder()
 	l := upstream.NewListener(&upstream.HTTP{URL: ts.URL}, r.options(listen.Filter{spec.KeyToolsListChanged: true}))
 	defer l.Close()
-	assert.Nil(t, listentest.Recv(t, r.acks, wait).Gap)
+	assert.Nil(t, testkit.Recv(t, r.acks, wait).Gap)
 	var backoffs []time.Duration
 	for range 5 {
-		assert.ErrorIs(t, listentest.Recv(t, r.losses, wait), upstream.ErrCompleted)
-		ack := listentest.Recv(t, r.acks, wait)
+		assert.ErrorIs(t, testkit.Recv(t, r.losses, wait), upstream.ErrCompleted)
+		ack := testkit.Recv(t, r.acks, wait)
 		require.NotNil(t, ack.Gap)
 		backoffs = append(backoffs, ack.Gap.Backoff)
 	}

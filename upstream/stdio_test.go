@@ -12,7 +12,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
-	"github.com/mcplisten/listen/listentest"
+	"github.com/mcplisten/listen/internal/testkit"
 	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/stdio"
 	"github.com/mcplisten/listen/upstream"
@@ -117,13 +117,13 @@ func TestStdioRestart(t *testing.T) {
 	r := newRecorder()
 	l := upstream.NewListener(tr, r.options(listen.Filter{spec.KeyToolsListChanged: true}))
 	defer l.Close()
-	listentest.Recv(t, r.acks, wait)
+	testkit.Recv(t, r.acks, wait)
 	s.kill()
-	assert.ErrorIs(t, listentest.Recv(t, r.losses, wait), upstream.ErrDropped)
-	ack := listentest.Recv(t, r.acks, wait)
+	assert.ErrorIs(t, testkit.Recv(t, r.losses, wait), upstream.ErrDropped)
+	ack := testkit.Recv(t, r.acks, wait)
 	require.NotNil(t, ack.Gap)
 	s.hub.ToolsListChanged()
-	assert.Equal(t, spec.MethodToolsListChanged, listentest.Recv(t, r.notes, wait).Method)
+	assert.Equal(t, spec.MethodToolsListChanged, testkit.Recv(t, r.notes, wait).Method)
 	assert.Equal(t, 2, s.dials)
 }
 

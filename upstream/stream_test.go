@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/internal/testkit"
 	"github.com/mcplisten/listen/jsonrpc"
-	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/upstream"
 )
@@ -71,8 +71,8 @@ func TestOpenFails(t *testing.T) {
 		want    error
 		code    int
 	}{
-		{"method not found", jsonError(404, `{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found"}}`), jsonrpc.ErrMethodNotFound, -32601},
-		{"error on the stream", sse(event(`{"jsonrpc":"2.0","id":ID,"error":{"code":-32602,"message":"Invalid params"}}`), false), jsonrpc.ErrInvalidParams, -32602},
+		{"method not found", jsonError(404, `{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method not found"}}`), &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound}, -32601},
+		{"error on the stream", sse(event(`{"jsonrpc":"2.0","id":ID,"error":{"code":-32602,"message":"Invalid params"}}`), false), &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams}, -32602},
 		{"completed at once", sse(event(`{"jsonrpc":"2.0","id":ID,"result":{"resultType":"complete","_meta":{"io.modelcontextprotocol/subscriptionId":ID}}}`), false), upstream.ErrCompleted, 0},
 		{"ack accepts more", sse(event(tagged(spec.MethodAcknowledged, `,"notifications":{"toolsListChanged":true,"promptsListChanged":true}`)), true), upstream.ErrProtocol, 0},
 		{"not the ack first", sse(event(tagged(spec.MethodToolsListChanged, ``)), true), upstream.ErrProtocol, 0},
@@ -120,7 +120,7 @@ func TestStreamEnds(t *testing.T) {
 		want error
 	}{
 		{"completion", ack + event(`{"jsonrpc":"2.0","id":ID,"result":{"resultType":"complete","_meta":{"io.modelcontextprotocol/subscriptionId":ID}}}`), false, 0, upstream.ErrCompleted},
-		{"error", ack + event(`{"jsonrpc":"2.0","id":ID,"error":{"code":-32603,"message":"Subscription source failed"}}`), false, 0, jsonrpc.ErrInternal},
+		{"error", ack + event(`{"jsonrpc":"2.0","id":ID,"error":{"code":-32603,"message":"Subscription source failed"}}`), false, 0, &jsonrpc.Error{Code: jsonrpc.CodeInternalError}},
 		{"connection closed", ack, false, 0, upstream.ErrDropped},
 		{"cut inside an event", ack + "event: message\ndata: {", false, 0, upstream.ErrDropped},
 		{"silent past the idle timeout", ack, true, 200 * time.Millisecond, upstream.ErrSilent},
@@ -152,7 +152,7 @@ func TestStreamEnds(t *testing.T) {
 // first keep-alive is still noticed.
 func TestIdleTimeoutLearnedAcrossStreams(t *testing.T) {
 	s := newServer(t, all, 100*time.Millisecond)
-	p := listentest.NewProxy(t, strings.TrimPrefix(s.URL, "http://"))
+	p := testkit.NewProxy(t, strings.TrimPrefix(s.URL, "http://"))
 	tr := &upstream.HTTP{URL: "http://" + p.Addr()}
 	f := listen.Filter{spec.KeyToolsListChanged: true}
 	first, err := upstream.Open(context.Background(), tr, f, upstream.OpenOptions{})
@@ -162,10 +162,10 @@ func TestIdleTimeoutLearnedAcrossStreams(t *testing.T) {
 		_, err := first.Next()
 		read <- err
 	}()
-	listentest.Recv(t, s.keepAlives, wait)
-	listentest.Recv(t, s.keepAlives, wait) // the first has been read
+	testkit.Recv(t, s.keepAlives, wait)
+	testkit.Recv(t, s.keepAlives, wait) // the first has been read
 	first.Close()
-	assert.ErrorIs(t, listentest.Recv(t, read, wait), upstream.ErrClosed)
+	assert.ErrorIs(t, testkit.Recv(t, read, wait), upstream.ErrClosed)
 
 	second, err := upstream.Open(context.Background(), tr, f, upstream.OpenOptions{})
 	require.NoError(t, err)
@@ -176,5 +176,5 @@ func TestIdleTimeoutLearnedAcrossStreams(t *testing.T) {
 		_, err := second.Next()
 		ended <- err
 	}()
-	assert.ErrorIs(t, listentest.Recv(t, ended, wait), upstream.ErrSilent)
+	assert.ErrorIs(t, testkit.Recv(t, ended, wait), upstream.ErrSilent)
 }

@@ -1,19 +1,19 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"strings"
+	"sync"
 	"testing"
 
 	"go.uber.org/goleak"
-
-	"github.com/mcplisten/listen/listentest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestRun(t *testing.T) {
-	var buf listentest.LogBuffer // safe for the program's goroutines
+	var buf lockedBuffer // safe for the program's goroutines
 	out = &buf
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
@@ -39,4 +39,22 @@ func TestRun(t *testing.T) {
 		t.Errorf("output does not end with the server's stop:\n%s", got)
 	}
 	t.Log("\n" + got)
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent use.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

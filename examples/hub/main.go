@@ -37,7 +37,8 @@ func main() {
 		},
 	}))
 	completed := make(chan struct{})
-	h, err := hub.New(hub.Options{MaxBuffer: 2, Hooks: onShutdown{hub.SlogHooks(logger), completed}})
+	h, err := hub.New(hub.Options{MaxBuffer: 2, Logger: logger,
+		OnShutdown: func(hub.ShutdownInfo) { close(completed) }}) // after the logger's line
 	if err != nil {
 		panic(err)
 	}
@@ -116,18 +117,6 @@ func main() {
 	}
 	st := h.Stats()
 	fmt.Printf("\nstats: subscriptions=%d queued=%d dropped=%d\n", st.Subscriptions, st.Queued, st.Dropped)
-}
-
-// onShutdown is the hub's hooks, closing done after the completion was
-// logged.
-type onShutdown struct {
-	hub.Hooks
-	done chan struct{}
-}
-
-func (h onShutdown) OnShutdown(i hub.ShutdownInfo) {
-	h.Hooks.OnShutdown(i)
-	close(h.done)
 }
 
 // client is one served subscription and the messages its Sink received.

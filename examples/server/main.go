@@ -140,13 +140,15 @@ func (o *overflowFlag) UnmarshalText(b []byte) error {
 // none) records the hub's, the handler's and the streams' OpenTelemetry
 // metrics.
 func newServer(logger *slog.Logger, flags *command.HTTPFlags, tune tuning, m *listenotel.Metrics) (*server, error) {
-	// The hub's own hooks log overflows (Warn) and completions (Info); opens,
-	// closes and publications are logged below with the request id.
-	h, err := hub.New(hub.Options{
+	// The hub's own logger logs overflows (Warn) and completions (Info);
+	// opens, closes and publications are logged below with the request id.
+	hopts := hub.Options{
 		MaxBuffer: tune.MaxBuffer,
 		Overflow:  hub.Overflow(tune.Overflow),
-		Hooks:     m.HubHooks(hub.SlogHooks(logger)),
-	})
+		Logger:    logger,
+	}
+	m.InstrumentHub(&hopts)
+	h, err := hub.New(hopts)
 	if err != nil {
 		return nil, err
 	}

@@ -11,7 +11,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mcplisten/listen/bench/internal/baseline"
-	"github.com/mcplisten/listen/listentest"
 )
 
 // Serve returns only once the shutdown it started has: a request in flight
@@ -30,7 +29,7 @@ func TestServeWaitsForShutdown(t *testing.T) {
 			<-release
 			_, _ = io.WriteString(w, "done")
 		})}
-		ln := listentest.NewPipeListener()
+		ln := newPipeListener()
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		returned := make(chan error, 1)

@@ -1,4 +1,4 @@
-package listentest_test
+package testkit_test
 
 import (
 	"bufio"
@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mcplisten/listen/listentest"
+	"github.com/mcplisten/listen/internal/testkit"
 )
 
 // A Proxy forwards a connection both ways; Cut ends it and refuses new
@@ -39,7 +39,7 @@ func TestProxyCutAndRestore(t *testing.T) {
 	}()
 	t.Cleanup(func() { ln.Close(); <-done })
 
-	p := listentest.NewProxy(t, ln.Addr().String())
+	p := testkit.NewProxy(t, ln.Addr().String())
 	echo := func() (string, error) {
 		c, err := net.Dial("tcp", p.Addr())
 		if err != nil {
@@ -88,7 +88,7 @@ func TestProxyForgetsEndedConnections(t *testing.T) {
 	}()
 	t.Cleanup(func() { ln.Close(); <-done })
 
-	p := listentest.NewProxy(t, ln.Addr().String())
+	p := testkit.NewProxy(t, ln.Addr().String())
 	for range 20 {
 		c, err := net.Dial("tcp", p.Addr())
 		require.NoError(t, err)
@@ -96,7 +96,7 @@ func TestProxyForgetsEndedConnections(t *testing.T) {
 		assert.Error(t, err, "the upstream closed it")
 		c.Close()
 	}
-	require.Eventually(t, func() bool { return listentest.ProxyConns(p) == 0 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return testkit.ProxyConns(p) == 0 }, 5*time.Second, time.Millisecond)
 }
 
 // A stalled proxy keeps its connections open but forwards nothing; a Cut
@@ -122,7 +122,7 @@ func TestProxyStall(t *testing.T) {
 			}()
 		}
 	}()
-	p := listentest.NewProxy(t, ln.Addr().String())
+	p := testkit.NewProxy(t, ln.Addr().String())
 	t.Cleanup(func() { p.Cut(); ln.Close(); <-done })
 
 	c, err := net.Dial("tcp", p.Addr())

@@ -1,4 +1,4 @@
-package listentest
+package testkit
 
 import (
 	"testing"
@@ -16,11 +16,11 @@ func Recv[T any](t testing.TB, c <-chan T, d time.Duration) T {
 	select {
 	case v, ok := <-c:
 		if !ok {
-			t.Fatal("listentest.Recv: the channel was closed")
+			t.Fatal("testkit.Recv: the channel was closed")
 		}
 		return v
 	case <-timer.C:
-		t.Fatalf("listentest.Recv: nothing within %v", d)
+		t.Fatalf("testkit.Recv: nothing within %v", d)
 		var zero T
 		return zero
 	}

@@ -1,4 +1,4 @@
-package listentest
+package testkit
 
 import (
 	"net"
@@ -30,7 +30,7 @@ func NewProxy(t testing.TB, upstream string) *Proxy {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("listentest: proxy: %v", err)
+		t.Fatalf("testkit: proxy: %v", err)
 	}
 	p := &Proxy{t: t, addr: ln.Addr().String(), upstream: upstream, conns: map[net.Conn]struct{}{}}
 	p.serve(ln)
@@ -133,7 +133,7 @@ func (p *Proxy) Cut() {
 func (p *Proxy) Restore() {
 	ln, err := net.Listen("tcp", p.addr)
 	if err != nil {
-		p.t.Fatalf("listentest: proxy: %v", err)
+		p.t.Fatalf("testkit: proxy: %v", err)
 	}
 	p.serve(ln)
 }

@@ -1,4 +1,4 @@
-package listentest_test
+package testkit_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mcplisten/listen/listentest"
+	"github.com/mcplisten/listen/internal/testkit"
 )
 
 // An http.Server on a PipeListener serves an http.Client dialling through
@@ -20,7 +20,7 @@ import (
 // net.ErrClosed.
 func TestPipeListener(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := listentest.NewPipeListener()
+		l := testkit.NewPipeListener()
 		assert.Equal(t, "pipe", l.Addr().Network())
 		assert.Equal(t, "pipe", l.Addr().String())
 		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -51,7 +51,7 @@ func TestPipeListener(t *testing.T) {
 // Dial gives up when its context ends before anyone accepts.
 func TestPipeListenerDialContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := listentest.NewPipeListener()
+		l := testkit.NewPipeListener()
 		defer l.Close()
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()

@@ -1,4 +1,4 @@
-package listentest_test
+package testkit_test
 
 import (
 	"runtime"
@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/mcplisten/listen/listentest"
+	"github.com/mcplisten/listen/internal/testkit"
 )
 
 // Recv returns what comes in time, and fails the test when the channel is
@@ -20,11 +20,11 @@ func TestRecv(t *testing.T) {
 			time.Sleep(time.Second)
 			c <- 7
 		}()
-		assert.Equal(t, 7, listentest.Recv(t, c, 2*time.Second))
+		assert.Equal(t, 7, testkit.Recv(t, c, 2*time.Second))
 
 		for name, f := range map[string]func(tb testing.TB){
-			"closed":  func(tb testing.TB) { closed := make(chan int); close(closed); listentest.Recv(tb, closed, time.Second) },
-			"nothing": func(tb testing.TB) { listentest.Recv(tb, make(chan int), time.Second) },
+			"closed":  func(tb testing.TB) { closed := make(chan int); close(closed); testkit.Recv(tb, closed, time.Second) },
+			"nothing": func(tb testing.TB) { testkit.Recv(tb, make(chan int), time.Second) },
 		} {
 			rec := &recorder{TB: t}
 			done := make(chan struct{})

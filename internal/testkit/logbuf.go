@@ -1,4 +1,4 @@
-package listentest
+package testkit
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package listentest
+package testkit
 
 // ProxyConns is the number of proxied connections p still holds (two per
 // client: its own and the upstream one).

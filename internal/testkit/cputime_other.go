@@ -1,6 +1,6 @@
 //go:build !unix
 
-package listentest
+package testkit
 
 import "time"
 
