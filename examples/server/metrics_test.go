@@ -89,8 +89,9 @@ func TestMetricsScrape(t *testing.T) {
 		tools = `mcp_listen_notification_kind="tools_list_changed"`
 	)
 	want := map[string]float64{
-		"mcp_listen_streams_open{" + tr + "}":     0,
-		"mcp_listen_streams_capacity{" + tr + "}": 100, // -max-streams
+		"mcp_listen_streams_open{" + tr + "}":                     0,
+		"mcp_listen_streams_open{mcp_listen_transport=\"stdio\"}": 0,   // the Server serves both
+		"mcp_listen_streams_capacity{}":                           100, // -max-streams: the Server's, over every transport
 	}
 	assert.Equal(t, want, scrape(t, ts.URL), "nothing yet")
 
