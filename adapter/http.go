@@ -17,6 +17,10 @@ import (
 	"github.com/mcplisten/listen/streamhttp"
 )
 
+// defaultMaxBodyBytes is the default HandlerOptions.MaxBodyBytes (512 KiB,
+// as streamhttp.FrontOptions.MaxBodyBytes).
+const defaultMaxBodyBytes = 512 << 10
+
 // HandlerOptions configure NewHandler: the user's options of the endpoint,
 // which the adapter passes on, and the SDK's own HTTP handlers.
 type HandlerOptions struct {
@@ -34,9 +38,9 @@ type HandlerOptions struct {
 	// (streamhttp.Sessions): at most MaxPerClient open at once per client
 	// (default 1,000) and Max in all (default 10,000), so that a flood from
 	// one client cannot take every slot. An initialize beyond them is
-	// answered 429 (the client's share: -32603
-	// streamhttp.MsgTooManyClientSessions) or 503 (every slot:
-	// streamhttp.MsgTooManySessions), with Retry-After, and never reaches
+	// answered 429 (the client's share: -32603 "Too many sessions open
+	// for this client") or 503 (every slot: -32603 "Server busy: too many
+	// sessions"), with Retry-After, and never reaches
 	// the SDK. A slot is free again as soon as its session is deleted,
 	// ends, or expires. A session no request has used for IdleTimeout
 	// (default 30 minutes; an open GET stream is use) is ended (End, which
@@ -50,7 +54,8 @@ type HandlerOptions struct {
 	Sessions streamhttp.SessionOptions
 	// MaxBodyBytes bounds the body of every request of the endpoint but
 	// listens, which HTTP.MaxBodyBytes bounds (413). Zero means
-	// streamhttp.DefaultFrontMaxBodyBytes (512 KiB); negative is an error.
+	// 512 KiB (as streamhttp.FrontOptions.MaxBodyBytes); negative is an
+	// error.
 	MaxBodyBytes int64
 	// WrapSource, if set, wraps the Bridge's source before the listen
 	// handler serves it (an instrumented source, such as the otel module's
@@ -125,7 +130,7 @@ func newHandler(b *Bridge, opts HandlerOptions) (*Handler, error) {
 		return nil, errors.New(name + ": adapter.HandlerOptions without Modern")
 	}
 	if opts.MaxBodyBytes == 0 {
-		opts.MaxBodyBytes = streamhttp.DefaultFrontMaxBodyBytes
+		opts.MaxBodyBytes = defaultMaxBodyBytes
 	}
 	if opts.Versions == nil {
 		opts.Versions = b.Versions()
@@ -156,7 +161,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.front.Se
 // route sends a request that is not a listen, once the front has checked
 // and read it, to the SDK's handler of its era.
 func (h *Handler) route(w http.ResponseWriter, r *http.Request) {
-	v := strings.TrimSpace(r.Header.Get(streamhttp.HeaderProtocolVersion))
+	v := strings.TrimSpace(r.Header.Get("MCP-Protocol-Version"))
 	if v != "" && !slices.Contains(h.versions, v) {
 		m, _ := streamhttp.FrontMessage(r)
 		body := jsonrpc.ErrorResponse(m.ID, spec.UnsupportedVersionError(h.versions, v))

@@ -70,7 +70,7 @@ func NewHandler(server *mcp.Server, opts HandlerOptions) (*Handler, error) {
 		return nil, errors.New("gosdk: negative SDK.MaxRequestBodyBytes: every request body must be bounded")
 	}
 	if sdkOpts.MaxRequestBodyBytes == 0 {
-		sdkOpts.MaxRequestBodyBytes = streamhttp.DefaultFrontMaxBodyBytes
+		sdkOpts.MaxRequestBodyBytes = 512 << 10 // adapter.HandlerOptions.MaxBodyBytes' default
 	}
 	b, err := NewBridge(context.Background(), server, opts.Options)
 	if err != nil {

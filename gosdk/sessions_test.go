@@ -16,6 +16,12 @@ import (
 	"github.com/mcplisten/listen/streamhttp"
 )
 
+// The exact messages of streamhttp's refusals these tests compare.
+const (
+	msgSessionNotFound = "Session not found"
+	msgTooManySessions = "Server busy: too many sessions"
+)
+
 const initializeBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"old","version":"0"}}}`
 
 // initialize sends an older client's initialize (no session id yet).
@@ -80,7 +86,7 @@ func TestHTTPMaxSessions(t *testing.T) {
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 	assert.Equal(t, "1", resp.Header.Get("Retry-After"))
 	assert.Empty(t, resp.Header.Get("Mcp-Session-Id"))
-	assert.Equal(t, `{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"`+streamhttp.MsgTooManySessions+`"}}`, body)
+	assert.Equal(t, `{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"`+msgTooManySessions+`"}}`, body)
 
 	tl := post(t, ts.URL, 2, "tools/list", "2026-07-28", nil)
 	tl.Body.Close()
@@ -175,11 +181,11 @@ func TestHTTPUnknownSession(t *testing.T) {
 		n, _ := resp.Body.Read(b)
 		resp.Body.Close()
 		assert.Equal(t, http.StatusNotFound, resp.StatusCode, m)
-		assert.Equal(t, streamhttp.MsgSessionNotFound+"\n", string(b[:n]), m)
+		assert.Equal(t, msgSessionNotFound+"\n", string(b[:n]), m)
 	}
 	resp, body := postRaw(t, ts.URL, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, map[string]string{"Mcp-Session-Id": "made-up", "MCP-Protocol-Version": "2025-11-25"})
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
-	assert.Equal(t, streamhttp.MsgSessionNotFound+"\n", body)
+	assert.Equal(t, msgSessionNotFound+"\n", body)
 }
 
 // GET streams count against Sessions.MaxGetStreams.

@@ -152,7 +152,7 @@ func (x *httpSDK) endSessions(ids []string) {
 		if err != nil {
 			continue
 		}
-		r.Header.Set(streamhttp.HeaderSessionID, id)
+		r.Header.Set("Mcp-Session-Id", id)
 		w := &statusWriter{header: http.Header{}}
 		x.sdk.ServeHTTP(w, r)
 		if w.status >= 300 {

@@ -17,6 +17,14 @@ import (
 	"github.com/mcplisten/listen/streamhttp"
 )
 
+// The exact messages of streamhttp's refusals these tests compare.
+const (
+	msgSessionNotFound       = "Session not found"
+	msgTooManyClientSessions = "Too many sessions open for this client"
+	msgTooManyGetStreams     = "Server busy: too many GET streams"
+	msgTooManySessions       = "Server busy: too many sessions"
+)
+
 const initializeBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"old","version":"0"}}}`
 
 // madeUp is a session id of the form mcp-go issues, that it never issued.
@@ -92,14 +100,14 @@ func TestHTTPSessionsBounded(t *testing.T) {
 			continue
 		}
 		assert.Equal(t, http.StatusTooManyRequests, status)
-		assert.Equal(t, `{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"`+streamhttp.MsgTooManyClientSessions+`"}}`, body)
+		assert.Equal(t, `{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"`+msgTooManyClientSessions+`"}}`, body)
 	}
 	id, status, _ := initializeAs(t, ts.URL, "older")
 	assert.Equal(t, http.StatusOK, status)
 	assert.NotEmpty(t, id)
 	_, status, body := initializeAs(t, ts.URL, "third")
 	assert.Equal(t, http.StatusServiceUnavailable, status, "Max counts every client")
-	assert.Equal(t, `{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"`+streamhttp.MsgTooManySessions+`"}}`, body)
+	assert.Equal(t, `{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"`+msgTooManySessions+`"}}`, body)
 
 	resp := sessionRequest(t, context.Background(), http.MethodDelete, ts.URL, flood[0], "")
 	readAll(resp)
@@ -127,7 +135,7 @@ func TestHTTPSessionsExpire(t *testing.T) {
 		t.Fatal("the idle session was not ended in mcp-go")
 	}
 	resp := sessionRequest(t, context.Background(), http.MethodPost, ts.URL, id, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
-	assert.Equal(t, streamhttp.MsgSessionNotFound+"\n", readAll(resp))
+	assert.Equal(t, msgSessionNotFound+"\n", readAll(resp))
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
 	assert.Equal(t, uint64(1), h.Sessions().Stats().Expired)
 }
@@ -146,7 +154,7 @@ func TestHTTPUnknownSession(t *testing.T) {
 	} {
 		resp := sessionRequest(t, ctx, tc.method, ts.URL, madeUp, tc.body)
 		assert.Equal(t, http.StatusNotFound, resp.StatusCode, tc.method)
-		assert.Equal(t, streamhttp.MsgSessionNotFound+"\n", readAll(resp), tc.method)
+		assert.Equal(t, msgSessionNotFound+"\n", readAll(resp), tc.method)
 	}
 }
 
@@ -170,7 +178,7 @@ func TestHTTPGetStreamsBounded(t *testing.T) {
 		}
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
-		assert.Equal(t, `{"jsonrpc":"2.0","error":{"code":-32603,"message":"`+streamhttp.MsgTooManyGetStreams+`"}}`, readAll(resp))
+		assert.Equal(t, `{"jsonrpc":"2.0","error":{"code":-32603,"message":"`+msgTooManyGetStreams+`"}}`, readAll(resp))
 		assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "session %q", id)
 	}
 }

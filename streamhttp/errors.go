@@ -12,22 +12,22 @@ import (
 // Exact messages of the JSON-RPC errors this package writes itself. The
 // params, parse and open errors carry the core's messages (spec.Msg...).
 const (
-	MsgMethodNotAllowed = "Method not allowed: subscriptions/listen is served over POST"
+	msgMethodNotAllowed = "Method not allowed: subscriptions/listen is served over POST"
 	MsgForbidden        = "Forbidden: invalid Origin or Host"
 	MsgUnauthorized     = "Unauthorized"
-	MsgBodyTooLarge     = "Request body too large"
-	MsgBodyUnreadable   = "Invalid request: the request body could not be read"
-	MsgBodyTimeout      = "Request timeout: the request body was not received in time"
+	msgBodyTooLarge     = "Request body too large"
+	msgBodyUnreadable   = "Invalid request: the request body could not be read"
+	msgBodyTimeout      = "Request timeout: the request body was not received in time"
 )
 
 // Header names of MCP 2026-07-28 Streamable HTTP.
 const (
-	// HeaderProtocolVersion carries the request's protocol version; it must
+	// headerProtocolVersion carries the request's protocol version; it must
 	// equal the body's _meta io.modelcontextprotocol/protocolVersion.
-	HeaderProtocolVersion = "MCP-Protocol-Version"
-	// HeaderMethod carries the request's JSON-RPC method; it must equal the
+	headerProtocolVersion = "MCP-Protocol-Version"
+	// headerMethod carries the request's JSON-RPC method; it must equal the
 	// body's method. Front routes on it.
-	HeaderMethod = "Mcp-Method"
+	headerMethod = "Mcp-Method"
 )
 
 // headerMismatch returns -32020 in the form of the specification's example:

@@ -1,5 +1,7 @@
 package streamhttp
 
+import "net/http"
+
 // Portable makes h serve every stream the portable way, as where the fast
 // path is not available (a goroutine per taken-over stream), so that tests
 // cover both paths.
@@ -15,3 +17,23 @@ func FastStreams(h *Handler) int {
 
 // HasFastPath reports whether h has a fast path (Linux).
 func HasFastPath(h *Handler) bool { return h.fast != nil }
+
+// The package's exact messages, header names and defaults, for the tests.
+const (
+	MsgMethodNotAllowed        = msgMethodNotAllowed
+	MsgBodyTooLarge            = msgBodyTooLarge
+	MsgBodyTimeout             = msgBodyTimeout
+	MsgTooManyGetStreams       = msgTooManyGetStreams
+	MsgTooManyClientGetStreams = msgTooManyClientGetStreams
+	MsgSessionNotFound         = msgSessionNotFound
+	HeaderProtocolVersion      = headerProtocolVersion
+	HeaderMethod               = headerMethod
+	HeaderSessionID            = headerSessionID
+	DefaultMaxBodyBytes        = defaultMaxBodyBytes
+	DefaultReadTimeout         = defaultReadTimeout
+	DefaultKeepAlive           = defaultKeepAlive
+	DefaultWriteTimeout        = defaultWriteTimeout
+)
+
+// IsListen is isListen, for the tests.
+func IsListen(r *http.Request) bool { return isListen(r) }

@@ -13,69 +13,69 @@ import (
 
 // Defaults of SessionOptions.
 const (
-	// DefaultMaxSessions is the default SessionOptions.Max.
-	DefaultMaxSessions = 10000
-	// DefaultMaxSessionsPerClient is the default SessionOptions.MaxPerClient:
-	// a tenth of DefaultMaxSessions, far more than one client opens (one
+	// defaultMaxSessions is the default SessionOptions.Max.
+	defaultMaxSessions = 10000
+	// defaultMaxSessionsPerClient is the default SessionOptions.MaxPerClient:
+	// a tenth of defaultMaxSessions, far more than one client opens (one
 	// session per connection, a few more across reconnections that did not
 	// send DELETE), and enough for the clients behind one NAT or, with the
 	// default ClientKey, one reverse proxy.
-	DefaultMaxSessionsPerClient = 1000
-	// DefaultSessionIdleTimeout is the default SessionOptions.IdleTimeout.
+	defaultMaxSessionsPerClient = 1000
+	// defaultSessionIdleTimeout is the default SessionOptions.IdleTimeout.
 	// An older client that keeps its GET stream open never goes idle; one
 	// without it that sends nothing for this long meets 404 at its next
 	// request and, as the specification asks, initializes again.
-	DefaultSessionIdleTimeout = 30 * time.Minute
-	// DefaultMaxGetStreams is the default SessionOptions.MaxGetStreams: one
-	// per session of DefaultMaxSessions.
-	DefaultMaxGetStreams = DefaultMaxSessions
+	defaultSessionIdleTimeout = 30 * time.Minute
+	// defaultMaxGetStreams is the default SessionOptions.MaxGetStreams: one
+	// per session of defaultMaxSessions.
+	defaultMaxGetStreams = defaultMaxSessions
 )
 
 // Messages of the refusals of Sessions.
 const (
-	// MsgTooManySessions is the JSON-RPC error message (-32603, HTTP 503)
+	// msgTooManySessions is the JSON-RPC error message (-32603, HTTP 503)
 	// of a request that would open a session beyond SessionOptions.Max.
-	MsgTooManySessions = "Server busy: too many sessions"
-	// MsgTooManyClientSessions is the JSON-RPC error message (-32603, HTTP
+	msgTooManySessions = "Server busy: too many sessions"
+	// msgTooManyClientSessions is the JSON-RPC error message (-32603, HTTP
 	// 429) of a request that would open a session beyond its client's
 	// SessionOptions.MaxPerClient.
-	MsgTooManyClientSessions = "Too many sessions open for this client"
-	// MsgTooManyGetStreams is the JSON-RPC error message (-32603, HTTP 503)
+	msgTooManyClientSessions = "Too many sessions open for this client"
+	// msgTooManyGetStreams is the JSON-RPC error message (-32603, HTTP 503)
 	// of a GET stream beyond SessionOptions.MaxGetStreams.
-	MsgTooManyGetStreams = "Server busy: too many GET streams"
-	// MsgTooManyClientGetStreams is the JSON-RPC error message (-32603, HTTP
+	msgTooManyGetStreams = "Server busy: too many GET streams"
+	// msgTooManyClientGetStreams is the JSON-RPC error message (-32603, HTTP
 	// 429) of a GET stream beyond its client's SessionOptions.MaxPerClient.
-	MsgTooManyClientGetStreams = "Too many GET streams open for this client"
-	// MsgSessionNotFound is the plain-text body of the 404 that answers a
+	msgTooManyClientGetStreams = "Too many GET streams open for this client"
+	// msgSessionNotFound is the plain-text body of the 404 that answers a
 	// request naming a session that was never issued, has ended or has
 	// expired. It is plain text, as the go-sdk and mcp-go answer it: a
 	// JSON-RPC error body would make the go-sdk's client take it for the
 	// refusal of one call instead of the end of its session.
-	MsgSessionNotFound = "Session not found"
+	msgSessionNotFound = "Session not found"
 )
 
-// HeaderSessionID is the header of the session id of the Streamable HTTP
+// headerSessionID is the header of the session id of the Streamable HTTP
 // revisions before 2026-07-28.
-const HeaderSessionID = "Mcp-Session-Id"
+const headerSessionID = "Mcp-Session-Id"
 
 // SessionOptions configure Sessions. The zero value is the defaults.
 type SessionOptions struct {
 	// Max bounds the sessions open at once, counting the requests that may
 	// open one and have not been answered yet. Zero means
-	// DefaultMaxSessions; negative, no bound.
+	// defaultMaxSessions; negative, no bound.
 	Max int
 	// MaxPerClient bounds the sessions one client (one ClientKey) has open
 	// at once, and the GET streams it has open at once, so that a flood from
 	// one client cannot take every slot. Zero means
-	// DefaultMaxSessionsPerClient; negative, no bound.
+	// defaultMaxSessionsPerClient; negative, no bound.
 	MaxPerClient int
 	// IdleTimeout ends a session no request has used for that long: a
 	// request in progress, a GET stream open included, is use, and the time
 	// counts from the end of the last one. Zero means
-	// DefaultSessionIdleTimeout; negative, never.
+	// defaultSessionIdleTimeout; negative, never.
 	IdleTimeout time.Duration
 	// MaxGetStreams bounds the GET streams open at once. Zero means
-	// DefaultMaxGetStreams; negative, no bound.
+	// defaultMaxGetStreams; negative, no bound.
 	MaxGetStreams int
 	// ClientKey names the client of a request, for MaxPerClient. Nil means
 	// ClientAddr: the address the connection comes from. Behind a reverse
@@ -116,18 +116,18 @@ type SessionStats struct {
 //     or a body FrontMessage could not parse, such as a batch) counts as
 //     one until answered; beyond its client's MaxPerClient it is answered
 //     429 with Retry-After: 1 and the JSON-RPC error -32603
-//     MsgTooManyClientSessions (with its id), beyond Max 503 with
-//     MsgTooManySessions, and never reaches next. If the answer issues a
+//     msgTooManyClientSessions (with its id), beyond Max 503 with
+//     msgTooManySessions, and never reaches next. If the answer issues a
 //     session id, the session is open; else the slot is freed when next
 //     returns. Other POSTs without a session id pass.
 //   - a request (any method) naming a session Sessions does not know, never
-//     issued, ended or expired, is answered 404 MsgSessionNotFound (plain
+//     issued, ended or expired, is answered 404 msgSessionNotFound (plain
 //     text, as the SDKs answer it) and never reaches next.
 //   - a GET stream (of a known session, or without a session id, for which
 //     mcp-go opens a session of its own) beyond its client's MaxPerClient
 //     GET streams is answered 429 with Retry-After: 1 and the JSON-RPC error
-//     -32603 MsgTooManyClientGetStreams (no id), beyond MaxGetStreams 503
-//     with MsgTooManyGetStreams. (The session's client is the one that
+//     -32603 msgTooManyClientGetStreams (no id), beyond MaxGetStreams 503
+//     with msgTooManyGetStreams. (The session's client is the one that
 //     opened it.)
 //   - a session is closed for Sessions, and its slot freed, when a DELETE
 //     naming it is answered 2xx, when next answers a request naming it with
@@ -186,17 +186,17 @@ type client struct {
 func NewSessions(next http.Handler, opts SessionOptions) *Sessions {
 	s := &Sessions{
 		next:    next,
-		max:     orDefault(opts.Max, DefaultMaxSessions),
-		perKey:  orDefault(opts.MaxPerClient, DefaultMaxSessionsPerClient),
+		max:     orDefault(opts.Max, defaultMaxSessions),
+		perKey:  orDefault(opts.MaxPerClient, defaultMaxSessionsPerClient),
 		idle:    opts.IdleTimeout,
-		maxGets: orDefault(opts.MaxGetStreams, DefaultMaxGetStreams),
+		maxGets: orDefault(opts.MaxGetStreams, defaultMaxGetStreams),
 		key:     opts.ClientKey,
 		end:     opts.End,
 		byID:    map[string]*session{},
 		clients: map[string]*client{},
 	}
 	if s.idle == 0 {
-		s.idle = DefaultSessionIdleTimeout
+		s.idle = defaultSessionIdleTimeout
 	}
 	if s.key == nil {
 		s.key = ClientAddr
@@ -256,7 +256,7 @@ func (s *Sessions) Close() {
 
 // ServeHTTP serves r (see Sessions).
 func (s *Sessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	id := r.Header.Get(HeaderSessionID)
+	id := r.Header.Get(headerSessionID)
 	if id == "" {
 		switch {
 		case r.Method == http.MethodPost && mayOpen(r):
@@ -293,11 +293,11 @@ type refusal struct {
 }
 
 var (
-	notFound        = &refusal{http.StatusNotFound, MsgSessionNotFound}
-	tooMany         = &refusal{http.StatusServiceUnavailable, MsgTooManySessions}
-	tooManyOfClient = &refusal{http.StatusTooManyRequests, MsgTooManyClientSessions}
-	tooManyGets     = &refusal{http.StatusServiceUnavailable, MsgTooManyGetStreams}
-	tooManyGetsOf   = &refusal{http.StatusTooManyRequests, MsgTooManyClientGetStreams}
+	notFound        = &refusal{http.StatusNotFound, msgSessionNotFound}
+	tooMany         = &refusal{http.StatusServiceUnavailable, msgTooManySessions}
+	tooManyOfClient = &refusal{http.StatusTooManyRequests, msgTooManyClientSessions}
+	tooManyGets     = &refusal{http.StatusServiceUnavailable, msgTooManyGetStreams}
+	tooManyGetsOf   = &refusal{http.StatusTooManyRequests, msgTooManyClientGetStreams}
 )
 
 // write answers the refusal: 404 in plain text, the others with
@@ -366,7 +366,7 @@ func (s *Sessions) serveOpener(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	sw := &sessionWriter{ResponseWriter: w}
 	sw.onHeader = func(status int) {
-		if id := sw.Header().Get(HeaderSessionID); id != "" && status < 300 {
+		if id := sw.Header().Get(headerSessionID); id != "" && status < 300 {
 			sw.opened = s.register(id, c)
 		}
 	}
