@@ -31,7 +31,7 @@ const msgUnauthorized = "Unauthorized"
 // OnRefuse), ends streams by principal (EndStreams) and drains them
 // (Shutdown). A transport (streamhttp, stdio) only turns bytes into a
 // Request, frames the stream's messages and tells when its client left: it
-// serves a listen with Admit, Slot.Open and Slot.Done. One Server may serve
+// serves a listen with Begin, Slot.Admit, Slot.Open and Slot.Done. One Server may serve
 // several transports at once; its limits and Stats then cover them all.
 //
 // # Panics
@@ -139,16 +139,6 @@ func (s *Server) Begin(auth any) *Slot {
 	s.begun[sl] = struct{}{}
 	s.mu.Unlock()
 	return sl
-}
-
-// Admit is Begin(req.Auth) and Slot.Admit in one step: the admitted slot,
-// or the refusal.
-func (s *Server) Admit(ctx context.Context, req *Request) (*Slot, error) {
-	sl := s.Begin(req.Auth)
-	if err := sl.Admit(ctx, req); err != nil {
-		return nil, err
-	}
-	return sl, nil
 }
 
 // Admit admits the listen req (decoded; Auth and Expiry set by the
