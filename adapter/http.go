@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/mcplisten/listen"
-	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/streamhttp"
@@ -63,7 +62,7 @@ type HandlerOptions struct {
 	WrapSource func(listen.Source) listen.Source
 
 	// Versions are the protocol versions the SDK serves over HTTP, newest
-	// first. Nil means Bridge.Versions.
+	// first. Nil means those the server's server/discover lists.
 	Versions []string
 	// Modern, which must be set, serves the requests that are not listens
 	// and name 2026-07-28 or later (in MCP-Protocol-Version, or, without
@@ -133,7 +132,7 @@ func newHandler(b *Bridge, opts HandlerOptions) (*Handler, error) {
 		opts.MaxBodyBytes = defaultMaxBodyBytes
 	}
 	if opts.Versions == nil {
-		opts.Versions = b.Versions()
+		opts.Versions = slices.Clone(b.versions)
 	}
 	ho := opts.HTTP
 	ho.RequireHeaders = true
@@ -200,7 +199,7 @@ func namesVersion(r *http.Request) bool {
 
 // Shutdown stops the expiry of older clients' sessions, and ends every
 // listen stream gracefully: each first gets every change the server made
-// before the call (Bridge.Flush, then the hub is shut down: a hub given in
+// before the call (the SDK's Flush, then the hub is shut down: a hub given in
 // Options.Hub and shared with another transport ends that transport's
 // streams too), then its completion result; new listens are refused with
 // 503, and Shutdown waits for the streams as streamhttp.Handler.Shutdown
@@ -213,7 +212,7 @@ func (h *Handler) Shutdown(ctx context.Context) error {
 	if h.sessions != nil {
 		h.sessions.Close()
 	}
-	h.bridge.Flush()
+	h.bridge.flush()
 	var err error
 	if h.listen.Server().Options().DrainWindow > 0 {
 		// A paced drain: the Server spreads the completions over its
@@ -239,9 +238,6 @@ func (h *Handler) ResourceUpdated(ctx context.Context, uri string) error {
 
 // Bridge returns the Handler's Bridge (capabilities, counters).
 func (h *Handler) Bridge() *Bridge { return h.bridge }
-
-// Hub returns the hub the listens are served from.
-func (h *Handler) Hub() *hub.Hub { return h.bridge.hub }
 
 // Listen returns the listen handler (CheckOrigin).
 func (h *Handler) Listen() *streamhttp.Handler { return h.listen }

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/mcplisten/listen"
-	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/stdio"
 )
 
@@ -20,7 +20,8 @@ type StdioOptions struct {
 	// Stdio configures the listen multiplexer and the connection (limits,
 	// write timeout; see stdio.Options). The listens' policy is the
 	// Bridge's Options.Listen, served by a listen.Server of
-	// Bridge.ListenOptions (SupportedVersions set to Bridge.Versions);
+	// Bridge.ListenOptions (SupportedVersions set to the versions the
+	// server's server/discover lists);
 	// Handler is not used (every message that is not a listen or a
 	// cancellation goes to the SDK). Its bounds hold for the SDK's traffic
 	// too: MaxLineBytes bounds every input line, MaxInFlight the requests
@@ -85,7 +86,7 @@ func newStdio(b *Bridge, opts StdioOptions) (*Stdio, error) {
 	so := opts.Stdio
 	so.Handler = nil
 	lo := b.ListenOptions()
-	lo.SupportedVersions = b.Versions()
+	lo.SupportedVersions = slices.Clone(b.versions)
 	srv := listen.NewServer(b.Source(), lo)
 	mux, err := stdio.New(srv, so)
 	if err != nil {
@@ -190,7 +191,7 @@ func (s *Stdio) enter() bool {
 
 // Shutdown ends every connection gracefully, as stdio.Server.Shutdown
 // does, once every change the server made before the call has reached the
-// hub (Bridge.Flush): each connection stops reading, every open listen is
+// hub (the SDK's Flush): each connection stops reading, every open listen is
 // sent notifications/cancelled and its completion result, the SDK answers
 // what it is handling and its sessions end; Serve calls return
 // stdio.ErrServerClosed, and later ones return it at once. Shutdown
@@ -202,7 +203,7 @@ func (s *Stdio) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
-	s.bridge.Flush()
+	s.bridge.flush()
 	err := s.mux.Shutdown(ctx)
 	done := make(chan struct{})
 	// Ends when the last Serve call returns.
@@ -233,9 +234,6 @@ func (s *Stdio) Server() *listen.Server { return s.srv }
 
 // Bridge returns the Stdio's Bridge (capabilities, counters).
 func (s *Stdio) Bridge() *Bridge { return s.bridge }
-
-// Hub returns the hub the listens are served from.
-func (s *Stdio) Hub() *hub.Hub { return s.bridge.hub }
 
 // Stats returns the listen multiplexer's counters: connections, listens
 // open, requests in flight, subscriptions opened, closed and refused.
