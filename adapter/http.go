@@ -9,8 +9,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/internal/sessions"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/streamhttp"
@@ -33,8 +35,7 @@ type HandlerOptions struct {
 	// SupportedVersions set to Versions).
 	HTTP streamhttp.Options
 	// Sessions bound and expire the SDK's sessions (those with a session
-	// id: the clients of earlier versions) in front of Legacy
-	// (streamhttp.Sessions): at most MaxPerClient open at once per client
+	// id: the clients of earlier versions) in front of Legacy: at most MaxPerClient open at once per client
 	// (default 1,000) and Max in all (default 10,000), so that a flood from
 	// one client cannot take every slot. An initialize beyond them is
 	// answered 429 (the client's share: -32603 "Too many sessions open
@@ -47,10 +48,10 @@ type HandlerOptions struct {
 	// issued here, or has ended or expired, is answered 404 before the SDK
 	// sees it: route every request of a session to the instance that
 	// issued it. GET streams are bounded by MaxGetStreams (default 10,000)
-	// and MaxPerClient. ClientKey, if nil, is streamhttp.ClientAddr, the
-	// connection's address: behind a reverse proxy, give one that reads
-	// the address your proxy forwards.
-	Sessions streamhttp.SessionOptions
+	// and MaxPerClient. ClientKey, if nil, is the connection's address:
+	// behind a reverse proxy, give one that reads the address your proxy
+	// forwards.
+	Sessions SessionOptions
 	// MaxBodyBytes bounds the body of every request of the endpoint but
 	// listens, which HTTP.MaxBodyBytes bounds (413). Zero means
 	// 512 KiB (as streamhttp.FrontOptions.MaxBodyBytes); negative is an
@@ -101,7 +102,7 @@ type Handler struct {
 	listen   *streamhttp.Handler
 	front    http.Handler
 	modern   http.Handler
-	sessions *streamhttp.Sessions // fronts Legacy; nil without it
+	sessions *sessions.Sessions // fronts Legacy; nil without it
 	versions []string
 	close    func(context.Context)
 }
@@ -148,7 +149,7 @@ func newHandler(b *Bridge, opts HandlerOptions) (*Handler, error) {
 	}
 	h := &Handler{bridge: b, listen: lh, modern: opts.Modern, versions: opts.Versions, close: opts.Close}
 	if opts.Legacy != nil {
-		h.sessions = streamhttp.NewSessions(opts.Legacy, opts.Sessions)
+		h.sessions = sessions.New(opts.Legacy, opts.Sessions.internal())
 	}
 	h.front = streamhttp.FrontWith(lh, http.HandlerFunc(h.route), streamhttp.FrontOptions{MaxBodyBytes: opts.MaxBodyBytes})
 	return h, nil
@@ -246,6 +247,77 @@ func (h *Handler) Listen() *streamhttp.Handler { return h.listen }
 // Stats, EndStreams).
 func (h *Handler) Server() *listen.Server { return h.listen.Server() }
 
-// Sessions returns what bounds and expires the sessions of older clients
-// (its Stats), or nil without HandlerOptions.Legacy.
-func (h *Handler) Sessions() *streamhttp.Sessions { return h.sessions }
+// SessionStats returns the counters of the sessions of older clients
+// (HandlerOptions.Sessions); zero without HandlerOptions.Legacy.
+func (h *Handler) SessionStats() SessionStats {
+	if h.sessions == nil {
+		return SessionStats{}
+	}
+	return SessionStats(h.sessions.Stats())
+}
+
+// SessionOptions bound and expire the sessions an SDK issues to clients of
+// the revisions before 2026-07-28 (HandlerOptions.Sessions). The zero
+// value is the defaults.
+type SessionOptions struct {
+	// Max bounds the sessions open at once, counting the requests that may
+	// open one and have not been answered yet. Zero means 10,000;
+	// negative, no bound.
+	Max int
+	// MaxPerClient bounds the sessions one client (one ClientKey) has open
+	// at once, and the GET streams it has open at once, so that a flood from
+	// one client cannot take every slot. Zero means 1,000 (enough for the
+	// clients behind one NAT or, with the default ClientKey, one reverse
+	// proxy); negative, no bound.
+	MaxPerClient int
+	// IdleTimeout ends a session no request has used for that long: a
+	// request in progress, a GET stream open included, is use, and the time
+	// counts from the end of the last one. Zero means 30 minutes; negative,
+	// never.
+	IdleTimeout time.Duration
+	// MaxGetStreams bounds the GET streams open at once. Zero means 10,000;
+	// negative, no bound.
+	MaxGetStreams int
+	// ClientKey names the client of a request, for MaxPerClient. Nil, or
+	// an empty key, means the address the connection comes from (an IPv4
+	// address, or an IPv6 /64). Behind a reverse proxy every client then
+	// has the proxy's address and they all share one client's share: give
+	// a ClientKey that reads what your proxy sets (the address it appends
+	// to X-Forwarded-For, not one the client can write) or the
+	// authenticated user.
+	ClientKey func(r *http.Request) string
+	// End, if set, ends sessions in the SDK's handler: it is called with
+	// the ids of the sessions that expired, once each, never twice at
+	// once, on the goroutine of the expiry timer (which runs while
+	// sessions are left to expire, and which Shutdown waits for). It runs
+	// after the slots are freed and requests naming the ids are refused. A
+	// panic in it is recovered. The gosdk and mcpgo adapters set it.
+	End func(ids []string)
+}
+
+// internal returns o as the sessions package takes it, an empty ClientKey
+// meaning the connection's address.
+func (o SessionOptions) internal() sessions.Options {
+	if key := o.ClientKey; key != nil {
+		o.ClientKey = func(r *http.Request) string {
+			if k := key(r); k != "" {
+				return k
+			}
+			return sessions.ClientAddr(r)
+		}
+	}
+	return sessions.Options(o)
+}
+
+// SessionStats are the counters of the sessions of older clients
+// (Handler.SessionStats).
+type SessionStats struct {
+	// Open is the number of sessions open, with the requests that may open
+	// one in progress; GetStreams the GET streams open.
+	Open, GetStreams int
+	// Refused counts the requests refused for Max or MaxPerClient,
+	// RefusedGet the GET streams refused for MaxGetStreams or MaxPerClient,
+	// NotFound the requests naming an unknown session, Expired the sessions
+	// ended by IdleTimeout.
+	Refused, RefusedGet, NotFound, Expired uint64
+}

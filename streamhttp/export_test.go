@@ -20,19 +20,15 @@ func HasFastPath(h *Handler) bool { return h.fast != nil }
 
 // The package's exact messages, header names and defaults, for the tests.
 const (
-	MsgMethodNotAllowed        = msgMethodNotAllowed
-	MsgBodyTooLarge            = msgBodyTooLarge
-	MsgBodyTimeout             = msgBodyTimeout
-	MsgTooManyGetStreams       = msgTooManyGetStreams
-	MsgTooManyClientGetStreams = msgTooManyClientGetStreams
-	MsgSessionNotFound         = msgSessionNotFound
-	HeaderProtocolVersion      = headerProtocolVersion
-	HeaderMethod               = headerMethod
-	HeaderSessionID            = headerSessionID
-	DefaultMaxBodyBytes        = defaultMaxBodyBytes
-	DefaultReadTimeout         = defaultReadTimeout
-	DefaultKeepAlive           = defaultKeepAlive
-	DefaultWriteTimeout        = defaultWriteTimeout
+	MsgMethodNotAllowed   = msgMethodNotAllowed
+	MsgBodyTooLarge       = msgBodyTooLarge
+	MsgBodyTimeout        = msgBodyTimeout
+	HeaderProtocolVersion = headerProtocolVersion
+	HeaderMethod          = headerMethod
+	DefaultMaxBodyBytes   = defaultMaxBodyBytes
+	DefaultReadTimeout    = defaultReadTimeout
+	DefaultKeepAlive      = defaultKeepAlive
+	DefaultWriteTimeout   = defaultWriteTimeout
 )
 
 // IsListen is isListen, for the tests.

@@ -1,4 +1,8 @@
-package streamhttp
+// Package sessions bounds and expires the sessions that a Streamable HTTP
+// handler of the revisions before 2026-07-28 issues (the go-sdk's stateful
+// handler, mcp-go's StreamableHTTPServer), in front of it: what the adapter
+// package's HandlerOptions.Sessions configures.
+package sessions
 
 import (
 	"net"
@@ -9,24 +13,25 @@ import (
 
 	"github.com/mcplisten/listen/internal/safe"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/streamhttp"
 )
 
-// Defaults of SessionOptions.
+// Defaults of Options.
 const (
-	// defaultMaxSessions is the default SessionOptions.Max.
+	// defaultMaxSessions is the default Options.Max.
 	defaultMaxSessions = 10000
-	// defaultMaxSessionsPerClient is the default SessionOptions.MaxPerClient:
+	// defaultMaxSessionsPerClient is the default Options.MaxPerClient:
 	// a tenth of defaultMaxSessions, far more than one client opens (one
 	// session per connection, a few more across reconnections that did not
 	// send DELETE), and enough for the clients behind one NAT or, with the
 	// default ClientKey, one reverse proxy.
 	defaultMaxSessionsPerClient = 1000
-	// defaultSessionIdleTimeout is the default SessionOptions.IdleTimeout.
+	// defaultSessionIdleTimeout is the default Options.IdleTimeout.
 	// An older client that keeps its GET stream open never goes idle; one
 	// without it that sends nothing for this long meets 404 at its next
 	// request and, as the specification asks, initializes again.
 	defaultSessionIdleTimeout = 30 * time.Minute
-	// defaultMaxGetStreams is the default SessionOptions.MaxGetStreams: one
+	// defaultMaxGetStreams is the default Options.MaxGetStreams: one
 	// per session of defaultMaxSessions.
 	defaultMaxGetStreams = defaultMaxSessions
 )
@@ -34,17 +39,17 @@ const (
 // Messages of the refusals of Sessions.
 const (
 	// msgTooManySessions is the JSON-RPC error message (-32603, HTTP 503)
-	// of a request that would open a session beyond SessionOptions.Max.
+	// of a request that would open a session beyond Options.Max.
 	msgTooManySessions = "Server busy: too many sessions"
 	// msgTooManyClientSessions is the JSON-RPC error message (-32603, HTTP
 	// 429) of a request that would open a session beyond its client's
-	// SessionOptions.MaxPerClient.
+	// Options.MaxPerClient.
 	msgTooManyClientSessions = "Too many sessions open for this client"
 	// msgTooManyGetStreams is the JSON-RPC error message (-32603, HTTP 503)
-	// of a GET stream beyond SessionOptions.MaxGetStreams.
+	// of a GET stream beyond Options.MaxGetStreams.
 	msgTooManyGetStreams = "Server busy: too many GET streams"
 	// msgTooManyClientGetStreams is the JSON-RPC error message (-32603, HTTP
-	// 429) of a GET stream beyond its client's SessionOptions.MaxPerClient.
+	// 429) of a GET stream beyond its client's Options.MaxPerClient.
 	msgTooManyClientGetStreams = "Too many GET streams open for this client"
 	// msgSessionNotFound is the plain-text body of the 404 that answers a
 	// request naming a session that was never issued, has ended or has
@@ -58,8 +63,8 @@ const (
 // revisions before 2026-07-28.
 const headerSessionID = "Mcp-Session-Id"
 
-// SessionOptions configure Sessions. The zero value is the defaults.
-type SessionOptions struct {
+// Options configure Sessions. The zero value is the defaults.
+type Options struct {
 	// Max bounds the sessions open at once, counting the requests that may
 	// open one and have not been answered yet. Zero means
 	// defaultMaxSessions; negative, no bound.
@@ -93,8 +98,8 @@ type SessionOptions struct {
 	End func(ids []string)
 }
 
-// SessionStats are counters of Sessions.
-type SessionStats struct {
+// Stats are counters of Sessions.
+type Stats struct {
 	// Open is the number of sessions open, with the requests that may open
 	// one in progress; GetStreams the GET streams open.
 	Open, GetStreams int
@@ -113,7 +118,7 @@ type SessionStats struct {
 // Mcp-Session-Id header), and for each request:
 //
 //   - a POST without Mcp-Session-Id that may open a session (an initialize,
-//     or a body FrontMessage could not parse, such as a batch) counts as
+//     or a body streamhttp.FrontMessage could not parse, such as a batch) counts as
 //     one until answered; beyond its client's MaxPerClient it is answered
 //     429 with Retry-After: 1 and the JSON-RPC error -32603
 //     msgTooManyClientSessions (with its id), beyond Max 503 with
@@ -182,8 +187,8 @@ type client struct {
 	sessions, gets int
 }
 
-// NewSessions returns Sessions in front of next with opts.
-func NewSessions(next http.Handler, opts SessionOptions) *Sessions {
+// New returns Sessions in front of next with opts.
+func New(next http.Handler, opts Options) *Sessions {
 	s := &Sessions{
 		next:    next,
 		max:     orDefault(opts.Max, defaultMaxSessions),
@@ -212,7 +217,7 @@ func orDefault(v, d int) int {
 	return v
 }
 
-// ClientAddr is the default SessionOptions.ClientKey: the IP address of
+// ClientAddr is the default Options.ClientKey: the IP address of
 // r.RemoteAddr without its port (an IPv4-mapped IPv6 address as IPv4), and
 // of an IPv6 address its /64 prefix (one host's share of addresses). A RemoteAddr that is not host:port is the key
 // as it is.
@@ -232,10 +237,10 @@ func ClientAddr(r *http.Request) string {
 }
 
 // Stats returns the counters.
-func (s *Sessions) Stats() SessionStats {
+func (s *Sessions) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return SessionStats{Open: s.open, GetStreams: s.gets, Refused: s.refused, RefusedGet: s.refGet, NotFound: s.notFound, Expired: s.expired}
+	return Stats{Open: s.open, GetStreams: s.gets, Refused: s.refused, RefusedGet: s.refGet, NotFound: s.notFound, Expired: s.expired}
 }
 
 // Close stops the expiry timer and waits for an End in progress. It ends
@@ -282,7 +287,7 @@ func (s *Sessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // mayOpen reports whether a POST without a session id may open a session:
 // an initialize, or a body the front did not parse as one message.
 func mayOpen(r *http.Request) bool {
-	m, ok := FrontMessage(r)
+	m, ok := streamhttp.FrontMessage(r)
 	return !ok || m.Method == "initialize"
 }
 
@@ -357,7 +362,7 @@ func (s *Sessions) serveOpener(w http.ResponseWriter, r *http.Request) {
 		s.refused++
 		s.dropClientLocked(c)
 		s.mu.Unlock()
-		m, _ := FrontMessage(r)
+		m, _ := streamhttp.FrontMessage(r)
 		no.write(w, m.ID)
 		return
 	}
