@@ -95,11 +95,20 @@ func newStdio(b *Bridge, opts StdioOptions) (*Stdio, error) {
 	return &Stdio{bridge: b, mux: mux, srv: srv, connect: opts.Connect, timeout: opts.ShutdownTimeout}, nil
 }
 
-// Run serves the process's standard input and output: Serve with os.Stdin
-// and os.Stdout. Log to standard error only: anything else written to
-// standard output corrupts the connection (and, while Run runs, a Write to
-// os.Stdout may fail with EAGAIN: see stdio.Options.BlockingFiles).
-func (s *Stdio) Run(ctx context.Context) error { return s.Serve(ctx, os.Stdin, os.Stdout) }
+// Run serves the process's standard input and output (Serve with os.Stdin
+// and os.Stdout) until the input ends or ctx ends, then shuts the Stdio
+// down within ShutdownTimeout (Shutdown): what an adapter's one-line Run
+// does. It returns Serve's error. Log to standard error only: anything
+// else written to standard output corrupts the connection (and, while Run
+// runs, a Write to os.Stdout may fail with EAGAIN: see
+// stdio.Options.BlockingFiles).
+func (s *Stdio) Run(ctx context.Context) error {
+	err := s.Serve(ctx, os.Stdin, os.Stdout)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
+	defer cancel()
+	_ = s.Shutdown(sctx)
+	return err
+}
 
 // Serve runs one MCP stdio connection over r and w (newline-delimited
 // JSON-RPC): a stdio.Conn shared by this library's listen multiplexer and
@@ -238,14 +247,3 @@ func (s *Stdio) Bridge() *Bridge { return s.bridge }
 // Stats returns the listen multiplexer's counters: connections, listens
 // open, requests in flight, subscriptions opened, closed and refused.
 func (s *Stdio) Stats() stdio.Stats { return s.mux.Stats() }
-
-// RunAndShutdown serves standard input and output until the input ends or
-// ctx ends (Run), then shuts down within ShutdownTimeout: what an
-// adapter's one-line Run does.
-func (s *Stdio) RunAndShutdown(ctx context.Context) error {
-	err := s.Run(ctx)
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
-	defer cancel()
-	_ = s.Shutdown(sctx)
-	return err
-}

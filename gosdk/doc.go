@@ -30,7 +30,7 @@
 //
 //	err := gosdk.Run(ctx, server, gosdk.StdioOptions{})
 //
-// or, with a handle (Hub, Bridge, Stats, ResourceUpdated, Shutdown),
+// or, with a handle (Server, Bridge, Stats, ResourceUpdated, Shutdown),
 // s, err := gosdk.NewStdio(server, opts), then s.Run(ctx). Every listen is
 // this library's there too (see adapter.Stdio.Serve).
 //
