@@ -63,50 +63,24 @@ const (
 // revisions before 2026-07-28.
 const headerSessionID = "Mcp-Session-Id"
 
-// Options configure Sessions. The zero value is the defaults.
+// Options configure Sessions; the zero value is the defaults. They are
+// adapter.SessionOptions, which documents each field (adapter converts
+// one into the other, so both keep the same fields in the same order);
+// zero means defaultMaxSessions, defaultMaxSessionsPerClient,
+// defaultSessionIdleTimeout and defaultMaxGetStreams, a nil ClientKey
+// ClientAddr, and an empty key is a key like any other here.
 type Options struct {
-	// Max bounds the sessions open at once, counting the requests that may
-	// open one and have not been answered yet. Zero means
-	// defaultMaxSessions; negative, no bound.
-	Max int
-	// MaxPerClient bounds the sessions one client (one ClientKey) has open
-	// at once, and the GET streams it has open at once, so that a flood from
-	// one client cannot take every slot. Zero means
-	// defaultMaxSessionsPerClient; negative, no bound.
-	MaxPerClient int
-	// IdleTimeout ends a session no request has used for that long: a
-	// request in progress, a GET stream open included, is use, and the time
-	// counts from the end of the last one. Zero means
-	// defaultSessionIdleTimeout; negative, never.
-	IdleTimeout time.Duration
-	// MaxGetStreams bounds the GET streams open at once. Zero means
-	// defaultMaxGetStreams; negative, no bound.
-	MaxGetStreams int
-	// ClientKey names the client of a request, for MaxPerClient. Nil means
-	// ClientAddr: the address the connection comes from. Behind a reverse
-	// proxy every client then has the proxy's address and they all share
-	// one client's share: give a ClientKey that reads what your proxy sets
-	// (the address it appends to X-Forwarded-For, not one the client can
-	// write) or the authenticated user. An empty key is a key like any other.
-	ClientKey func(r *http.Request) string
-	// End, if set, ends sessions in the server behind (an SDK's handler):
-	// Sessions calls it with the ids of the sessions that expired, once each,
-	// never twice at once, on the goroutine of its expiry timer (which runs
-	// while sessions are left to expire, and which Close waits for). It
-	// runs after the slots are freed and requests naming the ids are
-	// refused. A panic in it is recovered.
-	End func(ids []string)
+	Max, MaxPerClient int
+	IdleTimeout       time.Duration
+	MaxGetStreams     int
+	ClientKey         func(r *http.Request) string
+	End               func(ids []string)
 }
 
-// Stats are counters of Sessions.
+// Stats are the counters of Sessions, as adapter.SessionStats documents
+// them (the same fields, in the same order).
 type Stats struct {
-	// Open is the number of sessions open, with the requests that may open
-	// one in progress; GetStreams the GET streams open.
-	Open, GetStreams int
-	// Refused counts the requests refused for Max or MaxPerClient,
-	// RefusedGet the GET streams refused for MaxGetStreams or MaxPerClient,
-	// NotFound the requests naming an unknown session, Expired the sessions
-	// ended by IdleTimeout.
+	Open, GetStreams                       int
 	Refused, RefusedGet, NotFound, Expired uint64
 }
 
@@ -118,8 +92,8 @@ type Stats struct {
 // Mcp-Session-Id header), and for each request:
 //
 //   - a POST without Mcp-Session-Id that may open a session (an initialize,
-//     or a body streamhttp.FrontMessage could not parse, such as a batch) counts as
-//     one until answered; beyond its client's MaxPerClient it is answered
+//     or a body streamhttp.FrontMessage could not parse, such as a batch)
+//     counts as one until answered; beyond its client's MaxPerClient it is answered
 //     429 with Retry-After: 1 and the JSON-RPC error -32603
 //     msgTooManyClientSessions (with its id), beyond Max 503 with
 //     msgTooManySessions, and never reaches next. If the answer issues a
