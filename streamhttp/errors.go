@@ -1,8 +1,10 @@
 package streamhttp
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/internal/echo"
@@ -54,6 +56,28 @@ func statusOf(code int) int {
 		return http.StatusInternalServerError
 	}
 	return http.StatusBadRequest
+}
+
+// refusalStatus is the HTTP status of a listen the listen.Server refused
+// with err (Slot.Admit, Slot.Open), and the Retry-After delay (zero for
+// none): capacity and drain refusals carry retryAfter (listen.Options.
+// RetryAfter), 503 over MaxStreams and while draining, 429 over a
+// per-client limit or a Quota; an expired credential is 401; any other
+// error is mapped by its JSON-RPC code (statusOf), 500 when it has none.
+func refusalStatus(err error, retryAfter time.Duration) (status int, after time.Duration) {
+	switch {
+	case errors.Is(err, listen.ErrOverQuota):
+		return http.StatusTooManyRequests, retryAfter
+	case errors.Is(err, listen.ErrShutdown), errors.Is(err, listen.ErrOverloaded):
+		return http.StatusServiceUnavailable, retryAfter
+	case errors.Is(err, listen.ErrExpired):
+		return http.StatusUnauthorized, 0
+	}
+	var we *jsonrpc.Error
+	if !errors.As(err, &we) {
+		return http.StatusInternalServerError, 0
+	}
+	return statusOf(we.Code), 0
 }
 
 // reply is what a request gets instead of a stream: an error response

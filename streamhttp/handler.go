@@ -264,7 +264,7 @@ func (h *Handler) admitAndServe(w http.ResponseWriter, r *http.Request, st *stre
 // refusal is the reply to a listen the Server refused (Admit, Open):
 // already reported to OnRefuse.
 func (h *Handler) refusal(id jsonrpc.ID, err error) *reply {
-	status, after := h.srv.Refusal(err)
+	status, after := refusalStatus(err, h.srv.Options().RetryAfter)
 	f := refuse(status, id, jsonrpc.AsError(err, "Internal error"))
 	f.reported = true
 	if after > 0 {
