@@ -6,8 +6,6 @@ import (
 	"io"
 	"net/http"
 	"time"
-
-	"github.com/mcplisten/listen/streamhttp"
 )
 
 // maxProbeBody bounds the body requireSampling reads (the endpoint's own
