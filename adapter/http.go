@@ -45,10 +45,12 @@ type HandlerOptions struct {
 	// ends, or expires. A session no request has used for IdleTimeout
 	// (default 30 minutes; an open GET stream is use) is ended (End, which
 	// the adapter sets). A request naming a session id that was never
-	// issued here, or has ended or expired, is answered 404 before the SDK
-	// sees it: route every request of a session to the instance that
-	// issued it. GET streams are bounded by MaxGetStreams (default 10,000)
-	// and MaxPerClient. ClientKey, if nil, is the connection's address:
+	// issued here, or has ended or expired, is answered 404 "Session not
+	// found" (plain text, as the SDKs answer it) before the SDK sees it:
+	// route every request of a session to the instance that issued it.
+	// GET streams are bounded by MaxGetStreams (default 10,000: 503
+	// "Server busy: too many GET streams") and MaxPerClient (429 "Too many
+	// GET streams open for this client"). ClientKey, if nil, is the connection's address:
 	// behind a reverse proxy, give one that reads the address your proxy
 	// forwards.
 	Sessions SessionOptions
