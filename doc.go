@@ -24,7 +24,7 @@
 // with Server.Begin, Slot.Admit, Slot.Open, then Subscription.Serve (or
 // the worker, below), then Slot.Done. Its refusals are JSON-RPC errors for
 // the client (jsonrpc.ErrorResponse(req.ID, err); package spec names their
-// exact messages; Server.Refusal their HTTP status).
+// exact messages; streamhttp their HTTP status).
 //
 // Open alone (no Server) opens one subscription; with Serve, or with
 // StartWorker and the message methods (Acknowledgement, Notification,

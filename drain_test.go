@@ -36,7 +36,7 @@ func TestServerDrainCatchesUpGradually(t *testing.T) {
 		var served sync.WaitGroup
 		for i := range n {
 			req := request(jsonrpc.IntID(int64(i)), listen.Filter{"toolsListChanged": true})
-			sl, err := srv.Admit(context.Background(), req)
+			sl, err := admit(srv, req)
 			require.NoError(t, err)
 			sub, err := sl.Open(context.Background(), context.Background(), req)
 			require.NoError(t, err)

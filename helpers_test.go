@@ -158,3 +158,13 @@ func waitExited(w *listen.Worker) {
 	for range w.Outcomes() {
 	}
 }
+
+// admit is Begin(req.Auth) and Slot.Admit in one step: the admitted slot,
+// or the refusal.
+func admit(srv *listen.Server, req *listen.Request) (*listen.Slot, error) {
+	sl := srv.Begin(req.Auth)
+	if err := sl.Admit(context.Background(), req); err != nil {
+		return nil, err
+	}
+	return sl, nil
+}

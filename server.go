@@ -32,7 +32,7 @@ const msgUnauthorized = "Unauthorized"
 // OnRefuse), ends streams by principal (EndStreams) and drains them
 // (Shutdown). A transport (streamhttp, stdio) only turns bytes into a
 // Request, frames the stream's messages and tells when its client left: it
-// serves a listen with Admit, Slot.Open and Slot.Done. One Server may serve
+// serves a listen with Begin, Slot.Admit, Slot.Open and Slot.Done. One Server may serve
 // several transports at once; its limits and Stats then cover them all.
 //
 // # Panics
@@ -142,16 +142,6 @@ func (s *Server) Begin(auth any) *Slot {
 	return sl
 }
 
-// Admit is Begin(req.Auth) and Slot.Admit in one step: the admitted slot,
-// or the refusal.
-func (s *Server) Admit(ctx context.Context, req *Request) (*Slot, error) {
-	sl := s.Begin(req.Auth)
-	if err := sl.Admit(ctx, req); err != nil {
-		return nil, err
-	}
-	return sl, nil
-}
-
 // Admit admits the listen req (decoded; Auth and Expiry set by the
 // transport's authentication) or refuses it, in this order; a refusal is a
 // *jsonrpc.Error, already reported to OnRefuse (and counted in
@@ -166,8 +156,9 @@ func (s *Server) Admit(ctx context.Context, req *Request) (*Slot, error) {
 //	over MaxStreams                   -32603 "Server subscription capacity exhausted" (cause ErrOverloaded)
 //	Quota refuses                     its error (cause ErrOverQuota for a quota)
 //
-// The transport maps a refusal to its framing with Server.Refusal (an HTTP
-// status, Retry-After).
+// The transport maps a refusal to its framing (streamhttp: an HTTP status,
+// and Retry-After, Options.RetryAfter, for the capacity, quota and drain
+// refusals).
 func (sl *Slot) Admit(ctx context.Context, req *Request) error {
 	s := sl.srv
 	if err := s.precheck(req); err != nil {
@@ -265,33 +256,6 @@ func (s *Server) Refused(req *Request, err error) {
 	if s.opts.OnRefuse != nil {
 		s.hook("OnRefuse", func() { s.opts.OnRefuse(req, err) })
 	}
-}
-
-// Refusal tells a transport how to answer the refusal err (from Admit or
-// Open, or a transport's own *jsonrpc.Error): the HTTP status, and the
-// Retry-After delay (zero for none). Capacity and drain refusals carry
-// Retry-After (Options.RetryAfter): 503 over MaxStreams and while
-// draining, 429 over a per-client limit or a Quota.
-func (s *Server) Refusal(err error) (status int, retryAfter time.Duration) {
-	switch {
-	case errors.Is(err, ErrOverQuota):
-		return 429, s.retryAfter
-	case errors.Is(err, ErrShutdown), errors.Is(err, ErrOverloaded):
-		return 503, s.retryAfter
-	case errors.Is(err, ErrExpired):
-		return 401, 0
-	}
-	var we *jsonrpc.Error
-	if !errors.As(err, &we) {
-		return 500, 0
-	}
-	switch we.Code {
-	case jsonrpc.CodeInternalError:
-		return 500, 0
-	case jsonrpc.CodeMethodNotFound:
-		return 404, 0
-	}
-	return 400, 0
 }
 
 // Open opens the slot's subscription for req on the Server's Source

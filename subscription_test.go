@@ -856,7 +856,7 @@ func TestOpenOwnedSeparatesTheOwner(t *testing.T) {
 	openCtx, cancelOpen := context.WithCancel(context.Background())
 	owner, cancelOwner := context.WithCancel(context.Background())
 	req := request(jsonrpc.IntID(1), listen.Filter{})
-	sl, err := srv.Admit(context.Background(), req)
+	sl, err := admit(srv, req)
 	require.NoError(t, err)
 	sub, err := sl.Open(openCtx, owner, req)
 	require.NoError(t, err)

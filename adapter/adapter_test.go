@@ -96,8 +96,8 @@ func TestBridge(t *testing.T) {
 		OnRepublish: func(method, uri string, _ hub.Report) { republished = append(republished, method+" "+uri) },
 	})
 	require.NoError(t, err)
-	assert.Equal(t, []string{"2026-07-28", "2025-11-25"}, b.Versions())
-	assert.Equal(t, "toy", b.ServerInfo().Name)
+	assert.Equal(t, []string{"2026-07-28", "2025-11-25"}, adapter.Versions(b))
+	assert.Equal(t, "toy", adapter.ServerInfo(b).Name)
 	caps, err := b.Capabilities(t.Context())
 	require.NoError(t, err)
 	assert.True(t, caps.ToolsListChanged)

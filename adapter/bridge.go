@@ -243,14 +243,6 @@ func (b *Bridge) Capabilities(ctx context.Context) (listen.Capabilities, error) 
 	return r.Caps, err
 }
 
-// Versions returns the protocol versions the server supports, as its
-// server/discover lists them (newest first).
-func (b *Bridge) Versions() []string { return slices.Clone(b.versions) }
-
-// ServerInfo returns the server's implementation, as server/discover
-// reports it.
-func (b *Bridge) ServerInfo() listen.Implementation { return b.info }
-
 // Hub returns the hub the listens are served from.
 func (b *Bridge) Hub() *hub.Hub { return b.hub }
 
@@ -299,9 +291,9 @@ func (b *Bridge) ResourceUpdated(ctx context.Context, uri string) error {
 	return b.sdk.ResourceUpdated(ctx, uri)
 }
 
-// Flush returns once every change the server broadcast before the call has
+// flush returns once every change the server broadcast before the call has
 // been published into the hub.
-func (b *Bridge) Flush() {
+func (b *Bridge) flush() {
 	if b.sdk.Flush != nil {
 		b.sdk.Flush()
 	}

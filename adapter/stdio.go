@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/mcplisten/listen"
-	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/stdio"
 )
 
@@ -20,7 +20,8 @@ type StdioOptions struct {
 	// Stdio configures the listen multiplexer and the connection (limits,
 	// write timeout; see stdio.Options). The listens' policy is the
 	// Bridge's Options.Listen, served by a listen.Server of
-	// Bridge.ListenOptions (SupportedVersions set to Bridge.Versions);
+	// Bridge.ListenOptions (SupportedVersions set to the versions the
+	// server's server/discover lists);
 	// Handler is not used (every message that is not a listen or a
 	// cancellation goes to the SDK). Its bounds hold for the SDK's traffic
 	// too: MaxLineBytes bounds every input line, MaxInFlight the requests
@@ -85,7 +86,7 @@ func newStdio(b *Bridge, opts StdioOptions) (*Stdio, error) {
 	so := opts.Stdio
 	so.Handler = nil
 	lo := b.ListenOptions()
-	lo.SupportedVersions = b.Versions()
+	lo.SupportedVersions = slices.Clone(b.versions)
 	srv := listen.NewServer(b.Source(), lo)
 	mux, err := stdio.New(srv, so)
 	if err != nil {
@@ -94,11 +95,20 @@ func newStdio(b *Bridge, opts StdioOptions) (*Stdio, error) {
 	return &Stdio{bridge: b, mux: mux, srv: srv, connect: opts.Connect, timeout: opts.ShutdownTimeout}, nil
 }
 
-// Run serves the process's standard input and output: Serve with os.Stdin
-// and os.Stdout. Log to standard error only: anything else written to
-// standard output corrupts the connection (and, while Run runs, a Write to
-// os.Stdout may fail with EAGAIN: see stdio.Options.BlockingFiles).
-func (s *Stdio) Run(ctx context.Context) error { return s.Serve(ctx, os.Stdin, os.Stdout) }
+// Run serves the process's standard input and output (Serve with os.Stdin
+// and os.Stdout) until the input ends or ctx ends, then shuts the Stdio
+// down within ShutdownTimeout (Shutdown): what an adapter's one-line Run
+// does. It returns Serve's error. Log to standard error only: anything
+// else written to standard output corrupts the connection (and, while Run
+// runs, a Write to os.Stdout may fail with EAGAIN: see
+// stdio.Options.BlockingFiles).
+func (s *Stdio) Run(ctx context.Context) error {
+	err := s.Serve(ctx, os.Stdin, os.Stdout)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
+	defer cancel()
+	_ = s.Shutdown(sctx)
+	return err
+}
 
 // Serve runs one MCP stdio connection over r and w (newline-delimited
 // JSON-RPC): a stdio.Conn shared by this library's listen multiplexer and
@@ -190,7 +200,7 @@ func (s *Stdio) enter() bool {
 
 // Shutdown ends every connection gracefully, as stdio.Server.Shutdown
 // does, once every change the server made before the call has reached the
-// hub (Bridge.Flush): each connection stops reading, every open listen is
+// hub (the SDK's Flush): each connection stops reading, every open listen is
 // sent notifications/cancelled and its completion result, the SDK answers
 // what it is handling and its sessions end; Serve calls return
 // stdio.ErrServerClosed, and later ones return it at once. Shutdown
@@ -202,7 +212,7 @@ func (s *Stdio) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
-	s.bridge.Flush()
+	s.bridge.flush()
 	err := s.mux.Shutdown(ctx)
 	done := make(chan struct{})
 	// Ends when the last Serve call returns.
@@ -234,20 +244,6 @@ func (s *Stdio) Server() *listen.Server { return s.srv }
 // Bridge returns the Stdio's Bridge (capabilities, counters).
 func (s *Stdio) Bridge() *Bridge { return s.bridge }
 
-// Hub returns the hub the listens are served from.
-func (s *Stdio) Hub() *hub.Hub { return s.bridge.hub }
-
 // Stats returns the listen multiplexer's counters: connections, listens
 // open, requests in flight, subscriptions opened, closed and refused.
 func (s *Stdio) Stats() stdio.Stats { return s.mux.Stats() }
-
-// RunAndShutdown serves standard input and output until the input ends or
-// ctx ends (Run), then shuts down within ShutdownTimeout: what an
-// adapter's one-line Run does.
-func (s *Stdio) RunAndShutdown(ctx context.Context) error {
-	err := s.Run(ctx)
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
-	defer cancel()
-	_ = s.Shutdown(sctx)
-	return err
-}

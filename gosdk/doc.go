@@ -30,7 +30,7 @@
 //
 //	err := gosdk.Run(ctx, server, gosdk.StdioOptions{})
 //
-// or, with a handle (Hub, Bridge, Stats, ResourceUpdated, Shutdown),
+// or, with a handle (Server, Bridge, Stats, ResourceUpdated, Shutdown),
 // s, err := gosdk.NewStdio(server, opts), then s.Run(ctx). Every listen is
 // this library's there too (see adapter.Stdio.Serve).
 //
@@ -51,7 +51,7 @@
 // to it (resources/subscribe) once each. With Options.Listen.SubResources a
 // listen on file:///project/ covers the files below it. Call it wherever a
 // resource changes: the go-sdk's Server.ResourceUpdated alone reaches only
-// its own subscribers, Hub().ResourceUpdated only the listens. Listen URIs
+// its own subscribers, Bridge().Hub().ResourceUpdated only the listens. Listen URIs
 // cost the go-sdk nothing (your SubscribeHandler serves older clients only;
 // authorise listens with listen.Options.CanRead). Resources registered
 // without a SubscribeHandler are logged as a warning: resources.subscribe is
@@ -88,6 +88,6 @@
 // with AddTool every 3 ms for 1.5 s (BenchmarkDebounceStarvation) the
 // first notification came 1.51 s after the first change. A server that
 // changes its lists that often can publish the change itself as well
-// (Hub().ToolsListChanged(); a listen may then see it twice, which a list
+// (Bridge().Hub().ToolsListChanged(); a listen may then see it twice, which a list
 // change allows).
 package gosdk

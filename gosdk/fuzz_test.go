@@ -15,6 +15,9 @@ import (
 	"github.com/mcplisten/listen/stdio"
 )
 
+// msgLineTooLong is stdio's exact message for a line over MaxLineBytes.
+const msgLineTooLong = "Invalid request: message exceeds the maximum line length"
+
 // FuzzServe feeds arbitrary input, then three pings, to Serve with a plain
 // go-sdk server, on a connection with 256-byte lines and one request in
 // flight (then again with two, so that requests meet at the go-sdk), and
@@ -121,7 +124,7 @@ func FuzzServe(f *testing.F) {
 				if m.Method != nil {
 					continue // the go-sdk's own notification or request
 				}
-				if m.Error != nil && m.Error.Code == jsonrpc.CodeInvalidRequest && m.Error.Message == stdio.MsgLineTooLong {
+				if m.Error != nil && m.Error.Code == jsonrpc.CodeInvalidRequest && m.Error.Message == msgLineTooLong {
 					tooLong++
 				}
 				if len(m.ID) == 0 || string(m.ID) == "null" {

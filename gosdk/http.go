@@ -44,9 +44,9 @@ type HandlerOptions struct {
 	// adapter.HandlerOptions.Sessions says (an expired one is closed with
 	// ServerSession.Close). ClientKey, if nil, is the UserID of the
 	// request's go-sdk TokenInfo (auth.RequireBearerToken in front of the
-	// Handler), if it has one, else streamhttp.ClientAddr. End is set by
+	// Handler), if it has one, else the connection's address. End is set by
 	// NewHandler.
-	Sessions streamhttp.SessionOptions
+	Sessions adapter.SessionOptions
 }
 
 // Handler serves one MCP Streamable HTTP endpoint for a go-sdk server:
@@ -70,7 +70,7 @@ func NewHandler(server *mcp.Server, opts HandlerOptions) (*Handler, error) {
 		return nil, errors.New("gosdk: negative SDK.MaxRequestBodyBytes: every request body must be bounded")
 	}
 	if sdkOpts.MaxRequestBodyBytes == 0 {
-		sdkOpts.MaxRequestBodyBytes = streamhttp.DefaultFrontMaxBodyBytes
+		sdkOpts.MaxRequestBodyBytes = 512 << 10 // adapter.HandlerOptions.MaxBodyBytes' default
 	}
 	b, err := NewBridge(context.Background(), server, opts.Options)
 	if err != nil {
@@ -123,12 +123,13 @@ func tokenExpiry(_ *http.Request, a any) time.Time {
 }
 
 // clientKey is the default Sessions.ClientKey: the UserID of the request's
-// go-sdk TokenInfo, else the connection's address.
+// go-sdk TokenInfo, else "" (the connection's address: see
+// adapter.SessionOptions.ClientKey).
 func clientKey(r *http.Request) string {
 	if ti := auth.TokenInfoFromContext(r.Context()); ti != nil && ti.UserID != "" {
 		return "user:" + ti.UserID
 	}
-	return streamhttp.ClientAddr(r)
+	return ""
 }
 
 // endSessions closes the go-sdk sessions of ids (Sessions.End: they

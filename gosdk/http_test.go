@@ -151,7 +151,9 @@ func TestHTTPListenVersions(t *testing.T) {
 	ts := httptest.NewServer(h)
 	defer ts.Close()
 	versions := []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
-	assert.Equal(t, versions, h.Bridge().Versions())
+	d, err := gosdk.Discover(context.Background(), srv)
+	require.NoError(t, err)
+	assert.Equal(t, versions, d.Versions)
 	supported, _ := json.Marshal(versions)
 
 	for _, tt := range []struct {
@@ -196,7 +198,7 @@ func TestHTTPOlderListensOpenNoStream(t *testing.T) {
 	}
 	st := h.Server().Stats()
 	assert.Equal(t, listen.Stats{}, st)
-	assert.Zero(t, h.Hub().Stats().Subscriptions)
+	assert.Zero(t, h.Bridge().Hub().Stats().Subscriptions)
 }
 
 // A listen without its Mcp-Method header, or with another one, is this

@@ -12,8 +12,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcplisten/listen/adapter"
 	"github.com/mcplisten/listen/gosdk"
-	"github.com/mcplisten/listen/streamhttp"
+)
+
+// The exact messages of the session refusals these tests compare.
+const (
+	msgSessionNotFound = "Session not found"
+	msgTooManySessions = "Server busy: too many sessions"
 )
 
 const initializeBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"old","version":"0"}}}`
@@ -48,7 +54,7 @@ func sessionRequest(t *testing.T, ctx context.Context, method, endpoint, id stri
 	return resp
 }
 
-func newSessionsServer(t *testing.T, server *mcp.Server, so streamhttp.SessionOptions) (*gosdk.Handler, *httptest.Server) {
+func newSessionsServer(t *testing.T, server *mcp.Server, so adapter.SessionOptions) (*gosdk.Handler, *httptest.Server) {
 	t.Helper()
 	h, err := gosdk.NewHandler(server, gosdk.HandlerOptions{Sessions: so})
 	require.NoError(t, err)
@@ -66,7 +72,7 @@ func newSessionsServer(t *testing.T, server *mcp.Server, so streamhttp.SessionOp
 // slot is free for the very next initialize (it used to be counted again
 // once a second only: the next initialize got 503).
 func TestHTTPMaxSessions(t *testing.T) {
-	_, ts := newSessionsServer(t, plainServer(), streamhttp.SessionOptions{Max: 2})
+	_, ts := newSessionsServer(t, plainServer(), adapter.SessionOptions{Max: 2})
 
 	var ids []string
 	for range 2 {
@@ -80,7 +86,7 @@ func TestHTTPMaxSessions(t *testing.T) {
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 	assert.Equal(t, "1", resp.Header.Get("Retry-After"))
 	assert.Empty(t, resp.Header.Get("Mcp-Session-Id"))
-	assert.Equal(t, `{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"`+streamhttp.MsgTooManySessions+`"}}`, body)
+	assert.Equal(t, `{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"`+msgTooManySessions+`"}}`, body)
 
 	tl := post(t, ts.URL, 2, "tools/list", "2026-07-28", nil)
 	tl.Body.Close()
@@ -96,7 +102,7 @@ func TestHTTPMaxSessions(t *testing.T) {
 // A flood of initializes from one client takes its share only: another
 // client still opens a session at once.
 func TestHTTPSessionsPerClient(t *testing.T) {
-	h, ts := newSessionsServer(t, plainServer(), streamhttp.SessionOptions{Max: 10, MaxPerClient: 3, ClientKey: byHeader})
+	h, ts := newSessionsServer(t, plainServer(), adapter.SessionOptions{Max: 10, MaxPerClient: 3, ClientKey: byHeader})
 	for i := range 6 {
 		id, status := initializeAs(t, ts.URL, "flood")
 		if i < 3 {
@@ -108,7 +114,7 @@ func TestHTTPSessionsPerClient(t *testing.T) {
 	id, status := initializeAs(t, ts.URL, "older")
 	assert.Equal(t, http.StatusOK, status)
 	assert.NotEmpty(t, id)
-	st := h.Sessions().Stats()
+	st := h.SessionStats()
 	assert.Equal(t, 4, st.Open)
 	assert.Equal(t, uint64(3), st.Refused)
 }
@@ -116,7 +122,7 @@ func TestHTTPSessionsPerClient(t *testing.T) {
 // By default a client is the UserID of its go-sdk TokenInfo when it has
 // one: two users behind one address have a share each.
 func TestHTTPSessionsPerUser(t *testing.T) {
-	h, err := gosdk.NewHandler(plainServer(), gosdk.HandlerOptions{Sessions: streamhttp.SessionOptions{MaxPerClient: 1}})
+	h, err := gosdk.NewHandler(plainServer(), gosdk.HandlerOptions{Sessions: adapter.SessionOptions{MaxPerClient: 1}})
 	require.NoError(t, err)
 	defer h.Shutdown(context.Background())
 	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
@@ -132,14 +138,14 @@ func TestHTTPSessionsPerUser(t *testing.T) {
 		}
 		assert.Equal(t, http.StatusOK, resp.StatusCode, user)
 	}
-	assert.Equal(t, 2, h.Sessions().Stats().Open)
+	assert.Equal(t, 2, h.SessionStats().Open)
 }
 
 // A session no request used for Sessions.IdleTimeout is closed in the
 // go-sdk, its slot is free, and a request naming it gets 404.
 func TestHTTPSessionsExpire(t *testing.T) {
 	server := plainServer()
-	h, ts := newSessionsServer(t, server, streamhttp.SessionOptions{Max: 1, IdleTimeout: 50 * time.Millisecond})
+	h, ts := newSessionsServer(t, server, adapter.SessionOptions{Max: 1, IdleTimeout: 50 * time.Millisecond})
 	id, status := initializeAs(t, ts.URL, "")
 	require.Equal(t, http.StatusOK, status)
 	var ss *mcp.ServerSession
@@ -162,29 +168,29 @@ func TestHTTPSessionsExpire(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
 	id2, _ := initializeAs(t, ts.URL, "")
 	assert.NotEmpty(t, id2, "the expired session's slot is free")
-	assert.GreaterOrEqual(t, h.Sessions().Stats().Expired, uint64(1))
+	assert.GreaterOrEqual(t, h.SessionStats().Expired, uint64(1))
 }
 
 // A request naming a session id that was never issued is refused with 404
 // before the go-sdk sees it (its own answer says "session not found").
 func TestHTTPUnknownSession(t *testing.T) {
-	_, ts := newSessionsServer(t, plainServer(), streamhttp.SessionOptions{})
+	_, ts := newSessionsServer(t, plainServer(), adapter.SessionOptions{})
 	for _, m := range []string{http.MethodGet, http.MethodDelete} {
 		resp := sessionRequest(t, context.Background(), m, ts.URL, "made-up")
 		b := make([]byte, 64)
 		n, _ := resp.Body.Read(b)
 		resp.Body.Close()
 		assert.Equal(t, http.StatusNotFound, resp.StatusCode, m)
-		assert.Equal(t, streamhttp.MsgSessionNotFound+"\n", string(b[:n]), m)
+		assert.Equal(t, msgSessionNotFound+"\n", string(b[:n]), m)
 	}
 	resp, body := postRaw(t, ts.URL, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, map[string]string{"Mcp-Session-Id": "made-up", "MCP-Protocol-Version": "2025-11-25"})
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
-	assert.Equal(t, streamhttp.MsgSessionNotFound+"\n", body)
+	assert.Equal(t, msgSessionNotFound+"\n", body)
 }
 
 // GET streams count against Sessions.MaxGetStreams.
 func TestHTTPGetStreamsBounded(t *testing.T) {
-	_, ts := newSessionsServer(t, plainServer(), streamhttp.SessionOptions{MaxGetStreams: 1})
+	_, ts := newSessionsServer(t, plainServer(), adapter.SessionOptions{MaxGetStreams: 1})
 	a, _ := initializeAs(t, ts.URL, "")
 	b, _ := initializeAs(t, ts.URL, "")
 	ctx, cancel := context.WithCancel(context.Background())

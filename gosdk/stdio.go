@@ -68,13 +68,13 @@ func NewStdio(server *mcp.Server, opts StdioOptions) (*Stdio, error) {
 
 // Run serves server over the process's standard input and output until
 // the input ends or ctx ends (see Stdio.Serve), then shuts down: the
-// one-line form of NewStdio, Stdio.Run and Stdio.Shutdown.
+// one-line form of NewStdio and Stdio.Run.
 func Run(ctx context.Context, server *mcp.Server, opts StdioOptions) error {
 	s, err := NewStdio(server, opts)
 	if err != nil {
 		return err
 	}
-	return s.RunAndShutdown(ctx)
+	return s.Run(ctx)
 }
 
 // msgUndecodable is the message of the -32600 error a request the go-sdk

@@ -419,7 +419,7 @@ func TestStdioShutdown(t *testing.T) {
 	})
 	s, err := gosdk.NewStdio(srv, gosdk.StdioOptions{})
 	require.NoError(t, err)
-	require.NotNil(t, s.Hub())
+	require.NotNil(t, s.Bridge().Hub())
 	require.NotNil(t, s.Bridge())
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()

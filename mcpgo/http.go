@@ -53,7 +53,7 @@ type HandlerOptions struct {
 	// termination), with MCPServer.UnregisterSession. What a
 	// SessionIdManager of your own keeps is not covered. 2026-07-28
 	// requests have no session and pass. End is set by NewHandler.
-	Sessions streamhttp.SessionOptions
+	Sessions adapter.SessionOptions
 }
 
 // Handler serves one MCP Streamable HTTP endpoint for an mcp-go server:
@@ -152,7 +152,7 @@ func (x *httpSDK) endSessions(ids []string) {
 		if err != nil {
 			continue
 		}
-		r.Header.Set(streamhttp.HeaderSessionID, id)
+		r.Header.Set("Mcp-Session-Id", id)
 		w := &statusWriter{header: http.Header{}}
 		x.sdk.ServeHTTP(w, r)
 		if w.status >= 300 {

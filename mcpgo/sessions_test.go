@@ -13,8 +13,16 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcplisten/listen/adapter"
 	"github.com/mcplisten/listen/mcpgo"
-	"github.com/mcplisten/listen/streamhttp"
+)
+
+// The exact messages of the session refusals these tests compare.
+const (
+	msgSessionNotFound       = "Session not found"
+	msgTooManyClientSessions = "Too many sessions open for this client"
+	msgTooManyGetStreams     = "Server busy: too many GET streams"
+	msgTooManySessions       = "Server busy: too many sessions"
 )
 
 const initializeBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"old","version":"0"}}}`
@@ -65,7 +73,7 @@ func readAll(resp *http.Response) string {
 	return string(b)
 }
 
-func newSessionsServer(t *testing.T, s *server.MCPServer, so streamhttp.SessionOptions) (*mcpgo.Handler, *httptest.Server) {
+func newSessionsServer(t *testing.T, s *server.MCPServer, so adapter.SessionOptions) (*mcpgo.Handler, *httptest.Server) {
 	t.Helper()
 	h, err := mcpgo.NewHandler(s, mcpgo.HandlerOptions{Sessions: so})
 	require.NoError(t, err)
@@ -81,7 +89,7 @@ func newSessionsServer(t *testing.T, s *server.MCPServer, so streamhttp.SessionO
 // flood from one client is refused beyond its share, before mcp-go, and
 // another client still opens one; a DELETE frees its slot at once.
 func TestHTTPSessionsBounded(t *testing.T) {
-	h, ts := newSessionsServer(t, plainServer(), streamhttp.SessionOptions{Max: 4, MaxPerClient: 3, ClientKey: byHeader})
+	h, ts := newSessionsServer(t, plainServer(), adapter.SessionOptions{Max: 4, MaxPerClient: 3, ClientKey: byHeader})
 	var flood []string
 	for i := range 6 {
 		id, status, body := initializeAs(t, ts.URL, "flood")
@@ -92,21 +100,21 @@ func TestHTTPSessionsBounded(t *testing.T) {
 			continue
 		}
 		assert.Equal(t, http.StatusTooManyRequests, status)
-		assert.Equal(t, `{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"`+streamhttp.MsgTooManyClientSessions+`"}}`, body)
+		assert.Equal(t, `{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"`+msgTooManyClientSessions+`"}}`, body)
 	}
 	id, status, _ := initializeAs(t, ts.URL, "older")
 	assert.Equal(t, http.StatusOK, status)
 	assert.NotEmpty(t, id)
 	_, status, body := initializeAs(t, ts.URL, "third")
 	assert.Equal(t, http.StatusServiceUnavailable, status, "Max counts every client")
-	assert.Equal(t, `{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"`+streamhttp.MsgTooManySessions+`"}}`, body)
+	assert.Equal(t, `{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"`+msgTooManySessions+`"}}`, body)
 
 	resp := sessionRequest(t, context.Background(), http.MethodDelete, ts.URL, flood[0], "")
 	readAll(resp)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	id, _, _ = initializeAs(t, ts.URL, "third")
 	assert.NotEmpty(t, id, "a deleted session's slot is free at once")
-	assert.Equal(t, 4, h.Sessions().Stats().Open)
+	assert.Equal(t, 4, h.SessionStats().Open)
 }
 
 // A session no request used for Sessions.IdleTimeout is ended in mcp-go
@@ -117,7 +125,7 @@ func TestHTTPSessionsExpire(t *testing.T) {
 	hooks := &server.Hooks{}
 	hooks.AddOnUnregisterSession(func(_ context.Context, s server.ClientSession) { gone <- s.SessionID() })
 	s := server.NewMCPServer("t", "1", server.WithToolCapabilities(true), server.WithHooks(hooks))
-	h, ts := newSessionsServer(t, s, streamhttp.SessionOptions{IdleTimeout: 50 * time.Millisecond})
+	h, ts := newSessionsServer(t, s, adapter.SessionOptions{IdleTimeout: 50 * time.Millisecond})
 	id, status, _ := initializeAs(t, ts.URL, "")
 	require.Equal(t, http.StatusOK, status)
 	select {
@@ -127,16 +135,16 @@ func TestHTTPSessionsExpire(t *testing.T) {
 		t.Fatal("the idle session was not ended in mcp-go")
 	}
 	resp := sessionRequest(t, context.Background(), http.MethodPost, ts.URL, id, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
-	assert.Equal(t, streamhttp.MsgSessionNotFound+"\n", readAll(resp))
+	assert.Equal(t, msgSessionNotFound+"\n", readAll(resp))
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
-	assert.Equal(t, uint64(1), h.Sessions().Stats().Expired)
+	assert.Equal(t, uint64(1), h.SessionStats().Expired)
 }
 
 // A GET stream, or any other request, naming a session id that was never
 // issued is answered 404 before mcp-go sees it (mcp-go served such a GET
 // stream, and such a request, for any well-formed id).
 func TestHTTPUnknownSession(t *testing.T) {
-	_, ts := newSessionsServer(t, plainServer(), streamhttp.SessionOptions{})
+	_, ts := newSessionsServer(t, plainServer(), adapter.SessionOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for _, tc := range []struct{ method, body string }{
@@ -146,14 +154,14 @@ func TestHTTPUnknownSession(t *testing.T) {
 	} {
 		resp := sessionRequest(t, ctx, tc.method, ts.URL, madeUp, tc.body)
 		assert.Equal(t, http.StatusNotFound, resp.StatusCode, tc.method)
-		assert.Equal(t, streamhttp.MsgSessionNotFound+"\n", readAll(resp), tc.method)
+		assert.Equal(t, msgSessionNotFound+"\n", readAll(resp), tc.method)
 	}
 }
 
 // GET streams count against Sessions.MaxGetStreams, with a session id or
 // without one (mcp-go opens a session of its own for the stream).
 func TestHTTPGetStreamsBounded(t *testing.T) {
-	_, ts := newSessionsServer(t, plainServer(), streamhttp.SessionOptions{MaxGetStreams: 1})
+	_, ts := newSessionsServer(t, plainServer(), adapter.SessionOptions{MaxGetStreams: 1})
 	a, _, _ := initializeAs(t, ts.URL, "")
 	b, _, _ := initializeAs(t, ts.URL, "")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -170,7 +178,7 @@ func TestHTTPGetStreamsBounded(t *testing.T) {
 		}
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
-		assert.Equal(t, `{"jsonrpc":"2.0","error":{"code":-32603,"message":"`+streamhttp.MsgTooManyGetStreams+`"}}`, readAll(resp))
+		assert.Equal(t, `{"jsonrpc":"2.0","error":{"code":-32603,"message":"`+msgTooManyGetStreams+`"}}`, readAll(resp))
 		assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "session %q", id)
 	}
 }

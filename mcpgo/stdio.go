@@ -91,13 +91,13 @@ func NewStdio(s *server.MCPServer, opts StdioOptions) (*Stdio, error) {
 
 // Run serves s over the process's standard input and output until the
 // input ends or ctx ends (see Stdio.Serve), then shuts down: the one-line
-// form of NewStdio, Stdio.Run and Stdio.Shutdown.
+// form of NewStdio and Stdio.Run.
 func Run(ctx context.Context, s *server.MCPServer, opts StdioOptions) error {
 	x, err := NewStdio(s, opts)
 	if err != nil {
 		return err
 	}
-	return x.RunAndShutdown(ctx)
+	return x.Run(ctx)
 }
 
 // peer is mcp-go's side of the Conn: the Conn's lines, with what mcp-go

@@ -22,6 +22,11 @@ import (
 	"github.com/mcplisten/listen/streamhttp"
 )
 
+// The exact messages of streamhttp's refusals these tests compare.
+const (
+	msgBodyTooLarge = "Request body too large"
+)
+
 // Without a provider (or with the no-op one) nothing is wrapped: the hub
 // keeps the hooks it was given, the transport the source and the options
 // it was given.
@@ -70,7 +75,7 @@ func TestRefusalCause(t *testing.T) {
 		{jsonrpc.NewError(jsonrpc.CodeInvalidRequest, streamhttp.MsgForbidden), listenotel.CauseAuth},
 		{&streamhttp.AuthError{}, listenotel.CauseAuth},
 		{jsonrpc.NewError(jsonrpc.CodeParseError, "Parse error"), listenotel.CauseValidation},
-		{jsonrpc.NewError(jsonrpc.CodeInvalidRequest, streamhttp.MsgBodyTooLarge), listenotel.CauseValidation},
+		{jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Request body too large"), listenotel.CauseValidation},
 		{jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Duplicate in-flight request id"), listenotel.CauseValidation},
 		{jsonrpc.NewError(jsonrpc.CodeInvalidParams, "subscriptions/listen requires a notifications object"), listenotel.CauseValidation},
 		{jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "Method not found: subscriptions/listen"), listenotel.CauseValidation},

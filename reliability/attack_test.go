@@ -29,6 +29,11 @@ import (
 	"github.com/mcplisten/listen/streamhttp"
 )
 
+// The exact messages of streamhttp's refusals these tests compare.
+const (
+	msgBodyTimeout = "Request timeout: the request body was not received in time"
+)
+
 // Attacks: cheap inputs that cost the server more than they cost the
 // sender, and rules looser than MCP asks, tried over real loopback HTTP/1.1
 // and HTTP/2. Each test failed before its fix.
@@ -295,7 +300,7 @@ func TestAttackIncompleteRequests(t *testing.T) {
 			o := recv(t, outcomes, "an incomplete request to be cut")
 			require.NoError(t, o.err, o.kind)
 			assert.Equal(t, http.StatusRequestTimeout, o.status, o.kind)
-			assert.Equal(t, streamhttp.MsgBodyTimeout, o.msg, o.kind)
+			assert.Equal(t, msgBodyTimeout, o.msg, o.kind)
 			if !h2 {
 				assert.True(t, o.closed, "%s: the connection is closed", o.kind)
 			}

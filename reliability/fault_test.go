@@ -22,7 +22,11 @@ import (
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/spec"
-	"github.com/mcplisten/listen/streamhttp"
+)
+
+// The exact messages of streamhttp's refusals these tests compare.
+const (
+	msgBodyTooLarge = "Request body too large"
 )
 
 // The fault matrix. Every case runs on both transports: streamhttp on real
@@ -592,10 +596,10 @@ func TestFaultMalformedRequests(t *testing.T) {
 			http:  transportWant{status: 400, key: `"deep"`, code: jsonrpc.CodeInvalidParams, message: wiremsg.NotificationsJSON},
 			stdio: transportWant{key: `"deep"`, code: jsonrpc.CodeInvalidParams, message: wiremsg.NotificationsJSON}},
 		{name: "over the size limit", body: over,
-			http:  transportWant{status: 413, mayReset: true, code: jsonrpc.CodeInvalidRequest, message: streamhttp.MsgBodyTooLarge},
+			http:  transportWant{status: 413, mayReset: true, code: jsonrpc.CodeInvalidRequest, message: msgBodyTooLarge},
 			stdio: transportWant{code: jsonrpc.CodeInvalidRequest, message: "Invalid request: message exceeds the maximum line length"}},
 		{name: "128 times the size limit", body: huge,
-			http:  transportWant{status: 413, mayReset: true, code: jsonrpc.CodeInvalidRequest, message: streamhttp.MsgBodyTooLarge},
+			http:  transportWant{status: 413, mayReset: true, code: jsonrpc.CodeInvalidRequest, message: msgBodyTooLarge},
 			stdio: transportWant{code: jsonrpc.CodeInvalidRequest, message: "Invalid request: message exceeds the maximum line length"}},
 	}
 	for _, kind := range fixtureKinds() {

@@ -158,7 +158,7 @@ func (c *conn) forward(m []byte) bool {
 
 // listen reads a subscriptions/listen request, has the listen.Server admit
 // it and starts its goroutine. Checks, in order, as the streamhttp package
-// does: the params (listen.ParseParams), then listen.Server.Admit (the
+// does: the params (listen.ParseParams), then listen.Server.Begin and Slot.Admit (the
 // protocol version, capacity, ...).
 func (c *conn) listen(msg jsonrpc.Message) {
 	req := &listen.Request{ID: msg.ID, Transport: listen.Transport{Kind: TransportKind}}
@@ -170,8 +170,8 @@ func (c *conn) listen(msg jsonrpc.Message) {
 	if c.srv.opts.Auth != nil {
 		req.Auth, req.Expiry = c.auth()
 	}
-	slot, err := c.srv.ls.Admit(c.hctx, req)
-	if err != nil {
+	slot := c.srv.ls.Begin(req.Auth)
+	if err := slot.Admit(c.hctx, req); err != nil {
 		c.srv.log.Debug("stdio: listen refused", "id", msg.ID.Raw(), "err", err)
 		c.reply(msg.ID, err)
 		return

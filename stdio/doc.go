@@ -53,7 +53,8 @@
 // Each input line is one JSON-RPC message (blank lines are skipped); each
 // output message is one line written with a single Write by one writer
 // goroutine, so two messages never interleave. Malformed input is answered
-// (-32700, -32600; a line over Options.MaxLineBytes with MsgLineTooLong,
+// (-32700, -32600; a line over Options.MaxLineBytes with "Invalid request:
+// message exceeds the maximum line length",
 // skipped to its newline, never buffered past the limit) and the
 // connection goes on. A message whose id is over listen.Options.MaxIDBytes
 // (a request of any method, a response to the peer) is answered with

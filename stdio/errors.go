@@ -24,14 +24,14 @@ var (
 // "Method not found: subscriptions/listen" and the -32602 messages of
 // listen.ParseParams) are used as they are.
 const (
-	// MsgLineTooLong is the message of the -32600 error (without an id)
+	// msgLineTooLong is the message of the -32600 error (without an id)
 	// that answers an input line longer than Options.MaxLineBytes.
-	MsgLineTooLong = "Invalid request: message exceeds the maximum line length"
-	// MsgInternalError is the message of the -32603 error that answers a
+	msgLineTooLong = "Invalid request: message exceeds the maximum line length"
+	// msgInternalError is the message of the -32603 error that answers a
 	// request whose handler panicked or returned a result that is not JSON.
-	MsgInternalError = "Internal error"
-	// ShutdownReason is the reason of the notifications/cancelled that
+	msgInternalError = "Internal error"
+	// shutdownReason is the reason of the notifications/cancelled that
 	// precedes the completion result of each listen during a drain (see
 	// Options.OmitShutdownCancelled).
-	ShutdownReason = "Server shutdown"
+	shutdownReason = "Server shutdown"
 )

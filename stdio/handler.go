@@ -33,7 +33,7 @@ func (c *conn) runHandler(e *entry, msg jsonrpc.Message, size int) {
 		out = jsonrpc.ErrorResponse(e.id, err)
 	} else if out, err = resultResponse(e.id, result); err != nil {
 		c.srv.log.Warn("stdio: handler returned a result that is not JSON", "method", msg.Method, "id", e.id.Raw())
-		out = jsonrpc.ErrorResponse(e.id, jsonrpc.NewError(jsonrpc.CodeInternalError, MsgInternalError).WithCause(err))
+		out = jsonrpc.ErrorResponse(e.id, jsonrpc.NewError(jsonrpc.CodeInternalError, msgInternalError).WithCause(err))
 	}
 	_ = c.send(e, out)
 }
@@ -44,7 +44,7 @@ func (c *conn) call(ctx context.Context, msg jsonrpc.Message) (result json.RawMe
 		if v := recover(); v != nil {
 			c.srv.log.Warn("stdio: handler panicked", "method", msg.Method, "panic", v)
 			result = nil
-			err = jsonrpc.NewError(jsonrpc.CodeInternalError, MsgInternalError).WithCause(fmt.Errorf("stdio: handler panic: %v", v))
+			err = jsonrpc.NewError(jsonrpc.CodeInternalError, msgInternalError).WithCause(fmt.Errorf("stdio: handler panic: %v", v))
 		}
 	}()
 	return c.srv.opts.Handler.Handle(ctx, msg)

@@ -19,7 +19,7 @@ import (
 // early ending) writes before a listen's terminal message.
 func TestShutdownNoticeShape(t *testing.T) {
 	for i, id := range []jsonrpc.ID{jsonrpc.StringID("s-1"), jsonrpc.IntID(42), jsonrpc.StringID(`we"ird`)} {
-		reason := []string{ShutdownReason, endedReason(listen.ErrRevoked), endedReason(listen.ErrFellBehind)}[i]
+		reason := []string{shutdownReason, endedReason(listen.ErrRevoked), endedReason(listen.ErrFellBehind)}[i]
 		notice := serverCancelled(id, reason)
 		require.True(t, json.Valid(notice), "%s", notice)
 		var m struct {

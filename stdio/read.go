@@ -100,7 +100,7 @@ func (c *conn) readLoop() {
 		switch {
 		case tooLong:
 			c.srv.log.Debug("stdio: over-long line skipped", "limit", c.srv.opts.MaxLineBytes)
-			c.reply(jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, MsgLineTooLong))
+			c.reply(jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, msgLineTooLong))
 		case len(bytes.TrimSpace(line)) == 0:
 			// Blank lines are not messages: skip them silently.
 		default:

@@ -15,12 +15,12 @@ import (
 
 // Defaults of Options.
 const (
-	// DefaultMaxInFlight is the default of Options.MaxInFlight.
-	DefaultMaxInFlight = 64
-	// DefaultMaxLineBytes is the default of Options.MaxLineBytes: 4 MiB.
-	DefaultMaxLineBytes = 4 << 20
-	// DefaultWriteTimeout is the default of Options.WriteTimeout.
-	DefaultWriteTimeout = 5 * time.Second
+	// defaultMaxInFlight is the default of Options.MaxInFlight.
+	defaultMaxInFlight = 64
+	// defaultMaxLineBytes is the default of Options.MaxLineBytes: 4 MiB.
+	defaultMaxLineBytes = 4 << 20
+	// defaultWriteTimeout is the default of Options.WriteTimeout.
+	defaultWriteTimeout = 5 * time.Second
 )
 
 // TransportKind is the listen.Transport Kind of the requests this package
@@ -84,23 +84,23 @@ type Options struct {
 	// room; so a client that does not read its output is not read either.
 	// The bytes of that work are bounded too, by MaxLineBytes. Listens are
 	// bounded by the listen.Server instead (listen.Options.MaxStreams and
-	// MaxStreamsPerKey). Zero means DefaultMaxInFlight (64).
+	// MaxStreamsPerKey). Zero means defaultMaxInFlight (64).
 	MaxInFlight int
 	// MaxLineBytes bounds the length of one input line, newline excluded.
 	// A longer line is skipped (never buffered past the limit) and answered
-	// with a -32600 error without an id (MsgLineTooLong); the connection goes
+	// with a -32600 error without an id (msgLineTooLong); the connection goes
 	// on. It also bounds the bytes of the work in flight (see MaxInFlight):
 	// the requests and notifications handed to the Handler, and the requests
 	// handed to a Conn's peer, not answered yet, add up to at most
 	// MaxLineBytes (one alone may take it all); Serve reads nothing more
 	// until there is room, so 64 large requests are not all decoded and
 	// served at once (a peer that serves each on its own goroutine, as
-	// mcp-go does, would hold them all). Zero means DefaultMaxLineBytes
+	// mcp-go does, would hold them all). Zero means defaultMaxLineBytes
 	// (4 MiB).
 	MaxLineBytes int
 	// WriteTimeout bounds each write of one message. A write that does not
 	// complete in time ends the connection (see Serve). Zero means
-	// DefaultWriteTimeout (5 s).
+	// defaultWriteTimeout (5 s).
 	WriteTimeout time.Duration
 	// BlockingFiles, when set, makes Serve use an *os.File reader or writer
 	// in the mode it is in. By default, an *os.File for a pipe or a socket
@@ -199,20 +199,20 @@ func New(srv *listen.Server, opts Options) (*Server, error) {
 	}
 	switch {
 	case opts.MaxInFlight < 0:
-		return nil, invalid("MaxInFlight", opts.MaxInFlight, DefaultMaxInFlight)
+		return nil, invalid("MaxInFlight", opts.MaxInFlight, defaultMaxInFlight)
 	case opts.MaxLineBytes < 0:
-		return nil, invalid("MaxLineBytes", opts.MaxLineBytes, DefaultMaxLineBytes)
+		return nil, invalid("MaxLineBytes", opts.MaxLineBytes, defaultMaxLineBytes)
 	case opts.WriteTimeout < 0:
-		return nil, invalid("WriteTimeout", opts.WriteTimeout, DefaultWriteTimeout)
+		return nil, invalid("WriteTimeout", opts.WriteTimeout, defaultWriteTimeout)
 	}
 	if opts.MaxInFlight == 0 {
-		opts.MaxInFlight = DefaultMaxInFlight
+		opts.MaxInFlight = defaultMaxInFlight
 	}
 	if opts.MaxLineBytes == 0 {
-		opts.MaxLineBytes = DefaultMaxLineBytes
+		opts.MaxLineBytes = defaultMaxLineBytes
 	}
 	if opts.WriteTimeout == 0 {
-		opts.WriteTimeout = DefaultWriteTimeout
+		opts.WriteTimeout = defaultWriteTimeout
 	}
 	lo := srv.Options()
 	log := lo.Logger
@@ -281,7 +281,7 @@ func invalid(field string, got, def any) error {
 //     id";
 //  2. invalid params: -32602 with the exact messages of
 //     listen.ParseParams (including a missing or non-string version);
-//  3. listen.Server.Admit, on the reading goroutine (so listens are
+//  3. listen.Server.Begin and Slot.Admit, on the reading goroutine (so listens are
 //     admitted in the order they were read): the protocol version,
 //     Disabled, an expired credential (Options.Auth), the drain,
 //     MaxStreamsPerKey, MaxStreams and the Quota, each with the error

@@ -81,7 +81,7 @@ func (c *conn) subFinal(e *entry, msg []byte, ended error) error {
 	reason := ""
 	switch {
 	case e.shutdown.Load(), errors.Is(ended, listen.ErrShutdown):
-		reason = ShutdownReason
+		reason = shutdownReason
 	case ended != nil:
 		reason = endedReason(ended)
 	}
@@ -103,7 +103,7 @@ func endedReason(reason error) string {
 
 // serverCancelled returns the notifications/cancelled the server sends for
 // the listen id before the terminal message of a stream it ends (reason:
-// ShutdownReason, or endedReason's). It carries the subscription id in
+// shutdownReason, or endedReason's). It carries the subscription id in
 // _meta, like every message of the stream.
 func serverCancelled(id jsonrpc.ID, reason string) []byte {
 	b := make([]byte, 0, 160+2*len(id.Raw())+len(reason))

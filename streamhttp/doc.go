@@ -32,10 +32,9 @@
 //   - listen.Server.EndStreams and Options.Expiry: ending the streams of a
 //     principal whose credential was revoked, or has expired (Authenticate
 //     runs once per listen; a stream may live for days).
-//   - Sessions: for the SDK handler behind Front, the sessions of clients
-//     of earlier versions bounded in total and per client, expired when
-//     idle, GET streams bounded, unknown session ids answered 404 (the
-//     gosdk and mcpgo modules put it in front of their SDKs).
+//   - adapter.HandlerOptions.Sessions (gosdk, mcpgo): the older clients'
+//     sessions of the SDK handler behind Front bounded in total and per
+//     client, expired when idle, unknown session ids answered 404.
 //
 // # Goroutines
 //

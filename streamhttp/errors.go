@@ -1,8 +1,10 @@
 package streamhttp
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/internal/echo"
@@ -12,22 +14,22 @@ import (
 // Exact messages of the JSON-RPC errors this package writes itself. The
 // params, parse and open errors carry the core's exact messages.
 const (
-	MsgMethodNotAllowed = "Method not allowed: subscriptions/listen is served over POST"
+	msgMethodNotAllowed = "Method not allowed: subscriptions/listen is served over POST"
 	MsgForbidden        = "Forbidden: invalid Origin or Host"
 	MsgUnauthorized     = "Unauthorized"
-	MsgBodyTooLarge     = "Request body too large"
-	MsgBodyUnreadable   = "Invalid request: the request body could not be read"
-	MsgBodyTimeout      = "Request timeout: the request body was not received in time"
+	msgBodyTooLarge     = "Request body too large"
+	msgBodyUnreadable   = "Invalid request: the request body could not be read"
+	msgBodyTimeout      = "Request timeout: the request body was not received in time"
 )
 
 // Header names of MCP 2026-07-28 Streamable HTTP.
 const (
-	// HeaderProtocolVersion carries the request's protocol version; it must
+	// headerProtocolVersion carries the request's protocol version; it must
 	// equal the body's _meta io.modelcontextprotocol/protocolVersion.
-	HeaderProtocolVersion = "MCP-Protocol-Version"
-	// HeaderMethod carries the request's JSON-RPC method; it must equal the
+	headerProtocolVersion = "MCP-Protocol-Version"
+	// headerMethod carries the request's JSON-RPC method; it must equal the
 	// body's method. Front routes on it.
-	HeaderMethod = "Mcp-Method"
+	headerMethod = "Mcp-Method"
 )
 
 // headerMismatch returns -32020 in the form of the specification's example:
@@ -54,6 +56,28 @@ func statusOf(code int) int {
 		return http.StatusInternalServerError
 	}
 	return http.StatusBadRequest
+}
+
+// refusalStatus is the HTTP status of a listen the listen.Server refused
+// with err (Slot.Admit, Slot.Open), and the Retry-After delay (zero for
+// none): capacity and drain refusals carry retryAfter (listen.Options.
+// RetryAfter), 503 over MaxStreams and while draining, 429 over a
+// per-client limit or a Quota; an expired credential is 401; any other
+// error is mapped by its JSON-RPC code (statusOf), 500 when it has none.
+func refusalStatus(err error, retryAfter time.Duration) (status int, after time.Duration) {
+	switch {
+	case errors.Is(err, listen.ErrOverQuota):
+		return http.StatusTooManyRequests, retryAfter
+	case errors.Is(err, listen.ErrShutdown), errors.Is(err, listen.ErrOverloaded):
+		return http.StatusServiceUnavailable, retryAfter
+	case errors.Is(err, listen.ErrExpired):
+		return http.StatusUnauthorized, 0
+	}
+	var we *jsonrpc.Error
+	if !errors.As(err, &we) {
+		return http.StatusInternalServerError, 0
+	}
+	return statusOf(we.Code), 0
 }
 
 // reply is what a request gets instead of a stream: an error response

@@ -1,5 +1,7 @@
 package streamhttp
 
+import "net/http"
+
 // Portable makes h serve every stream the portable way, as where the fast
 // path is not available (a goroutine per taken-over stream), so that tests
 // cover both paths.
@@ -25,3 +27,19 @@ func SlowPathTrips(h *Handler) (trips, registrations uint64) {
 	}
 	return h.fast.Trips()
 }
+
+// The package's exact messages, header names and defaults, for the tests.
+const (
+	MsgMethodNotAllowed   = msgMethodNotAllowed
+	MsgBodyTooLarge       = msgBodyTooLarge
+	MsgBodyTimeout        = msgBodyTimeout
+	HeaderProtocolVersion = headerProtocolVersion
+	HeaderMethod          = headerMethod
+	DefaultMaxBodyBytes   = defaultMaxBodyBytes
+	DefaultReadTimeout    = defaultReadTimeout
+	DefaultKeepAlive      = defaultKeepAlive
+	DefaultWriteTimeout   = defaultWriteTimeout
+)
+
+// IsListen is isListen, for the tests.
+func IsListen(r *http.Request) bool { return isListen(r) }

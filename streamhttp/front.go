@@ -14,13 +14,13 @@ import (
 	"github.com/mcplisten/listen/spec"
 )
 
-// DefaultFrontMaxBodyBytes is the default FrontOptions.MaxBodyBytes (512
+// defaultFrontMaxBodyBytes is the default FrontOptions.MaxBodyBytes (512
 // KiB): the body of an MCP request other than a listen (a tools/call with
 // its arguments, a client's answer to the server). A body that has not fully
 // arrived holds what its client sent (plus at most 16 KiB), so 50 unfinished
 // bodies near the limit hold about 26 MB until ReadTimeout cuts them. Raise
 // it for tool calls that carry files inline.
-const DefaultFrontMaxBodyBytes = 512 << 10
+const defaultFrontMaxBodyBytes = 512 << 10
 
 // Front returns a handler for one MCP endpoint that sends every
 // subscriptions/listen to listenHandler (normally a *Handler) and every
@@ -79,12 +79,12 @@ type FrontOptions struct {
 	Unchecked bool
 	// MaxBodyBytes bounds the body of every request Front reads (all but
 	// those its Mcp-Method header marks as listens, which listenHandler
-	// bounds). Zero means DefaultFrontMaxBodyBytes (512 KiB). FrontWith
+	// bounds). Zero means defaultFrontMaxBodyBytes (512 KiB). FrontWith
 	// panics if it is negative.
 	MaxBodyBytes int64
 	// ReadTimeout bounds the time to read a request's body, from the moment
 	// Front starts serving it. Zero means listenHandler's ReadTimeout when
-	// it is a *Handler, else DefaultReadTimeout (10 s). FrontWith panics if
+	// it is a *Handler, else defaultReadTimeout (10 s). FrontWith panics if
 	// it is negative.
 	ReadTimeout time.Duration
 	// MaxIDBytes bounds the id of every message of a body Front reads
@@ -118,7 +118,7 @@ func FrontWith(listenHandler, other http.Handler, opts FrontOptions) http.Handle
 		f.check = DefaultCheckOrigin
 	}
 	if f.maxBody == 0 {
-		f.maxBody = DefaultFrontMaxBodyBytes
+		f.maxBody = defaultFrontMaxBodyBytes
 	}
 	if f.maxID == 0 && f.h != nil {
 		f.maxID = f.h.srv.Options().MaxIDBytes
@@ -127,7 +127,7 @@ func FrontWith(listenHandler, other http.Handler, opts FrontOptions) http.Handle
 		f.maxID = wiremsg.DefaultMaxIDBytes
 	}
 	if f.readTimeout == 0 {
-		f.readTimeout = DefaultReadTimeout
+		f.readTimeout = defaultReadTimeout
 		if f.h != nil {
 			f.readTimeout = f.h.opts.ReadTimeout
 		}
@@ -147,7 +147,7 @@ type front struct {
 }
 
 func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if IsListen(r) {
+	if isListen(r) {
 		f.listen.ServeHTTP(w, r)
 		return
 	}
@@ -309,14 +309,14 @@ func namesListen(v []byte) bool {
 	return may
 }
 
-// IsListen reports whether r's headers route it as a listen: a POST whose
+// isListen reports whether r's headers route it as a listen: a POST whose
 // Mcp-Method header is exactly "subscriptions/listen" (header values are
 // case-sensitive; surrounding spaces are ignored). Front also routes as a
 // listen a POST whose body is one, whatever its headers.
-func IsListen(r *http.Request) bool {
+func isListen(r *http.Request) bool {
 	if r.Method != http.MethodPost {
 		return false
 	}
-	m, ok := header(r, HeaderMethod)
+	m, ok := header(r, headerMethod)
 	return ok && m == spec.MethodListen
 }

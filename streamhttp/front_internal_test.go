@@ -75,7 +75,7 @@ func TestFrontListenKeepsNoBody(t *testing.T) {
 // into json.RawMessages and parsing every member, as it did before.
 func TestFrontBatchCostsNoAllocationPerMember(t *testing.T) {
 	for _, member := range []string{`1`, `{}`, `{"method":"x"}`, `{"jsonrpc":"2.0","id":1,"method":"ping"}`} {
-		n := DefaultFrontMaxBodyBytes / (len(member) + 1)
+		n := defaultFrontMaxBodyBytes / (len(member) + 1)
 		body := []byte("[" + strings.Repeat(member+",", n-1) + member + "]")
 		m, err := jsonrpc.ParseMessage(body)
 		parsed := err == nil

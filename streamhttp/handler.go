@@ -190,11 +190,12 @@ func (h *Handler) Server() *listen.Server { return h.srv }
 // application/json JSON-RPC error response that echoes the request id when
 // it could be read, and the Source is never opened:
 //
-//	method other than POST (GET, DELETE, ...)    405  -32600, Allow: POST
+//	method other than POST (GET, DELETE, ...)    405  -32600 "Method not allowed: subscriptions/listen is served over POST", Allow: POST
 //	origin check refuses (Origin, Host)          403  -32600 "Forbidden: invalid Origin or Host", no id
 //	Authenticate refuses                         401  -32600 "Unauthorized", no id (or AuthError's status, headers)
 //	body over MaxBodyBytes                       413  -32600 "Request body too large"
 //	body not received within ReadTimeout         408  -32600 "Request timeout: the request body was not received in time"
+//	body unreadable (a read error)               400  -32600 "Invalid request: the request body could not be read", no id
 //	request ended once its body was read         nothing is written (an HTTP/2 stream reset after its listen, a client gone)
 //	malformed JSON / not a JSON-RPC request      400  -32700 "Parse error" / -32600
 //	id over MaxIDBytes (256 by default)          400  -32600 "Invalid request: id must be at most 256 bytes", no id
@@ -264,7 +265,7 @@ func (h *Handler) admitAndServe(w http.ResponseWriter, r *http.Request, st *stre
 // refusal is the reply to a listen the Server refused (Admit, Open):
 // already reported to OnRefuse.
 func (h *Handler) refusal(id jsonrpc.ID, err error) *reply {
-	status, after := h.srv.Refusal(err)
+	status, after := refusalStatus(err, h.srv.Options().RetryAfter)
 	f := refuse(status, id, jsonrpc.AsError(err, "Internal error"))
 	f.reported = true
 	if after > 0 {

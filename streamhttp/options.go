@@ -12,17 +12,17 @@ import (
 
 // Defaults of Options. A zero field of Options means its default.
 const (
-	// DefaultMaxBodyBytes is the default Options.MaxBodyBytes (256 KiB):
+	// defaultMaxBodyBytes is the default Options.MaxBodyBytes (256 KiB):
 	// twice the largest filter the core accepts by default
 	// (listen.Options.MaxFilterBytes, 128 KiB), room for the rest of a
 	// listen request. A real listen is a few hundred bytes.
-	DefaultMaxBodyBytes = 256 << 10
-	// DefaultReadTimeout is the default Options.ReadTimeout.
-	DefaultReadTimeout = 10 * time.Second
-	// DefaultKeepAlive is the default Options.KeepAlive.
-	DefaultKeepAlive = 15 * time.Second
-	// DefaultWriteTimeout is the default Options.WriteTimeout.
-	DefaultWriteTimeout = 10 * time.Second
+	defaultMaxBodyBytes = 256 << 10
+	// defaultReadTimeout is the default Options.ReadTimeout.
+	defaultReadTimeout = 10 * time.Second
+	// defaultKeepAlive is the default Options.KeepAlive.
+	defaultKeepAlive = 15 * time.Second
+	// defaultWriteTimeout is the default Options.WriteTimeout.
+	defaultWriteTimeout = 10 * time.Second
 )
 
 // Options configure a Handler. The zero value means every default. New
@@ -84,7 +84,7 @@ const (
 // buffers.
 type Options struct {
 	// MaxBodyBytes bounds the request body. A larger body is refused with 413
-	// and -32600 "Request body too large". Zero means DefaultMaxBodyBytes
+	// and -32600 "Request body too large". Zero means defaultMaxBodyBytes
 	// (256 KiB); a negative value is an error.
 	MaxBodyBytes int64
 
@@ -99,7 +99,7 @@ type Options struct {
 	// ends). On HTTP/1.x a request refused before its body is read (405,
 	// 403, 401) keeps the deadline, which also bounds net/http's discarding
 	// of the unread body. Zero means
-	// DefaultReadTimeout (10 s); a negative value is an error. It has no
+	// defaultReadTimeout (10 s); a negative value is an error. It has no
 	// effect on a ResponseWriter that does not support read deadlines (see
 	// http.ResponseController). Unlike http.Server.ReadTimeout, which would
 	// also cut every stream served inside net/http, it ends with the read.
@@ -109,7 +109,7 @@ type Options struct {
 
 	// KeepAlive is how long a stream may stay idle before the Handler writes
 	// an SSE comment (": keep-alive") to keep proxies from closing it. Zero
-	// means DefaultKeepAlive (15 s); a negative value is an error.
+	// means defaultKeepAlive (15 s); a negative value is an error.
 	KeepAlive time.Duration
 
 	// WriteTimeout bounds every write to a stream (one SSE event or
@@ -121,7 +121,7 @@ type Options struct {
 	// its deadline; on HTTP/1.x, to save work on busy streams, the deadline
 	// is refreshed only when less than half of it is left (so a write gets
 	// between half and all of WriteTimeout) and is renewed before any write
-	// once expired. Zero means DefaultWriteTimeout (10 s); a negative value
+	// once expired. Zero means defaultWriteTimeout (10 s); a negative value
 	// is an error. It has no effect on a ResponseWriter that does not
 	// support write deadlines (see http.ResponseController).
 	WriteTimeout time.Duration
@@ -251,16 +251,16 @@ func withDefaults(o Options) (Options, error) {
 		}
 	}
 	if o.MaxBodyBytes == 0 {
-		o.MaxBodyBytes = DefaultMaxBodyBytes
+		o.MaxBodyBytes = defaultMaxBodyBytes
 	}
 	if o.ReadTimeout == 0 {
-		o.ReadTimeout = DefaultReadTimeout
+		o.ReadTimeout = defaultReadTimeout
 	}
 	if o.KeepAlive == 0 {
-		o.KeepAlive = DefaultKeepAlive
+		o.KeepAlive = defaultKeepAlive
 	}
 	if o.WriteTimeout == 0 {
-		o.WriteTimeout = DefaultWriteTimeout
+		o.WriteTimeout = defaultWriteTimeout
 	}
 	if o.CheckOrigin != nil && len(o.AllowedOrigins) > 0 {
 		return Options{}, fmt.Errorf("%w: AllowedOrigins is part of the default origin check: it cannot be combined with CheckOrigin", ErrInvalidOptions)

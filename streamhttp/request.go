@@ -47,7 +47,7 @@ const TransportKind = "streamable_http"
 // request, for admit, or forgotten with the reply.
 func (h *Handler) decode(w http.ResponseWriter, r *http.Request) (req *listen.Request, st *stream, f *reply) {
 	if r.Method != http.MethodPost {
-		f := refuse(http.StatusMethodNotAllowed, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, MsgMethodNotAllowed))
+		f := refuse(http.StatusMethodNotAllowed, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, msgMethodNotAllowed))
 		f.header = http.Header{"Allow": {http.MethodPost}}
 		return nil, nil, f
 	}
@@ -101,10 +101,10 @@ func (h *Handler) decodeBody(w http.ResponseWriter, r *http.Request) (*listen.Re
 	if err != nil {
 		return nil, refuse(http.StatusBadRequest, m.ID, jsonrpc.AsError(err, "Internal error"))
 	}
-	if hm, ok := header(r, HeaderMethod); ok && hm != m.Method {
-		return nil, refuse(http.StatusBadRequest, m.ID, headerMismatch(HeaderMethod, hm, m.Method))
+	if hm, ok := header(r, headerMethod); ok && hm != m.Method {
+		return nil, refuse(http.StatusBadRequest, m.ID, headerMismatch(headerMethod, hm, m.Method))
 	} else if !ok && h.opts.RequireHeaders {
-		return nil, refuse(http.StatusBadRequest, m.ID, headerMissing(HeaderMethod))
+		return nil, refuse(http.StatusBadRequest, m.ID, headerMissing(headerMethod))
 	}
 	switch {
 	case !m.HasID && m.Method != spec.MethodListen:
@@ -121,12 +121,12 @@ func (h *Handler) decodeBody(w http.ResponseWriter, r *http.Request) (*listen.Re
 	if err := listen.ParseParams(m.Params, req); err != nil {
 		return nil, refuse(http.StatusBadRequest, req.ID, jsonrpc.AsError(err, "Internal error"))
 	}
-	if hv, ok := header(r, HeaderProtocolVersion); ok && hv != req.ProtocolVersion {
-		f := refuse(http.StatusBadRequest, req.ID, headerMismatch(HeaderProtocolVersion, hv, req.ProtocolVersion))
+	if hv, ok := header(r, headerProtocolVersion); ok && hv != req.ProtocolVersion {
+		f := refuse(http.StatusBadRequest, req.ID, headerMismatch(headerProtocolVersion, hv, req.ProtocolVersion))
 		f.req = req
 		return nil, f
 	} else if !ok && h.opts.RequireHeaders {
-		f := refuse(http.StatusBadRequest, req.ID, headerMissing(HeaderProtocolVersion))
+		f := refuse(http.StatusBadRequest, req.ID, headerMissing(headerProtocolVersion))
 		f.req = req
 		return nil, f
 	}
@@ -141,24 +141,24 @@ func (h *Handler) decodeBody(w http.ResponseWriter, r *http.Request) (*listen.Re
 // request's context.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *reply) {
 	if r.ContentLength > limit {
-		return nil, refuse(http.StatusRequestEntityTooLarge, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, MsgBodyTooLarge))
+		return nil, refuse(http.StatusRequestEntityTooLarge, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, msgBodyTooLarge))
 	}
 	body, err := readBlocks(http.MaxBytesReader(w, r.Body, limit), r.ContentLength)
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			return nil, refuse(http.StatusRequestEntityTooLarge, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, MsgBodyTooLarge))
+			return nil, refuse(http.StatusRequestEntityTooLarge, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, msgBodyTooLarge))
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			// ReadTimeout: the rest of the body is not read; the connection
 			// is not reused.
-			f := refuse(http.StatusRequestTimeout, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, MsgBodyTimeout).WithCause(err))
+			f := refuse(http.StatusRequestTimeout, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, msgBodyTimeout).WithCause(err))
 			if r.ProtoMajor == 1 {
 				f.header = http.Header{"Connection": {"close"}}
 			}
 			return nil, f
 		}
-		return nil, refuse(http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, MsgBodyUnreadable).WithCause(err))
+		return nil, refuse(http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, msgBodyUnreadable).WithCause(err))
 	}
 	return body, nil
 }

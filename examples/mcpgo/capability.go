@@ -6,13 +6,11 @@ import (
 	"io"
 	"net/http"
 	"time"
-
-	"github.com/mcplisten/listen/streamhttp"
 )
 
 // maxProbeBody bounds the body requireSampling reads (the endpoint's own
-// limit, streamhttp.DefaultFrontMaxBodyBytes).
-const maxProbeBody = streamhttp.DefaultFrontMaxBodyBytes
+// default limit, 512 KiB).
+const maxProbeBody = 512 << 10
 
 // requireSampling answers a tools/call of test_missing_capability from a
 // client that did not declare sampling with the MissingRequiredClientCapabilityError
@@ -28,9 +26,10 @@ func requireSampling(next http.Handler, check func(*http.Request) error) http.Ha
 			next.ServeHTTP(w, r)
 			return
 		}
-		// Read as the endpoint's front reads: bounded in bytes and in time.
+		// Read as the endpoint's front reads: bounded in bytes and in time
+		// (its default read timeout, 10 s).
 		rc := http.NewResponseController(w)
-		_ = rc.SetReadDeadline(time.Now().Add(streamhttp.DefaultReadTimeout))
+		_ = rc.SetReadDeadline(time.Now().Add(10 * time.Second))
 		body, err := io.ReadAll(io.LimitReader(r.Body, maxProbeBody+1))
 		_ = rc.SetReadDeadline(time.Time{})
 		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))

@@ -188,7 +188,7 @@ func (s *server) vars() any {
 	return map[string]any{
 		"hub":        s.hub.Stats(),
 		"http":       s.handler.Server().Stats(),
-		"sessions":   s.handler.Sessions().Stats(),
+		"sessions":   s.handler.SessionStats(),
 		"gosdk":      s.handler.Bridge().Stats(),
 		"goroutines": runtime.NumGoroutine(),
 	}

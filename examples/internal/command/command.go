@@ -48,6 +48,7 @@ import (
 	"time"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/adapter"
 	"github.com/mcplisten/listen/hub"
 	"github.com/mcplisten/listen/streamhttp"
 )
@@ -75,7 +76,7 @@ type HTTPFlags struct {
 	Pprof bool
 	// Metrics is -metrics: serve the OpenTelemetry metrics at /metrics.
 	Metrics bool
-	// SessionIdle is -session-idle (streamhttp.SessionOptions.IdleTimeout:
+	// SessionIdle is -session-idle (adapter.SessionOptions.IdleTimeout:
 	// the idle time after which an older client's session ends).
 	SessionIdle time.Duration
 	// Drain is -drain (listen.Options.DrainWindow): on SIGTERM, the open
@@ -96,7 +97,7 @@ func Flags(fs *flag.FlagSet) *HTTPFlags {
 	fs.IntVar(&f.MaxURIBytes, "max-uri-bytes", 0, "longest resource URI a listen may name, in bytes (listen.Options.MaxURIBytes; 0: the library's default, 4,096)")
 	fs.BoolVar(&f.Pprof, "pprof", false, "serve net/http/pprof at /debug/pprof/")
 	fs.BoolVar(&f.Metrics, "metrics", false, "serve OpenTelemetry metrics in the Prometheus text format at /metrics")
-	fs.DurationVar(&f.SessionIdle, "session-idle", 0, "end an older client's session after this long idle (streamhttp.SessionOptions.IdleTimeout; 0: the library's default, 30m)")
+	fs.DurationVar(&f.SessionIdle, "session-idle", 0, "end an older client's session after this long idle (adapter.SessionOptions.IdleTimeout; 0: the library's default, 30m)")
 	fs.DurationVar(&f.Drain, "drain", 0, "on SIGINT or SIGTERM, spread the open streams' completions over this long, so that their clients re-listen elsewhere at a steady rate (listen.Options.DrainWindow; 0: all at once)")
 	return f
 }
@@ -160,8 +161,8 @@ func (f *HTTPFlags) DrainDeadline() time.Duration {
 
 // Sessions returns the options of the older clients' sessions the flags
 // set (IdleTimeout).
-func (f *HTTPFlags) Sessions() streamhttp.SessionOptions {
-	return streamhttp.SessionOptions{IdleTimeout: f.SessionIdle}
+func (f *HTTPFlags) Sessions() adapter.SessionOptions {
+	return adapter.SessionOptions{IdleTimeout: f.SessionIdle}
 }
 
 // Serve serves mcp at /mcp until ctx ends, then drains (see the package

@@ -1,4 +1,4 @@
-package streamhttp_test
+package sessions_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/mcplisten/listen/internal/sessions"
 	"github.com/mcplisten/listen/streamhttp"
 )
 
@@ -36,7 +37,7 @@ func newFakeSDK() *fakeSDK {
 func (f *fakeSDK) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	f.reached++
-	id := r.Header.Get(streamhttp.HeaderSessionID)
+	id := r.Header.Get(sessions.HeaderSessionID)
 	if id == "" && r.Method != http.MethodGet {
 		f.n++
 		n, noID := f.n, f.noID
@@ -45,7 +46,7 @@ func (f *fakeSDK) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "no", http.StatusBadRequest)
 			return
 		}
-		w.Header().Set(streamhttp.HeaderSessionID, "s"+strconv.Itoa(n))
+		w.Header().Set(sessions.HeaderSessionID, "s"+strconv.Itoa(n))
 		_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`))
 		return
 	}
@@ -85,7 +86,7 @@ const initBody = `{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"proto
 
 // sessionsFront is s behind the front (which parses the bodies), without
 // the Origin check.
-func sessionsFront(s *streamhttp.Sessions) http.Handler {
+func sessionsFront(s *sessions.Sessions) http.Handler {
 	return streamhttp.FrontWith(http.NotFoundHandler(), s, streamhttp.FrontOptions{Unchecked: true})
 }
 
@@ -98,7 +99,7 @@ func call(h http.Handler, method, addr, id, body string) *httptest.ResponseRecor
 		r.Header.Set("Content-Type", "application/json")
 	}
 	if id != "" {
-		r.Header.Set(streamhttp.HeaderSessionID, id)
+		r.Header.Set(sessions.HeaderSessionID, id)
 	}
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, r)
@@ -110,7 +111,7 @@ func call(h http.Handler, method, addr, id, body string) *httptest.ResponseRecor
 func open(t *testing.T, h http.Handler, addr string) (string, *httptest.ResponseRecorder) {
 	t.Helper()
 	w := call(h, http.MethodPost, addr, "", initBody)
-	return w.Header().Get(streamhttp.HeaderSessionID), w
+	return w.Header().Get(sessions.HeaderSessionID), w
 }
 
 const (
@@ -124,7 +125,7 @@ const (
 // the SDK; a DELETE frees the slot at once.
 func TestSessionsBounds(t *testing.T) {
 	sdk := newFakeSDK()
-	s := streamhttp.NewSessions(sdk, streamhttp.SessionOptions{Max: 3, MaxPerClient: 2})
+	s := sessions.New(sdk, sessions.Options{Max: 3, MaxPerClient: 2})
 	defer s.Close()
 	h := sessionsFront(s)
 
@@ -164,7 +165,7 @@ func TestSessionsBounds(t *testing.T) {
 // gives its slot back.
 func TestSessionsOpeners(t *testing.T) {
 	sdk := newFakeSDK()
-	s := streamhttp.NewSessions(sdk, streamhttp.SessionOptions{Max: 1})
+	s := sessions.New(sdk, sessions.Options{Max: 1})
 	defer s.Close()
 	h := sessionsFront(s)
 
@@ -185,7 +186,7 @@ func TestSessionsOpeners(t *testing.T) {
 // SDK's own 404 frees the slot.
 func TestSessionsUnknown(t *testing.T) {
 	sdk := newFakeSDK()
-	s := streamhttp.NewSessions(sdk, streamhttp.SessionOptions{Max: 1})
+	s := sessions.New(sdk, sessions.Options{Max: 1})
 	defer s.Close()
 	h := sessionsFront(s)
 
@@ -196,7 +197,7 @@ func TestSessionsUnknown(t *testing.T) {
 		}
 		w := call(h, m, "10.0.0.1:1", "made-up", body)
 		assert.Equal(t, http.StatusNotFound, w.Code, m)
-		assert.Equal(t, streamhttp.MsgSessionNotFound+"\n", w.Body.String(), m)
+		assert.Equal(t, sessions.MsgSessionNotFound+"\n", w.Body.String(), m)
 	}
 	assert.Zero(t, sdk.count())
 
@@ -213,7 +214,7 @@ func TestSessionsUnknown(t *testing.T) {
 func TestSessionsGetStreams(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sdk := newFakeSDK()
-		s := streamhttp.NewSessions(sdk, streamhttp.SessionOptions{MaxGetStreams: 2, MaxPerClient: 1})
+		s := sessions.New(sdk, sessions.Options{MaxGetStreams: 2, MaxPerClient: 1})
 		defer s.Close()
 		h := sessionsFront(s)
 		a, _ := open(t, h, "10.0.0.1:1")
@@ -226,7 +227,7 @@ func TestSessionsGetStreams(t *testing.T) {
 			r := httptest.NewRequestWithContext(ctx, http.MethodGet, "/mcp", nil)
 			r.RemoteAddr = addr
 			if id != "" {
-				r.Header.Set(streamhttp.HeaderSessionID, id)
+				r.Header.Set(sessions.HeaderSessionID, id)
 			}
 			wg.Go(func() { h.ServeHTTP(httptest.NewRecorder(), r) })
 			<-sdk.getIn
@@ -237,7 +238,7 @@ func TestSessionsGetStreams(t *testing.T) {
 
 		w := call(h, http.MethodGet, "10.0.0.3:1", c, "")
 		assert.Equal(t, http.StatusServiceUnavailable, w.Code)
-		assert.Equal(t, `{"jsonrpc":"2.0","error":{"code":-32603,"message":"`+streamhttp.MsgTooManyGetStreams+`"}}`, w.Body.String())
+		assert.Equal(t, `{"jsonrpc":"2.0","error":{"code":-32603,"message":"`+sessions.MsgTooManyGetStreams+`"}}`, w.Body.String())
 		cancel()
 		wg.Wait()
 		assert.Zero(t, s.Stats().GetStreams)
@@ -247,7 +248,7 @@ func TestSessionsGetStreams(t *testing.T) {
 		get(c, "10.0.0.3:1")
 		w = call(h, http.MethodGet, "10.0.0.3:2", c, "")
 		assert.Equal(t, http.StatusTooManyRequests, w.Code, "one GET stream per client (MaxPerClient 1)")
-		assert.Equal(t, `{"jsonrpc":"2.0","error":{"code":-32603,"message":"`+streamhttp.MsgTooManyClientGetStreams+`"}}`, w.Body.String())
+		assert.Equal(t, `{"jsonrpc":"2.0","error":{"code":-32603,"message":"`+sessions.MsgTooManyClientGetStreams+`"}}`, w.Body.String())
 		w = call(h, http.MethodGet, "10.0.0.3:3", "", "")
 		assert.Equal(t, http.StatusTooManyRequests, w.Code, "a GET without a session id counts too")
 		cancel()
@@ -272,7 +273,7 @@ func TestSessionsExpire(t *testing.T) {
 		sdk := newFakeSDK()
 		var mu sync.Mutex
 		var ended []string
-		s := streamhttp.NewSessions(sdk, streamhttp.SessionOptions{Max: 2, IdleTimeout: time.Minute, End: func(ids []string) {
+		s := sessions.New(sdk, sessions.Options{Max: 2, IdleTimeout: time.Minute, End: func(ids []string) {
 			mu.Lock()
 			defer mu.Unlock()
 			ended = append(ended, ids...)
@@ -294,7 +295,7 @@ func TestSessionsExpire(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		r := httptest.NewRequestWithContext(ctx, http.MethodGet, "/mcp", nil)
 		r.RemoteAddr = "10.0.0.1:1"
-		r.Header.Set(streamhttp.HeaderSessionID, b)
+		r.Header.Set(sessions.HeaderSessionID, b)
 		done := make(chan struct{})
 		go func() { h.ServeHTTP(httptest.NewRecorder(), r); close(done) }()
 		<-sdk.getIn
@@ -323,7 +324,7 @@ func TestSessionsExpire(t *testing.T) {
 // before the timer has run (a busy process).
 func TestSessionsExpireOnAdmission(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := streamhttp.NewSessions(newFakeSDK(), streamhttp.SessionOptions{Max: 1, IdleTimeout: time.Second, End: func([]string) {}})
+		s := sessions.New(newFakeSDK(), sessions.Options{Max: 1, IdleTimeout: time.Second, End: func([]string) {}})
 		defer s.Close()
 		h := sessionsFront(s)
 		a, _ := open(t, h, "10.0.0.1:1")
@@ -348,7 +349,7 @@ func TestClientAddr(t *testing.T) {
 	} {
 		r := httptest.NewRequest(http.MethodGet, "/", nil)
 		r.RemoteAddr = tc.remote
-		assert.Equal(t, tc.want, streamhttp.ClientAddr(r), tc.remote)
+		assert.Equal(t, tc.want, sessions.ClientAddr(r), tc.remote)
 	}
 }
 
@@ -357,7 +358,7 @@ func TestClientAddr(t *testing.T) {
 func TestSessionsEndPanics(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		calls := 0
-		s := streamhttp.NewSessions(newFakeSDK(), streamhttp.SessionOptions{IdleTimeout: time.Second, End: func([]string) {
+		s := sessions.New(newFakeSDK(), sessions.Options{IdleTimeout: time.Second, End: func([]string) {
 			calls++
 			panic("end")
 		}})
@@ -385,7 +386,7 @@ func FuzzSessions(f *testing.F) {
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		sdk := newFakeSDK()
 		const maxAll, perClient = 4, 2
-		s := streamhttp.NewSessions(sdk, streamhttp.SessionOptions{Max: maxAll, MaxPerClient: perClient, IdleTimeout: -1})
+		s := sessions.New(sdk, sessions.Options{Max: maxAll, MaxPerClient: perClient, IdleTimeout: -1})
 		defer s.Close()
 		h := sessionsFront(s)
 		type live struct{ id, addr string }

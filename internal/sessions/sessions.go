@@ -1,4 +1,8 @@
-package streamhttp
+// Package sessions bounds and expires the sessions that a Streamable HTTP
+// handler of the revisions before 2026-07-28 issues (the go-sdk's stateful
+// handler, mcp-go's StreamableHTTPServer), in front of it: what the adapter
+// package's HandlerOptions.Sessions configures.
+package sessions
 
 import (
 	"net"
@@ -9,99 +13,74 @@ import (
 
 	"github.com/mcplisten/listen/internal/safe"
 	"github.com/mcplisten/listen/jsonrpc"
+	"github.com/mcplisten/listen/streamhttp"
 )
 
-// Defaults of SessionOptions.
+// Defaults of Options.
 const (
-	// DefaultMaxSessions is the default SessionOptions.Max.
-	DefaultMaxSessions = 10000
-	// DefaultMaxSessionsPerClient is the default SessionOptions.MaxPerClient:
-	// a tenth of DefaultMaxSessions, far more than one client opens (one
+	// defaultMaxSessions is the default Options.Max.
+	defaultMaxSessions = 10000
+	// defaultMaxSessionsPerClient is the default Options.MaxPerClient:
+	// a tenth of defaultMaxSessions, far more than one client opens (one
 	// session per connection, a few more across reconnections that did not
 	// send DELETE), and enough for the clients behind one NAT or, with the
 	// default ClientKey, one reverse proxy.
-	DefaultMaxSessionsPerClient = 1000
-	// DefaultSessionIdleTimeout is the default SessionOptions.IdleTimeout.
+	defaultMaxSessionsPerClient = 1000
+	// defaultSessionIdleTimeout is the default Options.IdleTimeout.
 	// An older client that keeps its GET stream open never goes idle; one
 	// without it that sends nothing for this long meets 404 at its next
 	// request and, as the specification asks, initializes again.
-	DefaultSessionIdleTimeout = 30 * time.Minute
-	// DefaultMaxGetStreams is the default SessionOptions.MaxGetStreams: one
-	// per session of DefaultMaxSessions.
-	DefaultMaxGetStreams = DefaultMaxSessions
+	defaultSessionIdleTimeout = 30 * time.Minute
+	// defaultMaxGetStreams is the default Options.MaxGetStreams: one
+	// per session of defaultMaxSessions.
+	defaultMaxGetStreams = defaultMaxSessions
 )
 
 // Messages of the refusals of Sessions.
 const (
-	// MsgTooManySessions is the JSON-RPC error message (-32603, HTTP 503)
-	// of a request that would open a session beyond SessionOptions.Max.
-	MsgTooManySessions = "Server busy: too many sessions"
-	// MsgTooManyClientSessions is the JSON-RPC error message (-32603, HTTP
+	// msgTooManySessions is the JSON-RPC error message (-32603, HTTP 503)
+	// of a request that would open a session beyond Options.Max.
+	msgTooManySessions = "Server busy: too many sessions"
+	// msgTooManyClientSessions is the JSON-RPC error message (-32603, HTTP
 	// 429) of a request that would open a session beyond its client's
-	// SessionOptions.MaxPerClient.
-	MsgTooManyClientSessions = "Too many sessions open for this client"
-	// MsgTooManyGetStreams is the JSON-RPC error message (-32603, HTTP 503)
-	// of a GET stream beyond SessionOptions.MaxGetStreams.
-	MsgTooManyGetStreams = "Server busy: too many GET streams"
-	// MsgTooManyClientGetStreams is the JSON-RPC error message (-32603, HTTP
-	// 429) of a GET stream beyond its client's SessionOptions.MaxPerClient.
-	MsgTooManyClientGetStreams = "Too many GET streams open for this client"
-	// MsgSessionNotFound is the plain-text body of the 404 that answers a
+	// Options.MaxPerClient.
+	msgTooManyClientSessions = "Too many sessions open for this client"
+	// msgTooManyGetStreams is the JSON-RPC error message (-32603, HTTP 503)
+	// of a GET stream beyond Options.MaxGetStreams.
+	msgTooManyGetStreams = "Server busy: too many GET streams"
+	// msgTooManyClientGetStreams is the JSON-RPC error message (-32603, HTTP
+	// 429) of a GET stream beyond its client's Options.MaxPerClient.
+	msgTooManyClientGetStreams = "Too many GET streams open for this client"
+	// msgSessionNotFound is the plain-text body of the 404 that answers a
 	// request naming a session that was never issued, has ended or has
 	// expired. It is plain text, as the go-sdk and mcp-go answer it: a
 	// JSON-RPC error body would make the go-sdk's client take it for the
 	// refusal of one call instead of the end of its session.
-	MsgSessionNotFound = "Session not found"
+	msgSessionNotFound = "Session not found"
 )
 
-// HeaderSessionID is the header of the session id of the Streamable HTTP
+// headerSessionID is the header of the session id of the Streamable HTTP
 // revisions before 2026-07-28.
-const HeaderSessionID = "Mcp-Session-Id"
+const headerSessionID = "Mcp-Session-Id"
 
-// SessionOptions configure Sessions. The zero value is the defaults.
-type SessionOptions struct {
-	// Max bounds the sessions open at once, counting the requests that may
-	// open one and have not been answered yet. Zero means
-	// DefaultMaxSessions; negative, no bound.
-	Max int
-	// MaxPerClient bounds the sessions one client (one ClientKey) has open
-	// at once, and the GET streams it has open at once, so that a flood from
-	// one client cannot take every slot. Zero means
-	// DefaultMaxSessionsPerClient; negative, no bound.
-	MaxPerClient int
-	// IdleTimeout ends a session no request has used for that long: a
-	// request in progress, a GET stream open included, is use, and the time
-	// counts from the end of the last one. Zero means
-	// DefaultSessionIdleTimeout; negative, never.
-	IdleTimeout time.Duration
-	// MaxGetStreams bounds the GET streams open at once. Zero means
-	// DefaultMaxGetStreams; negative, no bound.
-	MaxGetStreams int
-	// ClientKey names the client of a request, for MaxPerClient. Nil means
-	// ClientAddr: the address the connection comes from. Behind a reverse
-	// proxy every client then has the proxy's address and they all share
-	// one client's share: give a ClientKey that reads what your proxy sets
-	// (the address it appends to X-Forwarded-For, not one the client can
-	// write) or the authenticated user. An empty key is a key like any other.
-	ClientKey func(r *http.Request) string
-	// End, if set, ends sessions in the server behind (an SDK's handler):
-	// Sessions calls it with the ids of the sessions that expired, once each,
-	// never twice at once, on the goroutine of its expiry timer (which runs
-	// while sessions are left to expire, and which Close waits for). It
-	// runs after the slots are freed and requests naming the ids are
-	// refused. A panic in it is recovered.
-	End func(ids []string)
+// Options configure Sessions; the zero value is the defaults. They are
+// adapter.SessionOptions, which documents each field (adapter converts
+// one into the other, so both keep the same fields in the same order);
+// zero means defaultMaxSessions, defaultMaxSessionsPerClient,
+// defaultSessionIdleTimeout and defaultMaxGetStreams, a nil ClientKey
+// ClientAddr, and an empty key is a key like any other here.
+type Options struct {
+	Max, MaxPerClient int
+	IdleTimeout       time.Duration
+	MaxGetStreams     int
+	ClientKey         func(r *http.Request) string
+	End               func(ids []string)
 }
 
-// SessionStats are counters of Sessions.
-type SessionStats struct {
-	// Open is the number of sessions open, with the requests that may open
-	// one in progress; GetStreams the GET streams open.
-	Open, GetStreams int
-	// Refused counts the requests refused for Max or MaxPerClient,
-	// RefusedGet the GET streams refused for MaxGetStreams or MaxPerClient,
-	// NotFound the requests naming an unknown session, Expired the sessions
-	// ended by IdleTimeout.
+// Stats are the counters of Sessions, as adapter.SessionStats documents
+// them (the same fields, in the same order).
+type Stats struct {
+	Open, GetStreams                       int
 	Refused, RefusedGet, NotFound, Expired uint64
 }
 
@@ -113,21 +92,21 @@ type SessionStats struct {
 // Mcp-Session-Id header), and for each request:
 //
 //   - a POST without Mcp-Session-Id that may open a session (an initialize,
-//     or a body FrontMessage could not parse, such as a batch) counts as
-//     one until answered; beyond its client's MaxPerClient it is answered
+//     or a body streamhttp.FrontMessage could not parse, such as a batch)
+//     counts as one until answered; beyond its client's MaxPerClient it is answered
 //     429 with Retry-After: 1 and the JSON-RPC error -32603
-//     MsgTooManyClientSessions (with its id), beyond Max 503 with
-//     MsgTooManySessions, and never reaches next. If the answer issues a
+//     msgTooManyClientSessions (with its id), beyond Max 503 with
+//     msgTooManySessions, and never reaches next. If the answer issues a
 //     session id, the session is open; else the slot is freed when next
 //     returns. Other POSTs without a session id pass.
 //   - a request (any method) naming a session Sessions does not know, never
-//     issued, ended or expired, is answered 404 MsgSessionNotFound (plain
+//     issued, ended or expired, is answered 404 msgSessionNotFound (plain
 //     text, as the SDKs answer it) and never reaches next.
 //   - a GET stream (of a known session, or without a session id, for which
 //     mcp-go opens a session of its own) beyond its client's MaxPerClient
 //     GET streams is answered 429 with Retry-After: 1 and the JSON-RPC error
-//     -32603 MsgTooManyClientGetStreams (no id), beyond MaxGetStreams 503
-//     with MsgTooManyGetStreams. (The session's client is the one that
+//     -32603 msgTooManyClientGetStreams (no id), beyond MaxGetStreams 503
+//     with msgTooManyGetStreams. (The session's client is the one that
 //     opened it.)
 //   - a session is closed for Sessions, and its slot freed, when a DELETE
 //     naming it is answered 2xx, when next answers a request naming it with
@@ -182,21 +161,21 @@ type client struct {
 	sessions, gets int
 }
 
-// NewSessions returns Sessions in front of next with opts.
-func NewSessions(next http.Handler, opts SessionOptions) *Sessions {
+// New returns Sessions in front of next with opts.
+func New(next http.Handler, opts Options) *Sessions {
 	s := &Sessions{
 		next:    next,
-		max:     orDefault(opts.Max, DefaultMaxSessions),
-		perKey:  orDefault(opts.MaxPerClient, DefaultMaxSessionsPerClient),
+		max:     orDefault(opts.Max, defaultMaxSessions),
+		perKey:  orDefault(opts.MaxPerClient, defaultMaxSessionsPerClient),
 		idle:    opts.IdleTimeout,
-		maxGets: orDefault(opts.MaxGetStreams, DefaultMaxGetStreams),
+		maxGets: orDefault(opts.MaxGetStreams, defaultMaxGetStreams),
 		key:     opts.ClientKey,
 		end:     opts.End,
 		byID:    map[string]*session{},
 		clients: map[string]*client{},
 	}
 	if s.idle == 0 {
-		s.idle = DefaultSessionIdleTimeout
+		s.idle = defaultSessionIdleTimeout
 	}
 	if s.key == nil {
 		s.key = ClientAddr
@@ -212,7 +191,7 @@ func orDefault(v, d int) int {
 	return v
 }
 
-// ClientAddr is the default SessionOptions.ClientKey: the IP address of
+// ClientAddr is the default Options.ClientKey: the IP address of
 // r.RemoteAddr without its port (an IPv4-mapped IPv6 address as IPv4), and
 // of an IPv6 address its /64 prefix (one host's share of addresses). A RemoteAddr that is not host:port is the key
 // as it is.
@@ -232,10 +211,10 @@ func ClientAddr(r *http.Request) string {
 }
 
 // Stats returns the counters.
-func (s *Sessions) Stats() SessionStats {
+func (s *Sessions) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return SessionStats{Open: s.open, GetStreams: s.gets, Refused: s.refused, RefusedGet: s.refGet, NotFound: s.notFound, Expired: s.expired}
+	return Stats{Open: s.open, GetStreams: s.gets, Refused: s.refused, RefusedGet: s.refGet, NotFound: s.notFound, Expired: s.expired}
 }
 
 // Close stops the expiry timer and waits for an End in progress. It ends
@@ -256,7 +235,7 @@ func (s *Sessions) Close() {
 
 // ServeHTTP serves r (see Sessions).
 func (s *Sessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	id := r.Header.Get(HeaderSessionID)
+	id := r.Header.Get(headerSessionID)
 	if id == "" {
 		switch {
 		case r.Method == http.MethodPost && mayOpen(r):
@@ -282,7 +261,7 @@ func (s *Sessions) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // mayOpen reports whether a POST without a session id may open a session:
 // an initialize, or a body the front did not parse as one message.
 func mayOpen(r *http.Request) bool {
-	m, ok := FrontMessage(r)
+	m, ok := streamhttp.FrontMessage(r)
 	return !ok || m.Method == "initialize"
 }
 
@@ -293,11 +272,11 @@ type refusal struct {
 }
 
 var (
-	notFound        = &refusal{http.StatusNotFound, MsgSessionNotFound}
-	tooMany         = &refusal{http.StatusServiceUnavailable, MsgTooManySessions}
-	tooManyOfClient = &refusal{http.StatusTooManyRequests, MsgTooManyClientSessions}
-	tooManyGets     = &refusal{http.StatusServiceUnavailable, MsgTooManyGetStreams}
-	tooManyGetsOf   = &refusal{http.StatusTooManyRequests, MsgTooManyClientGetStreams}
+	notFound        = &refusal{http.StatusNotFound, msgSessionNotFound}
+	tooMany         = &refusal{http.StatusServiceUnavailable, msgTooManySessions}
+	tooManyOfClient = &refusal{http.StatusTooManyRequests, msgTooManyClientSessions}
+	tooManyGets     = &refusal{http.StatusServiceUnavailable, msgTooManyGetStreams}
+	tooManyGetsOf   = &refusal{http.StatusTooManyRequests, msgTooManyClientGetStreams}
 )
 
 // write answers the refusal: 404 in plain text, the others with
@@ -357,7 +336,7 @@ func (s *Sessions) serveOpener(w http.ResponseWriter, r *http.Request) {
 		s.refused++
 		s.dropClientLocked(c)
 		s.mu.Unlock()
-		m, _ := FrontMessage(r)
+		m, _ := streamhttp.FrontMessage(r)
 		no.write(w, m.ID)
 		return
 	}
@@ -366,7 +345,7 @@ func (s *Sessions) serveOpener(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	sw := &sessionWriter{ResponseWriter: w}
 	sw.onHeader = func(status int) {
-		if id := sw.Header().Get(HeaderSessionID); id != "" && status < 300 {
+		if id := sw.Header().Get(headerSessionID); id != "" && status < 300 {
 			sw.opened = s.register(id, c)
 		}
 	}
