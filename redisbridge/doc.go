@@ -8,17 +8,15 @@
 //	h, _ := hub.New(hub.Options{})
 //	br, err := redisbridge.Connect("redis://mcp-instance:secret@redis.internal:6379", h, redisbridge.Options{})
 //	defer br.Close()
-//	listens, err := streamhttp.New(h, streamhttp.Options{...})
+//	listens, err := streamhttp.New(listen.NewServer(h, opts), streamhttp.Options{})
 //	h.ToolsListChanged()                // every instance's tools listeners
 //	h.ResourceUpdated("file:///a.txt") // every listener watching it, on every instance
 //
 // Or give New your go-redis options (TLS, credentials provider, dialer).
 // The bridge joins the hub as its relay (hub.Hub.Join), as natsbridge
-// does, and shares with it the package github.com/mcplisten/listen/cluster:
-// the envelope, its numbering, timestamps and signatures, replay
-// protection, gap detection and resynchronisation, the Options embedded
-// here (with the hooks and the logger) and Stats. Its documentation gives
-// the delivery semantics and the trust model; this one what Redis adds.
+// does, and shares with it package cluster (the envelope, signatures,
+// replay protection, resynchronisation, Options and Stats), whose
+// documentation gives the delivery semantics and the trust model.
 //
 // # Goroutines
 //
@@ -34,30 +32,24 @@
 //   - the writer goroutine appends the outbox to the stream.
 //
 // The relay runs in the goroutine of the hub's Publish (it only queues).
-// Close leaves the hub, lets the writer append what is queued (up to
-// 2 s), then closes both connections and waits for both goroutines. Hooks
-// run on the goroutine that caused them and must not call Close. All
-// methods are safe for concurrent use.
+// Close leaves the hub, lets the writer append what is queued (up to 2 s),
+// then closes both connections and waits for both goroutines. Hooks must
+// not call Close. All methods are safe for concurrent use.
 //
 // # One stream for delivery and recovery
 //
 // Every instance appends its events to one Redis stream (XADD, trimmed to
 // about Options.StreamLength entries) and reads it from the last entry it
-// read (a blocking XREAD once it has caught up): the stream is both the live fan-out (Redis
-// wakes the blocked readers as soon as an entry is appended, as it pushes
-// a pub/sub message) and the record a bridge catches up from. A separate
-// pub/sub channel would carry every event twice and need a deduplication
-// after each reconnect; the stream alone gives one total order of all the
-// instances' events and an exact catch-up. When its connection comes back,
-// a bridge checks that the stream still holds the last entry it read:
-// then it reads on and no listener misses anything (no resync); if not
-// (Redis restarted without it, or trimmed past it), it resynchronises its
-// listeners and reads on. Gaps in another instance's numbers (its own
+// read (a blocking XREAD once it has caught up): the stream is both the
+// live fan-out and the record a bridge catches up from, one total order of
+// all the instances' events (a pub/sub channel beside it would carry every
+// event twice). A bridge whose connection comes back reads on if the
+// stream still holds the last entry it read (no listener misses anything),
+// else resynchronises its listeners (Redis restarted, or trimmed past it). Gaps in another instance's numbers (its own
 // writes that failed) resynchronise too.
 //
-// Publishing never waits for Redis: the hub's Publish queues the envelope
-// in the bridge's outbox (Options.OutboxBytes, 8 MiB) and the writer
-// goroutine appends the queue in pipelines, in order. While Redis cannot
+// Publishing never waits for Redis: the envelope is queued in the outbox
+// (Options.OutboxBytes, 8 MiB), appended by the writer in order. While Redis cannot
 // be reached the outbox holds the events and sends them once it answers;
 // a batch in flight on a connection that breaks is counted as lost
 // (Stats.PublishErrors), not sent again, so no entry is ever appended
@@ -96,21 +88,12 @@
 // whole: the one a reader that has caught up waits for (XREAD BLOCK COUNT
 // 1: Redis has no blocking read of less than a whole entry). Lower
 // proto-max-bulk-len (1 MiB is the least Redis accepts) to bound that
-// one, and Redis's own memory. With 512 unsigned entries of 1 MB appended
-// at once, an instance's peak RSS rises by 13 to 17 MiB (by 59 to 198 MiB
-// when the reader took up to 256 entries per XREAD; measured by
-// bench/cmd/bridgeflood, removed after commit 4053784).
+// one, and Redis's own memory (figures: docs/performance.md).
 //
 // # Quotas
 //
-// With Options.Quota (a cluster.Quota, also given to the server as
-// listen.Options.Quota) the bridge carries the instance's counts of open
-// listens per tenant and principal on the same stream, so that a tenant's
-// quota holds across the instances within a small slack, each instance
-// falling back to a local share while Redis is unreachable: see the
-// cluster package documentation, Quotas, and docs/quotas.md. The counts
-// are entries of the stream too: under churn each instance appends up to
-// one per QuotaOptions.Interval (100 a second by default) and one every
-// TTL/3, which shortens how far back (StreamLength entries) a bridge that
-// lost Redis can catch up without a resynchronisation.
+// With Options.Quota (a cluster.Quota) the bridge carries the instance's
+// counts of open listens on the same stream (docs/quotas.md): under churn
+// up to one entry per QuotaOptions.Interval and one every TTL/3, which
+// shortens how far back (StreamLength entries) a bridge can catch up.
 package redisbridge

@@ -89,16 +89,12 @@
 // so the clients' re-listens reach the other instances at a steady rate;
 // new listens get 503 with Retry-After meanwhile.
 //
-// http.Server.Shutdown alone would not do: it does not wait for taken-over
-// connections, so a process that exits after it cuts those streams before
-// their completion.
+// (http.Server.Shutdown alone does not wait for taken-over connections.)
 //
 // # Origins
 //
-// Every request is checked for its Origin and Host (MCP: servers MUST
-// validate the Origin header of every incoming request), Front's other
-// requests too. On a loopback address the default check refuses a Host
-// that is not a loopback name, which defeats DNS rebinding; on any other
-// address list the server's names in Options.AllowedHosts (and browser
-// origins in AllowedOrigins).
+// Every request is checked for its Origin and Host, Front's other requests
+// too. On a loopback address the default check refuses a Host that is not
+// a loopback name (DNS rebinding); elsewhere list the server's names in
+// Options.AllowedHosts (and browser origins in AllowedOrigins).
 package streamhttp
