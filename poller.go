@@ -25,7 +25,7 @@ import (
 //     once. No outcome: stepWait. An event: shaped; a drop pulls again, a
 //     notification is handed out (stepWrite, pollWriting). The stream's
 //     graceful end: the completion (stepWrite, pollFinal). An early ending
-//     from the source (an error matching one of ending.go's reasons): its
+//     from the source (an error matching one of the early endings' reasons (errors.go)): its
 //     ending (stepWrite, pollFinal). A failure, or an event that fails to
 //     shape: the failure (stepWrite, pollFailing). The checks are made
 //     again after the pull, so the transport's end and End win over an
@@ -40,7 +40,7 @@ import (
 //   - pollDone: closed; Next answers stepDone.
 //
 // The transport's end and End (see end), by the cause: an early ending
-// (ending.go) writes its ending first (if the subscription is still open:
+// (errors.go) writes its ending first (if the subscription is still open:
 // Options.EndWithError's form) and closes with the cause; ErrShutdown likewise
 // with the completion; a Cancelled or Disconnected reason closes with
 // itself; any other cause closes with Disconnected(cause) when it is the

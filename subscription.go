@@ -277,7 +277,7 @@ type Subscription struct {
 	ext   *extParts
 
 	guard    guard // kept in the subscription itself: one object, one cache line fewer per message
-	endState       // End's reason and the driver's wake-up (ending.go)
+	endState       // End's reason and the driver's wake-up (errors.go)
 	// life ties the stream to its clock, its principal and its scopes
 	// (life.go); nil without a lifetime, an expiry, an Access or scopes.
 	life *life

@@ -171,7 +171,7 @@ func (h *Hub) publishFolders(ev listen.Event, start time.Time) (Report, error) {
 
 	var stack [stackSets]*set
 	sets := stack[:0]
-	// A scoped update looks up the keys of its scope only (scope.go).
+	// A scoped update looks up the keys of its scope only (index.go).
 	var k scopeKeys // unscoped
 	var kbuf [64]byte
 	uris := h.uris
