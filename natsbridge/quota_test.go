@@ -15,8 +15,8 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/cluster"
+	"github.com/mcplisten/listen/cluster/clustertest"
 	"github.com/mcplisten/listen/hub"
-	"github.com/mcplisten/listen/internal/quotatest"
 	"github.com/mcplisten/listen/natsbridge"
 	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/streamhttp"
@@ -28,7 +28,7 @@ import (
 // about twice its quota): sampled every 10 ms, and exactly at every
 // admission, the tenant's open listens never exceed Q plus the documented
 // slack, another tenant is never refused, and with the server gone each
-// instance holds the tenant to its local share, ⌊Q/3⌋ (quotatest.Check).
+// instance holds the tenant to its local share, ⌊Q/3⌋ (clustertest.CheckQuota).
 func TestQuotaChurn(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a churn of several seconds")
@@ -38,7 +38,7 @@ func TestQuotaChurn(t *testing.T) {
 	var quotas []*cluster.Quota
 	var recs []*recorder
 	for range 3 {
-		qt, err := cluster.NewQuota(quotatest.Options(q))
+		qt, err := cluster.NewQuota(clustertest.QuotaOptions(q))
 		require.NoError(t, err)
 		h, err := hub.New(hub.Options{})
 		require.NoError(t, err)
@@ -51,7 +51,7 @@ func TestQuotaChurn(t *testing.T) {
 		quotas = append(quotas, qt)
 		recs = append(recs, rec)
 	}
-	quotatest.Check(t, quotas, q, func() {
+	clustertest.CheckQuota(t, quotas, q, func() {
 		stopNATS(ns)
 		for _, rec := range recs {
 			await(t, rec.Conns, "the server lost", func(i cluster.ConnectionInfo) bool { return i.Status != cluster.Connected })
@@ -75,7 +75,7 @@ func TestQuotaHTTP(t *testing.T) {
 	client := &http.Client{Transport: &http.Transport{}}
 	t.Cleanup(client.CloseIdleConnections)
 	for range 2 {
-		qt, err := cluster.NewQuota(quotatest.Options(2))
+		qt, err := cluster.NewQuota(clustertest.QuotaOptions(2))
 		require.NoError(t, err)
 		h, err := hub.New(hub.Options{})
 		require.NoError(t, err)

@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen/cluster"
-	"github.com/mcplisten/listen/internal/quotatest"
+	"github.com/mcplisten/listen/cluster/clustertest"
 	"github.com/mcplisten/listen/redisbridge"
 	"github.com/mcplisten/listen/redisbridge/redistest"
 )
@@ -15,7 +15,7 @@ import (
 // its quota Q = 100 under about 1,000 opens per second of churn spread
 // over them: never over Q plus the documented slack, another tenant never
 // refused, and with the server gone each instance holds the tenant to its
-// local share, ⌊Q/3⌋ (quotatest.Check).
+// local share, ⌊Q/3⌋ (clustertest.CheckQuota).
 func TestQuotaChurn(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a churn of several seconds")
@@ -25,12 +25,12 @@ func TestQuotaChurn(t *testing.T) {
 	var quotas []*cluster.Quota
 	var ins []*instance
 	for _, name := range []string{"A", "B", "C"} {
-		qt, err := cluster.NewQuota(quotatest.Options(q))
+		qt, err := cluster.NewQuota(clustertest.QuotaOptions(q))
 		require.NoError(t, err)
 		ins = append(ins, join(t, name, srv.URL(), redisbridge.Options{Options: cluster.Options{Quota: qt}}))
 		quotas = append(quotas, qt)
 	}
-	quotatest.Check(t, quotas, q, func() {
+	clustertest.CheckQuota(t, quotas, q, func() {
 		srv.Stop()
 		for _, in := range ins {
 			await(t, in.rec.Conns, "the server lost", func(i cluster.ConnectionInfo) bool { return i.Status != cluster.Connected })

@@ -1,7 +1,9 @@
 // Package clustertest helps test a bridge between instances (natsbridge,
 // redisbridge, or one of your own over package cluster): Record, which
 // hands every call of a bridge's hooks to a channel, and Await, which
-// waits on such a channel. It starts no goroutine.
+// waits on such a channel; Churn and CheckQuota, which test a bridge's
+// cluster.Quota under a churn of listens (see quota.go's Churn for its
+// goroutines; the rest starts none).
 package clustertest
 
 import (

@@ -1,4 +1,4 @@
-package quotatest_test
+package clustertest_test
 
 import (
 	"context"
@@ -8,22 +8,19 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/mcplisten/listen/cluster"
-	"github.com/mcplisten/listen/internal/quotatest"
+	"github.com/mcplisten/listen/cluster/clustertest"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // TestRun: on one quota without a bridge (no slack), the churn never
 // holds more than the quota, asks for more than it, and the calm tenant
 // is never refused.
-func TestRun(t *testing.T) {
+func TestChurn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		q, err := cluster.NewQuota(quotatest.Options(20))
+		q, err := cluster.NewQuota(clustertest.QuotaOptions(20))
 		require.NoError(t, err)
-		r := quotatest.Run(context.Background(), quotatest.Config{
+		r := clustertest.Churn(context.Background(), clustertest.ChurnConfig{
 			Quotas: []*cluster.Quota{q}, Rate: 1000, Duration: time.Second,
 			MinLife: 50 * time.Millisecond, MaxLife: 150 * time.Millisecond,
 			Sample: 10 * time.Millisecond, Calm: 5,

@@ -1,20 +1,14 @@
-// Package quotatest drives cluster.Quota instances with a churn of
-// listens and measures what the deployment holds, for the tests of the
-// bridges on a real broker (natsbridge, redisbridge).
-//
-// Run opens listens of one tenant ("hot") at a fixed rate, round robin
-// over the instances, each held for a random time, so that the tenant
-// asks for more than its quota, and keeps a few listens of another tenant
-// ("calm", under its quota) opening and closing too. It samples the hot
-// tenant's open listens (admitted, not yet released) every Sample and
-// also tracks their exact maximum.
-//
-// # Goroutines
-//
-// Run starts a sampler and one timer callback per admitted listen (its
-// release); it returns once every one of them has ended. Check runs the
-// scenario the bridges' tests share.
-package quotatest
+// Quota churn: drives cluster.Quota instances with a churn of listens and
+// measures what the deployment holds, for the tests of a bridge's quota on
+// a real broker (natsbridge and redisbridge use it). Churn opens listens
+// of one tenant ("hot") at a fixed rate, round robin over the instances,
+// each held for a random time, and keeps a few listens of another tenant
+// ("calm") opening and closing; it samples the hot tenant's open listens
+// every Sample and tracks their exact maximum. It starts a sampler and
+// one timer callback per admitted listen, and returns once every one has
+// ended.
+
+package clustertest
 
 import (
 	"context"
@@ -32,10 +26,10 @@ import (
 	"github.com/mcplisten/listen/cluster"
 )
 
-// Options returns QuotaOptions whose tenant is the part of a listen's
+// QuotaOptions returns QuotaOptions whose tenant is the part of a listen's
 // Auth (a string "tenant/principal") before the slash, limited to q, and
 // whose principal (not limited) is the part after it.
-func Options(q int) cluster.QuotaOptions {
+func QuotaOptions(q int) cluster.QuotaOptions {
 	return cluster.QuotaOptions{
 		Tenant: func(r *listen.Request) (string, int) {
 			s, _ := r.Auth.(string)
@@ -50,11 +44,11 @@ func Options(q int) cluster.QuotaOptions {
 	}
 }
 
-// Config is one churn run.
-type Config struct {
+// ChurnConfig is one churn run.
+type ChurnConfig struct {
 	Quotas []*cluster.Quota
 	// Rate is the hot tenant's open attempts per second, over all
-	// instances; Duration how long Run opens.
+	// instances; Duration how long Churn opens.
 	Rate     int
 	Duration time.Duration
 	// MinLife and MaxLife bound the time an admitted listen stays open
@@ -67,8 +61,8 @@ type Config struct {
 	Calm int
 }
 
-// Result is what a run measured.
-type Result struct {
+// ChurnResult is what a run measured.
+type ChurnResult struct {
 	// Samples is how many samples were taken; MaxSampled the largest,
 	// MaxExact the largest number of the hot tenant's listens open at
 	// once, counted at every admission.
@@ -76,7 +70,7 @@ type Result struct {
 	MaxSampled, MaxExact int
 	// MaxGap is the longest time between two samples.
 	MaxGap time.Duration
-	// Mean is the mean of the samples taken while Run opened listens
+	// Mean is the mean of the samples taken while Churn opened listens
 	// (the tenant's use of its quota).
 	Mean float64
 	// Admitted and Refused count the hot tenant's attempts.
@@ -89,15 +83,15 @@ type Result struct {
 	MaxLocal []int
 }
 
-// Run runs one churn. The quotas must be joined to their bridges.
-func Run(ctx context.Context, cfg Config) Result {
+// Churn runs one churn. The quotas must be joined to their bridges.
+func Churn(ctx context.Context, cfg ChurnConfig) ChurnResult {
 	var (
 		open     atomic.Int64
 		maxExact atomic.Int64
 		wg       sync.WaitGroup
 		mu       sync.Mutex
 		admits   []time.Time
-		res      Result
+		res      ChurnResult
 		calmRef  atomic.Int64
 	)
 	local := make([]atomic.Int64, len(cfg.Quotas))
@@ -116,11 +110,11 @@ func Run(ctx context.Context, cfg Config) Result {
 
 	begin := time.Now()
 	stopSampling := make(chan struct{})
-	sampled := make(chan Result)
+	sampled := make(chan ChurnResult)
 	go func() { // the sampler: ends when stopSampling is closed
 		tick := time.NewTicker(cfg.Sample)
 		defer tick.Stop()
-		var r Result
+		var r ChurnResult
 		last := time.Now()
 		var sum, during int
 		for {
@@ -218,7 +212,7 @@ func Run(ctx context.Context, cfg Config) Result {
 
 // MaxAdmits returns the most hot listens admitted within a time w
 // (both ends included).
-func (r Result) MaxAdmits(w time.Duration) int {
+func (r ChurnResult) MaxAdmits(w time.Duration) int {
 	most, j := 0, 0
 	for i, t := range r.admits {
 		for t.Sub(r.admits[j]) > w {
@@ -229,7 +223,7 @@ func (r Result) MaxAdmits(w time.Duration) int {
 	return most
 }
 
-// Check runs the scenario of the bridges' quota tests on quotas (joined
+// CheckQuota runs the scenario of the bridges' quota tests on quotas (joined
 // to their bridges on one broker, quota q per tenant): the instances see
 // each other; under 1,000 opens per second of the hot tenant for 3 s
 // (sampled every 10 ms) its open listens never exceed q plus the slack,
@@ -240,7 +234,7 @@ func (r Result) MaxAdmits(w time.Duration) int {
 // cut every instance off the broker (and returned once each bridge has
 // noticed), each instance holds the hot tenant to its local share ⌊q/n⌋
 // during 1 s of churn.
-func Check(t testing.TB, quotas []*cluster.Quota, q int, lose func()) {
+func CheckQuota(t testing.TB, quotas []*cluster.Quota, q int, lose func()) {
 	t.Helper()
 	n := len(quotas)
 	require.Eventually(t, func() bool {
@@ -252,12 +246,12 @@ func Check(t testing.TB, quotas []*cluster.Quota, q int, lose func()) {
 		return true
 	}, 10*time.Second, 5*time.Millisecond, "the instances see each other")
 
-	cfg := Config{
+	cfg := ChurnConfig{
 		Quotas: quotas, Rate: 1000, Duration: 3 * time.Second,
 		MinLife: 100 * time.Millisecond, MaxLife: 300 * time.Millisecond,
 		Sample: 10 * time.Millisecond, Calm: 30,
 	}
-	r := Run(context.Background(), cfg)
+	r := Churn(context.Background(), cfg)
 	slack := r.MaxAdmits(10*time.Millisecond + 20*time.Millisecond + r.MaxGap)
 	t.Logf("quota churn, broker up: max open %d (sampled %d, mean %.1f, %d samples, %v apart at most), Q %d, slack bound %d; admitted %d, refused %d; calm refused %d",
 		r.MaxExact, r.MaxSampled, r.Mean, r.Samples, r.MaxGap.Round(time.Millisecond), q, slack, r.Admitted, r.Refused, r.CalmRefused)
@@ -273,7 +267,7 @@ func Check(t testing.TB, quotas []*cluster.Quota, q int, lose func()) {
 		assert.Equal(t, n, s.Instances)
 	}
 	cfg.Duration = time.Second
-	r = Run(context.Background(), cfg)
+	r = Churn(context.Background(), cfg)
 	t.Logf("quota churn, broker down: max open %d (sampled %d), per instance %v; calm refused %d",
 		r.MaxExact, r.MaxSampled, r.MaxLocal, r.CalmRefused)
 	for _, m := range r.MaxLocal {
