@@ -234,12 +234,11 @@ func TestGatewayInFrontOfRealUpstreams(t *testing.T) {
 		return s.Lists.Open == 0 && s.Resources.Open == 0
 	}, wait, 10*time.Millisecond, "the loss is noticed")
 	notes.start()
-	var last upstream.UpstreamStats
 	if !assert.Eventually(t, func() bool {
-		last = g.feed.Stats()[2]
-		return last.Lists.Gaps == 1 && last.Resources.Gaps == 1 // counted once the hints are published
+		s := g.feed.Stats()[2]
+		return s.Lists.Gaps == 1 && s.Resources.Gaps == 1 // counted once the hints are published
 	}, 3*wait, 10*time.Millisecond, "listened to again (the backoff grows while notes restarts, up to 30 s), hinted") {
-		t.Fatalf("%+v", last)
+		t.Fatalf("%+v", g.feed.Stats()[2]) // read here, not in Eventually's goroutine
 	}
 	_, err = g.hub.ResourceUpdated(sentinel)
 	require.NoError(t, err)
