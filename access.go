@@ -343,17 +343,6 @@ func (a *Access) Recheck(ctx context.Context, match func(auth any) bool) int {
 	return int(r.ended.Load())
 }
 
-// streams returns every stream, copied under the lock.
-func (a *Access) streams() []*life {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	out := make([]*life, 0, a.n)
-	for _, p := range a.groups {
-		out = append(out, p.subs...)
-	}
-	return out
-}
-
 // round is one re-check round: up to MaxChecks goroutines (its workers)
 // take its principals in turn, each holding one of the Access's slots
 // (sem) while it runs.

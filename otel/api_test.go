@@ -22,11 +22,6 @@ import (
 	"github.com/mcplisten/listen/streamhttp"
 )
 
-// The exact messages of streamhttp's refusals these tests compare.
-const (
-	msgBodyTooLarge = "Request body too large"
-)
-
 // Without a provider (or with the no-op one) nothing is wrapped: the hub
 // keeps the hooks it was given, the transport the source and the options
 // it was given.
