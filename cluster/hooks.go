@@ -45,45 +45,46 @@ type ReceiveInfo struct {
 	Stripped int
 }
 
-// DropReason says why a message was dropped.
-type DropReason string
-
-// Drop reasons.
+// Drop reasons (DropInfo.Reason).
 const (
-	// ReasonTooLarge: larger than Options.MaxMessageBytes; not decoded.
-	ReasonTooLarge DropReason = "too_large"
-	// ReasonMalformed: not a version 1 envelope (not JSON, missing or
-	// mistyped members, unknown kind).
-	ReasonMalformed DropReason = "malformed"
-	// ReasonUnknownVersion: an envelope of another version.
-	ReasonUnknownVersion DropReason = "unknown_version"
-	// ReasonInvalidEvent: a well-formed envelope whose event fails
-	// listen.Event.Validate (or Options.DecodePayload).
-	ReasonInvalidEvent DropReason = "invalid_event"
-	// ReasonSlowConsumer: the broker's client dropped messages the bridge
-	// could not take in time (NATS: over the subscription's pending
-	// limits).
-	ReasonSlowConsumer DropReason = "slow_consumer"
-	// ReasonPanic: delivering the message panicked (in a hook, or in a hub
-	// hook); the panic was recovered.
-	ReasonPanic DropReason = "panic"
-	// ReasonUnauthenticated: Options.AuthKeys is set and the message has no
-	// AuthHeader, or one that is not its HMAC under any accepted key; not
-	// decoded.
-	ReasonUnauthenticated DropReason = "unauthenticated"
-	// ReasonReplayed: Options.AuthKeys is set and the message is a copy of
-	// an earlier one: its sequence number is not above the last one
-	// accepted from its origin, or its origin is new to the receiver and
-	// it was stamped before the receiver started (see Replay protection).
-	ReasonReplayed DropReason = "replayed"
-	// ReasonStale: Options.AuthKeys is set and the message's timestamp is
-	// missing or further than Options.Freshness from the receiver's clock.
-	ReasonStale DropReason = "stale"
+	reasonTooLarge        = "too_large"
+	reasonMalformed       = "malformed"
+	reasonUnknownVersion  = "unknown_version"
+	reasonInvalidEvent    = "invalid_event"
+	reasonSlowConsumer    = "slow_consumer"
+	reasonPanic           = "panic"
+	reasonUnauthenticated = "unauthenticated"
+	reasonReplayed        = "replayed"
+	reasonStale           = "stale"
 )
 
 // DropInfo describes a drop.
 type DropInfo struct {
-	Reason DropReason
+	// Reason says why the message was dropped, one of:
+	//
+	//   - "too_large": larger than Options.MaxMessageBytes; not decoded.
+	//   - "malformed": not a version 1 envelope (not JSON, missing or
+	//     mistyped members, unknown kind).
+	//   - "unknown_version": an envelope of another version.
+	//   - "invalid_event": a well-formed envelope whose event fails
+	//     listen.Event.Validate (or Options.DecodePayload).
+	//   - "slow_consumer": the broker's client dropped messages the bridge
+	//     could not take in time (NATS: over the subscription's pending
+	//     limits).
+	//   - "panic": delivering the message panicked (in a hook, or in a hub
+	//     hook); the panic was recovered.
+	//   - "unauthenticated": Options.AuthKeys is set and the message has no
+	//     AuthHeader, or one that is not its HMAC under any accepted key;
+	//     not decoded.
+	//   - "replayed": Options.AuthKeys is set and the message is a copy of
+	//     an earlier one: its sequence number is not above the last one
+	//     accepted from its origin, or its origin is new to the receiver
+	//     and it was stamped before the receiver started (see Replay
+	//     protection).
+	//   - "stale": Options.AuthKeys is set and the message's timestamp is
+	//     missing or further than Options.Freshness from the receiver's
+	//     clock.
+	Reason string
 	// Count is the number of messages dropped (more than 1 only for a slow
 	// consumer, whose drops are reported in batches).
 	Count int
@@ -94,25 +95,24 @@ type DropInfo struct {
 	Err error
 }
 
-// ResyncReason says why the bridge resynchronised.
-type ResyncReason string
-
-// Resync reasons.
+// Resync reasons (ResyncInfo.Reason).
 const (
-	// ResyncReconnect: the connection to the broker was re-established;
-	// messages published meanwhile by other instances may be lost.
-	ResyncReconnect ResyncReason = "reconnect"
-	// ResyncLoss: messages from another instance were found missing (a gap
-	// in its sequence numbers, a message held back as a possible replay) or
-	// dropped by the broker's client.
-	ResyncLoss ResyncReason = "loss"
-	// ResyncManual: the bridge's Resync was called.
-	ResyncManual ResyncReason = "manual"
+	resyncReconnect = "reconnect"
+	resyncLoss      = "loss"
+	resyncManual    = "manual"
 )
 
 // ResyncInfo describes a resynchronisation.
 type ResyncInfo struct {
-	Reason ResyncReason
+	// Reason says why the bridge resynchronised, one of:
+	//
+	//   - "reconnect": the connection to the broker was re-established;
+	//     messages published meanwhile by other instances may be lost.
+	//   - "loss": messages from another instance were found missing (a gap
+	//     in its sequence numbers, a message held back as a possible
+	//     replay) or dropped by the broker's client.
+	//   - "manual": the bridge's Resync was called.
+	Reason string
 	// Kinds are the list change kinds published locally (Options.Resync).
 	Kinds []listen.Kind
 	// URIs counts the resources/updated events published for
@@ -120,22 +120,12 @@ type ResyncInfo struct {
 	URIs int
 }
 
-// ConnStatus is the state of a bridge's connection to its broker.
-type ConnStatus string
-
-// Connection states.
-const (
-	Connected    ConnStatus = "connected"
-	Disconnected ConnStatus = "disconnected"
-	Reconnecting ConnStatus = "reconnecting"
-	Closed       ConnStatus = "closed"
-)
-
 // ConnectionInfo describes a status change of the connection to the
 // broker.
 type ConnectionInfo struct {
-	// Status is the connection's new state.
-	Status ConnStatus
+	// Status is the connection's new state: "connected",
+	// "disconnected", "reconnecting" or "closed".
+	Status string
 	// Reconnects counts the reconnections since the bridge started.
 	Reconnects uint64
 	// Err is why the connection was lost, when known.
@@ -212,7 +202,7 @@ type dropLog struct {
 	timer   *time.Timer // writes the pending summary; nil when none is pending
 	count   int         // messages dropped since the last line
 	bytes   int
-	reasons map[DropReason]int
+	reasons map[string]int
 	err     error // the last error since the last line
 }
 
@@ -224,7 +214,7 @@ func (d *dropLog) drop(i DropInfo) {
 		d.last = now
 		d.mu.Unlock()
 		attrs := []slog.Attr{
-			slog.String("reason", string(i.Reason)),
+			slog.String("reason", i.Reason),
 			slog.Int("count", i.Count),
 			slog.Int("bytes", i.Bytes),
 		}
@@ -235,7 +225,7 @@ func (d *dropLog) drop(i DropInfo) {
 		return
 	}
 	if d.reasons == nil {
-		d.reasons = make(map[DropReason]int)
+		d.reasons = make(map[string]int)
 	}
 	d.count += i.Count
 	d.bytes += i.Bytes
@@ -268,7 +258,7 @@ func (d *dropLog) writeSummary() {
 	slices.Sort(names)
 	per := make([]any, 0, len(names))
 	for _, r := range names {
-		per = append(per, slog.Int(r, reasons[DropReason(r)]))
+		per = append(per, slog.Int(r, reasons[r]))
 	}
 	attrs := []slog.Attr{slog.Int("count", count), slog.Int("bytes", bytes), slog.Group("reasons", per...)}
 	if err != nil {
@@ -347,20 +337,20 @@ func (s slogHooks) onResync(i ResyncInfo) {
 		kinds[j] = k.String()
 	}
 	s.log(slog.LevelInfo, "cluster resync",
-		slog.String("reason", string(i.Reason)),
+		slog.String("reason", i.Reason),
 		slog.Any("kinds", kinds),
 		slog.Int("uris", i.URIs))
 }
 
 func (s slogHooks) onConnection(i ConnectionInfo) {
 	level := slog.LevelInfo
-	if i.Status != Connected {
+	if i.Status != "connected" {
 		level = slog.LevelWarn
 	}
 	if !s.enabled(level) {
 		return
 	}
-	attrs := []slog.Attr{slog.String("status", string(i.Status)), slog.Uint64("reconnects", i.Reconnects)}
+	attrs := []slog.Attr{slog.String("status", i.Status), slog.Uint64("reconnects", i.Reconnects)}
 	if i.Err != nil {
 		attrs = append(attrs, slog.String("error", i.Err.Error()))
 	}

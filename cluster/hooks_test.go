@@ -28,12 +28,12 @@ func TestLoggerDropRate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var buf testkit.LogBuffer
 		hooks := newHooks(Options{Logger: buf.Logger(slog.LevelInfo)}, dropLogInterval)
-		forged := DropInfo{Reason: ReasonUnauthenticated, Count: 1, Bytes: 152,
+		forged := DropInfo{Reason: reasonUnauthenticated, Count: 1, Bytes: 152,
 			Err: errors.New("cluster: message not signed")}
 		for range 20000 {
 			hooks.drop(forged)
 		}
-		hooks.drop(DropInfo{Reason: ReasonTooLarge, Count: 1, Bytes: 2 << 20})
+		hooks.drop(DropInfo{Reason: reasonTooLarge, Count: 1, Bytes: 2 << 20})
 		got := lines(buf.String())
 		require.Len(t, got, 1, "the first drop is logged at once, the others wait")
 		assert.Contains(t, got[0], `level=WARN msg="cluster drop" reason=unauthenticated count=1 bytes=152 error="cluster: message not signed"`)
@@ -76,34 +76,34 @@ func TestLoggerDropInterval(t *testing.T) {
 		var every testkit.LogBuffer
 		hooks := newHooks(Options{Logger: every.Logger(slog.LevelInfo)}, -1)
 		for range 5 {
-			hooks.drop(DropInfo{Reason: ReasonReplayed, Count: 1})
+			hooks.drop(DropInfo{Reason: reasonReplayed, Count: 1})
 		}
 		assert.Len(t, lines(every.String()), 5)
 
 		var buf testkit.LogBuffer
-		var seen []DropReason
+		var seen []string
 		hooks = newHooks(Options{Logger: buf.Logger(slog.LevelInfo), OnDrop: func(i DropInfo) {
 			seen = append(seen, i.Reason)
 			assert.NotEmpty(t, buf.String(), "after the logger's line")
 		}}, time.Second)
 		for range 3 {
-			hooks.drop(DropInfo{Reason: ReasonStale, Count: 1})
+			hooks.drop(DropInfo{Reason: reasonStale, Count: 1})
 		}
-		hooks.drop(DropInfo{Reason: ReasonSlowConsumer, Count: 40})
+		hooks.drop(DropInfo{Reason: reasonSlowConsumer, Count: 40})
 		time.Sleep(time.Second)
 		synctest.Wait()
 		got := lines(buf.String())
 		require.Len(t, got, 2)
 		assert.Contains(t, got[1], `msg="cluster drops" count=42 bytes=0 reasons.slow_consumer=40 reasons.stale=2`)
-		assert.Equal(t, []DropReason{ReasonStale, ReasonStale, ReasonStale, ReasonSlowConsumer}, seen)
+		assert.Equal(t, []string{reasonStale, reasonStale, reasonStale, reasonSlowConsumer}, seen)
 
 		var none testkit.LogBuffer
 		quiet := newHooks(Options{Logger: none.Logger(slog.LevelError)}, dropLogInterval)
-		quiet.drop(DropInfo{Reason: ReasonStale, Count: 1})
+		quiet.drop(DropInfo{Reason: reasonStale, Count: 1})
 		time.Sleep(time.Minute)
 		synctest.Wait()
 		assert.Empty(t, none.String())
-		newHooks(Options{}, dropLogInterval).drop(DropInfo{Reason: ReasonStale, Count: 1}) // no logger, no hook: nothing
+		newHooks(Options{}, dropLogInterval).drop(DropInfo{Reason: reasonStale, Count: 1}) // no logger, no hook: nothing
 	})
 }
 
@@ -118,9 +118,9 @@ func (panicHandler) Handle(context.Context, slog.Record) error { panic("handler"
 func TestLoggerPanickingHandler(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		hooks := newHooks(Options{Logger: slog.New(panicHandler{})}, time.Second)
-		assert.Panics(t, func() { hooks.drop(DropInfo{Reason: ReasonStale, Count: 1}) },
+		assert.Panics(t, func() { hooks.drop(DropInfo{Reason: reasonStale, Count: 1}) },
 			"on the caller's goroutine the node recovers it")
-		hooks.drop(DropInfo{Reason: ReasonStale, Count: 1})
+		hooks.drop(DropInfo{Reason: reasonStale, Count: 1})
 		time.Sleep(time.Second)
 		synctest.Wait()
 	})

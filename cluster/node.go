@@ -306,7 +306,7 @@ func (n *Node) Receive(m Message) {
 		n.dPan.Add(1)
 		n.dBytes.Add(uint64(len(m.Data)))
 		n.safeHook(func() {
-			n.opts.hooks.drop(DropInfo{Reason: ReasonPanic, Count: 1, Bytes: len(m.Data),
+			n.opts.hooks.drop(DropInfo{Reason: reasonPanic, Count: 1, Bytes: len(m.Data),
 				Err: fmt.Errorf("cluster: panic while delivering: %v", v.Value)})
 		})
 	}
@@ -316,19 +316,19 @@ func (n *Node) Receive(m Message) {
 // the hub or counted as dropped.
 func (n *Node) receive(m Message, handled *bool) {
 	data := m.Data
-	drop := func(c *atomic.Uint64, reason DropReason, err error) {
+	drop := func(c *atomic.Uint64, reason string, err error) {
 		c.Add(1)
 		n.dBytes.Add(uint64(len(data)))
 		*handled = true
 		n.opts.hooks.drop(DropInfo{Reason: reason, Count: 1, Bytes: len(data), Err: err})
 	}
 	if len(data) > n.opts.MaxMessageBytes {
-		drop(&n.dTooLarge, ReasonTooLarge, nil)
+		drop(&n.dTooLarge, reasonTooLarge, nil)
 		return
 	}
 	if n.verifier != nil {
 		if err := n.verifier.verify(m.Sig, data); err != nil {
-			drop(&n.dUnauth, ReasonUnauthenticated, err)
+			drop(&n.dUnauth, reasonUnauthenticated, err)
 			return
 		}
 	}
@@ -339,13 +339,13 @@ func (n *Node) receive(m Message, handled *bool) {
 	d, err := decodeEnvelope(data, n.opts.DecodePayload)
 	switch {
 	case errors.Is(err, errUnknownVersion):
-		drop(&n.dVersion, ReasonUnknownVersion, err)
+		drop(&n.dVersion, reasonUnknownVersion, err)
 		return
 	case errors.Is(err, errInvalidEvent):
-		drop(&n.dInvalid, ReasonInvalidEvent, err)
+		drop(&n.dInvalid, reasonInvalidEvent, err)
 		return
 	case err != nil:
-		drop(&n.dMalformed, ReasonMalformed, err)
+		drop(&n.dMalformed, reasonMalformed, err)
 		return
 	}
 	if d.origin == n.id {
@@ -354,18 +354,18 @@ func (n *Node) receive(m Message, handled *bool) {
 	}
 	if n.verifier != nil {
 		if err := n.fresh(d.stamp); err != nil {
-			drop(&n.dStale, ReasonStale, err)
+			drop(&n.dStale, reasonStale, err)
 			return
 		}
 	}
 	last, gap, v := n.track(d.origin, d.seq, d.stamp)
 	switch v {
 	case replayed:
-		drop(&n.dReplayed, ReasonReplayed, fmt.Errorf(
+		drop(&n.dReplayed, reasonReplayed, fmt.Errorf(
 			"cluster: sequence number %d of %s is not above %d, the last accepted", d.seq, d.origin, last))
 		return
 	case heldBack:
-		drop(&n.dReplayed, ReasonReplayed, fmt.Errorf(
+		drop(&n.dReplayed, reasonReplayed, fmt.Errorf(
 			"cluster: %s stamped its message before this node started", d.origin))
 		// It may be a genuine message of an instance whose clock is
 		// behind: resynchronise rather than lose it silently.
@@ -489,7 +489,7 @@ func (n *Node) requestLoss() {
 	}
 	n.lastLoss = now
 	n.lossMu.Unlock()
-	n.safeHook(func() { n.resync(ResyncLoss) })
+	n.safeHook(func() { n.resync(resyncLoss) })
 }
 
 // fireLoss runs a delayed loss resync, on the timer's goroutine (Close
@@ -502,7 +502,7 @@ func (n *Node) fireLoss() {
 	n.lastLoss = time.Now()
 	n.lossMu.Unlock()
 	if !closed {
-		n.safeHook(func() { n.resync(ResyncLoss) })
+		n.safeHook(func() { n.resync(resyncLoss) })
 	}
 }
 
@@ -520,7 +520,7 @@ func (n *Node) cancelLoss() {
 // broker after losing it, and that whatever is published from now on
 // reaches it: the node sends a sync message (SendSync), stops counting
 // gaps against the numbers seen before (what was published meanwhile is
-// covered), and resynchronises its listeners (ResyncReconnect), in the
+// covered), and resynchronises its listeners ("reconnect"), in the
 // calling goroutine. With Options.Quota it also has the quota report all
 // its counts and ask the other instances for theirs. A pending loss resync is folded into it.
 func (n *Node) Reconnected() {
@@ -530,7 +530,7 @@ func (n *Node) Reconnected() {
 	if q := n.opts.Quota; q != nil {
 		q.reconnected(n)
 	}
-	n.safeHook(func() { n.resync(ResyncReconnect) })
+	n.safeHook(func() { n.resync(resyncReconnect) })
 }
 
 // Dropped tells the node that its bridge, or the broker's client, dropped
@@ -538,9 +538,9 @@ func (n *Node) Reconnected() {
 // positive) of i.Bytes bytes in all, for i.Reason. They are counted
 // (Stats.Dropped under the reason, Stats.DroppedBytes) and reported to
 // OnDrop (a panic there is recovered). Two reasons are a bridge's:
-// ReasonSlowConsumer, messages the broker's client could not deliver in
+// "slow_consumer", messages the broker's client could not deliver in
 // time (their size unknown), after which the node resynchronises the
-// listeners as after a gap; and ReasonTooLarge, a message larger than
+// listeners as after a gap; and "too_large", a message larger than
 // MaxMessageBytes the bridge skipped unread (as redisbridge does), to be
 // reported from Receive's goroutine, in the order of the broker's
 // messages. A reason the package does not define is ignored.
@@ -552,31 +552,31 @@ func (n *Node) Dropped(i DropInfo) {
 	c.Add(uint64(i.Count))
 	n.dBytes.Add(uint64(max(i.Bytes, 0)))
 	n.safeHook(func() { n.opts.hooks.drop(i) })
-	if i.Reason == ReasonSlowConsumer {
+	if i.Reason == reasonSlowConsumer {
 		n.requestLoss()
 	}
 }
 
 // dropCounter is the counter of a drop reason, nil for an unknown one.
-func (n *Node) dropCounter(r DropReason) *atomic.Uint64 {
+func (n *Node) dropCounter(r string) *atomic.Uint64 {
 	switch r {
-	case ReasonTooLarge:
+	case reasonTooLarge:
 		return &n.dTooLarge
-	case ReasonMalformed:
+	case reasonMalformed:
 		return &n.dMalformed
-	case ReasonUnknownVersion:
+	case reasonUnknownVersion:
 		return &n.dVersion
-	case ReasonInvalidEvent:
+	case reasonInvalidEvent:
 		return &n.dInvalid
-	case ReasonSlowConsumer:
+	case reasonSlowConsumer:
 		return &n.dSlow
-	case ReasonPanic:
+	case reasonPanic:
 		return &n.dPan
-	case ReasonUnauthenticated:
+	case reasonUnauthenticated:
 		return &n.dUnauth
-	case ReasonReplayed:
+	case reasonReplayed:
 		return &n.dReplayed
-	case ReasonStale:
+	case reasonStale:
 		return &n.dStale
 	}
 	return nil
@@ -594,8 +594,8 @@ func (n *Node) SendFailed(count int) {
 
 // Connection reports a change of the bridge's connection to OnConnection
 // (a panic there is recovered and counted). With Options.Quota, a status
-// other than Connected puts the quota in fallback (local shares) until the
-// next Connected.
+// other than "connected" puts the quota in fallback (local shares) until the
+// next "connected".
 func (n *Node) Connection(info ConnectionInfo) {
 	if q := n.opts.Quota; q != nil {
 		q.connection(n, info.Status)
@@ -612,12 +612,12 @@ func (n *Node) Resync() error {
 	if n.closed.Load() {
 		return ErrClosed
 	}
-	n.resync(ResyncManual)
+	n.resync(resyncManual)
 	return nil
 }
 
 // resync publishes the resync kinds and URIs to the local hub.
-func (n *Node) resync(reason ResyncReason) {
+func (n *Node) resync(reason string) {
 	for _, k := range n.opts.resync {
 		_, _ = n.hub.PublishLocal(listen.Event{Kind: k})
 	}

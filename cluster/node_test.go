@@ -111,20 +111,20 @@ func (r *recorder) OnResync(i cluster.ResyncInfo) {
 	r.resyncs = append(r.resyncs, i)
 }
 
-func (r *recorder) dropReasons() []cluster.DropReason {
+func (r *recorder) dropReasons() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []cluster.DropReason
+	var out []string
 	for _, d := range r.drops {
 		out = append(out, d.Reason)
 	}
 	return out
 }
 
-func (r *recorder) resyncReasons() []cluster.ResyncReason {
+func (r *recorder) resyncReasons() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []cluster.ResyncReason
+	var out []string
 	for _, d := range r.resyncs {
 		out = append(out, d.Reason)
 	}
@@ -247,7 +247,7 @@ func TestNodeReplayAfterRestart(t *testing.T) {
 		st := fresh.node.Stats()
 		assert.Equal(t, uint64(5), st.Dropped.Replayed)
 		assert.Zero(t, st.Received)
-		assert.Equal(t, []cluster.ResyncReason{cluster.ResyncLoss, cluster.ResyncLoss}, fresh.rec.resyncReasons())
+		assert.Equal(t, []string{"loss", "loss"}, fresh.rec.resyncReasons())
 
 		// The same copies, delivered more than Freshness later: stale.
 		time.Sleep(cluster.DefaultFreshness)
@@ -289,7 +289,7 @@ func TestNodeFreshness(t *testing.T) {
 		for _, d := range []string{ahead, unstamped, edge} {
 			m.node.Receive(sign(d))
 		}
-		assert.Equal(t, []cluster.DropReason{cluster.ReasonStale, cluster.ReasonStale}, m.rec.dropReasons())
+		assert.Equal(t, []string{"stale", "stale"}, m.rec.dropReasons())
 		assert.Len(t, m.queued(t), 1, "a stamp at the edge of the window is accepted")
 
 		open := (&broker{}).join(t, cluster.Options{}, toolsFilter)
@@ -336,7 +336,7 @@ func TestNodeLossResync(t *testing.T) {
 		time.Sleep(2 * cluster.DefaultResyncInterval)
 		synctest.Wait()
 		assert.Equal(t, []string{"7", ""}, c.queued(t), "the reconnect resync covers the pending one")
-		assert.Equal(t, []cluster.ResyncReason{cluster.ResyncLoss, cluster.ResyncLoss, cluster.ResyncReconnect},
+		assert.Equal(t, []string{"loss", "loss", "reconnect"},
 			c.rec.resyncReasons())
 		assert.Equal(t, uint64(3), c.node.Stats().Gaps)
 
@@ -420,11 +420,11 @@ func TestNodeDroppedBytes(t *testing.T) {
 	a := b.join(t, cluster.Options{AuthKeys: [][]byte{key}, MaxMessageBytes: 1024}, listen.Filter{"k": true})
 	a.node.Receive(cluster.Message{Data: []byte(`{"v":1}`)})               // unauthenticated
 	a.node.Receive(cluster.Message{Data: bytes.Repeat([]byte{'x'}, 2000)}) // too large
-	a.node.Dropped(cluster.DropInfo{Reason: cluster.ReasonTooLarge, Count: 1, Bytes: 5000})
+	a.node.Dropped(cluster.DropInfo{Reason: "too_large", Count: 1, Bytes: 5000})
 	st := a.node.Stats()
 	assert.Equal(t, cluster.Drops{Unauthenticated: 1, TooLarge: 2}, st.Dropped)
 	assert.Equal(t, uint64(7+2000+5000), st.DroppedBytes)
-	assert.Equal(t, []cluster.DropReason{cluster.ReasonUnauthenticated, cluster.ReasonTooLarge, cluster.ReasonTooLarge},
+	assert.Equal(t, []string{"unauthenticated", "too_large", "too_large"},
 		a.rec.dropReasons())
 	assert.Equal(t, 5000, a.rec.drops[2].Bytes)
 }
@@ -446,17 +446,17 @@ func TestNodeDropped(t *testing.T) {
 			}
 		},
 		OnResync: func(i cluster.ResyncInfo) {
-			seen = append(seen, cluster.DropInfo{Reason: cluster.DropReason(i.Reason)})
+			seen = append(seen, cluster.DropInfo{Reason: i.Reason})
 		},
 	}, toolsFilter)
-	a.node.Dropped(cluster.DropInfo{Reason: cluster.ReasonSlowConsumer, Count: 40})
-	a.node.Dropped(cluster.DropInfo{Reason: cluster.ReasonSlowConsumer})
+	a.node.Dropped(cluster.DropInfo{Reason: "slow_consumer", Count: 40})
+	a.node.Dropped(cluster.DropInfo{Reason: "slow_consumer"})
 	a.node.Dropped(cluster.DropInfo{Reason: "future", Count: 1})
-	a.node.Dropped(cluster.DropInfo{Reason: cluster.ReasonTooLarge, Count: 1, Bytes: 13})
+	a.node.Dropped(cluster.DropInfo{Reason: "too_large", Count: 1, Bytes: 13})
 	assert.Equal(t, []cluster.DropInfo{
-		{Reason: cluster.ReasonSlowConsumer, Count: 40},
-		{Reason: cluster.DropReason(cluster.ResyncLoss)},
-		{Reason: cluster.ReasonTooLarge, Count: 1, Bytes: 13},
+		{Reason: "slow_consumer", Count: 40},
+		{Reason: string("loss")},
+		{Reason: "too_large", Count: 1, Bytes: 13},
 	}, seen)
 	assert.Equal(t, []string{""}, a.queued(t), "the slow consumer's resync")
 	st := a.node.Stats()

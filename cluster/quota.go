@@ -404,13 +404,13 @@ func (q *Quota) lose(now time.Time) {
 }
 
 // connection tells q whether its node n's broker is reachable.
-func (q *Quota) connection(n *Node, st ConnStatus) {
+func (q *Quota) connection(n *Node, st string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.node != n {
 		return
 	}
-	up := st == Connected
+	up := st == "connected"
 	if q.connected && !up {
 		q.lose(time.Now())
 	}

@@ -262,14 +262,14 @@ func TestQuotaFallback(t *testing.T) {
 		acquire(t, qs[1], "acme/a", 4)
 		settle()
 		b.setCut(0, true)
-		b.node(0).Connection(cluster.ConnectionInfo{Status: cluster.Reconnecting})
+		b.node(0).Connection(cluster.ConnectionInfo{Status: "reconnecting"})
 		s := qs[0].Stats()
 		assert.True(t, s.Fallback)
 		assert.Equal(t, 3, s.Instances)
 		rel := acquire(t, qs[0], "acme/a", 2) // 7/3 = 2, whatever the others hold
 		refused(t, qs[0], "acme/a", msgTenant)
 		b.setCut(0, false)
-		b.node(0).Connection(cluster.ConnectionInfo{Status: cluster.Connected})
+		b.node(0).Connection(cluster.ConnectionInfo{Status: "connected"})
 		b.node(0).Reconnected()
 		settle()
 		assert.False(t, qs[0].Stats().Fallback)
@@ -466,7 +466,7 @@ func TestQuotaOptions(t *testing.T) {
 	n2, err := cluster.NewNode(h2, cluster.Transport{Scope: scope, Send: send}, cluster.Options{Quota: q})
 	require.NoError(t, err, "a closed node hands its quota back")
 	assert.False(t, q.Stats().Fallback)
-	n1.Connection(cluster.ConnectionInfo{Status: cluster.Disconnected}) // the old node's bridge, late
+	n1.Connection(cluster.ConnectionInfo{Status: "disconnected"}) // the old node's bridge, late
 	assert.False(t, q.Stats().Fallback, "the old node's connection changed the new one's quota")
 	n2.Close()
 	assert.True(t, q.Stats().Fallback)

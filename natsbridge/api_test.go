@@ -173,7 +173,7 @@ func TestCallerClosesConnection(t *testing.T) {
 	b, err := natsbridge.New(nc, newHub(t, nil), natsbridge.Options{Options: co})
 	require.NoError(t, err)
 	nc.Close()
-	await(t, rec.Conns, "CLOSED", func(c cluster.ConnectionInfo) bool { return c.Status == cluster.Closed })
+	await(t, rec.Conns, "CLOSED", func(c cluster.ConnectionInfo) bool { return c.Status == "closed" })
 	_, err = b.Hub().Publish(listen.ToolsListChanged())
 	require.NoError(t, err)
 	assert.Equal(t, uint64(1), b.Stats().PublishErrors)
@@ -188,7 +188,7 @@ func TestManualResyncAndURIs(t *testing.T) {
 	s := in.listen(t, "A-all", `{"toolsListChanged":true,"promptsListChanged":true,"resourcesListChanged":true,"resourceSubscriptions":["`+watched+`"]}`)
 	require.NoError(t, in.bridge.Resync())
 	ri := await(t, in.rec.Resyncs, "the manual resync", nil)
-	assert.Equal(t, cluster.ResyncManual, ri.Reason)
+	assert.Equal(t, "manual", ri.Reason)
 	assert.Equal(t, 2, ri.URIs)
 	var methods []string
 	for range 4 {

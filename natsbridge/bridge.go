@@ -287,16 +287,16 @@ func (b *Bridge) control() {
 }
 
 // connStatus maps nats.go's status to the bridge's.
-func connStatus(st nats.Status) cluster.ConnStatus {
+func connStatus(st nats.Status) string {
 	switch st {
 	case nats.CONNECTED:
-		return cluster.Connected
+		return "connected"
 	case nats.RECONNECTING:
-		return cluster.Reconnecting
+		return "reconnecting"
 	case nats.CLOSED:
-		return cluster.Closed
+		return "closed"
 	}
-	return cluster.Disconnected
+	return "disconnected"
 }
 
 // flush waits for a round trip to the server, bounded by flushTimeout and
@@ -310,7 +310,7 @@ func (b *Bridge) flush() bool {
 // reportSlow tells the node how many messages the subscription dropped
 // (a slow consumer) since the last call.
 func (b *Bridge) reportSlow() {
-	b.node.Dropped(cluster.DropInfo{Reason: cluster.ReasonSlowConsumer, Count: b.refreshSlow()})
+	b.node.Dropped(cluster.DropInfo{Reason: "slow_consumer", Count: b.refreshSlow()})
 }
 
 // refreshSlow returns how many messages the subscription dropped since the

@@ -34,7 +34,7 @@ func partition(t *testing.T, p *proxy, a *instance) {
 	t.Helper()
 	p.Cut()
 	await(t, a.rec.Conns, "A losing the broker", func(c cluster.ConnectionInfo) bool {
-		return c.Status != cluster.Connected
+		return c.Status != "connected"
 	})
 }
 
@@ -61,7 +61,7 @@ func TestPartitionBuffered(t *testing.T) {
 
 	p.Restore()
 	await(t, a.rec.Resyncs, "A's reconnect resync", func(r cluster.ResyncInfo) bool {
-		return r.Reason == cluster.ResyncReconnect
+		return r.Reason == "reconnect"
 	})
 	for _, s := range []*stream{sb, sc} {
 		assert.Equal(t, "buffered", s.next(t).id)
@@ -113,7 +113,7 @@ func TestPartitionLost(t *testing.T) {
 
 	p.Restore()
 	ri := await(t, b.rec.Resyncs, "B's loss resync", nil)
-	assert.Equal(t, cluster.ResyncLoss, ri.Reason)
+	assert.Equal(t, "loss", ri.Reason)
 	seen := map[string]bool{}
 	for !seen[spec.MethodToolsListChanged] {
 		n := sb.next(t)

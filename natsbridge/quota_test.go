@@ -54,7 +54,7 @@ func TestQuotaChurn(t *testing.T) {
 	clustertest.CheckQuota(t, quotas, q, func() {
 		stopNATS(ns)
 		for _, rec := range recs {
-			await(t, rec.Conns, "the server lost", func(i cluster.ConnectionInfo) bool { return i.Status != cluster.Connected })
+			await(t, rec.Conns, "the server lost", func(i cluster.ConnectionInfo) bool { return i.Status != "connected" })
 		}
 	})
 }

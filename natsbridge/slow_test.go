@@ -33,12 +33,12 @@ func TestSlowConsumer(t *testing.T) {
 	// The delivery goroutine is held in OnReceive of the first message: the
 	// rest piles up over the limit of 4 and nats.go drops it.
 	d := await(t, rec.Drops, "the slow consumer drop", nil)
-	assert.Equal(t, cluster.ReasonSlowConsumer, d.Reason)
+	assert.Equal(t, "slow_consumer", d.Reason)
 	assert.Positive(t, d.Count)
 	close(rec.Block)
 
 	await(t, rec.Resyncs, "the loss resync", func(r cluster.ResyncInfo) bool {
-		return r.Reason == cluster.ResyncLoss
+		return r.Reason == "loss"
 	})
 	// A fence after the backlog shows the bridge still delivers. A fence
 	// can itself be dropped while the backlog drains (the pending queue is

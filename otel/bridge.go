@@ -19,20 +19,20 @@ const (
 	// AttrBridgeOutcome is ok or error: whether the broker's client took a
 	// published message.
 	AttrBridgeOutcome = attribute.Key("mcp.listen.bridge.outcome")
-	// AttrDropReason is a cluster.DropReason.
+	// AttrDropReason is a cluster.DropInfo.Reason.
 	AttrDropReason = attribute.Key("mcp.listen.bridge.drop.reason")
-	// AttrResyncReason is a cluster.ResyncReason.
+	// AttrResyncReason is a cluster.ResyncInfo.Reason.
 	AttrResyncReason = attribute.Key("mcp.listen.bridge.resync.reason")
 )
 
 var (
-	dropReasons = [...]cluster.DropReason{
-		cluster.ReasonTooLarge, cluster.ReasonMalformed, cluster.ReasonUnknownVersion,
-		cluster.ReasonInvalidEvent, cluster.ReasonSlowConsumer, cluster.ReasonPanic,
-		cluster.ReasonUnauthenticated, cluster.ReasonReplayed, cluster.ReasonStale,
+	dropReasons = [...]string{
+		"too_large", "malformed", "unknown_version",
+		"invalid_event", "slow_consumer", "panic",
+		"unauthenticated", "replayed", "stale",
 	}
-	resyncReasons = [...]cluster.ResyncReason{
-		cluster.ResyncReconnect, cluster.ResyncLoss, cluster.ResyncManual,
+	resyncReasons = [...]string{
+		"reconnect", "loss", "manual",
 	}
 )
 
@@ -55,12 +55,12 @@ var (
 // client refused them, so they reached the local listeners only);
 // received the events of other instances delivered to the local hub (the
 // hub's instruments count them again as published); dropped the messages
-// from the broker that were not delivered, by cluster.DropReason (a slow
+// from the broker that were not delivered, by cluster.DropInfo.Reason (a slow
 // consumer's drops in batches); resyncs the resynchronisations of the
-// local listeners, by cluster.ResyncReason; disconnected is 1 while the
+// local listeners, by cluster.ResyncInfo.Reason; disconnected is 1 while the
 // bridge's connection to its broker is lost (from an OnConnection with
-// cluster.Disconnected or cluster.Reconnecting to one with
-// cluster.Connected or cluster.Closed) and 0 otherwise, summed over the
+// "disconnected" or "reconnecting" to one with
+// "connected" or "closed") and 0 otherwise, summed over the
 // bridges of the broker name. Every series of these instruments is created
 // at zero here (see Metrics), one per kind, outcome and cluster reason. The
 // hooks record in the goroutine that calls them and start none; recording
@@ -181,7 +181,7 @@ func (h *bridgeHooks) onDrop(i cluster.DropInfo) {
 		}
 	}
 	if opts == nil {
-		opts = h.opt(AttrDropReason.String(string(i.Reason)))
+		opts = h.opt(AttrDropReason.String(i.Reason))
 	}
 	h.dropped.Add(ctx, int64(i.Count), opts...)
 }
@@ -196,7 +196,7 @@ func (h *bridgeHooks) onResync(i cluster.ResyncInfo) {
 		}
 	}
 	if opts == nil {
-		opts = h.opt(AttrResyncReason.String(string(i.Reason)))
+		opts = h.opt(AttrResyncReason.String(i.Reason))
 	}
 	h.resyncs.Add(ctx, 1, opts...)
 }
@@ -205,7 +205,7 @@ func (h *bridgeHooks) onResync(i cluster.ResyncInfo) {
 // mcp.listen.bridge.disconnected.
 func (h *bridgeHooks) onConnection(i cluster.ConnectionInfo) {
 	switch i.Status {
-	case cluster.Connected, cluster.Closed:
+	case "connected", "closed":
 		if h.down.CompareAndSwap(true, false) {
 			h.disconnected.Add(ctx, -1, h.one...)
 		}

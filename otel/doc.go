@@ -84,8 +84,8 @@
 //	mcp.listen.close.reason       complete, cancelled, disconnected, error, shutdown, other,
 //	                              revoked, expired, lifetime, fell_behind (the early endings)
 //	mcp.listen.refusal.cause      capacity, shutdown, quota, auth, validation, error
-//	mcp.listen.bridge.*           broker (nats, redis), outcome (ok, error), a cluster.DropReason
-//	                              or cluster.ResyncReason
+//	mcp.listen.bridge.*           broker (nats, redis), outcome (ok, error), a drop reason
+//	                              or resync reason (cluster.DropInfo, ResyncInfo)
 //
 // Attribute sets are built once (in New and the first time a transport kind
 // is seen), so recording allocates nothing.

@@ -381,7 +381,7 @@ func (b *Bridge) read() {
 			return
 		case err != nil:
 			down = true
-			b.node.Connection(cluster.ConnectionInfo{Status: cluster.Disconnected, Reconnects: b.reconns.Load(), Err: err})
+			b.node.Connection(cluster.ConnectionInfo{Status: "disconnected", Reconnects: b.reconns.Load(), Err: err})
 		}
 	}
 }
@@ -451,7 +451,7 @@ func (b *Bridge) fetch() (caughtUp bool, err error) {
 		if len(e) == 2 { // skipped: larger than the limits
 			size, _ := e[1].(int64)
 			b.lastID = id
-			b.node.Dropped(cluster.DropInfo{Reason: cluster.ReasonTooLarge, Count: 1, Bytes: int(size)})
+			b.node.Dropped(cluster.DropInfo{Reason: "too_large", Count: 1, Bytes: int(size)})
 			continue
 		}
 		data, _ := e[1].(string)
@@ -538,7 +538,7 @@ func (b *Bridge) reconnect() bool {
 		return false
 	}
 	n := b.reconns.Add(1)
-	b.node.Connection(cluster.ConnectionInfo{Status: cluster.Connected, Reconnects: n})
+	b.node.Connection(cluster.ConnectionInfo{Status: "connected", Reconnects: n})
 	if kept {
 		return true // nothing was lost: read on from lastID
 	}

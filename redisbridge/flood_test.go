@@ -134,7 +134,7 @@ func TestFloodBounded(t *testing.T) {
 			sizes := 0
 			for range n + entries {
 				d := await(t, rec.Drops, "a drop", nil)
-				if d.Reason == cluster.ReasonTooLarge {
+				if d.Reason == "too_large" {
 					assert.Equal(t, huge, d.Bytes)
 					sizes++
 				}

@@ -33,7 +33,7 @@ func TestQuotaChurn(t *testing.T) {
 	clustertest.CheckQuota(t, quotas, q, func() {
 		srv.Stop()
 		for _, in := range ins {
-			await(t, in.rec.Conns, "the server lost", func(i cluster.ConnectionInfo) bool { return i.Status != cluster.Connected })
+			await(t, in.rec.Conns, "the server lost", func(i cluster.ConnectionInfo) bool { return i.Status != "connected" })
 		}
 	})
 }
