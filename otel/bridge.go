@@ -13,16 +13,16 @@ import (
 
 // Attribute keys of the bridge instruments (InstrumentBridge).
 const (
-	// AttrBroker names the bridge's broker: the broker argument of
+	// attrBroker names the bridge's broker: the broker argument of
 	// InstrumentBridge ("nats", "redis").
-	AttrBroker = attribute.Key("mcp.listen.bridge.broker")
-	// AttrBridgeOutcome is ok or error: whether the broker's client took a
+	attrBroker = attribute.Key("mcp.listen.bridge.broker")
+	// attrBridgeOutcome is ok or error: whether the broker's client took a
 	// published message.
-	AttrBridgeOutcome = attribute.Key("mcp.listen.bridge.outcome")
-	// AttrDropReason is a cluster.DropInfo.Reason.
-	AttrDropReason = attribute.Key("mcp.listen.bridge.drop.reason")
-	// AttrResyncReason is a cluster.ResyncInfo.Reason.
-	AttrResyncReason = attribute.Key("mcp.listen.bridge.resync.reason")
+	attrBridgeOutcome = attribute.Key("mcp.listen.bridge.outcome")
+	// attrDropReason is a cluster.DropInfo.Reason.
+	attrDropReason = attribute.Key("mcp.listen.bridge.drop.reason")
+	// attrResyncReason is a cluster.ResyncInfo.Reason.
+	attrResyncReason = attribute.Key("mcp.listen.bridge.resync.reason")
 )
 
 var (
@@ -88,7 +88,7 @@ func chain[T any](record, next func(T)) func(T) {
 // bridgeRecorder makes a bridge's instruments, every series at zero.
 func (m *Metrics) bridgeRecorder(broker string) *bridgeHooks {
 	meter := m.provider.Meter(ScopeName)
-	h := &bridgeHooks{broker: AttrBroker.String(broker)}
+	h := &bridgeHooks{broker: attrBroker.String(broker)}
 	h.published, _ = meter.Int64Counter("mcp.listen.bridge.published", metric.WithUnit("{message}"),
 		metric.WithDescription("Events handed to the broker for the other instances, by kind and outcome."))
 	h.received, _ = meter.Int64Counter("mcp.listen.bridge.received", metric.WithUnit("{message}"),
@@ -108,16 +108,16 @@ func (m *Metrics) bridgeRecorder(broker string) *bridgeHooks {
 		h.disconnected, _ = noop.Meter{}.Int64UpDownCounter("")
 	}
 	for i := range numKinds {
-		kind := AttrNotificationKind.String(listen.Kind(i).String())
+		kind := attrNotificationKind.String(listen.Kind(i).String())
 		h.byKind[i] = h.opt(kind)
-		h.okByKind[i] = h.opt(kind, AttrBridgeOutcome.String("ok"))
-		h.errByKind[i] = h.opt(kind, AttrBridgeOutcome.String("error"))
+		h.okByKind[i] = h.opt(kind, attrBridgeOutcome.String("ok"))
+		h.errByKind[i] = h.opt(kind, attrBridgeOutcome.String("error"))
 	}
 	for i, r := range dropReasons {
-		h.byDrop[i] = h.opt(AttrDropReason.String(string(r)))
+		h.byDrop[i] = h.opt(attrDropReason.String(string(r)))
 	}
 	for i, r := range resyncReasons {
-		h.byResync[i] = h.opt(AttrResyncReason.String(string(r)))
+		h.byResync[i] = h.opt(attrResyncReason.String(string(r)))
 	}
 	h.one = h.opt()
 	// Every series at zero; the invalid kind is left out.
@@ -181,7 +181,7 @@ func (h *bridgeHooks) onDrop(i cluster.DropInfo) {
 		}
 	}
 	if opts == nil {
-		opts = h.opt(AttrDropReason.String(i.Reason))
+		opts = h.opt(attrDropReason.String(i.Reason))
 	}
 	h.dropped.Add(ctx, int64(i.Count), opts...)
 }
@@ -196,7 +196,7 @@ func (h *bridgeHooks) onResync(i cluster.ResyncInfo) {
 		}
 	}
 	if opts == nil {
-		opts = h.opt(AttrResyncReason.String(i.Reason))
+		opts = h.opt(attrResyncReason.String(i.Reason))
 	}
 	h.resyncs.Add(ctx, 1, opts...)
 }

@@ -43,3 +43,16 @@ func (t *transport) Kind() string {
 
 // Enabled reports whether m records anything.
 func (m *Metrics) Enabled() bool { return m != nil }
+
+// Attribute keys (unexported: the package documentation names them).
+const (
+	AttrBroker           = attrBroker
+	AttrBridgeOutcome    = attrBridgeOutcome
+	AttrDropReason       = attrDropReason
+	AttrResyncReason     = attrResyncReason
+	AttrTransport        = attrTransport
+	AttrNotificationKind = attrNotificationKind
+	AttrCloseReason      = attrCloseReason
+	AttrRefusalCause     = attrRefusalCause
+	AttrTenant           = attrTenant
+)

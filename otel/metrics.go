@@ -19,18 +19,18 @@ const ScopeName = "github.com/mcplisten/listen/otel"
 // Attribute keys. Their values come from small fixed sets (see the package
 // documentation): never a URI, a request id or a principal.
 const (
-	// AttrTransport is the transport kind: "streamable_http", "stdio", or
+	// attrTransport is the transport kind: "streamable_http", "stdio", or
 	// the Kind of another transport's listen.Transport.
-	AttrTransport = attribute.Key("mcp.listen.transport")
-	// AttrNotificationKind is the event kind (listen.Kind.String):
+	attrTransport = attribute.Key("mcp.listen.transport")
+	// attrNotificationKind is the event kind (listen.Kind.String):
 	// "tools_list_changed", "prompts_list_changed",
 	// "resources_list_changed", "resource_updated" or "extension".
-	AttrNotificationKind = attribute.Key("mcp.listen.notification.kind")
-	// AttrCloseReason is a stream's close reason class (listen.Classify).
-	AttrCloseReason = attribute.Key("mcp.listen.close.reason")
-	// AttrRefusalCause is why a listen was refused: "capacity",
+	attrNotificationKind = attribute.Key("mcp.listen.notification.kind")
+	// attrCloseReason is a stream's close reason class (listen.Classify).
+	attrCloseReason = attribute.Key("mcp.listen.close.reason")
+	// attrRefusalCause is why a listen was refused: "capacity",
 	// "shutdown", "quota", "auth", "validation" or "error" (see Metrics).
-	AttrRefusalCause = attribute.Key("mcp.listen.refusal.cause")
+	attrRefusalCause = attribute.Key("mcp.listen.refusal.cause")
 )
 
 // Options configure New.
@@ -209,7 +209,7 @@ func New(opts Options) (*Metrics, error) {
 	errs = append(errs, err)
 
 	for i := range numKinds {
-		set := attribute.NewSet(AttrNotificationKind.String(listen.Kind(i).String()))
+		set := attribute.NewSet(attrNotificationKind.String(listen.Kind(i).String()))
 		m.byKind[i] = []metric.AddOption{metric.WithAttributeSet(set)}
 		m.recByKind[i] = []metric.RecordOption{metric.WithAttributeSet(set)}
 	}

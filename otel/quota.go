@@ -11,12 +11,12 @@ import (
 	"github.com/mcplisten/listen/cluster"
 )
 
-// AttrTenant is the tenant of the quota instruments (Metrics.Quota): one
+// attrTenant is the tenant of the quota instruments (Metrics.Quota): one
 // of the cluster.QuotaOptions.TopTenants tenants with the most listens,
 // by name, or "other" for all the rest, so that the series are bounded.
-const AttrTenant = attribute.Key("mcp.listen.tenant")
+const attrTenant = attribute.Key("mcp.listen.tenant")
 
-// otherTenant is the AttrTenant value of the tenants not named.
+// otherTenant is the attrTenant value of the tenants not named.
 const otherTenant = "other"
 
 // Quota registers instruments that read q's Stats at each collection:
@@ -68,7 +68,7 @@ func (m *Metrics) Quota(q *cluster.Quota) (metric.Registration, error) {
 			if name == "" {
 				name = otherTenant
 			}
-			opt := metric.WithAttributeSet(attribute.NewSet(AttrTenant.String(name)))
+			opt := metric.WithAttributeSet(attribute.NewSet(attrTenant.String(name)))
 			o.ObserveInt64(open, int64(t.Open), opt)
 			o.ObserveInt64(deployment, int64(t.Deployment), opt)
 			o.ObserveInt64(refused, int64(t.Refused), opt)

@@ -14,7 +14,7 @@ import (
 	"github.com/mcplisten/listen/streamhttp"
 )
 
-// Close reason classes (the values of AttrCloseReason): those of
+// Close reason classes (the values of attrCloseReason): those of
 // listen.Classify, listed in the package documentation.
 const (
 	classComplete     = "complete"
@@ -39,7 +39,7 @@ func classIndex(reason error) int {
 	return 5 // classOther
 }
 
-// Refusal causes (the values of AttrRefusalCause), listed in the package
+// Refusal causes (the values of attrRefusalCause), listed in the package
 // documentation.
 const (
 	// causeCapacity: the server was at its stream limit
@@ -135,17 +135,17 @@ func (m *Metrics) recorder(kind string) *transport {
 		return t
 	}
 	t = &transport{m: m, kind: kind}
-	tr := AttrTransport.String(kind)
+	tr := attrTransport.String(kind)
 	t.one = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(tr))}
 	for i, c := range classes {
-		t.closed[i] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(tr, AttrCloseReason.String(c)))}
+		t.closed[i] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(tr, attrCloseReason.String(c)))}
 	}
 	for i, c := range causes {
-		t.refused[i] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(tr, AttrRefusalCause.String(c)))}
+		t.refused[i] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(tr, attrRefusalCause.String(c)))}
 	}
 	for i := range numKinds {
 		t.delivered[i] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(tr,
-			AttrNotificationKind.String(listen.Kind(i).String())))}
+			attrNotificationKind.String(listen.Kind(i).String())))}
 	}
 	// Every series at zero (see Metrics); the invalid kind is left out.
 	m.streamsOpen.Add(ctx, 0, t.one...)
