@@ -31,7 +31,7 @@ const otherTenant = "other"
 // open counts a tenant's listens open on this instance; deployment adds
 // those the other instances last reported (what the quota is held
 // against); refused the listens refused here at either level (tenant or
-// principal). The tenants named are those of cluster.QuotaStats.Tenants,
+// principal). Each series has the attribute mcp.listen.tenant: the tenants named are those of cluster.QuotaStats.Tenants,
 // the rest summed under "other" (see cluster.TenantStats for when a
 // tenant's count of refusals starts over: a series that leaves the top
 // and comes back is read as a counter reset). fallback is 1 while the
