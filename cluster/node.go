@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
+	"github.com/mcplisten/listen/internal/hubrelay"
 	"github.com/mcplisten/listen/internal/safe"
 )
 
@@ -63,7 +64,7 @@ type Transport struct {
 }
 
 // Node is one instance's end of a cluster, for a bridge over a broker to
-// build on: it joins the instance's hub as its relay (hub.Hub.Join), turns
+// build on: it joins the instance's hub as its relay, turns
 // each event published there into a numbered, stamped and (with AuthKeys)
 // signed envelope that it hands to Transport.Send, and delivers the
 // envelopes the bridge receives (Receive) to the hub's listeners, after
@@ -122,8 +123,8 @@ type peer struct {
 // bodyPool recycles the buffers Relay encodes events into.
 var bodyPool = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
 
-// NewNode returns a node for h over t and joins it to h as its relay
-// (hub.Hub.Join): from then on every event published on h is also handed
+// NewNode returns a node for h over t and joins it to h as its relay:
+// from then on every event published on h is also handed
 // to t.Send. It fails with an error matching ErrInvalidOptions for invalid
 // opts, a nil h, a t without Scope or Send or an Options.Quota another
 // node holds, and with hub.ErrRelayJoined when another relay has joined
@@ -160,7 +161,7 @@ func NewNode(h *hub.Hub, t Transport, opts Options) (*Node, error) {
 		}
 	}
 	n.relay = relay{n}
-	if err := h.Join(n.relay); err != nil {
+	if err := hubrelay.Join(h, n.relay); err != nil {
 		if q := o.Quota; q != nil {
 			q.detach(n)
 		}
@@ -169,7 +170,7 @@ func NewNode(h *hub.Hub, t Transport, opts Options) (*Node, error) {
 	return n, nil
 }
 
-// relay is what a node joins its hub with: the hub.Relay that hands each
+// relay is what a node joins its hub with: the hubrelay.Relay that hands each
 // event published there to Node.relayEvent.
 type relay struct{ n *Node }
 
@@ -188,7 +189,7 @@ func newID() (string, error) {
 // A new node (a restarted instance) has a new one.
 func (n *Node) ID() string { return n.id }
 
-// relayEvent is the node's hub.Relay; the hub calls it from Publish with
+// relayEvent is the node's hubrelay.Relay; the hub calls it from Publish with
 // each valid event, before its local fan-out. It encodes ev, numbers,
 // stamps and signs the envelope and hands it to Transport.Send. It refuses
 // (and the hub publishes nothing) an event that does not encode
@@ -290,8 +291,8 @@ func (n *Node) SendSync() {
 // (with AuthKeys) its signature before decoding it, ignores the node's own
 // messages, drops what is malformed, invalid, stale or replayed, removes
 // the reserved _meta keys and delivers the event to the hub's local
-// listeners (hub.Hub.PublishLocal). It resynchronises the listeners when
-// the message reveals lost ones. Every drop is counted and reported to
+// listeners only (not relayed again). It resynchronises the listeners
+// when the message reveals lost ones. Every drop is counted and reported to
 // OnDrop; a panic (in a hook) is recovered. Call it from one goroutine at
 // a time, in the order the broker delivers. m.Data may be reused once it
 // returns.
@@ -393,7 +394,8 @@ func (n *Node) receive(m Message, handled *bool) {
 		n.sanitised.Add(1)
 	}
 	*handled = true
-	r, _ := n.hub.PublishLocal(d.event) // no error: decodeEnvelope validated the event
+	rep, _ := hubrelay.PublishLocal(n.hub, d.event) // no error: decodeEnvelope validated the event
+	r, _ := rep.(hub.Report)
 	if gap {
 		// Asked for after the event that revealed the gap reached the hub,
 		// so that the listeners see the event before the resync.
@@ -619,12 +621,12 @@ func (n *Node) Resync() error {
 // resync publishes the resync kinds and URIs to the local hub.
 func (n *Node) resync(reason string) {
 	for _, k := range n.opts.resync {
-		_, _ = n.hub.PublishLocal(listen.Event{Kind: k})
+		_, _ = hubrelay.PublishLocal(n.hub, listen.Event{Kind: k})
 	}
 	count := 0
 	if n.opts.ResyncURIs != nil {
 		for _, u := range n.opts.ResyncURIs() {
-			if _, err := n.hub.PublishLocal(listen.ResourceUpdated(u)); err == nil {
+			if _, err := hubrelay.PublishLocal(n.hub, listen.ResourceUpdated(u)); err == nil {
 				count++
 			}
 		}
@@ -652,7 +654,7 @@ func (n *Node) Close() {
 		if q := n.opts.Quota; q != nil {
 			q.detach(n)
 		}
-		n.hub.Leave(n.relay)
+		hubrelay.Leave(n.hub, n.relay)
 		n.lossMu.Lock()
 		n.closed.Store(true)
 		if n.lossTimer != nil && n.lossTimer.Stop() {

@@ -89,10 +89,11 @@
 //
 // # Many instances and instrumentation
 //
-// A bridge over a broker (the nested modules natsbridge and redisbridge)
-// joins the hub as its [Relay] ([Hub.Join]): every Publish then reaches the
-// listeners of the other instances too, and the bridge delivers what they
-// publish with [Hub.PublishLocal]. [Options.Logger] logs opens,
+// A bridge over a broker (the nested modules natsbridge and redisbridge,
+// through a cluster.Node) joins the hub as its relay: every Publish then
+// reaches the listeners of the other instances too, and the bridge delivers
+// what they publish to the local listeners only. A hub has one relay
+// ([ErrRelayJoined]). [Options.Logger] logs opens,
 // publications, overflows, shutdowns and closes, and the On* fields of
 // [Options] are told of them (a publication with the duration of its
 // fan-out); the nested module otel turns them into

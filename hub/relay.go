@@ -4,37 +4,30 @@ import (
 	"errors"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/internal/hubrelay"
 )
 
-// A Relay carries a hub's publications to the other instances of the same
-// MCP server: a bridge over a broker (the nested modules natsbridge and
-// redisbridge) joins the hub with Join. Once joined, every Publish on the
-// hub, from any caller (the application, gosdk, the helpers), first hands
-// the event to the relay, then delivers it to the local listeners; the
-// relay delivers the events it receives from the other instances with
-// PublishLocal, which does not relay them again. So a hub joined to a
-// cluster is published to exactly as a lone one.
-type Relay interface {
-	// Relay is called by Publish, in its goroutine, with each valid event
-	// before the local fan-out. It must not wait for the broker (buffer
-	// instead): Publish waits for it. An error refuses the event: Publish
-	// returns it and delivers the event nowhere. A relay that cannot reach
-	// its broker should count the loss and return nil, so that the local
-	// listeners are still served.
-	Relay(ev listen.Event) error
-}
-
-// ErrRelayJoined is returned by Join when another relay has joined the hub.
+// ErrRelayJoined is returned when a bridge (natsbridge, redisbridge, a
+// cluster.Node) is started on a hub another one has already joined: a hub
+// has at most one relay, which carries its publications to the other
+// instances of the server (see Publish).
 var ErrRelayJoined = errors.New("hub: another relay has joined this hub")
 
 // relayBox holds the joined relay (an interface value cannot be stored in
 // an atomic.Pointer directly).
-type relayBox struct{ r Relay }
+type relayBox struct{ r hubrelay.Relay }
 
-// Join makes r the hub's relay: every later Publish hands its event to r
-// before the local fan-out (see Relay). A hub has at most one relay: Join
-// fails with ErrRelayJoined while another is joined. Leave undoes it.
-func (h *Hub) Join(r Relay) error {
+func init() {
+	hubrelay.Join = func(h any, r hubrelay.Relay) error { return h.(*Hub).join(r) }
+	hubrelay.Leave = func(h any, r hubrelay.Relay) { h.(*Hub).leave(r) }
+	hubrelay.PublishLocal = func(h any, ev listen.Event) (any, error) { return h.(*Hub).publishLocal(ev) }
+}
+
+// join makes r the hub's relay: every later Publish hands its event to r
+// before the local fan-out (see hubrelay.Relay). A hub has at most one
+// relay: join fails with ErrRelayJoined while another is joined. leave
+// undoes it.
+func (h *Hub) join(r hubrelay.Relay) error {
 	if r == nil {
 		return errors.New("hub: Join needs a relay")
 	}
@@ -44,19 +37,19 @@ func (h *Hub) Join(r Relay) error {
 	return nil
 }
 
-// Leave detaches r, if it is the hub's relay: later publications stay
+// leave detaches r, if it is the hub's relay: later publications stay
 // local. A Publish already inside r.Relay finishes normally.
-func (h *Hub) Leave(r Relay) {
+func (h *Hub) leave(r hubrelay.Relay) {
 	if b := h.relay.Load(); b != nil && b.r == r {
 		h.relay.CompareAndSwap(b, nil)
 	}
 }
 
-// PublishLocal delivers ev to this hub's listeners only, exactly as
+// publishLocal delivers ev to this hub's listeners only, exactly as
 // Publish does without a relay: a relay delivers with it the events it
 // receives from other instances (and its resynchronisation hints). It
 // fails like Publish.
-func (h *Hub) PublishLocal(ev listen.Event) (Report, error) {
+func (h *Hub) publishLocal(ev listen.Event) (Report, error) {
 	if err := ev.Validate(); err != nil {
 		return Report{}, err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
+	"github.com/mcplisten/listen/internal/hubrelay"
 	"github.com/mcplisten/listen/spec"
 )
 
@@ -55,7 +56,7 @@ func TestRelayCarriesEveryPublication(t *testing.T) {
 		spec.KeyResourcesListChanged: true, spec.KeyResourceSubscriptions: []any{"file:///a"},
 	})
 	r := &relayRecorder{local: func() int { return h.Stats().Queued }}
-	require.NoError(t, h.Join(r))
+	require.NoError(t, hubrelay.Join(h, r))
 
 	h.ToolsListChanged()
 	h.PromptsListChanged()
@@ -65,9 +66,9 @@ func TestRelayCarriesEveryPublication(t *testing.T) {
 	rep, err := h.Publish(seqEvent(1))
 	require.NoError(t, err)
 	assert.Equal(t, 1, rep.Matched)
-	rep, err = h.PublishLocal(seqEvent(2)) // a remote event: delivered, not relayed
+	local, err := hubrelay.PublishLocal(h, seqEvent(2)) // a remote event: delivered, not relayed
 	require.NoError(t, err)
-	assert.Equal(t, hub.Report{Matched: 1, Buffered: 1}, rep)
+	assert.Equal(t, hub.Report{Matched: 1, Buffered: 1}, local)
 
 	got := r.got()
 	require.Len(t, got, 5)
@@ -83,7 +84,7 @@ func TestRelayCarriesEveryPublication(t *testing.T) {
 	assert.Equal(t, 1, seqOf(t, mustNext(t, s)))
 	assert.Equal(t, 2, seqOf(t, mustNext(t, s)))
 
-	h.Leave(r)
+	hubrelay.Leave(h, r)
 	h.ToolsListChanged()
 	assert.Len(t, r.got(), 5, "nothing is relayed after Leave")
 	assert.Equal(t, listen.KindToolsListChanged, mustNext(t, s).Kind)
@@ -96,10 +97,10 @@ func TestRelayJoinAndRefusal(t *testing.T) {
 	h := newHub(t, hub.Options{})
 	s := openStream(t, h, "tools", listen.Filter{spec.KeyToolsListChanged: true})
 	a, b := &relayRecorder{}, &relayRecorder{}
-	require.NoError(t, h.Join(a))
-	assert.ErrorIs(t, h.Join(b), hub.ErrRelayJoined)
-	assert.Error(t, h.Join(nil))
-	h.Leave(b) // not the relay: a stays
+	require.NoError(t, hubrelay.Join(h, a))
+	assert.ErrorIs(t, hubrelay.Join(h, b), hub.ErrRelayJoined)
+	assert.Error(t, hubrelay.Join(h, nil))
+	hubrelay.Leave(h, b) // not the relay: a stays
 	h.ToolsListChanged()
 	assert.Len(t, a.got(), 1)
 	assert.Empty(t, b.got())
@@ -115,10 +116,10 @@ func TestRelayJoinAndRefusal(t *testing.T) {
 
 	_, err = h.Publish(listen.Event{Kind: listen.KindResourceUpdated, URI: "not a uri"})
 	assert.ErrorIs(t, err, listen.ErrInvalidEvent)
-	_, err = h.PublishLocal(listen.Event{})
+	_, err = hubrelay.PublishLocal(h, listen.Event{})
 	assert.ErrorIs(t, err, listen.ErrInvalidEvent)
 
-	h.Leave(a)
-	require.NoError(t, h.Join(b), "a hub whose relay left takes another")
+	hubrelay.Leave(h, a)
+	require.NoError(t, hubrelay.Join(h, b), "a hub whose relay left takes another")
 	assert.Equal(t, listen.KindToolsListChanged, mustNext(t, s).Kind)
 }

@@ -76,7 +76,7 @@ type Bridge struct {
 }
 
 // New joins h to the subject Options.Prefix + ".events" on nc and returns
-// the running bridge. It joins the hub as its relay (hub.Hub.Join: from
+// the running bridge. It joins the hub as its relay (from
 // now on every Publish on h also goes to NATS), subscribes (with the
 // pending limits of opts) and, when nc is connected, waits up to 5 s for
 // the server to confirm the subscription, so that events published by

@@ -15,7 +15,7 @@
 //
 // Or join a connection you already have with New(nc, h, opts).
 //
-// The bridge joins the hub as its relay (hub.Hub.Join): every Publish on
+// The bridge joins the hub as its relay: every Publish on
 // the hub, whoever calls it (your code, gosdk's republishing of the go-sdk
 // server's notifications), is also published once on the subject
 // Options.Prefix + ".events" (default "mcp.listen.events"), and the events
@@ -35,7 +35,7 @@
 //   - the delivery goroutine (nats.go's goroutine of the bridge's
 //     subscription) hands each message to the node (cluster.Node.Receive),
 //     which delivers its event to the hub, one message at a time, in
-//     arrival order. It never blocks on a listener: the hub's PublishLocal
+//     arrival order. It never blocks on a listener: the hub's local publication
 //     does not wait;
 //   - the control goroutine follows the connection's status (through
 //     nats.Conn.StatusChanged: no handler of yours is replaced) and the

@@ -92,7 +92,7 @@ func Connect(url string, h *hub.Hub, opts Options) (*Bridge, error) {
 // and no retries of go-redis's: the bridge repairs losses itself, and a
 // retried write could add an entry twice), reads the stream's last entry
 // id (so that whatever is appended after New returns reaches h), joins the
-// hub as its relay (hub.Hub.Join: from now on every Publish on h is also
+// hub as its relay (from now on every Publish on h is also
 // appended to the stream) and starts its reader and writer goroutines.
 //
 // New fails with an error matching cluster.ErrInvalidOptions for invalid

@@ -13,7 +13,7 @@
 //	h.ResourceUpdated("file:///a.txt") // every listener watching it, on every instance
 //
 // Or give New your go-redis options (TLS, credentials provider, dialer).
-// The bridge joins the hub as its relay (hub.Hub.Join), as natsbridge
+// The bridge joins the hub as its relay, as natsbridge
 // does, and shares with it package cluster (the envelope, signatures,
 // replay protection, resynchronisation, Options and Stats), whose
 // documentation gives the delivery semantics and the trust model.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
+	"github.com/mcplisten/listen/internal/hubrelay"
 	"github.com/mcplisten/listen/spec"
 )
 
@@ -118,9 +119,10 @@ type UpstreamStats struct {
 // Create it with NewFeed, give its Attach and Detach to hub.New, Start it
 // with the hub, and Close it before the hub's Shutdown. It owns one
 // goroutine per listen it keeps, plus one per open stream (two during a
-// re-listen), all ended by Close. It publishes with hub.Hub.PublishLocal: each
-// instance of a gateway whose hubs are joined by a bridge has a Feed of
-// its own, and relaying what it publishes would deliver it twice.
+// re-listen), all ended by Close. It publishes to the hub's local
+// listeners only (not through a joined bridge): each instance of a
+// gateway whose hubs are joined by a bridge has a Feed of its own, and
+// relaying what it publishes would deliver it twice.
 type Feed struct {
 	opts FeedOptions
 	ups  []*feedUpstream
@@ -361,7 +363,7 @@ func (u *feedUpstream) publish(ev listen.Event, hint bool) {
 	if h == nil {
 		return
 	}
-	if _, err := h.PublishLocal(ev); err != nil {
+	if _, err := hubrelay.PublishLocal(h, ev); err != nil {
 		u.dropped.Add(1)
 		return
 	}
