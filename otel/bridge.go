@@ -114,10 +114,10 @@ func (m *Metrics) bridgeRecorder(broker string) *bridgeHooks {
 		h.errByKind[i] = h.opt(kind, attrBridgeOutcome.String("error"))
 	}
 	for i, r := range dropReasons {
-		h.byDrop[i] = h.opt(attrDropReason.String(string(r)))
+		h.byDrop[i] = h.opt(attrDropReason.String(r))
 	}
 	for i, r := range resyncReasons {
-		h.byResync[i] = h.opt(attrResyncReason.String(string(r)))
+		h.byResync[i] = h.opt(attrResyncReason.String(r))
 	}
 	h.one = h.opt()
 	// Every series at zero; the invalid kind is left out.
