@@ -89,11 +89,10 @@
 //
 // # Many instances and instrumentation
 //
-// A bridge over a broker (the nested modules natsbridge and redisbridge,
-// through a cluster.Node) joins the hub as its relay: every Publish then
-// reaches the listeners of the other instances too, and the bridge delivers
-// what they publish to the local listeners only. A hub has one relay
-// ([ErrRelayJoined]). [Options.Logger] logs opens,
+// A bridge over a broker (natsbridge, redisbridge: a cluster.Node) joins
+// the hub as its one relay ([ErrRelayJoined]): every Publish then reaches
+// the other instances' listeners too, and the bridge delivers what they
+// publish to the local listeners only. [Options.Logger] logs opens,
 // publications, overflows, shutdowns and closes, and the On* fields of
 // [Options] are told of them (a publication with the duration of its
 // fan-out); the nested module otel turns them into
