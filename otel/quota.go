@@ -31,10 +31,11 @@ const otherTenant = "other"
 // open counts a tenant's listens open on this instance; deployment adds
 // those the other instances last reported (what the quota is held
 // against); refused the listens refused here at either level (tenant or
-// principal). Each series has the attribute mcp.listen.tenant: the tenants named are those of cluster.QuotaStats.Tenants,
-// the rest summed under "other" (see cluster.TenantStats for when a
-// tenant's count of refusals starts over: a series that leaves the top
-// and comes back is read as a counter reset). fallback is 1 while the
+// principal). Each series has the attribute mcp.listen.tenant: the
+// tenants named are those of cluster.QuotaStats.Tenants, the rest summed
+// under "other" (see cluster.TenantStats for when a tenant's count of
+// refusals starts over: a series that leaves the top and comes back is
+// read as a counter reset). fallback is 1 while the
 // quota holds keys to local shares (its broker lost), instances the
 // instances it counts. Unregister the returned registration to stop. A
 // nil (disabled) m registers nothing.
