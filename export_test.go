@@ -8,6 +8,9 @@ var (
 	Merge                 = merge
 	Project               = project
 	AbsoluteURI           = isAbsoluteURI
+	SubsetOf              = Filter.subsetOf
+	FilterValid           = Filter.valid
+	Allows                = Capabilities.allows
 )
 
 // AppendNotification is Notification appending to dst, for benchmarks.

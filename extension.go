@@ -186,10 +186,10 @@ func callFilterHook(ctx context.Context, e SubscriptionExtension, req *Request) 
 		}
 		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.ExtInvalidFilter).WithCause(err)
 	}
-	if !f.Valid() {
+	if !f.valid() {
 		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.ExtNonJSONFilter)
 	}
-	if !f.SubsetOf(req.Notifications) {
+	if !f.subsetOf(req.Notifications) {
 		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.ExtUnrequested)
 	}
 	return f, nil
@@ -201,7 +201,7 @@ func (s *Subscription) shapeExtensionEvent(dst []byte, ev Event) ([]byte, bool, 
 		return dst, false, nil
 	}
 	owned, ok := s.ext.filters[ev.ExtensionID]
-	if !ok || !ev.Selector.SubsetOf(owned) {
+	if !ok || !ev.Selector.subsetOf(owned) {
 		return dst, false, nil
 	}
 	settings, ok := s.ext.negotiated[ev.ExtensionID]

@@ -18,7 +18,7 @@ import (
 // Open receives the supported filter (the request's filter already narrowed
 // to what the server advertises, extension filters merged in) and the full
 // request. It returns the filter it accepts, which must be a subset of
-// supported (SubsetOf), and the stream. A nil accepted filter is the empty
+// supported (see Filter), and the stream. A nil accepted filter is the empty
 // filter. If it returns an *jsonrpc.Error, that error goes to the client unchanged
 // (so a source can pick its own code); any other error becomes the internal
 // error "Subscription source failed to open", with the source's error kept

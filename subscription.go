@@ -396,7 +396,7 @@ func openOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 	if err != nil {
 		return nil, err
 	}
-	if !accepted.SubsetOf(supported) {
+	if !accepted.subsetOf(supported) {
 		werr := jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.SourceOverclaimed)
 		closeStream(stream, Failed(werr))
 		return nil, werr

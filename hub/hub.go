@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/internal/core"
 	"github.com/mcplisten/listen/internal/valid"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
@@ -255,7 +256,7 @@ func (h *Hub) Open(ctx context.Context, req *listen.Request, supported listen.Fi
 	if shut {
 		return nil, nil, errShutdown
 	}
-	if !supported.Valid() {
+	if !core.FilterValid(supported) {
 		return nil, nil, errInvalidFilter
 	}
 	if supported == nil {
@@ -443,7 +444,7 @@ const stackTargets = 8
 //     its URI (exact string match), and to the folder listeners one of
 //     whose URIs covers it (the rule of listen.SubResources), each once;
 //   - an extension event to the listeners whose filter's extension keys
-//     contain its selector (ev.Selector.SubsetOf of them: a selector that
+//     contain its selector (the selector is a subset of it, see listen.Filter: a selector that
 //     names a core key selects nobody, no extension owns one); the
 //     candidates are the listeners that have every key of the selector.
 //
@@ -551,7 +552,7 @@ func (h *Hub) offer(ev listen.Event, targets []*listener) Report {
 	ext := ev.Kind == listen.KindExtension
 	var queued int64
 	for _, l := range targets {
-		if ext && !ev.Selector.SubsetOf(l.filter) {
+		if ext && !core.FilterSubsetOf(ev.Selector, l.filter) {
 			continue
 		}
 		switch l.deliver(e, h.maxBuffer, h.overflow) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
+	"github.com/mcplisten/listen/internal/core"
 	"github.com/mcplisten/listen/spec"
 )
 
@@ -287,7 +288,7 @@ var listKinds = []struct {
 func (u *feedUpstream) start() {
 	lists := listen.Filter{}
 	for _, k := range listKinds {
-		if u.u.Capabilities == nil || u.u.Capabilities.Allows(listen.Filter{k.key: true}) {
+		if u.u.Capabilities == nil || core.CapabilitiesAllow(*u.u.Capabilities, listen.Filter{k.key: true}) {
 			lists[k.key] = true
 		}
 	}
