@@ -69,9 +69,9 @@ type Request struct {
 	Scopes []string
 }
 
-// ClientExtension reports whether the client declared the extension id in
+// clientExtension reports whether the client declared the extension id in
 // its capabilities (clientCapabilities.extensions).
-func (r *Request) ClientExtension(id string) bool {
+func (r *Request) clientExtension(id string) bool {
 	exts, ok := r.ClientCapabilities["extensions"].(map[string]any)
 	if !ok {
 		return false

@@ -172,7 +172,7 @@ type Options struct {
 
 	// MaxStreams is the most listens a Server serves at once, on all its
 	// transports, counted from Admit to Done. Zero means
-	// DefaultMaxStreams (1024).
+	// 1024.
 	MaxStreams int
 	// MaxStreamsPerKey, if positive, is the most listens served at once for
 	// one key (StreamKey), so that one client cannot take every slot.
@@ -434,7 +434,7 @@ func openOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 				s.ext = &extParts{filters: make(map[string]Filter, len(contributions))}
 			}
 			s.ext.filters[id] = p
-			if req.ClientExtension(id) {
+			if req.clientExtension(id) {
 				if s.ext.negotiated == nil {
 					s.ext.negotiated = make(map[string]Filter, len(contributions))
 				}
