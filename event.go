@@ -401,12 +401,13 @@ func (k Kind) String() string {
 	return "invalid"
 }
 
-// KindOf returns the core kind that the filter key selects:
+// kindOf returns the core kind that the filter key selects:
 // KindToolsListChanged for toolsListChanged (a list change is selected when
 // its key is true), and so on, KindResourceUpdated for
 // resourceSubscriptions, and 0 for any other key (an extension's). A source
-// that selects events itself, as the hub does, indexes its listeners by it.
-func KindOf(key string) Kind {
+// that selects events itself, as the hub does, indexes its listeners by it
+// (through internal/core).
+func kindOf(key string) Kind {
 	for k := range kinds {
 		if Kind(k).core() && kinds[k].key == key {
 			return Kind(k)

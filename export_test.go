@@ -11,6 +11,7 @@ var (
 	SubsetOf              = Filter.subsetOf
 	FilterValid           = Filter.valid
 	Allows                = Capabilities.allows
+	KindOf                = kindOf
 )
 
 // AppendNotification is Notification appending to dst, for benchmarks.
@@ -55,4 +56,12 @@ func Listens(a *Access) int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.n
+}
+
+// SettingsClone is a deep copy of s as a Filter (nil for empty settings).
+func SettingsClone(s Settings) Filter {
+	if len(s.f) == 0 {
+		return nil
+	}
+	return s.f.Clone()
 }

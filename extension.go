@@ -76,15 +76,6 @@ func (s Settings) Value(key string) (any, bool) {
 	return v, true
 }
 
-// Clone returns a deep copy of the settings as a Filter, the caller's to
-// keep or modify (nil for empty settings).
-func (s Settings) Clone() Filter {
-	if len(s.f) == 0 {
-		return nil
-	}
-	return s.f.Clone()
-}
-
 // MarshalJSON encodes the settings as a JSON object with sorted keys.
 func (s Settings) MarshalJSON() ([]byte, error) { return s.f.MarshalJSON() }
 

@@ -245,7 +245,7 @@ func New(opts Options) (*Hub, error) {
 // guard owns the stream's lifetime.
 //
 // The listener is indexed under the kind of each list-change key that is
-// true (listen.KindOf), under each distinct string of resourceSubscriptions
+// true (its listen.Kind), under each distinct string of resourceSubscriptions
 // (a folder listener: under the normal form of each, leaving out those
 // another of its URIs covers), and under each extension key of the filter
 // (a key of no core kind, for extension selectors).
@@ -280,7 +280,7 @@ func (h *Hub) Open(ctx context.Context, req *listen.Request, supported listen.Fi
 	}
 	l.join(&h.all)
 	for k, v := range supported {
-		switch kind := listen.KindOf(k); {
+		switch kind := kindOf(k); {
 		case kind == 0: // an extension's key, for its selectors
 			l.join(setIn(h.keys, k))
 		case v == true: // a list change (a URI list is indexed below)
@@ -335,7 +335,7 @@ func (h *Hub) Open(ctx context.Context, req *listen.Request, supported listen.Fi
 func extensionPart(f listen.Filter) listen.Filter {
 	n := 0
 	for k := range f {
-		if listen.KindOf(k) == 0 {
+		if kindOf(k) == 0 {
 			n++
 		}
 	}
@@ -347,7 +347,7 @@ func extensionPart(f listen.Filter) listen.Filter {
 	}
 	ext := make(listen.Filter, n)
 	for k, v := range f {
-		if listen.KindOf(k) == 0 {
+		if kindOf(k) == 0 {
 			ext[k] = v
 		}
 	}
@@ -947,3 +947,6 @@ func (s slogHooks) onClose(i CloseInfo) {
 		slog.Int("subscriptions", i.Subscriptions),
 		slog.String("reason", i.Reason))
 }
+
+// kindOf is the listen.Kind a filter key selects: 0 for an extension's key.
+func kindOf(key string) listen.Kind { return listen.Kind(core.KindOf(key)) }

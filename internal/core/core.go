@@ -19,6 +19,9 @@ var (
 	// FilterSubsetOf reports whether every notification f asks for is one
 	// supported offers (the upstream's acknowledgement check).
 	FilterSubsetOf func(f, supported map[string]any) bool
+	// KindOf returns the listen.Kind that the filter key selects: a core
+	// key's kind, 0 for any other key (an extension's).
+	KindOf func(key string) uint8
 	// CapabilitiesAllow reports whether caps, a listen.Capabilities, let a
 	// listen ask for every core kind in f.
 	CapabilitiesAllow func(caps any, f map[string]any) bool
