@@ -15,6 +15,7 @@ func init() {
 	core.FilterSubsetOf = func(f, supported map[string]any) bool {
 		return Filter(f).subsetOf(supported)
 	}
+	core.FilterClone = func(f map[string]any) map[string]any { return Filter(f).clone() }
 	core.KindOf = func(key string) uint8 { return uint8(kindOf(key)) }
 	core.CapabilitiesAllow = func(caps any, f map[string]any) bool {
 		return caps.(Capabilities).allows(f)

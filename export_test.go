@@ -12,6 +12,7 @@ var (
 	FilterValid           = Filter.valid
 	Allows                = Capabilities.allows
 	KindOf                = kindOf
+	Clone                 = Filter.clone
 )
 
 // AppendNotification is Notification appending to dst, for benchmarks.
@@ -63,5 +64,5 @@ func SettingsClone(s Settings) Filter {
 	if len(s.f) == 0 {
 		return nil
 	}
-	return s.f.Clone()
+	return s.f.clone()
 }

@@ -477,10 +477,10 @@ func project(accepted, contribution Filter) Filter {
 	return out
 }
 
-// Clone returns a deep copy of f whose strings do not share memory with f's,
+// clone returns a deep copy of f whose strings do not share memory with f's,
 // so that keeping the copy does not keep a decoded request body alive.
 // Non-JSON values are copied as is.
-func (f Filter) Clone() Filter {
+func (f Filter) clone() Filter {
 	if f == nil {
 		return nil
 	}
@@ -516,7 +516,7 @@ func cloneValue(v any) any {
 		}
 		return out
 	case Filter:
-		return x.Clone()
+		return x.clone()
 	}
 	return v
 }

@@ -103,7 +103,7 @@ func TestFilterCloneDetachesStrings(t *testing.T) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	require.NoError(t, dec.Decode(&f))
-	c := f.Clone()
+	c := listen.Clone(f)
 	require.Equal(t, f, c)
 	uri := c.Strings("resourceSubscriptions")[0]
 	orig := f.Strings("resourceSubscriptions")[0]

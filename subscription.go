@@ -439,7 +439,7 @@ func openOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 					s.ext.negotiated = make(map[string]Filter, len(contributions))
 				}
 				// The one copy of the settings: every event shares it.
-				s.ext.negotiated[strings.Clone(id)] = clientSettings(req, id).Clone()
+				s.ext.negotiated[strings.Clone(id)] = clientSettings(req, id).clone()
 			}
 		}
 	}

@@ -19,6 +19,9 @@ var (
 	// FilterSubsetOf reports whether every notification f asks for is one
 	// supported offers (the upstream's acknowledgement check).
 	FilterSubsetOf func(f, supported map[string]any) bool
+	// FilterClone returns a deep copy of f, a listen.Filter, whose strings
+	// do not share memory with f's.
+	FilterClone func(f map[string]any) map[string]any
 	// KindOf returns the listen.Kind that the filter key selects: a core
 	// key's kind, 0 for any other key (an extension's).
 	KindOf func(key string) uint8
