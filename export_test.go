@@ -13,12 +13,16 @@ var (
 	Allows                = Capabilities.allows
 	KindOf                = kindOf
 	Clone                 = Filter.clone
+	WrapStream            = wrapStream
 )
 
 // AppendNotification is Notification appending to dst, for benchmarks.
 func (s *Subscription) AppendNotification(dst []byte, ev Event) ([]byte, bool, error) {
 	return s.appendNotification(context.Background(), dst, ev, false)
 }
+
+// StreamHooks are wrapStream's hooks.
+type StreamHooks = streamHooks
 
 // ErrWorkerRunning is StartWorker's error while a worker runs.
 var ErrWorkerRunning = errWorkerRunning

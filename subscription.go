@@ -446,7 +446,7 @@ func openOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 	if s.life = newLife(s, req, opts); s.life != nil {
 		if s.life.timer != nil || s.life.p != nil {
 			// Its timer and its Access let go once the stream is closed.
-			s.guard.stream = WrapStream(stream, StreamHooks{Close: s.life.release})
+			s.guard.stream = wrapStream(stream, streamHooks{Close: s.life.release})
 		}
 	}
 	s.guard.handOver(owner)
