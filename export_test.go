@@ -1,6 +1,10 @@
 package listen
 
-import "context"
+import (
+	"context"
+
+	"github.com/mcplisten/listen/spec"
+)
 
 // Unexported helpers that the external tests exercise directly.
 var (
@@ -69,4 +73,30 @@ func SettingsClone(s Settings) Filter {
 		return nil
 	}
 	return s.f.clone()
+}
+
+// Accepted is the accepted filter, as the acknowledgement echoes it (a new
+// map on each call).
+func (s *Subscription) Accepted() Filter {
+	f := make(Filter, 4)
+	for k := range kinds {
+		if s.lists&(1<<k) != 0 {
+			f[kinds[k].key] = true
+		}
+	}
+	if w := s.watch; w != nil {
+		list := make([]any, len(w.list))
+		for i, u := range w.list {
+			list[i] = u
+		}
+		f[spec.KeyResourceSubscriptions] = list
+	}
+	if s.ext != nil {
+		for _, p := range s.ext.filters {
+			for k, v := range p {
+				f[k] = v
+			}
+		}
+	}
+	return f
 }

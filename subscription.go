@@ -556,32 +556,6 @@ func (s *Subscription) ID() jsonrpc.ID { return s.id }
 // subscription was opened for ("streamable_http", "stdio", ...).
 func (s *Subscription) TransportKind() string { return s.kind }
 
-// Accepted returns the accepted filter, as the acknowledgement echoes it: a
-// new map on each call (the subscription keeps its parts, not the map).
-func (s *Subscription) Accepted() Filter {
-	f := make(Filter, 4)
-	for k := range kinds {
-		if s.lists&(1<<k) != 0 {
-			f[kinds[k].key] = true
-		}
-	}
-	if w := s.watch; w != nil {
-		list := make([]any, len(w.list))
-		for i, u := range w.list {
-			list[i] = u
-		}
-		f[spec.KeyResourceSubscriptions] = list
-	}
-	if s.ext != nil {
-		for _, p := range s.ext.filters {
-			for k, v := range p {
-				f[k] = v
-			}
-		}
-	}
-	return f
-}
-
 // errWorkerRunning is returned by StartWorker while the subscription's
 // previous worker goroutine is still running.
 var errWorkerRunning = errors.New("listen: the subscription's worker is still running")
