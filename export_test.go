@@ -100,3 +100,6 @@ func (s *Subscription) Accepted() Filter {
 	}
 	return f
 }
+
+// SettingsJSON encodes s as a JSON object with sorted keys.
+func SettingsJSON(s Settings) ([]byte, error) { return s.f.MarshalJSON() }

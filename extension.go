@@ -53,8 +53,9 @@ type SubscriptionExtension interface {
 // them: one copy, made at open and bounded by Options.MaxSettingsBytes,
 // shared by every event the subscription shapes. So an event costs its
 // shaper the same with settings as without: nothing is copied unless the
-// shaper asks for a copy (Value of an object or a list, Clone). Nothing it
-// returns shares memory the subscription keeps.
+// shaper asks for a copy (Value of an object or a list). Nothing it returns
+// shares memory the subscription keeps. An extension reads the settings it
+// defines by their keys.
 //
 // The zero Settings is empty (a client that declared the extension without
 // settings, or with {}).
@@ -75,9 +76,6 @@ func (s Settings) Value(key string) (any, bool) {
 	}
 	return v, true
 }
-
-// MarshalJSON encodes the settings as a JSON object with sorted keys.
-func (s Settings) MarshalJSON() ([]byte, error) { return s.f.MarshalJSON() }
 
 type filterHook interface {
 	SubscriptionFilter(ctx context.Context, req *Request, requested Filter) (Filter, error)

@@ -167,7 +167,7 @@ func TestSettingsView(t *testing.T) {
 	_, ok := zero.Value("any")
 	assert.False(t, ok)
 	assert.Nil(t, listen.SettingsClone(zero))
-	b, err := json.Marshal(zero)
+	b, err := listen.SettingsJSON(zero)
 	require.NoError(t, err)
 	assert.Equal(t, `{}`, string(b))
 
@@ -206,7 +206,7 @@ func TestSettingsView(t *testing.T) {
 	c["on"] = false
 	on, _ := got.Value("on")
 	assert.Equal(t, true, on, "Clone returns a copy")
-	b, err = json.Marshal(got)
+	b, err = listen.SettingsJSON(got)
 	require.NoError(t, err)
 	assert.Equal(t, `{"n":2,"name":"n","obj":{"a":[1]},"off":false,"on":true}`, string(b))
 }
