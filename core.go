@@ -16,6 +16,7 @@ func init() {
 		return Filter(f).subsetOf(supported)
 	}
 	core.FilterClone = func(f map[string]any) map[string]any { return Filter(f).clone() }
+	core.FilterStrings = func(f map[string]any, key string) []string { return Filter(f).strings(key) }
 	core.KindOf = func(key string) uint8 { return uint8(kindOf(key)) }
 	core.CapabilitiesAllow = func(caps any, f map[string]any) bool {
 		return caps.(Capabilities).allows(f)

@@ -18,6 +18,7 @@ var (
 	KindOf                = kindOf
 	Clone                 = Filter.clone
 	WrapStream            = wrapStream
+	Strings               = Filter.strings
 )
 
 // AppendNotification is Notification appending to dst, for benchmarks.

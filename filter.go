@@ -28,9 +28,9 @@ import (
 // equal; a key absent from the other fails, even when its value is false.
 type Filter map[string]any
 
-// Strings returns the string elements of the list under key, or nil. Elements
+// strings returns the string elements of the list under key, or nil. Elements
 // that are not strings are skipped.
-func (f Filter) Strings(key string) []string {
+func (f Filter) strings(key string) []string {
 	switch v := f[key].(type) {
 	case []string:
 		return v

@@ -105,8 +105,8 @@ func TestFilterCloneDetachesStrings(t *testing.T) {
 	require.NoError(t, dec.Decode(&f))
 	c := listen.Clone(f)
 	require.Equal(t, f, c)
-	uri := c.Strings("resourceSubscriptions")[0]
-	orig := f.Strings("resourceSubscriptions")[0]
+	uri := listen.Strings(c, "resourceSubscriptions")[0]
+	orig := listen.Strings(f, "resourceSubscriptions")[0]
 	assert.True(t, unsafe.StringData(orig) != unsafe.StringData(uri), "clone shares string memory")
 }
 

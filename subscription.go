@@ -414,7 +414,7 @@ func openOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 		if l, ok := accepted[spec.KeyResourceSubscriptions].([]string); ok {
 			w.list = slices.Clone(l)
 		} else {
-			w.list = accepted.Strings(spec.KeyResourceSubscriptions) // a new slice
+			w.list = accepted.strings(spec.KeyResourceSubscriptions) // a new slice
 		}
 		if n := len(w.list); n > smallList && n <= math.MaxUint16 {
 			w.order = make([]uint16, n)
@@ -746,7 +746,7 @@ func checkSize(f Filter, opts *Options) error {
 	if maxSegments <= 0 {
 		maxSegments = defaultMaxURISegments
 	}
-	for _, u := range f.Strings(spec.KeyResourceSubscriptions) {
+	for _, u := range f.strings(spec.KeyResourceSubscriptions) {
 		if len(u) > maxURI {
 			return jsonrpc.NewError(jsonrpc.CodeInvalidParams,
 				"subscriptions/listen resourceSubscriptions URIs must be at most "+strconv.Itoa(maxURI)+" bytes")

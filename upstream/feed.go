@@ -433,7 +433,7 @@ func (u *feedUpstream) uriAck(a Ack) {
 	u.noSub = !has
 	u.mu.Unlock()
 	if a.Gap != nil {
-		for _, up := range a.Accepted.Strings(spec.KeyResourceSubscriptions) {
+		for _, up := range core.FilterStrings(a.Accepted, spec.KeyResourceSubscriptions) {
 			if d, ok := u.down(up); ok {
 				u.publish(listen.ResourceUpdated(d), true)
 			}

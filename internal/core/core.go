@@ -22,6 +22,9 @@ var (
 	// FilterClone returns a deep copy of f, a listen.Filter, whose strings
 	// do not share memory with f's.
 	FilterClone func(f map[string]any) map[string]any
+	// FilterStrings returns the string elements of the list under key in
+	// f, a listen.Filter, or nil.
+	FilterStrings func(f map[string]any, key string) []string
 	// KindOf returns the listen.Kind that the filter key selects: a core
 	// key's kind, 0 for any other key (an extension's).
 	KindOf func(key string) uint8
