@@ -252,7 +252,7 @@ type Options struct {
 // accepted filter), the ids and settings of the extensions the client
 // negotiated, and the Options it was opened with.
 // It holds no pointer to the Request, its Params, Meta, client capabilities,
-// headers or auth: Open copies the values it keeps (strings.Clone, Filter.Clone)
+// headers or auth: Open copies the values it keeps (deep copies that share no memory with the request)
 // so that an open stream never keeps a request body alive. (With
 // Options.SubResources and CanRead both set, or Options.Access, it also
 // keeps a detached copy of the request's id, version, client info,

@@ -237,7 +237,7 @@ func New(opts Options) (*Hub, error) {
 // extension keys included, and returns a new listener as the stream. The
 // hub keeps the filter's extension keys, and the values of the rest in its
 // index (it must not be modified afterwards; listen.Open hands over a
-// private copy). An invalid filter (see listen.Filter.Valid)
+// private copy). An invalid filter (one holding a value that is not JSON, see listen.Filter)
 // fails, which listen.Open reports as "Subscription
 // source failed to open". A request whose SubResources is set (listen.Open
 // sets it from listen.Options.SubResources) opens a folder listener, whose
