@@ -28,7 +28,7 @@ type Event struct {
 	// ExtensionID names the extension that owns an extension event.
 	ExtensionID string
 	// Selector picks the subscriptions of an extension event: it is delivered
-	// to a subscription whose owned filter contains the selector (SubsetOf).
+	// to a subscription whose owned filter contains the selector (see Filter).
 	Selector Filter
 	// Payload is the extension's own data, handed to its shaper.
 	Payload any
@@ -157,7 +157,7 @@ func (e Event) Validate() error {
 		if e.ExtensionID == "" {
 			return errEventExtID
 		}
-		if len(e.Selector) == 0 || !e.Selector.Valid() {
+		if len(e.Selector) == 0 || !e.Selector.valid() {
 			return errEventExtSelector
 		}
 		if !objectValid(e.Metadata) {
@@ -401,12 +401,13 @@ func (k Kind) String() string {
 	return "invalid"
 }
 
-// KindOf returns the core kind that the filter key selects:
+// kindOf returns the core kind that the filter key selects:
 // KindToolsListChanged for toolsListChanged (a list change is selected when
 // its key is true), and so on, KindResourceUpdated for
 // resourceSubscriptions, and 0 for any other key (an extension's). A source
-// that selects events itself, as the hub does, indexes its listeners by it.
-func KindOf(key string) Kind {
+// that selects events itself, as the hub does, indexes its listeners by it
+// (through internal/core).
+func kindOf(key string) Kind {
 	for k := range kinds {
 		if Kind(k).core() && kinds[k].key == key {
 			return Kind(k)
@@ -484,13 +485,13 @@ func CapabilitiesFrom(v any) (Capabilities, error) {
 	return c, nil
 }
 
-// Allows reports whether c advertises every core kind f asks for: each list
+// allows reports whether c advertises every core kind f asks for: each list
 // change whose key is true, and resource updates when f has a list under
 // resourceSubscriptions. Narrowing f against c, as Open does, then keeps
 // each of them; the other keys (extensions') are not looked at. An adapter
 // that caches what its server advertises (Options.CapabilitiesFor) can
 // tell with it when a listen asks for more than its last reading.
-func (c Capabilities) Allows(f Filter) bool {
+func (c Capabilities) allows(f Filter) bool {
 	for k := range kinds {
 		row := &kinds[k]
 		if !Kind(k).core() || *row.allowed(&c) {

@@ -53,8 +53,9 @@ type SubscriptionExtension interface {
 // them: one copy, made at open and bounded by Options.MaxSettingsBytes,
 // shared by every event the subscription shapes. So an event costs its
 // shaper the same with settings as without: nothing is copied unless the
-// shaper asks for a copy (Value of an object or a list, Clone). Nothing it
-// returns shares memory the subscription keeps.
+// shaper asks for a copy (Value of an object or a list). Nothing it returns
+// shares memory the subscription keeps. An extension reads the settings it
+// defines by their keys.
 //
 // The zero Settings is empty (a client that declared the extension without
 // settings, or with {}).
@@ -75,18 +76,6 @@ func (s Settings) Value(key string) (any, bool) {
 	}
 	return v, true
 }
-
-// Clone returns a deep copy of the settings as a Filter, the caller's to
-// keep or modify (nil for empty settings).
-func (s Settings) Clone() Filter {
-	if len(s.f) == 0 {
-		return nil
-	}
-	return s.f.Clone()
-}
-
-// MarshalJSON encodes the settings as a JSON object with sorted keys.
-func (s Settings) MarshalJSON() ([]byte, error) { return s.f.MarshalJSON() }
 
 type filterHook interface {
 	SubscriptionFilter(ctx context.Context, req *Request, requested Filter) (Filter, error)
@@ -186,10 +175,10 @@ func callFilterHook(ctx context.Context, e SubscriptionExtension, req *Request) 
 		}
 		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.ExtInvalidFilter).WithCause(err)
 	}
-	if !f.Valid() {
+	if !f.valid() {
 		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.ExtNonJSONFilter)
 	}
-	if !f.SubsetOf(req.Notifications) {
+	if !f.subsetOf(req.Notifications) {
 		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.ExtUnrequested)
 	}
 	return f, nil
@@ -201,7 +190,7 @@ func (s *Subscription) shapeExtensionEvent(dst []byte, ev Event) ([]byte, bool, 
 		return dst, false, nil
 	}
 	owned, ok := s.ext.filters[ev.ExtensionID]
-	if !ok || !ev.Selector.SubsetOf(owned) {
+	if !ok || !ev.Selector.subsetOf(owned) {
 		return dst, false, nil
 	}
 	settings, ok := s.ext.negotiated[ev.ExtensionID]

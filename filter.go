@@ -21,12 +21,16 @@ import (
 // numbers as json.Number, so 1 and 1.0 stay distinct.
 //
 // Comparison is exact on JSON type and value: the integer 1 is not the float
-// 1.0 (nor is json.Number("1") equal to float64(1)).
+// 1.0 (nor is json.Number("1") equal to float64(1)). One filter is a subset
+// of another when each of its keys is in the other with a value that is a
+// subset: a list's elements are all in the other's list (order and
+// duplicates ignored), an object is a subset key by key, anything else is
+// equal; a key absent from the other fails, even when its value is false.
 type Filter map[string]any
 
-// Strings returns the string elements of the list under key, or nil. Elements
+// strings returns the string elements of the list under key, or nil. Elements
 // that are not strings are skipped.
-func (f Filter) Strings(key string) []string {
+func (f Filter) strings(key string) []string {
 	switch v := f[key].(type) {
 	case []string:
 		return v
@@ -42,9 +46,9 @@ func (f Filter) Strings(key string) []string {
 	return nil
 }
 
-// Valid reports whether f is a JSON object: every value is a JSON value (see
+// valid reports whether f is a JSON object: every value is a JSON value (see
 // Filter). A nil Filter is valid (the empty object).
-func (f Filter) Valid() bool {
+func (f Filter) valid() bool {
 	for _, v := range f {
 		if !validJSON(v, 0) {
 			return false
@@ -106,18 +110,18 @@ func validObject(m map[string]any, depth int, raw bool) bool {
 	return true
 }
 
-// SubsetOf reports whether f is a subset of supported: f is valid, and every
+// subsetOf reports whether f is a subset of supported: f is valid, and every
 // key of f is in supported with a value that is a subset of the supported
 // value. Two lists: every element of f's list is in supported's list (set
 // containment, exact comparison, order and duplicates ignored). Two objects:
-// recursive SubsetOf. Anything else: exact equality. The empty filter is a
+// recursive subsetOf. Anything else: exact equality. The empty filter is a
 // subset of anything; a key of f absent from supported fails, even when its
 // value is false.
 //
 // The check is linear in the size of list values: lists are compared through
 // a hash set keyed on exact JSON type and value.
-func (f Filter) SubsetOf(supported Filter) bool {
-	if !f.Valid() {
+func (f Filter) subsetOf(supported Filter) bool {
+	if !f.valid() {
 		return false
 	}
 	return objectSubset(f, supported)
@@ -133,7 +137,7 @@ func objectSubset(a, b map[string]any) bool {
 	return true
 }
 
-// valueSubset is the value rule of SubsetOf for already validated a.
+// valueSubset is the value rule of subsetOf for already validated a.
 func valueSubset(a, b any) bool {
 	if as, ok := asList(a); ok {
 		bs, ok := asList(b)
@@ -459,7 +463,7 @@ func merge(left, right Filter) (Filter, error) {
 }
 
 // project keeps the entries of accepted whose key is in contribution and
-// whose value passes the value rule of SubsetOf against the contribution's
+// whose value passes the value rule of subsetOf against the contribution's
 // value. Entries that fail are dropped whole, not intersected:
 // project({"a":["x"],"b":true}, {"a":["x","z"]}) is {"a":["x"]}.
 func project(accepted, contribution Filter) Filter {
@@ -473,10 +477,10 @@ func project(accepted, contribution Filter) Filter {
 	return out
 }
 
-// Clone returns a deep copy of f whose strings do not share memory with f's,
+// clone returns a deep copy of f whose strings do not share memory with f's,
 // so that keeping the copy does not keep a decoded request body alive.
 // Non-JSON values are copied as is.
-func (f Filter) Clone() Filter {
+func (f Filter) clone() Filter {
 	if f == nil {
 		return nil
 	}
@@ -512,13 +516,13 @@ func cloneValue(v any) any {
 		}
 		return out
 	case Filter:
-		return x.Clone()
+		return x.clone()
 	}
 	return v
 }
 
 // MarshalJSON encodes f as a JSON object with sorted keys. A nil Filter is
-// {}; nil lists are []. It fails if f is not Valid.
+// {}; nil lists are []. It fails if f is not valid (see Filter).
 func (f Filter) MarshalJSON() ([]byte, error) {
 	b, ok := appendJSONValue(nil, map[string]any(f), 0)
 	if !ok {

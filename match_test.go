@@ -185,7 +185,7 @@ func TestSubResourcesCanReadPerDelivery(t *testing.T) {
 	sub := openSubRes(t, listen.Options{SubResources: &listen.SubResources{}, CanRead: pol.canRead},
 		"file:///p/", "file:///p/secret/", "file:///p/open.txt")
 	assert.Equal(t, []string{"file:///p/", "file:///p/secret/", "file:///p/open.txt"}, pol.calls, "Open asks about each URI")
-	assert.Equal(t, []string{"file:///p/", "file:///p/open.txt"}, sub.Accepted().Strings(spec.KeyResourceSubscriptions))
+	assert.Equal(t, []string{"file:///p/", "file:///p/open.txt"}, listen.Strings(sub.Accepted(), spec.KeyResourceSubscriptions))
 	pol.reset()
 
 	for _, tc := range []struct {

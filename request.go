@@ -69,9 +69,9 @@ type Request struct {
 	Scopes []string
 }
 
-// ClientExtension reports whether the client declared the extension id in
+// clientExtension reports whether the client declared the extension id in
 // its capabilities (clientCapabilities.extensions).
-func (r *Request) ClientExtension(id string) bool {
+func (r *Request) clientExtension(id string) bool {
 	exts, ok := r.ClientCapabilities["extensions"].(map[string]any)
 	if !ok {
 		return false
@@ -97,7 +97,7 @@ func validateNotifications(f Filter) error {
 	if f == nil {
 		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, wiremsg.NotificationsObject)
 	}
-	if !f.Valid() {
+	if !f.valid() {
 		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, wiremsg.NotificationsJSON)
 	}
 	for k := range kinds {
@@ -136,7 +136,7 @@ func validateNotifications(f Filter) error {
 	return nil
 }
 
-// ParseParams decodes and validates the params of a subscriptions/listen
+// parseParams decodes and validates the params of a subscriptions/listen
 // request into req (ProtocolVersion, Notifications, Params, Meta,
 // ClientInfo, ClientCapabilities). Numbers decode as json.Number. Errors are
 // -32602 *Errors with exact messages, in this order:
@@ -156,7 +156,7 @@ func validateNotifications(f Filter) error {
 // UTF-8, to U+FFFD, so that "file:///\ud800", "file:///\udfff" and
 // "file:///\ufffd" would be one URI. It does not check the protocol
 // version's value.
-func ParseParams(params json.RawMessage, req *Request) error {
+func parseParams(params json.RawMessage, req *Request) error {
 	trimmed := bytes.TrimSpace(params)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, wiremsg.ParamsObject)
@@ -251,7 +251,7 @@ func exactURIs(rawURIs []byte) bool {
 
 // ParseRequest decodes a whole subscriptions/listen JSON-RPC request:
 // jsonrpc.ParseMessage, a method check (-32601 "Method not found: subscriptions/listen"
-// for any other method), a required id (-32600), then ParseParams. On
+// for any other method), a required id (-32600), then the params checks. On
 // error the returned Request still carries the id when it could be read.
 // It does not bound the id: Open does (Options.MaxIDBytes), and clears it
 // when it refuses it.
@@ -267,7 +267,7 @@ func ParseRequest(data []byte) (*Request, error) {
 	if !m.HasID {
 		return req, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Invalid request: subscriptions/listen requires an id")
 	}
-	if err := ParseParams(m.Params, req); err != nil {
+	if err := parseParams(m.Params, req); err != nil {
 		return req, err
 	}
 	return req, nil

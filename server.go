@@ -18,8 +18,8 @@ import (
 
 // Defaults of the Server's limits (see Options).
 const (
-	// DefaultMaxStreams is the default Options.MaxStreams.
-	DefaultMaxStreams = 1024
+	// defaultMaxStreams is the default Options.MaxStreams.
+	defaultMaxStreams = 1024
 	// defaultRetryAfter is the default Options.RetryAfter.
 	defaultRetryAfter = 5 * time.Second
 )
@@ -87,7 +87,7 @@ func NewServer(src Source, opts Options) *Server {
 		}
 	}
 	if opts.MaxStreams == 0 {
-		opts.MaxStreams = DefaultMaxStreams
+		opts.MaxStreams = defaultMaxStreams
 	}
 	if opts.RetryAfter == 0 {
 		opts.RetryAfter = defaultRetryAfter

@@ -32,8 +32,8 @@ func (e *settingsExt) ShapeSubscriptionEvent(_ listen.Event, _ listen.Filter, se
 	if e.got == nil {
 		return "notifications/com.example/watch", map[string]any{}, nil // counting allocations
 	}
-	e.got = append(e.got, settings.Clone())
-	settings.Clone()["mode"] = "scribbled" // the shaper's own copy
+	e.got = append(e.got, listen.SettingsClone(settings))
+	listen.SettingsClone(settings)["mode"] = "scribbled" // the shaper's own copy
 	if v, ok := settings.Value("paths"); ok {
 		v.([]any)[0] = "scribbled"
 	}
@@ -166,8 +166,8 @@ func TestSettingsView(t *testing.T) {
 	var zero listen.Settings
 	_, ok := zero.Value("any")
 	assert.False(t, ok)
-	assert.Nil(t, zero.Clone())
-	b, err := json.Marshal(zero)
+	assert.Nil(t, listen.SettingsClone(zero))
+	b, err := listen.SettingsJSON(zero)
 	require.NoError(t, err)
 	assert.Equal(t, `{}`, string(b))
 
@@ -187,7 +187,7 @@ func TestSettingsView(t *testing.T) {
 	require.NoError(t, err)
 	got := ext.seen
 
-	assert.Len(t, got.Clone(), 5)
+	assert.Len(t, listen.SettingsClone(got), 5)
 	for key, want := range map[string]any{"on": true, "off": false, "name": "n"} {
 		v, ok := got.Value(key)
 		assert.True(t, ok, key)
@@ -202,11 +202,11 @@ func TestSettingsView(t *testing.T) {
 	obj.(map[string]any)["a"].([]any)[0] = "changed"
 	again, _ := got.Value("obj")
 	assert.Equal(t, map[string]any{"a": []any{json.Number("1")}}, again, "Value returns a copy")
-	c := got.Clone()
+	c := listen.SettingsClone(got)
 	c["on"] = false
 	on, _ := got.Value("on")
 	assert.Equal(t, true, on, "Clone returns a copy")
-	b, err = json.Marshal(got)
+	b, err = listen.SettingsJSON(got)
 	require.NoError(t, err)
 	assert.Equal(t, `{"n":2,"name":"n","obj":{"a":[1]},"off":false,"on":true}`, string(b))
 }

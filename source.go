@@ -18,7 +18,7 @@ import (
 // Open receives the supported filter (the request's filter already narrowed
 // to what the server advertises, extension filters merged in) and the full
 // request. It returns the filter it accepts, which must be a subset of
-// supported (SubsetOf), and the stream. A nil accepted filter is the empty
+// supported (see Filter), and the stream. A nil accepted filter is the empty
 // filter. If it returns an *jsonrpc.Error, that error goes to the client unchanged
 // (so a source can pick its own code); any other error becomes the internal
 // error "Subscription source failed to open", with the source's error kept
@@ -53,8 +53,8 @@ type Source interface {
 //
 // A stream that can also be pulled without blocking implements NotifyStream,
 // and is then served with no goroutine of its own. A wrapper of a stream (to
-// count, to release something on Close) should be made with WrapStream, which
-// keeps that ability.
+// count, to release something on Close) keeps that ability when it is a
+// NotifyStream exactly when the stream it wraps is one.
 type Stream interface {
 	Next() (Event, error)
 	Close(reason error)
@@ -153,12 +153,12 @@ func closeStream(stream Stream, reason error) {
 	_ = safe.Call(func() { stream.Close(reason) })
 }
 
-// StreamHooks are the functions WrapStream calls around the methods of the
+// streamHooks are the functions wrapStream calls around the methods of the
 // stream it wraps. Each is optional. They run on the goroutine that calls the
 // wrapped method and must be safe for the concurrency of the Stream
 // contract: Pull and Event never concurrently with each other (one pull at a
 // time), Close possibly concurrently with a blocked pull.
-type StreamHooks struct {
+type streamHooks struct {
 	// Pull is called at the start of every pull (Next, or TryNext for a
 	// NotifyStream): the subscription asks for the next event only once the
 	// previous one was written or dropped.
@@ -172,13 +172,13 @@ type StreamHooks struct {
 	Close func(reason error)
 }
 
-// WrapStream returns inner with hooks called around its methods: a source
+// wrapStream returns inner with hooks called around its methods: a source
 // that counts, traces or releases something per stream wraps its streams
 // with it instead of writing a wrapper type. The result keeps inner's
 // abilities: it is a NotifyStream exactly when inner is one, so a wrapped
 // hub stream is still served without a goroutine of its own. A nil inner is
 // returned as is.
-func WrapStream(inner Stream, hooks StreamHooks) Stream {
+func wrapStream(inner Stream, hooks streamHooks) Stream {
 	if inner == nil {
 		return nil
 	}
@@ -189,10 +189,10 @@ func WrapStream(inner Stream, hooks StreamHooks) Stream {
 	return &w
 }
 
-// wrapped is WrapStream's result for a plain Stream.
+// wrapped is wrapStream's result for a plain Stream.
 type wrapped struct {
 	inner Stream
-	hooks StreamHooks
+	hooks streamHooks
 }
 
 func (w *wrapped) Next() (Event, error) {
@@ -213,7 +213,7 @@ func (w *wrapped) Close(reason error) {
 	w.inner.Close(reason)
 }
 
-// wrappedNotify is WrapStream's result for a NotifyStream.
+// wrappedNotify is wrapStream's result for a NotifyStream.
 type wrappedNotify struct {
 	wrapped
 	ns NotifyStream
@@ -234,8 +234,8 @@ func (w *wrappedNotify) SetNotify(notify func()) { w.ns.SetNotify(notify) }
 
 // validatedStream reports whether the events of stream were validated when
 // they were published (internal/valid: the hub's streams), looking through
-// WrapStream's wrappers (their hooks see the events and do not change
-// them: StreamHooks.Event), so that a subscription does not validate them again for each
+// wrapStream's wrappers (their hooks see the events and do not change
+// them: streamHooks.Event), so that a subscription does not validate them again for each
 // listener.
 func validatedStream(stream Stream) bool {
 	for {

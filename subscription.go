@@ -172,7 +172,7 @@ type Options struct {
 
 	// MaxStreams is the most listens a Server serves at once, on all its
 	// transports, counted from Admit to Done. Zero means
-	// DefaultMaxStreams (1024).
+	// 1024.
 	MaxStreams int
 	// MaxStreamsPerKey, if positive, is the most listens served at once for
 	// one key (StreamKey), so that one client cannot take every slot.
@@ -252,7 +252,7 @@ type Options struct {
 // accepted filter), the ids and settings of the extensions the client
 // negotiated, and the Options it was opened with.
 // It holds no pointer to the Request, its Params, Meta, client capabilities,
-// headers or auth: Open copies the values it keeps (strings.Clone, Filter.Clone)
+// headers or auth: Open copies the values it keeps (deep copies that share no memory with the request)
 // so that an open stream never keeps a request body alive. (With
 // Options.SubResources and CanRead both set, or Options.Access, it also
 // keeps a detached copy of the request's id, version, client info,
@@ -396,7 +396,7 @@ func openOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 	if err != nil {
 		return nil, err
 	}
-	if !accepted.SubsetOf(supported) {
+	if !accepted.subsetOf(supported) {
 		werr := jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.SourceOverclaimed)
 		closeStream(stream, Failed(werr))
 		return nil, werr
@@ -414,7 +414,7 @@ func openOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 		if l, ok := accepted[spec.KeyResourceSubscriptions].([]string); ok {
 			w.list = slices.Clone(l)
 		} else {
-			w.list = accepted.Strings(spec.KeyResourceSubscriptions) // a new slice
+			w.list = accepted.strings(spec.KeyResourceSubscriptions) // a new slice
 		}
 		if n := len(w.list); n > smallList && n <= math.MaxUint16 {
 			w.order = make([]uint16, n)
@@ -434,19 +434,19 @@ func openOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 				s.ext = &extParts{filters: make(map[string]Filter, len(contributions))}
 			}
 			s.ext.filters[id] = p
-			if req.ClientExtension(id) {
+			if req.clientExtension(id) {
 				if s.ext.negotiated == nil {
 					s.ext.negotiated = make(map[string]Filter, len(contributions))
 				}
 				// The one copy of the settings: every event shares it.
-				s.ext.negotiated[strings.Clone(id)] = clientSettings(req, id).Clone()
+				s.ext.negotiated[strings.Clone(id)] = clientSettings(req, id).clone()
 			}
 		}
 	}
 	if s.life = newLife(s, req, opts); s.life != nil {
 		if s.life.timer != nil || s.life.p != nil {
 			// Its timer and its Access let go once the stream is closed.
-			s.guard.stream = WrapStream(stream, StreamHooks{Close: s.life.release})
+			s.guard.stream = wrapStream(stream, streamHooks{Close: s.life.release})
 		}
 	}
 	s.guard.handOver(owner)
@@ -555,32 +555,6 @@ func (s *Subscription) ID() jsonrpc.ID { return s.id }
 // TransportKind is the Kind of the Transport of the request the
 // subscription was opened for ("streamable_http", "stdio", ...).
 func (s *Subscription) TransportKind() string { return s.kind }
-
-// Accepted returns the accepted filter, as the acknowledgement echoes it: a
-// new map on each call (the subscription keeps its parts, not the map).
-func (s *Subscription) Accepted() Filter {
-	f := make(Filter, 4)
-	for k := range kinds {
-		if s.lists&(1<<k) != 0 {
-			f[kinds[k].key] = true
-		}
-	}
-	if w := s.watch; w != nil {
-		list := make([]any, len(w.list))
-		for i, u := range w.list {
-			list[i] = u
-		}
-		f[spec.KeyResourceSubscriptions] = list
-	}
-	if s.ext != nil {
-		for _, p := range s.ext.filters {
-			for k, v := range p {
-				f[k] = v
-			}
-		}
-	}
-	return f
-}
 
 // errWorkerRunning is returned by StartWorker while the subscription's
 // previous worker goroutine is still running.
@@ -772,7 +746,7 @@ func checkSize(f Filter, opts *Options) error {
 	if maxSegments <= 0 {
 		maxSegments = defaultMaxURISegments
 	}
-	for _, u := range f.Strings(spec.KeyResourceSubscriptions) {
+	for _, u := range f.strings(spec.KeyResourceSubscriptions) {
 		if len(u) > maxURI {
 			return jsonrpc.NewError(jsonrpc.CodeInvalidParams,
 				"subscriptions/listen resourceSubscriptions URIs must be at most "+strconv.Itoa(maxURI)+" bytes")

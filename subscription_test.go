@@ -294,7 +294,7 @@ func TestCanReadLeavesOutUnreadableURIs(t *testing.T) {
 	}), opts)
 	require.NoError(t, err)
 	defer sub.Close(nil)
-	assert.Equal(t, []string{"test://static/readme", "test://unregistered/one"}, sub.Accepted().Strings("resourceSubscriptions"))
+	assert.Equal(t, []string{"test://static/readme", "test://unregistered/one"}, listen.Strings(sub.Accepted(), "resourceSubscriptions"))
 }
 
 // Checklist 16: direct open narrows truthfully and shapes the whole stream.
@@ -460,7 +460,7 @@ func TestOpenSubscriptionDoesNotRetainTheRequest(t *testing.T) {
 	runtime.GC()
 	assert.Nil(t, weakBody.Value(), "the request body is still reachable from the subscription")
 	assert.Nil(t, weakAuth.Value(), "the request (auth, headers) is still reachable from the subscription")
-	assert.Equal(t, []string{"file:///kept"}, sub.Accepted().Strings("resourceSubscriptions"))
+	assert.Equal(t, []string{"file:///kept"}, listen.Strings(sub.Accepted(), "resourceSubscriptions"))
 	assert.Equal(t, `"listen-retain"`, sub.ID().Raw())
 	ack, err := sub.Acknowledgement()
 	require.NoError(t, err)

@@ -59,7 +59,7 @@ func (s *Subscription) Acknowledgement() ([]byte, error) {
 }
 
 // appendAccepted appends the accepted filter as a JSON object with sorted
-// keys, as Accepted().MarshalJSON would, from its parts (no map is built
+// keys, as the accepted filter's MarshalJSON would, from its parts (no map is built
 // for a listen without extension keys).
 func (s *Subscription) appendAccepted(b []byte) ([]byte, bool) {
 	var stack [8]string

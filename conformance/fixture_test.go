@@ -193,7 +193,8 @@ func (tasksExtension) SubscriptionFilter(_ context.Context, req *listen.Request,
 	if !ok {
 		return nil, nil
 	}
-	if !req.ClientExtension(tasksExtID) {
+	exts, _ := req.ClientCapabilities["extensions"].(map[string]any)
+	if _, declared := exts[tasksExtID]; !declared {
 		return nil, jsonrpc.NewError(jsonrpc.CodeMissingRequiredClientCapability,
 			"Missing required client capability: "+tasksExtID).
 			WithData(map[string]any{"requiredCapabilities": map[string]any{

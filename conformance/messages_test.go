@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -239,7 +240,7 @@ func TestExtensionNotificationConforms(t *testing.T) {
 				method, _ := member(msg, "method")
 				assert.JSONEq(t, `"`+methodTasks+`"`, string(method))
 				task, _ := member(msg, "params", "taskId")
-				assert.JSONEq(t, `"`+tt.ev.Selector.Strings("taskIds")[0]+`"`, string(task))
+				assert.JSONEq(t, `"`+fmt.Sprint(tt.ev.Selector["taskIds"].([]any)[0])+`"`, string(task))
 			})
 		}
 	}

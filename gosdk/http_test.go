@@ -334,7 +334,13 @@ func testCapabilitiesReadingIsShared(t *testing.T) {
 		}, &opts)
 		require.NoError(t, err)
 		defer sub.Close(listen.ErrComplete)
-		return sub.Accepted()
+		ack, err := sub.Acknowledgement()
+		require.NoError(t, err)
+		var msg struct {
+			Params struct{ Notifications listen.Filter } `json:"params"`
+		}
+		require.NoError(t, json.Unmarshal(ack, &msg))
+		return msg.Params.Notifications
 	}
 
 	time.Sleep(2 * refreshInterval) // the reading is old enough to be read again

@@ -11,7 +11,7 @@ var (
 	// ErrInvalidOptions matches every error New returns for invalid Options.
 	ErrInvalidOptions = errors.New("hub: invalid options")
 	// errInvalidFilter is returned by Open for a filter that is not a JSON
-	// object (see listen.Filter.Valid). listen.Open turns it into the
+	// object (see listen.Filter: JSON values only). listen.Open turns it into the
 	// internal error "Subscription source failed to open".
 	errInvalidFilter = errors.New("hub: invalid subscription filter")
 	// errPullPending is returned by a stream's Next while another Next on the

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/internal/core"
 	"github.com/mcplisten/listen/internal/valid"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
@@ -236,7 +237,7 @@ func New(opts Options) (*Hub, error) {
 // extension keys included, and returns a new listener as the stream. The
 // hub keeps the filter's extension keys, and the values of the rest in its
 // index (it must not be modified afterwards; listen.Open hands over a
-// private copy). An invalid filter (see listen.Filter.Valid)
+// private copy). An invalid filter (one holding a value that is not JSON, see listen.Filter)
 // fails, which listen.Open reports as "Subscription
 // source failed to open". A request whose SubResources is set (listen.Open
 // sets it from listen.Options.SubResources) opens a folder listener, whose
@@ -244,7 +245,7 @@ func New(opts Options) (*Hub, error) {
 // guard owns the stream's lifetime.
 //
 // The listener is indexed under the kind of each list-change key that is
-// true (listen.KindOf), under each distinct string of resourceSubscriptions
+// true (its listen.Kind), under each distinct string of resourceSubscriptions
 // (a folder listener: under the normal form of each, leaving out those
 // another of its URIs covers), and under each extension key of the filter
 // (a key of no core kind, for extension selectors).
@@ -255,7 +256,7 @@ func (h *Hub) Open(ctx context.Context, req *listen.Request, supported listen.Fi
 	if shut {
 		return nil, nil, errShutdown
 	}
-	if !supported.Valid() {
+	if !core.FilterValid(supported) {
 		return nil, nil, errInvalidFilter
 	}
 	if supported == nil {
@@ -279,7 +280,7 @@ func (h *Hub) Open(ctx context.Context, req *listen.Request, supported listen.Fi
 	}
 	l.join(&h.all)
 	for k, v := range supported {
-		switch kind := listen.KindOf(k); {
+		switch kind := kindOf(k); {
 		case kind == 0: // an extension's key, for its selectors
 			l.join(setIn(h.keys, k))
 		case v == true: // a list change (a URI list is indexed below)
@@ -334,7 +335,7 @@ func (h *Hub) Open(ctx context.Context, req *listen.Request, supported listen.Fi
 func extensionPart(f listen.Filter) listen.Filter {
 	n := 0
 	for k := range f {
-		if listen.KindOf(k) == 0 {
+		if kindOf(k) == 0 {
 			n++
 		}
 	}
@@ -346,7 +347,7 @@ func extensionPart(f listen.Filter) listen.Filter {
 	}
 	ext := make(listen.Filter, n)
 	for k, v := range f {
-		if listen.KindOf(k) == 0 {
+		if kindOf(k) == 0 {
 			ext[k] = v
 		}
 	}
@@ -443,7 +444,7 @@ const stackTargets = 8
 //     its URI (exact string match), and to the folder listeners one of
 //     whose URIs covers it (the rule of listen.SubResources), each once;
 //   - an extension event to the listeners whose filter's extension keys
-//     contain its selector (ev.Selector.SubsetOf of them: a selector that
+//     contain its selector (the selector is a subset of it, see listen.Filter: a selector that
 //     names a core key selects nobody, no extension owns one); the
 //     candidates are the listeners that have every key of the selector.
 //
@@ -551,7 +552,7 @@ func (h *Hub) offer(ev listen.Event, targets []*listener) Report {
 	ext := ev.Kind == listen.KindExtension
 	var queued int64
 	for _, l := range targets {
-		if ext && !ev.Selector.SubsetOf(l.filter) {
+		if ext && !core.FilterSubsetOf(ev.Selector, l.filter) {
 			continue
 		}
 		switch l.deliver(e, h.maxBuffer, h.overflow) {
@@ -946,3 +947,6 @@ func (s slogHooks) onClose(i CloseInfo) {
 		slog.Int("subscriptions", i.Subscriptions),
 		slog.String("reason", i.Reason))
 }
+
+// kindOf is the listen.Kind a filter key selects: 0 for an extension's key.
+func kindOf(key string) listen.Kind { return listen.Kind(core.KindOf(key)) }

@@ -201,7 +201,7 @@ func (h *Hub) joinScopes(l *listener, scopes []string, supported listen.Filter, 
 	for _, scope := range scopes {
 		k := makeScopeKeys(scope, buf[:0])
 		for key, v := range supported {
-			switch kind := listen.KindOf(key); {
+			switch kind := kindOf(key); {
 			case kind == 0:
 				l.join(setIn(h.scoped, k.key(tagKey, key)))
 			case v == true:

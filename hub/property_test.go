@@ -18,7 +18,7 @@ import (
 // receives exactly the events its filter selects, in publication order, none
 // other and none missing except those its overflow policy dropped (and
 // counted). The model below decides selection on its own, from the plain
-// values it generated, without listen.Filter.SubsetOf.
+// values it generated, without listen's own subset check.
 
 var (
 	propURIs  = []string{"file:///a", "file:///b", "mem://c", "test://d", "https://e/x"}

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/internal/core"
 	"github.com/mcplisten/listen/jsonrpc"
 )
 
@@ -175,7 +176,7 @@ func newStream(req *listen.Request, supported listen.Filter) *Stream {
 	return &Stream{
 		ID:        req.ID.String(),
 		RequestID: req.ID,
-		Supported: supported.Clone(),
+		Supported: core.FilterClone(supported),
 		Transport: req.Transport.Kind,
 		Auth:      req.Auth,
 		nexts:     make(chan struct{}, 1024),

@@ -104,7 +104,7 @@ func (tasksExt) ShapeSubscriptionEvent(ev listen.Event, _ listen.Filter, _ liste
 	if !ok {
 		return "", nil, fmt.Errorf("payload %T", ev.Payload)
 	}
-	return "notifications/tasks/status", map[string]any{"taskId": ev.Selector.Strings("taskIds")[0], "status": p["status"]}, nil
+	return "notifications/tasks/status", map[string]any{"taskId": ev.Selector["taskIds"].([]any)[0], "status": p["status"]}, nil
 }
 
 // recorder records a bridge's hooks (clustertest.Recorder).

@@ -193,7 +193,7 @@ func TestInstrumentChainsHooks(t *testing.T) {
 
 	const h, s, none = "mcp.listen.transport=streamable_http", "mcp.listen.transport=stdio", "mcp.listen.transport="
 	assert.Equal(t, map[string]int64{
-		"mcp.listen.streams.capacity{}":                                                 listen.DefaultMaxStreams,
+		"mcp.listen.streams.capacity{}":                                                 defaultMaxStreams,
 		"mcp.listen.streams.open{" + none + "}":                                         0,
 		"mcp.listen.requests.refused{mcp.listen.refusal.cause=validation," + none + "}": 1,
 		"mcp.listen.streams.open{" + h + "}":                                            0,

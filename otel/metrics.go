@@ -69,7 +69,7 @@ var defaultFanoutBuckets = []float64{
 //     stream's transport kind.
 //   - streams.capacity: the stream limit of the Server, what streams.open
 //     (summed over transports) is to be read against: Instrument adds
-//     listen.Options.MaxStreams (listen.DefaultMaxStreams when zero),
+//     listen.Options.MaxStreams (1024 when zero),
 //     summed over the Servers instrumented, without a transport
 //     attribute: the limit covers every transport of a Server.
 //   - streams.closed: by close reason class (listen.Classify): complete,

@@ -34,7 +34,7 @@ func TestSeriesStartAtZero(t *testing.T) {
 		perName[name]++
 		if name == "mcp.listen.streams.capacity" {
 			assert.Equal(t, "mcp.listen.streams.capacity{}", k, "no transport")
-			assert.Equal(t, int64(listen.DefaultMaxStreams), v, k)
+			assert.Equal(t, int64(defaultMaxStreams), v, k)
 			continue
 		}
 		assert.Zero(t, v, k)
@@ -69,9 +69,9 @@ func TestCapacity(t *testing.T) {
 		maxStreams int
 		want       int64
 	}{
-		{0, listen.DefaultMaxStreams},
-		{10, listen.DefaultMaxStreams + 10},
-		{-1, listen.DefaultMaxStreams + 10},
+		{0, defaultMaxStreams},
+		{10, defaultMaxStreams + 10},
+		{-1, defaultMaxStreams + 10},
 	} {
 		opts := listen.Options{MaxStreams: tt.maxStreams}
 		m.Instrument(&opts)
@@ -79,7 +79,7 @@ func TestCapacity(t *testing.T) {
 	}
 	var hopts streamhttp.Options
 	m.InstrumentHTTP(&hopts) // keep-alives only: no capacity
-	assert.Equal(t, int64(listen.DefaultMaxStreams+10), series(t, reader)[key])
+	assert.Equal(t, int64(defaultMaxStreams+10), series(t, reader)[key])
 	(*listenotel.Metrics)(nil).Instrument(&listen.Options{MaxStreams: 1}) // disabled: nothing, no panic
 }
 
@@ -114,3 +114,6 @@ func TestBridgeDisconnected(t *testing.T) {
 	assert.Equal(t, []string{"connection connected", "connection disconnected", "connection reconnecting",
 		"connection connected", "connection connected"}, calls, "the next hooks still run")
 }
+
+// defaultMaxStreams is listen.Options.MaxStreams's documented default.
+const defaultMaxStreams = 1024

@@ -11,7 +11,7 @@ import (
 // to a subscription, and the subscription then writes, is counted in
 // mcp.listen.notifications.delivered, by transport (the request's
 // listen.Transport.Kind) and kind. Give the wrapper to the transport in
-// place of src. Its streams are wrapped with listen.WrapStream, so they
+// place of src. Its streams are wrapped so that they
 // keep what the source's streams can do: a hub stream is still served
 // without a goroutine of its own. A nil or disabled m returns src itself.
 //
@@ -44,8 +44,60 @@ func (s *source) Open(ctx context.Context, req *listen.Request, supported listen
 		kind = req.Transport.Kind
 	}
 	c := &counter{t: s.m.recorder(kind)}
-	return accepted, listen.WrapStream(st, listen.StreamHooks{Pull: c.confirm, Event: c.event, Close: c.forget}), nil
+	w := counted{inner: st, c: c}
+	if ns, ok := st.(listen.NotifyStream); ok {
+		return accepted, &countedNotify{counted: w, ns: ns}, nil
+	}
+	return accepted, &w, nil
 }
+
+// counted is a stream of Source: its counter sees each pull, each event
+// handed out and the close. It is a listen.NotifyStream (countedNotify)
+// exactly when the stream it wraps is one.
+type counted struct {
+	inner listen.Stream
+	c     *counter
+}
+
+func (w *counted) Next() (listen.Event, error) {
+	w.c.confirm()
+	ev, err := w.inner.Next()
+	if err == nil && ev.Kind != 0 {
+		w.c.event(ev)
+	}
+	return ev, err
+}
+
+func (w *counted) Close(reason error) {
+	defer w.c.forget(reason)
+	w.inner.Close(reason)
+}
+
+// EventsValidated passes on the wrapped stream's word that its events were
+// validated when they were published (the hub's streams give it), so that
+// a subscription does not validate them again: the counter does not change
+// them.
+func (w *counted) EventsValidated() bool {
+	v, ok := w.inner.(interface{ EventsValidated() bool })
+	return ok && v.EventsValidated()
+}
+
+// countedNotify is counted for a listen.NotifyStream.
+type countedNotify struct {
+	counted
+	ns listen.NotifyStream
+}
+
+func (w *countedNotify) TryNext() (listen.Event, bool, error) {
+	w.c.confirm()
+	ev, ok, err := w.ns.TryNext()
+	if ok && err == nil && ev.Kind != 0 {
+		w.c.event(ev)
+	}
+	return ev, ok, err
+}
+
+func (w *countedNotify) SetNotify(notify func()) { w.ns.SetNotify(notify) }
 
 // counter counts the events its stream's subscription wrote. pending holds
 // the kind of the event last handed out until the next pull confirms it was

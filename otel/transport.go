@@ -211,7 +211,7 @@ func (t *transport) OnKeepAlive(*listen.Subscription) {
 // (Subscription.TransportKind; a refusal under its request's
 // Transport.Kind, "" without one), each calling the hook that was set
 // before, after recording; and it adds opts.MaxStreams
-// (listen.DefaultMaxStreams when zero) to mcp.listen.streams.capacity,
+// (1024, its documented default, when zero) to mcp.listen.streams.capacity,
 // which has no transport attribute: the limit covers every transport of
 // the Server. It creates the series of Streamable HTTP and stdio at zero
 // (see Metrics). Call it once per Server, before listen.NewServer, which
@@ -224,7 +224,7 @@ func (m *Metrics) Instrument(opts *listen.Options) {
 	m.recorder(stdio.TransportKind)
 	switch {
 	case opts.MaxStreams == 0:
-		m.capacity.Add(ctx, listen.DefaultMaxStreams)
+		m.capacity.Add(ctx, defaultMaxStreams)
 	case opts.MaxStreams > 0: // negative: listen.NewServer refuses the options
 		m.capacity.Add(ctx, int64(opts.MaxStreams))
 	}
@@ -271,3 +271,7 @@ func (m *Metrics) InstrumentHTTP(opts *streamhttp.Options) {
 		}
 	}
 }
+
+// defaultMaxStreams is listen.Options.MaxStreams's documented default, the
+// capacity Instrument records for a zero MaxStreams.
+const defaultMaxStreams = 1024

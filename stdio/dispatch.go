@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/internal/core"
 	"github.com/mcplisten/listen/internal/echo"
 	"github.com/mcplisten/listen/internal/jsonenc"
 	"github.com/mcplisten/listen/internal/jsonobj"
@@ -158,11 +159,11 @@ func (c *conn) forward(m []byte) bool {
 
 // listen reads a subscriptions/listen request, has the listen.Server admit
 // it and starts its goroutine. Checks, in order, as the streamhttp package
-// does: the params (listen.ParseParams), then listen.Server.Begin and Slot.Admit (the
+// does: the params (the listen params checks), then listen.Server.Begin and Slot.Admit (the
 // protocol version, capacity, ...).
 func (c *conn) listen(msg jsonrpc.Message) {
 	req := &listen.Request{ID: msg.ID, Transport: listen.Transport{Kind: TransportKind}}
-	if err := listen.ParseParams(msg.Params, req); err != nil {
+	if err := core.ParseParams(msg.Params, req); err != nil {
 		c.srv.ls.Refused(req, err)
 		c.reply(msg.ID, err)
 		return

@@ -22,7 +22,7 @@ var (
 // Exact messages of the errors this transport writes itself. The listen
 // core's messages ("Duplicate in-flight request id", "Server subscription capacity exhausted",
 // "Method not found: subscriptions/listen" and the -32602 messages of
-// listen.ParseParams) are used as they are.
+// the listen params checks) are used as they are.
 const (
 	// msgLineTooLong is the message of the -32600 error (without an id)
 	// that answers an input line longer than Options.MaxLineBytes.

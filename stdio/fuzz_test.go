@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/internal/core"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/spec"
@@ -40,7 +41,7 @@ func fuzzSource() (*listentest.Source, func(stop <-chan struct{})) {
 					continue
 				}
 				for n := 1; n <= 2; n++ {
-					if uris := st.Supported.Strings(spec.KeyResourceSubscriptions); len(uris) > 0 {
+					if uris := core.FilterStrings(st.Supported, spec.KeyResourceSubscriptions); len(uris) > 0 {
 						st.Send(listen.ResourceUpdated(uris[0]))
 					} else {
 						st.Send(listen.ToolsListChanged().WithMetadata(map[string]any{"n": n}))

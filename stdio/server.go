@@ -280,7 +280,7 @@ func invalid(field string, got, def any) error {
 //  1. a request id already in flight: -32600 "Duplicate in-flight request
 //     id";
 //  2. invalid params: -32602 with the exact messages of
-//     listen.ParseParams (including a missing or non-string version);
+//     the listen params checks (including a missing or non-string version);
 //  3. listen.Server.Begin and Slot.Admit, on the reading goroutine (so listens are
 //     admitted in the order they were read): the protocol version,
 //     Disabled, an expired credential (Options.Auth), the drain,

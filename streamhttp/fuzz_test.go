@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/internal/core"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/spec"
@@ -48,7 +49,7 @@ func fuzzEvents(f listen.Filter) []listen.Event {
 	if f[spec.KeyResourcesListChanged] == true {
 		evs = append(evs, listen.ResourcesListChanged())
 	}
-	uris := f.Strings(spec.KeyResourceSubscriptions)
+	uris := core.FilterStrings(f, spec.KeyResourceSubscriptions)
 	for _, u := range uris[:min(len(uris), 2)] {
 		evs = append(evs, listen.ResourceUpdated(u))
 	}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/internal/core"
 	"github.com/mcplisten/listen/internal/echo"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
@@ -120,7 +121,7 @@ func (h *Handler) decodeBody(w http.ResponseWriter, r *http.Request) (*listen.Re
 	}
 
 	req := &listen.Request{ID: m.ID}
-	if err := listen.ParseParams(m.Params, req); err != nil {
+	if err := core.ParseParams(m.Params, req); err != nil {
 		return nil, refuse(http.StatusBadRequest, req.ID, jsonrpc.AsError(err, "Internal error"))
 	}
 	if hv, ok := header(r, headerProtocolVersion); ok && hv != req.ProtocolVersion {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
+	"github.com/mcplisten/listen/internal/core"
 	"github.com/mcplisten/listen/internal/hubrelay"
 	"github.com/mcplisten/listen/spec"
 )
@@ -289,7 +290,7 @@ var listKinds = []struct {
 func (u *feedUpstream) start() {
 	lists := listen.Filter{}
 	for _, k := range listKinds {
-		if u.u.Capabilities == nil || u.u.Capabilities.Allows(listen.Filter{k.key: true}) {
+		if u.u.Capabilities == nil || core.CapabilitiesAllow(*u.u.Capabilities, listen.Filter{k.key: true}) {
 			lists[k.key] = true
 		}
 	}
@@ -434,7 +435,7 @@ func (u *feedUpstream) uriAck(a Ack) {
 	u.noSub = !has
 	u.mu.Unlock()
 	if a.Gap != nil {
-		for _, up := range a.Accepted.Strings(spec.KeyResourceSubscriptions) {
+		for _, up := range core.FilterStrings(a.Accepted, spec.KeyResourceSubscriptions) {
 			if d, ok := u.down(up); ok {
 				u.publish(listen.ResourceUpdated(d), true)
 			}

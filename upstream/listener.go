@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/internal/core"
 	"github.com/mcplisten/listen/internal/safe"
 )
 
@@ -145,7 +146,7 @@ func newListener(t Transport, opts listenerConfig) *listener {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &listener{t: t, opts: opts, ctx: ctx, cancel: cancel, done: make(chan struct{}),
-		filter: opts.filter.Clone(), changed: make(chan struct{}, 1)}
+		filter: core.FilterClone(opts.filter), changed: make(chan struct{}, 1)}
 	go l.run() // ends at Close
 	return l
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/internal/core"
 	"github.com/mcplisten/listen/internal/testkit"
 	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/upstream"
@@ -132,7 +133,7 @@ func TestListenerCoalesces(t *testing.T) {
 		ack := testkit.Recv(t, r.acks, wait)
 		assert.True(t, ack.Relisten)
 		assert.Nil(t, ack.Gap)
-		if len(ack.Accepted.Strings(spec.KeyResourceSubscriptions)) == 100 {
+		if len(core.FilterStrings(ack.Accepted, spec.KeyResourceSubscriptions)) == 100 {
 			break
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/internal/core"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
 )
@@ -70,8 +71,8 @@ var nextID atomic.Int64
 
 // Open sends a subscriptions/listen for filter on t and waits for its
 // acknowledgement, which it checks: it must be the first message of the
-// listen, tagged with its id, and accept a subset of filter (see
-// listen.Filter.SubsetOf). It fails with the upstream's *jsonrpc.Error, an
+// listen, tagged with its id, and accept a subset of filter (a
+// subset as listen.Filter defines it). It fails with the upstream's *jsonrpc.Error, an
 // error wrapping ErrDropped (not reached, cut before the acknowledgement,
 // no acknowledgement within AckTimeout), ErrCompleted (completed at once),
 // ErrProtocol, or ctx's error.
@@ -134,7 +135,7 @@ func Open(ctx context.Context, t Transport, filter listen.Filter, opts OpenOptio
 		msgs.Close()
 		return nil, fmt.Errorf("%w: acknowledgement without notifications", ErrProtocol)
 	}
-	if !p.Notifications.SubsetOf(filter) {
+	if !core.FilterSubsetOf(p.Notifications, filter) {
 		msgs.Close()
 		return nil, fmt.Errorf("%w: acknowledgement accepts more than was asked", ErrProtocol)
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/internal/core"
 )
 
 // Reading is one reading of the capabilities.
@@ -166,7 +167,7 @@ func (c *Cache) ListenOptions(base listen.Options, info listen.Implementation) l
 func (c *Cache) caps(ctx context.Context, f listen.Filter) (listen.Capabilities, error) {
 	asked := c.reads.Load()
 	s := c.snap.Load()
-	if !c.stale.Load() && (s.Caps.Allows(f) || time.Since(s.at) < c.opts.Refresh) {
+	if !c.stale.Load() && (core.CapabilitiesAllow(s.Caps, f) || time.Since(s.at) < c.opts.Refresh) {
 		return s.Caps, nil
 	}
 	if err := c.lock(ctx); err != nil {

@@ -6,8 +6,9 @@
 package valid
 
 // Stream is implemented by such a stream. EventsValidated reports whether
-// its events are validated. (The core looks through listen.WrapStream's
-// wrappers itself: a wrapper does not implement it.)
+// its events are validated. (The core looks through its own stream
+// wrappers itself; otel's wrapper passes on the word of the stream it
+// wraps.)
 type Stream interface{ EventsValidated() bool }
 
 // Validated reports whether the events of stream, which may be any value,

@@ -261,8 +261,8 @@ func LogOpen(logger *slog.Logger) func(*listen.Subscription) {
 		if !logger.Enabled(context.Background(), slog.LevelInfo) {
 			return // encoding the filter (up to 128 KiB) for nothing would cost more than the listen
 		}
-		b, _ := sub.Accepted().MarshalJSON()
-		logger.Info("listen opened", "id", sub.ID().Raw(), "accepted", string(b))
+		b, _ := sub.Acknowledgement() // the accepted filter, under params.notifications
+		logger.Info("listen opened", "id", sub.ID().Raw(), "acknowledgement", string(b))
 	}
 }
 
