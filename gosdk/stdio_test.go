@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -492,7 +493,7 @@ func TestStdioFloodWithOutputNeverReadIsBounded(t *testing.T) {
 		outR, outW := io.Pipe() // never read
 		served := make(chan error, 1)
 		go func() { served <- s.Serve(t.Context(), inR, outW) }()
-		written := 0
+		var written atomic.Int32 // read after synctest.Wait; atomic keeps the race detector's view exact
 		flooded := make(chan struct{})
 		go func() {
 			defer close(flooded)
@@ -500,11 +501,11 @@ func TestStdioFloodWithOutputNeverReadIsBounded(t *testing.T) {
 				if _, err := fmt.Fprintf(inW, `{"jsonrpc":"2.0","id":%d,"method":"ping"}`+"\n", i); err != nil {
 					return
 				}
-				written++
+				written.Add(1)
 			}
 		}()
 		synctest.Wait()
-		assert.Equal(t, max+1, written, "lines taken")
+		assert.Equal(t, int32(max+1), written.Load(), "lines taken")
 		assert.Equal(t, max, s.Stats().InFlight)
 		require.ErrorIs(t, <-served, stdio.ErrWriteTimeout)
 		<-flooded
