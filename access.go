@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mcplisten/listen/internal/safe"
+	"github.com/mcplisten/listen/internal/core"
 )
 
 // Access binds listens to their principal (Request.Auth) for their whole
@@ -147,7 +147,7 @@ type principal struct {
 // comparable; otherwise (and when Key panics) a key of its own.
 func (a *Access) keyOf(auth any) (key any) {
 	key = auth
-	if a.Key != nil && safe.Call(func() { key = a.Key(auth) }) != nil {
+	if a.Key != nil && core.SafeCall(func() { key = a.Key(auth) }) != nil {
 		key = new(byte)
 	}
 	if key == nil || reflect.ValueOf(key).Comparable() {

@@ -6,7 +6,7 @@ import (
 
 	"sync/atomic"
 
-	"github.com/mcplisten/listen/internal/safe"
+	"github.com/mcplisten/listen/internal/core"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
 )
@@ -161,9 +161,9 @@ func (e *PanicError) Unwrap() error {
 }
 
 // catch runs f, a user callback called op, and returns its panic as a
-// *PanicError, or nil when f returned (see package internal/safe).
+// *PanicError, or nil when f returned (see core.SafeCall).
 func catch(op string, f func()) *PanicError {
-	if p := safe.Call(f); p != nil {
+	if p := core.SafeCall(f); p != nil {
 		return &PanicError{Op: op, Value: p.Value, Stack: p.Stack}
 	}
 	return nil

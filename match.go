@@ -4,8 +4,8 @@ import (
 	"context"
 	"strings"
 
+	"github.com/mcplisten/listen/internal/core"
 	"github.com/mcplisten/listen/internal/resuri"
-	"github.com/mcplisten/listen/internal/wiremsg"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
 )
@@ -243,5 +243,5 @@ func (m *resourceMatch) readable(ctx context.Context, uri string) (ok bool, err 
 // deliveryPanic is the error of a policy that panicked while an update was
 // shaped: the stream fails with "Subscription source failed".
 func deliveryPanic(p *PanicError) error {
-	return jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.SourceFailed).WithCause(p)
+	return jsonrpc.NewError(jsonrpc.CodeInternalError, core.SourceFailed).WithCause(p)
 }

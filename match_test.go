@@ -15,7 +15,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
-	"github.com/mcplisten/listen/internal/wiremsg"
+	"github.com/mcplisten/listen/internal/core"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/spec"
@@ -306,7 +306,7 @@ func TestSubResourcesPolicyPanicFailsTheStream(t *testing.T) {
 			assert.Equal(t, name, pe.Op)
 			var we *jsonrpc.Error
 			require.ErrorAs(t, err, &we)
-			assert.Equal(t, wiremsg.SourceFailed, we.Message)
+			assert.Equal(t, core.SourceFailed, we.Message)
 
 			// Served, the stream ends with the failure.
 			h, herr := hub.New(hub.Options{})

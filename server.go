@@ -10,8 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcplisten/listen/internal/safe"
-	"github.com/mcplisten/listen/internal/wiremsg"
+	"github.com/mcplisten/listen/internal/core"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
 )
@@ -176,11 +175,11 @@ func (sl *Slot) Admit(ctx context.Context, req *Request) error {
 		s.mu.Unlock()
 		return errors.New("listen: Slot.Admit after Done")
 	case s.draining:
-		err = jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.ShuttingDown).WithCause(ErrShutdown)
+		err = jsonrpc.NewError(jsonrpc.CodeInternalError, core.ShuttingDown).WithCause(ErrShutdown)
 	case s.perKey != nil && s.perKey[sl.key] >= s.opts.MaxStreamsPerKey:
-		err = jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.TooManyForKey).WithCause(ErrOverQuota)
+		err = jsonrpc.NewError(jsonrpc.CodeInternalError, core.TooManyForKey).WithCause(ErrOverQuota)
 	case len(s.slots) >= s.opts.MaxStreams:
-		err = jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.CapacityExhausted).WithCause(ErrOverloaded)
+		err = jsonrpc.NewError(jsonrpc.CodeInternalError, core.CapacityExhausted).WithCause(ErrOverloaded)
 	default:
 		delete(s.begun, sl)
 		sl.at = int32(len(s.slots))
@@ -292,7 +291,7 @@ func (sl *Slot) Open(ctx, owner context.Context, req *Request) (*Subscription, e
 func (s *Server) open(ctx, owner context.Context, req *Request) (sub *Subscription, err error) {
 	if p := catch("listen.Open", func() { sub, err = openOwned(ctx, owner, s.src, req, &s.opts) }); p != nil {
 		s.log.Error("listen: panic opening a subscription", "panic", p.Value, "stack", string(p.Stack))
-		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.SourceFailedToOpen).WithCause(p)
+		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, core.SourceFailedToOpen).WithCause(p)
 	}
 	return sub, err
 }
@@ -559,7 +558,7 @@ func (e *shutdownError) Is(target error) bool { return target == ErrShutdown }
 
 // hook runs a user callback, recovering and logging its panic.
 func (s *Server) hook(name string, f func()) {
-	if p := safe.Call(f); p != nil {
+	if p := core.SafeCall(f); p != nil {
 		s.log.Error("listen: "+name+" panicked", "panic", p.Value, "stack", string(p.Stack))
 	}
 }

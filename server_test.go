@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
-	"github.com/mcplisten/listen/internal/wiremsg"
+	"github.com/mcplisten/listen/internal/core"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
 )
@@ -73,9 +73,9 @@ func TestServerAdmit(t *testing.T) {
 		slots = append(slots, sl)
 	}
 	_, err := admit(srv, as("ann"))
-	refusal(t, err, jsonrpc.CodeInternalError, wiremsg.TooManyForKey, listen.ErrOverQuota)
+	refusal(t, err, jsonrpc.CodeInternalError, core.TooManyForKey, listen.ErrOverQuota)
 	_, err = admit(srv, as("cid"))
-	refusal(t, err, jsonrpc.CodeInternalError, wiremsg.CapacityExhausted, listen.ErrOverloaded)
+	refusal(t, err, jsonrpc.CodeInternalError, core.CapacityExhausted, listen.ErrOverloaded)
 
 	old := as("dan")
 	old.ProtocolVersion = "2025-11-25"

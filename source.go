@@ -5,9 +5,7 @@ import (
 	"errors"
 	"io"
 
-	"github.com/mcplisten/listen/internal/safe"
-	"github.com/mcplisten/listen/internal/valid"
-	"github.com/mcplisten/listen/internal/wiremsg"
+	"github.com/mcplisten/listen/internal/core"
 	"github.com/mcplisten/listen/jsonrpc"
 )
 
@@ -90,7 +88,7 @@ type NotifyStream interface {
 // errors named at Source.
 func openSource(ctx context.Context, src Source, req *Request, supported Filter) (accepted Filter, stream Stream, err error) {
 	if p := catch("Source.Open", func() { accepted, stream, err = src.Open(ctx, req, supported) }); p != nil {
-		return nil, nil, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.SourceFailedToOpen).WithCause(p)
+		return nil, nil, jsonrpc.NewError(jsonrpc.CodeInternalError, core.SourceFailedToOpen).WithCause(p)
 	}
 	if err != nil {
 		if stream != nil {
@@ -100,10 +98,10 @@ func openSource(ctx context.Context, src Source, req *Request, supported Filter)
 		if errors.As(err, &we) {
 			return nil, nil, we
 		}
-		return nil, nil, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.SourceFailedToOpen).WithCause(err)
+		return nil, nil, jsonrpc.NewError(jsonrpc.CodeInternalError, core.SourceFailedToOpen).WithCause(err)
 	}
 	if stream == nil {
-		return nil, nil, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.InvalidOpenResult)
+		return nil, nil, jsonrpc.NewError(jsonrpc.CodeInternalError, core.InvalidOpenResult)
 	}
 	if accepted == nil {
 		accepted = Filter{}
@@ -150,7 +148,7 @@ func outcomeOf(ev Event, err error) Outcome {
 
 // closeStream calls stream.Close, swallowing panics: close always succeeds.
 func closeStream(stream Stream, reason error) {
-	_ = safe.Call(func() { stream.Close(reason) })
+	_ = core.SafeCall(func() { stream.Close(reason) })
 }
 
 // streamHooks are the functions wrapStream calls around the methods of the
@@ -233,7 +231,7 @@ func (w *wrappedNotify) TryNext() (Event, bool, error) {
 func (w *wrappedNotify) SetNotify(notify func()) { w.ns.SetNotify(notify) }
 
 // validatedStream reports whether the events of stream were validated when
-// they were published (internal/valid: the hub's streams), looking through
+// they were published (core.ValidatedStream: the hub's streams), looking through
 // wrapStream's wrappers (their hooks see the events and do not change
 // them: streamHooks.Event), so that a subscription does not validate them again for each
 // listener.
@@ -245,7 +243,7 @@ func validatedStream(stream Stream) bool {
 		case *wrappedNotify:
 			stream = w.inner
 		default:
-			return valid.Validated(stream)
+			return core.Validated(stream)
 		}
 	}
 }

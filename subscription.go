@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcplisten/listen/internal/core"
 	"github.com/mcplisten/listen/internal/resuri"
-	"github.com/mcplisten/listen/internal/wiremsg"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
 )
@@ -279,7 +279,7 @@ type Subscription struct {
 	guard    guard // kept in the subscription itself: one object, one cache line fewer per message
 	endState       // End's reason and the driver's wake-up (errors.go)
 	// life ties the stream to its clock, its principal and its scopes
-	// (life.go); nil without a lifetime, an expiry, an Access or scopes.
+	// (guard.go); nil without a lifetime, an expiry, an Access or scopes.
 	life *life
 	// worker is the last worker started (guarded by guard.mu).
 	worker *Worker
@@ -341,10 +341,10 @@ func openOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 	}
 	if idTooLong(req.ID, opts) {
 		req.ID = jsonrpc.ID{}
-		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, wiremsg.IDTooLarge(opts.MaxIDBytes))
+		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, core.IDTooLarge(opts.MaxIDBytes))
 	}
 	if opts.Disabled {
-		return nil, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, wiremsg.ListenDisabled)
+		return nil, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, core.ListenDisabled)
 	}
 	// The Source sees a copy, with SubResources and Scopes set: the
 	// caller's request is left as it was (but for an id that was too long).
@@ -353,7 +353,7 @@ func openOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 	req.SubResources = opts.SubResources
 	req.Scopes = nil
 	if req.ProtocolVersion != spec.ProtocolVersion {
-		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.NoShaping)
+		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, core.NoShaping)
 	}
 	if err := validateNotifications(req.Notifications); err != nil {
 		return nil, err
@@ -368,7 +368,7 @@ func openOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 	if req.Scopes, err = scopes(req, opts); err != nil {
 		return nil, err
 	}
-	core, err := narrow(ctx, req, caps, opts.CanRead)
+	narrowed, err := narrow(ctx, req, caps, opts.CanRead)
 	if err != nil {
 		return nil, err
 	}
@@ -379,10 +379,10 @@ func openOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 	// The supported filter is a fresh map detached from the request: narrow
 	// copies the URIs, and the extensions' parts (which come from the
 	// request) are deep copies.
-	supported := core
+	supported := narrowed
 	if len(extMerged) > 0 {
-		if _, err := merge(core, extMerged); err != nil {
-			return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.ExtCollideWithCore).WithCause(err)
+		if _, err := merge(narrowed, extMerged); err != nil {
+			return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, core.ExtCollideWithCore).WithCause(err)
 		}
 		for k, v := range extMerged {
 			supported[strings.Clone(k)] = cloneValue(v)
@@ -397,7 +397,7 @@ func openOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 		return nil, err
 	}
 	if !accepted.subsetOf(supported) {
-		werr := jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.SourceOverclaimed)
+		werr := jsonrpc.NewError(jsonrpc.CodeInternalError, core.SourceOverclaimed)
 		closeStream(stream, Failed(werr))
 		return nil, werr
 	}
@@ -461,7 +461,7 @@ func scopes(req *Request, opts *Options) (out []string, err error) {
 	}
 	var scopes []string
 	if p := catch("Options.Scopes", func() { scopes = opts.Scopes(req) }); p != nil {
-		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.SourceFailedToOpen).WithCause(p)
+		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, core.SourceFailedToOpen).WithCause(p)
 	}
 	for _, sc := range scopes {
 		if sc != "" && !slices.Contains(out, sc) {
@@ -478,10 +478,10 @@ func capabilities(ctx context.Context, req *Request, opts *Options) (caps Capabi
 		return opts.Capabilities, nil
 	}
 	if p := catch("Options.CapabilitiesFor", func() { caps, err = opts.CapabilitiesFor(ctx, req) }); p != nil {
-		return Capabilities{}, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.SourceFailedToOpen).WithCause(p)
+		return Capabilities{}, jsonrpc.NewError(jsonrpc.CodeInternalError, core.SourceFailedToOpen).WithCause(p)
 	}
 	if err != nil {
-		return Capabilities{}, jsonrpc.AsError(err, wiremsg.SourceFailedToOpen)
+		return Capabilities{}, jsonrpc.AsError(err, core.SourceFailedToOpen)
 	}
 	return caps, nil
 }
@@ -676,7 +676,7 @@ func (s *Subscription) Closed() <-chan struct{} { return s.guard.doneChan() }
 // of a failed open (as for a panic in Source.Open).
 func canRead(ctx context.Context, f func(context.Context, *Request, string) bool, req *Request, uri string) (ok bool, err error) {
 	if p := catch("Options.CanRead", func() { ok = f(ctx, req, uri) }); p != nil {
-		return false, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.SourceFailedToOpen).WithCause(p)
+		return false, jsonrpc.NewError(jsonrpc.CodeInternalError, core.SourceFailedToOpen).WithCause(p)
 	}
 	return ok, nil
 }
@@ -685,7 +685,7 @@ func canRead(ctx context.Context, f func(context.Context, *Request, string) bool
 func idTooLong(id jsonrpc.ID, opts *Options) bool {
 	limit := opts.MaxIDBytes
 	if limit <= 0 {
-		limit = wiremsg.DefaultMaxIDBytes
+		limit = core.DefaultMaxIDBytes
 	}
 	return len(id.Raw()) > limit
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
-	"github.com/mcplisten/listen/internal/wiremsg"
+	"github.com/mcplisten/listen/internal/core"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/spec"
@@ -48,23 +48,23 @@ func TestParseListenRequestParams(t *testing.T) {
 		{"empty notifications is valid", listenBody(`1`, `{}`), 0, ""},
 		{"unknown keys pass", listenBody(`"a"`, `{"taskIds":["t"],"com.example/x":{"y":1}}`), 0, ""},
 		{"1000 URIs", listenBody(`1`, `{"resourceSubscriptions":`+uriList(1000, "file:///r/")+`}`), 0, ""},
-		{"missing notifications", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`), -32602, wiremsg.NotificationsObject},
-		{"notifications is a list", listenBody(`1`, `[]`), -32602, wiremsg.NotificationsObject},
-		{"notifications is null", listenBody(`1`, `null`), -32602, wiremsg.NotificationsObject},
+		{"missing notifications", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`), -32602, core.NotificationsObject},
+		{"notifications is a list", listenBody(`1`, `[]`), -32602, core.NotificationsObject},
+		{"notifications is null", listenBody(`1`, `null`), -32602, core.NotificationsObject},
 		{"non-boolean tools flag", listenBody(`1`, `{"toolsListChanged":"yes"}`), -32602, "subscriptions/listen toolsListChanged must be a boolean"},
 		{"non-boolean prompts flag", listenBody(`1`, `{"promptsListChanged":1}`), -32602, "subscriptions/listen promptsListChanged must be a boolean"},
 		{"non-boolean resources flag", listenBody(`1`, `{"resourcesListChanged":null}`), -32602, "subscriptions/listen resourcesListChanged must be a boolean"},
-		{"resourceSubscriptions string", listenBody(`1`, `{"resourceSubscriptions":"file:///a"}`), -32602, wiremsg.URIsList},
-		{"1001 URIs", listenBody(`1`, `{"resourceSubscriptions":`+uriList(1001, "file:///r/")+`}`), -32602, wiremsg.URIsTooMany},
-		{"count is checked before elements", listenBody(`1`, `{"resourceSubscriptions":`+uriList(1001, "rel/")+`}`), -32602, wiremsg.URIsTooMany},
-		{"relative URI", listenBody(`1`, `{"resourceSubscriptions":["file:///a","b/c"]}`), -32602, wiremsg.URIsAbsolute},
-		{"non-string URI", listenBody(`1`, `{"resourceSubscriptions":[1]}`), -32602, wiremsg.URIsAbsolute},
-		{"params not an object", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":[]}`), -32602, wiremsg.ParamsObject},
-		{"no params", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen"}`), -32602, wiremsg.ParamsObject},
-		{"no _meta", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{}}}`), -32602, wiremsg.MetaObject},
-		{"_meta not an object", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"_meta":3,"notifications":{}}}`), -32602, wiremsg.MetaObject},
-		{"no protocol version", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{}},"notifications":{}}}`), -32602, wiremsg.MetaProtocolVersion},
-		{"no client capabilities", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"notifications":{}}}`), -32602, wiremsg.MetaCapabilities},
+		{"resourceSubscriptions string", listenBody(`1`, `{"resourceSubscriptions":"file:///a"}`), -32602, core.URIsList},
+		{"1001 URIs", listenBody(`1`, `{"resourceSubscriptions":`+uriList(1001, "file:///r/")+`}`), -32602, core.URIsTooMany},
+		{"count is checked before elements", listenBody(`1`, `{"resourceSubscriptions":`+uriList(1001, "rel/")+`}`), -32602, core.URIsTooMany},
+		{"relative URI", listenBody(`1`, `{"resourceSubscriptions":["file:///a","b/c"]}`), -32602, core.URIsAbsolute},
+		{"non-string URI", listenBody(`1`, `{"resourceSubscriptions":[1]}`), -32602, core.URIsAbsolute},
+		{"params not an object", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":[]}`), -32602, core.ParamsObject},
+		{"no params", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen"}`), -32602, core.ParamsObject},
+		{"no _meta", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{}}}`), -32602, core.MetaObject},
+		{"_meta not an object", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"_meta":3,"notifications":{}}}`), -32602, core.MetaObject},
+		{"no protocol version", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/clientCapabilities":{}},"notifications":{}}}`), -32602, core.MetaProtocolVersion},
+		{"no client capabilities", []byte(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"notifications":{}}}`), -32602, core.MetaCapabilities},
 		{"malformed JSON", []byte(`{"jsonrpc":`), -32700, "Parse error"},
 		{"null id", listenBody(`null`, `{}`), -32600, "Invalid request: id must be a string or an integer"},
 		{"fractional id", listenBody(`1.5`, `{}`), -32600, "Invalid request: id must be a string or an integer"},
@@ -107,15 +107,15 @@ func TestParseParamsMatchesMembersExactly(t *testing.T) {
 	}{
 		{"exact", `{"_meta":` + metaJSON + `,"notifications":{"toolsListChanged":true}}`, "", true},
 		{"escaped names", `{"\u005fmeta":` + metaJSON + `,"notific\u0061tions":{"toolsListChanged":true}}`, "", true},
-		{"_META is not _meta", `{"_META":` + metaJSON + `,"notifications":{}}`, wiremsg.MetaObject, false},
-		{"Notifications is not notifications", `{"_meta":` + metaJSON + `,"Notifications":{"toolsListChanged":true}}`, wiremsg.NotificationsObject, false},
+		{"_META is not _meta", `{"_META":` + metaJSON + `,"notifications":{}}`, core.MetaObject, false},
+		{"Notifications is not notifications", `{"_meta":` + metaJSON + `,"Notifications":{"toolsListChanged":true}}`, core.NotificationsObject, false},
 		{"other-case keys beside the exact ones", `{"_meta":` + metaJSON + `,"notifications":{},"Notifications":{"toolsListChanged":true}}`, "", false},
-		{"notifications twice", `{"_meta":` + metaJSON + `,"notifications":{"toolsListChanged":true},"notifications":{}}`, wiremsg.ParamsDuplicate, false},
-		{"_meta twice", `{"_meta":` + metaJSON + `,"_meta":{},"notifications":{}}`, wiremsg.ParamsDuplicate, false},
-		{"a flag twice", `{"_meta":` + metaJSON + `,"notifications":{"toolsListChanged":false,"toolsListChanged":true}}`, wiremsg.ParamsDuplicate, false},
+		{"notifications twice", `{"_meta":` + metaJSON + `,"notifications":{"toolsListChanged":true},"notifications":{}}`, core.ParamsDuplicate, false},
+		{"_meta twice", `{"_meta":` + metaJSON + `,"_meta":{},"notifications":{}}`, core.ParamsDuplicate, false},
+		{"a flag twice", `{"_meta":` + metaJSON + `,"notifications":{"toolsListChanged":false,"toolsListChanged":true}}`, core.ParamsDuplicate, false},
 		{"the version twice", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25","io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
-			`"io.modelcontextprotocol/clientCapabilities":{}},"notifications":{}}`, wiremsg.ParamsDuplicate, false},
-		{"another params member twice", `{"_meta":` + metaJSON + `,"notifications":{},"x":1,"x":2}`, wiremsg.ParamsDuplicate, false},
+			`"io.modelcontextprotocol/clientCapabilities":{}},"notifications":{}}`, core.ParamsDuplicate, false},
+		{"another params member twice", `{"_meta":` + metaJSON + `,"notifications":{},"x":1,"x":2}`, core.ParamsDuplicate, false},
 		{"deeper objects may repeat", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"a":1,"a":2}},"notifications":{}}`, "", false},
 	}
 	for _, tt := range tests {
@@ -144,7 +144,7 @@ func TestParseParamsRefusesURIsThatDoNotDecodeExactly(t *testing.T) {
 		var we *jsonrpc.Error
 		require.ErrorAs(t, err, &we, uri)
 		assert.Equal(t, jsonrpc.CodeInvalidParams, we.Code)
-		assert.Equal(t, wiremsg.URIsUnicode, we.Message, uri)
+		assert.Equal(t, core.URIsUnicode, we.Message, uri)
 	}
 	for uri, want := range map[string]string{
 		`"file:///\ufffd"`:       "file:///\ufffd",
@@ -163,7 +163,7 @@ func TestValidateNotificationsDirectly(t *testing.T) {
 	err = listen.ValidateNotifications(listen.Filter{"x": make(chan int)})
 	var we *jsonrpc.Error
 	require.ErrorAs(t, err, &we)
-	assert.Equal(t, wiremsg.NotificationsJSON, we.Message)
+	assert.Equal(t, core.NotificationsJSON, we.Message)
 	assert.NoError(t, listen.ValidateNotifications(listen.Filter{"resourceSubscriptions": []string{"file:///a"}}))
 }
 
@@ -262,9 +262,9 @@ func TestCapabilitiesForFailures(t *testing.T) {
 		}, refuse},
 		{"other error", func(context.Context, *listen.Request) (listen.Capabilities, error) {
 			return listen.Capabilities{}, errors.New("discover failed")
-		}, jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.SourceFailedToOpen)},
+		}, jsonrpc.NewError(jsonrpc.CodeInternalError, core.SourceFailedToOpen)},
 		{"panic", func(context.Context, *listen.Request) (listen.Capabilities, error) { panic("boom") },
-			jsonrpc.NewError(jsonrpc.CodeInternalError, wiremsg.SourceFailedToOpen)},
+			jsonrpc.NewError(jsonrpc.CodeInternalError, core.SourceFailedToOpen)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			src := newTestSource()
@@ -362,17 +362,17 @@ func TestSourceOpenResults(t *testing.T) {
 		}), jsonrpc.CodeMissingRequiredClientCapability, "Missing required client capability", nil},
 		{"another error is internal", openFunc(func(context.Context, *listen.Request, listen.Filter) (listen.Filter, listen.Stream, error) {
 			return nil, nil, boom
-		}), jsonrpc.CodeInternalError, wiremsg.SourceFailedToOpen, boom},
+		}), jsonrpc.CodeInternalError, core.SourceFailedToOpen, boom},
 		{"a nil stream is invalid", openFunc(func(context.Context, *listen.Request, listen.Filter) (listen.Filter, listen.Stream, error) {
 			return listen.Filter{}, nil, nil
-		}), jsonrpc.CodeInternalError, wiremsg.InvalidOpenResult, nil},
+		}), jsonrpc.CodeInternalError, core.InvalidOpenResult, nil},
 		{"a panic is a failed open", openFunc(func(context.Context, *listen.Request, listen.Filter) (listen.Filter, listen.Stream, error) {
 			panic("kaboom")
-		}), jsonrpc.CodeInternalError, wiremsg.SourceFailedToOpen, nil},
+		}), jsonrpc.CodeInternalError, core.SourceFailedToOpen, nil},
 		{"an error with a stream closes the stream", openFunc(func(context.Context, *listen.Request, listen.Filter) (listen.Filter, listen.Stream, error) {
 			leaked = stream()
 			return nil, leaked, boom
-		}), jsonrpc.CodeInternalError, wiremsg.SourceFailedToOpen, boom},
+		}), jsonrpc.CodeInternalError, core.SourceFailedToOpen, boom},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -403,7 +403,7 @@ func TestOverclaimingSourceIsClosedAndRefused(t *testing.T) {
 	var we *jsonrpc.Error
 	require.ErrorAs(t, err, &we)
 	assert.Equal(t, jsonrpc.CodeInternalError, we.Code)
-	assert.Equal(t, wiremsg.SourceOverclaimed, we.Message)
+	assert.Equal(t, core.SourceOverclaimed, we.Message)
 
 	reason := <-src.last().closes
 	var fe *listen.FailedError
@@ -423,7 +423,7 @@ func TestLegacyProtocolHasNoShaping(t *testing.T) {
 	_, err := listen.Open(context.Background(), newTestSource(), req, nil)
 	var we *jsonrpc.Error
 	require.ErrorAs(t, err, &we)
-	assert.Equal(t, wiremsg.NoShaping, we.Message)
+	assert.Equal(t, core.NoShaping, we.Message)
 }
 
 // --- retained context ---
@@ -875,7 +875,7 @@ func TestPanickingCanReadIsAFailedOpen(t *testing.T) {
 	_, err := listen.Open(context.Background(), src, request(jsonrpc.IntID(1), listen.Filter{"resourceSubscriptions": []any{"file:///a"}}), opts)
 	var we *jsonrpc.Error
 	require.ErrorAs(t, err, &we)
-	assert.Equal(t, wiremsg.SourceFailedToOpen, we.Message)
+	assert.Equal(t, core.SourceFailedToOpen, we.Message)
 	var pe *listen.PanicError
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, "Options.CanRead", pe.Op)

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
-	"github.com/mcplisten/listen/internal/wiremsg"
+	"github.com/mcplisten/listen/internal/core"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
 )
@@ -247,23 +247,23 @@ func TestExtensionFilterErrors(t *testing.T) {
 	}{
 		{"non-JSON contribution", []listen.Extension{&watchExt{id: "a", filter: func(listen.Filter) (listen.Filter, error) {
 			return listen.Filter{"watchIds": make(chan int)}, nil
-		}}}, listen.Filter{"watchIds": []any{"w"}}, jsonrpc.CodeInternalError, wiremsg.ExtNonJSONFilter},
+		}}}, listen.Filter{"watchIds": []any{"w"}}, jsonrpc.CodeInternalError, core.ExtNonJSONFilter},
 		{"unrequested contribution", []listen.Extension{&watchExt{id: "a", filter: func(listen.Filter) (listen.Filter, error) {
 			return listen.Filter{"watchIds": []any{"other"}}, nil
-		}}}, listen.Filter{"watchIds": []any{"w"}}, jsonrpc.CodeInternalError, wiremsg.ExtUnrequested},
+		}}}, listen.Filter{"watchIds": []any{"w"}}, jsonrpc.CodeInternalError, core.ExtUnrequested},
 		{"plain error", []listen.Extension{&watchExt{id: "a", filter: func(listen.Filter) (listen.Filter, error) {
 			return nil, errors.New("nope")
-		}}}, listen.Filter{}, jsonrpc.CodeInternalError, wiremsg.ExtInvalidFilter},
+		}}}, listen.Filter{}, jsonrpc.CodeInternalError, core.ExtInvalidFilter},
 		{"panic", []listen.Extension{&watchExt{id: "a", filter: func(listen.Filter) (listen.Filter, error) {
 			panic("x")
-		}}}, listen.Filter{}, jsonrpc.CodeInternalError, wiremsg.ExtCallbackPanicked},
+		}}}, listen.Filter{}, jsonrpc.CodeInternalError, core.ExtCallbackPanicked},
 		{"*Error passes through (tasks -32021)", []listen.Extension{&watchExt{id: "a", filter: func(listen.Filter) (listen.Filter, error) {
 			return nil, missing
 		}}}, listen.Filter{"taskIds": []any{"t"}}, jsonrpc.CodeMissingRequiredClientCapability, "Missing required client capability"},
 		{"extensions collide", []listen.Extension{&watchExt{id: "a", key: "k"}, &watchExt{id: "b", key: "k"}},
-			listen.Filter{"k": []any{"x"}}, jsonrpc.CodeInternalError, wiremsg.ExtFiltersCollide},
+			listen.Filter{"k": []any{"x"}}, jsonrpc.CodeInternalError, core.ExtFiltersCollide},
 		{"extension collides with core", []listen.Extension{&watchExt{id: "a", key: "toolsListChanged"}},
-			listen.Filter{"toolsListChanged": true}, jsonrpc.CodeInternalError, wiremsg.ExtCollideWithCore},
+			listen.Filter{"toolsListChanged": true}, jsonrpc.CodeInternalError, core.ExtCollideWithCore},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -294,22 +294,22 @@ func TestExtensionShapingErrors(t *testing.T) {
 		shape func(listen.Event, listen.Filter) (string, map[string]any, error)
 		msg   string
 	}{
-		{"empty method", func(listen.Event, listen.Filter) (string, map[string]any, error) { return "", nil, nil }, wiremsg.ExtInvalidEvent},
-		{"a request method", func(listen.Event, listen.Filter) (string, map[string]any, error) { return "tools/list", nil, nil }, wiremsg.ExtInvalidEvent},
+		{"empty method", func(listen.Event, listen.Filter) (string, map[string]any, error) { return "", nil, nil }, core.ExtInvalidEvent},
+		{"a request method", func(listen.Event, listen.Filter) (string, map[string]any, error) { return "tools/list", nil, nil }, core.ExtInvalidEvent},
 		{"a second acknowledgement", func(listen.Event, listen.Filter) (string, map[string]any, error) {
 			return spec.MethodAcknowledged, nil, nil
-		}, wiremsg.ExtInvalidEvent},
+		}, core.ExtInvalidEvent},
 		{"a core notification", func(listen.Event, listen.Filter) (string, map[string]any, error) {
 			return spec.MethodToolsListChanged, nil, nil
-		}, wiremsg.ExtInvalidEvent},
+		}, core.ExtInvalidEvent},
 		{"progress", func(listen.Event, listen.Filter) (string, map[string]any, error) {
 			return "notifications/progress", nil, nil
-		}, wiremsg.ExtInvalidEvent},
+		}, core.ExtInvalidEvent},
 		{"non-JSON params", func(listen.Event, listen.Filter) (string, map[string]any, error) {
 			return "notifications/x", map[string]any{"f": func() {}}, nil
-		}, wiremsg.ExtNonJSONEvent},
-		{"panic", func(listen.Event, listen.Filter) (string, map[string]any, error) { panic("shape") }, wiremsg.ExtCallbackPanicked},
-		{"error", func(listen.Event, listen.Filter) (string, map[string]any, error) { return "", nil, fmt.Errorf("bad") }, wiremsg.ExtInvalidEvent},
+		}, core.ExtNonJSONEvent},
+		{"panic", func(listen.Event, listen.Filter) (string, map[string]any, error) { panic("shape") }, core.ExtCallbackPanicked},
+		{"error", func(listen.Event, listen.Filter) (string, map[string]any, error) { return "", nil, fmt.Errorf("bad") }, core.ExtInvalidEvent},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
-	"github.com/mcplisten/listen/internal/valid"
+	"github.com/mcplisten/listen/internal/core"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/spec"
@@ -101,7 +101,7 @@ type validatedStream struct{ pollStream }
 
 func (*validatedStream) EventsValidated() bool { return true }
 
-var _ valid.Stream = (*validatedStream)(nil)
+var _ core.ValidatedStream = (*validatedStream)(nil)
 
 // An event pulled from a stream whose events were validated when published
 // (the hub validates once per Publish) is not validated again by each
@@ -152,7 +152,7 @@ func TestEventsValidatedOncePerPublish(t *testing.T) {
 // A wrapper does not claim anything itself: the core looks through it.
 func TestWrapStreamClaimsNothing(t *testing.T) {
 	for _, inner := range []listen.Stream{&validatedStream{}, &pollStream{}} {
-		_, ok := listen.WrapStream(inner, listen.StreamHooks{}).(valid.Stream)
+		_, ok := listen.WrapStream(inner, listen.StreamHooks{}).(core.ValidatedStream)
 		assert.False(t, ok)
 	}
 }

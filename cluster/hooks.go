@@ -9,7 +9,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
-	"github.com/mcplisten/listen/internal/safe"
+	"github.com/mcplisten/listen/internal/core"
 )
 
 // PublishOutInfo describes one event handed to the broker. (The hub's
@@ -242,7 +242,7 @@ func (d *dropLog) drop(i DropInfo) {
 // flush writes the pending summary, on the timer's goroutine, where
 // nothing would recover a panic of the logger's handler: it is recovered
 // here, and the summary lost.
-func (d *dropLog) flush() { _ = safe.Call(d.writeSummary) }
+func (d *dropLog) flush() { _ = core.SafeCall(d.writeSummary) }
 
 func (d *dropLog) writeSummary() {
 	d.mu.Lock()

@@ -12,8 +12,8 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
+	"github.com/mcplisten/listen/internal/core"
 	"github.com/mcplisten/listen/internal/hubrelay"
-	"github.com/mcplisten/listen/internal/safe"
 )
 
 const (
@@ -298,7 +298,7 @@ func (n *Node) SendSync() {
 // returns.
 func (n *Node) Receive(m Message) {
 	handled := false // delivered to the hub, or counted as dropped
-	v := safe.Call(func() { n.receive(m, &handled) })
+	v := core.SafeCall(func() { n.receive(m, &handled) })
 	if v == nil {
 		return
 	}
@@ -638,7 +638,7 @@ func (n *Node) resync(reason string) {
 // safeHook runs f, recovering (and counting) a panic: a hook never takes
 // down a bridge goroutine.
 func (n *Node) safeHook(f func()) {
-	if safe.Call(f) != nil {
+	if core.SafeCall(f) != nil {
 		n.panics.Add(1)
 	}
 }

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/mcplisten/listen"
-	"github.com/mcplisten/listen/internal/safe"
+	"github.com/mcplisten/listen/internal/core"
 	"github.com/mcplisten/listen/jsonrpc"
 )
 
@@ -234,7 +234,7 @@ func (q *Quota) Acquire(_ context.Context, req *listen.Request) (release func(),
 
 // keysOf runs the key functions, turning a panic into an error.
 func (q *Quota) keysOf(req *listen.Request) (tenant string, tlim int, principal string, plim int, err error) {
-	p := safe.Call(func() {
+	p := core.SafeCall(func() {
 		if q.opts.Tenant != nil {
 			tenant, tlim = q.opts.Tenant(req)
 		}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
-	"github.com/mcplisten/listen/internal/wiremsg"
+	"github.com/mcplisten/listen/internal/core"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
 )
@@ -565,7 +565,7 @@ func TestPanickingOnOpenClosesTheListener(t *testing.T) {
 	require.ErrorIs(t, err, &jsonrpc.Error{Code: jsonrpc.CodeInternalError})
 	var we *jsonrpc.Error
 	require.ErrorAs(t, err, &we)
-	assert.Equal(t, wiremsg.SourceFailedToOpen, we.Message)
+	assert.Equal(t, core.SourceFailedToOpen, we.Message)
 	assert.Equal(t, 0, h.Stats().Subscriptions)
 }
 

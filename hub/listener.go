@@ -66,7 +66,7 @@ func newListener(h *Hub, filter listen.Filter) *listener {
 }
 
 // EventsValidated reports that every event the listener hands out was
-// validated by Publish (internal/valid): its subscription does not validate
+// validated by Publish (core.ValidatedStream): its subscription does not validate
 // it again.
 func (l *listener) EventsValidated() bool { return true }
 

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/mcplisten/listen/internal/jsonenc"
+	"github.com/mcplisten/listen/internal/jsonobj"
 )
 
 // JSON-RPC error codes: the five of JSON-RPC 2.0, then the three MCP
@@ -102,9 +102,9 @@ func (e *Error) MarshalJSON() ([]byte, error) {
 
 func (e *Error) appendJSON(b []byte) []byte {
 	b = append(b, `{"code":`...)
-	b = jsonenc.AppendInt(b, int64(e.Code))
+	b = jsonobj.AppendInt(b, int64(e.Code))
 	b = append(b, `,"message":`...)
-	b = jsonenc.AppendString(b, e.Message)
+	b = jsonobj.AppendString(b, e.Message)
 	if len(e.Data) > 0 && e.Code != CodeInternalError && json.Valid(e.Data) {
 		b = append(b, `,"data":`...)
 		b = append(b, e.Data...)

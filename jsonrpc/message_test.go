@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/mcplisten/listen/internal/wiremsg"
+	"github.com/mcplisten/listen/internal/core"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
 )
@@ -42,13 +42,13 @@ func TestParseMessageMatchesMembersExactly(t *testing.T) {
 		{name: "space around", in: " \t{ \"jsonrpc\" : \"2.0\" ,\n\"method\" : \"ping\" } \r\n", method: "ping"},
 		{name: "params null", in: `{"jsonrpc":"2.0","method":"ping","params":null}`, method: "ping", params: `null`},
 		{name: "method twice", in: `{"jsonrpc":"2.0","id":1,"method":"tools/list","method":"subscriptions/listen"}`,
-			code: jsonrpc.CodeInvalidRequest, message: wiremsg.DuplicateMember},
+			code: jsonrpc.CodeInvalidRequest, message: core.DuplicateMember},
 		{name: "method twice, once escaped", in: `{"jsonrpc":"2.0","id":1,"method":"tools/list","\u006dethod":"subscriptions/listen"}`,
-			code: jsonrpc.CodeInvalidRequest, message: wiremsg.DuplicateMember},
-		{name: "id twice", in: `{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}`, code: jsonrpc.CodeInvalidRequest, message: wiremsg.DuplicateMember},
-		{name: "params twice", in: `{"jsonrpc":"2.0","method":"ping","params":{},"params":{"a":1}}`, code: jsonrpc.CodeInvalidRequest, message: wiremsg.DuplicateMember},
-		{name: "jsonrpc twice", in: `{"jsonrpc":"2.0","jsonrpc":"1.0","method":"ping"}`, code: jsonrpc.CodeInvalidRequest, message: wiremsg.DuplicateMember},
-		{name: "result twice", in: `{"jsonrpc":"2.0","method":"ping","result":1,"result":2}`, code: jsonrpc.CodeInvalidRequest, message: wiremsg.DuplicateMember},
+			code: jsonrpc.CodeInvalidRequest, message: core.DuplicateMember},
+		{name: "id twice", in: `{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}`, code: jsonrpc.CodeInvalidRequest, message: core.DuplicateMember},
+		{name: "params twice", in: `{"jsonrpc":"2.0","method":"ping","params":{},"params":{"a":1}}`, code: jsonrpc.CodeInvalidRequest, message: core.DuplicateMember},
+		{name: "jsonrpc twice", in: `{"jsonrpc":"2.0","jsonrpc":"1.0","method":"ping"}`, code: jsonrpc.CodeInvalidRequest, message: core.DuplicateMember},
+		{name: "result twice", in: `{"jsonrpc":"2.0","method":"ping","result":1,"result":2}`, code: jsonrpc.CodeInvalidRequest, message: core.DuplicateMember},
 		{name: "other members may repeat", in: `{"jsonrpc":"2.0","method":"ping","x":1,"x":2}`, method: "ping"},
 		{name: "method not a string", in: `{"jsonrpc":"2.0","id":"a","method":5}`, id: `"a"`,
 			code: jsonrpc.CodeInvalidRequest, message: "Invalid request: method must be a non-empty string"},
@@ -273,7 +273,7 @@ func FuzzParseMessageMaxID(f *testing.F) {
 		limit := int(bound)
 		eff := limit
 		if eff <= 0 {
-			eff = wiremsg.DefaultMaxIDBytes
+			eff = core.DefaultMaxIDBytes
 		}
 		free, ferr := jsonrpc.ParseMessageMaxID(data, len(data)+1)
 		m, err := jsonrpc.ParseMessageMaxID(data, limit)
@@ -281,12 +281,12 @@ func FuzzParseMessageMaxID(f *testing.F) {
 			t.Fatalf("id of %d bytes returned under a bound of %d", len(m.ID.Raw()), eff)
 		}
 		var we *jsonrpc.Error
-		if errors.As(err, &we) && we.Code == jsonrpc.CodeInvalidRequest && we.Message == wiremsg.IDTooLarge(limit) {
+		if errors.As(err, &we) && we.Code == jsonrpc.CodeInvalidRequest && we.Message == core.IDTooLarge(limit) {
 			if m.ID.Valid() || !m.HasID {
 				t.Fatalf("refused for its id, but returns the id %q (has %v)", m.ID.Raw(), m.HasID)
 			}
 			var fe *jsonrpc.Error
-			if errors.As(ferr, &fe) && (fe.Code == jsonrpc.CodeParseError || fe.Message == wiremsg.DuplicateMember ||
+			if errors.As(ferr, &fe) && (fe.Code == jsonrpc.CodeParseError || fe.Message == core.DuplicateMember ||
 				fe.Message == "Invalid request: expected a JSON-RPC object") {
 				t.Fatalf("refused for its id, but unbounded it fails before the id: %v", ferr)
 			}

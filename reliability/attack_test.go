@@ -22,7 +22,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
-	"github.com/mcplisten/listen/internal/wiremsg"
+	"github.com/mcplisten/listen/internal/core"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/spec"
@@ -479,7 +479,7 @@ func TestAttackOneClientTakesEverySlot(t *testing.T) {
 		for i := range 20 {
 			resp := at.post(t, listenBody(strconv.Itoa(i), `{}`), as("greedy"))
 			if resp.StatusCode != http.StatusOK {
-				wantRefusal(t, resp, http.StatusTooManyRequests, jsonrpc.CodeInternalError, wiremsg.TooManyForKey)
+				wantRefusal(t, resp, http.StatusTooManyRequests, jsonrpc.CodeInternalError, core.TooManyForKey)
 				assert.Equal(t, "5", resp.Header.Get("Retry-After"))
 				break
 			}
@@ -490,7 +490,7 @@ func TestAttackOneClientTakesEverySlot(t *testing.T) {
 			at.listen(t, `"other"`, as(fmt.Sprintf("user-%d", i)))
 		}
 		resp := at.post(t, listenBody(`"late"`, `{}`), as("late"))
-		wantRefusal(t, resp, http.StatusServiceUnavailable, jsonrpc.CodeInternalError, wiremsg.CapacityExhausted)
+		wantRefusal(t, resp, http.StatusServiceUnavailable, jsonrpc.CodeInternalError, core.CapacityExhausted)
 		assert.Equal(t, "5", resp.Header.Get("Retry-After"))
 		st := at.h.Server().Stats()
 		assert.Equal(t, 20, st.Active)

@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
-	"github.com/mcplisten/listen/internal/wiremsg"
+	"github.com/mcplisten/listen/internal/core"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/spec"
@@ -100,7 +100,7 @@ func sourceCases() []sourceCase {
 		{name: "Open panics", run: func(t *testing.T, fx fixture, id string) {
 			fx.src().script(id, plan{openPanic: true})
 			cs := fx.listen(t, id, toolsFilter)
-			requireError(t, cs.recv(t), id, jsonrpc.CodeInternalError, wiremsg.SourceFailedToOpen)
+			requireError(t, cs.recv(t), id, jsonrpc.CodeInternalError, core.SourceFailedToOpen)
 			wantStatus(t, cs, http.StatusInternalServerError)
 			cs.end(t)
 			assert.Empty(t, fx.src().all(), "no stream was opened")
@@ -168,7 +168,7 @@ func sourceCases() []sourceCase {
 		{name: "Open returns a stream and an error", run: func(t *testing.T, fx fixture, id string) {
 			fx.src().script(id, plan{openErrWithStream: feedBroke})
 			cs := fx.listen(t, id, toolsFilter)
-			requireError(t, cs.recv(t), id, jsonrpc.CodeInternalError, wiremsg.SourceFailedToOpen)
+			requireError(t, cs.recv(t), id, jsonrpc.CodeInternalError, core.SourceFailedToOpen)
 			wantStatus(t, cs, http.StatusInternalServerError)
 			cs.end(t)
 			assert.ErrorIs(t, wantClass(t, fx.src().stream(t, id), "error"), feedBroke)
@@ -593,8 +593,8 @@ func TestFaultMalformedRequests(t *testing.T) {
 			http:  transportWant{status: 400, key: `"u"`, code: jsonrpc.CodeHeaderMismatch},
 			stdio: transportWant{key: `"u"`, code: jsonrpc.CodeMethodNotFound}},
 		{name: "a filter nested deeper than 64", body: listenBody(`"deep"`, deepFilter),
-			http:  transportWant{status: 400, key: `"deep"`, code: jsonrpc.CodeInvalidParams, message: wiremsg.NotificationsJSON},
-			stdio: transportWant{key: `"deep"`, code: jsonrpc.CodeInvalidParams, message: wiremsg.NotificationsJSON}},
+			http:  transportWant{status: 400, key: `"deep"`, code: jsonrpc.CodeInvalidParams, message: core.NotificationsJSON},
+			stdio: transportWant{key: `"deep"`, code: jsonrpc.CodeInvalidParams, message: core.NotificationsJSON}},
 		{name: "over the size limit", body: over,
 			http:  transportWant{status: 413, mayReset: true, code: jsonrpc.CodeInvalidRequest, message: msgBodyTooLarge},
 			stdio: transportWant{code: jsonrpc.CodeInvalidRequest, message: "Invalid request: message exceeds the maximum line length"}},

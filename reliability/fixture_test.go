@@ -23,7 +23,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mcplisten/listen"
-	"github.com/mcplisten/listen/internal/wiremsg"
+	"github.com/mcplisten/listen/internal/core"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/spec"
@@ -201,7 +201,7 @@ func wantTerminal(t testing.TB, fx fixture, id, kind string) {
 		e := m.wireErr()
 		if assert.NotNil(t, e, "want a failure: %s", m) {
 			assert.Equal(t, jsonrpc.CodeInternalError, e.Code)
-			assert.Equal(t, wiremsg.SourceFailed, e.Message)
+			assert.Equal(t, core.SourceFailed, e.Message)
 		}
 	case "error":
 		assert.NotNil(t, m.wireErr(), "want an error response: %s", m)
@@ -616,7 +616,7 @@ func (fx *httpFixture) probeRefused(t testing.TB) {
 	t.Helper()
 	status, m := fx.request(t, listenBody(`"late"`, `{}`), `"late"`)
 	assert.Equal(t, http.StatusServiceUnavailable, status)
-	requireError(t, m, `"late"`, jsonrpc.CodeInternalError, wiremsg.ShuttingDown)
+	requireError(t, m, `"late"`, jsonrpc.CodeInternalError, core.ShuttingDown)
 }
 
 func (fx *httpFixture) transcript(t testing.TB, id string) []msg {

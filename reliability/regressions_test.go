@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
-	"github.com/mcplisten/listen/internal/wiremsg"
+	"github.com/mcplisten/listen/internal/core"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
 )
@@ -162,7 +162,7 @@ func TestURIsWithLoneSurrogatesAreRefused(t *testing.T) {
 				for i, u := range refused {
 					id := fmt.Sprintf(`"lone-%d"`, i)
 					cs := fx.listen(t, id, `{"resourceSubscriptions":["file:///ok",`+u+`]}`)
-					requireError(t, cs.recv(t), id, jsonrpc.CodeInvalidParams, wiremsg.URIsUnicode)
+					requireError(t, cs.recv(t), id, jsonrpc.CodeInvalidParams, core.URIsUnicode)
 					wantStatus(t, cs, http.StatusBadRequest)
 					cs.end(t)
 				}
@@ -204,7 +204,7 @@ func TestURIsNetURLRefusesAreRefused(t *testing.T) {
 					require.NoError(t, err)
 					cs := fx.listen(t, id, string(filter))
 					m := cs.recv(t)
-					requireError(t, m, id, jsonrpc.CodeInvalidParams, wiremsg.URIsAbsolute)
+					requireError(t, m, id, jsonrpc.CodeInvalidParams, core.URIsAbsolute)
 					wantStatus(t, cs, http.StatusBadRequest)
 					cs.end(t)
 				}

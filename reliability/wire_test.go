@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcplisten/listen/internal/wiremsg"
+	"github.com/mcplisten/listen/internal/core"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/spec"
@@ -274,7 +274,7 @@ func requireError(t testing.TB, m msg, id string, code int, message string) {
 
 func requireFailure(t testing.TB, m msg, id string) {
 	t.Helper()
-	requireError(t, m, id, jsonrpc.CodeInternalError, wiremsg.SourceFailed)
+	requireError(t, m, id, jsonrpc.CodeInternalError, core.SourceFailed)
 }
 
 func requireNotification(t testing.TB, m msg, id, method string) {

@@ -3,7 +3,7 @@ package spec
 import (
 	"slices"
 
-	"github.com/mcplisten/listen/internal/wiremsg"
+	"github.com/mcplisten/listen/internal/core"
 	"github.com/mcplisten/listen/jsonrpc"
 )
 
@@ -23,7 +23,7 @@ func ListenVersionError(supported []string, v string) *jsonrpc.Error {
 		supported = SupportedProtocolVersions
 	}
 	if slices.Contains(supported, v) {
-		return jsonrpc.NewError(jsonrpc.CodeMethodNotFound, wiremsg.MethodNotFoundListen)
+		return jsonrpc.NewError(jsonrpc.CodeMethodNotFound, core.MethodNotFoundListen)
 	}
 	return UnsupportedVersionError(supported, v)
 }
@@ -37,7 +37,7 @@ func UnsupportedVersionError(supported []string, requested string) *jsonrpc.Erro
 	if supported == nil {
 		supported = SupportedProtocolVersions
 	}
-	return jsonrpc.NewError(jsonrpc.CodeUnsupportedProtocolVersion, wiremsg.UnsupportedVersion).
+	return jsonrpc.NewError(jsonrpc.CodeUnsupportedProtocolVersion, core.UnsupportedVersion).
 		WithData(unsupportedVersionData{Supported: supported, Requested: requested})
 }
 

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
-	"github.com/mcplisten/listen/internal/wiremsg"
+	"github.com/mcplisten/listen/internal/core"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/spec"
@@ -102,7 +102,7 @@ func TestConnForwardsEverythingButListens(t *testing.T) {
 		h.send(`{"jsonrpc":"2.0","id":4,"result":{},"error":{}}`)
 		requireError(t, h.recv(), `4`, jsonrpc.CodeInvalidRequest, "Invalid request: method must be a non-empty string")
 		h.send(`{"jsonrpc":"2.0","id":5,"result":{},"result":{}}`)
-		requireError(t, h.recv(), "", jsonrpc.CodeInvalidRequest, wiremsg.DuplicateMember)
+		requireError(t, h.recv(), "", jsonrpc.CodeInvalidRequest, core.DuplicateMember)
 
 		for _, want := range []string{
 			`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}`,
@@ -282,13 +282,13 @@ func TestConnServesEveryListen(t *testing.T) {
 		h := startConn(t, t.Context(), nil, nil)
 		msgs, end := h.peerReads()
 		h.send(listenLineVersion(`1`, `{"toolsListChanged":true}`, "2027-01-01"))
-		requireError(t, h.recv(), `1`, jsonrpc.CodeUnsupportedProtocolVersion, wiremsg.UnsupportedVersion)
+		requireError(t, h.recv(), `1`, jsonrpc.CodeUnsupportedProtocolVersion, core.UnsupportedVersion)
 		h.send(listenLineVersion(`2`, `{}`, "2025-06-18"))
-		requireError(t, h.recv(), `2`, jsonrpc.CodeMethodNotFound, wiremsg.MethodNotFoundListen)
+		requireError(t, h.recv(), `2`, jsonrpc.CodeMethodNotFound, core.MethodNotFoundListen)
 		h.send(`{"jsonrpc":"2.0","id":3,"method":"subscriptions/listen","params":{"notifications":{}}}`)
-		requireError(t, h.recv(), `3`, jsonrpc.CodeInvalidParams, wiremsg.MetaObject)
+		requireError(t, h.recv(), `3`, jsonrpc.CodeInvalidParams, core.MetaObject)
 		h.send(`{"jsonrpc":"2.0","id":4,"method":"subscriptions/listen","params":[1]}`)
-		requireError(t, h.recv(), `4`, jsonrpc.CodeInvalidParams, wiremsg.ParamsObject)
+		requireError(t, h.recv(), `4`, jsonrpc.CodeInvalidParams, core.ParamsObject)
 		h.send(`{"jsonrpc":"2.0","method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"v9"}}}`)
 		h.openListen(`"mine"`)
 		h.quiet()
@@ -657,7 +657,7 @@ func TestStats(t *testing.T) {
 		require.Equal(t, stdio.Stats{Connections: 1}, h.srv.Stats())
 		h.openListen(`"l"`)
 		h.send(listenLine(`"over"`, `{}`))
-		requireError(t, h.recv(), `"over"`, jsonrpc.CodeInternalError, wiremsg.CapacityExhausted)
+		requireError(t, h.recv(), `"over"`, jsonrpc.CodeInternalError, core.CapacityExhausted)
 		h.send(requestLine(`1`, "tools/list"))
 		h.peerRead()
 		synctest.Wait()

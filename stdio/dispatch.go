@@ -8,9 +8,7 @@ import (
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/internal/core"
 	"github.com/mcplisten/listen/internal/echo"
-	"github.com/mcplisten/listen/internal/jsonenc"
 	"github.com/mcplisten/listen/internal/jsonobj"
-	"github.com/mcplisten/listen/internal/wiremsg"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
 )
@@ -40,7 +38,7 @@ func (c *conn) handleLine(line []byte) {
 		return
 	}
 	if c.inFlight(msg.ID) {
-		err := jsonrpc.NewError(jsonrpc.CodeInvalidRequest, wiremsg.DuplicateID)
+		err := jsonrpc.NewError(jsonrpc.CodeInvalidRequest, core.DuplicateID)
 		if msg.Method == spec.MethodListen {
 			c.srv.ls.Refused(&listen.Request{ID: msg.ID, Transport: listen.Transport{Kind: TransportKind}}, err)
 		}
@@ -212,7 +210,7 @@ func parseCancelled(params json.RawMessage, maxID int) (id jsonrpc.ID, reason st
 		return jsonrpc.ID{}, "", 0, false
 	}
 	rawID, rawReason := found[0].Value, found[1].Value
-	if wiremsg.IDTooLong(rawID, maxID) {
+	if core.IDTooLong(rawID, maxID) {
 		return jsonrpc.ID{}, "", 0, false
 	}
 	if id, ok = jsonrpc.ParseID(rawID); !ok {
@@ -243,7 +241,7 @@ func parseResponse(line []byte, maxID int) ([]byte, bool) {
 		if rerr == nil {
 			return nil, false
 		}
-	} else if wiremsg.IDTooLong(id, maxID) {
+	} else if core.IDTooLong(id, maxID) {
 		return nil, false
 	} else if _, ok := jsonrpc.ParseID(id); !ok {
 		return nil, false
@@ -271,7 +269,7 @@ func peerMessage(b []byte, peerID uint64, msg jsonrpc.Message) []byte {
 		b = append(b, ',')
 	}
 	b = append(b, `"method":`...)
-	b = jsonenc.AppendString(b, msg.Method)
+	b = jsonobj.AppendString(b, msg.Method)
 	if msg.Params != nil {
 		b = append(append(b, `,"params":`...), msg.Params...)
 	}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
-	"github.com/mcplisten/listen/internal/wiremsg"
+	"github.com/mcplisten/listen/internal/core"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/stdio"
@@ -141,10 +141,10 @@ func TestMaxStreamsPerKeyOverStdio(t *testing.T) {
 				alice, bob := connect(t, srv, "alice"), connect(t, srv, "bob")
 				alice.listen(`1`, `{"toolsListChanged":true}`)
 				alice.send(listenLine(`2`, `{"toolsListChanged":true}`))
-				requireError(t, alice.recv(), `2`, jsonrpc.CodeInternalError, wiremsg.TooManyForKey)
+				requireError(t, alice.recv(), `2`, jsonrpc.CodeInternalError, core.TooManyForKey)
 				bob.send(listenLine(`1`, `{"toolsListChanged":true}`))
 				if tc.bobRefuse {
-					requireError(t, bob.recv(), `1`, jsonrpc.CodeInternalError, wiremsg.TooManyForKey)
+					requireError(t, bob.recv(), `1`, jsonrpc.CodeInternalError, core.TooManyForKey)
 				} else {
 					requireAck(t, bob.recv(), `1`)
 				}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
-	"github.com/mcplisten/listen/internal/wiremsg"
+	"github.com/mcplisten/listen/internal/core"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/stdio"
@@ -220,7 +220,7 @@ func TestDeliveryScopesAndDisabledOverStdio(t *testing.T) {
 		off := newServer(t, h, options{Listen: listen.Options{Capabilities: testCaps, Disabled: true}})
 		o := connect(t, off, "")
 		o.send(listenLine(`9`, `{"toolsListChanged":true}`))
-		requireError(t, o.recv(), `9`, jsonrpc.CodeMethodNotFound, wiremsg.ListenDisabled)
+		requireError(t, o.recv(), `9`, jsonrpc.CodeMethodNotFound, core.ListenDisabled)
 		o.send(requestLine(`10`, "tools/list"))
 		requireError(t, o.recv(), `10`, jsonrpc.CodeMethodNotFound, "Method not found: tools/list")
 	})

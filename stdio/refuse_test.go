@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
-	"github.com/mcplisten/listen/internal/wiremsg"
+	"github.com/mcplisten/listen/internal/core"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/stdio"
@@ -55,31 +55,31 @@ func TestOnRefuse(t *testing.T) {
 
 		h.openListen(`1`) // takes the only slot
 		h.send(listenLine(`1`, `{}`))
-		requireError(t, h.recv(), `1`, jsonrpc.CodeInvalidRequest, wiremsg.DuplicateID)
-		next(jsonrpc.CodeInvalidRequest, wiremsg.DuplicateID, `1`)
+		requireError(t, h.recv(), `1`, jsonrpc.CodeInvalidRequest, core.DuplicateID)
+		next(jsonrpc.CodeInvalidRequest, core.DuplicateID, `1`)
 
 		h.send(listenLine(`2`, `[]`))
-		requireError(t, h.recv(), `2`, jsonrpc.CodeInvalidParams, wiremsg.NotificationsObject)
-		next(jsonrpc.CodeInvalidParams, wiremsg.NotificationsObject, `2`)
+		requireError(t, h.recv(), `2`, jsonrpc.CodeInvalidParams, core.NotificationsObject)
+		next(jsonrpc.CodeInvalidParams, core.NotificationsObject, `2`)
 
 		h.send(listenLineVersion(`3`, `{}`, "2025-06-18"))
-		requireError(t, h.recv(), `3`, jsonrpc.CodeMethodNotFound, wiremsg.MethodNotFoundListen)
-		next(jsonrpc.CodeMethodNotFound, wiremsg.MethodNotFoundListen, `3`)
+		requireError(t, h.recv(), `3`, jsonrpc.CodeMethodNotFound, core.MethodNotFoundListen)
+		next(jsonrpc.CodeMethodNotFound, core.MethodNotFoundListen, `3`)
 
 		h.send(listenLineVersion(`4`, `{}`, "2099-01-01"))
-		requireError(t, h.recv(), `4`, jsonrpc.CodeUnsupportedProtocolVersion, wiremsg.UnsupportedVersion)
-		next(jsonrpc.CodeUnsupportedProtocolVersion, wiremsg.UnsupportedVersion, `4`)
+		requireError(t, h.recv(), `4`, jsonrpc.CodeUnsupportedProtocolVersion, core.UnsupportedVersion)
+		next(jsonrpc.CodeUnsupportedProtocolVersion, core.UnsupportedVersion, `4`)
 
 		h.send(listenLine(`5`, `{}`))
-		requireError(t, h.recv(), `5`, jsonrpc.CodeInternalError, wiremsg.CapacityExhausted)
-		require.ErrorIs(t, next(jsonrpc.CodeInternalError, wiremsg.CapacityExhausted, `5`), listen.ErrOverloaded)
+		requireError(t, h.recv(), `5`, jsonrpc.CodeInternalError, core.CapacityExhausted)
+		require.ErrorIs(t, next(jsonrpc.CodeInternalError, core.CapacityExhausted, `5`), listen.ErrOverloaded)
 
 		h.send(cancelLine(`1`, "bye")) // frees the slot
 		h.closedReason()
 		synctest.Wait() // the slot is free once the listen's goroutine is done
 		h.send(listenLine(`"fails"`, `{}`))
-		requireError(t, h.recv(), `"fails"`, jsonrpc.CodeInternalError, wiremsg.SourceFailedToOpen)
-		next(jsonrpc.CodeInternalError, wiremsg.SourceFailedToOpen, `"fails"`)
+		requireError(t, h.recv(), `"fails"`, jsonrpc.CodeInternalError, core.SourceFailedToOpen)
+		next(jsonrpc.CodeInternalError, core.SourceFailedToOpen, `"fails"`)
 
 		// Not listens: not reported.
 		h.send(requestLine(`6`, "tools/list"))

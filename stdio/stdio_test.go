@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
-	"github.com/mcplisten/listen/internal/wiremsg"
+	"github.com/mcplisten/listen/internal/core"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/spec"
@@ -145,7 +145,7 @@ func TestTwoListensInterleaveKeepingPerIDOrder(t *testing.T) {
 		requireReason(t, h.closedReason(), `"a"`, listen.ErrComplete)
 
 		b.Fail(errors.New("feed broke"))
-		requireError(t, h.recv(), `7`, jsonrpc.CodeInternalError, wiremsg.SourceFailed)
+		requireError(t, h.recv(), `7`, jsonrpc.CodeInternalError, core.SourceFailed)
 		requireReason(t, h.closedReason(), `7`, listen.ErrFailed)
 
 		rest, err := h.closeInput()
@@ -253,9 +253,9 @@ func TestDuplicateInFlightID(t *testing.T) {
 		st := h.openListen(`"d"`)
 
 		h.send(listenLine(`"d"`, `{"toolsListChanged":true}`))
-		requireError(t, h.recv(), `"d"`, jsonrpc.CodeInvalidRequest, wiremsg.DuplicateID)
+		requireError(t, h.recv(), `"d"`, jsonrpc.CodeInvalidRequest, core.DuplicateID)
 		h.send(requestLine(`"d"`, "tools/list"))
-		requireError(t, h.recv(), `"d"`, jsonrpc.CodeInvalidRequest, wiremsg.DuplicateID)
+		requireError(t, h.recv(), `"d"`, jsonrpc.CodeInvalidRequest, core.DuplicateID)
 		h.quiet()
 		require.Empty(t, app.started, "the duplicate never reaches the handler")
 		require.Empty(t, h.src.Opened(), "nor the source")
@@ -269,9 +269,9 @@ func TestDuplicateInFlightID(t *testing.T) {
 		h.send(requestLine(`9`, "slow"))
 		<-app.started
 		h.send(requestLine(`9`, "tools/list"))
-		requireError(t, h.recv(), `9`, jsonrpc.CodeInvalidRequest, wiremsg.DuplicateID)
+		requireError(t, h.recv(), `9`, jsonrpc.CodeInvalidRequest, core.DuplicateID)
 		h.send(listenLine(`9`, `{}`))
-		requireError(t, h.recv(), `9`, jsonrpc.CodeInvalidRequest, wiremsg.DuplicateID)
+		requireError(t, h.recv(), `9`, jsonrpc.CodeInvalidRequest, core.DuplicateID)
 		app.release <- struct{}{}
 		m := h.recv()
 		require.Equal(t, `9`, m.id())
@@ -344,7 +344,7 @@ func TestCapacityExhausted(t *testing.T) {
 		h.openListen(`2`)
 
 		h.send(listenLine(`3`, `{"toolsListChanged":true}`))
-		requireError(t, h.recv(), `3`, jsonrpc.CodeInternalError, wiremsg.CapacityExhausted)
+		requireError(t, h.recv(), `3`, jsonrpc.CodeInternalError, core.CapacityExhausted)
 		h.quiet()
 		require.Empty(t, h.src.Opened(), "the source is not opened for a refused listen")
 
@@ -356,7 +356,7 @@ func TestCapacityExhausted(t *testing.T) {
 		synctest.Wait()
 		h.openListen(`3`)
 		h.send(listenLine(`4`, `{"toolsListChanged":true}`))
-		requireError(t, h.recv(), `4`, jsonrpc.CodeInternalError, wiremsg.CapacityExhausted)
+		requireError(t, h.recv(), `4`, jsonrpc.CodeInternalError, core.CapacityExhausted)
 
 		rest, err := h.closeInput()
 		require.NoError(t, err)
@@ -662,28 +662,28 @@ func TestListenVersionAndParamsErrors(t *testing.T) {
 		message string
 		data    string
 	}{
-		{"legacy 2025-11-25", listenLineVersion(`"L"`, `{}`, "2025-11-25"), jsonrpc.CodeMethodNotFound, wiremsg.MethodNotFoundListen, ""},
-		{"old version the server does not speak", listenLineVersion(`"L"`, `{}`, "2024-11-05"), jsonrpc.CodeUnsupportedProtocolVersion, wiremsg.UnsupportedVersion,
+		{"legacy 2025-11-25", listenLineVersion(`"L"`, `{}`, "2025-11-25"), jsonrpc.CodeMethodNotFound, core.MethodNotFoundListen, ""},
+		{"old version the server does not speak", listenLineVersion(`"L"`, `{}`, "2024-11-05"), jsonrpc.CodeUnsupportedProtocolVersion, core.UnsupportedVersion,
 			`{"supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"],"requested":"2024-11-05"}`},
-		{"1900-01-01 (the specification's example)", listenLineVersion(`"L"`, `{}`, "1900-01-01"), jsonrpc.CodeUnsupportedProtocolVersion, wiremsg.UnsupportedVersion,
+		{"1900-01-01 (the specification's example)", listenLineVersion(`"L"`, `{}`, "1900-01-01"), jsonrpc.CodeUnsupportedProtocolVersion, core.UnsupportedVersion,
 			`{"supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"],"requested":"1900-01-01"}`},
-		{"bad params win over a legacy version", req(`{` + meta("2025-06-18") + `}`), jsonrpc.CodeInvalidParams, wiremsg.NotificationsObject, ""},
-		{"future version", listenLineVersion(`"L"`, `{}`, "2027-01-01"), jsonrpc.CodeUnsupportedProtocolVersion, wiremsg.UnsupportedVersion,
+		{"bad params win over a legacy version", req(`{` + meta("2025-06-18") + `}`), jsonrpc.CodeInvalidParams, core.NotificationsObject, ""},
+		{"future version", listenLineVersion(`"L"`, `{}`, "2027-01-01"), jsonrpc.CodeUnsupportedProtocolVersion, core.UnsupportedVersion,
 			`{"supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"],"requested":"2027-01-01"}`},
-		{"unknown version", listenLineVersion(`"L"`, `{}`, "v999.0.0"), jsonrpc.CodeUnsupportedProtocolVersion, wiremsg.UnsupportedVersion,
+		{"unknown version", listenLineVersion(`"L"`, `{}`, "v999.0.0"), jsonrpc.CodeUnsupportedProtocolVersion, core.UnsupportedVersion,
 			`{"supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"],"requested":"v999.0.0"}`},
-		{"params missing", `{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen"}`, jsonrpc.CodeInvalidParams, wiremsg.ParamsObject, ""},
-		{"params an array", req(`[]`), jsonrpc.CodeInvalidParams, wiremsg.ParamsObject, ""},
-		{"_meta missing", req(`{"notifications":{}}`), jsonrpc.CodeInvalidParams, wiremsg.MetaObject, ""},
-		{"_meta a string", req(`{"_meta":"x","notifications":{}}`), jsonrpc.CodeInvalidParams, wiremsg.MetaObject, ""},
-		{"version missing", req(`{"_meta":{"` + spec.MetaClientCapabilities + `":{}},"notifications":{}}`), jsonrpc.CodeInvalidParams, wiremsg.MetaProtocolVersion, ""},
-		{"version a number", req(`{"_meta":{"` + spec.MetaProtocolVersion + `":20260728,"` + spec.MetaClientCapabilities + `":{}},"notifications":{}}`), jsonrpc.CodeInvalidParams, wiremsg.MetaProtocolVersion, ""},
-		{"capabilities missing", req(`{"_meta":{"` + spec.MetaProtocolVersion + `":"` + v + `"},"notifications":{}}`), jsonrpc.CodeInvalidParams, wiremsg.MetaCapabilities, ""},
-		{"notifications missing", req(`{` + meta(v) + `}`), jsonrpc.CodeInvalidParams, wiremsg.NotificationsObject, ""},
-		{"notifications a list", req(`{` + meta(v) + `,"notifications":[]}`), jsonrpc.CodeInvalidParams, wiremsg.NotificationsObject, ""},
+		{"params missing", `{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen"}`, jsonrpc.CodeInvalidParams, core.ParamsObject, ""},
+		{"params an array", req(`[]`), jsonrpc.CodeInvalidParams, core.ParamsObject, ""},
+		{"_meta missing", req(`{"notifications":{}}`), jsonrpc.CodeInvalidParams, core.MetaObject, ""},
+		{"_meta a string", req(`{"_meta":"x","notifications":{}}`), jsonrpc.CodeInvalidParams, core.MetaObject, ""},
+		{"version missing", req(`{"_meta":{"` + spec.MetaClientCapabilities + `":{}},"notifications":{}}`), jsonrpc.CodeInvalidParams, core.MetaProtocolVersion, ""},
+		{"version a number", req(`{"_meta":{"` + spec.MetaProtocolVersion + `":20260728,"` + spec.MetaClientCapabilities + `":{}},"notifications":{}}`), jsonrpc.CodeInvalidParams, core.MetaProtocolVersion, ""},
+		{"capabilities missing", req(`{"_meta":{"` + spec.MetaProtocolVersion + `":"` + v + `"},"notifications":{}}`), jsonrpc.CodeInvalidParams, core.MetaCapabilities, ""},
+		{"notifications missing", req(`{` + meta(v) + `}`), jsonrpc.CodeInvalidParams, core.NotificationsObject, ""},
+		{"notifications a list", req(`{` + meta(v) + `,"notifications":[]}`), jsonrpc.CodeInvalidParams, core.NotificationsObject, ""},
 		{"flag not a boolean", listenLine(`"L"`, `{"toolsListChanged":"yes"}`), jsonrpc.CodeInvalidParams, "subscriptions/listen toolsListChanged must be a boolean", ""},
-		{"URIs not a list", listenLine(`"L"`, `{"resourceSubscriptions":"file:///a"}`), jsonrpc.CodeInvalidParams, wiremsg.URIsList, ""},
-		{"URI not absolute", listenLine(`"L"`, `{"resourceSubscriptions":["a/b"]}`), jsonrpc.CodeInvalidParams, wiremsg.URIsAbsolute, ""},
+		{"URIs not a list", listenLine(`"L"`, `{"resourceSubscriptions":"file:///a"}`), jsonrpc.CodeInvalidParams, core.URIsList, ""},
+		{"URI not absolute", listenLine(`"L"`, `{"resourceSubscriptions":["a/b"]}`), jsonrpc.CodeInvalidParams, core.URIsAbsolute, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -863,7 +863,7 @@ func TestOpenErrors(t *testing.T) {
 		requireError(t, m, `"wire"`, jsonrpc.CodeMissingRequiredClientCapability, "Missing required client capability")
 		require.JSONEq(t, `{"requiredCapabilities":{}}`, string(m.err().Data))
 		h.send(listenLine(`"plain"`, `{}`))
-		requireError(t, h.recv(), `"plain"`, jsonrpc.CodeInternalError, wiremsg.SourceFailedToOpen)
+		requireError(t, h.recv(), `"plain"`, jsonrpc.CodeInternalError, core.SourceFailedToOpen)
 		// The ids are free again.
 		h.send(requestLine(`"wire"`, "x"))
 		requireError(t, h.recv(), `"wire"`, jsonrpc.CodeMethodNotFound, "Method not found: x")
@@ -1060,7 +1060,7 @@ func TestSupportedVersionsOption(t *testing.T) {
 		h := start(t, t.Context(), nil, &options{Listen: listen.Options{SupportedVersions: []string{spec.ProtocolVersion}}})
 		h.send(listenLineVersion(`1`, `{}`, "2099-01-01"))
 		m := h.recv()
-		requireError(t, m, `1`, jsonrpc.CodeUnsupportedProtocolVersion, wiremsg.UnsupportedVersion)
+		requireError(t, m, `1`, jsonrpc.CodeUnsupportedProtocolVersion, core.UnsupportedVersion)
 		require.JSONEq(t, `{"supported":["2026-07-28"],"requested":"2099-01-01"}`, string(m.err().Data))
 		rest, err := h.closeInput()
 		require.NoError(t, err)

@@ -8,8 +8,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/mcplisten/listen/internal/core"
 	"github.com/mcplisten/listen/internal/jsonobj"
-	"github.com/mcplisten/listen/internal/wiremsg"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
 )
@@ -124,7 +124,7 @@ func FrontWith(listenHandler, other http.Handler, opts FrontOptions) http.Handle
 		f.maxID = f.h.srv.Options().MaxIDBytes
 	}
 	if f.maxID <= 0 {
-		f.maxID = wiremsg.DefaultMaxIDBytes
+		f.maxID = core.DefaultMaxIDBytes
 	}
 	if f.readTimeout == 0 {
 		f.readTimeout = defaultReadTimeout
@@ -181,7 +181,7 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !parsed && !(jsonrpc.CodeOf(err) == jsonrpc.CodeParseError) && oversizedID(body, f.maxID) {
 		// Read as a message, or as JSON (a batch, a response): no id over
 		// the bound goes further.
-		refuse(http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, wiremsg.IDTooLarge(f.maxID))).write(f.h, w, r)
+		refuse(http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, core.IDTooLarge(f.maxID))).write(f.h, w, r)
 		return
 	}
 	if r.Method == http.MethodPost && isListenBody(body, m, parsed, f.maxID) {
@@ -265,7 +265,7 @@ func oversizedID(body []byte, max int) bool {
 func objectIDTooLong(obj []byte, max int) bool {
 	long := false
 	jsonobj.Each(obj, func(m jsonobj.Member) bool {
-		long = m.Is("id") && wiremsg.IDTooLong(m.Value, max)
+		long = m.Is("id") && core.IDTooLong(m.Value, max)
 		return !long
 	})
 	return long

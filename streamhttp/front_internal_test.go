@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
-	"github.com/mcplisten/listen/internal/wiremsg"
+	"github.com/mcplisten/listen/internal/core"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
 )
@@ -81,10 +81,10 @@ func TestFrontBatchCostsNoAllocationPerMember(t *testing.T) {
 		parsed := err == nil
 		require.False(t, parsed)
 		allocs := testing.AllocsPerRun(3, func() {
-			if oversizedID(body, wiremsg.DefaultMaxIDBytes) {
+			if oversizedID(body, core.DefaultMaxIDBytes) {
 				t.Error("no id is too long")
 			}
-			if isListenBody(body, m, parsed, wiremsg.DefaultMaxIDBytes) {
+			if isListenBody(body, m, parsed, core.DefaultMaxIDBytes) {
 				t.Error("not a listen")
 			}
 		})

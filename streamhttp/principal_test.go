@@ -17,7 +17,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
-	"github.com/mcplisten/listen/internal/wiremsg"
+	"github.com/mcplisten/listen/internal/core"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/spec"
 	"github.com/mcplisten/listen/streamhttp"
@@ -316,7 +316,7 @@ func TestDisabledListenOverHTTP(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
 	b := readError(t, resp)
 	assert.Equal(t, jsonrpc.CodeMethodNotFound, b.Error.Code)
-	assert.Equal(t, wiremsg.ListenDisabled, b.Error.Message)
+	assert.Equal(t, core.ListenDisabled, b.Error.Message)
 	hdr := listenHeaders()
 	hdr.Set("Mcp-Method", "tools/list")
 	resp = e.do(t, http.MethodPost, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, hdr)

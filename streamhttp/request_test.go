@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
-	"github.com/mcplisten/listen/internal/wiremsg"
+	"github.com/mcplisten/listen/internal/core"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/spec"
@@ -113,60 +113,60 @@ func TestRequestErrors(t *testing.T) {
 			header: headers("Mcp-Method", "y"+strings.Repeat("é", 4000)),
 			status: 404, id: `8`, code: -32601, message: "Method not found: y" + strings.Repeat("é", 63) + "..."},
 		{name: "params not an object", body: withParams(`"p"`, `[1]`), header: headers(),
-			status: 400, id: `"p"`, code: -32602, message: wiremsg.ParamsObject},
+			status: 400, id: `"p"`, code: -32602, message: core.ParamsObject},
 		{name: "params missing", body: `{"jsonrpc":"2.0","id":"p","method":"subscriptions/listen"}`, header: headers(),
-			status: 400, id: `"p"`, code: -32602, message: wiremsg.ParamsObject},
+			status: 400, id: `"p"`, code: -32602, message: core.ParamsObject},
 		{name: "_meta missing", body: withParams(`"p"`, `{"notifications":{}}`), header: headers(),
-			status: 400, id: `"p"`, code: -32602, message: wiremsg.MetaObject},
+			status: 400, id: `"p"`, code: -32602, message: core.MetaObject},
 		{name: "_meta not an object", body: withParams(`"p"`, `{"notifications":{},"_meta":[]}`), header: headers(),
-			status: 400, id: `"p"`, code: -32602, message: wiremsg.MetaObject},
+			status: 400, id: `"p"`, code: -32602, message: core.MetaObject},
 		{name: "protocolVersion missing", body: withParams(`"p"`, `{"notifications":{},"_meta":{"io.modelcontextprotocol/clientCapabilities":{}}}`),
 			header: headers(),
-			status: 400, id: `"p"`, code: -32602, message: wiremsg.MetaProtocolVersion},
+			status: 400, id: `"p"`, code: -32602, message: core.MetaProtocolVersion},
 		{name: "protocolVersion not a string", body: withParams(`"p"`, `{"notifications":{},"_meta":{"io.modelcontextprotocol/protocolVersion":20260728,"io.modelcontextprotocol/clientCapabilities":{}}}`),
 			header: headers(),
-			status: 400, id: `"p"`, code: -32602, message: wiremsg.MetaProtocolVersion},
+			status: 400, id: `"p"`, code: -32602, message: core.MetaProtocolVersion},
 		{name: "clientCapabilities missing", body: withParams(`"p"`, `{"notifications":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`),
 			header: headers(),
-			status: 400, id: `"p"`, code: -32602, message: wiremsg.MetaCapabilities},
+			status: 400, id: `"p"`, code: -32602, message: core.MetaCapabilities},
 		{name: "notifications missing", body: withParams(`9`, `{`+goodMeta+`}`), header: headers(),
-			status: 400, id: `9`, code: -32602, message: wiremsg.NotificationsObject},
+			status: 400, id: `9`, code: -32602, message: core.NotificationsObject},
 		{name: "notifications not an object", body: withParams(`9`, `{"notifications":true,`+goodMeta+`}`), header: headers(),
-			status: 400, id: `9`, code: -32602, message: wiremsg.NotificationsObject},
+			status: 400, id: `9`, code: -32602, message: core.NotificationsObject},
 		{name: "flag not a boolean", body: listenBody(`9`, `{"toolsListChanged":"yes"}`), header: headers(),
 			status: 400, id: `9`, code: -32602, message: "subscriptions/listen toolsListChanged must be a boolean"},
 		{name: "resourceSubscriptions not a list", body: listenBody(`9`, `{"resourceSubscriptions":"test://a"}`), header: headers(),
-			status: 400, id: `9`, code: -32602, message: wiremsg.URIsList},
+			status: 400, id: `9`, code: -32602, message: core.URIsList},
 		{name: "too many URIs", body: listenBody(`9`, `{"resourceSubscriptions":[`+strings.Join(manyURIs, ",")+`]}`), header: headers(),
-			status: 400, id: `9`, code: -32602, message: wiremsg.URIsTooMany},
+			status: 400, id: `9`, code: -32602, message: core.URIsTooMany},
 		{name: "relative URI", body: listenBody(`9`, `{"resourceSubscriptions":["readme"]}`), header: headers(),
-			status: 400, id: `9`, code: -32602, message: wiremsg.URIsAbsolute},
+			status: 400, id: `9`, code: -32602, message: core.URIsAbsolute},
 		{name: "MCP-Protocol-Version mismatch", body: listenBody(`"h"`, `{}`),
 			header: headers("MCP-Protocol-Version", "2025-11-25"),
 			status: 400, id: `"h"`, code: -32020,
 			message: "Header mismatch: MCP-Protocol-Version header value '2025-11-25' does not match body value '2026-07-28'"},
 		{name: "unsupported future version", body: versioned("2099-01-01"),
 			header: headers("MCP-Protocol-Version", "2099-01-01"),
-			status: 400, id: `"v"`, code: -32022, message: wiremsg.UnsupportedVersion,
+			status: 400, id: `"v"`, code: -32022, message: core.UnsupportedVersion,
 			data: `{"supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"],"requested":"2099-01-01"}`},
 		{name: "unsupported malformed version", body: versioned("1.0"),
 			header: headers("MCP-Protocol-Version", "1.0"),
-			status: 400, id: `"v"`, code: -32022, message: wiremsg.UnsupportedVersion,
+			status: 400, id: `"v"`, code: -32022, message: core.UnsupportedVersion,
 			data: `{"supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"],"requested":"1.0"}`},
 		{name: "old version the server does not speak", body: versioned("2024-11-05"),
 			header: headers("MCP-Protocol-Version", "2024-11-05"),
-			status: 400, id: `"v"`, code: -32022, message: wiremsg.UnsupportedVersion,
+			status: 400, id: `"v"`, code: -32022, message: core.UnsupportedVersion,
 			data: `{"supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"],"requested":"2024-11-05"}`},
 		{name: "1900-01-01 (the specification's example)", body: versioned("1900-01-01"),
 			header: headers("MCP-Protocol-Version", "1900-01-01"),
-			status: 400, id: `"v"`, code: -32022, message: wiremsg.UnsupportedVersion,
+			status: 400, id: `"v"`, code: -32022, message: core.UnsupportedVersion,
 			data: `{"supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"],"requested":"1900-01-01"}`},
 		{name: "legacy version", body: versioned("2025-11-25"),
 			header: headers("MCP-Protocol-Version", "2025-11-25"),
-			status: 404, id: `"v"`, code: -32601, message: wiremsg.MethodNotFoundListen},
+			status: 404, id: `"v"`, code: -32601, message: core.MethodNotFoundListen},
 		{name: "legacy version without headers", body: versioned("2025-06-18"),
 			header: headers("MCP-Protocol-Version", "", "Mcp-Method", ""),
-			status: 404, id: `"v"`, code: -32601, message: wiremsg.MethodNotFoundListen},
+			status: 404, id: `"v"`, code: -32601, message: core.MethodNotFoundListen},
 	}
 
 	src := listentest.NewSource()
@@ -313,13 +313,13 @@ func TestOpenErrors(t *testing.T) {
 		data    string
 	}{
 		{name: "source error", openErr: boom,
-			status: 500, code: -32603, message: wiremsg.SourceFailedToOpen},
+			status: 500, code: -32603, message: core.SourceFailedToOpen},
 		{name: "source wire error", openErr: jsonrpc.NewError(jsonrpc.CodeMissingRequiredClientCapability, "Server requires the tasks capability").
 			WithData(map[string]any{"requiredCapabilities": map[string]any{"tasks": map[string]any{}}}),
 			status: 400, code: -32021, message: "Server requires the tasks capability",
 			data: `{"requiredCapabilities":{"tasks":{}}}`},
 		{name: "source overclaims", accept: func(listen.Filter) listen.Filter { return listen.Filter{"promptsListChanged": true} },
-			status: 500, code: -32603, message: wiremsg.SourceOverclaimed},
+			status: 500, code: -32603, message: core.SourceOverclaimed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mcplisten/listen"
-	"github.com/mcplisten/listen/internal/wiremsg"
+	"github.com/mcplisten/listen/internal/core"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/listentest"
 	"github.com/mcplisten/listen/spec"
@@ -53,7 +53,7 @@ func TestShutdown(t *testing.T) {
 			eb := readError(t, resp)
 			assert.Equal(t, `"late"`, string(eb.ID))
 			assert.Equal(t, -32603, eb.Error.Code)
-			assert.Equal(t, wiremsg.ShuttingDown, eb.Error.Message)
+			assert.Equal(t, core.ShuttingDown, eb.Error.Message)
 			assert.Len(t, e.src.Streams(), 2)
 
 			assert.Equal(t, listen.Stats{Opened: 2, Closed: 2, Refused: 1, Draining: true}, e.h.Server().Stats())
@@ -131,7 +131,7 @@ func TestCapacity(t *testing.T) {
 	b := readError(t, resp)
 	assert.Equal(t, `"two"`, string(b.ID))
 	assert.Equal(t, -32603, b.Error.Code)
-	assert.Equal(t, wiremsg.CapacityExhausted, b.Error.Message)
+	assert.Equal(t, core.CapacityExhausted, b.Error.Message)
 	assert.Equal(t, "5", resp.Header.Get("Retry-After"), "DefaultRetryAfter, in seconds")
 	assert.Len(t, e.src.Streams(), 1, "the refused listen never reached the source")
 	assert.Equal(t, listen.Stats{Active: 1, Opened: 1, Refused: 1}, e.h.Server().Stats())
@@ -185,7 +185,7 @@ func TestMaxStreamsPerKey(t *testing.T) {
 	b := readError(t, resp)
 	assert.Equal(t, `"a3"`, string(b.ID))
 	assert.Equal(t, jsonrpc.CodeInternalError, b.Error.Code)
-	assert.Equal(t, wiremsg.TooManyForKey, b.Error.Message)
+	assert.Equal(t, core.TooManyForKey, b.Error.Message)
 	assert.Len(t, e.src.Streams(), 2, "the refused listen never reached the source")
 
 	open("b1", "bob") // another key is not affected

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/internal/core"
 	"github.com/mcplisten/listen/internal/fastpath"
-	"github.com/mcplisten/listen/internal/safe"
 )
 
 // SSE framing. Every JSON-RPC message is one event named "message" whose
@@ -430,7 +430,7 @@ func (h *Handler) pinger(sub *listen.Subscription, ping func() error) func() err
 		if err := ping(); err != nil {
 			return err
 		}
-		_ = safe.Call(func() { hook(sub) })
+		_ = core.SafeCall(func() { hook(sub) })
 		return nil
 	}
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/internal/core"
-	"github.com/mcplisten/listen/internal/safe"
 )
 
 // Defaults of ListenerOptions.
@@ -195,7 +194,7 @@ func (l *listener) wanted() listen.Filter {
 func (l *listener) call(f func()) {
 	l.cbMu.Lock()
 	defer l.cbMu.Unlock()
-	_ = safe.Call(f)
+	_ = core.SafeCall(f)
 }
 
 // active is an open listen and its reader.
@@ -315,14 +314,16 @@ func (l *listener) run() {
 			if gap != nil {
 				gap.Attempts, gap.Backoff = tries, wait
 			}
-			if f := l.opts.onAck; f != nil {
-				l.call(func() { f(ack) })
-			}
-			cur = l.start(s, want)
+			// Counted before the ack is reported, so that whoever sees the
+			// ack or a notification after it sees it in Stats too.
 			l.listens.Add(1)
 			if gap != nil {
 				l.gaps.Add(1)
 			}
+			if f := l.opts.onAck; f != nil {
+				l.call(func() { f(ack) })
+			}
+			cur = l.start(s, want)
 			gap, attempt, tries, retry = nil, 0, 0, nil
 			continue
 		}
@@ -399,15 +400,15 @@ func (l *listener) relisten(cur **active, last *time.Time, retry *<-chan time.Ti
 		}
 	default:
 	}
-	if f := l.opts.onAck; f != nil {
-		l.call(func() { f(ack) })
-	}
-	*cur = l.start(s, want)
-	old.stop()
 	l.listens.Add(1)
 	l.relistens.Add(1)
 	if ack.Gap != nil {
 		l.gaps.Add(1)
 	}
+	if f := l.opts.onAck; f != nil {
+		l.call(func() { f(ack) })
+	}
+	*cur = l.start(s, want)
+	old.stop()
 	*retry = nil
 }

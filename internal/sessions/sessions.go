@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcplisten/listen/internal/safe"
+	"github.com/mcplisten/listen/internal/core"
 	"github.com/mcplisten/listen/jsonrpc"
 	"github.com/mcplisten/listen/streamhttp"
 )
@@ -573,7 +573,7 @@ func (s *Sessions) fire() {
 // callEnd calls End; a panic in it is recovered (the sessions stay ended
 // for Sessions), so that it cannot take the process down.
 func (s *Sessions) callEnd(ids []string) {
-	_ = safe.Call(func() { s.end(ids) })
+	_ = core.SafeCall(func() { s.end(ids) })
 }
 
 // sessionWriter records the status of a response, and calls onHeader with

@@ -1,4 +1,4 @@
-package jsonenc_test
+package jsonobj_test
 
 import (
 	"bytes"
@@ -8,12 +8,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
-	"github.com/mcplisten/listen/internal/jsonenc"
+	"github.com/mcplisten/listen/internal/jsonobj"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // stdString is s as encoding/json encodes it (without the HTML escapes).
 func stdString(t testing.TB, s string) string {
@@ -33,7 +30,7 @@ func TestAppendStringIsEncodingJSON(t *testing.T) {
 		"", "a", "file:///" + long, long + "\"" + long, long + `\` + long, "tab\there\nnl\r\x00\x1f\x7f",
 		"é ü 😀", "\u2028\u2029", "bad \xff utf-8 \xc3\x28", long + "\xe2\x80", "<&>", long[:7] + "\"", long[:9] + "\n",
 	} {
-		got := jsonenc.AppendString([]byte("x"), s)
+		got := jsonobj.AppendString([]byte("x"), s)
 		require.Equal(t, byte('x'), got[0])
 		var a, b string
 		require.NoError(t, json.Unmarshal(got[1:], &a), "%q", got)
@@ -47,7 +44,7 @@ func FuzzAppendString(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		got := jsonenc.AppendString(nil, s)
+		got := jsonobj.AppendString(nil, s)
 		var a, b string
 		if err := json.Unmarshal(got, &a); err != nil {
 			t.Fatalf("AppendString(%q) = %q: not a JSON string: %v", s, got, err)
