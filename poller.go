@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/mcplisten/listen/internal/core"
 	"github.com/mcplisten/listen/internal/fastpath"
 )
 
@@ -68,10 +69,17 @@ type poller struct {
 	// fast stream's stays small.
 	with *pollerWith
 
+	// armed is the stream when it is one of the hub's (armedStream); nil
+	// otherwise.
+	armed armedStream
+
 	state pollState
 	// validated: the stream's events were validated when they were
 	// published (validatedStream), so they are not validated again.
 	validated bool
+	// rest: the last pull took the armed stream's last queued event, so
+	// the Next after its write waits without pulling (see armedStream).
+	rest bool
 	// final is the reason the subscription is closed with once the terminal
 	// message was written.
 	final error
@@ -120,7 +128,21 @@ func (s *Subscription) attach(notify func(), ended func() error) (*poller, bool)
 	}
 	s.setWake(notify)
 	ns.SetNotify(notify)
-	return &poller{s: s, ended: ended, validated: validatedStream(s.guard.stream)}, true
+	s.fast = poller{s: s, ended: ended, validated: validatedStream(s.guard.stream)}
+	s.fast.armed, _ = s.guard.stream.(armedStream)
+	return &s.fast, true
+}
+
+// armedStream is a NotifyStream of the module's own (a hub listener) whose
+// TryNextArmed is TryNext that also arms the notify function when it takes
+// the last queued event: armed reports that the next event will call
+// notify, as after a TryNext that found nothing. The poller then skips the
+// pull that would find nothing after writing that event, the second visit
+// to the stream's memory per notification. Being the module's own (it
+// takes a core.Internal, which no other module can name), it is called
+// without catch.
+type armedStream interface {
+	TryNextArmed(core.Internal) (ev Event, ok, armed bool, err error)
 }
 
 // servePoller returns the poller Serve drives: on a NotifyStream, pulled
@@ -131,6 +153,7 @@ func (s *Subscription) servePoller(ctx context.Context, notify func()) (poller, 
 	s.setWake(notify)
 	if ns, ok := s.guard.stream.(NotifyStream); ok {
 		ns.SetNotify(notify)
+		p.armed, _ = ns.(armedStream)
 		return p, nil
 	}
 	w, err := s.serveWorker(notify)
@@ -151,6 +174,14 @@ func (p *poller) endCause() error {
 
 // pull pulls the stream once, without blocking.
 func (p *poller) pull() (Outcome, bool) {
+	if p.armed != nil {
+		ev, ok, armed, err := p.armed.TryNextArmed(core.Internal{})
+		if err == nil && !ok {
+			return Outcome{}, false
+		}
+		p.rest = armed
+		return outcomeOf(ev, err), true
+	}
 	if p.with != nil && p.with.w != nil {
 		return p.with.w.take()
 	}
@@ -191,6 +222,12 @@ func (p *poller) Next(dst []byte) (fastpath.Step, []byte) {
 		}
 		p.state = pollWriting
 		return stepWrite, append(dst, ack...)
+	}
+	if p.rest {
+		// The last event written was the last queued, and the stream is
+		// armed: anything new (an event, an end, a close) calls notify.
+		p.rest = false
+		return stepWait, dst
 	}
 	for {
 		if step, out, done := p.check(dst); done {

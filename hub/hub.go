@@ -65,7 +65,10 @@ func (o Overflow) MarshalText() ([]byte, error) { return []byte(o.String()), nil
 // Options configure New. The zero Options is valid: MaxBuffer 100,
 // DropOldest, no hooks and no logger.
 type Options struct {
-	// MaxBuffer bounds each listener's queue. Zero means the default
+	// MaxBuffer bounds the events each listener holds that its puller has
+	// not taken: its queue, and the one event handed over to a puller
+	// that asked for the next (it may still be writing the one before).
+	// Zero means the default
 	// (100); a negative value, or one above math.MaxInt32, is an error. The queue's memory is allocated on
 	// demand, so a large bound costs nothing until events pile up.
 	MaxBuffer int
@@ -145,7 +148,8 @@ type Stats struct {
 	Subscriptions int
 	// Closing counts the listeners marked by Shutdown and not yet closed.
 	Closing int
-	// Queued is the number of events queued across all listeners.
+	// Queued is the number of events queued across all listeners (not
+	// counting the one handed over to each listener's puller).
 	Queued int
 	// Dropped is the cumulative number of events lost to overflow.
 	Dropped uint64

@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/mcplisten/listen"
+	"github.com/mcplisten/listen/internal/core"
 )
 
 // Listener states, guarded by listener.mu.
@@ -104,7 +105,7 @@ func (l *listener) deliver(e *listen.Event, maxBuffer int, policy Overflow) uint
 			notify()
 		}
 		return resDelivered
-	case l.q.len() < maxBuffer:
+	case l.held() < maxBuffer:
 		if l.q == nil {
 			l.q = &ring{}
 		}
@@ -119,7 +120,7 @@ func (l *listener) deliver(e *listen.Event, maxBuffer int, policy Overflow) uint
 		// silently. Its queue goes now (the subscription writes the
 		// ending, not the backlog).
 		n := int64(l.q.len())
-		l.q = nil
+		l.q, l.handoff = nil, nil
 		l.state = stateBehind
 		l.polling = false
 		l.wakeNext()
@@ -130,11 +131,30 @@ func (l *listener) deliver(e *listen.Event, maxBuffer int, policy Overflow) uint
 			notify()
 		}
 		return resEnded
-	default:
-		l.q.replaceOldest(e)
+	default: // DropOldest
+		switch {
+		case l.handoff == nil:
+			l.q.replaceOldest(e)
+		case l.q.len() == 0:
+			l.handoff = e // the one event held is the oldest
+		default: // the handed-over event is the oldest: the queue's moves up
+			l.handoff = l.q.pop()
+			l.q.push(e, maxBuffer)
+		}
 		l.mu.Unlock()
 		return resReplaced
 	}
+}
+
+// held is the number of events the listener holds: its queue, and an event
+// handed over but not taken yet (which a TryNextArmed that armed the
+// listener lets a publisher hand over while the puller is still writing
+// the previous one). MaxBuffer bounds it. l.mu is held.
+func (l *listener) held() int {
+	if l.handoff != nil {
+		return l.q.len() + 1
+	}
+	return l.q.len()
 }
 
 // Next returns the next event of the listener, in publication order,
@@ -216,6 +236,42 @@ func (l *listener) TryNext() (listen.Event, bool, error) {
 	l.polling = true
 	l.mu.Unlock()
 	return listen.Event{}, false, nil
+}
+
+// TryNextArmed is TryNext that, when it takes the last queued event of an
+// open listener, also arms the notify function for the next event, as a
+// TryNext that finds nothing does: armed reports it, and the core's poller
+// then waits after writing the event instead of pulling again. The next
+// event is handed over (the puller may still be writing this one: the
+// handed-over event counts against MaxBuffer, see deliver).
+func (l *listener) TryNextArmed(core.Internal) (ev listen.Event, ok, armed bool, err error) {
+	l.mu.Lock()
+	var e *listen.Event
+	queued := false
+	switch {
+	case l.pulling:
+		l.mu.Unlock()
+		return listen.Event{}, false, false, errPullPending
+	case l.handoff != nil:
+		e, l.handoff = l.handoff, nil
+	case l.q.len() > 0:
+		e, queued = l.pop(), true
+	case l.state != stateOpen:
+		err := l.endErr()
+		l.mu.Unlock()
+		return listen.Event{}, true, false, err
+	default:
+		l.polling = true
+		l.mu.Unlock()
+		return listen.Event{}, false, false, nil
+	}
+	armed = l.q.len() == 0 && l.state == stateOpen
+	l.polling = armed
+	l.mu.Unlock()
+	if queued {
+		l.hub.queued.Add(-1)
+	}
+	return *e, true, armed, nil
 }
 
 // SetNotify makes the listener call notify (listen.NotifyStream): after an

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcplisten/listen"
 	"github.com/mcplisten/listen/hub"
+	"github.com/mcplisten/listen/internal/core"
 	"github.com/mcplisten/listen/spec"
 )
 
@@ -121,4 +122,72 @@ func decodeMsg(t *testing.T, msg string) map[string]any {
 	var out map[string]any
 	require.NoError(t, json.Unmarshal([]byte(msg), &out), msg)
 	return out
+}
+
+// armedPuller is a hub listener's TryNextArmed, which the core's poller uses.
+type armedPuller interface {
+	TryNextArmed(core.Internal) (listen.Event, bool, bool, error)
+}
+
+// A puller that took the last queued event with TryNextArmed is handed the
+// next one while it may still be writing: that event counts against
+// MaxBuffer with the queue, so every overflow policy acts after MaxBuffer
+// events held, keeps the order, and the handed-over event is not counted as
+// queued.
+func TestArmedPullerHandOverCountsAgainstMaxBuffer(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		opts    hub.Options
+		reports []hub.Report // of events 1, 2, 3
+		pulls   []int        // the seqs pulled after them
+		ended   bool         // then listen.ErrFellBehind
+	}{
+		{"DropOldest/2", hub.Options{MaxBuffer: 2},
+			[]hub.Report{{Matched: 1, Delivered: 1}, {Matched: 1, Buffered: 1}, {Matched: 1, Buffered: 1, Dropped: 1}},
+			[]int{2, 3}, false},
+		{"DropOldest/1", hub.Options{MaxBuffer: 1},
+			[]hub.Report{{Matched: 1, Delivered: 1}, {Matched: 1, Buffered: 1, Dropped: 1}, {Matched: 1, Buffered: 1, Dropped: 1}},
+			[]int{3}, false},
+		{"DropNewest/2", hub.Options{MaxBuffer: 2, Overflow: hub.DropNewest},
+			[]hub.Report{{Matched: 1, Delivered: 1}, {Matched: 1, Buffered: 1}, {Matched: 1, Dropped: 1}},
+			[]int{1, 2}, false},
+		{"EndListener/2", hub.Options{MaxBuffer: 2, Overflow: hub.EndListener},
+			[]hub.Report{{Matched: 1, Delivered: 1}, {Matched: 1, Buffered: 1}, {Matched: 1, Dropped: 3, Ended: 1}},
+			nil, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHub(t, c.opts)
+			st := openStream(t, h, "armed", toolsOnly)
+			p := st.(armedPuller)
+			_, err := h.Publish(seqEvent(0))
+			require.NoError(t, err)
+			ev, ok, armed, err := p.TryNextArmed(core.Internal{})
+			require.NoError(t, err)
+			require.True(t, ok)
+			require.True(t, armed, "the last queued event was taken")
+			assert.Equal(t, 0, seqOf(t, ev))
+			for i, want := range c.reports {
+				r, err := h.Publish(seqEvent(i + 1))
+				require.NoError(t, err)
+				assert.Equal(t, want, r, "event %d", i+1)
+			}
+			if !c.ended {
+				assert.Equal(t, len(c.pulls)-1, h.Stats().Queued, "the handed-over event is not queued")
+			}
+			for i, want := range c.pulls {
+				ev, ok, armed, err := p.TryNextArmed(core.Internal{})
+				require.NoError(t, err)
+				require.True(t, ok)
+				assert.Equal(t, want, seqOf(t, ev))
+				assert.Equal(t, i == len(c.pulls)-1, armed, "armed only by the last")
+			}
+			if c.ended {
+				_, ok, _, err := p.TryNextArmed(core.Internal{})
+				assert.True(t, ok)
+				assert.ErrorIs(t, err, listen.ErrFellBehind, "the ending, not the backlog")
+			}
+			assert.Equal(t, 0, h.Stats().Queued)
+			st.Close(nil)
+		})
+	}
 }

@@ -157,10 +157,11 @@ func TestStalledClientDoesNotHoldBackOtherSubscriptions(t *testing.T) {
 			synctest.Wait()
 			require.Len(t, fast.take(), 1, "seq %d", seq)
 		}
-		// The stuck subscription's worker holds the first event (blocked in
-		// Write); its hub queue holds the newest maxBuf, the rest dropped.
+		// The stuck subscription holds the first event (blocked in Write);
+		// its listener holds the newest maxBuf, the rest dropped: one
+		// handed over for the next pull, maxBuf-1 queued.
 		st := h.Stats()
-		assert.Equal(t, maxBuf, st.Queued)
+		assert.Equal(t, maxBuf-1, st.Queued)
 		assert.Equal(t, uint64(events-1-maxBuf), st.Dropped)
 
 		h.Complete()

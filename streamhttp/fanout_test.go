@@ -373,7 +373,7 @@ func TestHubStreamsSlowReader(t *testing.T) {
 	pad := strings.Repeat("x", 32<<10)
 	for _, p := range hubPaths {
 		t.Run(p.name, func(t *testing.T) {
-			e := newHubEnv(t, p.portable, hub.Options{MaxBuffer: 2 * rounds}, config{}, 16<<10)
+			e := newHubEnv(t, p.portable, hub.Options{MaxBuffer: 2 * rounds}, config{KeepAlive: time.Hour}, 16<<10) // no keep-alive to hide a lost wake-up
 			slow := e.dial(t, `"slow"`, `{"toolsListChanged":true}`, "", 16<<10).open(t)
 			fast := e.dial(t, `"fast"`, `{"toolsListChanged":true}`, "", 0).open(t)
 			// Three bursts: each sends the slow client's stream to the slow

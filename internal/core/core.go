@@ -158,3 +158,7 @@ func IDTooLong(raw []byte, max int) bool {
 	}
 	return len(raw) > max && len(bytes.TrimSpace(raw)) > max
 }
+
+// Internal is a parameter type of methods that only the module's packages
+// can implement: no other module can name it.
+type Internal struct{}

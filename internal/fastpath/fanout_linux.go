@@ -562,9 +562,12 @@ func (fs *Stream) slow(rest []byte, message bool) {
 	default:
 		fs.keptAlive()
 	}
+	// The pending mark is not cleared here: a notify that came while the
+	// rest was written may be one the Poller's next step does not look for
+	// (it may wait at once after a write), so only release clears it,
+	// having failed: the next step then looks.
 	var buf []byte
 	for {
-		fs.state.Store(stateSlow) // clear the pending mark
 		buf = append(buf[:0], fs.f.opts.Prefix...)
 		step, msg := fs.p.Next(buf)
 		buf = msg

@@ -49,7 +49,11 @@ const (
 // Next appends the message of a StepWrite to dst and returns it; for
 // StepWait and StepDone it returns dst unchanged. After a StepWrite the
 // next call is Written, with the result of writing the message: an error
-// closes the subscription as listen.Disconnected(err).
+// closes the subscription as listen.Disconnected(err). The Next right after
+// a Written(nil) may answer StepWait without looking at the stream (it
+// armed notify when it handed out its last queued event): a notify that
+// came before that Next must still lead to another Next, so a driver
+// forgets notifications only before a Next that follows a StepWait.
 type Poller interface {
 	Next(dst []byte) (Step, []byte)
 	Written(err error)
