@@ -89,8 +89,9 @@ func main() {
 	r, err = h.Publish(listen.ExtensionEvent(tasksID, listen.Filter{"taskIds": []any{"t-7"}}, taskStatus{"t-7", "working"}))
 	show("tasks/status t-7", r, err)
 
-	// slow's queue holds at most 2 events: the third build.log update
-	// drops the oldest queued one (build 1).
+	// slow's listener holds at most 2 events (MaxBuffer) while its client
+	// does not read: build 1 handed over to its stream, build 2 queued. The
+	// third build.log update drops the oldest (build 1).
 	for build := 1; build <= 3; build++ {
 		ev := listen.ResourceUpdated("file:///logs/build.log").WithMetadata(map[string]any{"build": build})
 		r, err = h.Publish(ev)
@@ -100,7 +101,8 @@ func main() {
 	// End every stream gracefully: each client gets what is queued for it,
 	// then its completion. Shutdown returns once every stream is closed;
 	// slow's client reads again once the hub has completed its listeners
-	// (so the completion's log line shows slow's two queued events).
+	// (so the completion's log line shows slow's queued event; the other
+	// one it holds is handed over, not queued).
 	shut := make(chan error, 1)
 	go func() { shut <- h.Shutdown(context.Background()) }()
 	<-completed

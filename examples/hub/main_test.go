@@ -21,9 +21,9 @@ func Example() {
 	// publish tasks/status t-7                 matched=0 dropped=0
 	// publish resources/updated build.log #1   matched=1 dropped=0
 	// publish resources/updated build.log #2   matched=1 dropped=0
-	// level=WARN msg="subscription hub overflow" dropped=1 queued=2 event_kind=resource_updated policy=drop_oldest
+	// level=WARN msg="subscription hub overflow" dropped=1 queued=1 event_kind=resource_updated policy=drop_oldest
 	// publish resources/updated build.log #3   matched=1 dropped=1
-	// level=INFO msg="subscription hub shutdown" subscriptions=3 queued=2
+	// level=INFO msg="subscription hub shutdown" subscriptions=3 queued=1
 	//
 	// alpha (ended: complete)
 	//   {"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"alpha"},"notifications":{"promptsListChanged":true,"toolsListChanged":true}}}
