@@ -52,7 +52,7 @@ func BenchmarkFastPathFanout(b *testing.B) {
 					ready = append(ready, p)
 					mu.Unlock()
 				}
-				p, ok := fastpath.Attach(sub, notify, func() error { return nil })
+				p, ok := fastpath.Attach(sub, notify, nil)
 				if !ok {
 					b.Fatal("not attached")
 				}

@@ -64,7 +64,7 @@ const (
 type poller struct {
 	s *Subscription
 	// ended reports the transport's end (nil: ctx's, in with; nil too: never).
-	ended func() error
+	ended fastpath.Ender
 	// with, when not nil, holds what only Serve's poller needs, so that a
 	// fast stream's stays small.
 	with *pollerWith
@@ -107,7 +107,7 @@ const (
 )
 
 func init() {
-	fastpath.Attach = func(sub any, notify func(), ended func() error) (fastpath.Poller, bool) {
+	fastpath.Attach = func(sub any, notify func(), ended fastpath.Ender) (fastpath.Poller, bool) {
 		if p, ok := sub.(*Subscription).attach(notify, ended); ok {
 			return p, true
 		}
@@ -121,7 +121,7 @@ func init() {
 // stream is not a NotifyStream, or when shaping an event may call a policy
 // that can take its time (Options.CanRead for a covered sub-resource, with
 // Options.SubResources, or for every resource update, with Access.Deliver).
-func (s *Subscription) attach(notify func(), ended func() error) (*poller, bool) {
+func (s *Subscription) attach(notify func(), ended fastpath.Ender) (*poller, bool) {
 	ns, ok := s.guard.stream.(NotifyStream)
 	if !ok || notify == nil || (s.watch != nil && s.watch.res != nil && s.watch.res.canRead != nil) || (s.life != nil && s.life.deliver) {
 		return nil, false
@@ -165,7 +165,7 @@ func (s *Subscription) servePoller(ctx context.Context, notify func()) (poller, 
 func (p *poller) endCause() error {
 	switch {
 	case p.ended != nil:
-		return p.ended()
+		return p.ended.Cause()
 	case p.with != nil && p.with.ctx.Err() != nil:
 		return context.Cause(p.with.ctx)
 	}

@@ -47,12 +47,12 @@ func newPolled(t *testing.T) *polled {
 	})
 	r.sub = openSub(t, src, jsonrpc.IntID(1), listen.Filter{"toolsListChanged": true})
 	var ok bool
-	r.p, ok = fastpath.Attach(r.sub, func() { r.st.notified.Add(1) }, func() error {
+	r.p, ok = fastpath.Attach(r.sub, func() { r.st.notified.Add(1) }, fastpath.EndFunc(func() error {
 		if c := r.cause.Load(); c != nil {
 			return *c
 		}
 		return nil
-	})
+	}))
 	require.True(t, ok)
 	return r
 }

@@ -173,7 +173,7 @@ func (f *Fanout) Stream(conn net.Conn, sub any, head []byte, owner any) *Stream 
 	// Owned by the caller until Run schedules it: a notify or a Cancel that
 	// comes first only marks it pending.
 	fs.state.Store(stateLoop)
-	p, ok := Attach(sub, fs.notify, fs.Cause)
+	p, ok := Attach(sub, fs.notify, fs)
 	if !ok {
 		return nil
 	}

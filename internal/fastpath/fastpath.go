@@ -71,8 +71,19 @@ type Poller interface {
 // as listen.Subscription.Serve ends it for its context's cause (a cause
 // that is not one of the core's reasons closes it as
 // listen.Disconnected(cause)). Call notify once ended starts reporting a
-// cause.
-var Attach func(sub any, notify func(), ended func() error) (Poller, bool)
+// cause. ended may be nil (the transport never ends a stream).
+var Attach func(sub any, notify func(), ended Ender) (Poller, bool)
+
+// Ender reports the transport's end of a stream: nil while it goes on,
+// then the cause. A *Stream is one (its Cause), so the Poller reaches it
+// without a closure of its own.
+type Ender interface{ Cause() error }
+
+// EndFunc is a function used as an Ender.
+type EndFunc func() error
+
+// Cause returns f().
+func (f EndFunc) Cause() error { return f() }
 
 // Options configure a Fanout.
 type Options struct {
