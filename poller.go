@@ -33,7 +33,10 @@ import (
 //     outcome ready at the same moment.
 //   - pollWriting: Written(nil) goes back to pollRun (the next Next pulls
 //     again: one pull after each written or dropped event, never two in
-//     flight); Written(err) closes with writeFailed(err).
+//     flight; except that after a hub listener's last queued event, which
+//     armed the listener's notify as it was handed out (armedStream), the
+//     next Next waits at once: whatever comes next calls notify);
+//     Written(err) closes with writeFailed(err).
 //   - pollFinal, pollFailing: Written closes the subscription with the
 //     reason the terminal message stands for (ErrComplete, ErrShutdown,
 //     Failed(err)); a completion whose write failed closes with
