@@ -168,7 +168,7 @@ func (f *Fanout) Stream(conn net.Conn, sub any, head []byte, owner any) *Stream 
 	if err != nil {
 		return nil
 	}
-	fs := &Stream{f: f, owner: owner, fd: -1, head: head}
+	fs := &Stream{f: f, owner: owner, fd: -1, head: head, headed: len(head) > 0}
 	fs.l = f.loops[int(f.next.Add(1))%len(f.loops)]
 	// Owned by the caller until Run schedules it: a notify or a Cancel that
 	// comes first only marks it pending.
@@ -379,9 +379,22 @@ const (
 // Stream is one fast stream. Its Poller, head, slow and the connection's
 // writes belong to whoever owns it (see state); idx to its loop's lock.
 type Stream struct {
-	f     *Fanout
+	// What writing each message reads and writes comes first, in 64 bytes
+	// (one cache line): a stream's state is out of the CPU's caches by the
+	// time its next event comes.
+	state atomic.Uint32
+	ping  atomic.Bool // the sweeper asks for a keep-alive
+	// headed: head is still to be written, with the first frame.
+	headed    bool
+	p         Poller
+	fd        int // the socket (a duplicate of the connection's)
+	f         *Fanout
+	lastWrite atomic.Int64          // fanout clock of the last write
+	cause     atomic.Pointer[error] // the transport's end (see Cancel), first one kept
+
+	head []byte // written with the first frame (may be shared: never modified)
+
 	owner any // Options.Done's and KeptAlive's
-	fd    int // the socket (a duplicate of the connection's)
 	// file owns fd once the slow path first needed to wait for the socket:
 	// an os.File on fd itself (no dup), registered with Go's poller once,
 	// kept until the stream ends (about 200 bytes; nil while the stream
@@ -389,16 +402,8 @@ type Stream struct {
 	file *os.File
 	l    *loop
 	hup  *hangups
-	p    Poller
-	head []byte // written with the first frame (may be shared: never modified)
-
-	lastWrite atomic.Int64          // fanout clock of the last write
-	cause     atomic.Pointer[error] // the transport's end (see Cancel), first one kept
-	// The 4-byte fields last, packed.
-	state atomic.Uint32
-	gen   uint32      // its registration with hup
-	idx   int32       // in l.streams
-	ping  atomic.Bool // the sweeper asks for a keep-alive
+	gen  uint32 // its registration with hup
+	idx  int32  // in l.streams
 }
 
 // Cancel ends the stream from the transport's side with cause (a drain,
@@ -457,7 +462,10 @@ func (fs *Stream) release(owner uint32) bool {
 func (fs *Stream) pumpOnLoop(l *loop) {
 	fs.state.Store(stateLoop) // clear the pending mark: this pump sees it
 	for {
-		buf := append(l.buf[:0], fs.head...)
+		buf := l.buf[:0]
+		if fs.headed {
+			buf = append(buf, fs.head...)
+		}
 		buf = append(buf, fs.f.opts.Prefix...)
 		start := len(buf)
 		step, buf := fs.p.Next(buf)
@@ -486,11 +494,11 @@ func (fs *Stream) pumpOnLoop(l *loop) {
 		n, err := writeRaw(fs.fd, buf)
 		switch {
 		case n == len(buf):
-			fs.head = nil
+			fs.wroteHead()
 			fs.lastWrite.Store(l.now)
 			fs.p.Written(nil)
 		case err != nil && err != syscall.EAGAIN:
-			fs.head = nil
+			fs.wroteHead()
 			fs.p.Written(err)
 		default: // the socket is full
 			fs.toSlow(buf[max(n, 0):], true)
@@ -529,11 +537,19 @@ func writeRaw(fd int, b []byte) (int, error) {
 	}
 }
 
+// wroteHead forgets head once the first frame was written (or handed to
+// the slow path), touching it only then.
+func (fs *Stream) wroteHead() {
+	if fs.headed {
+		fs.head, fs.headed = nil, false
+	}
+}
+
 // toSlow hands fs from its loop to a slow path of its own, which first
 // writes rest (the part of a frame the socket did not take); message tells
 // whether that frame was the Poller's message (else a keep-alive).
 func (fs *Stream) toSlow(rest []byte, message bool) {
-	fs.head = nil
+	fs.wroteHead()
 	rest = slices.Clone(rest)
 	for {
 		s := fs.state.Load()
