@@ -29,7 +29,7 @@ func TestServerDrainCatchesUpGradually(t *testing.T) {
 		const window = 20 * time.Second // 50 ends a second
 		h, err := hub.New(hub.Options{})
 		require.NoError(t, err)
-		srv := listen.NewServer(h, listen.Options{Capabilities: allCaps, DrainWindow: window})
+		srv := listen.NewServer(h, listen.Options{Capabilities: allCaps, DrainWindow: window, MaxStreamsPerKey: -1})
 		var start time.Time
 		var mu sync.Mutex
 		var ends []time.Duration

@@ -77,7 +77,6 @@ func NewServer(src Source, opts Options) *Server {
 		bad  bool
 	}{
 		{"MaxStreams", opts.MaxStreams < 0},
-		{"MaxStreamsPerKey", opts.MaxStreamsPerKey < 0},
 		{"RetryAfter", opts.RetryAfter < 0},
 		{"DrainWindow", opts.DrainWindow < 0},
 	} {
@@ -87,6 +86,9 @@ func NewServer(src Source, opts Options) *Server {
 	}
 	if opts.MaxStreams == 0 {
 		opts.MaxStreams = defaultMaxStreams
+	}
+	if opts.MaxStreamsPerKey == 0 {
+		opts.MaxStreamsPerKey = max(1, opts.MaxStreams/4)
 	}
 	if opts.RetryAfter == 0 {
 		opts.RetryAfter = defaultRetryAfter

@@ -120,6 +120,49 @@ func TestServerDefaultKey(t *testing.T) {
 	}
 }
 
+// By default one client holds at most a quarter of MaxStreams, so that it
+// cannot take every slot; the others are still admitted. A negative
+// MaxStreamsPerKey lifts the bound.
+func TestServerDefaultPerClientBound(t *testing.T) {
+	from := func(id int64, addr string) *listen.Request {
+		req := request(jsonrpc.IntID(id), listen.Filter{})
+		req.Transport.RemoteAddr = addr
+		return req
+	}
+	for _, tt := range []struct {
+		name     string
+		opts     listen.Options
+		perKey   int // the resolved bound
+		admitted int // of 10 listens from one address
+	}{
+		{"default", listen.Options{Capabilities: allCaps}, 256, 10},
+		{"MaxStreams 8", listen.Options{Capabilities: allCaps, MaxStreams: 8}, 2, 2},
+		{"MaxStreams 3", listen.Options{Capabilities: allCaps, MaxStreams: 3}, 1, 1},
+		{"no bound", listen.Options{Capabilities: allCaps, MaxStreams: 8, MaxStreamsPerKey: -1}, -1, 8},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := listen.NewServer(newTestSource(), tt.opts)
+			assert.Equal(t, tt.perKey, srv.Options().MaxStreamsPerKey)
+			var slots []*listen.Slot
+			for i := range 10 {
+				sl, err := admit(srv, from(int64(i), "192.0.2.7:5555"))
+				if err == nil {
+					slots = append(slots, sl)
+				}
+			}
+			assert.Len(t, slots, tt.admitted)
+			if tt.admitted < 8 {
+				other, err := admit(srv, from(99, "198.51.100.1:5555"))
+				require.NoError(t, err, "another client is still admitted")
+				other.Done(nil)
+			}
+			for _, sl := range slots {
+				sl.Done(nil)
+			}
+		})
+	}
+}
+
 type quotaFunc func(ctx context.Context, req *listen.Request) (func(), error)
 
 func (f quotaFunc) Acquire(ctx context.Context, req *listen.Request) (func(), error) {

@@ -174,8 +174,11 @@ type Options struct {
 	// transports, counted from Admit to Done. Zero means
 	// 1024.
 	MaxStreams int
-	// MaxStreamsPerKey, if positive, is the most listens served at once for
-	// one key (StreamKey), so that one client cannot take every slot.
+	// MaxStreamsPerKey is the most listens served at once for one key
+	// (StreamKey), so that one client cannot take every slot. Zero means
+	// a quarter of MaxStreams (256 with the default); a negative value
+	// means no bound per key. Behind a proxy every client has the proxy's
+	// address: set StreamKey (a principal, a forwarded address you trust).
 	MaxStreamsPerKey int
 	// StreamKey returns the key a listen counts against under
 	// MaxStreamsPerKey: the principal (from Request.Auth), a tenant. Nil

@@ -70,8 +70,9 @@ func TestScriptHTTP(t *testing.T) {
 		)
 		var closes []string
 		lopts := listen.Options{
-			Capabilities: listen.Capabilities{ToolsListChanged: true},
-			MaxStreams:   2,
+			Capabilities:     listen.Capabilities{ToolsListChanged: true},
+			MaxStreams:       2,
+			MaxStreamsPerKey: -1, // the script's clients share one address
 			// A hook set before Instrument still runs.
 			OnClose: func(_ *listen.Subscription, reason error) { closes = append(closes, listen.Classify(reason)) },
 		}
@@ -211,7 +212,7 @@ func TestScriptStdio(t *testing.T) {
 		m, reader := newMetrics(t)
 		h, err := hub.New(withMetrics(m, hub.Options{}))
 		require.NoError(t, err)
-		opts := listen.Options{Capabilities: listen.Capabilities{ResourcesSubscribe: true}, MaxStreams: 1}
+		opts := listen.Options{Capabilities: listen.Capabilities{ResourcesSubscribe: true}, MaxStreams: 1, MaxStreamsPerKey: -1}
 		m.Instrument(&opts)
 		srv, err := stdio.New(listen.NewServer(m.Source(h), opts), stdio.Options{})
 		require.NoError(t, err)

@@ -121,7 +121,7 @@ func TestShutdownDuringOpen(t *testing.T) {
 // Over MaxStreams a listen gets 503 without its source being opened; an
 // ended stream frees its slot.
 func TestCapacity(t *testing.T) {
-	e := newEnv(t, nil, &config{MaxStreams: 1}, envConfig{})
+	e := newEnv(t, nil, &config{MaxStreams: 1, MaxStreamsPerKey: -1}, envConfig{})
 	first := e.listen(t, `"one"`, `{}`)
 	first.message(t)
 	st := streamOf(t, e.src, "one")

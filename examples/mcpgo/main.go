@@ -70,18 +70,19 @@ const drainTimeout = 5 * time.Second
 
 // config is what the flags say.
 type config struct {
-	addr       string
-	token      string
-	maxStreams int
-	pprof      bool
-	drain      time.Duration
+	addr                     string
+	token                    string
+	maxStreams, maxPerClient int
+	pprof                    bool
+	drain                    time.Duration
 }
 
 func main() {
 	var cfg config
 	flag.StringVar(&cfg.addr, "addr", "127.0.0.1:8080", "address to listen on (a loopback one: see streamhttp.Options.AllowedHosts otherwise)")
 	flag.StringVar(&cfg.token, "token", "", "bearer token every HTTP request must carry (none: no authentication)")
-	flag.IntVar(&cfg.maxStreams, "max-streams", 20000, "most listen streams served at once (streamhttp.Options.MaxStreams)")
+	flag.IntVar(&cfg.maxStreams, "max-streams", 20000, "most listen streams served at once (listen.Options.MaxStreams)")
+	flag.IntVar(&cfg.maxPerClient, "max-streams-per-client", 0, "most listen streams served at once for one client address (listen.Options.MaxStreamsPerKey; 0: a quarter of -max-streams; -1: no bound)")
 	flag.BoolVar(&cfg.pprof, "pprof", false, "serve net/http/pprof at /debug/pprof/")
 	flag.DurationVar(&cfg.drain, "drain", 0, "on SIGINT or SIGTERM, spread the open listens' completions over this long (listen.Options.DrainWindow; 0: all at once)")
 	overStdio := flag.Bool("stdio", false, "serve over standard input and output instead of HTTP")
@@ -201,8 +202,9 @@ func newHandler(logger *slog.Logger, cfg config) (*mcpgo.Handler, error) {
 				CanRead: func(_ context.Context, req *listen.Request, _ string) bool {
 					return who == nil || req.Auth != nil
 				},
-				DrainWindow: cfg.drain,
-				MaxStreams:  cfg.maxStreams,
+				DrainWindow:      cfg.drain,
+				MaxStreams:       cfg.maxStreams,
+				MaxStreamsPerKey: cfg.maxPerClient,
 				OnOpen: func(sub *listen.Subscription) {
 					logger.Info("listen opened", "id", sub.ID().Raw())
 				},

@@ -64,7 +64,7 @@ func TestPrometheusAlerts(t *testing.T) {
 	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
 
 	const maxStreams = 10
-	srv := startProc(t, "-metrics", "-max-streams", strconv.Itoa(maxStreams), "-write-timeout", "5s",
+	srv := startProc(t, "-metrics", "-max-streams", strconv.Itoa(maxStreams), "-max-streams-per-client", "-1", "-write-timeout", "5s",
 		"-max-buffer", "4", "-overflow", "end_listener", "-max-uri-bytes", "70000", "-broker", ns.ClientURL())
 	prom := startPrometheus(t, promBin, srv.addr, alerts)
 

@@ -67,7 +67,7 @@ func serve(n int, window, deadline time.Duration) {
 	var closes []time.Time
 	srv := listen.NewServer(h, listen.Options{
 		Capabilities: listen.Capabilities{ToolsListChanged: true},
-		MaxStreams:   n + 1024, DrainWindow: window, RetryHint: true,
+		MaxStreams:   n + 1024, MaxStreamsPerKey: -1, DrainWindow: window, RetryHint: true, // every stream comes from loopback
 		OnClose: func(*listen.Subscription, error) { mu.Lock(); closes = append(closes, time.Now()); mu.Unlock() },
 	})
 	lh, err := streamhttp.New(srv, streamhttp.Options{})

@@ -46,7 +46,8 @@ type Server struct {
 
 // Build builds kind's package from repo into dir (or takes prebuilt) and
 // gives it extra and, when its -h output offers them, -max-streams above
-// maxN and -pprof (goroutine counts, heap and forced GC, which every server
+// maxN, -max-streams-per-client=-1 (every stream comes from loopback) and
+// -pprof (goroutine counts, heap and forced GC, which every server
 // here offers).
 func Build(ctx context.Context, repo, dir string, kind Kind, prebuilt string, maxN int, extra ...string) (*Server, error) {
 	path := prebuilt
@@ -71,6 +72,9 @@ func Build(ctx context.Context, repo, dir string, kind Kind, prebuilt string, ma
 	s.args = append(s.args, "-pprof")
 	if slices.Contains(flags, "max-streams") && !slices.ContainsFunc(extra, func(a string) bool { return strings.Contains(a, "max-streams") }) {
 		s.args = append(s.args, "-max-streams="+strconv.Itoa(maxN+16))
+	}
+	if slices.Contains(flags, "max-streams-per-client") && !slices.ContainsFunc(extra, func(a string) bool { return strings.Contains(a, "max-streams-per-client") }) {
+		s.args = append(s.args, "-max-streams-per-client=-1") // every stream comes from loopback
 	}
 	return s, nil
 }

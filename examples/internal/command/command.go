@@ -68,8 +68,10 @@ type HTTPFlags struct {
 	Lifetime time.Duration
 	// Quiet is -quiet: log warnings only.
 	Quiet bool
-	// MaxStreams is -max-streams (listen.Options.MaxStreams).
-	MaxStreams int
+	// MaxStreams is -max-streams (listen.Options.MaxStreams);
+	// MaxStreamsPerClient is -max-streams-per-client
+	// (listen.Options.MaxStreamsPerKey, by client address).
+	MaxStreams, MaxStreamsPerClient int
 	// MaxURIBytes is -max-uri-bytes (listen.Options.MaxURIBytes).
 	MaxURIBytes int
 	// Pprof is -pprof: serve net/http/pprof at /debug/pprof/.
@@ -94,6 +96,7 @@ func Flags(fs *flag.FlagSet) *HTTPFlags {
 	fs.DurationVar(&f.Lifetime, "lifetime", 0, "drain and exit by itself after this long (0: run until signalled)")
 	fs.BoolVar(&f.Quiet, "quiet", false, "log warnings only")
 	fs.IntVar(&f.MaxStreams, "max-streams", 20000, "most listen streams served at once (listen.Options.MaxStreams)")
+	fs.IntVar(&f.MaxStreamsPerClient, "max-streams-per-client", 0, "most listen streams served at once for one client address (listen.Options.MaxStreamsPerKey; 0: a quarter of -max-streams; -1: no bound)")
 	fs.IntVar(&f.MaxURIBytes, "max-uri-bytes", 0, "longest resource URI a listen may name, in bytes (listen.Options.MaxURIBytes; 0: the library's default, 4,096)")
 	fs.BoolVar(&f.Pprof, "pprof", false, "serve net/http/pprof at /debug/pprof/")
 	fs.BoolVar(&f.Metrics, "metrics", false, "serve OpenTelemetry metrics in the Prometheus text format at /metrics")
@@ -134,11 +137,12 @@ func (f *HTTPFlags) Context() (ctx context.Context, stop context.CancelFunc) {
 // closed logged at Info.
 func (f *HTTPFlags) ListenOptions(logger *slog.Logger) listen.Options {
 	return listen.Options{
-		MaxStreams:  f.MaxStreams,
-		MaxURIBytes: f.MaxURIBytes,
-		DrainWindow: f.Drain,
-		OnOpen:      LogOpen(logger),
-		OnClose:     LogClose(logger),
+		MaxStreams:       f.MaxStreams,
+		MaxStreamsPerKey: f.MaxStreamsPerClient,
+		MaxURIBytes:      f.MaxURIBytes,
+		DrainWindow:      f.Drain,
+		OnOpen:           LogOpen(logger),
+		OnClose:          LogClose(logger),
 	}
 }
 
