@@ -1,8 +1,9 @@
 // Command listenbench measures subscriptions/listen (MCP 2026-07-28,
-// SEP-2575) on three servers side by side, over real loopback Streamable
-// HTTP: ours (examples/server), the floor (bench/cmd/floorserver, the
-// cheapest server we know how to write for this work) and a plain go-sdk
-// v1.8.0 server (bench/cmd/gosdkserver). It measures fan-out latency and
+// SEP-2575) on four servers side by side, over real loopback Streamable
+// HTTP: this library alone (bench/cmd/listenserver: a hub, listen.NewServer
+// and streamhttp), this library behind the go-sdk (examples/server, "ours"),
+// the floor (bench/cmd/floorserver, the cheapest server we know how to write
+// for this work) and a plain go-sdk v1.8.0 server (bench/cmd/gosdkserver). It measures fan-out latency and
 // server CPU per delivered notification at N streams, memory and goroutines
 // per open stream, the open rate and the trigger call. It builds the
 // servers, runs every measurement on a fresh process of one of them (one at
@@ -12,7 +13,7 @@
 //
 //	go run ./bench/cmd/listenbench [-n 100,1000,10000] [-runs 5] [-triggers 5] [-out-dir bench/results] [-quick]
 //
-// -ours-bin, -floor-bin and -gosdk-bin take prebuilt servers (another
+// -listen-bin, -ours-bin, -floor-bin and -gosdk-bin take prebuilt servers (another
 // commit's, say); -ours-args and the like add flags to a server.
 package main
 

@@ -27,15 +27,17 @@ type Kind struct {
 	Pkg string
 }
 
-// The servers under test.
+// The servers under test: this library alone (Listen), behind the go-sdk
+// (Ours), the floor and a plain go-sdk server.
 var (
-	Ours  = Kind{ID: "ours", Name: "ours", Label: "ours (examples/server)", Pkg: "./examples/server"}
-	Floor = Kind{ID: "floor", Name: "floor", Label: "floor (bench/cmd/floorserver)", Pkg: "./bench/cmd/floorserver"}
-	GoSDK = Kind{ID: "gosdk", Name: "go-sdk", Label: "go-sdk v1.8.0 (bench/cmd/gosdkserver)", Pkg: "./bench/cmd/gosdkserver"}
+	Listen = Kind{ID: "listen", Name: "listen", Label: "listen, no SDK (bench/cmd/listenserver)", Pkg: "./bench/cmd/listenserver"}
+	Ours   = Kind{ID: "ours", Name: "ours", Label: "ours, behind the go-sdk (examples/server)", Pkg: "./examples/server"}
+	Floor  = Kind{ID: "floor", Name: "floor", Label: "floor (bench/cmd/floorserver)", Pkg: "./bench/cmd/floorserver"}
+	GoSDK  = Kind{ID: "gosdk", Name: "go-sdk", Label: "go-sdk v1.8.0 (bench/cmd/gosdkserver)", Pkg: "./bench/cmd/gosdkserver"}
 )
 
 // Kinds are listenbench's servers, in the report's order.
-var Kinds = []Kind{Ours, Floor, GoSDK}
+var Kinds = []Kind{Listen, Ours, Floor, GoSDK}
 
 // Server is a built server under test and the flags it is started with.
 type Server struct {
