@@ -11,7 +11,7 @@
 // OUT/benchmarks.md and OUT/benchmarks.json. Linux only. Run it from the
 // repository root:
 //
-//	go run ./bench/cmd/listenbench [-n 100,1000,10000] [-runs 5] [-triggers 5] [-out-dir bench/results] [-quick]
+//	go run ./bench/cmd/listenbench [-n 100,1000,10000] [-runs 5] [-triggers 5] [-servers listen,floor] [-out-dir bench/results] [-quick]
 //
 // -listen-bin, -ours-bin, -floor-bin and -gosdk-bin take prebuilt servers (another
 // commit's, say); -ours-args and the like add flags to a server.
@@ -22,6 +22,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -49,6 +50,15 @@ func run(ctx context.Context, args []string, log io.Writer) error {
 		fs.Func(k.ID+"-bin", "prebuilt "+k.Pkg+" binary (default: go build it)", func(s string) error { cfg.Bins[k.ID] = s; return nil })
 		extra[k.ID] = fs.String(k.ID+"-args", "", "extra flags for "+k.Name+", space-separated")
 	}
+	fs.Func("servers", "comma-separated servers to run (default: listen,ours,floor,gosdk)", func(s string) error {
+		cfg.Servers = strings.Split(s, ",")
+		for _, id := range cfg.Servers {
+			if !slices.ContainsFunc(harness.Kinds, func(k harness.Kind) bool { return k.ID == id }) {
+				return fmt.Errorf("no server %q", id)
+			}
+		}
+		return nil
+	})
 	repo := fs.String("repo", "", "repository root (default: found from the working directory)")
 	set, err := harness.ParseArgs(fs, args)
 	if err != nil {

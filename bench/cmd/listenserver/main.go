@@ -1,9 +1,7 @@
-// Command listenserver is this library with no SDK in front, for
-// listenbench: a hub, listen.NewServer and streamhttp.Front on one
-// endpoint, whose one tool, test_trigger_tool_change, publishes a tools list
-// change in the call, as the quick start's server would. examples/server is
-// the same library behind the go-sdk, whose list changes come through the
-// go-sdk's 10 ms debounce. listenbench's TestQuick builds and drives it.
+// Command listenserver is this library with no SDK, for listenbench: a hub,
+// listen.NewServer and streamhttp.Front; its one tool, test_trigger_tool_change,
+// publishes a tools list change in the call (examples/server gets it through
+// the go-sdk's 10 ms debounce). listenbench's TestQuick builds and drives it.
 package main
 
 import (

@@ -36,8 +36,10 @@ type Config struct {
 
 	// Bins maps a server's Kind.ID to a prebuilt binary (else it is built
 	// from RepoRoot); Args to extra flags for it.
-	Bins map[string]string   `json:"-"`
-	Args map[string][]string `json:",omitempty"`
+	Bins map[string]string `json:"-"`
+	// Servers are the Kind.IDs to run (empty: every one of Kinds).
+	Servers []string            `json:",omitempty"`
+	Args    map[string][]string `json:",omitempty"`
 
 	// Log, if set, receives progress lines.
 	Log func(format string, args ...any) `json:"-"`

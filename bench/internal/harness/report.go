@@ -163,12 +163,16 @@ func renderMarkdown(res *Results) string {
 		return slices.IndexFunc(res.Servers, func(s *ServerResult) bool { return s.Kind.ID == k.ID })
 	}
 	listen, ours, floor, gosdk := idx(Listen), idx(Ours), idx(Floor), idx(GoSDK)
-	pairs := [][2]int{{listen, floor}, {ours, floor}, {ours, gosdk}}
+	var pairs [][2]int
+	for _, p := range [][2]int{{listen, floor}, {ours, floor}, {ours, gosdk}} {
+		if p[0] >= 0 && p[1] >= 0 {
+			pairs = append(pairs, p)
+		}
+	}
 	for k, n := range cfg.Ns {
 		w("## N = %s\n\n%s\n", Commas(n), Table(res.Servers, k, pairs...))
 	}
-	// The goals, at every N, for this library alone and behind the go-sdk,
-	// against the floor.
+	// The goals, at every N, for listen and ours against the floor.
 	w("## Goals\n\n| Goal | Target | N | listen ÷ floor, or listen | Met? | ours ÷ floor, or ours | Met? |\n|---|---|---|---|---|---|---|\n")
 	for _, g := range []struct {
 		m      metric
@@ -180,6 +184,10 @@ func renderMarkdown(res *Results) string {
 		for k, n := range cfg.Ns {
 			w("| %s | %s | %s |", g.m.Name, g.target, Commas(n))
 			for _, i := range []int{listen, ours} {
+				if i < 0 || floor < 0 {
+					w(" n/a | |")
+					continue
+				}
 				x, y := byRound(res.Servers[i].Fanout[k], g.m), byRound(res.Servers[floor].Fanout[k], g.m)
 				s := Summarize(values(x))
 				if g.ratio {

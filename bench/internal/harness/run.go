@@ -70,7 +70,10 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	res.Machine = machine()
 	res.Machine.NoFile = nofile
 	res.Commit, res.Dirty = gitState(ctx, cfg.RepoRoot)
-	if res.Servers, err = Fanouts(ctx, cfg, Kinds); err != nil {
+	kinds := slices.DeleteFunc(slices.Clone(Kinds), func(k Kind) bool {
+		return len(cfg.Servers) > 0 && !slices.Contains(cfg.Servers, k.ID)
+	})
+	if res.Servers, err = Fanouts(ctx, cfg, kinds); err != nil {
 		return nil, err
 	}
 	res.Finished = time.Now()
