@@ -133,7 +133,23 @@ func (s *Subscription) attach(notify func(), ended fastpath.Ender) (*poller, boo
 	ns.SetNotify(notify)
 	s.fast = poller{s: s, ended: ended, validated: validatedStream(s.guard.stream)}
 	s.fast.armed, _ = s.guard.stream.(armedStream)
+	if o, ok := ended.(core.Offerer); ok && s.fast.armed != nil && s.lists != 0 {
+		// The hub may hand this stream's unscoped list changes to the
+		// fast path directly (core.Offerer); pull takes a pending one
+		// before the listener's.
+		o.Direct(s.id.Raw())
+		s.fast.armed.SetOfferer(core.Internal{}, o, uint8(s.lists))
+	}
 	return &s.fast, true
+}
+
+func init() {
+	for k := range kinds {
+		if k != 0 && Kind(k) < KindResourceUpdated {
+			b := append([]byte(prefixNotification), appendString(nil, kinds[k].method)...)
+			fastpath.ListChanged[k] = append(append(b, `,"params":{`...), metaOpen...)
+		}
+	}
 }
 
 // armedStream is a NotifyStream of the module's own (a hub listener) whose
@@ -146,6 +162,9 @@ func (s *Subscription) attach(notify func(), ended fastpath.Ender) (*poller, boo
 // without catch.
 type armedStream interface {
 	TryNextArmed(core.Internal) (ev Event, ok, armed bool, err error)
+	// SetOfferer lets the stream offer o its unscoped list changes of the
+	// kinds in mask (bit k: Kind k) when it is armed (core.Offerer).
+	SetOfferer(_ core.Internal, o core.Offerer, mask uint8)
 }
 
 // servePoller returns the poller Serve drives: on a NotifyStream, pulled
@@ -177,6 +196,11 @@ func (p *poller) endCause() error {
 
 // pull pulls the stream once, without blocking.
 func (p *poller) pull() (Outcome, bool) {
+	if o, ok := p.ended.(core.Offerer); ok { // the fast stream, which the hub may offer list changes
+		if k, ok := o.TakeOffered(); ok {
+			return Outcome{kind: outcomeEvent, Event: Event{Kind: Kind(k)}}, true
+		}
+	}
 	if p.armed != nil {
 		ev, ok, armed, err := p.armed.TryNextArmed(core.Internal{})
 		if err == nil && !ok {

@@ -120,15 +120,15 @@ type Slot struct {
 	srv *Server
 	// at is the slot's index in Server.slots, -1 when not there.
 	at      int32
+	keyed   bool
+	done    bool
 	auth    any
 	key     string
-	keyed   bool
 	release func()
 	sub     *Subscription
 	// pending is how the server ended the listen before it was open (a
 	// drain, EndStreams): Open ends the stream with it at once.
 	pending error
-	done    bool
 }
 
 // Begin registers a listen whose principal is known (auth, what the

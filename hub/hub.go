@@ -67,7 +67,9 @@ func (o Overflow) MarshalText() ([]byte, error) { return []byte(o.String()), nil
 type Options struct {
 	// MaxBuffer bounds the events each listener holds that its puller has
 	// not taken: its queue, and the one event handed over to a puller
-	// that asked for the next (it may still be writing the one before).
+	// that asked for the next (it may still be writing the one before). A
+	// stream on streamhttp's fast path may hold one plain list change
+	// more, which it takes from the hub itself (see internal/fastpath).
 	// Zero means the default
 	// (100); a negative value, or one above math.MaxInt32, is an error. The queue's memory is allocated on
 	// demand, so a large bound costs nothing until events pile up.

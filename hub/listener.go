@@ -44,7 +44,9 @@ type listener struct {
 	// listener sits in (opened with listen.Options.SubResources; it is
 	// counted in Hub.nfolder), nil for an exact listener.
 	counted bool
-	folder  *folderIndex
+	// offerMask: the kinds of the list changes offered to offerer.
+	offerMask uint8
+	folder    *folderIndex
 	// q is the queue, made by the first event queued (nil: empty).
 	q *ring
 	// handoff is the event a publisher handed straight to a blocked Next.
@@ -54,6 +56,9 @@ type listener struct {
 	wait chan struct{}
 	// notify wakes a polling puller (listen.NotifyStream.SetNotify).
 	notify func()
+	// offerer takes the unscoped list changes of the kinds in offerMask
+	// while the listener is armed (SetOfferer).
+	offerer core.Offerer
 
 	hub    *Hub
 	filter listen.Filter
@@ -93,6 +98,12 @@ func (l *listener) deliver(e *listen.Event, maxBuffer int, policy Overflow) uint
 		// A blocked Next implies an empty queue: hand over directly.
 		l.handoff = e
 		l.wakeNext()
+		l.mu.Unlock()
+		return resDelivered
+	case l.polling && l.handoff == nil && l.offerer != nil && e.Scope == "" && e.Kind < 8 &&
+		l.offerMask&(1<<e.Kind) != 0 && len(e.Params) == 0 && len(e.Metadata) == 0 && l.offerer.Offer(uint8(e.Kind)):
+		// A plain list change, taken by the fast stream itself: the
+		// listener stays armed for the next event.
 		l.mu.Unlock()
 		return resDelivered
 	case l.polling && l.handoff == nil:
@@ -280,6 +291,16 @@ func (l *listener) TryNextArmed(core.Internal) (ev listen.Event, ok, armed bool,
 func (l *listener) SetNotify(notify func()) {
 	l.mu.Lock()
 	l.notify = notify
+	l.mu.Unlock()
+}
+
+// SetOfferer makes an armed listener offer o its unscoped list changes of
+// the kinds in mask (bit k: listen.Kind k) before handing them over: o
+// takes one at a time (core.Offerer), with no lock of the listener held
+// after that. Offer runs with l.mu held: it must not block.
+func (l *listener) SetOfferer(_ core.Internal, o core.Offerer, mask uint8) {
+	l.mu.Lock()
+	l.offerer, l.offerMask = o, mask
 	l.mu.Unlock()
 }
 

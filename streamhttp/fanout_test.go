@@ -397,6 +397,81 @@ func TestHubStreamsSlowReader(t *testing.T) {
 	}
 }
 
+// Plain list changes, which the hub hands to a fast stream itself (no
+// round through the subscription), keep their order with the events that
+// take the usual way (a resource update, a list change with params), also
+// while the client does not read and the stream is on its slow path; the
+// client gets every one, a last one that nothing follows, and the
+// completion.
+func TestHubStreamsMixedEventsKeepOrder(t *testing.T) {
+	const n = 2000
+	for _, p := range hubPaths {
+		t.Run(p.name, func(t *testing.T) {
+			e := newHubEnv(t, p.portable, hub.Options{MaxBuffer: 2 * n}, config{KeepAlive: time.Hour}, 16<<10)
+			c := e.dial(t, `"m"`, `{"toolsListChanged":true,"promptsListChanged":true,"resourcesListChanged":true,"resourceSubscriptions":["file:///a"]}`, "", 16<<10).open(t)
+			want := make([]string, 0, n)
+			for i := range n {
+				var ev listen.Event
+				switch i % 5 {
+				case 0:
+					ev = listen.ToolsListChanged()
+				case 1:
+					ev = listen.PromptsListChanged()
+				case 2:
+					ev = listen.ResourceUpdated("file:///a")
+				case 3:
+					ev = listen.ResourcesListChanged()
+				default:
+					ev = listen.ToolsListChanged().WithParams(map[string]any{"seq": i})
+				}
+				r, err := e.hub.Publish(ev)
+				require.NoError(t, err)
+				require.Equal(t, 1, r.Matched)
+				require.Zero(t, r.Dropped)
+				switch i % 5 {
+				case 0:
+					want = append(want, notification(spec.MethodToolsListChanged, `"m"`))
+				case 1:
+					want = append(want, notification(spec.MethodPromptsListChanged, `"m"`))
+				case 2:
+					want = append(want, `{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"m"},"uri":"file:///a"}}`)
+				case 3:
+					want = append(want, notification(spec.MethodResourcesListChanged, `"m"`))
+				default:
+					want = append(want, fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"m"},"seq":%d}}`, i))
+				}
+			}
+			read := func() {
+				t.Helper()
+				for i, w := range want {
+					if got := c.data(t); got != w {
+						require.Equal(t, w, got, "message %d", i)
+					}
+				}
+				want = want[:0]
+			}
+			read()
+			// Then plain list changes only, unread until the socket is
+			// full: one the stream took itself goes to the slow path.
+			trips, _ := streamhttp.SlowPathTrips(e.h)
+			for range n / 2 {
+				require.Zero(t, e.hub.ToolsListChanged().Dropped)
+				want = append(want, notification(spec.MethodToolsListChanged, `"m"`))
+			}
+			read()
+			if after, _ := streamhttp.SlowPathTrips(e.h); !p.portable {
+				assert.Greater(t, after, trips, "the stream went to the slow path")
+			}
+			// And a last one, which nothing follows.
+			e.hub.PromptsListChanged()
+			assert.Equal(t, notification(spec.MethodPromptsListChanged, `"m"`), c.data(t))
+			require.NoError(t, e.hub.Shutdown(context.Background()))
+			assert.Contains(t, c.data(t), `"resultType":"complete"`)
+			assert.Equal(t, listen.ErrComplete, recv(t, e.closes, "OnClose").reason)
+		})
+	}
+}
+
 // A client that stops reading is cut by the write deadline (Disconnected,
 // os.ErrDeadlineExceeded) and costs the others nothing meanwhile.
 func TestHubStreamsStalledClient(t *testing.T) {

@@ -162,3 +162,21 @@ func IDTooLong(raw []byte, max int) bool {
 // Internal is a parameter type of methods that only the module's packages
 // can implement: no other module can name it.
 type Internal struct{}
+
+// Offerer is a fast stream that takes a plain list change (an event with
+// only its Kind, a list-change kind) straight from the hub, encoded by the
+// stream itself without a round through the subscription and the hub
+// listener. The hub offers an event only to a listener armed for its next
+// one (nothing queued, nothing handed over) and keeps it armed when Offer
+// takes it; the subscription's poller takes the offered event
+// (TakeOffered) before pulling the listener whenever it runs, so that the
+// order of events is kept.
+type Offerer interface {
+	// Offer takes a list change of kind; false when one is still pending
+	// (the hub then hands the event over as usual). It never blocks.
+	Offer(kind uint8) bool
+	// TakeOffered takes the pending list change, if any.
+	TakeOffered() (kind uint8, ok bool)
+	// Direct tells the stream the subscription's id, as JSON.
+	Direct(id string)
+}

@@ -173,6 +173,7 @@ func (f *Fanout) Stream(conn net.Conn, sub any, head []byte, owner any) *Stream 
 	// Owned by the caller until Run schedules it: a notify or a Cancel that
 	// comes first only marks it pending.
 	fs.state.Store(stateLoop)
+	fs.attention.Store(true) // the acknowledgement is the Poller's
 	p, ok := Attach(sub, fs.notify, fs)
 	if !ok {
 		return nil
@@ -199,12 +200,12 @@ func (fs *Stream) Run() {
 }
 
 // dupCloseOnExec duplicates fd (close-on-exec).
-func dupCloseOnExec(fd int) (int, error) {
+func dupCloseOnExec(fd int) (int32, error) {
 	r, _, e := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_DUPFD_CLOEXEC, 0)
 	if e != 0 {
 		return -1, os.NewSyscallError("fcntl", e)
 	}
-	return int(r), nil
+	return int32(r), nil
 }
 
 // add registers fs with a loop, the sweeper and the hang-up watcher.
@@ -221,7 +222,8 @@ func (f *Fanout) add(fs *Stream) error {
 		f.armSweeper()
 	}
 	f.streams++
-	fs.hup = f.hup
+	fs.added = true
+	hup := f.hup
 	f.mu.Unlock()
 
 	fs.lastWrite.Store(f.now())
@@ -230,16 +232,20 @@ func (f *Fanout) add(fs *Stream) error {
 	fs.idx = int32(len(l.streams))
 	l.streams = append(l.streams, fs)
 	l.mu.Unlock()
-	return fs.hup.watch(fs)
+	return hup.watch(fs)
 }
 
 // remove unregisters fs (after its stream has ended; before its connection
 // is closed). The last stream stops the watcher and the sweeper.
 func (f *Fanout) remove(fs *Stream) {
-	if fs.hup == nil {
+	if !fs.added {
 		return // add failed before registering it
 	}
-	fs.hup.unwatch(fs)
+	// The watcher fs registered with stays while fs is counted.
+	f.mu.Lock()
+	hup := f.hup
+	f.mu.Unlock()
+	hup.unwatch(fs)
 	l := fs.l
 	l.mu.Lock()
 	last := l.streams[len(l.streams)-1]
@@ -379,20 +385,30 @@ const (
 // Stream is one fast stream. Its Poller, head, slow and the connection's
 // writes belong to whoever owns it (see state); idx to its loop's lock.
 type Stream struct {
-	// What writing each message reads and writes comes first, in 64 bytes
-	// (one cache line): a stream's state is out of the CPU's caches by the
-	// time its next event comes.
+	// What notifying it and writing each message read and write comes
+	// first, in 64 bytes (one cache line): a stream's state is out of the
+	// CPU's caches by the time its next event comes.
 	state atomic.Uint32
 	ping  atomic.Bool // the sweeper asks for a keep-alive
+	// attention: something other than an offered list change woke the
+	// stream (an event handed over, an end, a keep-alive): its next pump
+	// goes through the Poller. Set by notify, cleared by the loop.
+	attention atomic.Bool
+	// offered is the list change the hub offered (core.Offerer): its kind
+	// + 1, 0 when none is pending.
+	offered atomic.Uint32
+	p       Poller
+	fd      int32 // the socket (a duplicate of the connection's)
 	// headed: head is still to be written, with the first frame.
 	headed    bool
-	p         Poller
-	fd        int // the socket (a duplicate of the connection's)
+	added     bool // registered with the fanout (add), removed by remove
 	f         *Fanout
-	lastWrite atomic.Int64          // fanout clock of the last write
-	cause     atomic.Pointer[error] // the transport's end (see Cancel), first one kept
+	l         *loop
+	lastWrite atomic.Int64 // fanout clock of the last write
 
-	head []byte // written with the first frame (may be shared: never modified)
+	cause atomic.Pointer[error] // the transport's end (see Cancel), first one kept
+	id    string                // the subscription's id as JSON, for offered list changes
+	head  []byte                // written with the first frame (may be shared: never modified)
 
 	owner any // Options.Done's and KeptAlive's
 	// file owns fd once the slow path first needed to wait for the socket:
@@ -400,9 +416,7 @@ type Stream struct {
 	// kept until the stream ends (about 200 bytes; nil while the stream
 	// never filled its socket).
 	file *os.File
-	l    *loop
-	hup  *hangups
-	gen  uint32 // its registration with hup
+	gen  uint32 // its registration with the fanout's hang-up watcher (0: none)
 	idx  int32  // in l.streams
 }
 
@@ -427,6 +441,12 @@ func (fs *Stream) Cause() error {
 // notify wakes fs: an event may be ready, it may have ended, or a
 // keep-alive is due. It never blocks.
 func (fs *Stream) notify() {
+	fs.attention.Store(true)
+	fs.wake()
+}
+
+// wake schedules fs on its loop, or marks it pending when it is owned.
+func (fs *Stream) wake() {
 	for {
 		s := fs.state.Load()
 		switch {
@@ -445,6 +465,29 @@ func (fs *Stream) notify() {
 	}
 }
 
+// Offer implements core.Offerer: it keeps a list change of kind for the
+// stream's next pump, which writes it without the Poller unless something
+// else woke the stream meanwhile.
+func (fs *Stream) Offer(kind uint8) bool {
+	if fs.id == "" || int(kind) >= len(ListChanged) || ListChanged[kind] == nil || !fs.offered.CompareAndSwap(0, uint32(kind)+1) {
+		return false
+	}
+	fs.wake()
+	return true
+}
+
+// TakeOffered implements core.Offerer.
+func (fs *Stream) TakeOffered() (uint8, bool) {
+	if k := fs.offered.Swap(0); k != 0 {
+		return uint8(k - 1), true
+	}
+	return 0, false
+}
+
+// Direct implements core.Offerer. It is called once, by Attach, before the
+// stream runs.
+func (fs *Stream) Direct(id string) { fs.id = id }
+
 // release gives up ownership (owner is stateLoop or stateSlow) once
 // nothing is pending. It reports false when a notify came meanwhile: the
 // owner keeps the stream and pumps it again.
@@ -462,6 +505,53 @@ func (fs *Stream) release(owner uint32) bool {
 func (fs *Stream) pumpOnLoop(l *loop) {
 	fs.state.Store(stateLoop) // clear the pending mark: this pump sees it
 	for {
+		if !fs.attention.Swap(false) {
+			// Only offers came: write the list change, if one is
+			// pending, with no round through the Poller.
+			if k, ok := fs.TakeOffered(); ok {
+				if !fs.writeOffered(l, k) {
+					return // slow path
+				}
+				continue
+			}
+			if fs.release(stateLoop) {
+				return
+			}
+			continue
+		}
+		if !fs.pollOnLoop(l) {
+			return
+		}
+	}
+}
+
+// writeOffered writes an offered list change of kind with a non-blocking
+// write. It reports false when the slow path took the rest. A failed write
+// cancels the stream (its Poller then closes the subscription as
+// listen.Disconnected).
+func (fs *Stream) writeOffered(l *loop, kind uint8) bool {
+	buf := append(l.buf[:0], fs.f.opts.Prefix...)
+	start := len(buf)
+	buf = append(append(append(buf, ListChanged[kind]...), fs.id...), "}}}"...)
+	buf = fs.f.frame(buf, start)
+	l.buf = buf
+	n, err := writeRaw(int(fs.fd), buf)
+	switch {
+	case n == len(buf):
+		fs.lastWrite.Store(l.now)
+	case err != nil && err != syscall.EAGAIN:
+		fs.Cancel(err)
+	default: // the socket is full
+		fs.toSlow(buf[max(n, 0):], frameOffered)
+		return false
+	}
+	return true
+}
+
+// pollOnLoop takes fs's Poller's steps until it waits (true) or the stream
+// went to the slow path or ended (false).
+func (fs *Stream) pollOnLoop(l *loop) bool {
+	for {
 		buf := l.buf[:0]
 		if fs.headed {
 			buf = append(buf, fs.head...)
@@ -476,22 +566,19 @@ func (fs *Stream) pumpOnLoop(l *loop) {
 				fs.ping.Store(false)
 				if l.now-fs.lastWrite.Load() >= int64(fs.f.opts.KeepAlive) {
 					if !fs.pingOnLoop(l) {
-						return // slow path
+						return false // slow path
 					}
 					continue
 				}
 			}
-			if fs.release(stateLoop) {
-				return
-			}
-			continue
+			return true
 		case StepDone:
 			fs.end()
-			return
+			return false
 		}
 		buf = fs.f.frame(buf, start)
 		l.buf = buf
-		n, err := writeRaw(fs.fd, buf)
+		n, err := writeRaw(int(fs.fd), buf)
 		switch {
 		case n == len(buf):
 			fs.wroteHead()
@@ -501,8 +588,8 @@ func (fs *Stream) pumpOnLoop(l *loop) {
 			fs.wroteHead()
 			fs.p.Written(err)
 		default: // the socket is full
-			fs.toSlow(buf[max(n, 0):], true)
-			return
+			fs.toSlow(buf[max(n, 0):], frameMessage)
+			return false
 		}
 	}
 }
@@ -510,7 +597,7 @@ func (fs *Stream) pumpOnLoop(l *loop) {
 // pingOnLoop writes a keep-alive with a non-blocking write. It reports
 // false when the slow path took the rest.
 func (fs *Stream) pingOnLoop(l *loop) bool {
-	n, err := writeRaw(fs.fd, fs.f.opts.KeepAliveFrame)
+	n, err := writeRaw(int(fs.fd), fs.f.opts.KeepAliveFrame)
 	switch {
 	case n == len(fs.f.opts.KeepAliveFrame):
 		fs.lastWrite.Store(l.now)
@@ -518,7 +605,7 @@ func (fs *Stream) pingOnLoop(l *loop) bool {
 	case err != nil && err != syscall.EAGAIN:
 		fs.Cancel(err)
 	default:
-		fs.toSlow(fs.f.opts.KeepAliveFrame[max(n, 0):], false)
+		fs.toSlow(fs.f.opts.KeepAliveFrame[max(n, 0):], frameKeepAlive)
 		return false
 	}
 	return true
@@ -545,10 +632,17 @@ func (fs *Stream) wroteHead() {
 	}
 }
 
+// What the frame a slow path starts with was (toSlow).
+const (
+	frameMessage   = iota // the Poller's message: its Written gets the result
+	frameKeepAlive        // a keep-alive
+	frameOffered          // an offered list change
+)
+
 // toSlow hands fs from its loop to a slow path of its own, which first
-// writes rest (the part of a frame the socket did not take); message tells
-// whether that frame was the Poller's message (else a keep-alive).
-func (fs *Stream) toSlow(rest []byte, message bool) {
+// writes rest (the part of a frame the socket did not take; what the frame
+// was: frameMessage and the like).
+func (fs *Stream) toSlow(rest []byte, frame int) {
 	fs.wroteHead()
 	rest = slices.Clone(rest)
 	for {
@@ -559,23 +653,24 @@ func (fs *Stream) toSlow(rest []byte, message bool) {
 	}
 	fs.f.trips.Add(1)
 	fs.f.started()
-	go fs.slow(rest, message) // ends once caught up or done; counted for wait
+	go fs.slow(rest, frame) // ends once caught up or done; counted for wait
 }
 
 // slow is the slow path: blocking writes, each with the write timeout as
 // deadline, until nothing is ready; the stream then goes back to its loop.
 // Meanwhile the stream's source queues what is published (the hub's
 // bounded queue and its overflow policy), so the loops never wait for this
-// client.
-func (fs *Stream) slow(rest []byte, message bool) {
+// client. It drives the Poller only (which takes an offered list change
+// first): the stream goes back to its loop with attention set.
+func (fs *Stream) slow(rest []byte, frame int) {
 	defer fs.f.stopped()
 	err := fs.writeBlocking(rest)
 	switch {
-	case message:
+	case frame == frameMessage:
 		fs.p.Written(err)
 	case err != nil:
 		fs.Cancel(err)
-	default:
+	case frame == frameKeepAlive:
 		fs.keptAlive()
 	}
 	// The pending mark is not cleared here: a notify that came while the
@@ -599,6 +694,7 @@ func (fs *Stream) slow(rest []byte, message bool) {
 			}
 			// Caught up: the stream goes back to its loop (which may hand
 			// it to a new slow path at once; fs.file stays for it).
+			fs.attention.Store(true)
 			if fs.release(stateSlow) {
 				return
 			}
@@ -675,7 +771,7 @@ func (fs *Stream) letGo() {
 		_ = fs.file.Close() // its descriptor is fd
 		return
 	}
-	_ = syscall.Close(fs.fd)
+	_ = syscall.Close(int(fs.fd))
 }
 
 // hangups is one epoll instance that watches every fast stream's socket
@@ -734,16 +830,17 @@ func (h *hangups) watch(fs *Stream) error {
 	fs.gen = h.gen
 	ev := syscall.EpollEvent{
 		Events: syscall.EPOLLIN | syscall.EPOLLRDHUP | syscall.EPOLLONESHOT,
-		Fd:     int32(fs.fd),
+		Fd:     fs.fd,
 		Pad:    int32(fs.gen),
 	}
-	if err := syscall.EpollCtl(h.epfd, syscall.EPOLL_CTL_ADD, fs.fd, &ev); err != nil {
+	if err := syscall.EpollCtl(h.epfd, syscall.EPOLL_CTL_ADD, int(fs.fd), &ev); err != nil {
 		return os.NewSyscallError("epoll_ctl", err)
 	}
-	if fs.fd >= len(h.byFD) {
-		h.byFD = slices.Grow(h.byFD, fs.fd+1-len(h.byFD))[:fs.fd+1]
+	fd := int(fs.fd)
+	if fd >= len(h.byFD) {
+		h.byFD = slices.Grow(h.byFD, fd+1-len(h.byFD))[:fd+1]
 	}
-	h.byFD[fs.fd] = watched{fs: fs, gen: fs.gen}
+	h.byFD[fd] = watched{fs: fs, gen: fs.gen}
 	return nil
 }
 
@@ -751,9 +848,9 @@ func (h *hangups) watch(fs *Stream) error {
 func (h *hangups) unwatch(fs *Stream) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if fs.fd < len(h.byFD) && h.byFD[fs.fd].fs == fs {
-		h.byFD[fs.fd] = watched{}
-		_ = syscall.EpollCtl(h.epfd, syscall.EPOLL_CTL_DEL, fs.fd, nil)
+	if fd := int(fs.fd); fd < len(h.byFD) && h.byFD[fd].fs == fs {
+		h.byFD[fd] = watched{}
+		_ = syscall.EpollCtl(h.epfd, syscall.EPOLL_CTL_DEL, fd, nil)
 	}
 }
 

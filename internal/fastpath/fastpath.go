@@ -10,7 +10,14 @@
 //     the core exports nothing for this path);
 //   - New, Fanout.Stream, Stream.Run, Stream.Cancel, Stream.Cause and
 //     Fanout.Wait: what the transport calls (Fanout.Count and Fanout.Trips
-//     are for its tests).
+//     are for its tests);
+//   - a Stream is a core.Offerer: the hub offers it a plain list change
+//     (no scope, params or metadata) while its listener is armed, and the
+//     stream's loop writes it from ListChanged and the subscription id
+//     with no round through the Poller and the listener, the floor's cost
+//     per stream. Anything else that wakes the stream (an event handed
+//     over, an end, a keep-alive) sends its next pump through the Poller,
+//     which takes a pending offered change before pulling.
 //
 // The transport frames messages (Options' prefix, suffix and keep-alive
 // frame), decides what ends a stream (Cancel) and what its end does
@@ -73,6 +80,12 @@ type Poller interface {
 // listen.Disconnected(cause)). Call notify once ended starts reporting a
 // cause. ended may be nil (the transport never ends a stream).
 var Attach func(sub any, notify func(), ended Ender) (Poller, bool)
+
+// ListChanged holds, for each list-change kind (a listen.Kind), the start
+// of its notification up to the subscription id: a stream that was offered
+// one (core.Offerer) writes this, the id, then "}}}". Package listen sets
+// it when it is initialised.
+var ListChanged [8][]byte
 
 // Ender reports the transport's end of a stream: nil while it goes on,
 // then the cause. A *Stream is one (its Cause), so the Poller reaches it
