@@ -451,17 +451,18 @@ func TestHubStreamsMixedEventsKeepOrder(t *testing.T) {
 				want = want[:0]
 			}
 			read()
+			if trips, _ := streamhttp.SlowPathTrips(e.h); !p.portable {
+				assert.NotZero(t, trips, "the stream went to the slow path")
+			}
 			// Then plain list changes only, unread until the socket is
-			// full: one the stream took itself goes to the slow path.
-			trips, _ := streamhttp.SlowPathTrips(e.h)
+			// full. (Whether the one that fills it was taken by the
+			// stream itself or handed over depends on timing: each way,
+			// the order holds.)
 			for range n / 2 {
 				require.Zero(t, e.hub.ToolsListChanged().Dropped)
 				want = append(want, notification(spec.MethodToolsListChanged, `"m"`))
 			}
 			read()
-			if after, _ := streamhttp.SlowPathTrips(e.h); !p.portable {
-				assert.Greater(t, after, trips, "the stream went to the slow path")
-			}
 			// And a last one, which nothing follows.
 			e.hub.PromptsListChanged()
 			assert.Equal(t, notification(spec.MethodPromptsListChanged, `"m"`), c.data(t))
