@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 )
 
@@ -16,8 +17,10 @@ type FanoutRun struct {
 	Opened  int
 	Refused int
 	// OpenSeconds is from the first listen request to the last
-	// acknowledgement; OpenRate is Opened / OpenSeconds.
+	// acknowledgement; OpenRate is Opened / OpenSeconds; OpenCPU is the
+	// server's CPU time over the same span.
 	OpenSeconds, OpenRate float64
+	OpenCPU               time.Duration
 	// Before is read before opening, Settled with the N streams open after
 	// Settle; the goroutines and heap (after a forced GC) at the same two
 	// moments, from the server's net/http/pprof.
@@ -79,8 +82,9 @@ func (s *Server) Fanout(ctx context.Context, cfg *Config, n, round int) (*Fanout
 	bd := newBoard(msgToolsChanged, rounds, n)
 	st := newStreams(ctx, client, p.url(), bd)
 	defer st.close()
+	cpu0 := cpuTime(p.pid)
 	opened, refused, elapsed, err := st.openAll(n, cfg.OpenConcurrency, map[string]any{"toolsListChanged": true})
-	r.Opened, r.Refused, r.OpenSeconds = opened, refused, elapsed.Seconds()
+	r.Opened, r.Refused, r.OpenSeconds, r.OpenCPU = opened, refused, elapsed.Seconds(), cpuTime(p.pid)-cpu0
 	if elapsed > 0 {
 		r.OpenRate = float64(opened) / elapsed.Seconds()
 	}
@@ -130,12 +134,12 @@ func triggerStats(t0 time.Time, at []int64, call time.Duration) TriggerStats {
 	for i, a := range at {
 		lat[i] = float64(a - t0.UnixNano())
 	}
-	s := sortedCopy(lat)
+	slices.Sort(lat)
 	return TriggerStats{
-		First: time.Duration(s[0]),
-		P50:   time.Duration(quantile(s, 0.50)),
-		P99:   time.Duration(quantile(s, 0.99)),
-		Last:  time.Duration(s[len(s)-1]),
+		First: time.Duration(lat[0]),
+		P50:   time.Duration(quantile(lat, 0.50)),
+		P99:   time.Duration(quantile(lat, 0.99)),
+		Last:  time.Duration(lat[len(lat)-1]),
 		Call:  call,
 	}
 }

@@ -60,6 +60,7 @@ var (
 		}},
 		{Name: "Trigger `tools/call` round trip (ms)", value: triggerMedian(func(t TriggerStats) time.Duration { return t.Call })},
 		mOpen,
+		{Name: "Server CPU per listen opened (µs)", value: func(r *FanoutRun) float64 { return float64(r.OpenCPU) / 1e3 / float64(max(r.Opened, 1)) }},
 	}
 )
 
@@ -157,18 +158,13 @@ func renderMarkdown(res *Results) string {
 	w("Latency runs from just before the trigger call to a stream's notification; a run's latency is the median over its measured triggers. ")
 	w("Server CPU is the process's CPU-time clock (all threads, user and system) from just before each trigger to the last delivery, ÷ N. ")
 	w("Memory: VmRSS, and from the server's net/http/pprof its goroutines and heap in use after a forced GC, read %v after start and again %v after the last acknowledgement, the difference ÷ N (KB = 1,000 bytes). ", cfg.Settle, cfg.Settle)
-	w("The runs go in rounds of one run per server, in an order rotated from round to round; a ratio is taken within each round, then summarised. ")
+	w("The runs go in rounds of one run per server, in an order rotated from round to round, after a discarded warm-up run of the first server at each N (the first run pays the machine's one-time costs); a ratio is taken within each round, then summarised. ")
 	w("Cells: median [min–max] over %d runs. Ours' and the go-sdk's latencies include the go-sdk's 10 ms list-change debounce; listen and the floor publish the change when the trigger call comes.\n\n", cfg.Runs)
 	idx := func(k Kind) int {
 		return slices.IndexFunc(res.Servers, func(s *ServerResult) bool { return s.Kind.ID == k.ID })
 	}
 	listen, ours, floor, gosdk := idx(Listen), idx(Ours), idx(Floor), idx(GoSDK)
-	var pairs [][2]int
-	for _, p := range [][2]int{{listen, floor}, {ours, floor}, {ours, gosdk}} {
-		if p[0] >= 0 && p[1] >= 0 {
-			pairs = append(pairs, p)
-		}
-	}
+	pairs := slices.DeleteFunc([][2]int{{listen, floor}, {ours, floor}, {ours, gosdk}}, func(p [2]int) bool { return p[0] < 0 || p[1] < 0 })
 	for k, n := range cfg.Ns {
 		w("## N = %s\n\n%s\n", Commas(n), Table(res.Servers, k, pairs...))
 	}

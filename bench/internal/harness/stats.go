@@ -7,12 +7,6 @@ import (
 	"strconv"
 )
 
-func sortedCopy(v []float64) []float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	return s
-}
-
 // quantile is the nearest-rank q-quantile of sorted s (q in [0,1]).
 func quantile(s []float64, q float64) float64 {
 	if len(s) == 0 {
@@ -23,7 +17,7 @@ func quantile(s []float64, q float64) float64 {
 }
 
 // Quantile returns the nearest-rank q-quantile of v, which it sorts.
-func Quantile(v []float64, q float64) float64 { return quantile(sortedCopy(v), q) }
+func Quantile(v []float64, q float64) float64 { return quantile(slices.Sorted(slices.Values(v)), q) }
 
 // Summary is the median, minimum and maximum of some samples.
 type Summary struct {
@@ -36,7 +30,7 @@ func Summarize(v []float64) Summary {
 	if len(v) == 0 {
 		return Summary{Median: math.NaN(), Min: math.NaN(), Max: math.NaN()}
 	}
-	s := sortedCopy(v)
+	s := slices.Sorted(slices.Values(v))
 	med := s[len(s)/2]
 	if len(s)%2 == 0 {
 		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
