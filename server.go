@@ -55,8 +55,12 @@ type Server struct {
 	// begun holds the listens begun (Begin) but not admitted yet.
 	begun map[*Slot]struct{}
 	// perKey counts the slots of each MaxStreamsPerKey key; nil without.
-	perKey   map[string]int
-	draining bool
+	// defaultPerKey: the bound is the default one, which leaves out listens with
+	// no remote address and no StreamKey (nothing tells their clients
+	// apart).
+	perKey        map[string]int
+	defaultPerKey bool
+	draining      bool
 	// over is closed once draining and no slot is left.
 	over chan struct{}
 
@@ -87,7 +91,8 @@ func NewServer(src Source, opts Options) *Server {
 	if opts.MaxStreams == 0 {
 		opts.MaxStreams = defaultMaxStreams
 	}
-	if opts.MaxStreamsPerKey == 0 {
+	defaultPerKey := opts.MaxStreamsPerKey == 0
+	if defaultPerKey {
 		opts.MaxStreamsPerKey = max(1, opts.MaxStreams/4)
 	}
 	if opts.RetryAfter == 0 {
@@ -104,7 +109,7 @@ func NewServer(src Source, opts Options) *Server {
 	s := &Server{src: src, opts: opts, log: log, retryAfter: opts.RetryAfter,
 		begun: make(map[*Slot]struct{}), over: make(chan struct{})}
 	if opts.MaxStreamsPerKey > 0 {
-		s.perKey = make(map[string]int)
+		s.perKey, s.defaultPerKey = make(map[string]int), defaultPerKey
 	}
 	return s
 }
@@ -167,7 +172,8 @@ func (sl *Slot) Admit(ctx context.Context, req *Request) error {
 		s.Refused(req, err)
 		return err
 	}
-	if s.perKey != nil {
+	keyed := s.perKey != nil && (!s.defaultPerKey || s.opts.StreamKey != nil || req.Transport.RemoteAddr != "")
+	if keyed {
 		sl.key = s.streamKey(req)
 	}
 	s.mu.Lock()
@@ -178,7 +184,7 @@ func (sl *Slot) Admit(ctx context.Context, req *Request) error {
 		return errors.New("listen: Slot.Admit after Done")
 	case s.draining:
 		err = jsonrpc.NewError(jsonrpc.CodeInternalError, core.ShuttingDown).WithCause(ErrShutdown)
-	case s.perKey != nil && s.perKey[sl.key] >= s.opts.MaxStreamsPerKey:
+	case keyed && s.perKey[sl.key] >= s.opts.MaxStreamsPerKey:
 		err = jsonrpc.NewError(jsonrpc.CodeInternalError, core.TooManyForKey).WithCause(ErrOverQuota)
 	case len(s.slots) >= s.opts.MaxStreams:
 		err = jsonrpc.NewError(jsonrpc.CodeInternalError, core.CapacityExhausted).WithCause(ErrOverloaded)
@@ -186,7 +192,7 @@ func (sl *Slot) Admit(ctx context.Context, req *Request) error {
 		delete(s.begun, sl)
 		sl.at = int32(len(s.slots))
 		s.slots = append(s.slots, sl)
-		if s.perKey != nil {
+		if keyed {
 			s.perKey[sl.key]++
 			sl.keyed = true
 		}

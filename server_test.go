@@ -121,33 +121,45 @@ func TestServerDefaultKey(t *testing.T) {
 }
 
 // By default one client holds at most a quarter of MaxStreams, so that it
-// cannot take every slot; the others are still admitted. A negative
-// MaxStreamsPerKey lifts the bound.
+// cannot take every slot; the others are still admitted. Listens with no
+// remote address and no StreamKey (stdio's) have no client to tell apart:
+// only MaxStreams bounds them. A negative MaxStreamsPerKey lifts the bound.
 func TestServerDefaultPerClientBound(t *testing.T) {
 	from := func(id int64, addr string) *listen.Request {
 		req := request(jsonrpc.IntID(id), listen.Filter{})
 		req.Transport.RemoteAddr = addr
 		return req
 	}
+	byAddr := func(req *listen.Request) string { return "key " + req.Transport.RemoteAddr }
 	for _, tt := range []struct {
 		name     string
 		opts     listen.Options
+		addr     string
 		perKey   int // the resolved bound
-		admitted int // of 10 listens from one address
+		admitted int // of 10 listens from addr
 	}{
-		{"default", listen.Options{Capabilities: allCaps}, 256, 10},
-		{"MaxStreams 8", listen.Options{Capabilities: allCaps, MaxStreams: 8}, 2, 2},
-		{"MaxStreams 3", listen.Options{Capabilities: allCaps, MaxStreams: 3}, 1, 1},
-		{"no bound", listen.Options{Capabilities: allCaps, MaxStreams: 8, MaxStreamsPerKey: -1}, -1, 8},
+		{"default", listen.Options{Capabilities: allCaps}, "192.0.2.7:5555", 256, 10},
+		{"MaxStreams 8", listen.Options{Capabilities: allCaps, MaxStreams: 8}, "192.0.2.7:5555", 2, 2},
+		{"MaxStreams 3", listen.Options{Capabilities: allCaps, MaxStreams: 3}, "192.0.2.7:5555", 1, 1},
+		{"no address", listen.Options{Capabilities: allCaps, MaxStreams: 8}, "", 2, 8},
+		{"no address, a StreamKey", listen.Options{Capabilities: allCaps, MaxStreams: 8, StreamKey: byAddr}, "", 2, 2},
+		{"no address, set", listen.Options{Capabilities: allCaps, MaxStreams: 8, MaxStreamsPerKey: 2}, "", 2, 2},
+		{"no bound", listen.Options{Capabilities: allCaps, MaxStreams: 8, MaxStreamsPerKey: -1}, "192.0.2.7:5555", -1, 8},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := listen.NewServer(newTestSource(), tt.opts)
 			assert.Equal(t, tt.perKey, srv.Options().MaxStreamsPerKey)
+			refusal := listen.ErrOverQuota // the bound per key
+			if tt.admitted == tt.opts.MaxStreams {
+				refusal = listen.ErrOverloaded // MaxStreams
+			}
 			var slots []*listen.Slot
 			for i := range 10 {
-				sl, err := admit(srv, from(int64(i), "192.0.2.7:5555"))
+				sl, err := admit(srv, from(int64(i), tt.addr))
 				if err == nil {
 					slots = append(slots, sl)
+				} else {
+					assert.ErrorIs(t, err, refusal)
 				}
 			}
 			assert.Len(t, slots, tt.admitted)

@@ -176,9 +176,12 @@ type Options struct {
 	MaxStreams int
 	// MaxStreamsPerKey is the most listens served at once for one key
 	// (StreamKey), so that one client cannot take every slot. Zero means
-	// a quarter of MaxStreams (256 with the default); a negative value
-	// means no bound per key. Behind a proxy every client has the proxy's
-	// address: set StreamKey (a principal, a forwarded address you trust).
+	// a quarter of MaxStreams (256 with the default), on the listens that
+	// have a key to tell clients apart: a StreamKey, or a remote address (a
+	// stdio listen has none, so without a StreamKey only MaxStreams bounds
+	// it). A negative value means no bound per key. Behind a proxy every
+	// client has the proxy's address: set StreamKey (a principal, a
+	// forwarded address you trust).
 	MaxStreamsPerKey int
 	// StreamKey returns the key a listen counts against under
 	// MaxStreamsPerKey: the principal (from Request.Auth), a tenant. Nil

@@ -212,7 +212,7 @@ func TestScriptStdio(t *testing.T) {
 		m, reader := newMetrics(t)
 		h, err := hub.New(withMetrics(m, hub.Options{}))
 		require.NoError(t, err)
-		opts := listen.Options{Capabilities: listen.Capabilities{ResourcesSubscribe: true}, MaxStreams: 1, MaxStreamsPerKey: -1}
+		opts := listen.Options{Capabilities: listen.Capabilities{ResourcesSubscribe: true}, MaxStreams: 1}
 		m.Instrument(&opts)
 		srv, err := stdio.New(listen.NewServer(m.Source(h), opts), stdio.Options{})
 		require.NoError(t, err)

@@ -652,7 +652,7 @@ func TestConnLines(t *testing.T) {
 // listen.Server counts the listens open, opened, closed and refused.
 func TestStats(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := startConn(t, t.Context(), nil, &options{Listen: listen.Options{MaxStreams: 1, MaxStreamsPerKey: -1}})
+		h := startConn(t, t.Context(), nil, &options{Listen: listen.Options{MaxStreams: 1}})
 		synctest.Wait()
 		require.Equal(t, stdio.Stats{Connections: 1}, h.srv.Stats())
 		h.openListen(`"l"`)

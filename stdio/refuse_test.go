@@ -33,7 +33,7 @@ func TestOnRefuse(t *testing.T) {
 			}
 			return nil
 		}
-		h := start(t, t.Context(), src, &options{Listen: listen.Options{MaxStreams: 1, MaxStreamsPerKey: -1, OnRefuse: func(req *listen.Request, err error) {
+		h := start(t, t.Context(), src, &options{Listen: listen.Options{MaxStreams: 1, OnRefuse: func(req *listen.Request, err error) {
 			errs <- refusal{req, err}
 			panic("a hook bug is contained")
 		}}})

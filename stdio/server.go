@@ -184,9 +184,10 @@ type Server struct {
 // version, Disabled), opens it on its Source with its listen.Options,
 // counts it (srv.Stats), calls its hooks (OnOpen, OnClose, OnRefuse) and
 // ends it (EndStreams, Shutdown). srv may serve other transports too; its
-// limits then cover them all. Under MaxStreamsPerKey every stdio listen
-// counts against StreamKey's key; without a StreamKey that is one key for
-// all of them (a stdio listen has no remote address). The connections'
+// limits then cover them all. A stdio listen has no remote address: the
+// default MaxStreamsPerKey leaves it out unless StreamKey gives it a key,
+// and a positive one without a StreamKey counts every stdio listen against
+// one key. The connections'
 // diagnostics go to srv's Logger (listen.Options.Logger; slog.Default() if
 // nil): malformed input and refusals at Debug, handler panics and lost
 // connections at Warn.

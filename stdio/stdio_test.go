@@ -339,7 +339,7 @@ func TestEOFDisconnectsEveryListen(t *testing.T) {
 
 func TestCapacityExhausted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := start(t, t.Context(), nil, &options{Listen: listen.Options{MaxStreams: 2, MaxStreamsPerKey: -1}})
+		h := start(t, t.Context(), nil, &options{Listen: listen.Options{MaxStreams: 2}})
 		h.openListen(`1`)
 		h.openListen(`2`)
 

@@ -26,7 +26,7 @@
 //     ReadTimeout 10 s, KeepAlive 15 s, WriteTimeout 10 s), and the
 //     http.Server settings a listen endpoint needs (HTTP/2 included); the
 //     stream limits are the Server's (listen.Options.MaxStreams 1,024,
-//     MaxStreamsPerKey off).
+//     MaxStreamsPerKey a quarter of it, by client address).
 //   - Handler: how each kind of stream is served and who owns its
 //     goroutines.
 //   - listen.Server.EndStreams and Options.Expiry: ending the streams of a
