@@ -55,11 +55,10 @@ func Dirs(repo, outDir string) (root, out string, err error) {
 			return "", "", err
 		}
 	}
-	out = outDir
-	if !filepath.IsAbs(out) {
-		out = filepath.Join(root, out)
+	if filepath.IsAbs(outDir) {
+		return root, outDir, nil
 	}
-	return root, out, nil
+	return root, filepath.Join(root, outDir), nil
 }
 
 // Logf returns the progress log of a benchmark command: each call writes

@@ -189,10 +189,8 @@ func renderMarkdown(res *Results) string {
 				if g.ratio {
 					s = paired(x, y, 0)
 				}
-				met := s.N > 0 && s.Median <= g.limit
-				if g.m.Name == mOpen.Name {
-					met = s.N > 0 && s.Median >= g.limit
-				}
+				atLeast := g.m.Name == mOpen.Name // the open rate's target is a floor
+				met := s.N > 0 && (atLeast && s.Median >= g.limit || !atLeast && s.Median <= g.limit)
 				w(" %s | %v |", s, met)
 			}
 			w("\n")

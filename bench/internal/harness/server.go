@@ -72,10 +72,13 @@ func Build(ctx context.Context, repo, dir string, kind Kind, prebuilt string, ma
 		return nil, fmt.Errorf("%s: no -addr or -pprof flag in its -h output:\n%s", path, out)
 	}
 	s.args = append(s.args, "-pprof")
-	if slices.Contains(flags, "max-streams") && !slices.ContainsFunc(extra, func(a string) bool { return strings.Contains(a, "max-streams") }) {
+	unset := func(name string) bool {
+		return slices.Contains(flags, name) && !slices.ContainsFunc(extra, func(a string) bool { return strings.Split(strings.TrimLeft(a, "-"), "=")[0] == name })
+	}
+	if unset("max-streams") {
 		s.args = append(s.args, "-max-streams="+strconv.Itoa(maxN+16))
 	}
-	if slices.Contains(flags, "max-streams-per-client") && !slices.ContainsFunc(extra, func(a string) bool { return strings.Contains(a, "max-streams-per-client") }) {
+	if unset("max-streams-per-client") {
 		s.args = append(s.args, "-max-streams-per-client=-1") // every stream comes from loopback
 	}
 	return s, nil

@@ -16,7 +16,7 @@ func quantile(s []float64, q float64) float64 {
 	return s[min(max(i, 0), len(s)-1)]
 }
 
-// Quantile returns the nearest-rank q-quantile of v, which it sorts.
+// Quantile returns the nearest-rank q-quantile of v (v is left as it is).
 func Quantile(v []float64, q float64) float64 { return quantile(slices.Sorted(slices.Values(v)), q) }
 
 // Summary is the median, minimum and maximum of some samples.
