@@ -34,6 +34,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -83,9 +84,13 @@ func main() {
 		MaxHeaderBytes:    16 << 10,
 		// No ReadTimeout or WriteTimeout: they would cut long-lived streams.
 	}
+	ln, err := net.Listen("tcp", *addr) // bound before it says it serves
+	if err != nil {
+		log.Fatal(err)
+	}
 	stopped := make(chan error, 1)
-	go func() { stopped <- srv.ListenAndServe() }() // ends on srv.Shutdown, which waits for it
-	log.Printf("serving MCP on http://%s/mcp in front of %d upstreams", *addr, len(ups.list))
+	go func() { stopped <- srv.Serve(ln) }() // ends on srv.Shutdown, which waits for it
+	log.Printf("serving MCP on http://%s/mcp in front of %d upstreams", ln.Addr(), len(ups.list))
 	select {
 	case <-ctx.Done():
 	case err := <-stopped:

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"flag"
 	"log"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -58,9 +59,13 @@ func main() {
 		MaxHeaderBytes:    16 << 10,
 		// No ReadTimeout or WriteTimeout: they would cut long-lived streams.
 	}
+	ln, err := net.Listen("tcp", *addr) // bound before it says it serves
+	if err != nil {
+		log.Fatal(err)
+	}
 	stopped := make(chan error, 1)
-	go func() { stopped <- srv.ListenAndServe() }() // ends on srv.Shutdown, which waits for it
-	log.Printf("serving MCP on http://%s/mcp", *addr)
+	go func() { stopped <- srv.Serve(ln) }() // ends on srv.Shutdown, which waits for it
+	log.Printf("serving MCP on http://%s/mcp", ln.Addr())
 	select {
 	case <-ctx.Done():
 	case err := <-stopped:
