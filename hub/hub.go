@@ -279,7 +279,11 @@ func (h *Hub) Open(ctx context.Context, req *listen.Request, supported listen.Fi
 	}
 	scopes := scopesOf(req)
 	l := newListener(h, extensionPart(supported))
-	l.memb = make([]membership, 0, 1+(len(supported)+uris.len())*(1+len(scopes)))
+	if n := 1 + (len(supported)+uris.len())*(1+len(scopes)); n <= len(l.inline) {
+		l.memb = l.inline[:0:len(l.inline)]
+	} else {
+		l.memb = make([]membership, 0, n)
+	}
 
 	h.mu.Lock()
 	if h.shut { // Shutdown began since the check above: it would not complete l

@@ -63,8 +63,10 @@ type listener struct {
 	hub    *Hub
 	filter listen.Filter
 	// memb is guarded by Hub.mu. memb[0] is always the hub's set of all
-	// listeners.
-	memb []membership
+	// listeners. It is inline's array when two fit (the set of all and one
+	// list change, the usual listen): one allocation fewer per listener.
+	memb   []membership
+	inline [2]membership
 }
 
 func newListener(h *Hub, filter listen.Filter) *listener {

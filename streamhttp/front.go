@@ -186,7 +186,7 @@ func (f *front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Method == http.MethodPost && isListenBody(body, m, parsed, f.maxID) {
 		// Without FrontMessage: a stream keeps its request's context values
-		// for its whole life (see newStream), and would keep the message's
+		// for its whole life (see stream.serving), and would keep the message's
 		// params with them.
 		r = r.WithContext(r.Context())
 		r.Body = &frontBody{b: body}

@@ -316,7 +316,7 @@ func (h *Handler) open(st *stream, r *http.Request, req *listen.Request) *reply 
 func (h *Handler) serve(st *stream, w http.ResponseWriter, r *http.Request) {
 	if !h.opts.NoTakeover && r.ProtoMajor == 1 {
 		if t := h.takeover(st, w, r); t != nil {
-			t.start(h)
+			t.start(h, r)
 			return
 		}
 	}
@@ -330,6 +330,7 @@ func (h *Handler) serveInline(st *stream, w http.ResponseWriter, r *http.Request
 	// The callback runs (in a goroutine of the runtime's) only if the
 	// request ends while the stream is served here; it only cancels
 	// st.ctx, so one that stop finds already started is not waited for.
+	st.serving(r)
 	stop := context.AfterFunc(r.Context(), func() {
 		st.cancel(listen.Disconnected(context.Cause(r.Context())))
 	})
@@ -440,15 +441,21 @@ func (h *Handler) Shutdown(ctx context.Context) error {
 // or, once its connection is taken over, on a goroutine of its own or on
 // the Handler's fanout (Linux, a hub stream: see internal/fastpath).
 type stream struct {
-	// ctx is the serving context given to Subscription.Serve. It ends
-	// through cancel, with the cause Serve acts on: listen.ErrShutdown
-	// (Shutdown: the completion is written), a Disconnected reason (the
-	// client left: the request ended, or a taken-over connection's reader
-	// saw it close), or nil once the stream has ended. A fast stream has
-	// no context of its own (see fanout.start): cancel is nil, ctx the
-	// Handler's shared one.
+	// ctx is the serving context given to Subscription.Serve, made when
+	// the stream is served on a path of its own (serveInline, takenOver.run;
+	// see serving): it keeps the request's context values, not its
+	// cancellation. It ends through cancel, with the cause Serve acts on:
+	// listen.ErrShutdown (Shutdown: the completion is written), a
+	// Disconnected reason (the client left: the request ended, or a
+	// taken-over connection's reader saw it close), or nil once the stream
+	// has ended. A fast stream has no context (see fanout.start): its
+	// transport's end is fastpath.Stream.Cancel.
 	ctx    context.Context
 	cancel context.CancelCauseFunc
+	// early is the first reason to end the stream seen before it had a
+	// context (takeover: the client left, or sent bytes), which the
+	// context or the fast stream then starts with (see abort).
+	early error
 	// sub is the subscription, once opened. The stream owns it: it is
 	// opened without an owner context (listen.Slot.Open with context.Background() as the owner),
 	// and stop closes it if it is still open, however the stream ends (even
@@ -464,15 +471,25 @@ type stream struct {
 	expires time.Time
 }
 
-// newStream returns the stream of the listen request r. Its context keeps
-// r's context values (CanRead gets them for a covered sub-resource; logf
-// finds the http.Server's ErrorLog there), not its cancellation: the stream
-// may outlive its request (see takeover).
-func newStream(r *http.Request) *stream {
-	base := context.WithoutCancel(r.Context())
-	st := &stream{}
-	st.ctx, st.cancel = context.WithCancelCause(base)
-	return st
+// serving gives st its serving context: r's context values (CanRead gets
+// them for a covered sub-resource), not its cancellation, since the stream
+// may outlive its request (see takeover). An early reason ends it at once.
+func (st *stream) serving(r *http.Request) {
+	st.ctx, st.cancel = context.WithCancelCause(context.WithoutCancel(r.Context()))
+	if st.early != nil {
+		st.cancel(st.early)
+	}
+}
+
+// abort ends st with cause: its context if it has one, else cause is kept
+// as its early reason (the first one).
+func (st *stream) abort(cause error) {
+	switch {
+	case st.cancel != nil:
+		st.cancel(cause)
+	case st.early == nil:
+		st.early = cause
+	}
 }
 
 // stop ends st: its subscription, if still open, is closed (reason
@@ -482,7 +499,7 @@ func (st *stream) stop() {
 	if st.sub != nil {
 		st.sub.Close(listen.Disconnected(listen.ErrOwnerGone))
 	}
-	if st.cancel != nil { // nil for a fast stream, which has no context of its own
+	if st.cancel != nil { // nil for a fast stream, which has no context
 		st.cancel(nil)
 	}
 }

@@ -84,7 +84,7 @@ func (h *Handler) decode(w http.ResponseWriter, r *http.Request) (req *listen.Re
 			return nil, nil, refuse(http.StatusUnauthorized, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, MsgUnauthorized).WithCause(listen.ErrExpired))
 		}
 	}
-	st = newStream(r)
+	st = &stream{}
 	st.slot, st.expires = h.srv.Begin(auth), expires
 	req, f = h.decodeBody(w, r)
 	if f != nil {
@@ -492,11 +492,20 @@ func (g *originGuard) checkHost(r *http.Request) error {
 		return errHostNotAllowed
 	}
 	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil {
-		if isLoopback(la.String()) && !isLoopback(r.Host) {
+		if loopbackAddr(la) && !isLoopback(r.Host) {
 			return errRebinding
 		}
 	}
 	return nil
+}
+
+// loopbackAddr reports whether the local address a is on the loopback
+// interface (a TCP address is read as it is: its text is not made).
+func loopbackAddr(a net.Addr) bool {
+	if ta, ok := a.(*net.TCPAddr); ok {
+		return ta.IP.IsLoopback()
+	}
+	return isLoopback(a.String())
 }
 
 // checkCrossOrigin refuses a cross-origin browser request whose Origin is

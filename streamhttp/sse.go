@@ -6,7 +6,6 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"sync/atomic"
 	"time"
 
 	"github.com/mcplisten/listen"
@@ -207,12 +206,12 @@ func (h *Handler) takeover(st *stream, w http.ResponseWriter, r *http.Request) *
 	// already (read ahead into net/http's buffer, dropped with it) end the
 	// stream before it starts.
 	if brw.Reader.Buffered() > 0 {
-		st.cancel(listen.Disconnected(ErrUnexpectedBytes))
+		st.abort(listen.Disconnected(ErrUnexpectedBytes))
 	}
 	// From now on watch sees the client leave. If it left before (net/http
 	// then ended the request's context), the stream ends now.
 	if r.Context().Err() != nil {
-		st.cancel(listen.Disconnected(context.Cause(r.Context())))
+		st.abort(listen.Disconnected(context.Cause(r.Context())))
 	}
 	return &takenOver{
 		conn:     conn,
@@ -246,12 +245,13 @@ func responseHead(base http.Header) []byte {
 	return head.Bytes()
 }
 
-// start serves the stream: on the Handler's fanout when it can, else on a
-// goroutine of its own (run).
-func (t *takenOver) start(h *Handler) {
+// start serves the stream of request r: on the Handler's fanout when it
+// can, else on a goroutine of its own (run), with its serving context.
+func (t *takenOver) start(h *Handler, r *http.Request) {
 	if h.fast != nil && h.fast.start(h, t) {
 		return
 	}
+	t.st.serving(r)
 	go t.run(h)
 }
 
@@ -331,7 +331,6 @@ func (t *takenOver) write(frame []byte) error {
 // from a few writer loops, one epoll watcher and one keep-alive timer.
 type fanout struct {
 	*fastpath.Fanout
-	base atomic.Pointer[baseContext] // the last baseContext
 }
 
 // newFanout returns the fanout of h (whose options are set), or nil where
@@ -374,16 +373,12 @@ func (f *fanout) start(h *Handler, t *takenOver) bool {
 	}
 	// From now on the transport's side of the stream ends through
 	// fs.Cancel (the hang-up watcher), and the server's through
-	// Subscription.End; its ctx is the Handler's shared one and the old
-	// one is dropped (nothing else ends it: takeover ended it, if at all,
-	// before now), so that its chain (net/http's per-connection contexts,
-	// about 700 bytes) does not live as long as the stream. An end of the
-	// old context carries over.
-	st := t.st
-	old := st.ctx
-	st.ctx, st.cancel = f.baseContext(old), nil
-	if old.Err() != nil {
-		fs.Cancel(context.Cause(old))
+	// Subscription.End. The stream has no context: nothing on the fast path
+	// reads a request's values, and the request's context chain (net/http's
+	// per-connection contexts, about 700 bytes) does not live as long as
+	// the stream. An early end (see takeover) carries over.
+	if t.st.early != nil {
+		fs.Cancel(t.st.early)
 	}
 	fs.Run()
 	return true
@@ -396,28 +391,6 @@ func (f *fanout) wait(ctx context.Context) error { return f.Wait(ctx) }
 
 // count returns the number of fast streams.
 func (f *fanout) count() int { return f.Count() }
-
-// baseContext returns the context a fast stream keeps in place of the
-// request's (old): only the http.Server, where logf finds its ErrorLog,
-// shared by the fanout's streams of that server.
-func (f *fanout) baseContext(old context.Context) context.Context {
-	srv := old.Value(http.ServerContextKey)
-	if b := f.base.Load(); b != nil && b.srv == srv {
-		return b.ctx
-	}
-	b := &baseContext{srv: srv, ctx: context.Background()}
-	if srv != nil {
-		b.ctx = context.WithValue(b.ctx, http.ServerContextKey, srv)
-	}
-	f.base.Store(b)
-	return b.ctx
-}
-
-// baseContext is a context of fanout.baseContext and its server.
-type baseContext struct {
-	srv any
-	ctx context.Context
-}
 
 // pinger returns ping, reporting each keep-alive it wrote to
 // Options.OnKeepAlive when that is set.
