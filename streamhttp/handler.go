@@ -311,12 +311,12 @@ func (h *Handler) open(st *stream, r *http.Request, req *listen.Request) *reply 
 // serve serves the open stream: an HTTP/1.x
 // stream, once its connection is taken over, on the Handler's fanout (on
 // Linux, a stream served in steps: no goroutine while idle; see
-// takenOver.start) or on a goroutine of its own (this goroutine then
+// serveTakenOver) or on a goroutine of its own (this goroutine then
 // returns at once); any other here.
 func (h *Handler) serve(st *stream, w http.ResponseWriter, r *http.Request) {
 	if !h.opts.NoTakeover && r.ProtoMajor == 1 {
-		if t := h.takeover(st, w, r); t != nil {
-			t.start(h, r)
+		if conn, head, ok := h.takeover(st, w, r); ok {
+			h.serveTakenOver(st, r, conn, head)
 			return
 		}
 	}

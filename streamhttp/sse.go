@@ -189,10 +189,11 @@ type takenOver struct {
 	watched chan struct{} // closed when watch returns
 }
 
-// takeover hijacks w's connection for the open stream st of request r. It
-// returns nil when the connection cannot be hijacked (the stream then stays
-// inside net/http).
-func (h *Handler) takeover(st *stream, w http.ResponseWriter, r *http.Request) *takenOver {
+// takeover hijacks w's connection for the open stream st of request r,
+// and returns it with the response head to write first. It reports false
+// when the connection cannot be hijacked (the stream then stays inside
+// net/http).
+func (h *Handler) takeover(st *stream, w http.ResponseWriter, r *http.Request) (net.Conn, []byte, bool) {
 	head := plainHead
 	if len(w.Header()) > 0 { // headers set before the handler: a head of its own
 		head = responseHead(w.Header())
@@ -200,7 +201,7 @@ func (h *Handler) takeover(st *stream, w http.ResponseWriter, r *http.Request) *
 
 	conn, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
-		return nil
+		return nil, nil, false
 	}
 	// A listen's client sends nothing after its request: bytes it did send
 	// already (read ahead into net/http's buffer, dropped with it) end the
@@ -208,18 +209,13 @@ func (h *Handler) takeover(st *stream, w http.ResponseWriter, r *http.Request) *
 	if brw.Reader.Buffered() > 0 {
 		st.abort(listen.Disconnected(ErrUnexpectedBytes))
 	}
-	// From now on watch sees the client leave. If it left before (net/http
-	// then ended the request's context), the stream ends now.
+	// From now on the fanout or watch sees the client leave. If it left
+	// before (net/http then ended the request's context), the stream ends
+	// now.
 	if r.Context().Err() != nil {
 		st.abort(listen.Disconnected(context.Cause(r.Context())))
 	}
-	return &takenOver{
-		conn:     conn,
-		st:       st,
-		head:     head,
-		deadline: writeDeadline{conn: conn, timeout: h.opts.WriteTimeout, lazy: true},
-		watched:  make(chan struct{}),
-	}
+	return conn, head, true
 }
 
 // plainHead is the response head of a taken-over stream whose response had
@@ -245,13 +241,21 @@ func responseHead(base http.Header) []byte {
 	return head.Bytes()
 }
 
-// start serves the stream of request r: on the Handler's fanout when it
+// serveTakenOver serves st, the stream of request r, on its taken-over
+// connection conn (head to write first): on the Handler's fanout when it
 // can, else on a goroutine of its own (run), with its serving context.
-func (t *takenOver) start(h *Handler, r *http.Request) {
-	if h.fast != nil && h.fast.start(h, t) {
+func (h *Handler) serveTakenOver(st *stream, r *http.Request, conn net.Conn, head []byte) {
+	if h.fast != nil && h.fast.start(st, conn, head) {
 		return
 	}
-	t.st.serving(r)
+	t := &takenOver{
+		conn:     conn,
+		st:       st,
+		head:     head,
+		deadline: writeDeadline{conn: conn, timeout: h.opts.WriteTimeout, lazy: true},
+		watched:  make(chan struct{}),
+	}
+	st.serving(r)
 	go t.run(h)
 }
 
@@ -362,12 +366,12 @@ func newFanout(h *Handler) *fanout {
 	return &fanout{Fanout: f}
 }
 
-// start serves the taken-over stream t on the fanout, if it can be served
-// there: its subscription has a state machine to take in steps and its
-// connection is a socket. It reports false, having changed nothing,
+// start serves st, whose connection conn was taken over (head to write
+// first), on the fanout, if it can be served there: its subscription has a
+// state machine to take in steps and its connection is a socket. It reports false, having changed nothing,
 // otherwise.
-func (f *fanout) start(h *Handler, t *takenOver) bool {
-	fs := f.Stream(t.conn, t.st.sub, t.head, t.st)
+func (f *fanout) start(st *stream, conn net.Conn, head []byte) bool {
+	fs := f.Stream(conn, st.sub, head, st)
 	if fs == nil {
 		return false
 	}
@@ -377,8 +381,8 @@ func (f *fanout) start(h *Handler, t *takenOver) bool {
 	// reads a request's values, and the request's context chain (net/http's
 	// per-connection contexts, about 700 bytes) does not live as long as
 	// the stream. An early end (see takeover) carries over.
-	if t.st.early != nil {
-		fs.Cancel(t.st.early)
+	if st.early != nil {
+		fs.Cancel(st.early)
 	}
 	fs.Run()
 	return true
