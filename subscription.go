@@ -415,7 +415,8 @@ func openOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 		return nil, werr
 	}
 
-	s := &Subscription{id: cloneID(req.ID), opts: opts, kind: req.Transport.Kind}
+	// The id is kept as it is: an ID holds its own copy of its token.
+	s := &Subscription{id: req.ID, opts: opts, kind: req.Transport.Kind}
 	s.guard.stream = stream
 	for k := range kinds {
 		if Kind(k).listChange() && accepted[kinds[k].key] == true {
@@ -701,12 +702,6 @@ func idTooLong(id jsonrpc.ID, opts *Options) bool {
 		limit = core.DefaultMaxIDBytes
 	}
 	return len(id.Raw()) > limit
-}
-
-// cloneID copies id so that the subscription keeps no byte of the request.
-func cloneID(id jsonrpc.ID) jsonrpc.ID {
-	c, _ := jsonrpc.ParseID([]byte(id.Raw()))
-	return c
 }
 
 // Default limits of Options.MaxURIBytes, Options.MaxFilterBytes,

@@ -105,7 +105,9 @@ func ParseMessageMaxID(data []byte, maxIDBytes int) (Message, error) {
 
 // ID is a JSON-RPC request id: a JSON string or integer, kept as its exact
 // JSON token so that it is echoed with its type (a string stays a string, an
-// integer an integer). The zero ID is invalid. IDs are comparable.
+// integer an integer). The zero ID is invalid. IDs are comparable. An ID
+// holds a copy of its token, made when it was parsed or built: it keeps no
+// byte of the message it came from.
 type ID struct {
 	raw string
 }
