@@ -49,11 +49,11 @@ type Server struct {
 	retryAfter time.Duration
 
 	mu sync.Mutex
-	// slots holds the admitted listens, being opened or streaming, each at
-	// its Slot.at (a slice: 8 bytes a listen, not a map entry's ~40).
+	// slots holds the admitted listens, being opened or streaming, and
+	// begun those begun (Begin) but not admitted yet, each at its Slot.at
+	// (slices: 8 bytes a listen, not a map entry's ~40, and no hashing).
 	slots []*Slot
-	// begun holds the listens begun (Begin) but not admitted yet.
-	begun map[*Slot]struct{}
+	begun []*Slot
 	// perKey counts the slots of each MaxStreamsPerKey key; nil without.
 	// defaultPerKey: the bound is the default one, which leaves out listens with
 	// no remote address and no StreamKey (nothing tells their clients
@@ -107,7 +107,7 @@ func NewServer(src Source, opts Options) *Server {
 		log = slog.Default()
 	}
 	s := &Server{src: src, opts: opts, log: log, retryAfter: opts.RetryAfter,
-		begun: make(map[*Slot]struct{}), over: make(chan struct{})}
+		over: make(chan struct{})}
 	if opts.MaxStreamsPerKey > 0 {
 		s.perKey, s.defaultPerKey = make(map[string]int), defaultPerKey
 	}
@@ -123,14 +123,16 @@ func (s *Server) Options() *Options { return &s.opts }
 // exactly once, however the listen ended.
 type Slot struct {
 	srv *Server
-	// at is the slot's index in Server.slots, -1 when not there.
-	at      int32
-	keyed   bool
-	done    bool
-	auth    any
-	key     string
-	release func()
-	sub     *Subscription
+	// at is the slot's index in Server.slots once admitted, in
+	// Server.begun before; -1 when in neither.
+	at       int32
+	admitted bool
+	keyed    bool
+	done     bool
+	auth     any
+	key      string
+	release  func()
+	sub      *Subscription
 	// pending is how the server ended the listen before it was open (a
 	// drain, EndStreams): Open ends the stream with it at once.
 	pending error
@@ -141,9 +143,10 @@ type Slot struct {
 // read: EndStreams already ends it (as soon as it is open). Admit it with
 // Slot.Admit, or let it go with Done.
 func (s *Server) Begin(auth any) *Slot {
-	sl := &Slot{srv: s, auth: auth, at: -1}
+	sl := &Slot{srv: s, auth: auth}
 	s.mu.Lock()
-	s.begun[sl] = struct{}{}
+	sl.at = int32(len(s.begun))
+	s.begun = append(s.begun, sl)
 	s.mu.Unlock()
 	return sl
 }
@@ -189,8 +192,8 @@ func (sl *Slot) Admit(ctx context.Context, req *Request) error {
 	case len(s.slots) >= s.opts.MaxStreams:
 		err = jsonrpc.NewError(jsonrpc.CodeInternalError, core.CapacityExhausted).WithCause(ErrOverloaded)
 	default:
-		delete(s.begun, sl)
-		sl.at = int32(len(s.slots))
+		s.begun = removeSlot(s.begun, sl)
+		sl.at, sl.admitted = int32(len(s.slots)), true
 		s.slots = append(s.slots, sl)
 		if keyed {
 			s.perKey[sl.key]++
@@ -336,15 +339,11 @@ func (sl *Slot) Done(reason error) {
 func (s *Server) free(sl *Slot) {
 	s.mu.Lock()
 	sl.done = true
-	delete(s.begun, sl)
-	if i := sl.at; i >= 0 {
-		last := s.slots[len(s.slots)-1]
-		s.slots[i], last.at = last, i
-		s.slots[len(s.slots)-1] = nil
-		s.slots = s.slots[:len(s.slots)-1]
-		sl.at = -1
-		if cap(s.slots) > 64 && len(s.slots) < cap(s.slots)/4 {
-			s.slots = slices.Clone(s.slots) // a mass close gives memory back
+	if sl.at >= 0 {
+		if sl.admitted {
+			s.slots = removeSlot(s.slots, sl)
+		} else {
+			s.begun = removeSlot(s.begun, sl)
 		}
 	}
 	if sl.keyed {
@@ -410,6 +409,20 @@ func (s *Server) EndStreams(match func(auth any) bool, reason error) int {
 	return n
 }
 
+// removeSlot takes sl out of list, which holds it at sl.at: the last slot
+// takes its place. s.mu is held.
+func removeSlot(list []*Slot, sl *Slot) []*Slot {
+	i, last := sl.at, list[len(list)-1]
+	list[i], last.at = last, i
+	list[len(list)-1] = nil
+	list = list[:len(list)-1]
+	sl.at = -1
+	if cap(list) > 64 && len(list) < cap(list)/4 {
+		list = slices.Clone(list) // a mass close gives memory back
+	}
+	return list
+}
+
 // snapshot lists the admitted slots, and the begun ones too if begun.
 func (s *Server) snapshot(begun bool) []*Slot {
 	s.mu.Lock()
@@ -417,9 +430,7 @@ func (s *Server) snapshot(begun bool) []*Slot {
 	out := make([]*Slot, 0, len(s.slots)+len(s.begun))
 	out = append(out, s.slots...)
 	if begun {
-		for sl := range s.begun {
-			out = append(out, sl)
-		}
+		out = append(out, s.begun...)
 	}
 	return out
 }
