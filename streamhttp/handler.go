@@ -294,7 +294,6 @@ func (h *Handler) open(st *stream, r *http.Request, req *listen.Request) *reply 
 	if gone(r) {
 		return noReply()
 	}
-	req.Expiry = st.expires // the core ends the stream then (ErrExpired)
 	sub, err := st.slot.Open(r.Context(), context.Background(), req)
 	if err != nil {
 		if r.Context().Err() != nil {
@@ -315,8 +314,8 @@ func (h *Handler) open(st *stream, r *http.Request, req *listen.Request) *reply 
 // returns at once); any other here.
 func (h *Handler) serve(st *stream, w http.ResponseWriter, r *http.Request) {
 	if !h.opts.NoTakeover && r.ProtoMajor == 1 {
-		if conn, head, ok := h.takeover(st, w, r); ok {
-			h.serveTakenOver(st, r, conn, head)
+		if conn, head, early, ok := h.takeover(w, r); ok {
+			h.serveTakenOver(st, r, conn, head, early)
 			return
 		}
 	}
@@ -330,7 +329,7 @@ func (h *Handler) serveInline(st *stream, w http.ResponseWriter, r *http.Request
 	// The callback runs (in a goroutine of the runtime's) only if the
 	// request ends while the stream is served here; it only cancels
 	// st.ctx, so one that stop finds already started is not waited for.
-	st.serving(r)
+	st.serving(r, nil)
 	stop := context.AfterFunc(r.Context(), func() {
 		st.cancel(listen.Disconnected(context.Cause(r.Context())))
 	})
@@ -452,10 +451,6 @@ type stream struct {
 	// transport's end is fastpath.Stream.Cancel.
 	ctx    context.Context
 	cancel context.CancelCauseFunc
-	// early is the first reason to end the stream seen before it had a
-	// context (takeover: the client left, or sent bytes), which the
-	// context or the fast stream then starts with (see abort).
-	early error
 	// sub is the subscription, once opened. The stream owns it: it is
 	// opened without an owner context (listen.Slot.Open with context.Background() as the owner),
 	// and stop closes it if it is still open, however the stream ends (even
@@ -466,29 +461,16 @@ type stream struct {
 	// slot is the listen's place on the Server, from Begin (once its
 	// request is authenticated) to Done (see Handler.end).
 	slot *listen.Slot
-	// expires is when the stream must end (Options.Expiry; zero: never):
-	// its subscription's listen.Request.Expiry, whose timer the core keeps.
-	expires time.Time
 }
 
 // serving gives st its serving context: r's context values (CanRead gets
 // them for a covered sub-resource), not its cancellation, since the stream
-// may outlive its request (see takeover). An early reason ends it at once.
-func (st *stream) serving(r *http.Request) {
+// may outlive its request (see takeover). An early end (not nil) ends it at
+// once.
+func (st *stream) serving(r *http.Request, early error) {
 	st.ctx, st.cancel = context.WithCancelCause(context.WithoutCancel(r.Context()))
-	if st.early != nil {
-		st.cancel(st.early)
-	}
-}
-
-// abort ends st with cause: its context if it has one, else cause is kept
-// as its early reason (the first one).
-func (st *stream) abort(cause error) {
-	switch {
-	case st.cancel != nil:
-		st.cancel(cause)
-	case st.early == nil:
-		st.early = cause
+	if early != nil {
+		st.cancel(early)
 	}
 }
 

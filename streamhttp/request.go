@@ -84,15 +84,16 @@ func (h *Handler) decode(w http.ResponseWriter, r *http.Request) (req *listen.Re
 			return nil, nil, refuse(http.StatusUnauthorized, jsonrpc.ID{}, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, MsgUnauthorized).WithCause(listen.ErrExpired))
 		}
 	}
-	st = &stream{}
-	st.slot, st.expires = h.srv.Begin(auth), expires
+	st = &stream{slot: h.srv.Begin(auth)}
 	req, f = h.decodeBody(w, r)
 	if f != nil {
 		st.slot.Done(nil)
 		st.stop()
 		return nil, nil, f
 	}
-	req.Auth = auth
+	// The Server refuses an expired one, and ends the stream then
+	// (ErrExpired).
+	req.Auth, req.Expiry = auth, expires
 	return req, st, nil
 }
 

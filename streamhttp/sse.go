@@ -189,33 +189,34 @@ type takenOver struct {
 	watched chan struct{} // closed when watch returns
 }
 
-// takeover hijacks w's connection for the open stream st of request r,
-// and returns it with the response head to write first. It reports false
-// when the connection cannot be hijacked (the stream then stays inside
-// net/http).
-func (h *Handler) takeover(st *stream, w http.ResponseWriter, r *http.Request) (net.Conn, []byte, bool) {
-	head := plainHead
+// takeover hijacks w's connection for the open stream of request r, and
+// returns it with the response head to write first and the reason the
+// stream must end at once, if any (early). It reports false when the
+// connection cannot be hijacked (the stream then stays inside net/http).
+func (h *Handler) takeover(w http.ResponseWriter, r *http.Request) (conn net.Conn, head *[]byte, early error, ok bool) {
+	head = &plainHead
 	if len(w.Header()) > 0 { // headers set before the handler: a head of its own
-		head = responseHead(w.Header())
+		own := responseHead(w.Header())
+		head = &own
 	}
 
 	conn, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
-		return nil, nil, false
+		return nil, nil, nil, false
 	}
 	// A listen's client sends nothing after its request: bytes it did send
 	// already (read ahead into net/http's buffer, dropped with it) end the
 	// stream before it starts.
 	if brw.Reader.Buffered() > 0 {
-		st.abort(listen.Disconnected(ErrUnexpectedBytes))
+		early = listen.Disconnected(ErrUnexpectedBytes)
 	}
 	// From now on the fanout or watch sees the client leave. If it left
 	// before (net/http then ended the request's context), the stream ends
 	// now.
-	if r.Context().Err() != nil {
-		st.abort(listen.Disconnected(context.Cause(r.Context())))
+	if r.Context().Err() != nil && early == nil {
+		early = listen.Disconnected(context.Cause(r.Context()))
 	}
-	return conn, head, true
+	return conn, head, early, true
 }
 
 // plainHead is the response head of a taken-over stream whose response had
@@ -242,20 +243,21 @@ func responseHead(base http.Header) []byte {
 }
 
 // serveTakenOver serves st, the stream of request r, on its taken-over
-// connection conn (head to write first): on the Handler's fanout when it
-// can, else on a goroutine of its own (run), with its serving context.
-func (h *Handler) serveTakenOver(st *stream, r *http.Request, conn net.Conn, head []byte) {
-	if h.fast != nil && h.fast.start(st, conn, head) {
+// connection conn (head to write first; early, if not nil, ends it at
+// once): on the Handler's fanout when it can, else on a goroutine of its
+// own (run), with its serving context.
+func (h *Handler) serveTakenOver(st *stream, r *http.Request, conn net.Conn, head *[]byte, early error) {
+	if h.fast != nil && h.fast.start(st, conn, head, early) {
 		return
 	}
 	t := &takenOver{
 		conn:     conn,
 		st:       st,
-		head:     head,
+		head:     *head,
 		deadline: writeDeadline{conn: conn, timeout: h.opts.WriteTimeout, lazy: true},
 		watched:  make(chan struct{}),
 	}
-	st.serving(r)
+	st.serving(r, early)
 	go t.run(h)
 }
 
@@ -367,10 +369,10 @@ func newFanout(h *Handler) *fanout {
 }
 
 // start serves st, whose connection conn was taken over (head to write
-// first), on the fanout, if it can be served there: its subscription has a
+// first; early, if not nil, ends it at once), on the fanout, if it can be served there: its subscription has a
 // state machine to take in steps and its connection is a socket. It reports false, having changed nothing,
 // otherwise.
-func (f *fanout) start(st *stream, conn net.Conn, head []byte) bool {
+func (f *fanout) start(st *stream, conn net.Conn, head *[]byte, early error) bool {
 	fs := f.Stream(conn, st.sub, head, st)
 	if fs == nil {
 		return false
@@ -381,8 +383,8 @@ func (f *fanout) start(st *stream, conn net.Conn, head []byte) bool {
 	// reads a request's values, and the request's context chain (net/http's
 	// per-connection contexts, about 700 bytes) does not live as long as
 	// the stream. An early end (see takeover) carries over.
-	if st.early != nil {
-		fs.Cancel(st.early)
+	if early != nil {
+		fs.Cancel(early)
 	}
 	fs.Run()
 	return true

@@ -142,7 +142,8 @@ func (f *Fanout) Trips() (trips, files uint64) { return f.trips.Load(), f.files.
 
 // Stream returns a fast stream that will write sub's messages (sub is a
 // *listen.Subscription, served by its Poller: see Attach) to conn, the
-// first one after head, or nil, having changed nothing, when it cannot be
+// first one after *head (if head is not nil; shared, never modified), or
+// nil, having changed nothing, when it cannot be
 // one: conn is not a socket (a TLS connection), or sub has no Poller. The
 // stream is ready but not running: what it is notified of waits until Run.
 // owner is what Options.Done and Options.KeptAlive get.
@@ -159,7 +160,7 @@ func (f *Fanout) Trips() (trips, files uint64) { return f.trips.Load(), f.files.
 // needs to wait for the socket (Stream.file), and keeps it so. A stream
 // that cannot be set up (no descriptor, no watch for its client's end) is
 // served nonetheless, and ends at once.
-func (f *Fanout) Stream(conn net.Conn, sub any, head []byte, owner any) *Stream {
+func (f *Fanout) Stream(conn net.Conn, sub any, head *[]byte, owner any) *Stream {
 	sc, ok := conn.(syscall.Conn)
 	if !ok {
 		return nil // such as a TLS connection
@@ -168,7 +169,10 @@ func (f *Fanout) Stream(conn net.Conn, sub any, head []byte, owner any) *Stream 
 	if err != nil {
 		return nil
 	}
-	fs := &Stream{f: f, owner: owner, fd: -1, head: head, headed: len(head) > 0}
+	fs := &Stream{f: f, owner: owner, fd: -1}
+	if head != nil && len(*head) > 0 {
+		fs.head, fs.headed = head, true
+	}
 	fs.l = f.loops[int(f.next.Add(1))%len(f.loops)]
 	// Owned by the caller until Run schedules it: a notify or a Cancel that
 	// comes first only marks it pending.
@@ -408,7 +412,10 @@ type Stream struct {
 
 	cause atomic.Pointer[error] // the transport's end (see Cancel), first one kept
 	id    string                // the subscription's id as JSON, for offered list changes
-	head  []byte                // written with the first frame (may be shared: never modified)
+	// head is written with the first frame (headed), then forgotten. It is
+	// shared (a pointer, 8 bytes where a slice takes 24: the stream fits
+	// in 128 bytes) and never modified.
+	head *[]byte
 
 	owner any // Options.Done's and KeptAlive's
 	// file owns fd once the slow path first needed to wait for the socket:
@@ -554,7 +561,7 @@ func (fs *Stream) pollOnLoop(l *loop) bool {
 	for {
 		buf := l.buf[:0]
 		if fs.headed {
-			buf = append(buf, fs.head...)
+			buf = append(buf, *fs.head...)
 		}
 		buf = append(buf, fs.f.opts.Prefix...)
 		start := len(buf)

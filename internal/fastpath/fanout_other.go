@@ -16,7 +16,7 @@ type Fanout struct{}
 func New(Options) *Fanout { return nil }
 
 // Stream returns nil.
-func (f *Fanout) Stream(net.Conn, any, []byte, any) *Stream { return nil }
+func (f *Fanout) Stream(net.Conn, any, *[]byte, any) *Stream { return nil }
 
 // Wait returns nil.
 func (f *Fanout) Wait(context.Context) error { return nil }

@@ -98,7 +98,8 @@ func TestStreamServesUntilTheClientLeaves(t *testing.T) {
 	server, client := socketPair(t)
 	defer client.Close()
 
-	fs := f.Stream(server, sub, []byte("head\n"), sub)
+	head := []byte("head\n")
+	fs := f.Stream(server, sub, &head, sub)
 	require.NotNil(t, fs)
 	fs.Run()
 	br := bufio.NewReader(client)
