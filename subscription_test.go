@@ -881,3 +881,19 @@ func TestPanickingCanReadIsAFailedOpen(t *testing.T) {
 	assert.Equal(t, "Options.CanRead", pe.Op)
 	assert.Empty(t, src.opened, "the source is not opened")
 }
+
+// A subscription reports the kind of the transport it was opened for, also
+// past the number of kinds the package shares one copy of.
+func TestTransportKindOfEachSubscription(t *testing.T) {
+	opts := &listen.Options{Capabilities: listen.Capabilities{ToolsListChanged: true}}
+	for i := range 50 {
+		req := request(jsonrpc.IntID(int64(i+1)), listen.Filter{"toolsListChanged": true})
+		req.Transport.Kind = fmt.Sprintf("kind-%d", i%40)
+		sub, err := listen.Open(context.Background(), listentest.NewSource(), req, opts)
+		require.NoError(t, err)
+		assert.Equal(t, fmt.Sprintf("kind-%d", i%40), sub.TransportKind())
+		req.Transport.Kind = "changed after the open"
+		assert.Equal(t, fmt.Sprintf("kind-%d", i%40), sub.TransportKind())
+		sub.Close(nil)
+	}
+}
