@@ -131,11 +131,27 @@ type Slot struct {
 	done     bool
 	auth     any
 	key      string
-	release  func()
 	sub      *Subscription
+	// rare is what few listens have, made when first needed (guarded by
+	// Server.mu): a slot is 64 bytes without it.
+	rare *slotRare
+}
+
+// slotRare is the part of a Slot that few listens need.
+type slotRare struct {
+	// release gives back the listen's Quota (nil: none).
+	release func()
 	// pending is how the server ended the listen before it was open (a
 	// drain, EndStreams): Open ends the stream with it at once.
 	pending error
+}
+
+// more returns sl.rare, made if needed. Server.mu is held.
+func (sl *Slot) more() *slotRare {
+	if sl.rare == nil {
+		sl.rare = &slotRare{}
+	}
+	return sl.rare
 }
 
 // Begin registers a listen whose principal is known (auth, what the
@@ -205,12 +221,15 @@ func (sl *Slot) Admit(ctx context.Context, req *Request) error {
 	}
 	s.mu.Unlock()
 	if err == nil && s.opts.Quota != nil {
-		sl.release, err = s.acquire(ctx, req)
+		var release func()
+		release, err = s.acquire(ctx, req)
+		s.mu.Lock()
 		if err != nil {
-			s.mu.Lock()
 			s.refused++
-			s.mu.Unlock()
+		} else if release != nil {
+			sl.more().release = release
 		}
+		s.mu.Unlock()
 	}
 	if err != nil {
 		sl.Done(nil)
@@ -286,7 +305,10 @@ func (sl *Slot) Open(ctx, owner context.Context, req *Request) (*Subscription, e
 	s.mu.Lock()
 	sl.sub = sub
 	s.opened++
-	pending := sl.pending
+	var pending error
+	if sl.rare != nil {
+		pending = sl.rare.pending
+	}
 	s.mu.Unlock()
 	if pending != nil {
 		sub.End(pending)
@@ -359,8 +381,10 @@ func (s *Server) free(sl *Slot) {
 			close(s.over)
 		}
 	}
-	release := sl.release
-	sl.release = nil
+	var release func()
+	if sl.rare != nil {
+		release, sl.rare.release = sl.rare.release, nil
+	}
 	s.mu.Unlock()
 	if release != nil {
 		s.hook("Quota release", release)
@@ -378,9 +402,9 @@ func (s *Server) end(sl *Slot, reason error) bool {
 		s.mu.Unlock()
 		return false
 	case sub == nil:
-		first := sl.pending == nil
+		first := sl.rare == nil || sl.rare.pending == nil
 		if first {
-			sl.pending = reason
+			sl.more().pending = reason
 		}
 		s.mu.Unlock()
 		return first
