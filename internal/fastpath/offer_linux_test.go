@@ -109,3 +109,32 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		runtime.Gosched()
 	}
 }
+
+// An offered list change whose write fails (not for a full socket: the
+// client shut down its reading, so the socket refuses every write with
+// EPIPE, and nothing tells the hang-up watcher) ends the stream at once as
+// Disconnected with that error, without going to the slow path.
+func TestOfferedChangeWhoseWriteFailsEndsTheStream(t *testing.T) {
+	f, done := newFanout(t)
+	h := newHub(t)
+	sub := openOnHub(t, h)
+	server, client, fill := unixPair(t)
+	require.NoError(t, syscall.Close(fill))
+	defer client.Close()
+
+	fs := f.Stream(server, sub, nil, sub)
+	require.NotNil(t, fs)
+	fs.Run()
+	ack, err := bufio.NewReader(client).ReadString('\n')
+	require.NoError(t, err)
+	require.Contains(t, ack, spec.MethodAcknowledged)
+	waitFor(t, "an idle stream", fs.Idle)
+
+	require.NoError(t, client.(*net.UnixConn).CloseRead())
+	require.Equal(t, 1, h.ToolsListChanged().Matched)
+	e := <-done
+	assert.ErrorIs(t, e.reason, listen.ErrDisconnected)
+	assert.ErrorIs(t, e.reason, syscall.EPIPE)
+	trips, _ := f.Trips()
+	assert.Zero(t, trips, "no slow path")
+}
