@@ -5,14 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"maps"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
+	"unique"
 
 	"github.com/mcplisten/listen/internal/core"
 	"github.com/mcplisten/listen/internal/resuri"
@@ -295,8 +293,9 @@ type Subscription struct {
 	// Extensions and ReleaseTimeout while it lives.
 	opts *Options
 	// kind is the Kind of the Transport of the request it was opened for,
-	// interned (see internKind): 8 bytes, and the subscription fits in 224.
-	kind *string
+	// interned (8 bytes where a string takes 16: the subscription fits in
+	// 224).
+	kind unique.Handle[string]
 	// worker is the last worker started (guarded by guard.mu).
 	worker *Worker
 }
@@ -419,7 +418,7 @@ func openOwned(ctx, owner context.Context, src Source, req *Request, opts *Optio
 	}
 
 	// The id is kept as it is: an ID holds its own copy of its token.
-	s := &Subscription{id: req.ID, opts: opts, kind: internKind(req.Transport.Kind)}
+	s := &Subscription{id: req.ID, opts: opts, kind: unique.Make(req.Transport.Kind)}
 	s.guard.stream = stream
 	for k := range kinds {
 		if Kind(k).listChange() && accepted[kinds[k].key] == true {
@@ -571,46 +570,7 @@ func (s *Subscription) ID() jsonrpc.ID { return s.id }
 
 // TransportKind is the Kind of the Transport of the request the
 // subscription was opened for ("streamable_http", "stdio", ...).
-func (s *Subscription) TransportKind() string { return *s.kind }
-
-// transportKinds interns the Transport.Kind values subscriptions keep (a
-// transport's constant, so a handful; at most maxTransportKinds): a map
-// replaced, never changed, so that a lookup takes no lock.
-var (
-	transportKinds   atomic.Pointer[map[string]*string]
-	transportKindsMu sync.Mutex
-)
-
-const maxTransportKinds = 32
-
-// internKind returns a pointer to the string k, shared by every
-// subscription of that kind (one of its own past maxTransportKinds kinds).
-func internKind(k string) *string {
-	if m := transportKinds.Load(); m != nil {
-		if p, ok := (*m)[k]; ok {
-			return p
-		}
-	}
-	transportKindsMu.Lock()
-	defer transportKindsMu.Unlock()
-	old := transportKinds.Load()
-	if old != nil {
-		if p, ok := (*old)[k]; ok {
-			return p
-		}
-	}
-	p := new(string)
-	*p = strings.Clone(k)
-	if old == nil || len(*old) < maxTransportKinds {
-		m := make(map[string]*string, 1)
-		if old != nil {
-			maps.Copy(m, *old)
-		}
-		m[*p] = p
-		transportKinds.Store(&m)
-	}
-	return p
-}
+func (s *Subscription) TransportKind() string { return s.kind.Value() }
 
 // errWorkerRunning is returned by StartWorker while the subscription's
 // previous worker goroutine is still running.

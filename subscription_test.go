@@ -882,8 +882,8 @@ func TestPanickingCanReadIsAFailedOpen(t *testing.T) {
 	assert.Empty(t, src.opened, "the source is not opened")
 }
 
-// A subscription reports the kind of the transport it was opened for, also
-// past the number of kinds the package shares one copy of.
+// A subscription reports the kind of the transport it was opened for (kept
+// interned), whatever becomes of its request.
 func TestTransportKindOfEachSubscription(t *testing.T) {
 	opts := &listen.Options{Capabilities: listen.Capabilities{ToolsListChanged: true}}
 	for i := range 50 {
