@@ -326,10 +326,10 @@ func (h *Handler) serve(st *stream, w http.ResponseWriter, r *http.Request) {
 // serveInline serves st inside net/http: the response is the SSE stream.
 // The request's end (the client leaving) ends st's serving context.
 func (h *Handler) serveInline(st *stream, w http.ResponseWriter, r *http.Request) error {
+	st.serving(r, nil)
 	// The callback runs (in a goroutine of the runtime's) only if the
 	// request ends while the stream is served here; it only cancels
 	// st.ctx, so one that stop finds already started is not waited for.
-	st.serving(r, nil)
 	stop := context.AfterFunc(r.Context(), func() {
 		st.cancel(listen.Disconnected(context.Cause(r.Context())))
 	})
@@ -441,8 +441,8 @@ func (h *Handler) Shutdown(ctx context.Context) error {
 // the Handler's fanout (Linux, a hub stream: see internal/fastpath).
 type stream struct {
 	// ctx is the serving context given to Subscription.Serve, made when
-	// the stream is served on a path of its own (serveInline, takenOver.run;
-	// see serving): it keeps the request's context values, not its
+	// the stream is served on a path of its own (serveInline, or
+	// serveTakenOver for takenOver.run; see serving): it keeps the request's context values, not its
 	// cancellation. It ends through cancel, with the cause Serve acts on:
 	// listen.ErrShutdown (Shutdown: the completion is written), a
 	// Disconnected reason (the client left: the request ended, or a

@@ -369,8 +369,9 @@ func newFanout(h *Handler) *fanout {
 }
 
 // start serves st, whose connection conn was taken over (head to write
-// first; early, if not nil, ends it at once), on the fanout, if it can be served there: its subscription has a
-// state machine to take in steps and its connection is a socket. It reports false, having changed nothing,
+// first; early, if not nil, ends it at once), on the fanout, if it can be
+// served there: its subscription has a state machine to take in steps and
+// its connection is a socket. It reports false, having changed nothing,
 // otherwise.
 func (f *fanout) start(st *stream, conn net.Conn, head *[]byte, early error) bool {
 	fs := f.Stream(conn, st.sub, head, st)
