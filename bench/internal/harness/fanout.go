@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"runtime"
 	"slices"
 	"time"
 )
@@ -82,6 +83,7 @@ func (s *Server) Fanout(ctx context.Context, cfg *Config, n, round int) (*Fanout
 	bd := newBoard(msgToolsChanged, rounds, n)
 	st := newStreams(ctx, client, p.url(), bd)
 	defer st.close()
+	runtime.GC() // the opens start from one state of this process's collector
 	cpu0 := cpuTime(p.pid)
 	opened, refused, elapsed, err := st.openAll(n, cfg.OpenConcurrency, map[string]any{"toolsListChanged": true})
 	r.Opened, r.Refused, r.OpenSeconds, r.OpenCPU = opened, refused, elapsed.Seconds(), cpuTime(p.pid)-cpu0

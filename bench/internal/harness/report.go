@@ -153,7 +153,7 @@ func renderMarkdown(res *Results) string {
 		w("- **%s**: `go build %s`, started with `-addr 127.0.0.1:0 -quiet -lifetime 1h %s`.\n", s.Kind.Label, s.Kind.Pkg, strings.Join(s.Args, " "))
 	}
 	w("\n## Method\n\n")
-	w("Each run is a fresh server process, one at a time. It opens N listens (`{\"toolsListChanged\":true}`) over loopback HTTP/1.1, at most %d at once, each read by its own goroutine in this process; ", cfg.OpenConcurrency)
+	w("Each run is a fresh server process, one at a time. It opens N listens (`{\"toolsListChanged\":true}`) over loopback HTTP/1.1, at most %d at once, each read by its own goroutine in this process (which collects its garbage just before, so that no run's opens pay for the previous run's streams); ", cfg.OpenConcurrency)
 	w("then it calls `test_trigger_tool_change` %d times (the first %d not counted), each time waiting for every stream's `notifications/tools/list_changed`, then %v. ", cfg.Warmup+cfg.Triggers, cfg.Warmup, cfg.TriggerGap)
 	w("Latency runs from just before the trigger call to a stream's notification; a run's latency is the median over its measured triggers. ")
 	w("Server CPU is the process's CPU-time clock (all threads, user and system) from just before each trigger to the last delivery, ÷ N. ")

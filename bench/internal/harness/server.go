@@ -84,9 +84,6 @@ func Build(ctx context.Context, repo, dir string, kind Kind, prebuilt string, ma
 	return s, nil
 }
 
-// Kind returns the server's kind.
-func (s *Server) Kind() Kind { return s.kind }
-
 // Args returns the flags the server is started with, besides -addr,
 // -quiet and -lifetime.
 func (s *Server) Args() []string { return slices.Clone(s.args) }
