@@ -442,8 +442,9 @@ func (h *Handler) Shutdown(ctx context.Context) error {
 type stream struct {
 	// ctx is the serving context given to Subscription.Serve, made when
 	// the stream is served on a path of its own (serveInline, or
-	// serveTakenOver for takenOver.run; see serving): it keeps the request's context values, not its
-	// cancellation. It ends through cancel, with the cause Serve acts on:
+	// serveTakenOver for takenOver.run; see serving): it keeps the
+	// request's context values, not its cancellation. It ends through
+	// cancel, with the cause Serve acts on:
 	// listen.ErrShutdown (Shutdown: the completion is written), a
 	// Disconnected reason (the client left: the request ended, or a
 	// taken-over connection's reader saw it close), or nil once the stream
